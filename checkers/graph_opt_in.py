@@ -1,0 +1,80 @@
+"""NNX9xx: advisory, off by default — code that still opts into graph mode (catalogue G1)."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from nnx_lint.calls import constant_bool
+from nnx_lint.rule import Invalid, Rule, Valid
+
+_SETTERS = frozenset({"flax.nnx.set_graph_mode", "flax.nnx.set_graph_updates"})
+
+
+class GraphModeOptIn(Rule):
+    """Code that explicitly keeps graph mode (advisory, off by default).
+
+    What it does:
+        Flags `graph=True` / `graph_updates=True` on NNX calls, every `nnx.compat.*` call,
+        `nnx.set_graph_mode(True)` / `nnx.set_graph_updates(True)` and
+        `flax.config.update('nnx_graph_mode', True)`. Off by default: select `NNX9` to
+        enable it.
+
+    Why is this bad?:
+        It is not a break: these opt-ins keep graph semantics after the flip. They are what
+        a team leaving graph mode entirely still has to remove, and graph mode may not be
+        supported forever.
+
+    References:
+        - [Tree Mode in brief: opting in](../tree-mode.md#opting-in-to-graph-mode) — catalogue row G1
+    """
+
+    code = "NNX901"
+    symbol = "graph-mode-opt-in"
+    kind = "advisory"
+    catalogue = ("G1",)
+    default_enabled = False
+    message = "{what} keeps graph mode: remove it once this code is migrated to Tree Mode"
+    VALID = [
+        Valid(
+            "tree-mode-code",
+            """
+            from flax import nnx
+
+            step = nnx.jit(lambda m, x: m(x))
+            nnx.set_graph_mode(False)
+            """,
+        )
+    ]
+    INVALID = [
+        Invalid(
+            "all-opt-ins",
+            """
+            import flax
+            from flax import nnx
+
+            flax.config.update('nnx_graph_mode', True)  # NNX901
+            step = nnx.compat.jit(lambda m, x: m(x))  # NNX901
+            graphdef, state = nnx.split(object(), graph=True)  # NNX901
+            with nnx.set_graph_mode(True):  # NNX901
+                pass
+            """,
+        )
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        name = self.context.qualified_name(node.func)
+        if name in _SETTERS and node.args and constant_bool(node.args[0]) is True:
+            self.report(node, what=f"`nnx.{name.rpartition('.')[2]}(True)`")
+            return
+        if name == "flax.config.update" and len(node.args) >= 2:
+            key, value = node.args[0], node.args[1]
+            if isinstance(key, nodes.Const) and key.value in ("nnx_graph_mode", "nnx_graph_updates"):
+                if constant_bool(value) is True:
+                    self.report(node, what=f"`flax.config.update({key.value!r}, True)`")
+            return
+        call = self.context.nnx_call(node)
+        if call is None:
+            return
+        if call.is_compat:
+            self.report(node, what=f"`nnx.compat.{call.name}`")
+        elif any(constant_bool(call.keywords.get(flag)) is True for flag in ("graph", "graph_updates")):
+            self.report(node, what=f"`graph=True` on `nnx.{call.name}`")

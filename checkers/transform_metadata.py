@@ -1,0 +1,116 @@
+"""NNX6xx: the ``transform_metadata=`` keyword of vmap/scan/pmap — catalogue F1."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from nnx_lint.rule import Invalid, Rule, Valid, differs
+
+_TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
+
+
+class TransformMetadataKeyword(Rule):
+    """`transform_metadata=` keyword on `nnx.vmap` / `nnx.scan` / `nnx.pmap`.
+
+    What it does:
+        Flags a non-empty `transform_metadata=` argument of `nnx.vmap`, `nnx.scan` or
+        `nnx.pmap` (direct call, decorator or `functools.partial`) where graph mode is
+        not explicitly kept.
+
+    Why is this bad?:
+        Tree Mode transforms never read the keyword. Nothing raises: the partition axis it
+        names (`nnx.PARTITION_NAME`) is silently not added to the Variables' sharding
+        metadata, so a stacked kernel of shape `(layers, din, dout)` keeps
+        `out_sharding=('din', 'dout')` and sharding is applied to the wrong dimensions.
+        Stack an `@nnx.transform_metadata(in_axes=..., out_axes=..., partition=...)` layer
+        under the transform instead, with the same axes.
+
+    References:
+        - [Tree Mode in brief: transform_metadata](../tree-mode.md#transform-metadata) — catalogue row F1
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX601"
+    symbol = "transform-metadata-keyword"
+    kind = "silent"
+    catalogue = ("F1",)
+    message = (
+        "`transform_metadata=` on `nnx.{transform}` is ignored in Tree Mode: the partition axis "
+        "{partition_text}is silently not added to the sharding metadata. Stack "
+        "`@nnx.transform_metadata(in_axes=..., out_axes=..., partition=...)` under the transform instead"
+    )
+    VALID = [
+        Valid(
+            "transform-metadata-layer",
+            """
+            from flax import nnx
+
+            @nnx.vmap(in_axes=0, out_axes=0)
+            @nnx.transform_metadata(in_axes=0, out_axes=0, partition='layers')
+            def create_stack(rngs):
+                return nnx.Linear(3, 3, rngs=rngs)
+            """,
+        ),
+        Valid(
+            "compat-and-empty",
+            """
+            from flax import nnx
+
+            create = nnx.compat.vmap(lambda r: nnx.Linear(3, 3, rngs=r),
+                                     transform_metadata={nnx.PARTITION_NAME: 'layers'})
+            forward = nnx.vmap(lambda m, x: m(x), transform_metadata={})
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "vmap-decorator",
+            """
+            from flax import nnx
+
+            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={nnx.PARTITION_NAME: 'layers'})  # NNX601
+            def create_stack(rngs):
+                return nnx.Linear(3, 3, rngs=rngs)
+            """,
+            tree_mode=differs("the stacked kernel's out_sharding lacks the 'layers' partition axis"),
+        ),
+        Invalid(
+            "scan-partial",
+            """
+            from functools import partial
+            from flax import nnx
+
+            scan_layers = partial(nnx.scan, in_axes=(0, nnx.Carry), out_axes=nnx.Carry,
+                                  transform_metadata={nnx.PARTITION_NAME: 'layers'})  # NNX601
+            """,
+            tree_mode=differs("inside the scan the 'layers' axis is not removed from the metadata"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in _TAKES_KEYWORD or "transform_metadata" not in call.keywords:
+            return
+        value = call.keywords["transform_metadata"]
+        if isinstance(value, nodes.Dict) and not value.items:
+            return  # the default: nothing is lost
+        if self.context.keeps_graph_mode(call):
+            return
+        partition = self._partition_name(value)
+        self.report(
+            call.keyword_node("transform_metadata") or node,
+            transform=call.name,
+            partition=partition,
+            partition_text=f"{partition!r} " if partition else "",
+            metadata=value.as_string(),
+        )
+
+    def _partition_name(self, value: nodes.NodeNG) -> str | None:
+        if not isinstance(value, nodes.Dict):
+            return None
+        for key, item in value.items:
+            is_partition_key = self.context.qualified_name(key) == "flax.nnx.PARTITION_NAME" or (
+                isinstance(key, nodes.Const) and key.value == "partition_name"
+            )
+            if is_partition_key and isinstance(item, nodes.Const) and isinstance(item.value, str):
+                return item.value
+        return None

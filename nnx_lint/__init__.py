@@ -1,0 +1,13 @@
+"""nnx-lint: find Flax NNX code that breaks or silently changes meaning under Tree Mode.
+
+The linter core depends on astroid only; it never imports flax or jax, and never
+executes the code it checks.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+#: Where each rule's documentation page lives; ``{code}`` is the rule code.
+DOCS_URL = "https://github.com/nnx-lint/nnx-lint/blob/main/docs/rules/{code}.md"
+
+__all__ = ["DOCS_URL", "__version__"]

@@ -1,0 +1,214 @@
+"""The engine: one astroid parse and one walk per file, rules dispatched by node type.
+
+Front-ends (CLI, flake8, pylint) all call :func:`lint_source` or :func:`lint_module`,
+so they report the same diagnostics for the same file.
+"""
+from __future__ import annotations
+
+import traceback
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from astroid import nodes
+
+from nnx_lint import parsing
+from nnx_lint.calls import NNXCall, match_nnx_call
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.mode import ModeContext
+from nnx_lint.names import NameResolver
+from nnx_lint.noqa import apply_noqa
+from nnx_lint.project import Project
+from nnx_lint.rule import Rule
+
+_MISSING = object()
+
+
+def mentions_nnx(data: bytes | str) -> bool:
+    """The cheap pre-filter: a file that never says ``flax`` or ``nnx`` cannot match a rule.
+
+    (A re-export still says ``nnx``: ``from .common import nnx``.)
+    """
+    if isinstance(data, str):
+        return "nnx" in data or "flax" in data
+    return b"nnx" in data or b"flax" in data
+
+
+class FileContext:
+    """Everything a rule may ask about the file being linted.
+
+    Services: :meth:`qualified_name` (imports resolved without loading flax),
+    :meth:`nnx_call` (NNX API calls in every spelling), :attr:`mode` (is graph mode kept
+    here?), :attr:`project` (other modules of the project), :meth:`report`.
+    """
+
+    def __init__(self, module: nodes.Module, path: str, project: Project) -> None:
+        self.module = module
+        self.path = path
+        self.project = project
+        self.resolver = NameResolver(module, project)
+        self.mode = ModeContext(module, self.resolver)
+        self.diagnostics: list[Diagnostic] = []
+        self._calls: dict[int, NNXCall | None] = {}
+
+    def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
+        """Canonical qualified name of ``node`` (``flax.nnx.vmap``), or None."""
+        return self.resolver.qualified_name(node)
+
+    def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
+        """The :class:`NNXCall` if ``node`` is a call of the flax.nnx API, else None."""
+        if not isinstance(node, nodes.Call):
+            return None
+        key = id(node)
+        found = self._calls.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._calls[key] = match_nnx_call(node, self.resolver)
+        return found  # type: ignore[return-value]
+
+    def keeps_graph_mode(self, call: NNXCall) -> bool:
+        """Whether this NNX call explicitly keeps graph semantics (flags, compat, scope)."""
+        return self.mode.keeps_graph_mode(call)
+
+    def report(
+        self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None
+    ) -> None:
+        text = (message or rule.message).format(**facts)
+        line = node.lineno or 1
+        column = (node.col_offset or 0) + 1
+        end_line = node.end_lineno or line
+        end_column = (node.end_col_offset or node.col_offset or 0) + 1
+        self.diagnostics.append(
+            Diagnostic(rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts)
+        )
+
+
+def _dispatch_table(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list]]:
+    visits: dict[str, list[tuple[Rule, Callable]]] = defaultdict(list)
+    leaves: dict[str, list[tuple[Rule, Callable]]] = defaultdict(list)
+    for rule in rules:
+        for attribute in dir(type(rule)):
+            if attribute.startswith("visit_"):
+                visits[attribute[6:]].append((rule, getattr(rule, attribute)))
+            elif attribute.startswith("leave_"):
+                leaves[attribute[6:]].append((rule, getattr(rule, attribute)))
+    return visits, leaves
+
+
+def _linter_diagnostic(code: str, message: str, path: str, line: int = 1, column: int = 1, **facts: Any) -> Diagnostic:
+    from nnx_lint.registry import rule_by_code
+
+    rule = rule_by_code(code)
+    symbol = rule.symbol if rule else code
+    return Diagnostic(code, symbol, message, path, line, column, line, column, "linter", facts)
+
+
+def lint_module(
+    module: nodes.Module,
+    path: str,
+    rule_classes: Iterable[type[Rule]],
+    project: Project | None = None,
+) -> list[Diagnostic]:
+    """Run the enabled rules over an already-built astroid module (one walk)."""
+    project = project or Project()
+    context = FileContext(module, path, project)
+    rules = [cls(context) for cls in rule_classes if not cls.engine_reported]
+    visits, leaves = _dispatch_table(rules)
+    crashed: dict[Rule, str] = {}
+
+    def call_all(handlers: list[tuple[Rule, Callable]], node: nodes.NodeNG) -> None:
+        for rule, handler in handlers:
+            if rule in crashed:
+                continue
+            try:
+                handler(node)
+            except Exception:  # a rule bug must not stop the other rules or files
+                crashed[rule] = traceback.format_exc()
+                line = getattr(node, "lineno", None) or 1
+                context.diagnostics.append(
+                    _linter_diagnostic(
+                        "NNX003",
+                        f"rule {rule.code} ({rule.symbol}) failed on this file and was skipped "
+                        f"for the rest of it; please report this (run with --verbose for the traceback)",
+                        path,
+                        line,
+                        rule=rule.code,
+                        traceback=crashed[rule],
+                    )
+                )
+
+    # An explicit stack instead of recursion: deeply nested files must not crash the walk.
+    stack: list[tuple[nodes.NodeNG, bool]] = [(module, False)]
+    while stack:
+        node, leaving = stack.pop()
+        kind = type(node).__name__.lower()
+        if leaving:
+            handlers = leaves.get(kind)
+            if handlers:
+                call_all(handlers, node)
+            continue
+        handlers = visits.get(kind)
+        if handlers:
+            call_all(handlers, node)
+        stack.append((node, True))
+        children = list(node.get_children())
+        stack.extend((child, False) for child in reversed(children))
+    return context.diagnostics
+
+
+def lint_source(
+    text: str,
+    path: str,
+    rule_classes: Iterable[type[Rule]],
+    *,
+    project: Project | None = None,
+    module_name: str | None = None,
+    apply_suppressions: bool = True,
+) -> list[Diagnostic]:
+    """Lint source text. Never executes it; files that never mention flax/nnx are skipped."""
+    rule_classes = list(rule_classes)
+    enabled = {cls.code for cls in rule_classes}
+    if not mentions_nnx(text):
+        return []
+    project = project or Project()
+    module_name = module_name or Path(path).stem
+    try:
+        module = parsing.build(text, path, module_name, project.is_project_module)
+    except parsing.ParseFailure as failure:
+        diagnostics = [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
+    else:
+        project.register(module_name, module)
+        try:
+            diagnostics = lint_module(module, path, rule_classes, project)
+        except RecursionError:
+            diagnostics = [
+                _linter_diagnostic("NNX004", "file is too deeply nested to analyse (Python's recursion limit was hit)", path)
+            ]
+    diagnostics = [d for d in diagnostics if d.code in enabled]
+    if apply_suppressions:
+        diagnostics = apply_noqa(diagnostics, text.splitlines())
+    return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def lint_bytes(
+    data: bytes,
+    path: str,
+    rule_classes: Iterable[type[Rule]],
+    *,
+    project: Project | None = None,
+    module_name: str | None = None,
+    apply_suppressions: bool = True,
+) -> list[Diagnostic]:
+    """Lint raw file bytes: decoding problems become an NNX001 diagnostic."""
+    rule_classes = list(rule_classes)
+    if not mentions_nnx(data):
+        return []
+    try:
+        text = parsing.decode(data)
+    except parsing.ParseFailure as failure:
+        enabled = {cls.code for cls in rule_classes}
+        found = [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
+        return [d for d in found if d.code in enabled]
+    return lint_source(
+        text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
+    )

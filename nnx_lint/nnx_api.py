@@ -1,0 +1,138 @@
+"""What nnx-lint knows about the ``flax.nnx`` API, as data (no flax import).
+
+Qualified names are canonical: ``flax.nnx.<public name>`` for anything reachable
+from ``flax.nnx`` (whatever internal module defines it), ``flax.nnx.compat.<name>``
+for the graph-mode partials of ``nnx.compat``.
+"""
+from __future__ import annotations
+
+NNX = "flax.nnx"
+COMPAT = "flax.nnx.compat"
+
+#: Every public name of ``flax.nnx`` 0.12.8 (``dir(nnx)`` without underscores).
+PUBLIC_NAMES: frozenset[str] = frozenset(
+    """
+    A All Any BatchNorm BatchStat Bidirectional Cache Carry Conv ConvTranspose Data Dict
+    DiffState Dropout EMA Einsum Embed Everything FlatState GRUCell GraphDef GraphState
+    GroupNorm Initializer InstanceNorm Intermediate LSTMCell LayerNorm Linear LinearGeneral
+    List LoRA LoRALinear LoRAParam M MergeContext Metric ModelAndOptimizer Module
+    MultiHeadAttention MultiMetric NodeStates Not Nothing Object OfType OptArray OptState
+    OptVariable OptimizedLSTMCell Optimizer PARTITION_NAME PReLU Param PathContains
+    Perturbation PureState Pytree RMSNorm RNN RNNCellBase RngCount RngKey RngState RngStream
+    Rngs Sequential SimpleCell SpectralNorm SplitContext State StateAxes StateSharding Static
+    TrainState UpdateContext Variable VariableMetadata WeightNorm WithTag
+    abstract_with_sharding as_abstract as_pure avg_pool bridge cached_partial call capture
+    celu check_pytree checkify clone combine_masks compat cond current_update_context
+    custom_vjp data dataclass deprecations display dot_product_attention elu eval_shape
+    extract filter_state filterlib find_duplicates flatten fori_loop fork_rngs
+    from_flat_state from_tree gelu get_abstract_model get_named_sharding get_partition_spec
+    glu grad graph graphdef graphlib hard_sigmoid hard_silu hard_swish hard_tanh has_data
+    helpers identity initializers is_data iter_children iter_graph iter_module_children
+    iter_modules jit jit_partial jvp leaky_relu log_sigmoid log_softmax logical_axis_rules
+    logsumexp make_attention_mask make_causal_mask make_jaxpr map map_state max_pool merge
+    merge_context merge_state metrics min_pool module nn object one_hot optimizer pmap pool
+    pop prefix proxy_caller pure pytreelib recursive_map register_data_type
+    register_variable_name relu relu6 remat replace_by_pure_dict reprlib reseed
+    restore_int_paths restore_rngs rnglib scan selu set_graph_mode set_graph_updates
+    set_metadata shard_map sigmoid silu soft_sign softmax softplus split split_context
+    split_rngs split_state spmd standardize state statelib static summary swish switch
+    tabulate tanh to_flat_state to_pure_dict to_tree tracers training transform_metadata
+    transforms traversals unflatten unpack update update_context use_eager_sharding
+    using_eager_sharding value_and_grad var_defaults variable_name_from_type
+    variable_type_from_name variablelib variables vars_as view view_info visualization vjp
+    vmap while_loop with_attributes with_metadata with_partitioning with_rngs with_vars
+    wrappers
+    """.split()
+)
+
+#: The 34 names of ``nnx.compat`` (each a partial fixing graph=True[, graph_updates=True]).
+COMPAT_NAMES: frozenset[str] = frozenset(
+    """
+    backup_keys cached_partial checkify clone cond custom_vjp eval_shape flatten fori_loop
+    fork_rngs get_abstract_model grad graphdef iter_children iter_graph iter_modules jit jvp
+    pmap recursive_map remat reseed scan shard_map split split_rngs state switch
+    value_and_grad view view_info vjp vmap while_loop
+    """.split()
+)
+
+#: NNX transforms: they take both ``graph=`` and ``graph_updates=`` and fix the mode
+#: when the transform is created (decoration time).
+TRANSFORMS: frozenset[str] = frozenset(
+    """
+    jit jit_partial shard_map grad value_and_grad custom_vjp vjp jvp remat vmap pmap scan
+    while_loop fori_loop eval_shape cond switch checkify make_jaxpr cached_partial
+    split_rngs fork_rngs with_rngs
+    """.split()
+)
+
+#: Graph APIs: they take only ``graph=`` and read the mode at each call.
+GRAPH_APIS: frozenset[str] = frozenset(
+    """
+    split state variables graphdef flatten unpack map clone iter_graph iter_children
+    iter_module_children iter_modules recursive_map view view_info with_attributes prefix
+    transform_metadata reseed get_abstract_model as_abstract abstract_with_sharding
+    """.split()
+)
+
+#: Keyword arguments of NNX transforms that accept prefix trees (and so, in graph
+#: mode, the prefix filters ``StateAxes`` / ``DiffState`` / ``StateSharding``).
+PREFIX_KEYWORDS: frozenset[str] = frozenset(
+    """
+    in_axes out_axes argnums nondiff_argnums in_shardings out_shardings in_specs out_specs
+    """.split()
+)
+
+# Older spellings that name the same package.
+_PACKAGE_ALIASES = {"flax.experimental.nnx": NNX}
+
+
+def canonical(qualified_name: str) -> str:
+    """Map a qualified name to its canonical ``flax.nnx`` spelling.
+
+    >>> canonical("flax.nnx.transforms.iteration.vmap")
+    'flax.nnx.vmap'
+    >>> canonical("flax.experimental.nnx.StateAxes")
+    'flax.nnx.StateAxes'
+    >>> canonical("flax.nnx.compat.vmap")
+    'flax.nnx.compat.vmap'
+    >>> canonical("jax.vmap")
+    'jax.vmap'
+    """
+    for old, new in _PACKAGE_ALIASES.items():
+        if qualified_name == old or qualified_name.startswith(old + "."):
+            qualified_name = new + qualified_name[len(old):]
+    if not qualified_name.startswith(NNX + "."):
+        return qualified_name
+    rest = qualified_name[len(NNX) + 1:].split(".")
+    if rest[0] == "compat":
+        return qualified_name
+    if len(rest) > 1 and rest[-1] in PUBLIC_NAMES and rest[-1] not in _SUBMODULE_NAMES:
+        # flax.nnx.<internal modules>.<public name> -> flax.nnx.<public name>
+        return f"{NNX}.{rest[-1]}"
+    return qualified_name
+
+
+# Public names that are submodules: ``flax.nnx.graph`` is a module, not a re-export.
+_SUBMODULE_NAMES = frozenset(
+    """
+    bridge compat deprecations extract filterlib graph graphlib helpers initializers metrics
+    module nn object optimizer pytreelib reprlib rnglib spmd statelib summary tracers
+    training transforms traversals variablelib visualization wrappers
+    """.split()
+)
+
+
+def short_name(qualified_name: str | None) -> str | None:
+    """``flax.nnx.vmap`` -> ``vmap``; ``flax.nnx.compat.vmap`` -> ``vmap``; else None."""
+    if not qualified_name:
+        return None
+    if qualified_name.startswith(COMPAT + "."):
+        return qualified_name[len(COMPAT) + 1:]
+    if qualified_name.startswith(NNX + "."):
+        return qualified_name[len(NNX) + 1:]
+    return None
+
+
+def is_compat(qualified_name: str | None) -> bool:
+    """Whether the name is one of the ``nnx.compat`` graph-mode partials."""
+    return bool(qualified_name) and qualified_name.startswith(COMPAT + ".")

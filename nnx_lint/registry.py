@@ -1,0 +1,92 @@
+"""Rule discovery and selection.
+
+Rules are found by importing every module of the ``checkers`` package and collecting
+the :class:`~nnx_lint.rule.Rule` subclasses that define a ``code``. Nothing is listed
+by hand; the invariants a list would give are enforced by tests.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable
+from functools import lru_cache
+
+from nnx_lint.rule import Rule
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class, sorted by code."""
+    import checkers
+
+    for module_info in pkgutil.iter_modules(checkers.__path__, prefix="checkers."):
+        importlib.import_module(module_info.name)
+    found: dict[str, type[Rule]] = {}
+    for rule in _subclasses(Rule):
+        if "code" in vars(rule):
+            found.setdefault(rule.code + rule.__qualname__, rule)
+    return tuple(sorted(found.values(), key=lambda r: r.code))
+
+
+def _subclasses(cls: type) -> Iterable[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def rule_by_code(code: str) -> type[Rule] | None:
+    """The rule with this exact code, if any."""
+    return next((r for r in all_rules() if r.code == code), None)
+
+
+def rule_by_symbol(symbol: str) -> type[Rule] | None:
+    return next((r for r in all_rules() if r.symbol == symbol), None)
+
+
+class UnknownSelector(ValueError):
+    """A select/ignore entry that matches no rule code."""
+
+
+def _check_selectors(selectors: Iterable[str]) -> list[str]:
+    codes = [r.code for r in all_rules()]
+    result = []
+    for selector in selectors:
+        selector = selector.strip().upper()
+        if not selector:
+            continue
+        if selector != "ALL" and not any(code.startswith(selector) for code in codes):
+            raise UnknownSelector(f"unknown rule selector {selector!r} (no rule code starts with it)")
+        result.append(selector)
+    return result
+
+
+def _matches(code: str, selector: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
+
+
+def select_rules(
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    extend_select: Iterable[str] = (),
+) -> tuple[type[Rule], ...]:
+    """Resolve prefix selectors (``NNX2``, ``NNX201``, ``ALL``) to rule classes.
+
+    Without ``select`` the default set is used: every rule with ``default_enabled``.
+    Like Ruff, the most specific selector wins when a code is both selected and
+    ignored (``--select NNX201 --ignore NNX2`` keeps NNX201).
+    """
+    select_list = _check_selectors(select) if select is not None else None
+    ignore_list = _check_selectors(ignore)
+    extend_list = _check_selectors(extend_select)
+    chosen = []
+    for rule in all_rules():
+        selected_by = [s for s in (select_list or []) + extend_list if _matches(rule.code, s)]
+        if select_list is None and rule.default_enabled:
+            selected_by.append("")
+        ignored_by = [s for s in ignore_list if _matches(rule.code, s)]
+        if not selected_by:
+            continue
+        if ignored_by and max(len(s) for s in ignored_by) >= max(len(s) for s in selected_by):
+            continue
+        chosen.append(rule)
+    return tuple(chosen)

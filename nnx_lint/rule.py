@@ -1,0 +1,155 @@
+"""The rule framework: one class per rule, carrying its own examples.
+
+A rule subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``kind``,
+a docstring with the sections ``What it does``, ``Why is this bad?`` and ``References``,
+and ``VALID`` / ``INVALID`` example cases. The docs page's ``Example`` and ``Use
+instead`` sections are rendered from the first INVALID case and the first VALID case,
+so every example shown to users is also a test.
+
+Checking is done by ``visit_<node>`` / ``leave_<node>`` methods named after astroid
+node classes in lower case (``visit_call``, ``leave_module``), called by the engine
+during its single walk of the file. Rules never parse, resolve imports or decide the
+graph/tree mode themselves: they ask ``self.context`` (a :class:`nnx_lint.engine.FileContext`).
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from astroid import nodes
+
+    from nnx_lint.engine import FileContext
+
+_CODE_PATTERN = re.compile(r"^NNX\d{3}$")
+_SYMBOL_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_MARKER_PATTERN = re.compile(r"#\s*(NNX\d{3}(?:\s*,\s*NNX\d{3})*)\s*$")
+
+
+@dataclass(frozen=True)
+class TreeModeOutcome:
+    """What Tree Mode does with an INVALID case: the evidence a confirmer looks for.
+
+    ``raises`` names the exception type and a fragment of its message;
+    ``differs`` describes the observable silent difference.
+    """
+
+    raises: str | None = None
+    match: str | None = None
+    differs: str | None = None
+
+    def describe(self) -> str:
+        if self.raises:
+            return f"raises `{self.raises}`" + (f" ({self.match})" if self.match else "")
+        return f"runs, but {self.differs}"
+
+
+def raises(exception: str, match: str | None = None) -> TreeModeOutcome:
+    """Tree Mode raises ``exception`` whose message contains ``match``."""
+    return TreeModeOutcome(raises=exception, match=match)
+
+
+def differs(observation: str) -> TreeModeOutcome:
+    """Tree Mode runs but the observation differs from graph mode."""
+    return TreeModeOutcome(differs=observation)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example program. Lines that must fire end with ``# NNX201``-style markers."""
+
+    id: str
+    code: str
+    tree_mode: TreeModeOutcome | None = None
+    #: Extra files of a multi-file case, by relative path (for cross-file rules).
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(self.code).lstrip("\n")
+
+    def expected(self) -> set[tuple[int, str]]:
+        """The ``(line, code)`` pairs the markers in the source announce."""
+        found = set()
+        for number, line in enumerate(self.source.splitlines(), start=1):
+            match = _MARKER_PATTERN.search(line)
+            if match:
+                for code in match.group(1).split(","):
+                    found.add((number, code.strip()))
+        return found
+
+
+def Valid(id: str, code: str, **kwargs: Any) -> Case:  # noqa: N802 - reads like Fixit
+    """A program on which the rule must stay silent."""
+    return Case(id=id, code=code, **kwargs)
+
+
+def Invalid(id: str, code: str, tree_mode: TreeModeOutcome | None = None, **kwargs: Any) -> Case:  # noqa: N802
+    """A program on which the rule must fire exactly on the marked lines."""
+    return Case(id=id, code=code, tree_mode=tree_mode, **kwargs)
+
+
+class Rule:
+    """Base class of every nnx-lint rule. Subclasses are discovered, never listed."""
+
+    code: ClassVar[str]
+    symbol: ClassVar[str]
+    #: ``str.format`` template over the diagnostic's facts.
+    message: ClassVar[str]
+    kind: ClassVar[str]
+    #: Catalogue rows (``../shared/spec/catalogue.md``) the rule covers.
+    catalogue: ClassVar[tuple[str, ...]] = ()
+    default_enabled: ClassVar[bool] = True
+    #: NNX0xx rules are reported by the engine itself, not by visit methods.
+    engine_reported: ClassVar[bool] = False
+    VALID: ClassVar[list[Case]] = []
+    INVALID: ClassVar[list[Case]] = []
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+
+    def report(self, node: nodes.NodeNG, message: str | None = None, **facts: Any) -> None:
+        """Report a diagnostic of this rule at ``node``; the message is formatted from facts."""
+        self.context.report(self, node, facts, message=message)
+
+    @classmethod
+    def family(cls) -> str:
+        """``NNX2xx`` for ``NNX201``."""
+        return cls.code[:4] + "xx"
+
+    @classmethod
+    def docs_sections(cls) -> dict[str, str]:
+        """The docstring split into its ``Section:``-free Markdown sections by heading."""
+        return parse_docstring_sections(cls.__doc__ or "")
+
+
+SECTION_TITLES = ("What it does", "Why is this bad?", "References")
+
+
+def parse_docstring_sections(doc: str) -> dict[str, str]:
+    """Split a rule docstring into ``{title: body}`` by the known section titles.
+
+    >>> parse_docstring_sections('''Short.
+    ...
+    ... What it does:
+    ...     Flags things.
+    ... ''')
+    {'What it does': 'Flags things.'}
+    """
+    doc = textwrap.dedent("\n".join(doc.splitlines()[1:])) if "\n" in doc else ""
+    sections: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in doc.splitlines():
+        title = line.strip().rstrip(":")
+        if line.strip().endswith(":") and title in SECTION_TITLES and not line.startswith(" "):
+            if current:
+                sections[current] = textwrap.dedent("\n".join(lines)).strip()
+            current, lines = title, []
+        elif current:
+            lines.append(line)
+    if current:
+        sections[current] = textwrap.dedent("\n".join(lines)).strip()
+    return sections
