@@ -1,0 +1,93 @@
+"""tree_runtime: a reference implementation of Flax NNX Tree Mode (FLIP 5310)
+on plain JAX, with the public names of ``flax.nnx``.
+
+One program text runs unchanged with ``import tree_runtime as nnx`` and with
+``from flax import nnx`` in Tree Mode (``nnx.set_graph_mode(False)``,
+``nnx.set_graph_updates(False)``).  It never imports flax.
+
+>>> import tree_runtime as nnx, jax.numpy as jnp
+>>> model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+>>> @nnx.jit
+... def step(m, x):
+...   m.bias[...] += 1.0
+...   return m(x)
+>>> _ = step(model, jnp.ones((1, 2))); model.bias[...].tolist()
+[1.0]
+"""
+
+from __future__ import annotations
+
+from ._custom_vjp import custom_vjp
+from ._errors import (
+    AliasingError,
+    CarryIdentityError,
+    CustomVjpUpdateError,
+    GraphModeNotSupportedError,
+    NonPytreeModuleError,
+    PrefixFilterError,
+    TreeModeError,
+    error_category,
+)
+from ._filters import All, Any, Everything, Not, Nothing, OfType, PathContains, WithTag
+from ._graph import GraphDef, clone, find_duplicates, graphdef, iter_graph, merge, pop, split, state, update
+from ._layers import (
+    BatchNorm,
+    Dropout,
+    Embed,
+    LayerNorm,
+    Linear,
+    gelu,
+    initializers,
+    log_softmax,
+    one_hot,
+    relu,
+    sigmoid,
+    silu,
+    softmax,
+    swish,
+    tanh,
+)
+from ._module import Dict, List, Module, Pytree, Sequential, capture, data, is_data, iter_modules, static
+from ._optimizer import Optimizer
+from ._rngs import Rngs, RngStream, split_rngs
+from ._state import State, merge_state, split_state, to_pure_dict
+from ._transforms import (
+    Carry,
+    DiffState,
+    StateAxes,
+    StateSharding,
+    cond,
+    eval_shape,
+    fori_loop,
+    grad,
+    jit,
+    remat,
+    scan,
+    switch,
+    transform_metadata,
+    value_and_grad,
+    vmap,
+    while_loop,
+)
+from ._variables import (
+    BatchStat,
+    Cache,
+    Intermediate,
+    OptArray,
+    OptState,
+    OptVariable,
+    Param,
+    Perturbation,
+    RngCount,
+    RngKey,
+    RngState,
+    Variable,
+)
+
+# Names that exist only in tree_runtime (flax.nnx has no equivalent).
+RUNTIME_ONLY = (
+    "AliasingError", "CarryIdentityError", "CustomVjpUpdateError", "GraphModeNotSupportedError",
+    "NonPytreeModuleError", "PrefixFilterError", "TreeModeError", "error_category", "RUNTIME_ONLY",
+)
+
+__all__ = sorted(name for name in dir() if not name.startswith("_") and name not in ("annotations",))

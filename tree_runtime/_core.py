@@ -1,0 +1,107 @@
+"""The FLIP 5310 pattern shared by every transform, in small steps:
+
+1. ``check_no_aliases`` on the inputs (outside the JAX transform);
+2. inside the JAX transform, ``copy_args`` (a pytree copy: fresh Variables),
+   ``snapshot`` them, run the user function;
+3. ``check_no_aliases`` between inputs and outputs, ``changed_variables``
+   collects the Variables whose value or metadata changed;
+4. outside, ``apply_updates`` writes those values back into the caller's
+   Variables with ``update_from_state``.
+"""
+
+from __future__ import annotations
+
+import typing as tp
+
+import jax
+from jax import tree_util as jtu
+
+from ._errors import AliasingError, GraphModeNotSupportedError, PrefixFilterError
+from ._graph import check_pytree
+from ._variables import Variable
+
+
+def is_variable(x: tp.Any) -> bool:
+    return isinstance(x, Variable)
+
+
+def check_tree_mode(fn_name: str, graph: bool | None, graph_updates: bool | None = None) -> None:
+    """Reject ``graph=True``: this runtime implements Tree Mode only."""
+    if graph or (graph_updates and graph is not False):
+        raise GraphModeNotSupportedError(fn_name)
+
+
+def reject_prefix_filters(fn_name: str, **prefixes: tp.Any) -> None:
+    """Raise ``PrefixFilterError`` if any prefix contains StateAxes/DiffState/StateSharding
+    (called when the transform is created, as flax does)."""
+    from ._transforms import PrefixFilter
+
+    for argument, prefix in prefixes.items():
+        for leaf in jax.tree.leaves(prefix, is_leaf=lambda x: isinstance(x, PrefixFilter)):
+            if isinstance(leaf, PrefixFilter):
+                raise PrefixFilterError(fn_name, argument, type(leaf).__name__)
+
+
+def check_no_aliases(fn_name: str, /, **groups: tp.Any) -> dict[str, Variable]:
+    """Map each Variable's path to the Variable; raise if one appears twice."""
+    check_pytree(groups)
+    seen: dict[int, str] = {}
+    variables: dict[str, Variable] = {}
+    for path, leaf in jtu.tree_leaves_with_path(groups, is_leaf=is_variable):
+        if isinstance(leaf, Variable):
+            path_str = jtu.keystr(path)
+            if id(leaf) in seen:
+                raise AliasingError(fn_name, seen[id(leaf)], path_str, type(leaf).__name__)
+            seen[id(leaf)] = path_str
+            variables[path_str] = leaf
+    return variables
+
+
+def copy_args(tree: tp.Any) -> tp.Any:
+    """A pytree copy: new containers and new Variables around the same values."""
+    return jax.tree.map(lambda x: x, tree)
+
+
+def snapshot(tree: tp.Any) -> tuple[tp.Any, tp.Any]:
+    """(the tree's own Variables, copies holding their current values)."""
+    return jax.tree.map(lambda x: x, tree, is_leaf=is_variable), copy_args(tree)
+
+
+def _changed(current: Variable, before: Variable) -> bool:
+    now, now_def = jax.tree.flatten(current)
+    old, old_def = jax.tree.flatten(before)
+    return now_def != old_def or any(a is not b for a, b in zip(now, old))
+
+
+def changed_variables(current: tp.Any, before: tp.Any, keep_all: bool = False) -> dict[str, Variable]:
+    """``{path: Variable}`` for Variables whose value or metadata changed."""
+    pairs = zip(jtu.tree_leaves_with_path(current, is_leaf=is_variable),
+                jax.tree.leaves(before, is_leaf=is_variable))
+    return {
+        jtu.keystr(path): cur for (path, cur), old in pairs
+        if isinstance(cur, Variable) and (keep_all or _changed(cur, old))
+    }
+
+
+def apply_updates(variables: dict[str, Variable], *update_groups: dict[str, Variable]) -> None:
+    """Write returned Variable values back into the caller's Variables."""
+    for updates in update_groups:
+        for path, new in updates.items():
+            variables[path].update_from_state(new)
+
+
+def axes_by_path(prefix: tp.Any, tree: tp.Any) -> dict[str, tp.Any]:
+    """``{path: axis}`` for each Variable of ``tree`` under a JAX-style prefix."""
+    marked = jax.tree.map(lambda x: 0, tree, is_leaf=is_variable)
+    paths = [jtu.keystr(p) for p, _ in jtu.tree_leaves_with_path(tree, is_leaf=is_variable)]
+    axes = jax.tree.leaves(jax.tree.broadcast(prefix, marked, is_leaf=lambda x: x is None),
+                           is_leaf=lambda x: x is None)
+    return dict(zip(paths, axes))
+
+
+def group_by_axis(updates: dict[str, Variable], axes: dict[str, tp.Any], known: list) -> list[dict]:
+    """One update dict per known axis, so ``out_axes`` can be given statically."""
+    groups: list[dict] = [{} for _ in known]
+    for path, variable in updates.items():
+        groups[known.index(axes[path])][path] = variable
+    return groups

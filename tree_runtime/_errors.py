@@ -1,0 +1,201 @@
+"""Error classes of the Tree Mode runtime, and `error_category`.
+
+Every error says what is wrong, why Tree Mode rejects it, how to fix it, and
+ends with the path of the nnx-lint rule family page.  Each class carries a
+stable ``category`` string; :func:`error_category` maps both these errors and
+the equivalent flax / jax exceptions onto the same strings, so a differential
+test (or the confirmer) can compare "the same kind of failure" across
+implementations without comparing message texts.
+"""
+
+from __future__ import annotations
+
+import re
+
+# One place to change when the rule docs get their final home.
+RULE_DOCS: dict[str, str] = {
+    "aliasing": "docs/rules/NNX1xx.md",
+    "prefix-filter": "docs/rules/NNX2xx.md",
+    "graph-update": "docs/rules/NNX3xx.md",
+    "grad-non-float": "docs/rules/NNX4xx.md",
+    "not-subscriptable": "docs/rules/NNX4xx.md",
+    "custom-vjp-update": "docs/rules/NNX5xx.md",
+    "carry-identity": "docs/rules/NNX3xx.md",
+    "non-pytree": "docs/rules/NNX7xx.md",
+    "graph-mode": "docs/rules/NNX9xx.md",
+}
+
+
+class TreeModeError(Exception):
+    """Base class of every error raised by the Tree Mode runtime.
+
+    >>> str(AliasingError('jit', "args[0].a", "args[0].b", 'Param')).endswith('docs/rules/NNX1xx.md')
+    True
+    """
+
+    category: str = "tree-mode"
+
+    def __init__(self, what: str, why: str, fix: str):
+        self.what, self.why, self.fix = what, why, fix
+        link = RULE_DOCS.get(self.category, "docs/rules/index.md")
+        super().__init__(f"{what}\n\nWhy: {why}\n\nFix: {fix}\n\nSee {link}")
+
+
+class AliasingError(TreeModeError, ValueError):
+    """One Variable reachable twice among a transform's inputs and outputs.
+
+    >>> AliasingError('jit', 'args[0].a', 'args[1].a', 'Param').category
+    'aliasing'
+    """
+
+    category = "aliasing"
+
+    def __init__(self, fn_name: str, first_path: str, second_path: str, type_name: str):
+        self.paths = (first_path, second_path)
+        super().__init__(
+            f"Duplicate {type_name} found at paths {first_path} and {second_path} "
+            f"in nnx.{fn_name}.",
+            "Tree Mode treats Modules as plain pytrees: a Variable stored twice (tied "
+            "weights, a module passed twice, a function returning its input) would be "
+            "flattened into two independent copies and its updates could not be "
+            "written back consistently.",
+            "store the Variable once and reuse it in code (e.g. Embed.attend), pass the "
+            "object once, return copies or arrays instead of inputs, or use nnx.clone() "
+            "for an explicit independent copy.",
+        )
+
+
+class PrefixFilterError(TreeModeError, ValueError):
+    """A prefix filter (StateAxes, DiffState, StateSharding) passed to a transform.
+
+    >>> PrefixFilterError('vmap', 'in_axes', 'StateAxes').category
+    'prefix-filter'
+    """
+
+    category = "prefix-filter"
+
+    def __init__(self, fn_name: str, argument: str, type_name: str):
+        super().__init__(
+            f"`{argument}` of nnx.{fn_name} cannot contain `{type_name}` objects in Tree Mode.",
+            "prefix filters select Variables through the graph; Tree Mode transforms take "
+            "plain JAX prefixes only.",
+            "split the module by the filter (graphdef, a, b = nnx.split(model, filter, ...)), "
+            "pass the parts with plain axes and nnx.merge them inside; or differentiate "
+            "only the split-off Params.",
+        )
+
+
+class CustomVjpUpdateError(TreeModeError, ValueError):
+    """A differentiable Variable written inside an nnx.custom_vjp function.
+
+    >>> CustomVjpUpdateError("args[0].x").category
+    'custom-vjp-update'
+    """
+
+    category = "custom-vjp-update"
+
+    def __init__(self, path: str):
+        super().__init__(
+            f"Variable at {path} is differentiable and was updated inside nnx.custom_vjp.",
+            "the FLIP disallows it: the backward rule receives only the output "
+            "cotangent, so the cotangent of the updated value would be lost silently.",
+            "update the Variable outside the custom_vjp function, or make it "
+            "non-differentiable (an integer counter, or pass it via nondiff_argnums).",
+        )
+
+
+class NonPytreeModuleError(TreeModeError, ValueError):
+    """A Module declared with ``pytree=False`` handed to a Tree Mode API.
+
+    >>> NonPytreeModuleError('Foo').category
+    'non-pytree'
+    """
+
+    category = "non-pytree"
+
+    def __init__(self, type_name: str):
+        super().__init__(
+            f"'{type_name}' was declared with pytree=False and cannot be used in Tree Mode.",
+            "Tree Mode APIs flatten their arguments with jax.tree; a class that is not "
+            "a registered pytree has no children to flatten.",
+            "drop pytree=False (the default registers the class as a pytree).",
+        )
+
+
+class CarryIdentityError(TreeModeError, ValueError):
+    """A loop body returned different Variables than it received.
+
+    >>> CarryIdentityError('fori_loop').category
+    'carry-identity'
+    """
+
+    category = "carry-identity"
+
+    def __init__(self, fn_name: str):
+        super().__init__(
+            f"{fn_name} Variable identity must be preserved across iterations.",
+            "the loop carry is written back Variable by Variable into the inputs; a body "
+            "that builds new Variables (or a new Module) breaks that correspondence.",
+            "update Variables in place (v[...] = ...) and return the same objects.",
+        )
+
+
+class GraphModeNotSupportedError(TreeModeError, NotImplementedError):
+    """``graph=True`` passed to the Tree Mode runtime.
+
+    >>> GraphModeNotSupportedError('jit').category
+    'graph-mode'
+    """
+
+    category = "graph-mode"
+
+    def __init__(self, fn_name: str):
+        super().__init__(
+            f"nnx.{fn_name}(..., graph=True) was requested.",
+            "tree_runtime implements Tree Mode only.",
+            "remove graph=True / graph_updates=True (or run the program with flax).",
+        )
+
+
+# (exception type name, message regex) -> category; checked in order.  These
+# are the flax 0.12.8 / jax 0.10 messages for the same failures (catalogue).
+_FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
+    ("ValueError", r"does not support Variable aliasing|does not support shared references", "aliasing"),
+    ("ValueError", r"cannot contain `(StateAxes|DiffState|StateSharding)` objects", "prefix-filter"),
+    ("ValueError", r"Variable identity must be preserved", "carry-identity"),
+    ("ValueError", r"pytree=False", "non-pytree"),
+    ("TypeError", r"Error interpreting argument .* as an abstract array", "non-pytree"),
+    ("TypeError", r"grad requires real- or complex-valued inputs", "grad-non-float"),
+    ("TypeError", r"object is not subscriptable", "not-subscriptable"),
+    ("TypeError", r"does not support the context manager protocol", "not-context-manager"),
+    ("TypeError", r"Custom VJP bwd rule must produce an output with the same container", "vjp-structure"),
+    ("TypeError", r"iteration over a 0-d array", "vjp-structure"),
+    ("ValueError", r"Autoregressive cache not initialized", "cache-not-initialized"),
+    ("ValueError", r"[Cc]ustom structure|pytree structure|tree structure", "tree-structure"),
+    ("TypeError", r"[Cc]ustom node type mismatch|tree structure|pytree structure", "tree-structure"),
+    ("NotImplementedError", r"", "graph-mode"),
+]
+
+
+def error_category(exc: BaseException) -> str:
+    """Return the stable category of ``exc``, whichever implementation raised it.
+
+    Runtime errors carry their own ``category``; flax and jax exceptions are
+    classified by type name and message; anything else maps to
+    ``"other:<TypeName>"`` (e.g. ``"other:AttributeError"``).
+
+    >>> error_category(ValueError("Duplicate Param ... nnx.jit with graph_updates=False "
+    ...                           "does not support Variable aliasing"))
+    'aliasing'
+    >>> error_category(KeyError('x'))
+    'other:KeyError'
+    """
+    category = getattr(type(exc), "category", None)
+    if isinstance(category, str):
+        return category
+    message = str(exc)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    for type_name, pattern, category in _FOREIGN_PATTERNS:
+        if type_name in names and re.search(pattern, message):
+            return category
+    return f"other:{type(exc).__name__}"

@@ -1,0 +1,232 @@
+"""Graph APIs in tree form: ``split``, ``merge``, ``state``, ``graphdef``,
+``update``, ``clone``, ``pop``, ``find_duplicates``, ``iter_graph``.
+
+``split`` flattens with ``jax.tree`` (Variables as leaves): there is no
+graph, so a Variable reachable twice is rejected rather than de-duplicated.
+``update``/``pop``/``find_duplicates`` walk objects by reference, as flax's
+mode-independent versions do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as tp
+
+import jax
+from jax import tree_util as jtu
+
+from ._errors import AliasingError, NonPytreeModuleError
+from ._filters import to_predicate
+from ._module import Dict, List, Pytree, _children
+from ._state import State, split_state
+from ._variables import Variable
+
+
+def nnx_path(jax_path: tuple) -> tuple:
+    """Convert a JAX key path to NNX path parts (names and indices)."""
+    parts = []
+    for key in jax_path:
+        if isinstance(key, jtu.GetAttrKey):
+            parts.append(key.name)
+        elif isinstance(key, jtu.SequenceKey):
+            parts.append(key.idx)
+        elif isinstance(key, jtu.DictKey):
+            parts.append(key.key)
+        else:
+            parts.append(getattr(key, "key", key))
+    return tuple(parts)
+
+
+def _is_variable(x: tp.Any) -> bool:
+    return isinstance(x, Variable)
+
+
+def check_pytree(node: tp.Any) -> None:
+    """Raise ``NonPytreeModuleError`` for objects declared ``pytree=False``."""
+    for leaf in jax.tree.leaves(node, is_leaf=lambda x: isinstance(x, (Variable, Pytree))):
+        if isinstance(leaf, Pytree) and not leaf._pytree__is_pytree:
+            raise NonPytreeModuleError(type(leaf).__name__)
+
+
+def variables_with_paths(tree: tp.Any, fn_name: str = "split") -> list[tuple[tuple, tp.Any]]:
+    """``(jax_path, leaf)`` pairs with Variables as leaves; rejects aliasing."""
+    check_pytree(tree)
+    seen: dict[int, tuple] = {}
+    leaves = jtu.tree_leaves_with_path(tree, is_leaf=_is_variable)
+    for path, leaf in leaves:
+        if isinstance(leaf, Variable):
+            if id(leaf) in seen:
+                raise AliasingError(fn_name, jtu.keystr(seen[id(leaf)]), jtu.keystr(path), type(leaf).__name__)
+            seen[id(leaf)] = path
+    return leaves
+
+
+@jtu.register_static
+@dataclasses.dataclass(frozen=True)
+class GraphDef:
+    """The static structure of a node: a treedef plus the leaf paths.
+
+    >>> import tree_runtime as nnx
+    >>> graphdef, params = nnx.split(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))
+    >>> graphdef.paths
+    (('bias',), ('kernel',))
+    """
+
+    treedef: tp.Any
+    paths: tuple
+
+    def apply(self, *states: State) -> tp.Callable:
+        """``graphdef.apply(state)(*args)`` calls the merged module."""
+        return lambda *args, **kwargs: merge(self, *states)(*args, **kwargs)
+
+
+def split(node: tp.Any, *filters: tp.Any) -> tuple:
+    """Split ``node`` into a ``GraphDef`` and one ``State`` per filter.
+
+    >>> import tree_runtime as nnx
+    >>> model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+    >>> graphdef, params, stats = nnx.split(model, nnx.Param, ...)
+    >>> sorted(params), sorted(stats)
+    (['bias', 'scale'], ['mean', 'var'])
+    """
+    leaves = variables_with_paths(node)
+    treedef = jtu.tree_structure(node, is_leaf=_is_variable)
+    flat = [(nnx_path(path), leaf) for path, leaf in leaves]
+    graphdef = GraphDef(treedef, tuple(path for path, _ in flat))
+    return (graphdef, *split_state(State.from_flat_path(flat), *filters))
+
+
+def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
+    """Rebuild a node from its ``GraphDef`` and States (the Variables are reused).
+
+    >>> import tree_runtime as nnx
+    >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    >>> nnx.merge(*nnx.split(model)).kernel is model.kernel
+    True
+    """
+    by_path: dict = {}
+    for s in (state, *states):
+        by_path.update(s.flat_state() if isinstance(s, State) else State(s).flat_state())
+    return jtu.tree_unflatten(graphdef.treedef, [by_path[path] for path in graphdef.paths])
+
+
+def state(node: tp.Any, *filters: tp.Any) -> tp.Any:
+    """The State of ``node`` (one State per filter if several are given)."""
+    _, *states = split(node, *filters)
+    return states[0] if len(states) == 1 else tuple(states)
+
+
+def graphdef(node: tp.Any) -> GraphDef:
+    """The ``GraphDef`` of ``node``."""
+    return split(node)[0]
+
+
+def _get_child(parent: tp.Any, key: tp.Any) -> tp.Any:
+    if isinstance(parent, (List, Dict, State, dict, list, tuple)):
+        return parent[key]
+    return getattr(parent, key)
+
+
+def update(node: tp.Any, state: tp.Any, /, *states: tp.Any) -> None:
+    """Write State values (Variables or raw arrays) into ``node`` in place.
+
+    >>> import tree_runtime as nnx, jax.numpy as jnp
+    >>> model = nnx.Linear(1, 1, rngs=nnx.Rngs(0))
+    >>> nnx.update(model, {'bias': jnp.ones(1)}); model.bias[...].tolist()
+    [1.0]
+    """
+    for s in (state, *states):
+        s = s if isinstance(s, State) else State(s)
+        for path, value in s.flat_state():
+            parent = node
+            for key in path[:-1]:
+                parent = _get_child(parent, key)
+            target = _get_child(parent, path[-1])
+            if isinstance(target, Variable):
+                if isinstance(value, Variable):
+                    target.update_from_state(value)
+                else:
+                    target.set_value(value)
+            elif isinstance(parent, (List, Dict)):
+                parent[path[-1]] = value
+            else:
+                setattr(parent, path[-1], value)
+
+
+def clone(node: tp.Any) -> tp.Any:
+    """An independent copy: new Variables holding the same (immutable) arrays."""
+    variables_with_paths(node, "clone")
+    return jax.tree.map(lambda x: x, node)
+
+
+def pop(node: tp.Any, *filters: tp.Any) -> tp.Any:
+    """Remove the Variables matching ``filters`` from ``node`` and return them.
+
+    >>> import tree_runtime as nnx
+    >>> class Foo(nnx.Module):
+    ...   def __init__(self):
+    ...     self.w, self.note = nnx.Param(1.0), nnx.Intermediate(2.0)
+    >>> m = Foo(); popped = nnx.pop(m, nnx.Intermediate)
+    >>> list(popped), hasattr(m, 'note')
+    (['note'], False)
+    """
+    predicates = [to_predicate(f) for f in filters]
+    found: list[list] = [[] for _ in predicates]
+
+    def walk(path, value, seen):
+        for key, child in _children(value):
+            if isinstance(child, Variable):
+                for group, predicate in zip(found, predicates):
+                    if predicate((*path, key), child):
+                        group.append(((*path, key), child, value, key))
+                        break
+            elif id(child) not in seen:
+                seen.add(id(child))
+                walk((*path, key), child, seen)
+
+    walk((), node, {id(node)})
+    for group in found:
+        for _, _, parent, key in group:
+            if isinstance(parent, Pytree) and key in vars(parent):
+                delattr(parent, key)
+    states = [State.from_flat_path((path, var) for path, var, _, _ in group) for group in found]
+    return states[0] if len(states) == 1 else tuple(states)
+
+
+def find_duplicates(node: tp.Any, /, *, only: tp.Any = ...) -> list[list[tuple]]:
+    """Groups of paths that reach the same Variable or node (shared references).
+
+    >>> import tree_runtime as nnx
+    >>> class Tied(nnx.Module):
+    ...   def __init__(self):
+    ...     self.a = nnx.Param(1.0); self.b = self.a
+    >>> nnx.find_duplicates(Tied())
+    [[('a',), ('b',)]]
+    """
+    predicate = to_predicate(only)
+    paths: dict[int, list[tuple]] = {}
+
+    def walk(path, value):
+        first = id(value) not in paths
+        if isinstance(value, (Variable, Pytree)) and (not isinstance(value, Variable) or predicate(path, value)):
+            paths.setdefault(id(value), []).append(path)
+        if first and not isinstance(value, Variable):
+            for key, child in _children(value):
+                walk((*path, key), child)
+
+    walk((), node)
+    return [group for group in paths.values() if len(group) > 1]
+
+
+def iter_graph(node: tp.Any) -> tp.Iterator[tuple[tuple, tp.Any]]:
+    """Yield ``(path, value)`` for data only (Variables, arrays, nodes): in
+    Tree Mode static attributes are not part of the tree."""
+
+    def walk(path, value):
+        if not isinstance(value, Variable):
+            for key, child in _children(value):
+                yield from walk((*path, key), child)
+        yield path, value
+
+    variables_with_paths(node, "iter_graph")
+    return walk((), node)

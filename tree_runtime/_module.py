@@ -1,0 +1,444 @@
+"""Modules as pytrees: ``Pytree``, ``Module``, ``List``, ``Dict``, ``Sequential``,
+``data``/``static``, ``sow``/``perturb``, ``eval``/``train`` and ``capture``.
+
+A class is registered with JAX when it is created (``__init_subclass__``).
+Each attribute is classified once, when first assigned: Variables, arrays,
+Pytrees and ``data(...)`` values are *children*; everything else is *static*
+and travels in the treedef, which is why static changes made inside a
+transform are lost in Tree Mode.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing as tp
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import tree_util as jtu
+
+from ._errors import NonPytreeModuleError
+from ._state import State, split_state
+from ._variables import Intermediate, Perturbation, Variable
+
+
+class _Marked(tp.NamedTuple):
+    """A value with an explicit data/static status (from ``data``/``static``)."""
+
+    value: tp.Any
+    is_data: bool
+
+
+def data(value: tp.Any, /) -> tp.Any:
+    """Mark an attribute value as a pytree child (e.g. a list of Modules).
+
+    >>> import tree_runtime as nnx
+    >>> class Net(nnx.Module):
+    ...   def __init__(self):
+    ...     self.blocks = nnx.data([nnx.Param(1.0), nnx.Param(2.0)])
+    >>> len(jax.tree.leaves(Net()))
+    2
+    """
+    return _Marked(value, True)
+
+
+def static(value: tp.Any, /) -> tp.Any:
+    """Mark an attribute value as static (kept in the treedef, never traced)."""
+    return _Marked(value, False)
+
+
+def is_data(value: tp.Any, /) -> bool:
+    """True for values that become pytree children when assigned to a Pytree.
+
+    >>> is_data(jnp.zeros(2)), is_data(3), is_data([jnp.zeros(2)])
+    (True, False, False)
+    """
+    return isinstance(value, (jax.Array, np.ndarray, Variable, Pytree))
+
+
+def _sort_key(key: tp.Any):
+    return (isinstance(key, str), key)
+
+
+def _flatten_with_keys(node: "Pytree"):
+    return node._tree_flatten()
+
+
+def _flatten(node: "Pytree"):
+    children, aux = node._tree_flatten()
+    return [child for _, child in children], aux
+
+
+class Pytree:
+    """Base class of pytree objects with attribute-level data/static status.
+
+    Subclasses are JAX pytrees unless declared with ``pytree=False`` (then
+    Tree Mode APIs reject them with ``NonPytreeModuleError``).
+    """
+
+    _pytree__is_pytree: bool = True
+
+    def __init_subclass__(cls, pytree: bool = True, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._pytree__is_pytree = pytree
+        if pytree:
+            jtu.register_pytree_with_keys(
+                cls, _flatten_with_keys, cls._tree_unflatten, _flatten
+            )
+
+    @classmethod
+    def _tree_unflatten(cls, aux, children) -> "Pytree":
+        return _unflatten(cls, aux, children)
+
+    def _nodes(self) -> dict[str, bool]:
+        return self.__dict__.setdefault("_pytree__nodes", {})
+
+    def __setattr__(self, name: str, value: tp.Any) -> None:
+        nodes = self._nodes()
+        if isinstance(value, _Marked):
+            value, nodes[name] = value.value, value.is_data
+        elif name not in nodes:
+            nodes[name] = is_data(value)
+            if not nodes[name] and _contains_data(value):
+                # A plain list of Modules would silently become static (and be
+                # invisible to every transform): refuse, as flax does.
+                raise ValueError(
+                    f"Found Arrays, Variables or Modules in static attribute '{name}' of "
+                    f"'{type(self).__name__}'. Wrap the value with nnx.data(...) or use nnx.List."
+                )
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._nodes().pop(name, None)
+        object.__delattr__(self, name)
+
+    def _tree_flatten(self):
+        if not self._pytree__is_pytree:
+            raise NonPytreeModuleError(type(self).__name__)
+        nodes = self._nodes()
+        children, static_keys, static_values = [], [], []
+        for key in sorted(k for k in vars(self) if k != "_pytree__nodes"):
+            if nodes.get(key, False):
+                children.append((jtu.GetAttrKey(key), vars(self)[key]))
+            else:
+                static_keys.append(key)
+                static_values.append(vars(self)[key])
+        aux = (tuple(k.name for k, _ in children), tuple(static_keys),
+               _Static(tuple(static_values)), tuple(sorted(nodes.items())))
+        return children, aux
+
+
+class _Static:
+    """Static attribute values in the treedef; compared by value when possible."""
+
+    def __init__(self, values: tuple):
+        self.values = values
+
+    def __eq__(self, other) -> bool:
+        try:
+            return isinstance(other, _Static) and bool(self.values == other.values)
+        except Exception:  # e.g. arrays among static values
+            return False
+
+    def __hash__(self) -> int:
+        try:
+            return hash(self.values)
+        except TypeError:  # lists and dicts: hash by length, compare by value
+            return len(self.values)
+
+
+def _unflatten(cls: type, aux, children) -> "Pytree":
+    child_keys, static_keys, static_values, nodes = aux
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "_pytree__nodes", dict(nodes))
+    for key, value in zip(child_keys, children):
+        object.__setattr__(obj, key, value)
+    for key, value in zip(static_keys, static_values.values):
+        object.__setattr__(obj, key, value)
+    return obj
+
+
+def _contains_data(value: tp.Any) -> bool:
+    if isinstance(value, (list, tuple, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        return any(is_data(v) or _contains_data(v) for v in items)
+    return False
+
+
+class Module(Pytree):
+    """Base class of layers and models: a Pytree with ``sow``, ``perturb``,
+    ``eval``/``train`` and module iteration.
+
+    >>> import tree_runtime as nnx
+    >>> class Count(nnx.Module):
+    ...   def __init__(self):
+    ...     self.n = nnx.BatchStat(jnp.array(0))
+    ...     self.name = 'counter'          # static: lives in the treedef
+    >>> [type(x).__name__ for x in jax.tree.leaves(Count())]
+    ['ArrayImpl']
+    """
+
+    def sow(self, variable_type: type[Variable], name: str, value: tp.Any,
+            reduce_fn: tp.Callable = lambda xs, x: (*xs, x),
+            init_fn: tp.Callable = lambda: ()) -> bool:
+        """Record ``value`` under ``name``; collected by :func:`capture`.
+
+        Outside ``capture`` the value is stored as an attribute (deprecated
+        graph-mode style; inside a transform that new attribute is dropped).
+        """
+        captures = vars(self).get("__captures__")
+        if captures is not None:
+            for var in captures:
+                if type(var) is variable_type:
+                    current = var[name] if name in var else init_fn()
+                    # Replace (not mutate) the dict so snapshots see a change.
+                    var.set_raw_value({**var.get_raw_value(), name: reduce_fn(current, value)})
+                    return True
+            return False
+        if name in vars(self):
+            variable = getattr(self, name)
+            variable.set_value(reduce_fn(variable.get_value(), value))
+        else:
+            setattr(self, name, variable_type(reduce_fn(init_fn(), value)))
+        return True
+
+    def perturb(self, name: str, value: tp.Any, variable_type: type[Variable] = Perturbation) -> tp.Any:
+        """Return ``value + perturbation[name]`` so gradients w.r.t. the
+        perturbation equal gradients w.r.t. the intermediate value."""
+        captures = vars(self).get("__captures__")
+        if captures is not None:
+            for var in captures:
+                if type(var) is variable_type:
+                    if name not in var:
+                        zeros = jax.tree.map(jnp.zeros_like, value)
+                        var.set_raw_value({**var.get_raw_value(), name: zeros})
+                    return var[name] + value
+            return value
+        if name not in vars(self):
+            setattr(self, name, variable_type(jax.tree.map(jnp.zeros_like, value)))
+        return getattr(self, name).get_value() + value
+
+    def iter_modules(self) -> tp.Iterator[tuple[tuple, "Module"]]:
+        """Yield ``(path, module)`` for this module and every submodule."""
+        return iter_modules(self)
+
+    def set_attributes(self, *filters: tp.Any, raise_if_not_found: bool = True, **attributes: tp.Any) -> None:
+        """Set static attributes on every submodule that has them."""
+        found = set()
+        for _, module in iter_modules(self):
+            for name, value in attributes.items():
+                if hasattr(module, name):
+                    object.__setattr__(module, name, value)
+                    found.add(name)
+        missing = set(attributes) - found
+        if raise_if_not_found and missing:
+            raise ValueError(f"Could not find at least one instance of the attributes: {missing}")
+
+    def eval(self, **attributes: tp.Any) -> None:
+        """Switch to evaluation: ``deterministic=True``, ``use_running_average=True``."""
+        self.set_attributes(deterministic=True, use_running_average=True,
+                            raise_if_not_found=False, **attributes)
+
+    def train(self, **attributes: tp.Any) -> None:
+        """Switch to training: ``deterministic=False``, ``use_running_average=False``."""
+        self.set_attributes(deterministic=False, use_running_average=False,
+                            raise_if_not_found=False, **attributes)
+
+
+def _children(node: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
+    """Direct data children of a graph node, for graph-style walks."""
+    if isinstance(node, (List, Dict)):
+        return list(node._items())
+    if isinstance(node, Pytree):
+        nodes = node._nodes()
+        return [(k, v) for k, v in sorted(vars(node).items()) if nodes.get(k, False)]
+    if isinstance(node, (list, tuple)):
+        return list(enumerate(node))
+    if isinstance(node, dict):
+        return sorted(node.items(), key=lambda kv: _sort_key(kv[0]))
+    return []
+
+
+def iter_modules(node: tp.Any) -> tp.Iterator[tuple[tuple, Module]]:
+    """Yield ``(path, module)`` pairs, children before parents, each once.
+
+    >>> import tree_runtime as nnx
+    >>> seq = nnx.Sequential(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
+    >>> [path for path, _ in nnx.iter_modules(seq)]
+    [('layers', 0), ('layers',), ()]
+    """
+    seen: set[int] = set()
+
+    def walk(path, value):
+        if id(value) in seen or isinstance(value, Variable):
+            return
+        if isinstance(value, Pytree):
+            seen.add(id(value))
+        for key, child in _children(value):
+            yield from walk((*path, key), child)
+        if isinstance(value, Module):
+            yield path, value
+
+    return walk((), node)
+
+
+class List(Module):
+    """A list whose elements are pytree children (e.g. a stack of layers).
+
+    >>> import tree_runtime as nnx
+    >>> layers = nnx.List([nnx.Param(1.0), nnx.Param(2.0)])
+    >>> layers.append(nnx.Param(3.0)); len(layers), layers[-1].get_value()
+    (3, 3.0)
+    """
+
+    def __init__(self, items: tp.Iterable[tp.Any] = ()):
+        object.__setattr__(self, "_list", list(items))
+
+    def _items(self):
+        return list(enumerate(self._list))
+
+    def _tree_flatten(self):
+        data_flags = tuple(is_data(v) for v in self._list)
+        children = [(jtu.SequenceKey(i), v) for i, v in enumerate(self._list) if data_flags[i]]
+        statics = _Static(tuple(v for v, d in zip(self._list, data_flags) if not d))
+        return children, (data_flags, statics)
+
+    @classmethod
+    def _tree_unflatten(cls, aux, children) -> "List":
+        data_flags, statics = aux
+        children, statics = iter(children), iter(statics.values)
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_list", [next(children) if d else next(statics) for d in data_flags])
+        return obj
+
+    def __getitem__(self, index):
+        return self._list[index]
+
+    def __setitem__(self, index, value) -> None:
+        self._list[index] = value
+
+    def __len__(self) -> int:
+        return len(self._list)
+
+    def __iter__(self):
+        return iter(self._list)
+
+    def append(self, value: tp.Any) -> None:
+        """Append an element."""
+        self._list.append(value)
+
+
+
+
+class Dict(Module):
+    """A dict whose values are pytree children."""
+
+    def __init__(self, items: tp.Mapping = (), /, **kwargs: tp.Any):
+        object.__setattr__(self, "_dict", {**dict(items), **kwargs})
+
+    def _items(self):
+        return sorted(self._dict.items())
+
+    def _tree_flatten(self):
+        keys = tuple(sorted(self._dict))
+        return [(jtu.DictKey(k), self._dict[k]) for k in keys], keys
+
+    @classmethod
+    def _tree_unflatten(cls, keys, children) -> "Dict":
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_dict", dict(zip(keys, children)))
+        return obj
+
+    def __getitem__(self, key):
+        return self._dict[key]
+
+    def __setitem__(self, key, value) -> None:
+        self._dict[key] = value
+
+    def __getattr__(self, key):
+        try:
+            return object.__getattribute__(self, "_dict")[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __len__(self) -> int:
+        return len(self._dict)
+
+    def __iter__(self):
+        return iter(self._dict)
+
+    def items(self):
+        """Items of the dict."""
+        return self._dict.items()
+
+
+
+
+class Sequential(Module):
+    """Apply layers (or callables) in order; the output of one feeds the next.
+
+    >>> import tree_runtime as nnx
+    >>> model = nnx.Sequential(nnx.Linear(2, 3, rngs=nnx.Rngs(0)), nnx.relu)
+    >>> model(jnp.ones((1, 2))).shape
+    (1, 3)
+    """
+
+    def __init__(self, *fns: tp.Callable):
+        self.layers = List(fns)
+
+    def __call__(self, *args, **kwargs):
+        output = args if len(args) != 1 else args[0]
+        for i, fn in enumerate(self.layers):
+            output = fn(*args, **kwargs) if i == 0 else fn(output)
+        return output
+
+
+def capture(fn: tp.Any, *var_types: type[Variable], init: State | None = None,
+            method_outputs: type[Variable] | None = None) -> tp.Callable:
+    """Run ``fn`` and return ``(result, captured_state)`` for values recorded
+    with ``sow``/``perturb``; ``init`` pre-fills them (the perturbation recipe).
+
+    >>> import tree_runtime as nnx
+    >>> class Foo(nnx.Module):
+    ...   def __call__(self, x):
+    ...     self.sow(nnx.Intermediate, 'h', x * 2)
+    ...     return x
+    >>> _, inter = nnx.capture(Foo(), nnx.Intermediate)(jnp.ones(2))
+    >>> inter['h'].get_value()[0].tolist()
+    [2.0, 2.0]
+    """
+    if isinstance(fn, type) and issubclass(fn, Variable):
+        return lambda actual: capture(actual, fn, *var_types, init=init, method_outputs=method_outputs)
+    bound = fn if isinstance(fn, Module) else getattr(fn, "__self__", None)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        module = bound if isinstance(bound, Module) else args[0]
+        initial = {}
+        if init is not None:
+            for path, var in init.flat_state():
+                initial.setdefault(path[:-1], {})[path[-1]] = var
+        for path, m in iter_modules(module):
+            boxes = {t: {} for t in var_types}
+            for name, var in initial.get(path, {}).items():
+                boxes.setdefault(type(var), {})[name] = var.get_value()
+            # As data, so the boxes flow through transforms and get written back.
+            m.__setattr__("__captures__", data(tuple(t(v) for t, v in boxes.items())))
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            collected = []
+            for path, m in iter_modules(module):
+                boxes = vars(m).get("__captures__", ())
+                if "__captures__" in vars(m):
+                    m.__delattr__("__captures__")
+                for var in boxes:
+                    if type(var) in var_types:
+                        collected += [((*path, k), type(var)(v)) for k, v in var.items()]
+        if not var_types:
+            return result
+        states = split_state(State.from_flat_path(collected), *var_types)
+        return (result, *states)
+
+    return wrapper
