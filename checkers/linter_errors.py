@@ -53,7 +53,7 @@ class SyntaxErrorInFile(Rule):
     """
 
     code = "NNX002"
-    symbol = "syntax-error"
+    symbol = "unparsable-file"
     message = "{reason}"
     kind = "linter"
     engine_reported = True

@@ -9,7 +9,6 @@ so the result cache can tell when that analysis went stale.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from astroid import nodes
@@ -39,9 +38,19 @@ class Project:
         for root in roots or []:
             self.add_root(root)
         self._modules: dict[str, nodes.Module | None] = {}
+        self._sources: dict[str, tuple[str, str]] = {}
+        self._files: dict[tuple[str, int], Path | None] = {}  # module name -> (path, sha256)
         self._resolving: set[tuple[str, str]] = set()
-        #: path -> sha256 of every project file read for cross-file analysis.
+        self._current_file: str | None = None
+        self._own: tuple[str, nodes.Module] | None = None
+        #: path -> sha256 of every other project file the current file's analysis read.
         self.dependencies: dict[str, str] = {}
+
+    def start_file(self, path: str) -> None:
+        """Begin the analysis of another file: dependencies are recorded afresh."""
+        self._current_file = str(Path(path).resolve())
+        self._own = None
+        self.dependencies = {}
 
     def add_root(self, root: Path) -> None:
         root = root.resolve()
@@ -49,8 +58,12 @@ class Project:
             self.roots.append(root)
 
     def register(self, module_name: str, module: nodes.Module) -> None:
-        """Make an already-built module (the file being linted) known by name."""
-        self._modules[module_name] = module
+        """Make the file being linted known by name, for the rest of its own analysis.
+
+        It is not kept for other files' analyses: they read it from disk, so that the
+        read is recorded as a dependency.
+        """
+        self._own = (module_name, module)
 
     def absolute_module(self, module: nodes.Module, relative: str | None, level: int) -> str | None:
         """Resolve ``from ..x import y`` inside ``module`` to an absolute module name."""
@@ -65,6 +78,15 @@ class Project:
         return ".".join(base) or None
 
     def find_file(self, module_name: str) -> Path | None:
+        """The source file of a project module under the roots, or None (memoised)."""
+        key = (module_name, len(self.roots))
+        if key not in self._files:
+            self._files[key] = self._search(module_name)
+        return self._files[key]
+
+    def _search(self, module_name: str) -> Path | None:
+        if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
+            return None
         relative = Path(*module_name.split("."))
         for root in self.roots:
             for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
@@ -73,11 +95,16 @@ class Project:
         return None
 
     def is_project_module(self, module_name: str) -> bool:
-        return module_name in self._modules or self.find_file(module_name) is not None
+        if self._own is not None and self._own[0] == module_name:
+            return True
+        return self._modules.get(module_name) is not None or self.find_file(module_name) is not None
 
     def load(self, module_name: str) -> nodes.Module | None:
         """The astroid tree of a project module, or None if it is not the project's."""
+        if self._own is not None and self._own[0] == module_name:
+            return self._own[1]
         if module_name in self._modules:
+            self._record(module_name)
             return self._modules[module_name]
         self._modules[module_name] = None  # guards against import cycles
         path = self.find_file(module_name)
@@ -89,9 +116,15 @@ class Project:
             module = parsing.build(text, str(path), module_name, self.is_project_module)
         except (OSError, parsing.ParseFailure):
             return None
-        self.dependencies[str(path)] = hashlib.sha256(data).hexdigest()
+        self._sources[module_name] = (str(path.resolve()), hashlib.sha256(data).hexdigest())
         self._modules[module_name] = module
+        self._record(module_name)
         return module
+
+    def _record(self, module_name: str) -> None:
+        source = self._sources.get(module_name)
+        if source is not None and source[0] != self._current_file:
+            self.dependencies[source[0]] = source[1]
 
     def resolve_attribute(self, module_name: str, attribute: str) -> str | None:
         """The qualified name that ``module_name.attribute`` denotes, following re-exports.
@@ -132,14 +165,12 @@ class Project:
         return None
 
 
-def file_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+_SHARED: dict[tuple[str, ...], Project] = {}
 
 
-def relative_path(path: Path, base: Path | None = None) -> str:
-    """``path`` relative to ``base`` (default: the working directory) when inside it."""
-    base = base or Path.cwd()
-    try:
-        return os.path.relpath(path, base) if path.is_absolute() else str(path)
-    except ValueError:
-        return str(path)
+def shared_project(roots: list[Path]) -> Project:
+    """One Project per set of roots and process, so modules are read once per worker."""
+    key = tuple(sorted(str(r.resolve()) for r in roots))
+    if key not in _SHARED:
+        _SHARED[key] = Project(list(roots))
+    return _SHARED[key]

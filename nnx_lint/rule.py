@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 _CODE_PATTERN = re.compile(r"^NNX\d{3}$")
 _SYMBOL_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-_MARKER_PATTERN = re.compile(r"#\s*(NNX\d{3}(?:\s*,\s*NNX\d{3})*)\s*$")
+_MARKER_PATTERN = re.compile(r"#\s*(NNX\d{3}(?:\s*,\s*NNX\d{3})*)\b")
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,21 @@ class Case:
 
     def expected(self) -> set[tuple[int, str]]:
         """The ``(line, code)`` pairs the markers in the source announce."""
-        found = set()
-        for number, line in enumerate(self.source.splitlines(), start=1):
-            match = _MARKER_PATTERN.search(line)
-            if match:
-                for code in match.group(1).split(","):
-                    found.add((number, code.strip()))
-        return found
+        return expected_markers(self.source)
+
+
+def expected_markers(source: str) -> set[tuple[int, str]]:
+    """``(line, code)`` for every ``# NNX201`` marker comment in ``source``.
+
+    >>> sorted(expected_markers("x = 1\\ny = f(x)  # NNX201, NNX202\\n"))
+    [(2, 'NNX201'), (2, 'NNX202')]
+    """
+    found = set()
+    for number, line in enumerate(source.splitlines(), start=1):
+        for match in _MARKER_PATTERN.finditer(line):
+            for code in match.group(1).split(","):
+                found.add((number, code.strip()))
+    return found
 
 
 def Valid(id: str, code: str, **kwargs: Any) -> Case:  # noqa: N802 - reads like Fixit

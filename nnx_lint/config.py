@@ -1,0 +1,135 @@
+"""``[tool.nnx-lint]`` in the nearest ``pyproject.toml``; CLI flags override it.
+
+Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs), and
+``per-file-ignores`` (glob -> list of codes or prefixes). Unknown keys and wrong types
+are a :class:`ConfigError` (the CLI exits 2), never silently ignored.
+"""
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+#: Directories never descended into.
+DEFAULT_EXCLUDES = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".nnx_lint_cache", "build", "dist",
+    "node_modules", "site-packages", "*.egg-info",
+)
+
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores"}
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message says where and why."""
+
+
+@dataclass
+class Settings:
+    """Effective settings for one run."""
+
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    #: Directory holding the pyproject.toml the settings came from (globs are relative to it).
+    root: Path = field(default_factory=Path.cwd)
+    source: Path | None = None
+
+    def is_excluded(self, path: Path) -> bool:
+        """Whether ``path`` (a file or directory) matches a default or configured exclude."""
+        name = path.name
+        if any(fnmatch.fnmatch(name, pattern) for pattern in DEFAULT_EXCLUDES):
+            return True
+        relative = _relative_posix(path, self.root)
+        for pattern in self.exclude:
+            pattern = pattern.rstrip("/")
+            if fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(relative, pattern):
+                return True
+            if relative == pattern or relative.startswith(pattern + "/"):
+                return True
+        return False
+
+    def ignores_for(self, path: Path) -> list[str]:
+        """Codes/prefixes ignored for this file by ``per-file-ignores``."""
+        relative = _relative_posix(path, self.root)
+        found: list[str] = []
+        for pattern, codes in self.per_file_ignores.items():
+            if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
+                found.extend(codes)
+        return found
+
+
+def _relative_posix(path: Path, root: Path) -> str:
+    try:
+        return PurePosixPath(path.resolve().relative_to(root.resolve())).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has ``[tool.nnx-lint]``.
+
+    Falls back to the nearest ``pyproject.toml`` of any kind (it marks the project root).
+    """
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    nearest = None
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file():
+            nearest = nearest or candidate
+            try:
+                if "nnx-lint" in candidate.read_text(encoding="utf-8", errors="replace"):
+                    return candidate
+            except OSError:
+                continue
+    return nearest
+
+
+def _string_list(table: dict, key: str, where: str) -> list[str]:
+    value = table[key]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+    return value
+
+
+def load_settings(start: Path, config_file: Path | None = None) -> Settings:
+    """Read ``[tool.nnx-lint]`` from ``config_file`` or the nearest pyproject.toml."""
+    path = config_file or find_pyproject(start)
+    if path is None:
+        return Settings(root=Path.cwd())
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("nnx-lint", {})
+    where = f"{path} [tool.nnx-lint]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = set(table) - _KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KNOWN_KEYS))}")
+    settings = Settings(root=path.parent, source=path)
+    if "select" in table:
+        settings.select = _string_list(table, "select", where)
+    for key, attribute in (("ignore", "ignore"), ("extend-select", "extend_select"), ("exclude", "exclude")):
+        if key in table:
+            setattr(settings, attribute, _string_list(table, key, where))
+    if "per-file-ignores" in table:
+        per_file = table["per-file-ignores"]
+        if not isinstance(per_file, dict):
+            raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+        settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
+    return settings

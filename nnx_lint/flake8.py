@@ -1,0 +1,52 @@
+"""The flake8 plugin: ``flake8 --select NNX``.
+
+It reuses flake8's file reading but not its ``ast`` tree: the engine builds its own
+astroid tree, and only for files that pass the cheap text pre-filter. Off-by-default
+codes (NNX9xx) are registered with flake8's default-ignore, so ``--select NNX`` leaves
+them off and ``--extend-select NNX9`` turns them on. ``# noqa`` is left to flake8.
+Unparsable or undecodable files are flake8's own E999/E902, so NNX0xx never shows here.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nnx_lint
+
+
+class NNXFlake8Plugin:
+    """flake8 tree plugin adapter around :func:`nnx_lint.engine.lint_source`."""
+
+    name = "nnx-lint"
+    version = nnx_lint.__version__
+
+    def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def add_options(cls, option_manager: Any) -> None:
+        from nnx_lint.registry import all_rules
+
+        off = sorted({rule.code[:4] for rule in all_rules() if not rule.default_enabled})
+        option_manager.extend_default_ignore(off)
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        text = "".join(self.lines)
+        from nnx_lint.engine import lint_source, mentions_nnx
+
+        if not mentions_nnx(text):
+            return
+        from nnx_lint.project import module_name_for, shared_project
+        from nnx_lint.registry import all_rules
+
+        path = Path(self.filename)
+        module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
+        project = shared_project([package_root, Path.cwd()])
+        project.start_file(self.filename)
+        rules = [rule for rule in all_rules() if not rule.engine_reported]
+        for diagnostic in lint_source(
+            text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
+        ):
+            yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)

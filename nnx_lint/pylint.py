@@ -1,0 +1,109 @@
+"""The pylint plugin: ``pylint --load-plugins=nnx_lint.pylint``.
+
+Registers one checker per NNX family, all named ``nnx`` (so ``--disable=nnx`` turns
+every one off). Message ids map one-to-one to NNX codes in pylint's range for external
+checkers: ``NNX201`` -> ``E9201`` (``E`` for ``raises``, ``W`` for ``silent``, ``C`` for
+advisories); symbols are the rule symbols, so ``# pylint: disable=state-axes-prefix``
+works. The engine runs once per module on the tree pylint already built, and
+``# noqa`` comments are honoured too, so pylint reports exactly what the CLI reports.
+Syntax errors are pylint's own ``syntax-error`` (E0001), so NNX002 never shows here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pylint.checkers import BaseChecker
+from pylint.constants import WarningScope
+
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.registry import all_rules
+from nnx_lint.rule import Rule
+
+if TYPE_CHECKING:
+    from astroid import nodes
+    from pylint.lint import PyLinter
+
+_CATEGORY = {"raises": "E", "silent": "W", "linter": "E", "advisory": "C"}
+
+
+def pylint_message_id(rule: type[Rule]) -> str:
+    """``NNX201`` -> ``E9201``: checker id ``92`` (9 + family), message ``01``."""
+    return f"{_CATEGORY[rule.kind]}9{rule.code[3:]}"
+
+
+# The engine's results for the module pylint is visiting, shared by the family checkers.
+_RESULTS: dict[int, list[Diagnostic]] = {}
+
+
+def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
+    key = id(module)
+    if key not in _RESULTS:
+        _RESULTS.clear()  # one module at a time: keep memory flat on large runs
+        _RESULTS[key] = _lint(linter, module)
+    return _RESULTS[key]
+
+
+def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
+    from nnx_lint.engine import lint_module, mentions_nnx
+    from nnx_lint.noqa import apply_noqa
+    from nnx_lint.project import module_name_for, shared_project
+
+    source = module.file_bytes
+    if source is None and module.file:
+        source = Path(module.file).read_bytes()
+    text = source.decode(module.file_encoding or "utf-8", errors="replace") if isinstance(source, bytes) else (source or "")
+    if not mentions_nnx(text):
+        return []
+    path = module.file or module.name
+    package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
+    project = shared_project([package_root, Path.cwd()])
+    project.start_file(path)
+    rules = [r for r in all_rules() if not r.engine_reported and linter.is_message_enabled(pylint_message_id(r))]
+    diagnostics = lint_module(module, path, rules, project)
+    return apply_noqa(diagnostics, text.splitlines())
+
+
+class _FamilyChecker(BaseChecker):
+    """Reports one NNX family's diagnostics (pylint wants one checker id per checker)."""
+
+    name = "nnx"
+    family: str = ""
+
+    def visit_module(self, node: nodes.Module) -> None:
+        for diagnostic in _diagnostics_for(self.linter, node):
+            if diagnostic.code.startswith(self.family):
+                self.add_message(
+                    diagnostic.symbol,
+                    line=diagnostic.line,
+                    col_offset=diagnostic.column - 1,
+                    end_lineno=diagnostic.end_line,
+                    end_col_offset=diagnostic.end_column - 1,
+                    args=(diagnostic.code, diagnostic.message),
+                )
+
+
+def _family_checkers() -> list[type[_FamilyChecker]]:
+    families: dict[str, list[type[Rule]]] = {}
+    for rule in all_rules():
+        families.setdefault(rule.code[:4], []).append(rule)
+    checkers = []
+    for family, rules in sorted(families.items()):
+        msgs = {
+            pylint_message_id(rule): (
+                "%s %s",
+                rule.symbol,
+                (rule.__doc__ or rule.symbol).strip().splitlines()[0],
+                # Line-scoped: positions come from the engine, not from a pylint node.
+                {"default_enabled": rule.default_enabled, "scope": WarningScope.LINE},
+            )
+            for rule in rules
+        }
+        checkers.append(type(f"NNX{family[3]}Checker", (_FamilyChecker,), {"family": family, "msgs": msgs}))
+    return checkers
+
+
+def register(linter: PyLinter) -> None:
+    """pylint's plugin entry point."""
+    for checker in _family_checkers():
+        linter.register_checker(checker(linter))

@@ -1,0 +1,84 @@
+"""Output formats: ``text`` (Ruff-like), ``json`` (Ruff's keys plus symbol/kind/facts), ``github``."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.runner import RunResult
+
+FORMATS = ("text", "json", "github")
+
+_KIND_WORDS = {
+    "raises": "raise in Tree Mode",
+    "silent": "silently change meaning",
+    "linter": "could not be analysed",
+    "advisory": "advisory",
+}
+
+
+def render(result: RunResult, output_format: str, verbose: bool = False) -> str:
+    if output_format == "json":
+        return render_json(result.diagnostics)
+    if output_format == "github":
+        return render_github(result.diagnostics)
+    return render_text(result, verbose)
+
+
+def render_text(result: RunResult, verbose: bool = False) -> str:
+    lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in result.diagnostics]
+    if verbose:
+        for d in result.diagnostics:
+            if "traceback" in d.facts:
+                lines.append(f"{d.path}: traceback of {d.facts.get('rule')}:\n{d.facts['traceback']}")
+    lines.append(summary(result))
+    return "\n".join(lines)
+
+
+def summary(result: RunResult) -> str:
+    count = len(result.diagnostics)
+    checked = f"{result.files_checked} file{'s' * (result.files_checked != 1)} checked"
+    if not count:
+        return f"All checks passed! ({checked})"
+    kinds = Counter(d.kind for d in result.diagnostics)
+    parts = [f"{kinds[k]} {_KIND_WORDS[k]}" for k in _KIND_WORDS if kinds[k]]
+    files = len({d.path for d in result.diagnostics})
+    return (
+        f"Found {count} diagnostic{'s' * (count != 1)} in {files} file{'s' * (files != 1)} "
+        f"({', '.join(parts)}; {checked})."
+    )
+
+
+def to_json_object(d: Diagnostic) -> dict:
+    """Ruff's JSON keys, plus ``symbol``, ``kind`` and ``facts``."""
+    facts = {k: v for k, v in d.facts.items() if k != "traceback"}
+    return {
+        "code": d.code,
+        "symbol": d.symbol,
+        "message": d.message,
+        "filename": d.path,
+        "location": {"row": d.line, "column": d.column},
+        "end_location": {"row": d.end_line, "column": d.end_column},
+        "url": d.url,
+        "kind": d.kind,
+        "facts": facts,
+        "fix": None,
+        "noqa_row": d.line,
+    }
+
+
+def render_json(diagnostics: list[Diagnostic]) -> str:
+    return json.dumps([to_json_object(d) for d in diagnostics], indent=2)
+
+
+def render_github(diagnostics: list[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: annotations on the pull request's diff."""
+    lines = []
+    for d in diagnostics:
+        level = "error" if d.kind in ("raises", "silent", "linter") else "notice"
+        message = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        lines.append(
+            f"::{level} title=nnx-lint ({d.code}),file={d.path},line={d.line},col={d.column},"
+            f"endLine={d.end_line},endColumn={d.end_column}::{d.code} {message}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,162 @@
+"""Running the engine over files and directories: discovery, cache, parallel workers."""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nnx_lint.cache import Entry, ResultCache, code_fingerprint
+from nnx_lint.config import Settings
+from nnx_lint.diagnostic import Diagnostic
+
+
+@dataclass
+class RunResult:
+    """What a run found, plus counts for the summary line."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files_checked: int = 0
+    files_analysed: int = 0
+    files_from_cache: int = 0
+
+
+def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
+    """Python files under ``paths``, skipping VCS dirs, virtualenvs and excludes.
+
+    A file named explicitly is linted even if its extension is not ``.py``.
+    """
+    seen: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                yield path
+            continue
+        for directory, subdirectories, files in os.walk(path):
+            current = Path(directory)
+            subdirectories[:] = sorted(
+                d for d in subdirectories
+                if not settings.is_excluded(current / d) and not (current / d / "pyvenv.cfg").exists()
+            )
+            for name in sorted(files):
+                if name.endswith((".py", ".pyi")):
+                    file = current / name
+                    if not settings.is_excluded(file) and file.resolve() not in seen:
+                        seen.add(file.resolve())
+                        yield file
+
+
+def _selectors(settings: Settings, path: Path) -> tuple:
+    return (
+        tuple(settings.select) if settings.select is not None else None,
+        tuple(settings.ignore) + tuple(settings.ignores_for(path)),
+        tuple(settings.extend_select),
+    )
+
+
+def _rules_for(selectors: tuple):
+    from nnx_lint.registry import select_rules
+
+    select, ignore, extend = selectors
+    return select_rules(list(select) if select is not None else None, ignore, extend)
+
+
+def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) -> tuple[list[dict], dict[str, str]]:
+    """Lint one file (in this process or a worker): diagnostics as dicts, and dependencies."""
+    from nnx_lint.engine import lint_bytes
+    from nnx_lint.project import module_name_for, shared_project
+
+    rules = _rules_for(selectors)
+    project = shared_project([Path(r) for r in roots])
+    project.start_file(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        from nnx_lint.engine import _linter_diagnostic
+
+        return [_linter_diagnostic("NNX001", f"cannot read file: {exc.strerror or exc}", display).to_dict()], {}
+    module_name, package_root = module_name_for(Path(path))
+    project.add_root(package_root)
+    diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name)
+    return [d.to_dict() for d in diagnostics], project.dependencies
+
+
+def _analyse_batch(batch: list[tuple]) -> list[tuple]:
+    return [analyse_file(*job) for job in batch]
+
+
+def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
+    """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU."""
+    result = RunResult()
+    cache = ResultCache.open(cache_dir)
+    fingerprint = code_fingerprint() if cache.path else ""
+    digests: dict[str, str] = {}
+
+    def digest_of(file: str) -> str:
+        if file not in digests:
+            try:
+                digests[file] = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+            except OSError:
+                digests[file] = ""
+        return digests[file]
+
+    roots = sorted({str(settings.root.resolve()), str(Path.cwd().resolve())})
+    pending: list[tuple] = []
+    keys: list[tuple[str, str, str]] = []
+    for file in discover(paths, settings):
+        result.files_checked += 1
+        display = _display_path(file)
+        try:
+            data = file.read_bytes()
+        except OSError:
+            data = None
+        if data is not None and b"nnx" not in data and b"flax" not in data:
+            continue  # the pre-filter: no astroid work for files that never mention flax/nnx
+        selectors = _selectors(settings, file)
+        key = str(file.resolve())
+        digest = hashlib.sha256(data).hexdigest() if data is not None else ""
+        digests[key] = digest
+        run_fingerprint = f"{fingerprint}:{selectors!r}"
+        cached = cache.lookup(key, digest, run_fingerprint, digest_of) if data is not None else None
+        if cached is not None:
+            result.files_from_cache += 1
+            result.diagnostics.extend(Diagnostic.from_dict({**d, "path": display}) for d in cached)
+            continue
+        pending.append((str(file), display, selectors, roots))
+        keys.append((key, digest, run_fingerprint))
+
+    outcomes = _execute(pending, jobs)
+    for (key, digest, run_fingerprint), (diagnostics, dependencies) in zip(keys, outcomes):
+        result.files_analysed += 1
+        result.diagnostics.extend(Diagnostic.from_dict(d) for d in diagnostics)
+        if digest:
+            cache.store(key, Entry(digest, run_fingerprint, dependencies, diagnostics))
+    cache.save()
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+    return result
+
+
+def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(pending) < 4:
+        return [analyse_file(*job) for job in pending]
+    # Few large batches: each worker pays astroid's start-up once and keeps its caches.
+    batch_count = min(len(pending), jobs * 4)
+    batches = [pending[i::batch_count] for i in range(batch_count)]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        batch_results = list(pool.map(_analyse_batch, batches))
+    ordered: list[tuple | None] = [None] * len(pending)
+    for i, batch_result in enumerate(batch_results):
+        for j, outcome in enumerate(batch_result):
+            ordered[i + j * batch_count] = outcome
+    return ordered  # type: ignore[return-value]
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path) if path.is_absolute() else os.path.normpath(str(path))
+    except ValueError:
+        return str(path)

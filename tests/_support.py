@@ -1,0 +1,42 @@
+"""Helpers shared by the linter tests (not the runtime tests)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nnx_lint.engine import lint_bytes
+from nnx_lint.project import Project, module_name_for
+from nnx_lint.registry import all_rules
+from nnx_lint.rule import Rule, expected_markers
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def family_of(rule: type[Rule]) -> str:
+    """The family a rule belongs to: its checkers module name (``prefix_filters``)."""
+    return rule.__module__.rpartition(".")[2]
+
+
+def family_rules(family: str) -> list[type[Rule]]:
+    return [rule for rule in all_rules() if family_of(rule) == family]
+
+
+def fixture_files() -> list[Path]:
+    return sorted(p for p in FIXTURES.rglob("*.py") if p.name.startswith("NNX"))
+
+
+def fixture_family(path: Path) -> str:
+    return path.relative_to(FIXTURES).parts[0]
+
+
+def fixture_expectations(path: Path) -> set[tuple[int, str]]:
+    return expected_markers(path.read_bytes().decode("utf-8", errors="replace"))
+
+
+def lint_fixture(path: Path, rules=None):
+    """Lint a fixture file the way the CLI does (project roots included)."""
+    rules = rules if rules is not None else family_rules(fixture_family(path))
+    module_name, root = module_name_for(path)
+    project = Project([root, FIXTURES / fixture_family(path)])
+    project.start_file(str(path))
+    return lint_bytes(path.read_bytes(), str(path), rules, project=project, module_name=module_name)
