@@ -15,6 +15,7 @@ from astroid import nodes
 
 from nnx_lint import parsing
 from nnx_lint.calls import NNXCall, match_nnx_call
+from nnx_lint.classes import ClassModel
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
@@ -40,7 +41,8 @@ class FileContext:
 
     Services: :meth:`qualified_name` (imports resolved without loading flax),
     :meth:`nnx_call` (NNX API calls in every spelling), :attr:`mode` (is graph mode kept
-    here?), :attr:`project` (other modules of the project), :meth:`report`.
+    here?), :attr:`classes` (what a class stores, which class an expression has),
+    :attr:`project` (other modules of the project), :meth:`report`.
     """
 
     def __init__(self, module: nodes.Module, path: str, project: Project) -> None:
@@ -49,6 +51,8 @@ class FileContext:
         self.project = project
         self.resolver = NameResolver(module, project)
         self.mode = ModeContext(module, self.resolver)
+        #: The class model: what classes store, which class an expression has.
+        self.classes = ClassModel(self)
         self.diagnostics: list[Diagnostic] = []
         self._calls: dict[int, NNXCall | None] = {}
 

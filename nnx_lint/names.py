@@ -84,6 +84,9 @@ class NameResolver:
             return None
         if isinstance(assignment, nodes.ImportFrom):
             module_name = self._absolute_module(assignment)
+            if assignment.names and assignment.names[0][0] == "*":
+                # Only when astroid expanded the star itself (pylint's builder does).
+                return self._from_star_import(name)
             for original, alias in assignment.names:
                 if (alias or original) == name:
                     if module_name is None:
@@ -94,6 +97,8 @@ class NameResolver:
                             return reexport
                     return canonical(f"{module_name}.{original}")
             return None
+        if isinstance(assignment, (nodes.ClassDef, nodes.FunctionDef)) and assignment.parent is self.module:
+            return f"{self.module.name}.{assignment.name}"
         if isinstance(assignment, nodes.AssignName):
             parent = assignment.parent
             if isinstance(parent, (nodes.Assign, nodes.AnnAssign)) and parent.value is not None:
