@@ -31,6 +31,7 @@ from ._errors import (
 from ._filters import All, Any, Everything, Not, Nothing, OfType, PathContains, WithTag
 from ._graph import GraphDef, clone, find_duplicates, graphdef, iter_graph, merge, pop, split, state, update
 from ._layers import (
+    PARTITION_NAME,
     BatchNorm,
     Dropout,
     Embed,

@@ -19,11 +19,12 @@ from ._core import changed_variables, check_no_aliases, check_tree_mode, copy_ar
 from ._errors import CustomVjpUpdateError
 
 
-def _run(fn: tp.Callable, args: tuple, nondiff_argnums: tuple) -> tuple[tp.Any, dict]:
+def _run(fn: tp.Callable, args: tuple, nondiff_argnums: tuple, is_fwd: bool = False) -> tuple[tp.Any, dict]:
     args = copy_args(args)
     current, before = snapshot({"args": args})
     out = fn(*args)
-    check_no_aliases("custom_vjp", **current, out=out)
+    # fwd may keep inputs in its residual; only the primal output is checked.
+    check_no_aliases("custom_vjp", **current, out=out[0] if is_fwd else out)
     updates = changed_variables(current, before)
     for path, variable in updates.items():
         index = int(re.match(r"\['args'\]\[(\d+)\]", path).group(1))
@@ -69,7 +70,7 @@ class custom_vjp:
         """Register ``fwd(*args) -> (out, residual)`` and ``bwd(*nondiff, residual, g) -> tangents``."""
 
         def jax_fwd(*args):
-            (out, residual), updates = _run(fwd, args, self.nondiff_argnums)
+            (out, residual), updates = _run(fwd, args, self.nondiff_argnums, is_fwd=True)
             return (out, updates), residual
 
         def jax_bwd(*args):

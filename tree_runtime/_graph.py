@@ -80,7 +80,7 @@ class GraphDef:
         return lambda *args, **kwargs: merge(self, *states)(*args, **kwargs)
 
 
-def split(node: tp.Any, *filters: tp.Any) -> tuple:
+def split(node: tp.Any, *filters: tp.Any, exhaustive: bool = True) -> tuple:
     """Split ``node`` into a ``GraphDef`` and one ``State`` per filter.
 
     >>> import tree_runtime as nnx
@@ -93,7 +93,7 @@ def split(node: tp.Any, *filters: tp.Any) -> tuple:
     treedef = jtu.tree_structure(node, is_leaf=_is_variable)
     flat = [(nnx_path(path), leaf) for path, leaf in leaves]
     graphdef = GraphDef(treedef, tuple(path for path, _ in flat))
-    return (graphdef, *split_state(State.from_flat_path(flat), *filters))
+    return (graphdef, *split_state(State.from_flat_path(flat), *filters, exhaustive=exhaustive))
 
 
 def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
@@ -111,8 +111,9 @@ def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
 
 
 def state(node: tp.Any, *filters: tp.Any) -> tp.Any:
-    """The State of ``node`` (one State per filter if several are given)."""
-    _, *states = split(node, *filters)
+    """The State of ``node`` (one State per filter if several are given);
+    unlike ``split`` the filters need not cover every Variable."""
+    _, *states = split(node, *filters, exhaustive=False)
     return states[0] if len(states) == 1 else tuple(states)
 
 

@@ -107,6 +107,12 @@ class Dropout(Module):
         return jax.lax.select(mask, inputs / keep_prob, jnp.zeros_like(inputs))
 
 
+def _draw(rngs: Rngs | None, value: jax.Array) -> jax.Array:
+    if rngs is not None:
+        rngs.params()
+    return value
+
+
 def _stats(x: jax.Array, axes: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
     # flax's fast variance: E[x^2] - E[x]^2, clipped at 0, in >= float32.
     x = jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
@@ -129,8 +135,10 @@ class BatchNorm(Module):
                  use_bias: bool = True, use_scale: bool = True, rngs: Rngs | None = None):
         self.mean = BatchStat(jnp.zeros((num_features,), jnp.float32))
         self.var = BatchStat(jnp.ones((num_features,), jnp.float32))
-        self.scale = Param(jnp.ones((num_features,), param_dtype)) if use_scale else data(None)
-        self.bias = Param(jnp.zeros((num_features,), param_dtype)) if use_bias else data(None)
+        # flax draws a params key for each (constant) initializer: keep the
+        # stream in step so later layers get the same keys.
+        self.scale = Param(_draw(rngs, jnp.ones((num_features,), param_dtype))) if use_scale else data(None)
+        self.bias = Param(_draw(rngs, jnp.zeros((num_features,), param_dtype))) if use_bias else data(None)
         self.num_features, self.use_running_average, self.axis = num_features, use_running_average, axis
         self.momentum, self.epsilon, self.dtype = momentum, epsilon, dtype
 
@@ -168,8 +176,10 @@ class LayerNorm(Module):
 
     def __init__(self, num_features: int, *, epsilon: float = 1e-6, dtype=None, param_dtype=jnp.float32,
                  use_bias: bool = True, use_scale: bool = True, rngs: Rngs | None = None):
-        self.scale = Param(jnp.ones((num_features,), param_dtype)) if use_scale else data(None)
-        self.bias = Param(jnp.zeros((num_features,), param_dtype)) if use_bias else data(None)
+        # flax draws a params key for each (constant) initializer: keep the
+        # stream in step so later layers get the same keys.
+        self.scale = Param(_draw(rngs, jnp.ones((num_features,), param_dtype))) if use_scale else data(None)
+        self.bias = Param(_draw(rngs, jnp.zeros((num_features,), param_dtype))) if use_bias else data(None)
         self.num_features, self.epsilon, self.dtype = num_features, epsilon, dtype
 
     def __call__(self, x, *, mask=None):
@@ -178,6 +188,7 @@ class LayerNorm(Module):
 
 
 # Activations are jax's own functions, re-exported under flax's names.
+PARTITION_NAME = "partition_name"  # metadata key flax uses for the partition axis name
 relu = jax.nn.relu
 gelu = jax.nn.gelu
 silu = jax.nn.silu

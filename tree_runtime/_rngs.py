@@ -28,6 +28,8 @@ class RngStream(Module):
             key = jax.random.key(key)
         elif isinstance(key, jax.Array) and key.dtype == jnp.uint32:
             key = jax.random.wrap_key_data(key)
+        if not isinstance(key, jax.Array) or not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            raise ValueError(f"Invalid rng value: {key}, expected a jax.Array of jax.dtypes.prng_key sub-dtype")
         self.tag = tag
         self.key = RngKey(key, tag=tag)
         self.count = RngCount(jnp.zeros(key.shape, dtype=jnp.uint32), tag=tag)

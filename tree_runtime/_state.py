@@ -77,7 +77,7 @@ jtu.register_pytree_with_keys(
 )
 
 
-def split_state(state: State, *filters: tp.Any) -> tuple[State, ...]:
+def split_state(state: State, *filters: tp.Any, exhaustive: bool = True) -> tuple[State, ...]:
     """Partition a State by filters; the first matching filter wins.
 
     >>> from tree_runtime import Param, BatchStat
@@ -93,7 +93,8 @@ def split_state(state: State, *filters: tp.Any) -> tuple[State, ...]:
                 group.append((path, leaf))
                 break
         else:
-            raise ValueError(f"Non-exhaustive filters, leaf at path {path} matched no filter.")
+            if exhaustive:
+                raise ValueError(f"Non-exhaustive filters, leaf at path {path} matched no filter.")
     return tuple(State.from_flat_path(group) for group in groups)
 
 

@@ -1,0 +1,1324 @@
+"""Differential programs: each is ONE program text, a function ``prog(nnx)``
+that runs unchanged against ``tree_runtime`` and against ``flax.nnx`` in Tree
+Mode and returns an observation (arrays, shapes, type names, bools, ...).
+
+A program that raises is observed as ``("raises", error_category(exc))``.
+``@program(deviation=...)`` marks the few places where flax 0.12.8 differs
+from the FLIP and the runtime follows the FLIP; the test checks both sides
+against the documented outcomes.  Catalogue ids (A1, C10, ...) name the row
+each program covers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing as tp
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+@dataclasses.dataclass(frozen=True)
+class Deviation:
+    """A documented difference: what each implementation does."""
+
+    row: str
+    why: str
+    runtime: tp.Any  # expected runtime outcome, e.g. ("raises", "aliasing")
+    flax: tp.Any  # expected flax outcome, e.g. "ok" (any successful observation)
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    name: str
+    fn: tp.Callable
+    rows: tuple[str, ...]
+    deviation: Deviation | None = None
+    trace: bool = False  # also run inside jax.make_jaxpr (what the confirmer does)
+
+
+PROGRAMS: dict[str, Program] = {}
+
+
+def program(*rows: str, deviation: Deviation | None = None, trace: bool = False):
+    def register(fn):
+        name = fn.__name__.removeprefix("prog_")
+        PROGRAMS[name] = Program(name, fn, rows, deviation, trace)
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- helpers
+def _tied(nnx):
+    class Tied(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.ones(2))
+            self.b = self.a
+
+    return Tied()
+
+
+def _shared_sub(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.enc = nnx.Linear(2, 2, rngs=rngs)
+            self.dec = self.enc
+
+    return Net(nnx.Rngs(0))
+
+
+# ---------------------------------------------------------------- A. sharing
+@program("A1", trace=True)
+def prog_a1_tied_variable_jit(nnx):
+    m = _tied(nnx)
+    nnx.jit(lambda m: m.a[...] + m.b[...])(m)
+
+
+@program("A1")
+def prog_a1_fix_embed_attend(nnx):
+    class LM(nnx.Module):
+        def __init__(self, rngs):
+            self.embed = nnx.Embed(7, 4, rngs=rngs)
+
+        def __call__(self, tokens):
+            return self.embed.attend(self.embed(tokens))
+
+    model = LM(nnx.Rngs(1))
+    return nnx.jit(lambda m, t: m(t))(model, jnp.array([1, 2, 3]))
+
+
+@program("A2")
+def prog_a2_shared_submodule_split(nnx):
+    nnx.split(_shared_sub(nnx))
+
+
+@program("A2")
+def prog_a2_shared_submodule_state(nnx):
+    nnx.state(_shared_sub(nnx), nnx.Param)
+
+
+@program("A2")
+def prog_a2_shared_submodule_clone(nnx):
+    nnx.clone(_shared_sub(nnx))
+
+
+@program("A2")
+def prog_a2_shared_submodule_grad(nnx):
+    nnx.grad(lambda m: m.enc(jnp.ones((1, 2))).sum())(_shared_sub(nnx))
+
+
+@program("A3", trace=True)
+def prog_a3_list_same_module_twice(nnx):
+    block = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    layers = nnx.List([block, block])
+
+    @nnx.jit
+    def forward(layers, x):
+        for layer in layers:
+            x = layer(x)
+        return x
+
+    forward(layers, jnp.ones((1, 2)))
+
+
+@program("A3")
+def prog_a3_fix_apply_block_twice(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.block = nnx.Linear(2, 2, rngs=rngs)
+
+        def __call__(self, x):
+            for _ in range(2):
+                x = self.block(x)
+            return x
+
+    return nnx.jit(lambda m, x: m(x))(Net(nnx.Rngs(0)), jnp.ones((1, 2)))
+
+
+@program("A4", trace=True)
+def prog_a4_same_object_two_args_jit(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    nnx.jit(lambda a, b: a(jnp.ones((1, 2))) + b(jnp.ones((1, 2))))(m, m)
+
+
+@program("A4")
+def prog_a4_model_and_submodule_vmap(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.sub = nnx.Linear(2, 2, rngs=rngs)
+
+    m = Net(nnx.Rngs(0))
+    nnx.vmap(lambda a, b, x: b(x), in_axes=(None, None, 0))(m, m.sub, jnp.ones((3, 2)))
+
+
+@program("A4")
+def prog_a4_same_object_grad(nnx):
+    m = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    nnx.grad(lambda a, b: (a(jnp.ones((1, 2))) * b(jnp.ones((1, 2)))).sum())(m, m)
+
+
+@program("A4")
+def prog_a4_fix_clone_second_arg(nnx):
+    m = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    f = nnx.jit(lambda a, b: (a(jnp.ones((1, 2))) - b(jnp.ones((1, 2)))).sum())
+    return f(m, nnx.clone(m))
+
+
+@program("A5", trace=True)
+def prog_a5_return_input_module(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    nnx.jit(lambda m: m)(m)
+
+
+@program("A5")
+def prog_a5_return_input_variable(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    nnx.jit(lambda m: m.kernel)(m)
+
+
+@program("A5")
+def prog_a5_grad_aux_returns_input(nnx):
+    m = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    nnx.grad(lambda m: (m(jnp.ones((1, 2))).sum(), m.bias), has_aux=True)(m)
+
+
+@program("A5")
+def prog_a5_eval_shape_identity(nnx):
+    nnx.eval_shape(lambda m: m, nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+
+
+@program("A5")
+def prog_a5_fix_return_arrays(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    kernel = nnx.jit(lambda m: m.kernel[...] * 1.0)(m)
+    return kernel, nnx.eval_shape(lambda m: m.kernel[...], m).shape
+
+
+@program("A6", deviation=Deviation(
+    "A6", "flax 0.12.8 does not check aliasing in fori_loop/while_loop and silently loses the "
+    "updates (a=b=1); the runtime rejects the alias as the FLIP requires for every transform.",
+    runtime=("raises", "aliasing"), flax="ok"))
+def prog_a6_tied_model_fori_loop(nnx):
+    m = _tied(nnx)
+
+    def body(i, m):
+        m.a[...] = m.a[...] + 1.0
+        return m
+
+    nnx.fori_loop(0, 2, body, m)
+    return m.a[...], m.b[...]
+
+
+@program("A6")
+def prog_a6_fix_untied_fori_loop(nnx):
+    class Pair(nnx.Module):
+        def __init__(self):
+            self.a = nnx.Param(jnp.ones(2))
+
+    m = Pair()
+
+    def body(i, m):
+        m.a[...] = m.a[...] + i
+        return m
+
+    out = nnx.fori_loop(0, 3, body, m)
+    return m.a[...], out.a is m.a
+
+
+@program("A7", trace=True)
+def prog_a7_shared_rngs_stored_twice(nnx):
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.rngs = rngs
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.a, self.b = Block(rngs), Block(rngs)
+
+    nnx.jit(lambda m: m.a.rngs())(Net(nnx.Rngs(0)))
+
+
+@program("A7")
+def prog_a7_fix_fork_per_module(nnx):
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.rngs = rngs.fork()
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.a, self.b = Block(rngs), Block(rngs)
+
+    net = Net(nnx.Rngs(0))
+    keys = nnx.jit(lambda m: (jax.random.key_data(m.a.rngs()), jax.random.key_data(m.b.rngs())))(net)
+    return keys, net.a.rngs.default.count[...], net.b.rngs.default.count[...]
+
+
+@program("A8")
+def prog_a8_jit_constructor_stores_rngs(nnx):
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 2, rngs=rngs)
+            self.rngs = rngs
+
+    nnx.jit(Model)(nnx.Rngs(0))
+
+
+@program("A8")
+def prog_a8_eval_shape_constructor_stores_rngs(nnx):
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.rngs = rngs
+
+    nnx.eval_shape(Model, nnx.Rngs(0))
+
+
+@program("A8")
+def prog_a8_fix_jit_constructor(nnx):
+    model = nnx.jit(lambda rngs: nnx.Linear(2, 3, rngs=rngs))(nnx.Rngs(0))
+    return model.kernel[...], type(model).__name__
+
+
+@program("A10")
+def prog_a10_plain_jax_jit_unties(nnx):
+    m = _tied(nnx)
+
+    def f(m):
+        m.a[...] = m.a[...] * 3.0
+        return m.b[...]
+
+    out = jax.jit(f)(m)
+    return out, m.a[...]
+
+
+# ---------------------------------------------------------------- B. prefix filters
+@program("B1", trace=True)
+def prog_b1_stateaxes_vmap_at_decoration(nnx):
+    state_axes = nnx.StateAxes({nnx.Param: 0, ...: None})
+    nnx.vmap(lambda m, x: m(x), in_axes=(state_axes, 0))
+
+
+@program("B1")
+def prog_b1_stateaxes_scan(nnx):
+    nnx.scan(lambda m, x: (m, x), in_axes=(nnx.StateAxes({...: nnx.Carry}), 0))
+
+
+@program("B1")
+def prog_b1_fix_split_merge_vmap(nnx):
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.Linear(2, 2, rngs=rngs)
+
+    stack = create(nnx.Rngs(0).split(3))
+    graphdef, params, rest = nnx.split(stack, nnx.Param, ...)
+
+    @nnx.vmap(in_axes=(0, None, None))
+    def apply(params, rest, x):
+        return nnx.merge(graphdef, params, rest)(x)
+
+    return apply(params, rest, jnp.ones((1, 2)))
+
+
+@program("B2", trace=True)
+def prog_b2_diffstate_grad(nnx):
+    nnx.grad(lambda m: 0.0, argnums=nnx.DiffState(0, nnx.Param))
+
+
+@program("B2")
+def prog_b2_diffstate_value_and_grad(nnx):
+    nnx.value_and_grad(lambda m: 0.0, argnums=(nnx.DiffState(0, nnx.Param),))
+
+
+@program("B2")
+def prog_b2_fix_grad_params_only(nnx):
+    model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+    graphdef, params, stats = nnx.split(model, nnx.Param, ...)
+
+    def loss(params, stats, x):
+        return nnx.merge(graphdef, params, stats)(x).sum()
+
+    grads = nnx.grad(loss)(params, stats, jnp.array([[1.0, 2.0], [3.0, 5.0]]))
+    return type(grads).__name__, sorted(grads), jax.tree.leaves(grads)
+
+
+@program("B3")
+def prog_b3_statesharding_jit(nnx):
+    nnx.jit(lambda m: m, in_shardings=(nnx.StateSharding({nnx.Param: None}),))
+
+
+# ---------------------------------------------------------------- C. graph updates
+@program("C1")
+def prog_c1_static_counter_dropped(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.calls = 0
+
+    m = M()
+
+    @nnx.jit
+    def step(m):
+        m.calls += 1
+        return m.w[...].sum()
+
+    step(m)
+    return m.calls
+
+
+@program("C1")
+def prog_c1_new_attribute_dropped(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def step(m):
+        m.extra = nnx.Param(jnp.zeros(1))
+        m.flag = True
+        return m.kernel[...].sum()
+
+    step(m)
+    return hasattr(m, "extra"), hasattr(m, "flag")
+
+
+@program("C1", "C4")
+def prog_c1_variable_value_update_propagates(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def step(m):
+        m.bias[...] = m.bias[...] + 1.5
+        m.kernel[...] *= 2.0
+
+    step(m)
+    step(m)
+    return m.bias[...], m.kernel[...]
+
+
+@program("C2")
+def prog_c2_sow_pop_after_jit_empty(nnx):
+    class Foo(nnx.Module):
+        def __call__(self, x):
+            self.sow(nnx.Intermediate, "h", x * 2)
+            return x
+
+    m = Foo()
+    nnx.jit(lambda m, x: m(x))(m, jnp.ones(2))
+    return len(jax.tree.leaves(nnx.pop(m, nnx.Intermediate)))
+
+
+@program("C2")
+def prog_c2_fix_capture(nnx):
+    class Foo(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+        def __call__(self, x):
+            h = self.lin(x)
+            self.sow(nnx.Intermediate, "h", h)
+            return h.sum()
+
+    m = Foo(nnx.Rngs(0))
+    y, inter = nnx.capture(m, nnx.Intermediate)(jnp.ones((1, 2)))
+    return y, sorted(inter), jax.tree.leaves(inter)
+
+
+@program("C2")
+def prog_c2_capture_inside_jit(nnx):
+    class Foo(nnx.Module):
+        def __call__(self, x):
+            self.sow(nnx.Intermediate, "h", x + 1)
+            return x * 2
+
+    @nnx.jit
+    def run(m, x):
+        return nnx.capture(m, nnx.Intermediate)(x)
+
+    y, inter = run(Foo(), jnp.ones(2))
+    return y, jax.tree.leaves(inter)
+
+
+@program("C3")
+def prog_c3_perturb_capture_grad(nnx):
+    class Model(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+        def __call__(self, x):
+            h = self.perturb("h", self.lin(x))
+            return (h ** 2).sum()
+
+    model = Model(nnx.Rngs(0))
+    x = jnp.array([[1.0, -2.0]])
+    _, perturbs = nnx.capture(model, nnx.Perturbation)(x)
+
+    def loss(model, perturbs):
+        y, _ = nnx.capture(model, nnx.Perturbation, init=perturbs)(x)
+        return y
+
+    model_g, perturb_g = nnx.grad(loss, argnums=(0, 1))(model, perturbs)
+    return jax.tree.leaves(perturb_g), type(model_g).__name__
+
+
+@program("C4")
+def prog_c4_batchstat_rngcount_cache_updates(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.bn = nnx.BatchNorm(2, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+            self.cache = nnx.Cache(jnp.zeros(2))
+
+        def __call__(self, x):
+            y = self.drop(self.bn(x))
+            self.cache[...] = self.cache[...] + y.sum(0)
+            return y
+
+    m = Net(nnx.Rngs(0))
+    nnx.jit(lambda m, x: m(x))(m, jnp.array([[1.0, 2.0], [3.0, 7.0]]))
+    return m.bn.mean[...], m.bn.var[...], m.drop.rngs.count[...], m.cache[...]
+
+
+@program("C5")
+def prog_c5_eval_inside_jit_not_propagated(nnx):
+    m = nnx.Dropout(0.5, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def f(m):
+        m.eval()
+        return jnp.zeros(())
+
+    f(m)
+    return m.deterministic
+
+
+@program("C5")
+def prog_c5_fix_eval_outside(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.bn = nnx.BatchNorm(2, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.drop(self.bn(x))
+
+    m = Net(nnx.Rngs(0))
+    x = jnp.array([[1.0, 2.0], [3.0, 7.0]])
+    m.eval()
+    y_eval = nnx.jit(lambda m, x: m(x))(m, x)
+    m.train()
+    y_train = nnx.jit(lambda m, x: m(x))(m, x)
+    return y_eval, y_train, m.drop.deterministic, m.bn.use_running_average
+
+
+@program("C6")
+def prog_c6_create_cache_in_jit_lost(nnx):
+    class Attn(nnx.Module):
+        def init_cache(self, n):
+            self.cache = nnx.Cache(jnp.zeros(n))
+
+    m = Attn()
+    nnx.jit(lambda m: m.init_cache(3))(m)
+    return hasattr(m, "cache")
+
+
+@program("C6", "C4")
+def prog_c6_autoregressive_cache_decode(nnx):
+    class Decoder(nnx.Module):
+        def __init__(self, rngs):
+            self.embed = nnx.Embed(5, 4, rngs=rngs)
+            self.proj = nnx.Linear(4, 4, rngs=rngs)
+
+        def init_cache(self, length):
+            self.keys = nnx.Cache(jnp.zeros((length, 4)))
+            self.index = nnx.Cache(jnp.array(0))
+
+        def __call__(self, token):
+            h = self.proj(self.embed(token))
+            self.keys[...] = self.keys[...].at[self.index[...]].set(h)
+            self.index[...] += 1
+            return self.embed.attend(self.keys[...].sum(0))
+
+    model = Decoder(nnx.Rngs(0))
+    model.init_cache(4)  # outside the transform: the attributes persist
+    step = nnx.jit(lambda m, t: jnp.argmax(m(t)))
+    token, tokens = jnp.array(1), []
+    for _ in range(4):
+        token = step(model, token)
+        tokens.append(token)
+    return jnp.stack(tokens), model.index[...], model.keys[...]
+
+
+@program("C7")
+def prog_c7_vmap_on_init_attribute_missing(nnx):
+    class Stack(nnx.Module):
+        @nnx.split_rngs(splits=4)
+        @nnx.vmap(in_axes=(0, 0), out_axes=0)
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(3, 3, rngs=rngs)
+
+    m = Stack(nnx.Rngs(0))
+    return hasattr(m, "linear")
+
+
+@program("C7")
+def prog_c7_fix_vmap_factory(nnx):
+    class Stack(nnx.Module):
+        def __init__(self, rngs):
+            @nnx.split_rngs(splits=4)
+            @nnx.vmap(in_axes=0, out_axes=0)
+            def create(rngs):
+                return nnx.Linear(3, 3, rngs=rngs)
+
+            self.linear = create(rngs)
+
+    m = Stack(nnx.Rngs(0))
+    return m.linear.kernel.shape, m.linear.kernel[...]
+
+
+@program("C8")
+def prog_c8_static_container_mutation(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.tags = ("a",)
+
+    @nnx.jit
+    def step(m):
+        m.tags = m.tags + ("b",)
+        return m.w[...].sum()
+
+    m = M()
+    step(m)
+    step(m)
+    return m.tags
+
+
+@program("C9")
+def prog_c9_cond_static_update_dropped(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.array(1.0))
+            self.mode = "start"
+
+    def yes(m):
+        m.mode = "yes"
+        m.w[...] = m.w[...] + 10.0
+
+    def no(m):
+        m.w[...] = m.w[...] - 10.0
+
+    m = M()
+    nnx.cond(jnp.array(True), yes, no, m)
+    return m.mode, m.w[...]
+
+
+@program("C9")
+def prog_c9_fori_loop_returns_new_module(nnx):
+    def body(i, m):
+        return nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    nnx.fori_loop(0, 2, body, nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+
+
+@program("C9")
+def prog_c9_switch_updates(nnx):
+    c = nnx.BatchStat(jnp.array(0.0))
+
+    def add(k):
+        def branch(c):
+            c[...] = c[...] + k
+            return c[...] * 2
+
+        return branch
+
+    outs = [nnx.switch(i, [add(1.0), add(10.0), add(100.0)], c) for i in (2, 0, 1)]
+    return outs, c[...]
+
+
+@program("C10")
+def prog_c10_scan_broadcast_update_and_carry_identity(nnx):
+    class Acc(nnx.Module):
+        def __init__(self):
+            self.total = nnx.BatchStat(jnp.array(0.0))
+
+    acc = Acc()
+
+    @nnx.scan(in_axes=(nnx.Carry, None, 0), out_axes=(nnx.Carry, 0))
+    def step(carry, acc, x):
+        acc.total[...] = acc.total[...] + x
+        return carry + x, carry
+
+    carry0 = jnp.array(0.0)
+    carry, ys = step(carry0, acc, jnp.arange(3.0))
+    return acc.total[...], carry, ys
+
+
+@program("C10")
+def prog_c10_scan_module_carry_is_new_object(nnx):
+    class C(nnx.Module):
+        def __init__(self):
+            self.v = nnx.BatchStat(jnp.array(1.0))
+
+    c = C()
+
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))
+    def step(c, x):
+        c.v[...] = c.v[...] * x
+        return c, c.v[...]
+
+    out, ys = step(c, jnp.array([2.0, 3.0]))
+    return out is c, out.v is c.v, c.v[...], ys
+
+
+@program("C11")
+def prog_c11_rng_counters_advance_through_transforms(nnx):
+    rngs = nnx.Rngs(0)
+    nnx.jit(lambda r: r())(rngs)
+    nnx.vmap(lambda r, x: x * 1.0, in_axes=(None, 0))(rngs, jnp.ones(2))
+    nnx.cond(jnp.array(True), lambda r: r.default.count[...], lambda r: r.default.count[...], rngs)
+    nnx.jit(lambda r: (r(), r()))(rngs)
+
+    def body(i, r):
+        r()
+        return r
+
+    nnx.fori_loop(0, 3, body, rngs)
+    return rngs.default.count[...]
+
+
+# ---------------------------------------------------------------- D. grad
+@program("D1", trace=True)
+def prog_d1_grad_returns_argument_type(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.bn = nnx.BatchNorm(2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.bn(self.lin(x))
+
+    m = Net(nnx.Rngs(0))
+    grads = nnx.grad(lambda m, x: (m(x) ** 2).sum())(m, jnp.array([[1.0, 2.0], [0.5, -1.0]]))
+    return type(grads).__name__, type(grads.bn.mean).__name__, jax.tree.leaves(grads)
+
+
+@program("D1")
+def prog_d1_grads_subscript_not_subscriptable(nnx):
+    m = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    grads = nnx.grad(lambda m: m(jnp.ones((1, 2))).sum())(m)
+    return grads["kernel"]
+
+
+@program("D1")
+def prog_d1_global_norm_includes_batchstats(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.bn = nnx.BatchNorm(2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.bn(self.lin(x), use_running_average=True)
+
+    m = Net(nnx.Rngs(0))
+    grads = nnx.grad(lambda m: (m(jnp.array([[1.0, 2.0]])) ** 2).sum())(m)
+    return optax.global_norm(grads), optax.global_norm(nnx.state(grads, nnx.Param))
+
+
+@program("D1")
+def prog_d1_fix_optimizer_filters_by_wrt(nnx):
+    m = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    opt = nnx.Optimizer(m, optax.sgd(0.5), wrt=nnx.Param)
+    grads = nnx.grad(lambda m: (m(jnp.ones((1, 2))) ** 2).sum())(m)
+    opt.update(m, grads)
+    return m.kernel[...], m.bias[...], opt.step[...]
+
+
+@program("D2", trace=True)
+def prog_d2_grad_over_dropout_rngs(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.drop(self.lin(x))
+
+    nnx.grad(lambda m: m(jnp.ones((1, 2))).sum())(Net(nnx.Rngs(0)))
+
+
+@program("D2")
+def prog_d2_fix_split_params(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.drop(self.lin(x))
+
+    m = Net(nnx.Rngs(0))
+    graphdef, params, rest = nnx.split(m, nnx.Param, ...)
+
+    def loss(params, rest):
+        model = nnx.merge(graphdef, params, rest)
+        return (model(jnp.ones((1, 2))) ** 2).sum()
+
+    grads = nnx.grad(loss)(params, rest)
+    return jax.tree.leaves(grads), rest["drop"]["rngs"]["count"][...]
+
+
+@program("D1")
+def prog_d1_value_and_grad_has_aux(nnx):
+    m = nnx.Linear(3, 2, rngs=nnx.Rngs(2))
+
+    def loss(m, x):
+        y = m(x)
+        return (y ** 2).mean(), y.shape
+
+    (value, aux), grads = nnx.value_and_grad(loss, has_aux=True)(m, jnp.ones((4, 3)))
+    return value, aux, grads.kernel[...], grads.bias[...]
+
+
+# ---------------------------------------------------------------- E. custom_vjp
+def _foo(nnx):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.x = nnx.Param(jnp.array(1.0))
+
+    return Foo
+
+
+@program("E1")
+def prog_e1_old_bwd_protocol(nnx):
+    Foo = _foo(nnx)
+
+    @nnx.custom_vjp
+    def f(m):
+        return jnp.sin(m.x[...])
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]),)
+
+    def f_bwd(res, g):
+        (m_updates_g,), out_g = g
+        return (m_updates_g,)
+
+    f.defvjp(f_fwd, f_bwd)
+    nnx.grad(f)(Foo())
+
+
+@program("E2")
+def prog_e2_state_tangent(nnx):
+    Foo = _foo(nnx)
+
+    @nnx.custom_vjp
+    def f(m):
+        return jnp.sin(m.x[...])
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]), m)
+
+    def f_bwd(res, g):
+        cos_x, m = res
+        return (jax.tree.map(lambda v: v * 0.0 + cos_x * g, nnx.state(m)),)
+
+    f.defvjp(f_fwd, f_bwd)
+    nnx.grad(f)(Foo())
+
+
+@program("E1", "E2")
+def prog_e_fix_tree_protocol(nnx):
+    Foo = _foo(nnx)
+
+    @nnx.custom_vjp
+    def f(m, y):
+        return jnp.sin(m.x[...]) * y
+
+    def f_fwd(m, y):
+        return f(m, y), (jnp.cos(m.x[...]), jnp.sin(m.x[...]), y)
+
+    def f_bwd(res, g):
+        cos_x, sin_x, y = res
+        m_g = jax.tree.map(jnp.zeros_like, Foo())
+        m_g.x[...] = 10.0 * cos_x * y * g
+        return m_g, sin_x * g
+
+    f.defvjp(f_fwd, f_bwd)
+    m_g, y_g = nnx.grad(f, argnums=(0, 1))(Foo(), jnp.array(2.0))
+    return type(m_g).__name__, m_g.x[...], y_g
+
+
+_E3 = Deviation(
+    "E3", "flax 0.12.8 does not enforce the FLIP rule 'differentiable Variables may not be updated "
+    "inside nnx.custom_vjp' (the update is applied and its cotangent silently dropped); the runtime "
+    "raises CustomVjpUpdateError.", runtime=("raises", "custom-vjp-update"), flax="ok")
+
+
+@program("E3", deviation=_E3)
+def prog_e3_update_inside_custom_vjp(nnx):
+    Foo = _foo(nnx)
+
+    @nnx.custom_vjp
+    def f(m):
+        m.x[...] = m.x[...] * 2.0
+        return jnp.sin(m.x[...])
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]),)
+
+    def f_bwd(res, g):
+        m_g = jax.tree.map(jnp.zeros_like, Foo())
+        m_g.x[...] = res[0] * g
+        return (m_g,)
+
+    f.defvjp(f_fwd, f_bwd)
+    m = Foo()
+    grads = nnx.grad(f)(m)
+    return m.x[...], grads.x[...]
+
+
+@program("E4", deviation=dataclasses.replace(_E3, row="E4"))
+def prog_e4_updated_variable_cotangent(nnx):
+    Foo = _foo(nnx)
+
+    @nnx.custom_vjp
+    def f(m):
+        m.x[...] = m.x[...] * 2.0
+        return jnp.sin(m.x[...])
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]),)
+
+    def f_bwd(res, g):
+        m_g = jax.tree.map(jnp.zeros_like, Foo())
+        m_g.x[...] = res[0] * g
+        return (m_g,)
+
+    f.defvjp(f_fwd, f_bwd)
+    return nnx.grad(lambda m: f(m) + m.x[...])(Foo()).x[...]
+
+
+@program("E3")
+def prog_e3_integer_counter_update_allowed(nnx):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.x = nnx.Param(jnp.array(1.0))
+            self.calls = nnx.BatchStat(jnp.array(0))
+
+    @nnx.custom_vjp
+    def f(m):
+        m.calls[...] += 1
+        return jnp.sin(m.x[...])
+
+    def f_fwd(m):
+        return f(m), (jnp.cos(m.x[...]),)
+
+    def f_bwd(res, g):
+        m_g = jax.tree.map(jnp.zeros_like, Foo())
+        m_g.x[...] = res[0] * g
+        return (m_g,)
+
+    f.defvjp(f_fwd, f_bwd)
+    m = Foo()
+    y = f(m)
+    return y, m.calls[...]
+
+
+# ---------------------------------------------------------------- F. transform_metadata
+def _stack_factory(nnx, **vmap_kwargs):
+    @nnx.vmap(in_axes=0, out_axes=0, **vmap_kwargs)
+    def create(rngs):
+        return nnx.Linear(3, 3, rngs=rngs, kernel_metadata={"out_sharding": ("din", "dout")})
+
+    return create
+
+
+def _mesh():
+    auto = (jax.sharding.AxisType.Auto,) * 3
+    return jax.set_mesh(jax.make_mesh((1, 1, 1), ("layers", "din", "dout"), axis_types=auto))
+
+
+@program("F1")
+def prog_f1_transform_metadata_kwarg_ignored(nnx):
+    create = _stack_factory(nnx, transform_metadata={nnx.PARTITION_NAME: "layers"})
+    with _mesh():
+        m = create(nnx.Rngs(0).split(2))
+    return m.kernel.shape, m.kernel.out_sharding
+
+
+@program("F1")
+def prog_f1_fix_transform_metadata_layer(nnx):
+    @nnx.vmap(in_axes=0, out_axes=0)
+    @nnx.transform_metadata(in_axes=0, out_axes=0, partition="layers")
+    def create(rngs):
+        return nnx.Linear(3, 3, rngs=rngs, kernel_metadata={"out_sharding": ("din", "dout")})
+
+    @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+    @nnx.transform_metadata(in_axes=(0, nnx.Carry), out_axes=nnx.Carry, partition="layers")
+    def forward(m, x):
+        assert m.kernel.out_sharding == ("din", "dout")
+        return m(x)
+
+    with _mesh():
+        m = create(nnx.Rngs(0).split(2))
+        y = forward(m, jnp.ones((1, 3)))
+    return m.kernel.shape, m.kernel.out_sharding, y
+
+
+# ---------------------------------------------------------------- H. other semantics
+@program("H1")
+def prog_h1_split_rngs_context_manager(nnx):
+    rngs = nnx.Rngs(0)
+    with nnx.split_rngs(rngs, splits=4):
+        pass
+
+
+@program("H1")
+def prog_h1_fix_split_rngs_decorator(nnx):
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap(in_axes=(0, None), out_axes=0)
+    def create(rngs, n):
+        return nnx.Linear(n, 2, rngs=rngs)
+
+    rngs = nnx.Rngs(0)
+    stack = create(rngs, 2)
+    return stack.kernel[...], rngs.default.count[...]
+
+
+@program("H1")
+def prog_h1_fix_rngs_split_method(nnx):
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.Linear(2, 2, rngs=rngs)
+
+    return create(nnx.Rngs(3).split(2)).kernel[...]
+
+
+@program("H2")
+def prog_h2_kwargs_to_vmap_are_mapped(nnx):
+    f = nnx.vmap(lambda x, scale: x * scale, in_axes=(0,))
+    return f(jnp.arange(3.0), scale=jnp.array([1.0, 2.0, 3.0]))
+
+
+@program("H2")
+def prog_h2_kwargs_to_grad_not_differentiated(nnx):
+    g = nnx.grad(lambda x, y: (x * y).sum())
+    return g(jnp.ones(2), y=jnp.array([2.0, 3.0]))
+
+
+@program("H3", trace=True)
+def prog_h3_pytree_false_module(nnx):
+    class Foo(nnx.Module, pytree=False):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+
+    nnx.jit(lambda m: m.w[...].sum())(Foo())
+
+
+@program("H5")
+def prog_h5_python_scalar_in_data_is_traced(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.cfg = nnx.data((jnp.ones(2), 3))
+
+    @nnx.jit
+    def f(m):
+        return jnp.zeros(m.cfg[1])
+
+    f(M())
+
+
+@program("H5")
+def prog_h5_fix_scalar_static(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.n = 3
+
+    return nnx.jit(lambda m: jnp.zeros(m.n) + m.w[...].sum())(M())
+
+
+@program("H7")
+def prog_h7_iter_modules_paths(nnx):
+    model = nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.relu, nnx.Linear(2, 1, rngs=nnx.Rngs(1)))
+    return sorted(str(path) for path, _ in nnx.iter_modules(model))
+
+
+@program("H9")
+def prog_h9_module_is_plain_pytree(nnx):
+    m = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    grads = jax.grad(lambda m: m(jnp.ones((1, 2))).sum())(m)
+    out = jax.jit(lambda m: m)(m)
+    return type(grads).__name__, grads.kernel[...], type(out).__name__, out.kernel is m.kernel
+
+
+@program("H10")
+def prog_h10_find_duplicates(nnx):
+    return nnx.find_duplicates(_tied(nnx))
+
+
+@program("H10")
+def prog_h10_update_and_pop(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.note = nnx.Intermediate(jnp.zeros(1))
+
+    m = M()
+    nnx.update(m, nnx.State({"w": jnp.array([3.0, 4.0])}))
+    popped = nnx.pop(m, nnx.Intermediate)
+    again = nnx.pop(m, nnx.Intermediate)
+    return m.w[...], sorted(popped), len(jax.tree.leaves(again)), hasattr(m, "note")
+
+
+# ---------------------------------------------------------------- graph APIs and filters
+@program("graph-api")
+def prog_split_merge_roundtrip_filters(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.bn = nnx.BatchNorm(2, rngs=rngs)
+
+    m = Net(nnx.Rngs(0))
+    graphdef, params, stats = nnx.split(m, nnx.Param, nnx.BatchStat)
+    merged = nnx.merge(graphdef, params, stats)
+    paths = lambda s: sorted(str(p) for p, _ in jax.tree_util.tree_leaves_with_path(s))
+    not_bn = nnx.state(m, nnx.All(nnx.Param, nnx.Not(nnx.PathContains("bn"))))
+    any_state = nnx.state(m, nnx.Any(nnx.BatchStat, nnx.PathContains("lin")))
+    return (type(merged).__name__, merged.lin.kernel[...], len(jax.tree.leaves(params)),
+            len(jax.tree.leaves(stats)), len(jax.tree.leaves(not_bn)), len(jax.tree.leaves(any_state)),
+            nnx.graphdef(m) == graphdef)
+
+
+@program("graph-api")
+def prog_clone_is_independent(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    c = nnx.clone(m)
+    c.bias[...] = jnp.ones(2)
+    return m.bias[...], c.bias[...], c.kernel is m.kernel
+
+
+@program("graph-api")
+def prog_list_and_sequential(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.layers = nnx.List([nnx.Linear(2, 2, rngs=rngs) for _ in range(3)])
+            self.head = nnx.Sequential(nnx.Linear(2, 3, rngs=rngs), nnx.gelu)
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = nnx.relu(layer(x))
+            return self.head(x)
+
+    m = Net(nnx.Rngs(0))
+    y = nnx.jit(lambda m, x: m(x))(m, jnp.ones((2, 2)))
+    return y, len(jax.tree.leaves(m)), sorted(nnx.state(m, nnx.Param)["layers"])
+
+
+@program("graph-api")
+def prog_data_attribute_children(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.blocks = nnx.data([nnx.Param(jnp.ones(1)), nnx.Param(jnp.ones(1) * 2)])
+            self.name = "m"
+
+    m = M()
+
+    @nnx.jit
+    def bump(m):
+        for p in m.blocks:
+            p[...] += 1.0
+
+    bump(m)
+    return [b[...] for b in m.blocks], len(jax.tree.leaves(m))
+
+
+# ---------------------------------------------------------------- other transforms
+@program("transforms")
+def prog_jit_static_argnums(nnx):
+    f = nnx.jit(lambda m, n: m(jnp.ones((1, n))), static_argnums=1)
+    m = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    return f(m, 3)
+
+
+@program("transforms")
+def prog_jit_method_and_kwargs(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+    @nnx.jit
+    def apply(m, x, *, scale):
+        return m.lin(x) * scale
+
+    return apply(Net(nnx.Rngs(0)), jnp.ones((1, 2)), scale=jnp.array(3.0))
+
+
+@program("transforms")
+def prog_vmap_broadcast_model_mapped_input(nnx):
+    m = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    return nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))(m, jnp.arange(8.0).reshape(4, 2))
+
+
+@program("transforms")
+def prog_vmap_mapped_variable_updates(nnx):
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.BatchNorm(2, rngs=rngs)
+
+    bns = create(nnx.Rngs(0).split(3))
+
+    @nnx.vmap(in_axes=(0, 0))
+    def apply(bn, x):
+        return bn(x)
+
+    y = apply(bns, jnp.arange(12.0).reshape(3, 2, 2))
+    return y, bns.mean[...], bns.var[...]
+
+
+@program("transforms")
+def prog_remat_grad(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    @nnx.remat
+    def block(m, x):
+        return jnp.tanh(m(x))
+
+    return nnx.grad(lambda m: block(m, jnp.ones((1, 2))).sum())(m).kernel[...]
+
+
+@program("transforms")
+def prog_while_loop_counter(nnx):
+    c = nnx.BatchStat(jnp.array(0))
+
+    def body(val):
+        c, x = val
+        c[...] += 1
+        return c, x * 2.0
+
+    _, x = nnx.while_loop(lambda val: val[1] < 100.0, body, (c, jnp.array(1.0)))
+    return c[...], x
+
+
+@program("transforms")
+def prog_eval_shape_model(nnx):
+    abstract = nnx.eval_shape(lambda: nnx.Linear(4, 3, rngs=nnx.Rngs(0)))
+    return type(abstract).__name__, abstract.kernel.shape, str(abstract.kernel.dtype)
+
+
+@program("transforms")
+def prog_jit_inside_plain_jax_jit(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def inner(m, x):
+        m.bias[...] = m.bias[...] + x.sum()
+        return m(x)
+
+    @jax.jit
+    def outer(m, x):
+        y = inner(m, x)
+        return y, m
+
+    y, m2 = outer(m, jnp.ones((1, 2)))
+    return y, m2.bias[...], m.bias[...]
+
+
+# ---------------------------------------------------------------- training programs
+@program("training", trace=True)
+def prog_train_mlp_batchnorm_dropout_optimizer(nnx):
+    class MLP(nnx.Module):
+        def __init__(self, rngs):
+            # No bias before BatchNorm: its gradient is ~0 (pure float noise),
+            # which Adam would amplify into implementation-dependent updates.
+            self.l1 = nnx.Linear(3, 8, use_bias=False, rngs=rngs)
+            self.bn = nnx.BatchNorm(8, rngs=rngs)
+            self.drop = nnx.Dropout(0.2, rngs=rngs)
+            self.l2 = nnx.Linear(8, 1, rngs=rngs)
+
+        def __call__(self, x):
+            return self.l2(self.drop(nnx.relu(self.bn(self.l1(x)))))
+
+    model = MLP(nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-2), wrt=nnx.Param)
+    x = jax.random.normal(jax.random.key(1), (8, 3))
+    y = x.sum(-1, keepdims=True)
+
+    @nnx.jit
+    def train_step(model, optimizer, x, y):
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+        def loss_fn(params, rest):
+            return ((nnx.merge(graphdef, params, rest)(x) - y) ** 2).mean()
+
+        loss, grads = nnx.value_and_grad(loss_fn)(params, rest)
+        optimizer.update(model, grads)
+        return loss
+
+    losses = [train_step(model, optimizer, x, y) for _ in range(3)]
+    model.eval()
+    pred = nnx.jit(lambda m, x: m(x))(model, x)
+    return jnp.stack(losses), optimizer.step[...], model.bn.mean[...], pred
+
+
+@program("training")
+def prog_train_grad_whole_model_sgd(nnx):
+    model = nnx.Sequential(nnx.Linear(2, 4, rngs=nnx.Rngs(0)), nnx.tanh, nnx.Linear(4, 1, rngs=nnx.Rngs(1)))
+    optimizer = nnx.Optimizer(model, optax.sgd(0.1, momentum=0.9), wrt=nnx.Param)
+    x, y = jnp.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), jnp.array([[1.0], [1.0], [0.0]])
+
+    @nnx.jit
+    def step(model, optimizer):
+        loss, grads = nnx.value_and_grad(lambda m: ((m(x) - y) ** 2).mean())(model)
+        optimizer.update(model, grads)
+        return loss
+
+    return jnp.stack([step(model, optimizer) for _ in range(4)])
+
+
+@program("training")
+def prog_train_scanned_layer_stack(nnx):
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(4, 4, rngs=rngs)
+            self.norm = nnx.LayerNorm(4, rngs=rngs)
+
+        def __call__(self, x):
+            return x + nnx.gelu(self.norm(self.lin(x)))
+
+    @nnx.split_rngs(splits=3)
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return Block(rngs)
+
+    blocks = create(nnx.Rngs(0))
+
+    def forward(blocks, x):
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def body(x, block):
+            return block(x)
+
+        return body(x, blocks)
+
+    x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    loss = lambda blocks: (forward(blocks, x) ** 2).mean()
+    value, grads = nnx.jit(lambda b: nnx.value_and_grad(loss)(b))(blocks)
+    return value, grads.lin.kernel.shape, grads.lin.kernel[...], grads.norm.scale[...]
+
+
+@program("training")
+def prog_dropout_train_vs_eval(nnx):
+    drop = nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=3))
+    x = jnp.ones((2, 4))
+    y1 = nnx.jit(lambda d, x: d(x))(drop, x)
+    y2 = nnx.jit(lambda d, x: d(x))(drop, x)
+    drop.eval()
+    y3 = drop(x)
+    return y1, y2, y3, drop.rngs.count[...]
+
+
+@program("training")
+def prog_layernorm_embed_numerics(nnx):
+    emb = nnx.Embed(6, 4, rngs=nnx.Rngs(0))
+    ln = nnx.LayerNorm(4, rngs=nnx.Rngs(0))
+    h = ln(emb(jnp.array([[0, 5, 2]])))
+    return h, emb.attend(h)
