@@ -63,6 +63,7 @@ class SyntaxErrorInFile(Rule):
         Invalid(
             "newer-syntax",
             "from flax import nnx\ntype Params = nnx.State  # NNX002\n",
+            python_below=(3, 12),
         ),
     ]
 

@@ -38,7 +38,8 @@ def expressions_within(value: nodes.NodeNG, depth: int = 3) -> Iterator[tuple[no
 
     ``reference`` is the node in ``value`` that stands for ``expression``: the same node
     for expressions written inline, the ``Name`` for values reached through a variable.
-    Tuples, lists, dict values and starred elements are entered; names are followed
+    Tuples, lists, dict values, starred elements, both branches of ``a if c else b``
+    and the operands of ``and``/``or`` are entered; names are followed
     ``depth`` assignments deep.
     """
     stack: list[tuple[nodes.NodeNG, nodes.NodeNG, int]] = [(value, value, depth)]
@@ -55,6 +56,11 @@ def expressions_within(value: nodes.NodeNG, depth: int = 3) -> Iterator[tuple[no
             stack.extend((v, v if reference is node else reference, remaining) for _, v in node.items)
         elif isinstance(node, nodes.Starred):
             stack.append((node.value, reference, remaining))
+        elif isinstance(node, nodes.IfExp):  # `DiffState(...) if lora else 0`
+            stack.extend((branch, branch if reference is node else reference, remaining)
+                         for branch in (node.body, node.orelse))
+        elif isinstance(node, nodes.BoolOp):
+            stack.extend((v, v if reference is node else reference, remaining) for v in node.values)
         elif isinstance(node, nodes.Name) and remaining > 0:
             stack.extend((v, reference, remaining - 1) for v in bound_values(node))
 

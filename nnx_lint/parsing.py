@@ -111,6 +111,16 @@ def _syntax_failure(error: SyntaxError, text: str) -> ParseFailure:
                 line,
                 1,
             )
+    if sys.version_info < (3, 12) and (error.msg or "").startswith("f-string"):
+        running = ".".join(map(str, sys.version_info[:2]))
+        return ParseFailure(
+            "NNX002",
+            f"syntax error: {error.msg}; this file probably uses Python 3.12 f-string syntax "
+            f"(PEP 701: quotes, backslashes or comments inside f-string expressions), and nnx-lint "
+            f"is running on Python {running}, so the file was not analysed (run nnx-lint with Python >= 3.12)",
+            line,
+            max(column, 1),
+        )
     return ParseFailure("NNX002", f"syntax error: {error.msg}", line, max(column, 1))
 
 

@@ -104,6 +104,8 @@ def test_cli_reports_bad_files_and_still_lints_the_rest():
     assert result.returncode == 1, result.stderr
     found = {(os.path.normpath(d["filename"]), d["location"]["row"], d["code"]) for d in json.loads(result.stdout)}
     for fixture in (REPO / folder).glob("NNX*.py"):
+        if "requires-python<3.12" in fixture.read_text("utf-8", "replace")[:200] and sys.version_info >= (3, 12):
+            continue
         for line, code in fixture_expectations(fixture):
             assert (os.path.normpath(fixture.relative_to(REPO)), line, code) in found
     assert any(code == "NNX201" for _, _, code in found), "the good files were still linted"
