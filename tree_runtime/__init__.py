@@ -25,6 +25,7 @@ from ._errors import (
     GraphModeNotSupportedError,
     NonPytreeModuleError,
     PrefixFilterError,
+    TraceContextError,
     TreeModeError,
     error_category,
 )
@@ -88,7 +89,7 @@ from ._variables import (
 # Names that exist only in tree_runtime (flax.nnx has no equivalent).
 RUNTIME_ONLY = (
     "AliasingError", "CarryIdentityError", "CustomVjpUpdateError", "GraphModeNotSupportedError",
-    "NonPytreeModuleError", "PrefixFilterError", "TreeModeError", "error_category", "RUNTIME_ONLY",
+    "NonPytreeModuleError", "PrefixFilterError", "TraceContextError", "TreeModeError", "error_category", "RUNTIME_ONLY",
 )
 
 __all__ = sorted(name for name in dir() if not name.startswith("_") and name not in ("annotations",))

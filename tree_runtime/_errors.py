@@ -22,6 +22,7 @@ RULE_DOCS: dict[str, str] = {
     "custom-vjp-update": "docs/rules/NNX5xx.md",
     "carry-identity": "docs/rules/NNX3xx.md",
     "non-pytree": "docs/rules/NNX7xx.md",
+    "trace-context": "docs/rules/NNX3xx.md",
     "graph-mode": "docs/rules/NNX9xx.md",
 }
 
@@ -140,6 +141,24 @@ class CarryIdentityError(TreeModeError, ValueError):
         )
 
 
+class TraceContextError(TreeModeError, ValueError):
+    """A Variable or Module of an outer trace mutated inside a transform.
+
+    >>> TraceContextError('Param').category
+    'trace-context'
+    """
+
+    category = "trace-context"
+
+    def __init__(self, type_name: str):
+        super().__init__(
+            f"Cannot mutate {type_name} from a different trace level.",
+            "the object was captured by closure instead of passed as an argument, so the "
+            "transform cannot snapshot it and write the update back.",
+            "pass the Module or Variable as an argument of the transformed function.",
+        )
+
+
 class GraphModeNotSupportedError(TreeModeError, NotImplementedError):
     """``graph=True`` passed to the Tree Mode runtime.
 
@@ -173,6 +192,7 @@ _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
     ("ValueError", r"Autoregressive cache not initialized", "cache-not-initialized"),
     ("ValueError", r"[Cc]ustom structure|pytree structure|tree structure", "tree-structure"),
     ("TypeError", r"[Cc]ustom node type mismatch|tree structure|pytree structure", "tree-structure"),
+    ("TraceContextError", r"", "trace-context"),
     ("NotImplementedError", r"", "graph-mode"),
 ]
 

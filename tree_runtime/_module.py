@@ -18,9 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import tree_util as jtu
 
-from ._errors import NonPytreeModuleError
+from ._errors import NonPytreeModuleError, TraceContextError
 from ._state import State, split_state
-from ._variables import Intermediate, Perturbation, Variable
+from ._variables import Intermediate, Perturbation, Variable, current_trace
 
 
 class _Marked(tp.NamedTuple):
@@ -92,10 +92,13 @@ class Pytree:
         return _unflatten(cls, aux, children)
 
     def _nodes(self) -> dict[str, bool]:
+        self.__dict__.setdefault("_pytree__trace", current_trace())
         return self.__dict__.setdefault("_pytree__nodes", {})
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         nodes = self._nodes()
+        if self.__dict__["_pytree__trace"] != current_trace():
+            raise TraceContextError(type(self).__name__)
         if isinstance(value, _Marked):
             value, nodes[name] = value.value, value.is_data
         elif name not in nodes:
@@ -118,7 +121,7 @@ class Pytree:
             raise NonPytreeModuleError(type(self).__name__)
         nodes = self._nodes()
         children, static_keys, static_values = [], [], []
-        for key in sorted(k for k in vars(self) if k != "_pytree__nodes"):
+        for key in sorted(k for k in vars(self) if not k.startswith("_pytree__")):
             if nodes.get(key, False):
                 children.append((jtu.GetAttrKey(key), vars(self)[key]))
             else:
@@ -152,6 +155,7 @@ def _unflatten(cls: type, aux, children) -> "Pytree":
     child_keys, static_keys, static_values, nodes = aux
     obj = object.__new__(cls)
     object.__setattr__(obj, "_pytree__nodes", dict(nodes))
+    object.__setattr__(obj, "_pytree__trace", current_trace())
     for key, value in zip(child_keys, children):
         object.__setattr__(obj, key, value)
     for key, value in zip(static_keys, static_values.values):

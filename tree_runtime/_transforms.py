@@ -369,8 +369,12 @@ def scan(f=None, *, length=None, reverse=False, unroll=1, _split_transpose=False
         current, before = snapshot({"args": scanned_args})
         carry_vars = jax.tree.map(lambda x: x, carry, is_leaf=is_variable)
         out = f(*args)
-        new_carry = out if not out_is_tuple else out[carry_out] if carry_out is not None else None
-        ys = out if carry_in is None else tuple(y for i, y in enumerate(out) if i != carry_out) if out_is_tuple else None
+        if carry_in is None:  # no Carry: everything the function returns is stacked
+            new_carry, ys = None, out
+        elif out_is_tuple:
+            new_carry, ys = out[carry_out], tuple(y for i, y in enumerate(out) if i != carry_out)
+        else:
+            new_carry, ys = out, None
         if carry_in is not None:
             _same_variables(carry_vars, new_carry, "scan")
         check_no_aliases("scan", **current, carry=new_carry, out=ys)

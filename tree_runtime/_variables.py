@@ -11,8 +11,16 @@ import operator
 import typing as tp
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 from jax import tree_util as jtu
+
+from ._errors import TraceContextError
+
+
+def current_trace() -> tp.Any:
+    """An opaque token for the JAX trace we are in (how flax detects closures)."""
+    return jax.extend.core.get_opaque_trace_state(convention="nnx")
 
 
 def _flatten_with_keys(v: "Variable"):
@@ -58,12 +66,14 @@ class Variable:
 
     _raw_value: tp.Any
     _var_metadata: dict
+    _trace: tp.Any
 
     def __init__(self, value: tp.Any, **metadata: tp.Any):
         if "sharding" in metadata:  # flax's old spelling
             metadata["out_sharding"] = metadata.pop("sharding")
         object.__setattr__(self, "_raw_value", value)
         object.__setattr__(self, "_var_metadata", dict(metadata))
+        object.__setattr__(self, "_trace", current_trace())
 
     def __init_subclass__(cls, **kwargs):
         # Registration happens when the class is created: a user subclass is a
@@ -76,7 +86,14 @@ class Variable:
         obj = object.__new__(cls)
         object.__setattr__(obj, "_raw_value", value)
         object.__setattr__(obj, "_var_metadata", metadata)
+        object.__setattr__(obj, "_trace", current_trace())
         return obj
+
+    def _check_can_update(self) -> None:
+        # A Variable captured by closure belongs to an outer trace: writing a
+        # tracer into it would leak; flax raises TraceContextError too.
+        if self._trace != current_trace():
+            raise TraceContextError(type(self).__name__)
 
     # -- value access -------------------------------------------------------
     def get_value(self, *, index: tp.Any = None) -> tp.Any:
@@ -89,6 +106,7 @@ class Variable:
     def set_value(self, value: tp.Any, *, index: tp.Any = None) -> None:
         """Replace the value (or ``value[index]``).  Writing through an index
         keeps the stored array's dtype and shape (``.at[index].set``), as flax."""
+        self._check_can_update()
         raw = self._raw_value
         if index is None:
             new = value
@@ -107,6 +125,7 @@ class Variable:
 
     def set_raw_value(self, value: tp.Any) -> None:
         """Store ``value`` without hooks."""
+        self._check_can_update()
         object.__setattr__(self, "_raw_value", value)
 
     @property

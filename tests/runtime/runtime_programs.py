@@ -1322,3 +1322,172 @@ def prog_layernorm_embed_numerics(nnx):
     ln = nnx.LayerNorm(4, rngs=nnx.Rngs(0))
     h = ln(emb(jnp.array([[0, 5, 2]])))
     return h, emb.attend(h)
+
+
+# ---------------------------------------------------------------- more semantics
+@program("H7")
+def prog_h7_iter_graph_no_static(nnx):
+    class M(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.n = 3
+            self.arr = jnp.zeros(1)
+            self.sub = nnx.Linear(1, 1, rngs=nnx.Rngs(0))
+
+    return [(p, type(v).__name__) for p, v in nnx.iter_graph(M()) if "_pytree__state" not in p]
+
+
+@program("trace-context", trace=True)
+def prog_closure_variable_mutation_in_jit(nnx):
+    v = nnx.Param(jnp.ones(2))
+
+    @nnx.jit
+    def f(x):
+        v[...] = x * 2.0
+        return x
+
+    f(jnp.ones(2))
+
+
+@program("trace-context")
+def prog_closure_module_attribute_in_jit(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+
+    @nnx.jit
+    def f(x):
+        m.bias[...] = x
+        return x
+
+    f(jnp.ones(2))
+
+
+@program("trace-context")
+def prog_closure_variable_read_is_fine(nnx):
+    v = nnx.Param(jnp.arange(3.0))
+    return nnx.jit(lambda x: x * v[...])(jnp.ones(3)), nnx.grad(lambda x: (x * v[...]).sum())(jnp.ones(3))
+
+
+@program("transforms")
+def prog_nested_jit_vmap_grad(nnx):
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.Linear(2, 1, rngs=rngs)
+
+    models = create(nnx.Rngs(0).split(3))
+
+    @nnx.jit
+    def per_model_grads(models, x):
+        @nnx.vmap(in_axes=(0, None))
+        def one(m, x):
+            return nnx.grad(lambda m: (m(x) ** 2).sum())(m)
+
+        return one(models, x)
+
+    grads = per_model_grads(models, jnp.array([[1.0, -1.0]]))
+    return type(grads).__name__, grads.kernel[...], grads.bias[...]
+
+
+@program("transforms")
+def prog_vmap_out_axes_1_and_axis_size(nnx):
+    f = nnx.vmap(lambda x: jnp.stack([x, x * 2]), in_axes=0, out_axes=1)
+    g = nnx.vmap(lambda: jnp.arange(2.0), in_axes=(), axis_size=3)
+    return f(jnp.arange(3.0)), g()
+
+
+@program("transforms")
+def prog_scan_reverse_and_ys_only(nnx):
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0), reverse=True)
+    def running(total, x):
+        total = total + x
+        return total, total
+
+    @nnx.scan(in_axes=0, out_axes=0)
+    def square(x):
+        return x * x
+
+    return running(jnp.array(0.0), jnp.arange(4.0)), square(jnp.arange(3.0))
+
+
+@program("transforms")
+def prog_scan_scanned_module_updates(nnx):
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.BatchNorm(2, rngs=rngs)
+
+    bns = create(nnx.Rngs(0).split(3))
+
+    @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+    def forward(x, bn):
+        return bn(x)
+
+    y = forward(jnp.array([[1.0, 2.0], [3.0, 5.0]]), bns)
+    return y, bns.mean[...], bns.var[...]
+
+
+@program("transforms")
+def prog_grad_argnums_tuple_module_and_state(nnx):
+    m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    graphdef, params = nnx.split(m)
+
+    def loss(m, params, x):
+        return (m(x) * nnx.merge(graphdef, params)(x)).sum()
+
+    gm, gp = nnx.grad(loss, argnums=(0, 1))(m, nnx.clone(params), jnp.ones((1, 2)))
+    return type(gm).__name__, type(gp).__name__, gm.kernel[...], gp["kernel"][...]
+
+
+@program("graph-api")
+def prog_value_property_and_metadata(nnx):
+    p = nnx.Param(jnp.ones(2), note="w")
+    p.value = p.value * 3.0
+    return p.value, p[...], p.note, p.get_metadata("note"), type(p).__name__
+
+
+@program("graph-api")
+def prog_rngs_streams(nnx):
+    rngs = nnx.Rngs(0, dropout=1)
+    a = rngs.params()
+    b = rngs.dropout()
+    c = rngs()
+    forked = rngs.fork()
+    return (jax.random.key_data(a), jax.random.key_data(b), jax.random.key_data(c),
+            rngs.default.count[...], rngs.dropout.count[...], sorted(forked),
+            jax.random.key_data(forked.default.key[...]))
+
+
+@program("graph-api")
+def prog_pop_empty_and_non_empty(nnx):
+    class Foo(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(1))
+
+        def __call__(self, x):
+            self.sow(nnx.Intermediate, "y", x * 3)
+            return x
+
+    m = Foo()
+    m(jnp.ones(1))
+    first = nnx.pop(m, nnx.Intermediate)
+    second = nnx.pop(m, nnx.Intermediate)
+    return jax.tree.leaves(first), len(jax.tree.leaves(second))
+
+
+@program("training")
+def prog_optimizer_inside_vmap_free_loop(nnx):
+    model = nnx.Linear(3, 1, rngs=nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adamw(5e-2), wrt=nnx.Param)
+    xs = jnp.arange(12.0).reshape(4, 3) / 10.0
+    ys = xs @ jnp.array([[1.0], [-2.0], [0.5]])
+
+    @nnx.jit
+    def epoch(model, optimizer):
+        def body(i, state):
+            model, optimizer = state
+            grads = nnx.grad(lambda m: ((m(xs) - ys) ** 2).mean())(model)
+            optimizer.update(model, grads)
+            return model, optimizer
+
+        nnx.fori_loop(0, 5, body, (model, optimizer))
+        return ((model(xs) - ys) ** 2).mean()
+
+    return epoch(model, optimizer), epoch(model, optimizer), optimizer.step[...], model.kernel[...]
