@@ -78,7 +78,9 @@ def _check(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.paths[0], args.config)
         if args.select is not None:
+            # Like Ruff: a selection on the command line replaces the file's whole selection.
             settings.select = _split_codes(args.select)
+            settings.extend_select = []
         if args.ignore is not None:
             settings.ignore = _split_codes(args.ignore) or []
         if args.extend_select is not None:

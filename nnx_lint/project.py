@@ -169,8 +169,16 @@ _SHARED: dict[tuple[str, ...], Project] = {}
 
 
 def shared_project(roots: list[Path]) -> Project:
-    """One Project per set of roots and process, so modules are read once per worker."""
+    """One Project per set of roots and process, so modules are read once per worker.
+
+    Valid for one run: :func:`forget_shared_projects` drops them (files may change between runs).
+    """
     key = tuple(sorted(str(r.resolve()) for r in roots))
     if key not in _SHARED:
         _SHARED[key] = Project(list(roots))
     return _SHARED[key]
+
+
+def forget_shared_projects() -> None:
+    """Drop every shared Project: the next run reads project modules afresh."""
+    _SHARED.clear()

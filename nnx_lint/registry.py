@@ -23,7 +23,7 @@ def all_rules() -> tuple[type[Rule], ...]:
         importlib.import_module(module_info.name)
     found: dict[str, type[Rule]] = {}
     for rule in _subclasses(Rule):
-        if "code" in vars(rule):
+        if "code" in vars(rule) and rule.__module__.startswith("checkers."):
             found.setdefault(rule.code + rule.__qualname__, rule)
     return tuple(sorted(found.values(), key=lambda r: r.code))
 

@@ -90,6 +90,9 @@ def _analyse_batch(batch: list[tuple]) -> list[tuple]:
 
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
     """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU."""
+    from nnx_lint.project import forget_shared_projects
+
+    forget_shared_projects()
     result = RunResult()
     cache = ResultCache.open(cache_dir)
     fingerprint = code_fingerprint() if cache.path else ""

@@ -1,0 +1,194 @@
+"""The nnx-lint command: selection, formats, exit codes, configuration, cache, jobs."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nnx_lint.cli import main
+
+STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
+METADATA = "from flax import nnx\nf = nnx.vmap(g, transform_metadata={nnx.PARTITION_NAME: 'l'})\n"
+COMPAT = "from flax import nnx\nf = nnx.compat.jit(g)\n"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A small project: two findings, one clean file, one file that never mentions flax."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "axes.py").write_text(STATE_AXES)
+    (tmp_path / "pkg" / "meta.py").write_text(METADATA)
+    (tmp_path / "pkg" / "compat_user.py").write_text(COMPAT)
+    (tmp_path / "pkg" / "plain.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    code = main(["check", *args])
+    return code, capsys.readouterr().out
+
+
+def test_text_output_and_exit_code(project, capsys):
+    code, out = run(capsys, "--no-cache")
+    assert code == 1
+    assert "pkg/axes.py:2:26: NNX201 " in out
+    assert "pkg/meta.py:2:17: NNX601 " in out
+    assert "NNX901" not in out, "advisories are off by default"
+    assert out.strip().splitlines()[-1].startswith("Found 2 diagnostics in 2 files (1 raise in Tree Mode, 1 silently")
+
+
+def test_clean_run_exits_zero(project, capsys):
+    code, out = run(capsys, "pkg/plain.py", "--no-cache")
+    assert code == 0 and "All checks passed" in out
+
+
+def test_exit_zero(project, capsys):
+    assert run(capsys, "--no-cache", "--exit-zero")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "codes"),
+    [
+        (["--select", "NNX2"], {"NNX201"}),
+        (["--select", "NNX601"], {"NNX601"}),
+        (["--ignore", "NNX6"], {"NNX201"}),
+        (["--select", "NNX", "--ignore", "NNX2,NNX9"], {"NNX601"}),
+        (["--extend-select", "NNX9"], {"NNX201", "NNX601", "NNX901"}),
+        (["--select", "NNX"], {"NNX201", "NNX601", "NNX901"}),
+        (["--select", "NNX201", "--ignore", "NNX2"], {"NNX201"}),
+    ],
+)
+def test_selection(project, capsys, args, codes):
+    _, out = run(capsys, "--no-cache", "--output-format", "json", *args)
+    assert {d["code"] for d in json.loads(out)} == codes
+
+
+def test_unknown_selector_is_a_usage_error(project, capsys):
+    assert main(["check", "--select", "NNX8"]) == 2
+    assert "unknown rule selector" in capsys.readouterr().err
+
+
+def test_missing_path_is_a_usage_error(project, capsys):
+    assert main(["check", "nowhere"]) == 2
+
+
+def test_json_has_ruffs_keys_plus_ours(project, capsys):
+    _, out = run(capsys, "--no-cache", "--output-format", "json", "pkg/axes.py")
+    (item,) = json.loads(out)
+    assert {"code", "message", "filename", "location", "end_location", "url", "symbol", "kind", "facts"} <= set(item)
+    assert item["location"] == {"row": 2, "column": 26}
+    assert item["facts"]["transform"] == "vmap" and item["facts"]["argument"] == "in_axes"
+
+
+def test_github_format(project, capsys):
+    _, out = run(capsys, "--no-cache", "--output-format", "github", "pkg/axes.py")
+    assert out.startswith("::error title=nnx-lint (NNX201),file=pkg/axes.py,line=2,col=26")
+
+
+def test_pyproject_configuration(project, capsys):
+    (project / "pyproject.toml").write_text(textwrap.dedent("""
+        [tool.nnx-lint]
+        extend-select = ["NNX9"]
+        exclude = ["pkg/meta.py"]
+        per-file-ignores = { "pkg/axes.py" = ["NNX201"] }
+    """))
+    _, out = run(capsys, "--no-cache", "--output-format", "json")
+    assert {(Path(d["filename"]).name, d["code"]) for d in json.loads(out)} == {("compat_user.py", "NNX901")}
+    # CLI flags override the file.
+    _, out = run(capsys, "--no-cache", "--output-format", "json", "--select", "NNX6")
+    assert json.loads(out) == []
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("[tool.nnx-lint]\nselekt = ['NNX2']\n", "unknown key"),
+        ("[tool.nnx-lint]\nselect = 'NNX2\n", "invalid TOML"),
+        ("[tool.nnx-lint]\nselect = [2]\n", "must be a list of strings"),
+        ("[tool.nnx-lint]\nignore = ['XYZ']\n", "unknown rule selector"),
+    ],
+)
+def test_invalid_configuration_exits_2(project, capsys, config, message):
+    (project / "pyproject.toml").write_text(config)
+    assert main(["check", "--no-cache"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_default_excludes_skip_virtualenvs_and_git(project, capsys):
+    for folder in (".git", ".venv", "build"):
+        (project / folder).mkdir()
+        (project / folder / "x.py").write_text(STATE_AXES)
+    (project / "custom_env").mkdir()
+    (project / "custom_env" / "pyvenv.cfg").write_text("")
+    (project / "custom_env" / "x.py").write_text(STATE_AXES)
+    _, out = run(capsys, "--no-cache", "--output-format", "json")
+    assert all(d["filename"].startswith("pkg") for d in json.loads(out))
+
+
+def test_cache_is_used_and_invalidated(project, capsys):
+    from nnx_lint import runner
+
+    settings_args = ["--output-format", "json"]
+    first = run(capsys, *settings_args)[1]
+    assert (project / ".nnx_lint_cache" / "results.pickle").exists()
+    result = runner.run([Path(".")], __import__("nnx_lint.config", fromlist=["x"]).load_settings(Path(".")),
+                        cache_dir=project / ".nnx_lint_cache")
+    assert result.files_from_cache == 3 and result.files_analysed == 0
+    assert json.loads(run(capsys, *settings_args)[1]) == json.loads(first)
+    (project / "pkg" / "axes.py").write_text("from flax import nnx\n")
+    assert {d["code"] for d in json.loads(run(capsys, *settings_args)[1])} == {"NNX601"}
+
+
+def test_cross_file_dependency_invalidates_cache(tmp_path, monkeypatch, capsys):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "common.py").write_text("from flax import nnx\nAxes = nnx.StateAxes\n")
+    (package / "user.py").write_text("from flax import nnx\nfrom .common import Axes\nf = nnx.vmap(g, in_axes=(Axes({...: 0}),))\n")
+    monkeypatch.chdir(tmp_path)
+    assert {d["code"] for d in json.loads(run(capsys, "--output-format", "json")[1])} == {"NNX201"}
+    (package / "common.py").write_text("from flax import nnx\nAxes = dict\n")
+    assert json.loads(run(capsys, "--output-format", "json")[1]) == []
+
+
+def test_corrupt_cache_never_breaks_a_run(project, capsys):
+    (project / ".nnx_lint_cache").mkdir()
+    (project / ".nnx_lint_cache" / "results.pickle").write_bytes(b"not a pickle")
+    assert main(["check"]) == 1
+    captured = capsys.readouterr()
+    assert "NNX201" in captured.out
+    assert "ignoring unreadable cache" in captured.err
+    # The next run rewrote a good cache.
+    assert main(["check"]) == 1 and "ignoring" not in capsys.readouterr().err
+
+
+def test_parallel_jobs_match_serial(project, capsys):
+    for i in range(8):
+        (project / "pkg" / f"copy{i}.py").write_text(STATE_AXES)
+    serial = json.loads(run(capsys, "--no-cache", "-j", "1", "--output-format", "json")[1])
+    parallel = json.loads(run(capsys, "--no-cache", "-j", "2", "--output-format", "json")[1])
+    assert serial == parallel and len(serial) == 10
+
+
+def test_rule_and_rules_commands(capsys):
+    assert main(["rule", "NNX201"]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("# NNX201 `state-axes-prefix`") and "## Use instead" in page
+    assert main(["rule", "transform-metadata-keyword"]) == 0
+    assert "NNX601" in capsys.readouterr().out
+    assert main(["rule", "NNX999"]) == 2
+    assert main(["rules"]) == 0
+    assert "NNX901  graph-mode-opt-in" in capsys.readouterr().out
+
+
+def test_console_script_end_to_end(project):
+    executable = shutil.which("nnx-lint")
+    command = [executable] if executable else [sys.executable, "-m", "nnx_lint.cli"]
+    result = subprocess.run([*command, "check", "pkg", "--no-cache"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "NNX201" in result.stdout

@@ -1,0 +1,88 @@
+"""The engine: one walk, rule failures contained, bad input reported per file."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from checkers.prefix_filters import StateAxesPrefix
+from nnx_lint.engine import lint_bytes, lint_source
+from nnx_lint.registry import all_rules
+from nnx_lint.rule import Rule
+
+STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
+
+
+class ExplodingRule(Rule):
+    """Fault injection: a rule that fails on every call (not in checkers/, never discovered)."""
+
+    code = "NNX999"
+    symbol = "exploding-rule"
+    message = "never"
+    kind = "advisory"
+
+    def visit_call(self, node: nodes.Call) -> None:
+        raise RuntimeError("boom")
+
+
+def test_a_failing_rule_is_reported_and_the_others_still_run():
+    rules = [ExplodingRule, StateAxesPrefix, *[r for r in all_rules() if r.code == "NNX003"]]
+    diagnostics = lint_source(STATE_AXES, "m.py", rules)
+    codes = [d.code for d in diagnostics]
+    assert codes.count("NNX003") == 1, "reported once, then the rule is skipped for the file"
+    assert "NNX201" in codes
+    crash = next(d for d in diagnostics if d.code == "NNX003")
+    assert "NNX999" in crash.message and "RuntimeError: boom" in crash.facts["traceback"]
+
+
+def test_exploding_rule_is_not_discovered():
+    assert ExplodingRule not in all_rules()
+
+
+def test_prefilter_skips_files_without_flax():
+    assert lint_source("def f(:\n", "m.py", all_rules()) == []
+    assert lint_bytes(b"\xff\xfe garbage", "m.py", all_rules()) == []
+
+
+def test_undecodable_file_points_at_the_byte():
+    data = b"from flax import nnx\nx = '\xff'\n"
+    (diagnostic,) = lint_bytes(data, "m.py", all_rules())
+    assert (diagnostic.code, diagnostic.line, diagnostic.column) == ("NNX001", 2, 6)
+
+
+def test_null_bytes_are_a_parse_failure_not_a_crash():
+    (diagnostic,) = lint_bytes(b"from flax import nnx\nx = 1\x00\n", "m.py", all_rules())
+    assert diagnostic.code == "NNX002"
+
+
+def test_huge_file_is_skipped_with_a_diagnostic():
+    data = b"from flax import nnx\n" + b"x = 1\n" * 800_000
+    (diagnostic,) = lint_bytes(data, "m.py", all_rules())
+    assert diagnostic.code == "NNX004" and "MiB" in diagnostic.message
+
+
+def test_deeply_nested_statements_do_not_crash_the_walk():
+    # 90 nested ifs parse fine but are deep for a recursive walker.
+    lines = ["from flax import nnx"]
+    for depth in range(90):
+        lines.append("    " * depth + "if x:")
+    lines.append("    " * 90 + "f = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))")
+    codes = [d.code for d in lint_source("\n".join(lines) + "\n", "m.py", all_rules())]
+    assert codes == ["NNX201"]
+
+
+def test_noqa_blanket_and_specific():
+    source = (
+        "from flax import nnx\n"
+        "a = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))  # noqa\n"
+        "b = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))  # noqa: NNX201\n"
+        "c = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))  # noqa: NNX202\n"
+        "d = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))  # NOQA:NNX2\n"
+    )
+    assert [d.line for d in lint_source(source, "m.py", all_rules())] == [4]
+
+
+def test_diagnostic_positions_and_url():
+    (diagnostic,) = lint_source(STATE_AXES, "m.py", all_rules())
+    assert (diagnostic.line, diagnostic.column, diagnostic.end_line) == (2, 26, 2)
+    assert diagnostic.end_column > diagnostic.column
+    assert diagnostic.url.endswith("NNX201.md")
+    assert diagnostic.kind == "raises"
