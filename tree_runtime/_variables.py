@@ -247,15 +247,15 @@ class Variable:
         )
 
     __iadd__ = __isub__ = __imul__ = __itruediv__ = __imatmul__ = _inplace
-    __hash__ = object.__hash__
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as in flax
 
 
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "mod", "lt", "le", "gt", "ge", "and_", "or_"):
+# Arithmetic applies to the value (flax defines no ordering operators).
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "mod", "and_", "or_", "xor"):
     _dunder = _name.rstrip("_")
     setattr(Variable, f"__{_dunder}__", _binary(_name))
-    if _name not in ("lt", "le", "gt", "ge"):
-        setattr(Variable, f"__r{_dunder}__", _binary(_name, reflected=True))
-Variable.__eq__ = lambda self, other: self is other  # identity, like flax (used by `in`)
+    setattr(Variable, f"__r{_dunder}__", _binary(_name, reflected=True))
+Variable.__eq__ = _binary("eq")  # compares values, like flax
 _register(Variable)
 
 

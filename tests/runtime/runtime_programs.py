@@ -1491,3 +1491,26 @@ def prog_optimizer_inside_vmap_free_loop(nnx):
         return ((model(xs) - ys) ** 2).mean()
 
     return epoch(model, optimizer), epoch(model, optimizer), optimizer.step[...], model.kernel[...]
+
+
+@program("graph-api")
+def prog_variable_operators(nnx):
+    p = nnx.Param(jnp.array([1.0, 2.0]))
+    q = nnx.Param(jnp.array([1.0, 5.0]))
+    return p + 1, 2 * p, p @ q, p == q, -p, p ** 2
+
+
+@program("graph-api")
+def prog_variable_inplace_operator_rejected(nnx):
+    p = nnx.Param(jnp.ones(2))
+    p += 1
+
+
+@program("G1", deviation=Deviation(
+    "G1", "graph=True is an explicit opt-in to graph mode, which flax honours even in a "
+    "tree-mode process; tree_runtime implements Tree Mode only and raises "
+    "GraphModeNotSupportedError (the linter treats the opt-in as silent, NNX9xx advisory).",
+    runtime=("raises", "graph-mode"), flax="ok"))
+def prog_g1_explicit_graph_true_opt_in(nnx):
+    m = _tied(nnx)
+    return nnx.jit(lambda m: m.a[...] + m.b[...], graph=True, graph_updates=True)(m)
