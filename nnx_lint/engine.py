@@ -154,7 +154,8 @@ def lint_module(
         handlers = visits.get(kind)
         if handlers:
             call_all(handlers, node)
-        stack.append((node, True))
+        if kind in leaves:
+            stack.append((node, True))
         children = list(node.get_children())
         stack.extend((child, False) for child in reversed(children))
     return context.diagnostics

@@ -43,8 +43,8 @@ class NNXFlake8Plugin:
 
         path = Path(self.filename)
         module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
-        project = shared_project([package_root, Path.cwd()])
-        project.start_file(self.filename)
+        project = shared_project([Path.cwd()])
+        project.start_file(self.filename, package_root)
         rules = [rule for rule in all_rules() if not rule.engine_reported]
         for diagnostic in lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False

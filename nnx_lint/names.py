@@ -36,6 +36,7 @@ class NameResolver:
         self.module = module
         self.project = project
         self._memo: dict[int, str | None] = {}
+        self._scope_memo: dict[tuple[int, str], str | None] = {}
         self._star_modules = [
             canonical(node.modname)
             for node in module.body
@@ -56,22 +57,48 @@ class NameResolver:
             base = self.qualified_name(node.expr, depth + 1)
             if base is not None:
                 result = canonical(f"{base}.{node.attrname}")
-                if self.project is not None and not _is_external(base):
+                if self.project is not None and not is_external(base):
                     # `import mypkg.common as c; c.nnx.vmap`: follow the re-export.
                     result = self.project.resolve_attribute(base, node.attrname) or result
         self._memo[key] = result
         return result
 
     def _resolve_name(self, name: str, node: nodes.NodeNG, depth: int) -> str | None:
-        try:
-            _scope, assignments = node.lookup(name)
-        except Exception:  # astroid lookup can fail on odd trees; unknown is fine
-            return None
-        if not assignments:
+        """Resolve a bare name through the bindings of the scope that defines it.
+
+        All bindings of the name in that scope must agree (an import with a fallback
+        import of the same module is fine; a name rebound to something else is unknown).
+        Memoised per (scope, name): this runs for every call in the file.
+        """
+        scope = self._defining_scope(name, node)
+        if scope is None:
             return self._from_star_import(name)
-        candidates = {self.resolve_assignment(a, name, depth) for a in assignments}
+        key = (id(scope), name)
+        if key in self._scope_memo:
+            return self._scope_memo[key]
+        self._scope_memo[key] = None  # guards against `a = b; b = a` cycles
+        candidates = {self.resolve_assignment(a, name, depth) for a in scope.locals[name]}
         candidates.discard(None)
-        return candidates.pop() if len(candidates) == 1 else None
+        result = candidates.pop() if len(candidates) == 1 else None
+        self._scope_memo[key] = result
+        return result
+
+    @staticmethod
+    def _defining_scope(name: str, node: nodes.NodeNG) -> nodes.NodeNG | None:
+        """The innermost scope binding ``name`` as Python sees it from ``node``."""
+        try:
+            scope = node.scope()
+        except Exception:
+            return None
+        first = True
+        while scope is not None:
+            # A class body's names are not visible from the methods nested in it.
+            if (first or not isinstance(scope, nodes.ClassDef)) and name in scope.locals:
+                return scope
+            first = False
+            parent = scope.parent
+            scope = parent.scope() if parent is not None else None
+        return None
 
     def resolve_assignment(self, assignment: nodes.NodeNG, name: str, depth: int = 0) -> str | None:
         """The qualified name bound to ``name`` by one assignment (import, alias)."""
@@ -91,7 +118,7 @@ class NameResolver:
                 if (alias or original) == name:
                     if module_name is None:
                         return None
-                    if self.project is not None and not _is_external(module_name):
+                    if self.project is not None and not is_external(module_name):
                         reexport = self.project.resolve_attribute(module_name, original)
                         if reexport is not None:
                             return reexport
@@ -119,7 +146,7 @@ class NameResolver:
         for module_name in self._star_modules:
             if module_name == NNX and name in PUBLIC_NAMES:
                 return canonical(f"{NNX}.{name}")
-            if self.project is not None and not _is_external(module_name):
+            if self.project is not None and not is_external(module_name):
                 found = self.project.resolve_attribute(module_name, name)
                 if found:
                     return found
@@ -130,5 +157,6 @@ class NameResolver:
 EXTERNAL_PACKAGES = frozenset({"flax", "jax", "jaxlib", "optax", "numpy", "orbax", "chex", "equinox"})
 
 
-def _is_external(module_name: str) -> bool:
+def is_external(module_name: str) -> bool:
+    """Whether the module belongs to a package nnx-lint never reads (flax, jax, ...)."""
     return module_name.split(".")[0] in EXTERNAL_PACKAGES

@@ -28,8 +28,11 @@ class _SafeBuilder(AstroidBuilder):
 
     def add_from_names_to_locals(self, node: nodes.ImportFrom, global_name) -> None:
         names = node.names
-        if names and names[0][0] == "*" and not self._is_project_module(node.modname):
-            return  # expanding `from flax.nnx import *` would load flax
+        if names and names[0][0] == "*":
+            from nnx_lint.names import is_external
+
+            if is_external(node.modname) or not self._is_project_module(node.modname):
+                return  # expanding `from flax.nnx import *` would load flax
         super().add_from_names_to_locals(node, global_name)
 
     def delayed_assattr(self, node: nodes.AssignAttr) -> None:

@@ -31,24 +31,35 @@ def module_name_for(path: Path) -> tuple[str, Path]:
 
 
 class Project:
-    """Finds and parses the project's own modules; records what each analysis read."""
+    """Finds and parses the project's own modules; records what each analysis read.
+
+    Module names are looked up first under the root of the file being analysed (its
+    top-level package's parent directory, see :func:`module_name_for`), then under the
+    run's roots, so two example folders that both have a ``train.py`` never mix.
+    Parsed modules are cached by path for the whole run.
+    """
 
     def __init__(self, roots: list[Path] | None = None) -> None:
         self.roots: list[Path] = []
         for root in roots or []:
             self.add_root(root)
-        self._modules: dict[str, nodes.Module | None] = {}
-        self._sources: dict[str, tuple[str, str]] = {}
-        self._files: dict[tuple[str, int], Path | None] = {}  # module name -> (path, sha256)
+        self._file_root: Path | None = None
+        self._files: dict[tuple[str, Path | None], Path | None] = {}
+        self._modules: dict[Path, nodes.Module | None] = {}  # by resolved path
+        self._digests: dict[Path, str] = {}
         self._resolving: set[tuple[str, str]] = set()
-        self._current_file: str | None = None
+        self._current_file: Path | None = None
         self._own: tuple[str, nodes.Module] | None = None
         #: path -> sha256 of every other project file the current file's analysis read.
         self.dependencies: dict[str, str] = {}
 
-    def start_file(self, path: str) -> None:
-        """Begin the analysis of another file: dependencies are recorded afresh."""
-        self._current_file = str(Path(path).resolve())
+    def start_file(self, path: str, file_root: Path | None = None) -> None:
+        """Begin the analysis of another file: dependencies are recorded afresh.
+
+        ``file_root`` is searched first for the file's imports (default: derived from ``path``).
+        """
+        self._current_file = Path(path).resolve()
+        self._file_root = (file_root or module_name_for(Path(path))[1]).resolve()
         self._own = None
         self.dependencies = {}
 
@@ -78,53 +89,52 @@ class Project:
         return ".".join(base) or None
 
     def find_file(self, module_name: str) -> Path | None:
-        """The source file of a project module under the roots, or None (memoised)."""
-        key = (module_name, len(self.roots))
+        """The source file of a project module, or None (memoised per file root)."""
+        key = (module_name, self._file_root)
         if key not in self._files:
             self._files[key] = self._search(module_name)
         return self._files[key]
 
     def _search(self, module_name: str) -> Path | None:
+        from nnx_lint.names import is_external
+
         if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
             return None
+        if is_external(module_name):
+            return None  # flax's own checkout is never read as "the project"
         relative = Path(*module_name.split("."))
-        for root in self.roots:
+        roots = ([self._file_root] if self._file_root else []) + [r for r in self.roots if r != self._file_root]
+        for root in roots:
             for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
                 if candidate.is_file():
-                    return candidate
+                    return candidate.resolve()
         return None
 
     def is_project_module(self, module_name: str) -> bool:
         if self._own is not None and self._own[0] == module_name:
             return True
-        return self._modules.get(module_name) is not None or self.find_file(module_name) is not None
+        return self.find_file(module_name) is not None
 
     def load(self, module_name: str) -> nodes.Module | None:
         """The astroid tree of a project module, or None if it is not the project's."""
         if self._own is not None and self._own[0] == module_name:
             return self._own[1]
-        if module_name in self._modules:
-            self._record(module_name)
-            return self._modules[module_name]
-        self._modules[module_name] = None  # guards against import cycles
         path = self.find_file(module_name)
-        if path is None:
+        if path is None or path == self._current_file:
             return None
-        try:
-            data = path.read_bytes()
-            text = parsing.decode(data)
-            module = parsing.build(text, str(path), module_name, self.is_project_module)
-        except (OSError, parsing.ParseFailure):
-            return None
-        self._sources[module_name] = (str(path.resolve()), hashlib.sha256(data).hexdigest())
-        self._modules[module_name] = module
-        self._record(module_name)
+        if path not in self._modules:
+            self._modules[path] = None  # guards against import cycles
+            try:
+                data = path.read_bytes()
+                text = parsing.decode(data)
+                self._modules[path] = parsing.build(text, str(path), module_name, self.is_project_module)
+                self._digests[path] = hashlib.sha256(data).hexdigest()
+            except (OSError, parsing.ParseFailure):
+                return None
+        module = self._modules[path]
+        if module is not None:
+            self.dependencies[str(path)] = self._digests[path]
         return module
-
-    def _record(self, module_name: str) -> None:
-        source = self._sources.get(module_name)
-        if source is not None and source[0] != self._current_file:
-            self.dependencies[source[0]] = source[1]
 
     def resolve_attribute(self, module_name: str, attribute: str) -> str | None:
         """The qualified name that ``module_name.attribute`` denotes, following re-exports.

@@ -57,8 +57,8 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
         return []
     path = module.file or module.name
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
-    project = shared_project([package_root, Path.cwd()])
-    project.start_file(path)
+    project = shared_project([Path.cwd()])
+    project.start_file(path, package_root)
     rules = [r for r in all_rules() if not r.engine_reported and linter.is_message_enabled(pylint_message_id(r))]
     diagnostics = lint_module(module, path, rules, project)
     return apply_noqa(diagnostics, text.splitlines())

@@ -71,15 +71,14 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) ->
 
     rules = _rules_for(selectors)
     project = shared_project([Path(r) for r in roots])
-    project.start_file(path)
+    module_name, package_root = module_name_for(Path(path))
+    project.start_file(path, package_root)
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         from nnx_lint.engine import _linter_diagnostic
 
         return [_linter_diagnostic("NNX001", f"cannot read file: {exc.strerror or exc}", display).to_dict()], {}
-    module_name, package_root = module_name_for(Path(path))
-    project.add_root(package_root)
     diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name)
     return [d.to_dict() for d in diagnostics], project.dependencies
 

@@ -37,6 +37,6 @@ def lint_fixture(path: Path, rules=None):
     """Lint a fixture file the way the CLI does (project roots included)."""
     rules = rules if rules is not None else family_rules(fixture_family(path))
     module_name, root = module_name_for(path)
-    project = Project([root, FIXTURES / fixture_family(path)])
-    project.start_file(str(path))
+    project = Project([FIXTURES / fixture_family(path)])
+    project.start_file(str(path), root)
     return lint_bytes(path.read_bytes(), str(path), rules, project=project, module_name=module_name)
