@@ -32,6 +32,7 @@ class GraphModeOptIn(Rule):
     kind = "advisory"
     catalogue = ("G1",)
     default_enabled = False
+    no_reproduction_reason = "it is not a break: opted-in code keeps graph semantics"
     message = "{what} keeps graph mode: remove it once this code is migrated to Tree Mode"
     VALID = [
         Valid(

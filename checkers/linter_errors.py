@@ -27,6 +27,7 @@ class UnreadableFile(Rule):
     message = "{reason}"
     kind = "linter"
     engine_reported = True
+    no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
     VALID = [Valid("utf8-with-accents", "from flax import nnx\nname = 'café'\n")]
     INVALID = [
         Invalid(
@@ -57,6 +58,7 @@ class SyntaxErrorInFile(Rule):
     message = "{reason}"
     kind = "linter"
     engine_reported = True
+    no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
     VALID = [Valid("parses", "from flax import nnx\nmodel = None\n")]
     INVALID = [
         Invalid("unclosed-parenthesis", "from flax import nnx\nmodel = nnx.Linear(2, 3  # NNX002\n"),
@@ -88,6 +90,7 @@ class RuleCrashed(Rule):
     message = "{reason}"
     kind = "linter"
     engine_reported = True
+    no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
     #: No program can trigger this on purpose: if one did, it would be a bug to fix. The
     #: engine's handling is tested with a deliberately failing rule (tests/test_engine.py).
     no_invalid_case_reason = "only a bug in a rule triggers it; tested by fault injection"
@@ -115,5 +118,6 @@ class AnalysisSkipped(Rule):
     message = "{reason}"
     kind = "linter"
     engine_reported = True
+    no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
     VALID = [Valid("short-expression", "from flax import nnx\nx = 1 + 1 + 1\n")]
     INVALID = [Invalid("generated-deep-expression", "from flax import nnx  # NNX004\n" + _DEEP_EXPRESSION)]

@@ -15,7 +15,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall
 from nnx_lint.flow import expressions_within, position_in
 from nnx_lint.nnx_api import PREFIX_KEYWORDS
-from nnx_lint.rule import Invalid, Rule, Valid, raises
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 
 _SPEC = "https://github.com/google/flax/issues/5310"
 
@@ -209,6 +209,43 @@ class StateAxesPrefix(_PrefixFilterRule):
     ]
 
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A two-Variable model vectorised with a StateAxes prefix, in the flagged position."""
+        transform = facts.get("transform") or "vmap"
+        model = """
+            class Ensemble(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones((4, 3)))
+                    self.scale = nnx.BatchStat(jnp.array(2.0))
+
+            axes = nnx.StateAxes({nnx.Param: 0, ...: None})
+        """
+        if transform == "scan":
+            use = """
+            step = nnx.scan(lambda c, m: (c + m.w.sum() * m.scale, None),
+                            in_axes=(nnx.Carry, axes), out_axes=(nnx.Carry, 0))
+            return step(jnp.array(0.0), Ensemble())[0].shape
+            """
+        elif facts.get("argument") == "out_axes":
+            use = """
+            create = nnx.vmap(lambda x: Ensemble(), in_axes=0, out_axes=axes)
+            return create(jnp.arange(4)).w.shape
+            """
+        else:  # vmap, and pmap (one CPU device: the same prefix check, at creation)
+            use = """
+            forward = nnx.vmap(lambda m, x: (m.w @ x) * m.scale, in_axes=(axes, None))
+            return forward(Ensemble(), jnp.ones((3,))).shape
+            """
+        control = model.replace("axes = nnx.StateAxes({nnx.Param: 0, ...: None})", "") + """
+            graphdef, params, rest = nnx.split(Ensemble(), nnx.Param, ...)
+            forward = nnx.vmap(lambda p, r, x: (nnx.merge(graphdef, p, r).w @ x) * r["scale"][...],
+                               in_axes=(0, None, None))
+            return forward(params, rest, jnp.ones((3,))).shape
+        """
+        return Reproduction(_dedent(model) + "\n" + _dedent(use), expect_error="prefix-filter", control=_dedent(control))
+
+
 class DiffStatePrefix(_PrefixFilterRule):
     """`nnx.DiffState` in `grad` / `value_and_grad` `argnums` or `custom_vjp` `nondiff_argnums`.
 
@@ -294,6 +331,32 @@ class DiffStatePrefix(_PrefixFilterRule):
     ]
 
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A Linear differentiated (or custom_vjp'd) with a DiffState prefix."""
+        if facts.get("transform") == "custom_vjp":
+            use = """
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            f = nnx.custom_vjp(lambda m, x: jnp.sum(m(x)), nondiff_argnums=(nnx.DiffState(1, nnx.Param),))
+            return "created"
+            """
+        else:
+            transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
+            use = f"""
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            only_kernel = nnx.DiffState(0, nnx.PathContains("kernel"))
+            grad_fn = nnx.{transform}(lambda m, x: jnp.sum(m(x)), argnums=only_kernel)
+            return type(grad_fn(model, jnp.ones((1, 2)))).__name__
+            """
+        control = """
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            graphdef, diff, rest = nnx.split(model, nnx.PathContains("kernel"), ...)
+            grads = nnx.grad(lambda d, r, x: jnp.sum(nnx.merge(graphdef, d, r)(x)))(diff, rest, jnp.ones((1, 2)))
+            return type(grads).__name__
+        """
+        return Reproduction(_dedent(use), expect_error="prefix-filter", control=_dedent(control))
+
+
 class StateShardingPrefix(_PrefixFilterRule):
     """`nnx.StateSharding` in `jit` shardings or `shard_map` specs.
 
@@ -354,3 +417,34 @@ class StateShardingPrefix(_PrefixFilterRule):
             tree_mode=raises("ValueError", "cannot contain `StateSharding` objects"),
         ),
     ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A Linear jitted with a StateSharding prefix on a one-device mesh."""
+        mesh = """
+            mesh = jax.sharding.Mesh(jax.devices()[:1], ("d",))
+            replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        """
+        if facts.get("argument") == "out_shardings":
+            use = """
+            create = nnx.jit(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)),
+                             out_shardings=nnx.StateSharding({...: replicated}))
+            return type(create()).__name__
+            """
+        else:  # in_shardings, and shard_map's specs (the same prefix check, at creation)
+            use = """
+            forward = nnx.jit(lambda m, x: m(x), in_shardings=(nnx.StateSharding({...: replicated}), replicated))
+            return forward(model, jnp.ones((1, 2))).shape
+            """
+        control = mesh + """
+            forward = nnx.jit(lambda m, x: m(x))
+            return forward(model, jnp.ones((1, 2))).shape
+        """
+        return Reproduction(_dedent(mesh) + "\n" + _dedent(use), expect_error="prefix-filter", control=_dedent(control))
+
+
+def _dedent(code: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(code).strip("\n") + "\n"

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.rule import Invalid, Rule, Valid, differs
+import textwrap
+
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
 
@@ -85,6 +87,56 @@ class TransformMetadataKeyword(Rule):
             tree_mode=differs("inside the scan the 'layers' axis is not removed from the metadata"),
         ),
     ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """Stack a layer with ``transform_metadata=`` and read the kernel's ``out_sharding``.
+
+        Runs eagerly: ``jax.set_mesh`` (needed to create sharded Variables) cannot be
+        used inside a trace. The sizes are tiny.
+        """
+        partition = facts.get("partition") or "layers"
+        transform = facts.get("transform") if facts.get("transform") in ("vmap", "scan") else "vmap"
+        setup = f"""
+            mesh = jax.make_mesh((1, 1, 1), ({partition!r}, "din", "dout"),
+                                 axis_types=(jax.sharding.AxisType.Auto,) * 3)
+
+            class Layer(nnx.Module):
+                def __init__(self):
+                    self.kernel = nnx.Param(jnp.ones((3, 3)), out_sharding=("din", "dout"))
+        """
+        if transform == "scan":
+            use = f"""
+            class Stack(nnx.Module):  # already stacked, with the partition axis in its metadata
+                def __init__(self):
+                    self.kernel = nnx.Param(jnp.ones((2, 3, 3)), out_sharding=({partition!r}, "din", "dout"))
+
+            seen = []
+
+            @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry,
+                      transform_metadata={{nnx.PARTITION_NAME: {partition!r}}})
+            def forward(layer, x):
+                seen.append(list(layer.kernel.out_sharding))
+                return x
+
+            with jax.set_mesh(mesh):
+                forward(Stack(), jnp.ones((3,)))
+            return seen[0]
+            """
+            expect_tree, expect_graph = [partition, "din", "dout"], ["din", "dout"]
+        else:
+            use = f"""
+            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={{nnx.PARTITION_NAME: {partition!r}}})
+            def create(x):
+                return Layer()
+
+            with jax.set_mesh(mesh):
+                stacked = create(jnp.arange(2))
+            return list(stacked.kernel.out_sharding)
+            """
+            expect_tree, expect_graph = ["din", "dout"], [partition, "din", "dout"]
+        code = textwrap.dedent(setup).strip("\n") + "\n\n" + textwrap.dedent(use).strip("\n") + "\n"
+        return Reproduction(code, expect_tree=expect_tree, expect_graph=expect_graph, traced=False)
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)

@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cache-dir", type=Path, help="cache directory (default: .nnx_lint_cache at the project root)")
     check.add_argument("--config", type=Path, help="a pyproject.toml to read [tool.nnx-lint] from")
     check.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing rules")
+    check.add_argument("--confirm", action="store_true",
+                       help="back each diagnostic with a minimal reproduction run under Tree Mode (needs jax)")
+    check.add_argument("--confirm-with", choices=("tree_runtime", "flax"), default=None,
+                       help="the Tree Mode oracle for --confirm (default: tree_runtime; implies --confirm)")
+    check.add_argument("--show-repro", action="store_true",
+                       help="print each diagnostic's reproduction program (implies --confirm)")
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
@@ -102,7 +108,15 @@ def _check(args: argparse.Namespace) -> int:
         if args.verbose:
             traceback.print_exc()
         return EXIT_ERROR
-    output = render(result, args.output_format, verbose=args.verbose)
+    if args.confirm or args.confirm_with or args.show_repro:
+        from nnx_lint.confirmation import OracleUnavailable, confirm
+
+        try:
+            result.confirmations = confirm(result.diagnostics, args.confirm_with or "tree_runtime", cache_dir)
+        except OracleUnavailable as exc:
+            print(f"nnx-lint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+    output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro)
     if output:
         print(output)
     if result.diagnostics and not args.exit_zero:

@@ -59,6 +59,17 @@ def render_rule(rule: type[Rule]) -> str:
             out += [f"Flagged (`{case.id}`):", "", _code_block(case.source), ""]
         for case in more_valid:
             out += [f"Not flagged (`{case.id}`):", "", _code_block(case.source), ""]
+    out += ["## Confirmation", ""]
+    if hasattr(rule, "reproduce"):
+        out += [
+            "`nnx-lint check --confirm` backs each finding of this rule with a minimal reproduction built "
+            "from the diagnostic's facts and run under Tree Mode (`tree_runtime`, or flax with "
+            "`--confirm-with flax`); `--show-repro` prints the program.",
+            "",
+        ]
+    else:
+        reason = getattr(rule, "no_reproduction_reason", "") or "no reproduction builder exists for this rule yet"
+        out += [f"No reproduction: {reason}.", ""]
     out += [
         "## Suppressing",
         "",

@@ -17,21 +17,42 @@ _KIND_WORDS = {
 }
 
 
-def render(result: RunResult, output_format: str, verbose: bool = False) -> str:
+_MARKS = {
+    "confirmed": "[confirmed]",
+    "not-confirmed": "[NOT CONFIRMED: the reproduction behaved as in graph mode; this finding is suspect]",
+    "error": "[confirmation error]",
+    "unavailable": "[no reproduction]",
+}
+
+
+def render(result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False) -> str:
     if output_format == "json":
-        return render_json(result.diagnostics)
+        return render_json(result.diagnostics, result.confirmations)
     if output_format == "github":
         return render_github(result.diagnostics)
-    return render_text(result, verbose)
+    return render_text(result, verbose, show_repro)
 
 
-def render_text(result: RunResult, verbose: bool = False) -> str:
-    lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in result.diagnostics]
+def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False) -> str:
+    lines = []
+    for index, d in enumerate(result.diagnostics):
+        line = f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}"
+        verdict = result.confirmations.get(index)
+        if verdict is not None:
+            line += f" {_MARKS[verdict.status]}"
+            if verdict.status != "unavailable" or verbose:
+                line += f"\n    evidence: {verdict.evidence}"
+            if show_repro and verdict.program:
+                line += "\n" + "\n".join("    | " + l for l in verdict.program.rstrip().splitlines())
+        lines.append(line)
     if verbose:
         for d in result.diagnostics:
             if "traceback" in d.facts:
                 lines.append(f"{d.path}: traceback of {d.facts.get('rule')}:\n{d.facts['traceback']}")
     lines.append(summary(result))
+    if result.confirmations:
+        counts = Counter(v.status for v in result.confirmations.values())
+        lines.append("Confirmation: " + ", ".join(f"{counts[s]} {s}" for s in _MARKS if counts[s]) + ".")
     return "\n".join(lines)
 
 
@@ -49,9 +70,10 @@ def summary(result: RunResult) -> str:
     )
 
 
-def to_json_object(d: Diagnostic) -> dict:
-    """Ruff's JSON keys, plus ``symbol``, ``kind`` and ``facts``."""
+def to_json_object(d: Diagnostic, confirmation=None) -> dict:
+    """Ruff's JSON keys, plus ``symbol``, ``kind``, ``facts`` (and ``confirmation``)."""
     facts = {k: v for k, v in d.facts.items() if k != "traceback"}
+    extra = {"confirmation": confirmation.to_dict()} if confirmation is not None else {}
     return {
         "code": d.code,
         "symbol": d.symbol,
@@ -64,11 +86,13 @@ def to_json_object(d: Diagnostic) -> dict:
         "facts": facts,
         "fix": None,
         "noqa_row": d.line,
+        **extra,
     }
 
 
-def render_json(diagnostics: list[Diagnostic]) -> str:
-    return json.dumps([to_json_object(d) for d in diagnostics], indent=2)
+def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
+    confirmations = confirmations or {}
+    return json.dumps([to_json_object(d, confirmations.get(i)) for i, d in enumerate(diagnostics)], indent=2)
 
 
 def render_github(diagnostics: list[Diagnostic]) -> str:

@@ -46,6 +46,56 @@ class TreeModeOutcome:
         return f"runs, but {self.differs}"
 
 
+@dataclass(frozen=True)
+class Reproduction:
+    """A minimal program that exhibits a diagnostic's pattern, and what Tree Mode does with it.
+
+    ``body`` is the body of ``def run(nnx):`` — it may use only ``nnx`` (``tree_runtime`` or
+    ``flax.nnx`` in Tree Mode), ``jax`` and ``jnp``, and returns a JSON-able observation.
+    A ``raises`` reproduction names the error category Tree Mode raises
+    (:func:`tree_runtime.error_category`); a ``silent`` one gives the observation Tree
+    Mode produces and the one graph mode would. ``control`` is the body of the Tree Mode
+    rewrite, which must not be confirmed (it guards against reproductions that "confirm"
+    anything). ``traced``: run inside ``jax.make_jaxpr`` (abstract tracing); False only
+    for patterns that need eager-only APIs such as ``jax.set_mesh``.
+    """
+
+    body: str
+    expect_error: str | None = None
+    expect_tree: Any = None
+    expect_graph: Any = None
+    control: str | None = None
+    traced: bool = True
+
+    def program(self, body: str | None = None, title: str = "") -> str:
+        """The complete, runnable program text (also what ``--show-repro`` prints)."""
+        code = textwrap.indent(textwrap.dedent(body if body is not None else self.body).strip(), "    ")
+        expected = (
+            f"raises an error of category {self.expect_error!r}"
+            if self.expect_error
+            else f"returns {self.expect_tree!r} (graph mode: {self.expect_graph!r})"
+        )
+        return (
+            f"# {title or 'nnx-lint reproduction'}\n"
+            f"# Tree Mode {expected}.\n"
+            "# Run: python repro.py            (tree_runtime)\n"
+            "#      python repro.py flax       (flax.nnx with graph mode and graph updates off)\n"
+            "import jax\n"
+            "import jax.numpy as jnp\n\n"
+            f"TRACED = {self.traced}\n\n\n"
+            f"def run(nnx):\n{code}\n\n\n"
+            'if __name__ == "__main__":\n'
+            "    import sys\n\n"
+            '    if sys.argv[1:] == ["flax"]:\n'
+            "        from flax import nnx\n\n"
+            "        nnx.set_graph_mode(False)\n"
+            "        nnx.set_graph_updates(False)\n"
+            "    else:\n"
+            "        import tree_runtime as nnx\n"
+            "    print(run(nnx))\n"
+        )
+
+
 def raises(exception: str, match: str | None = None) -> TreeModeOutcome:
     """Tree Mode raises ``exception`` whose message contains ``match``."""
     return TreeModeOutcome(raises=exception, match=match)

@@ -21,6 +21,8 @@ class RunResult:
     files_checked: int = 0
     files_analysed: int = 0
     files_from_cache: int = 0
+    #: Index in ``diagnostics`` -> verdict, filled by ``--confirm``.
+    confirmations: dict = field(default_factory=dict)
 
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:

@@ -1,0 +1,203 @@
+"""Confirmation: back each diagnostic with a minimal reproduction run under Tree Mode.
+
+For every diagnostic whose rule can build a :class:`~nnx_lint.rule.Reproduction` from its
+facts, the program is run by an oracle — the reference ``tree_runtime`` (default) or the
+installed ``flax.nnx`` in Tree Mode — in a worker subprocess with a timeout, and the
+diagnostic gets one of:
+
+* ``confirmed`` — Tree Mode raised the predicted error category, or gave the predicted
+  silent observation (the evidence says what was seen);
+* ``not-confirmed`` — the reproduction ran as graph mode would: the finding is suspect;
+* ``error`` — the reproduction could not be built or run (never silently dropped);
+* ``unavailable`` — the rule has no reproduction (its docs page says why).
+
+Identical programs run once per run (deduplicated by text) and their outcomes are cached
+on disk, keyed by program text, oracle and oracle version, so a second run costs almost
+nothing. nnx-lint itself still never imports jax or flax: only the worker does.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.registry import rule_by_code
+from nnx_lint.rule import Reproduction
+
+ORACLES = ("tree_runtime", "flax")
+_TIMEOUT_BASE_S = 60.0
+_TIMEOUT_PER_PROGRAM_S = 10.0
+
+
+class OracleUnavailable(RuntimeError):
+    """jax (or flax, for ``--confirm-with flax``) is not installed."""
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The verdict on one diagnostic."""
+
+    status: str  # confirmed | not-confirmed | error | unavailable
+    evidence: str
+    program: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "evidence": self.evidence, "program": self.program}
+
+
+def check_oracle(oracle: str) -> None:
+    """Raise :class:`OracleUnavailable` with what to install when the oracle cannot run."""
+    if importlib.util.find_spec("jax") is None:
+        raise OracleUnavailable("--confirm needs jax: pip install 'nnx-lint[runtime]'")
+    if oracle == "flax" and importlib.util.find_spec("flax") is None:
+        raise OracleUnavailable("--confirm-with flax needs flax: pip install 'flax>=0.12.8'")
+
+
+def oracle_version(oracle: str) -> str:
+    """Part of the cache key: the oracle's code version."""
+    from importlib import metadata
+
+    if oracle == "flax":
+        return "flax-" + metadata.version("flax") + "-jax-" + metadata.version("jax")
+    import nnx_lint
+
+    runtime = Path(nnx_lint.__file__).resolve().parent.parent / "tree_runtime"
+    hasher = hashlib.sha256(nnx_lint.__version__.encode())
+    for source in sorted(runtime.glob("*.py")):
+        stat = source.stat()
+        hasher.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return "tree_runtime-" + hasher.hexdigest()[:16] + "-jax-" + metadata.version("jax")
+
+
+def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
+    """The diagnostic's reproduction, or the reason there is none."""
+    rule = rule_by_code(diagnostic.code)
+    builder = getattr(rule, "reproduce", None)
+    if rule is None or builder is None:
+        return getattr(rule, "no_reproduction_reason", "") or "this rule has no reproduction builder yet"
+    try:
+        return builder(diagnostic.facts)
+    except Exception as exc:  # a builder bug is an `error`, never a silent drop
+        return f"error: the reproduction builder failed: {exc!r}"
+
+
+def judge(reproduction: Reproduction, outcome: dict) -> tuple[str, str]:
+    """``(status, evidence)`` for one outcome of a reproduction."""
+    status = outcome.get("status")
+    if status == "error":
+        return "error", outcome.get("message", "the reproduction failed")
+    if reproduction.expect_error:
+        if status == "raises" and outcome.get("category") == reproduction.expect_error:
+            return "confirmed", f"{outcome.get('type')}: {outcome.get('message')}"
+        if status == "ok":
+            return "not-confirmed", f"the reproduction ran without error (returned {outcome.get('observation')!r})"
+        return "error", f"raised {outcome.get('type')} ({outcome.get('category')}), expected {reproduction.expect_error}: {outcome.get('message')}"
+    observation = outcome.get("observation")
+    if status == "ok" and observation == _plain(reproduction.expect_tree):
+        return "confirmed", f"observed {observation!r}; graph mode gives {reproduction.expect_graph!r}"
+    if status == "ok" and observation == _plain(reproduction.expect_graph):
+        return "not-confirmed", f"observed {observation!r}, which is what graph mode gives"
+    if status == "raises":
+        return "error", f"raised {outcome.get('type')}: {outcome.get('message')}"
+    return "error", f"observed {observation!r}; expected {reproduction.expect_tree!r}"
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+class OutcomeCache:
+    """Outcomes by (program, oracle, oracle version); one pickle, read and written once."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.path = directory / "confirmations.pickle" if directory else None
+        self.entries: dict[str, dict] = {}
+        self.dirty = False
+        if self.path and self.path.exists():
+            try:
+                with self.path.open("rb") as handle:
+                    self.entries = pickle.load(handle)
+            except Exception:
+                self.entries = {}
+
+    @staticmethod
+    def key(program: str, oracle: str, version: str) -> str:
+        return hashlib.sha256(f"{oracle}\0{version}\0{program}".encode()).hexdigest()
+
+    def save(self) -> None:
+        if not self.path or not self.dirty:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(self.entries, stream)
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            print(f"nnx-lint: warning: could not write {self.path}: {exc}", file=sys.stderr)
+
+
+def run_programs(programs: list[str], oracle: str, timeout: float | None = None) -> list[dict]:
+    """Run program texts in one worker subprocess; a timeout or crash is an ``error`` each."""
+    if not programs:
+        return []
+    timeout = timeout or _TIMEOUT_BASE_S + _TIMEOUT_PER_PROGRAM_S * len(programs)
+    environment = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": "0"}
+    repo = str(Path(__file__).resolve().parent.parent)
+    environment["PYTHONPATH"] = repo + os.pathsep + environment.get("PYTHONPATH", "")
+    request = json.dumps({"oracle": oracle, "programs": programs})
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "tree_runtime.confirm"], input=request, capture_output=True,
+            text=True, timeout=timeout, env=environment, cwd=tempfile.gettempdir(),
+        )
+        outcomes = json.loads(result.stdout)
+        if len(outcomes) != len(programs):
+            raise ValueError("worker answered for a different number of programs")
+        return outcomes
+    except subprocess.TimeoutExpired:
+        return [{"status": "error", "message": f"the reproduction timed out after {timeout:.0f} s"}] * len(programs)
+    except (ValueError, json.JSONDecodeError):
+        tail = (result.stderr or "").strip().splitlines()[-3:]
+        return [{"status": "error", "message": "the confirmation worker failed: " + " | ".join(tail)}] * len(programs)
+
+
+def confirm(
+    diagnostics: list[Diagnostic], oracle: str = "tree_runtime", cache_dir: Path | None = None
+) -> dict[int, Confirmation]:
+    """Confirm every diagnostic; returns ``{index in diagnostics: Confirmation}``."""
+    check_oracle(oracle)
+    cache = OutcomeCache(cache_dir)
+    version = oracle_version(oracle)
+    verdicts: dict[int, Confirmation] = {}
+    pending: dict[str, tuple[Reproduction, list[int]]] = {}
+    for index, diagnostic in enumerate(diagnostics):
+        reproduction = reproduction_for(diagnostic)
+        if isinstance(reproduction, str):
+            status = "error" if reproduction.startswith("error:") else "unavailable"
+            verdicts[index] = Confirmation(status, reproduction)
+            continue
+        program = reproduction.program(title=f"nnx-lint reproduction of {diagnostic.code} ({diagnostic.symbol})")
+        pending.setdefault(program, (reproduction, []))[1].append(index)
+    uncached = [p for p in pending if OutcomeCache.key(p, oracle, version) not in cache.entries]
+    for program, outcome in zip(uncached, run_programs(uncached, oracle)):
+        if outcome.get("status") != "error" or "timed out" not in outcome.get("message", ""):
+            cache.entries[OutcomeCache.key(program, oracle, version)] = outcome
+            cache.dirty = True
+    for program, (reproduction, indices) in pending.items():
+        outcome = cache.entries.get(OutcomeCache.key(program, oracle, version)) or {
+            "status": "error", "message": "the reproduction timed out"}
+        status, evidence = judge(reproduction, outcome)
+        for index in indices:
+            verdicts[index] = Confirmation(status, evidence, program)
+    cache.save()
+    return verdicts

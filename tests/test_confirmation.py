@@ -1,0 +1,138 @@
+"""Confirmation: reproductions of INVALID cases are confirmed by both oracles, controls are not.
+
+Each oracle runs all programs in one worker subprocess (module-scoped), as ``--confirm`` does.
+``flax-graph`` (flax in graph mode) checks each builder's claim about graph mode: there a
+``raises`` reproduction must run cleanly and a ``silent`` one must give ``expect_graph``.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("flax")
+
+from nnx_lint import confirmation  # noqa: E402
+from nnx_lint.cli import main  # noqa: E402
+from nnx_lint.confirmation import Confirmation, confirm, judge, run_programs  # noqa: E402
+from nnx_lint.engine import lint_bytes  # noqa: E402
+from nnx_lint.registry import all_rules  # noqa: E402
+from nnx_lint.rule import Reproduction  # noqa: E402
+
+CASES = [
+    (rule, case, diagnostic)
+    for rule in all_rules()
+    if hasattr(rule, "reproduce")
+    for case in rule.INVALID
+    for diagnostic in lint_bytes(case.source.encode(), "case.py", [rule])
+]
+REPRODUCTIONS = [rule.reproduce(diagnostic.facts) for rule, _case, diagnostic in CASES]
+IDS = [f"{rule.code}-{case.id}-{diagnostic.line}" for rule, case, diagnostic in CASES]
+MAIN = [r.program() for r in REPRODUCTIONS]
+CONTROLS = [r.program(r.control) for r in REPRODUCTIONS if r.control]
+
+
+def test_there_is_something_to_confirm():
+    assert len(CASES) >= 8 and len(CONTROLS) >= 6
+
+
+@pytest.fixture(scope="module", params=["tree_runtime", "flax"])
+def oracle_outcomes(request):
+    outcomes = run_programs(MAIN + CONTROLS, request.param)
+    return request.param, outcomes[: len(MAIN)], outcomes[len(MAIN):]
+
+
+@pytest.fixture(scope="module")
+def graph_mode_outcomes():
+    return run_programs(MAIN, "flax-graph")
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_invalid_case_is_confirmed(oracle_outcomes, index):
+    oracle, main_outcomes, _ = oracle_outcomes
+    status, evidence = judge(REPRODUCTIONS[index], main_outcomes[index])
+    assert status == "confirmed", f"{oracle}: {evidence}\n{MAIN[index]}"
+
+
+def test_controls_are_not_confirmed(oracle_outcomes):
+    oracle, _, control_outcomes = oracle_outcomes
+    with_controls = [r for r in REPRODUCTIONS if r.control]
+    for reproduction, outcome, program in zip(with_controls, control_outcomes, CONTROLS):
+        assert outcome["status"] == "ok", f"{oracle}: the Tree Mode rewrite failed: {outcome}\n{program}"
+        assert judge(reproduction, outcome)[0] == "not-confirmed"
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_graph_mode_behaves_as_the_builder_says(graph_mode_outcomes, index):
+    reproduction, outcome = REPRODUCTIONS[index], graph_mode_outcomes[index]
+    assert outcome["status"] == "ok", f"graph mode should run this: {outcome}"
+    if not reproduction.expect_error:
+        assert outcome["observation"] == reproduction.expect_graph
+    assert judge(reproduction, outcome)[0] == "not-confirmed"
+
+
+@pytest.mark.parametrize("rule", [r for r in all_rules() if not hasattr(r, "reproduce")], ids=lambda r: r.code)
+def test_rules_without_builder_say_why(rule):
+    if rule.code[:4] in ("NNX0", "NNX9"):
+        assert getattr(rule, "no_reproduction_reason", ""), f"{rule.code} must say why it has no reproduction"
+
+
+def test_judge_distinguishes_wrong_errors():
+    expected = Reproduction("return 1", expect_error="prefix-filter")
+    assert judge(expected, {"status": "raises", "category": "aliasing", "type": "ValueError", "message": "x"})[0] == "error"
+    assert judge(expected, {"status": "error", "message": "does not build"})[0] == "error"
+    silent = Reproduction("return 1", expect_tree=[1], expect_graph=[2])
+    assert judge(silent, {"status": "ok", "observation": [3]})[0] == "error"
+
+
+def test_broken_program_is_an_error_not_a_drop():
+    (outcome,) = run_programs(["def run(nnx):\n    return undefined_name\n"], "tree_runtime")
+    assert outcome["status"] == "raises" and outcome["category"] == "other:NameError"
+    (outcome,) = run_programs(["this is not python"], "tree_runtime")
+    assert outcome["status"] == "error"
+
+
+def test_dedup_and_disk_cache(tmp_path, monkeypatch):
+    rule, _case, diagnostic = next(c for c in CASES if c[0].code == "NNX201")
+    calls = []
+    real = confirmation.run_programs
+
+    def counting(programs, oracle, timeout=None):
+        calls.append(len(programs))
+        return real(programs, oracle, timeout)
+
+    monkeypatch.setattr(confirmation, "run_programs", counting)
+    first = confirm([diagnostic, diagnostic], "tree_runtime", tmp_path)
+    assert calls == [1], "identical programs run once"
+    assert first[0] == first[1] and first[0].status == "confirmed"
+    second = confirm([diagnostic], "tree_runtime", tmp_path)
+    assert calls == [1, 0], "the second run is served from the cache"
+    assert second[0] == first[0]
+
+
+def test_without_jax_confirm_exits_2(tmp_path, monkeypatch, capsys):
+    (tmp_path / "m.py").write_text("from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n")
+    monkeypatch.chdir(tmp_path)
+    real = confirmation.importlib.util.find_spec
+    monkeypatch.setattr(confirmation.importlib.util, "find_spec", lambda name: None if name == "jax" else real(name))
+    assert main(["check", "--confirm", "--no-cache"]) == 2
+    assert "pip install 'nnx-lint[runtime]'" in capsys.readouterr().err
+
+
+def test_cli_json_carries_the_verdict(tmp_path, monkeypatch, capsys):
+    (tmp_path / "m.py").write_text("from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--confirm", "--output-format", "json"]) == 1
+    (item,) = json.loads(capsys.readouterr().out)
+    assert item["confirmation"]["status"] == "confirmed"
+    assert "StateAxes" in item["confirmation"]["evidence"]
+    assert "def run(nnx):" in item["confirmation"]["program"]
+    assert main(["check", "--show-repro"]) == 1
+    out = capsys.readouterr().out
+    assert "[confirmed]" in out and "    | def run(nnx):" in out
+
+
+def test_confirmation_is_plain_data():
+    verdict = Confirmation("confirmed", "ValueError: ...", "program")
+    assert json.loads(json.dumps(verdict.to_dict()))["status"] == "confirmed"

@@ -1,0 +1,114 @@
+"""The confirmation worker: run reproduction programs under Tree Mode, report what happened.
+
+    python -m tree_runtime.confirm < request.json > outcomes.json
+
+The request is ``{"oracle": "tree_runtime" | "flax" | "flax-graph", "programs": [text, ...]}``; each
+program text (see :class:`nnx_lint.rule.Reproduction`) defines ``run(nnx)`` and
+``TRACED``. Each outcome is ``{"status": "ok", "observation": ...}``,
+``{"status": "raises", "category": ..., "message": ...}`` (the category from
+:func:`tree_runtime.error_category`), or ``{"status": "error", "message": ...}`` when the
+program itself could not be built. nnx-lint runs this in a subprocess with a timeout:
+the user's code is never imported, only these generated programs are executed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import typing as tp
+
+import jax
+import numpy as np
+
+from ._errors import error_category
+
+
+def _jsonable(value: tp.Any) -> tp.Any:
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, type):
+        return value.__name__
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        try:
+            return np.asarray(value).tolist()
+        except Exception:  # a tracer: only its abstract value is known
+            return ["array", list(value.shape), str(value.dtype)]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _oracle(name: str) -> tuple[tp.Any, tp.Callable[[], tp.ContextManager]]:
+    """The ``nnx`` namespace and the mode context of an oracle.
+
+    ``flax-graph`` (flax in graph mode) is not an oracle for users: the tests use it to
+    check that each reproduction really behaves as its builder says graph mode does.
+    """
+    if name in ("flax", "flax-graph"):
+        import contextlib
+
+        from flax import nnx
+
+        graph = name == "flax-graph"
+
+        def mode():
+            stack = contextlib.ExitStack()
+            stack.enter_context(nnx.set_graph_mode(graph))
+            stack.enter_context(nnx.set_graph_updates(graph))
+            return stack
+
+        return nnx, mode
+    import contextlib
+
+    import tree_runtime
+
+    return tree_runtime, contextlib.nullcontext
+
+
+def run_one(text: str, nnx: tp.Any, tree_mode: tp.Callable[[], tp.ContextManager]) -> dict:
+    """Execute one program text and describe its outcome."""
+    namespace: dict[str, tp.Any] = {"__name__": "nnx_lint_reproduction"}
+    try:
+        exec(compile(text, "<reproduction>", "exec"), namespace)  # the generated program, never user code
+        run = namespace["run"]
+        traced = bool(namespace.get("TRACED", True))
+    except Exception as exc:
+        return {"status": "error", "message": f"the reproduction does not build: {exc!r}"}
+    box: dict[str, tp.Any] = {}
+    try:
+        with tree_mode():
+            if traced:
+                def body():
+                    box["observation"] = run(nnx)
+                    return 0
+
+                jax.make_jaxpr(body)()
+            else:
+                box["observation"] = run(nnx)
+    except Exception as exc:
+        message = (str(exc).strip().splitlines() or [""])[0][:300]
+        return {"status": "raises", "category": error_category(exc), "type": type(exc).__name__, "message": message}
+    return {"status": "ok", "observation": _jsonable(box.get("observation"))}
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    try:
+        nnx, tree_mode = _oracle(request.get("oracle", "tree_runtime"))
+    except ImportError as exc:
+        json.dump([{"status": "error", "message": f"oracle unavailable: {exc}"} for _ in request["programs"]], sys.stdout)
+        return 0
+    outcomes = []
+    for text in request["programs"]:
+        try:
+            outcomes.append(run_one(text, nnx, tree_mode))
+        except BaseException as exc:  # keep the batch alive: one broken program is one error
+            outcomes.append({"status": "error", "message": "".join(traceback.format_exception_only(exc)).strip()})
+    json.dump(outcomes, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
