@@ -17,6 +17,7 @@ One program text runs unchanged with ``import tree_runtime as nnx`` and with
 
 from __future__ import annotations
 
+from ._core import set_graph_mode, set_graph_updates
 from ._custom_vjp import custom_vjp
 from ._errors import (
     AliasingError,
@@ -30,7 +31,21 @@ from ._errors import (
     error_category,
 )
 from ._filters import All, Any, Everything, Not, Nothing, OfType, PathContains, WithTag
-from ._graph import GraphDef, clone, find_duplicates, graphdef, iter_graph, merge, pop, split, state, update
+from ._graph import (
+    GraphDef,
+    clone,
+    find_duplicates,
+    graphdef,
+    iter_graph,
+    merge,
+    pop,
+    prefix,
+    split,
+    state,
+    to_flat_state,
+    update,
+    view,
+)
 from ._layers import (
     PARTITION_NAME,
     BatchNorm,
@@ -84,6 +99,9 @@ from ._variables import (
     RngKey,
     RngState,
     Variable,
+    VariableMetadata,
+    with_metadata,
+    with_partitioning,
 )
 
 # Names that exist only in tree_runtime (flax.nnx has no equivalent).

@@ -25,6 +25,41 @@ def is_variable(x: tp.Any) -> bool:
     return isinstance(x, Variable)
 
 
+class set_graph_mode:
+    """Tree Mode only: ``set_graph_mode(False)`` is accepted (also as a context
+    manager or decorator); ``True`` raises ``GraphModeNotSupportedError``.
+
+    >>> set_graph_mode.current_value()
+    False
+    """
+
+    name = "set_graph_mode"
+
+    def __init__(self, value: bool, /):
+        if value:
+            raise GraphModeNotSupportedError(self.name)
+
+    @staticmethod
+    def current_value() -> bool:
+        """Always ``False``."""
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+    def __call__(self, f: tp.Callable) -> tp.Callable:
+        return f
+
+
+class set_graph_updates(set_graph_mode):
+    """Tree Mode only (see :class:`set_graph_mode`)."""
+
+    name = "set_graph_updates"
+
+
 def check_tree_mode(fn_name: str, graph: bool | None, graph_updates: bool | None = None) -> None:
     """Reject ``graph=True``: this runtime implements Tree Mode only."""
     if graph or (graph_updates and graph is not False):

@@ -193,7 +193,7 @@ _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
     ("ValueError", r"[Cc]ustom structure|pytree structure|tree structure", "tree-structure"),
     ("TypeError", r"[Cc]ustom node type mismatch|tree structure|pytree structure", "tree-structure"),
     ("TraceContextError", r"", "trace-context"),
-    ("NotImplementedError", r"", "graph-mode"),
+    ("NotImplementedError", r"In-place operations are no longer supported", "variable-inplace"),
 ]
 
 

@@ -80,7 +80,14 @@ class GraphDef:
         return lambda *args, **kwargs: merge(self, *states)(*args, **kwargs)
 
 
-def split(node: tp.Any, *filters: tp.Any, exhaustive: bool = True) -> tuple:
+def _no_graph(fn_name: str, graph: bool | None) -> None:
+    if graph:
+        from ._errors import GraphModeNotSupportedError
+
+        raise GraphModeNotSupportedError(fn_name)
+
+
+def split(node: tp.Any, *filters: tp.Any, graph: bool | None = None, exhaustive: bool = True) -> tuple:
     """Split ``node`` into a ``GraphDef`` and one ``State`` per filter.
 
     >>> import tree_runtime as nnx
@@ -89,6 +96,7 @@ def split(node: tp.Any, *filters: tp.Any, exhaustive: bool = True) -> tuple:
     >>> sorted(params), sorted(stats)
     (['bias', 'scale'], ['mean', 'var'])
     """
+    _no_graph("split", graph)
     leaves = variables_with_paths(node)
     treedef = jtu.tree_structure(node, is_leaf=_is_variable)
     flat = [(nnx_path(path), leaf) for path, leaf in leaves]
@@ -110,16 +118,16 @@ def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
     return jtu.tree_unflatten(graphdef.treedef, [by_path[path] for path in graphdef.paths])
 
 
-def state(node: tp.Any, *filters: tp.Any) -> tp.Any:
+def state(node: tp.Any, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
     """The State of ``node`` (one State per filter if several are given);
     unlike ``split`` the filters need not cover every Variable."""
-    _, *states = split(node, *filters, exhaustive=False)
+    _, *states = split(node, *filters, graph=graph, exhaustive=False)
     return states[0] if len(states) == 1 else tuple(states)
 
 
-def graphdef(node: tp.Any) -> GraphDef:
+def graphdef(node: tp.Any, *, graph: bool | None = None) -> GraphDef:
     """The ``GraphDef`` of ``node``."""
-    return split(node)[0]
+    return split(node, graph=graph)[0]
 
 
 def _get_child(parent: tp.Any, key: tp.Any) -> tp.Any:
@@ -154,8 +162,9 @@ def update(node: tp.Any, state: tp.Any, /, *states: tp.Any) -> None:
                 setattr(parent, path[-1], value)
 
 
-def clone(node: tp.Any) -> tp.Any:
+def clone(node: tp.Any, *, graph: bool | None = None) -> tp.Any:
     """An independent copy: new Variables holding the same (immutable) arrays."""
+    _no_graph("clone", graph)
     variables_with_paths(node, "clone")
     return jax.tree.map(lambda x: x, node)
 
@@ -219,7 +228,7 @@ def find_duplicates(node: tp.Any, /, *, only: tp.Any = ...) -> list[list[tuple]]
     return [group for group in paths.values() if len(group) > 1]
 
 
-def iter_graph(node: tp.Any) -> tp.Iterator[tuple[tuple, tp.Any]]:
+def iter_graph(node: tp.Any, *, graph: bool | None = None) -> tp.Iterator[tuple[tuple, tp.Any]]:
     """Yield ``(path, value)`` for data only (Variables, arrays, nodes): in
     Tree Mode static attributes are not part of the tree."""
 
@@ -229,5 +238,55 @@ def iter_graph(node: tp.Any) -> tp.Iterator[tuple[tuple, tp.Any]]:
                 yield from walk((*path, key), child)
         yield path, value
 
+    _no_graph("iter_graph", graph)
     variables_with_paths(node, "iter_graph")
     return walk((), node)
+
+
+def to_flat_state(state: tp.Any) -> list[tuple[tuple, tp.Any]]:
+    """``[(path, leaf), ...]`` of a State, sorted by path."""
+    return (state if isinstance(state, State) else State(state)).flat_state()
+
+
+def prefix(node: tp.Any, filter_map: tp.Any, /, *, graph: bool | None = None) -> tp.Any:
+    """Replace each Variable of ``node`` with a prefix value (e.g. a vmap axis):
+    the Tree Mode replacement of ``StateAxes``.  ``filter_map`` is a mapping
+    ``{filter: value}`` (first match wins) or a function ``(path, variable)``.
+
+    >>> import tree_runtime as nnx
+    >>> bn = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+    >>> axes = nnx.prefix(bn, {nnx.Param: 0, ...: None})
+    >>> axes.scale, axes.mean
+    (0, None)
+    """
+    _no_graph("prefix", graph)
+    if isinstance(filter_map, tp.Mapping):
+        rules = [(to_predicate(f), value) for f, value in filter_map.items()]
+
+        def prefix_fn(path, leaf):
+            for predicate, value in rules:
+                if predicate(path, leaf):
+                    return value
+            raise ValueError(f"No filter matched leaf at path {path!r}")
+    else:
+        prefix_fn = filter_map
+    return jtu.tree_map_with_path(lambda p, leaf: prefix_fn(nnx_path(p), leaf), node, is_leaf=_is_variable)
+
+
+def view(node: tp.Any, /, *, only: tp.Any = ..., raise_if_not_found: bool = True,
+         graph: bool | None = None, **attributes: tp.Any) -> tp.Any:
+    """A copy of ``node`` sharing its Variables, with static attributes changed
+    (e.g. ``nnx.view(model, deterministic=True)``); ``node`` is untouched."""
+    from ._module import Module, iter_modules
+
+    _no_graph("view", graph)
+    copy = jax.tree.map(lambda x: x, node, is_leaf=_is_variable)
+    predicate, found = to_predicate(only), set()
+    for path, module in iter_modules(copy):
+        for name, value in attributes.items():
+            if isinstance(module, Module) and predicate(path, module) and name in vars(module):
+                object.__setattr__(module, name, value)
+                found.add(name)
+    if raise_if_not_found and set(attributes) - found:
+        raise ValueError(f"Could not find attributes {sorted(set(attributes) - found)} in any module.")
+    return copy

@@ -108,6 +108,29 @@ class Rngs(Module):
         return Rngs(**{name: jax.random.split(stream(), k) for name, stream in self.items()})
 
 
+# jax.random samplers as methods: ``rngs.normal(shape)`` draws a key from the
+# stream (the default stream for Rngs) and samples, like flax.
+_SAMPLERS = ("bits", "uniform", "randint", "permutation", "choice", "normal", "truncated_normal",
+             "bernoulli", "categorical", "gumbel", "laplace", "logistic", "exponential", "gamma",
+             "beta", "poisson", "orthogonal", "rademacher")
+
+
+def _sampler(name: str):
+    sample = getattr(jax.random, name)
+
+    def method(self, *args, **kwargs):
+        return sample(self(), *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"``jax.random.{name}`` with a fresh key from this stream."
+    return method
+
+
+for _name in _SAMPLERS:
+    setattr(RngStream, _name, _sampler(_name))
+    setattr(Rngs, _name, _sampler(_name))
+
+
 def _split_streams(node: tp.Any, splits, only, squeeze) -> tp.Any:
     predicate = to_predicate(only)
 

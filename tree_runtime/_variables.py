@@ -7,6 +7,7 @@ type: that copy-on-flatten is what lets Tree Mode transforms snapshot state.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import typing as tp
 
@@ -69,6 +70,8 @@ class Variable:
     _trace: tp.Any
 
     def __init__(self, value: tp.Any, **metadata: tp.Any):
+        if isinstance(value, VariableMetadata):  # from with_metadata(...) initializers
+            value, metadata = value.raw_value, {**value.metadata, **metadata}
         if "sharding" in metadata:  # flax's old spelling
             metadata["out_sharding"] = metadata.pop("sharding")
         object.__setattr__(self, "_raw_value", value)
@@ -168,7 +171,8 @@ class Variable:
         metadata = object.__getattribute__(self, "_var_metadata")
         if name in metadata:
             return metadata[name]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        # Then the value's own attributes (v.T, v.sum, ...), as flax does.
+        return getattr(object.__getattribute__(self, "_raw_value"), name)
 
     def __setattr__(self, name: str, value: tp.Any) -> None:
         if name == "value":
@@ -257,6 +261,38 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "mod"
     setattr(Variable, f"__r{_dunder}__", _binary(_name, reflected=True))
 Variable.__eq__ = _binary("eq")  # compares values, like flax
 _register(Variable)
+
+
+@dataclasses.dataclass
+class VariableMetadata:
+    """An initial value plus metadata; ``Variable(...)`` unpacks it.
+
+    >>> Param(VariableMetadata(1.0, {'out_sharding': ('a',)})).out_sharding
+    ('a',)
+    """
+
+    raw_value: tp.Any
+    metadata: tp.Mapping[str, tp.Any] = dataclasses.field(default_factory=dict)
+
+
+def with_metadata(initializer: tp.Callable, **metadata: tp.Any) -> tp.Callable:
+    """Wrap an initializer so the Variable it initializes carries ``metadata``.
+
+    >>> import jax
+    >>> init = with_metadata(jax.nn.initializers.zeros, out_sharding=('din', 'dout'))
+    >>> Param(init(jax.random.key(0), (2, 3))).out_sharding
+    ('din', 'dout')
+    """
+
+    def wrapped(*args, **kwargs):
+        return VariableMetadata(initializer(*args, **kwargs), dict(metadata))
+
+    return wrapped
+
+
+def with_partitioning(initializer: tp.Callable, sharding: tp.Any, **metadata: tp.Any) -> tp.Callable:
+    """``with_metadata(initializer, out_sharding=sharding)``."""
+    return with_metadata(initializer, out_sharding=tuple(sharding), **metadata)
 
 
 class Param(Variable):

@@ -1514,3 +1514,79 @@ def prog_variable_inplace_operator_rejected(nnx):
 def prog_g1_explicit_graph_true_opt_in(nnx):
     m = _tied(nnx)
     return nnx.jit(lambda m: m.a[...] + m.b[...], graph=True, graph_updates=True)(m)
+
+
+@program("B1")
+def prog_b1_fix_prefix_tree_vmap(nnx):
+    class Ens(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.arange(12.0).reshape(4, 3))
+            self.scale = nnx.BatchStat(jnp.array(2.0))
+
+    model = Ens()
+    axes = nnx.prefix(model, {nnx.Param: 0, ...: None})
+
+    @nnx.vmap(in_axes=(axes, None))
+    def f(m, x):
+        m.scale[...] = m.scale[...] + 0.0  # broadcast Variable, unbatched update: fine
+        return (m.w @ x) * m.scale
+
+    return f(model, jnp.ones(3))
+
+
+@program("C11")
+def prog_c11_rngs_sampler_methods_through_transforms(nnx):
+    rngs = nnx.Rngs(0)
+    a = nnx.jit(lambda r: r.normal(()))(rngs)
+    b = nnx.jit(lambda r: r.normal(()))(rngs)
+    nnx.vmap(lambda r, x: r.uniform(()) + x, in_axes=(None, 0))(rngs, jnp.zeros(3))
+    nnx.cond(True, lambda r: r.normal(()), lambda r: r.normal(()), rngs)
+    nnx.fori_loop(0, 3, lambda i, r: (r.normal(()), r)[1], rngs)
+    return a, b, rngs.default.count[...], rngs.params.bernoulli(0.5, (4,))
+
+
+@program("C5")
+def prog_c5_fix_view(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.drop = nnx.Dropout(0.5, rngs=rngs)
+
+        def __call__(self, x):
+            return self.drop(self.lin(x))
+
+    m = Net(nnx.Rngs(0))
+    frozen = nnx.view(m, deterministic=True)
+    y = nnx.jit(lambda m, x: m(x))(frozen, jnp.ones((1, 2)))
+    return y, m.drop.deterministic, frozen.drop.deterministic, frozen.lin.kernel is m.lin.kernel
+
+
+@program("F1")
+def prog_f1_with_partitioning_metadata(nnx):
+    init = nnx.with_partitioning(nnx.initializers.lecun_normal(), ("din", "dout"))
+    with _mesh():
+        m = nnx.Linear(3, 2, kernel_init=init, rngs=nnx.Rngs(0))
+    return m.kernel.out_sharding, m.kernel[...]
+
+
+@program("graph-api")
+def prog_variable_value_attributes_and_flat_state(nnx):
+    m = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
+    flat = nnx.to_flat_state(nnx.state(m))
+    return m.kernel.T.shape, m.kernel.sum(), m.kernel.shape, [path for path, _ in flat]
+
+
+@program("G2")
+def prog_g2_set_graph_mode_false_is_accepted(nnx):
+    with nnx.set_graph_mode(False), nnx.set_graph_updates(False):
+        f = nnx.jit(lambda m: m.w[...] * 2)
+    m = _tied(nnx)
+    return nnx.set_graph_mode.current_value(), f.__class__.__name__ != "", _raises_aliasing(f, m)
+
+
+def _raises_aliasing(f, m):
+    try:
+        f(m)
+        return "ok"
+    except ValueError as exc:
+        return "ValueError" if "alias" in str(exc).lower() or "Duplicate" in str(exc) else str(exc)
