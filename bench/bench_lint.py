@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from nnx_lint.config import Settings  # noqa: E402
-from nnx_lint.engine import mentions_nnx  # noqa: E402
+from nnx_lint.prefilter import mentions_nnx  # noqa: E402
 from nnx_lint.runner import discover  # noqa: E402
 
 

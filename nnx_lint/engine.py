@@ -20,20 +20,11 @@ from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.noqa import apply_noqa
+from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
 from nnx_lint.rule import Rule
 
 _MISSING = object()
-
-
-def mentions_nnx(data: bytes | str) -> bool:
-    """The cheap pre-filter: a file that never says ``flax`` or ``nnx`` cannot match a rule.
-
-    (A re-export still says ``nnx``: ``from .common import nnx``.)
-    """
-    if isinstance(data, str):
-        return "nnx" in data or "flax" in data
-    return b"nnx" in data or b"flax" in data
 
 
 class FileContext:
@@ -170,7 +161,7 @@ def lint_source(
     module_name: str | None = None,
     apply_suppressions: bool = True,
 ) -> list[Diagnostic]:
-    """Lint source text. Never executes it; files that never mention flax/nnx are skipped."""
+    """Lint source text. Never executes it; files that never mention ``nnx`` are skipped."""
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
     if not mentions_nnx(text):

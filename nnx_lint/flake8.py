@@ -34,7 +34,8 @@ class NNXFlake8Plugin:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        from nnx_lint.engine import lint_source, mentions_nnx
+        from nnx_lint.engine import lint_source
+        from nnx_lint.prefilter import mentions_nnx
 
         if not mentions_nnx(text):
             return

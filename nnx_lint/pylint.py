@@ -45,7 +45,8 @@ def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]
 
 
 def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
-    from nnx_lint.engine import lint_module, mentions_nnx
+    from nnx_lint.engine import lint_module
+    from nnx_lint.prefilter import mentions_nnx
     from nnx_lint.noqa import apply_noqa
     from nnx_lint.project import module_name_for, shared_project
 

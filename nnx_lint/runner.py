@@ -11,6 +11,7 @@ from pathlib import Path
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.prefilter import mentions_nnx
 
 
 @dataclass
@@ -117,8 +118,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             data = file.read_bytes()
         except OSError:
             data = None
-        if data is not None and b"nnx" not in data and b"flax" not in data:
-            continue  # the pre-filter: no astroid work for files that never mention flax/nnx
+        if data is not None and not mentions_nnx(data):
+            continue  # the pre-filter: no astroid work for files no rule can match
         selectors = _selectors(settings, file)
         key = str(file.resolve())
         digest = hashlib.sha256(data).hexdigest() if data is not None else ""

@@ -86,3 +86,12 @@ def test_diagnostic_positions_and_url():
     assert diagnostic.end_column > diagnostic.column
     assert diagnostic.url.endswith("NNX201.md")
     assert diagnostic.kind == "raises"
+
+
+def test_prefilter_skips_linen_only_files():
+    from nnx_lint.prefilter import mentions_nnx
+
+    linen = "import flax.linen as nn\nclass M(nn.Module):\n    pass\n"
+    assert not mentions_nnx(linen) and not mentions_nnx(linen.encode())
+    assert mentions_nnx("import flax\nflax.nnx.vmap\n")
+    assert lint_source(linen + "def f(:\n", "m.py", all_rules()) == []
