@@ -65,7 +65,7 @@ from ._layers import (
     tanh,
 )
 from ._module import Dict, List, Module, Pytree, Sequential, capture, data, is_data, iter_modules, static
-from ._optimizer import Optimizer
+from ._optimizer import ModelAndOptimizer, Optimizer
 from ._rngs import Rngs, RngStream, split_rngs
 from ._state import State, merge_state, split_state, to_pure_dict
 from ._transforms import (

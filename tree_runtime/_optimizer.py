@@ -56,3 +56,21 @@ class Optimizer(Pytree):
             var.set_value(value)
         self.step[...] = self.step[...] + 1
         return updates
+
+
+class ModelAndOptimizer(Optimizer):
+    """Deprecated flax convenience: an Optimizer that also stores its model.
+
+    Passing it to a transform together with the model is aliasing in Tree Mode
+    (catalogue A9); pass the model and a plain ``Optimizer`` instead.
+    """
+
+    def __init__(self, model: tp.Any, tx: tp.Any, *, wrt: tp.Any = None):
+        from ._variables import Param
+
+        super().__init__(model, tx, wrt=Param if wrt is None else wrt)
+        self.model = model
+
+    def update(self, grads: tp.Any, /, **kwargs: tp.Any) -> tp.Any:  # type: ignore[override]
+        """Apply one optax step to ``self.model``."""
+        return super().update(self.model, grads, **kwargs)

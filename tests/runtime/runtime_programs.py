@@ -1590,3 +1590,57 @@ def _raises_aliasing(f, m):
         return "ok"
     except ValueError as exc:
         return "ValueError" if "alias" in str(exc).lower() or "Duplicate" in str(exc) else str(exc)
+
+
+@program("A9", trace=True)
+def prog_a9_model_and_optimizer_with_model(nnx):
+    model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+
+    @nnx.jit
+    def step(model, optimizer):
+        grads = nnx.grad(lambda m: m(jnp.ones((1, 2))).sum())(model)
+        optimizer.update(grads)
+
+    step(model, optimizer)
+
+
+@program("A9")
+def prog_a9_fix_model_and_optimizer_alone(nnx):
+    model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+
+    @nnx.jit
+    def step(optimizer):
+        grads = nnx.grad(lambda m: (m(jnp.ones((1, 2))) ** 2).sum())(optimizer.model)
+        optimizer.update(grads)
+
+    step(optimizer)
+    step(optimizer)
+    return model.kernel[...], optimizer.step[...]
+
+
+@program("transforms")
+def prog_vmap_broadcast_variable_batched_update_rejected(nnx):
+    acc = nnx.BatchStat(jnp.zeros(()))
+
+    @nnx.vmap(in_axes=(None, 0))
+    def f(acc, x):
+        acc[...] = acc[...] + x  # depends on the mapped axis but acc is broadcast
+        return x
+
+    f(acc, jnp.arange(3.0))
+
+
+@program("graph-api")
+def prog_nnx_dict_container(nnx):
+    class Heads(nnx.Module):
+        def __init__(self, rngs):
+            self.heads = nnx.Dict(a=nnx.Linear(2, 1, rngs=rngs), b=nnx.Linear(2, 3, rngs=rngs))
+
+        def __call__(self, x):
+            return {k: self.heads[k](x) for k in ("a", "b")}
+
+    m = Heads(nnx.Rngs(0))
+    out = nnx.jit(lambda m, x: m(x))(m, jnp.ones((1, 2)))
+    return out, sorted(nnx.state(m, nnx.Param)["heads"]), m.heads.a.kernel.shape
