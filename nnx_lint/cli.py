@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", action="append", help="only these codes or prefixes (NNX2, NNX201)")
     check.add_argument("--ignore", action="append", help="skip these codes or prefixes")
     check.add_argument("--extend-select", action="append", help="add codes to the selection")
-    check.add_argument("--output-format", choices=("text", "json", "github"), default="text")
+    check.add_argument("--output-format", choices=("text", "json", "github", "sarif"), default="text")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: one per CPU)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")

@@ -7,7 +7,7 @@ from collections import Counter
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.runner import RunResult
 
-FORMATS = ("text", "json", "github")
+FORMATS = ("text", "json", "github", "sarif")
 
 _KIND_WORDS = {
     "raises": "raise in Tree Mode",
@@ -30,6 +30,8 @@ def render(result: RunResult, output_format: str, verbose: bool = False, show_re
         return render_json(result.diagnostics, result.confirmations)
     if output_format == "github":
         return render_github(result.diagnostics)
+    if output_format == "sarif":
+        return render_sarif(result.diagnostics, result.confirmations)
     return render_text(result, verbose, show_repro)
 
 
@@ -106,3 +108,54 @@ def render_github(diagnostics: list[Diagnostic]) -> str:
             f"endLine={d.end_line},endColumn={d.end_column}::{d.code} {message}"
         )
     return "\n".join(lines)
+
+
+_SARIF_LEVELS = {"raises": "error", "silent": "error", "linter": "warning", "advisory": "note"}
+
+
+def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
+    """SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, Azure DevOps)."""
+    import nnx_lint
+    from nnx_lint.registry import rule_by_code
+
+    confirmations = confirmations or {}
+    codes = sorted({d.code for d in diagnostics})
+    rules = []
+    for code in codes:
+        rule = rule_by_code(code)
+        summary = (rule.__doc__ or "").strip().splitlines()[0] if rule else code
+        rules.append({
+            "id": code,
+            "name": rule.symbol if rule else code,
+            "shortDescription": {"text": summary},
+            "helpUri": nnx_lint.DOCS_URL.format(code=code),
+            "properties": {"kind": rule.kind if rule else "linter"},
+        })
+    results = []
+    for index, d in enumerate(diagnostics):
+        properties = {"kind": d.kind, "facts": {k: v for k, v in d.facts.items() if k != "traceback"}}
+        if index in confirmations:
+            properties["confirmation"] = confirmations[index].to_dict()
+        results.append({
+            "ruleId": d.code,
+            "ruleIndex": codes.index(d.code),
+            "level": _SARIF_LEVELS[d.kind],
+            "message": {"text": d.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                    "region": {"startLine": d.line, "startColumn": d.column,
+                               "endLine": d.end_line, "endColumn": d.end_column},
+                }
+            }],
+            "properties": properties,
+        })
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "nnx-lint", "version": nnx_lint.__version__, "rules": rules}},
+            "results": results,
+        }],
+    }
+    return json.dumps(document, indent=2)

@@ -192,3 +192,16 @@ def test_console_script_end_to_end(project):
     command = [executable] if executable else [sys.executable, "-m", "nnx_lint.cli"]
     result = subprocess.run([*command, "check", "pkg", "--no-cache"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "NNX201" in result.stdout
+
+
+def test_sarif_output(project, capsys):
+    _, out = run(capsys, "--no-cache", "--output-format", "sarif")
+    document = json.loads(out)
+    assert document["version"] == "2.1.0"
+    (sarif_run,) = document["runs"]
+    assert [r["id"] for r in sarif_run["tool"]["driver"]["rules"]] == ["NNX201", "NNX601"]
+    result = next(r for r in sarif_run["results"] if r["ruleId"] == "NNX201")
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (2, 26)
+    assert result["level"] == "error" and result["properties"]["kind"] == "raises"
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/axes.py"
