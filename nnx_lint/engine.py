@@ -195,10 +195,15 @@ def lint_bytes(
     module_name: str | None = None,
     apply_suppressions: bool = True,
 ) -> list[Diagnostic]:
-    """Lint raw file bytes: decoding problems become an NNX001 diagnostic."""
+    """Lint raw file bytes: decoding problems become an NNX001 diagnostic.
+
+    ``.ipynb`` files are notebooks: their code cells are linted (see :mod:`nnx_lint.notebooks`).
+    """
     rule_classes = list(rule_classes)
     if not mentions_nnx(data):
         return []
+    if path.endswith(".ipynb"):
+        return _lint_notebook(data, path, rule_classes, project, module_name, apply_suppressions)
     try:
         text = parsing.decode(data)
     except parsing.ParseFailure as failure:
@@ -208,3 +213,17 @@ def lint_bytes(
     return lint_source(
         text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
     )
+
+
+def _lint_notebook(data, path, rule_classes, project, module_name, apply_suppressions) -> list[Diagnostic]:
+    from nnx_lint.notebooks import NotebookError, map_to_cells, notebook_source
+
+    enabled = {cls.code for cls in rule_classes}
+    try:
+        text, origin = notebook_source(data)
+    except NotebookError as error:
+        return [d for d in [_linter_diagnostic("NNX001", str(error), path)] if d.code in enabled]
+    diagnostics = lint_source(
+        text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
+    )
+    return map_to_cells(diagnostics, origin)

@@ -38,7 +38,8 @@ def render(result: RunResult, output_format: str, verbose: bool = False, show_re
 def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False) -> str:
     lines = []
     for index, d in enumerate(result.diagnostics):
-        line = f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}"
+        where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
+        line = f"{d.path}:{where}{d.line}:{d.column}: {d.code} {d.message}"
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
@@ -88,6 +89,7 @@ def to_json_object(d: Diagnostic, confirmation=None) -> dict:
         "facts": facts,
         "fix": None,
         "noqa_row": d.line,
+        "cell": d.facts.get("cell"),
         **extra,
     }
 

@@ -27,7 +27,7 @@ class RunResult:
 
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
-    """Python files under ``paths``, skipping VCS dirs, virtualenvs and excludes.
+    """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs and excludes.
 
     A file named explicitly is linted even if its extension is not ``.py``.
     """
@@ -45,7 +45,7 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
                 if not settings.is_excluded(current / d) and not (current / d / "pyvenv.cfg").exists()
             )
             for name in sorted(files):
-                if name.endswith((".py", ".pyi")):
+                if name.endswith((".py", ".pyi", ".ipynb")):
                     file = current / name
                     if not settings.is_excluded(file) and file.resolve() not in seen:
                         seen.add(file.resolve())

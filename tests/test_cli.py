@@ -205,3 +205,33 @@ def test_sarif_output(project, capsys):
     assert (region["startLine"], region["startColumn"]) == (2, 26)
     assert result["level"] == "error" and result["properties"]["kind"] == "raises"
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/axes.py"
+
+
+def _notebook(cells: list[tuple[str, str]]) -> str:
+    return json.dumps({
+        "cells": [{"cell_type": kind, "source": source.splitlines(keepends=True), "metadata": {}}
+                  for kind, source in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    })
+
+
+def test_notebooks_are_linted_cell_by_cell(project, capsys):
+    (project / "explore.ipynb").write_text(_notebook([
+        ("markdown", "# nnx.StateAxes({...: 0}) in prose stays silent"),
+        ("code", "%pip install flax\nfrom flax import nnx"),
+        ("code", "!ls\naxes = nnx.StateAxes({nnx.Param: 0, ...: None})\nf = nnx.vmap(g, in_axes=(axes, None))\n"),
+        ("code", "%%time\nnnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"),
+    ]))
+    code, out = run(capsys, "explore.ipynb", "--no-cache")
+    assert code == 1
+    assert "explore.ipynb:cell 2:3:26: NNX201 " in out, out
+    assert out.count("NNX201") == 1, "a %%cell magic's body is not Python"
+    _, out = run(capsys, "--no-cache", "--output-format", "json")
+    notebook_items = [d for d in json.loads(out) if d["filename"].endswith(".ipynb")]
+    assert [(d["cell"], d["location"]["row"]) for d in notebook_items] == [(2, 3)]
+
+
+def test_broken_notebook_is_reported(project, capsys):
+    (project / "broken.ipynb").write_text('{"cells": [nnx')
+    code, out = run(capsys, "broken.ipynb", "--no-cache")
+    assert code == 1 and "NNX001 cannot read notebook" in out
