@@ -71,6 +71,7 @@ _STATE_PRODUCERS = frozenset({
     "flax.nnx.to_tree", "flax.nnx.from_flat_state",
 })
 _SPLITS = frozenset({"flax.nnx.split", "flax.nnx.split_state"})
+_STATE_TYPES = frozenset({"flax.nnx.State", "flax.nnx.GraphState"})
 #: Module classes of flax whose gradients are indexable or iterable like a State.
 _CONTAINER_MODULES = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential", "flax.nnx.State"})
 
@@ -266,7 +267,16 @@ class _Analysis:
             if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in _SPLITS:
                 return _is_int(expression.slice) and expression.slice.value >= 1
             return False
+        if isinstance(expression, nodes.Attribute):  # self.params, stored as a State
+            owner = self.context.classes.class_of_self(expression.expr)
+            if owner is None or owner.definition is None:
+                return False
+            stores = self.context.classes.info(owner.definition).stores_of(expression.attrname)
+            return bool(stores) and all(self._stored_state(store, depth) for store in stores)
         if isinstance(expression, nodes.Name):
+            annotation = self.context.classes.class_of(expression)
+            if annotation is not None and annotation.qualified_name in _STATE_TYPES:
+                return True
             try:
                 _scope, assignments = expression.lookup(expression.name)
             except Exception:
@@ -278,6 +288,17 @@ class _Analysis:
                     return False
             return True
         return False
+
+    def _stored_state(self, store, depth: int) -> bool:
+        parent = store.target.parent
+        if isinstance(parent, nodes.AnnAssign):
+            name = self.context.classes._resolver_for(parent).qualified_name(parent.annotation)
+            if name in _STATE_TYPES:
+                return True
+        value = store.value
+        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
+            value = value.args[0]
+        return value is not None and self.is_state_value(value, depth + 1)
 
     def _binds_state(self, assignment: nodes.NodeNG, depth: int) -> bool:
         if not isinstance(assignment, nodes.AssignName):
@@ -585,6 +606,10 @@ class GradIncludesNonParamState(Rule):
         "differentiate `(params, rest)`"
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._reported: set[int] = set()
+
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
         analysed = analysis.application(node)
@@ -598,12 +623,11 @@ class GradIncludesNonParamState(Rule):
             non_param = {FLOAT_STATE, UNKNOWN_DTYPE}
             if not holdings.of(non_param):
                 continue
-            reported: set[int] = set()
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.whole_tree_usage(use.name)
-                if found is None or (found[1].lineno in reported):
+                if found is None or (found[1].lineno in self._reported):
                     continue
-                reported.add(found[1].lineno)
+                self._reported.add(found[1].lineno)
                 consumer, where = found
                 self.report(
                     where,
@@ -757,6 +781,10 @@ class GradsUsedAsState(Rule):
         "convert with `nnx.state(grads, nnx.Param)`, or split by `nnx.Param` and differentiate `(params, rest)`"
     )
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._reported: set[int] = set()
+
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
         analysed = analysis.application(node)
@@ -764,15 +792,14 @@ class GradsUsedAsState(Rule):
             return
         application, arguments = analysed
         for differentiated in arguments:
-            reported: set[int] = set()
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.state_usage(use.name, differentiated)
                 if found is None:
                     continue
                 usage, error, where = found
-                if where.lineno in reported:
-                    continue
-                reported.add(where.lineno)
+                if where.lineno in self._reported:
+                    continue  # one per line, also when several applications reach it
+                self._reported.add(where.lineno)
                 self.report(
                     where,
                     usage=usage,

@@ -690,7 +690,39 @@ class GradientFlow:
                 if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and len(parent.args) == 2 and parent.args[1] is use:
                     yield from self._follow_result(parent, [], via + [target.name, "jax.tree.map"], seen)
                     continue
+                parameter = self._callee_parameter(use) if len(via) < 6 else None
+                if parameter is not None:  # passed on to a function of this file: follow it there
+                    callee = parameter.scope()
+                    yield from self._follow_target(parameter, [], via + [target.name, f"{callee.name}({parameter.name})"], seen)
+                    continue
                 yield GradientUse(use, via + [target.name])
+
+    def _callee_parameter(self, use: nodes.Name) -> nodes.AssignName | None:
+        """The parameter of a function/method of this file that receives ``use`` as a positional argument."""
+        call = use.parent
+        if not isinstance(call, nodes.Call) or use not in call.args or any(isinstance(a, nodes.Starred) for a in call.args):
+            return None
+        function: nodes.FunctionDef | None = None
+        offset = 0
+        if isinstance(call.func, nodes.Name):
+            try:
+                _scope, assignments = call.func.lookup(call.func.name)
+            except Exception:
+                return None
+            functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
+            if len(functions) == 1 and len(assignments) == 1:
+                function = functions[0]
+        elif isinstance(call.func, nodes.Attribute):
+            owner = self.context.classes.class_of_self(call.func.expr)
+            if owner is not None and owner.definition is not None:
+                found = owner.definition.locals.get(call.func.attrname)
+                if found and isinstance(found[-1], nodes.FunctionDef) and not found[-1].decorators:
+                    function, offset = found[-1], 1
+        if function is None or function.root() is not self.context.module or function.args.vararg:
+            return None
+        parameters = function.args.args or []
+        index = call.args.index(use) + offset
+        return parameters[index] if index < len(parameters) else None
 
     def is_tree_map(self, call: nodes.Call) -> bool:
         return self.context.qualified_name(call.func) in TREE_MAPS
