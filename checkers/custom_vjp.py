@@ -24,6 +24,7 @@ from astroid import nodes
 
 from nnx_lint.flow import bound_values
 from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+from nnx_lint.variables import unaffected_by_flip
 
 _CUSTOM_VJP = frozenset({"flax.nnx.custom_vjp", "flax.nnx.compat.custom_vjp"})
 _STATE_PRODUCERS = frozenset({"flax.nnx.state", "flax.nnx.State", "flax.nnx.variables", "flax.nnx.filter_state"})
@@ -113,7 +114,7 @@ class _Analysis:
                 if nnx_call is not None and nnx_call.name == "custom_vjp" and nnx_call.args:
                     primal = _function(nnx_call.args[0])
                     if primal is not None:
-                        return primal, self.context.keeps_graph_mode(nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
+                        return primal, unaffected_by_flip(self.context, nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
         return None
 
     def _transform(self, decorator: nodes.NodeNG) -> tuple[bool, frozenset[int] | None] | None:
@@ -121,10 +122,10 @@ class _Analysis:
             nnx_call = self.context.nnx_call(decorator)
             if nnx_call is None or nnx_call.name != "custom_vjp":
                 return None
-            return self.context.keeps_graph_mode(nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
+            return unaffected_by_flip(self.context, nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
         name = self.context.qualified_name(decorator)
         if name in _CUSTOM_VJP:
-            keeps = name == "flax.nnx.compat.custom_vjp" or self.context.mode.scope_keeps_graph_mode(decorator)
+            keeps = name == "flax.nnx.compat.custom_vjp" or unaffected_by_flip(self.context, node=decorator)
             return keeps, frozenset()
         return None
 

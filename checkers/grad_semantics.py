@@ -30,6 +30,7 @@ from nnx_lint.variables import (
     GradApplication,
     GradientFlow,
     Holdings,
+    unaffected_by_flip,
     variable_model,
 )
 
@@ -165,7 +166,7 @@ class _Analysis:
         loss = args[0] if args else nnx_call.keywords.get("f")
         argnums = nnx_call.keywords.get("argnums", args[1] if len(args) > 1 else None)
         has_aux = nnx_call.keywords.get("has_aux", args[2] if len(args) > 2 else None)
-        return self._make(call, nnx_call.name, transform, self.context.keeps_graph_mode(nnx_call),
+        return self._make(call, nnx_call.name, transform, unaffected_by_flip(self.context, nnx_call),
                           argnums, has_aux, self._function_of(loss))
 
     def _from_decorated(self, call: nodes.Call, function: nodes.FunctionDef) -> GradApplication | None:
@@ -174,11 +175,11 @@ class _Analysis:
                 nnx_call = self.context.nnx_call(decorator)
                 if nnx_call is None or nnx_call.name not in ("grad", "value_and_grad"):
                     continue
-                return self._make(call, nnx_call.name, decorator, self.context.keeps_graph_mode(nnx_call),
+                return self._make(call, nnx_call.name, decorator, unaffected_by_flip(self.context, nnx_call),
                                   nnx_call.keywords.get("argnums"), nnx_call.keywords.get("has_aux"), function)
             name = self.context.qualified_name(decorator)
             if name in ("flax.nnx.grad", "flax.nnx.value_and_grad", "flax.nnx.compat.grad", "flax.nnx.compat.value_and_grad"):
-                keeps = ".compat." in name or self.context.mode.scope_keeps_graph_mode(decorator)
+                keeps = ".compat." in name or unaffected_by_flip(self.context, node=decorator)
                 return self._make(call, name.rpartition(".")[2], decorator, keeps, None, None, function)
         return None
 

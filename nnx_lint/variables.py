@@ -751,3 +751,26 @@ def _const_index(node: nodes.NodeNG) -> int | None:
     if isinstance(node, nodes.Const) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
     return None
+
+
+def unaffected_by_flip(context: FileContext, call=None, node: nodes.NodeNG | None = None) -> bool:
+    """Whether a transform's semantics do not change when the defaults flip.
+
+    True when graph mode is explicitly kept (``nnx.compat``, both flags True, a graph-mode
+    scope) *or* Tree Mode is already selected explicitly (``graph=False`` or
+    ``graph_updates=False`` on the call or in scope): grad/custom_vjp take their tree
+    path as soon as either flag is False. ``call`` is an :class:`~nnx_lint.calls.NNXCall`;
+    ``node`` a bare decorator (``@nnx.grad``) with only its scope to read.
+    """
+    if call is not None:
+        if context.keeps_graph_mode(call):
+            return True
+        mode = context.mode.call_mode(call)
+        return mode.graph is False or mode.graph_updates is False
+    if node is None:
+        return False
+    flags = context.mode.scoped_flags(node)
+    values = [value for value, _source in flags.values()]
+    if False in values:
+        return True
+    return context.mode.scope_keeps_graph_mode(node)
