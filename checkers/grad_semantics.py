@@ -67,6 +67,12 @@ WHOLE_TREE_CONSUMERS = {
     "jax.tree.reduce": 1,
     "jax.tree_util.tree_reduce": 1,
 }
+#: Of those, the ones that only change when a non-Param leaf has a non-zero gradient
+#: (the leaf's value is read by the forward pass); the others see the extra leaves anyway.
+NORM_CONSUMERS = frozenset({
+    "optax.global_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_norm", "optax.tree.norm",
+    "jax.tree.reduce", "jax.tree_util.tree_reduce",
+})
 _STATE_PRODUCERS = frozenset({
     "flax.nnx.state", "flax.nnx.variables", "flax.nnx.State", "flax.nnx.filter_state", "flax.nnx.clone",
     "flax.nnx.to_tree", "flax.nnx.from_flat_state",
@@ -582,7 +588,10 @@ class GradIncludesNonParamState(Rule):
         mean/var, `nnx.Cache`, a float `nnx.Variable`, a plain float array). The gradient
         is followed through assignments, `value_and_grad` / `has_aux` unpacking and
         `jax.tree.map(f, grads)`. Gradients that go only to `optimizer.update(model, grads)`
-        (which filters by `wrt`) or through `nnx.state(grads, nnx.Param)` stay silent.
+        (which filters by `wrt`) or through `nnx.state(grads, nnx.Param)` stay silent. Norms
+        and reductions are flagged only when a non-Param leaf is read by the forward pass
+        (`BatchNorm(use_running_average=True)`, a Variable a method reads): unread leaves get
+        zero gradients, which change leaf lists and flattened vectors but not a norm.
 
     Why is this bad?:
         Tree Mode differentiates the whole argument: the gradient now has leaves for the
@@ -624,10 +633,13 @@ class GradIncludesNonParamState(Rule):
             non_param = {FLOAT_STATE, UNKNOWN_DTYPE}
             if not holdings.of(non_param):
                 continue
+            read = [h for h in holdings.of(non_param) if h.read]
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.whole_tree_usage(use.name)
                 if found is None or (found[1].lineno in self._reported):
                     continue
+                if found[0] in NORM_CONSUMERS and not read:
+                    continue  # unread non-Param leaves get zero gradients: a norm does not change
                 self._reported.add(found[1].lineno)
                 consumer, where = found
                 self.report(

@@ -57,11 +57,16 @@ class Holding:
     conditional: bool = False
     #: Where the store is written (file line), for facts.
     line: int | None = None
+    #: Whether the forward pass reads the stored value (then it gets a non-zero gradient):
+    #: True, False, or None when the code does not tell.
+    read: bool | None = None
 
     def as_fact(self) -> dict:
         fact = {"path": self.path, "type": self.variable_type, "category": self.category}
         if self.conditional:
             fact["conditional"] = True
+        if self.read is not None:
+            fact["read_in_forward"] = self.read
         return fact
 
 
@@ -77,7 +82,7 @@ class Holdings:
         for leaf in other.leaves:
             self.leaves.append(
                 Holding(_join(prefix, leaf.path), leaf.variable_type, leaf.category,
-                        leaf.conditional or conditional, leaf.line)
+                        leaf.conditional or conditional, leaf.line, leaf.read)
             )
         self.unknown.extend(_join(prefix, path) for path in other.unknown)
 
@@ -118,6 +123,9 @@ class LayerSpec:
 
     leaves: tuple[tuple[str, str, str], ...] = ()
     rng_when: str | None = None
+    #: Non-Param leaves read by the forward pass: "always", or "use_running_average" (only
+    #: when constructed with ``use_running_average=True``; else decided at call time).
+    read_when: str | None = None
     rng_path: str = "rngs"
     children: tuple[int | str, ...] = ()
     all_positional: bool = False
@@ -135,9 +143,12 @@ FLAX_LAYERS: dict[str, LayerSpec] = {
         "RMSNorm", "GroupNorm", "InstanceNorm", "PReLU", "LoRALinear",
     )},
     "flax.nnx.LoRA": LayerSpec((("", "LoRAParam", PARAM),), children=("base_module",)),
-    "flax.nnx.BatchNorm": LayerSpec(_PARAMS + (("mean", "BatchStat", FLOAT_STATE), ("var", "BatchStat", FLOAT_STATE))),
+    "flax.nnx.BatchNorm": LayerSpec(
+        _PARAMS + (("mean", "BatchStat", FLOAT_STATE), ("var", "BatchStat", FLOAT_STATE)),
+        read_when="use_running_average",
+    ),
     "flax.nnx.SpectralNorm": LayerSpec((("batch_stats", "BatchStat", FLOAT_STATE),), children=(0, "layer_instance")),
-    "flax.nnx.WeightNorm": LayerSpec((("scales", "array", FLOAT_STATE),), children=(0, "layer_instance")),
+    "flax.nnx.WeightNorm": LayerSpec((("scales", "array", FLOAT_STATE),), children=(0, "layer_instance"), read_when="always"),
     "flax.nnx.Dropout": LayerSpec(rng_when="rngs-given"),
     "flax.nnx.MultiHeadAttention": LayerSpec(_PARAMS, rng_when="dropout-rate"),
     "flax.nnx.LSTMCell": _CELL,
@@ -216,6 +227,13 @@ class VariableModel:
                 if value_holdings is None:
                     result.unknown.append(path)
                     continue
+                if any(leaf.path == "" and leaf.category in (FLOAT_STATE, UNKNOWN_DTYPE) for leaf in value_holdings.leaves):
+                    read = _attribute_read(classdef, path.split(".")[0], info)
+                    value_holdings = Holdings(
+                        [Holding(leaf.path, leaf.variable_type, leaf.category, leaf.conditional, leaf.line,
+                                 read if leaf.path == "" else leaf.read) for leaf in value_holdings.leaves],
+                        value_holdings.unknown,
+                    )
                 result.extend(value_holdings, path, conditional)
         for path, values in _appended_values(classdef).items():
             for value in values:
@@ -345,8 +363,13 @@ class VariableModel:
     def _layer_holdings(self, spec: LayerSpec, call: nodes.Call | None, depth: int) -> Holdings:
         result = Holdings()
         line = call.lineno if call is not None else None
+        read = None
+        if spec.read_when == "always":
+            read = True
+        elif spec.read_when == "use_running_average" and call is not None:
+            read = constant_bool(_keyword(call, "use_running_average")) is True or None
         for path, variable_type, category in spec.leaves:
-            result.leaves.append(Holding(path, variable_type, category, line=line))
+            result.leaves.append(Holding(path, variable_type, category, line=line, read=read if category != PARAM else None))
         rng = _rng_state(spec, call)
         if rng is not False and spec.rng_when is not None:
             result.leaves.append(Holding(spec.rng_path, "RngKey/RngCount", RNG, conditional=rng is None, line=line))
@@ -529,6 +552,33 @@ def _key_text(key: nodes.NodeNG | None) -> str:
     if isinstance(key, nodes.Const):
         return str(key.value)
     return "*"
+
+
+def _attribute_read(classdef: nodes.ClassDef, attribute: str, info) -> bool:
+    """Whether a method other than ``__init__`` reads ``self.<attribute>`` outside its own update."""
+    owners = [classdef] + [base.definition for base in info.bases if base.definition is not None]
+    for owner in owners:
+        for method in owner.mymethods():
+            if method.name == "__init__" or not method.args.args:
+                continue
+            self_name = method.args.args[0].name
+            for node in method.nodes_of_class(nodes.Attribute):
+                if node.attrname != attribute or not (isinstance(node.expr, nodes.Name) and node.expr.name == self_name):
+                    continue
+                statement = node.statement()
+                if isinstance(statement, (nodes.Assign, nodes.AugAssign)) and _targets_attribute(statement, attribute, self_name):
+                    continue  # `self.v[...] = f(self.v[...])`: an update, not a use by the output
+                return True
+    return False
+
+
+def _targets_attribute(statement: nodes.NodeNG, attribute: str, self_name: str) -> bool:
+    targets = statement.targets if isinstance(statement, nodes.Assign) else [statement.target]
+    for target in targets:
+        for node in target.nodes_of_class((nodes.Attribute, nodes.AssignAttr)):
+            if node.attrname == attribute and isinstance(node.expr, nodes.Name) and node.expr.name == self_name:
+                return True
+    return False
 
 
 def _is_conditional(target: nodes.NodeNG) -> bool:
