@@ -39,35 +39,45 @@ def step_fn(m, x):
     return m(x).sum()
 
 
-def steady(nnx, calls: int) -> float:
-    model, x = build(nnx)
-    f = nnx.jit(step_fn)
+def steady_once(f, model, x, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = f(model, x)
+    jax.block_until_ready(out)
+    return (time.perf_counter() - start) / calls
+
+
+def first_call_once(nnx, model, x, i: int) -> float:
+    # A new function object each time defeats jax's trace cache.
+    f = nnx.jit(lambda m, x, i=i: step_fn(m, x) + i)
+    start = time.perf_counter()
     jax.block_until_ready(f(model, x))
-    best = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(calls):
-            out = f(model, x)
-        jax.block_until_ready(out)
-        best.append((time.perf_counter() - start) / calls)
-    return min(best)
+    return time.perf_counter() - start
 
 
-def first_call(nnx, traces: int) -> float:
-    model, x = build(nnx)
-    times = []
-    for i in range(traces):
-        # A new function object each time defeats jax's trace cache.
-        f = nnx.jit(lambda m, x, i=i: step_fn(m, x) + i)
-        start = time.perf_counter()
+def measure(impls: dict, calls: int, traces: int) -> dict:
+    """Interleave the implementations so machine load affects both alike;
+    keep the best steady time and the median first-call time."""
+    setup = {}
+    for name, nnx in impls.items():
+        model, x = build(nnx)
+        f = nnx.jit(step_fn)
         jax.block_until_ready(f(model, x))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        setup[name] = (nnx, f, model, x)
+    steady = {name: [] for name in impls}
+    first = {name: [] for name in impls}
+    for rep in range(max(5, traces)):
+        for name, (nnx, f, model, x) in setup.items():
+            if rep < 5:
+                steady[name].append(steady_once(f, model, x, calls))
+            if rep < traces:
+                first[name].append(first_call_once(nnx, model, x, rep))
+    return {name: (min(steady[name]), statistics.median(first[name])) for name in impls}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--traces", type=int, default=20)
     args = parser.parse_args()
 
@@ -75,9 +85,7 @@ def main() -> None:
     from flax import nnx as flax_nnx
 
     with flax_nnx.set_graph_mode(False), flax_nnx.set_graph_updates(False):
-        results = {}
-        for name, nnx in (("tree_runtime", tree_runtime), ("flax", flax_nnx)):
-            results[name] = (steady(nnx, args.calls), first_call(nnx, args.traces))
+        results = measure({"tree_runtime": tree_runtime, "flax": flax_nnx}, args.calls, args.traces)
     (rt_call, rt_first), (fx_call, fx_first) = results["tree_runtime"], results["flax"]
     print(f"jax {jax.__version__}, backend {jax.default_backend()}")
     print(f"steady jitted call : tree_runtime {rt_call * 1e6:8.1f} us   flax {fx_call * 1e6:8.1f} us   ratio {rt_call / fx_call:.2f}")
