@@ -18,7 +18,8 @@ def family_of(rule: type[Rule]) -> str:
 
 
 def family_rules(family: str) -> list[type[Rule]]:
-    return [rule for rule in all_rules() if family_of(rule) == family]
+    """The family's rules, plus NNX003 so that a rule crashing on a fixture is visible."""
+    return [rule for rule in all_rules() if family_of(rule) == family or rule.code == "NNX003"]
 
 
 def fixture_files() -> list[Path]:

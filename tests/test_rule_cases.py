@@ -20,7 +20,8 @@ CASES = [
 def test_case(rule, case, expect_findings):
     if case.python_below and sys.version_info >= case.python_below:
         pytest.skip(f"valid syntax on Python >= {case.python_below}")
-    diagnostics = lint_bytes(case.source.encode("utf-8"), "case.py", [rule])
+    crash_rule = [r for r in all_rules() if r.code == "NNX003"]  # a crash must show, not hide as "missing"
+    diagnostics = lint_bytes(case.source.encode("utf-8"), "case.py", [rule, *crash_rule])
     found = {(d.line, d.code) for d in diagnostics}
     if expect_findings:
         assert case.expected(), "an INVALID case must mark the lines that fire"
