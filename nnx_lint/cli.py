@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", action="append", help="add codes to the selection")
     check.add_argument("--output-format", choices=("text", "json", "github", "sarif"), default="text")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument("--statistics", action="store_true",
+                       help="print counts per rule instead of the diagnostics (a migration overview)")
     check.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: one per CPU)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     check.add_argument("--cache-dir", type=Path, help="cache directory (default: .nnx_lint_cache at the project root)")
@@ -116,7 +118,12 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-    output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro)
+    if args.statistics:
+        from nnx_lint.reporters import render_statistics
+
+        output = render_statistics(result, args.output_format)
+    else:
+        output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro)
     if output:
         print(output)
     if result.diagnostics and not args.exit_zero:

@@ -161,3 +161,22 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
         }],
     }
     return json.dumps(document, indent=2)
+
+
+def render_statistics(result: RunResult, output_format: str = "text") -> str:
+    """Counts per rule, most frequent first (like ``ruff --statistics``), with each rule's kind."""
+    counts = Counter(d.code for d in result.diagnostics)
+    first = {}
+    for d in result.diagnostics:
+        first.setdefault(d.code, d)
+    rows = [
+        {"code": code, "count": count, "symbol": first[code].symbol, "kind": first[code].kind,
+         "files": len({d.path for d in result.diagnostics if d.code == code})}
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    if output_format == "json":
+        return json.dumps(rows, indent=2)
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    lines = [f"{r['count']:>{width}}  {r['code']}  {r['kind']:8s} {r['symbol']} ({r['files']} file{'s' * (r['files'] != 1)})" for r in rows]
+    lines.append(summary(result))
+    return "\n".join(lines)

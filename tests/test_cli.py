@@ -235,3 +235,15 @@ def test_broken_notebook_is_reported(project, capsys):
     (project / "broken.ipynb").write_text('{"cells": [nnx')
     code, out = run(capsys, "broken.ipynb", "--no-cache")
     assert code == 1 and "NNX001 cannot read notebook" in out
+
+
+def test_statistics(project, capsys):
+    for i in range(2):
+        (project / "pkg" / f"more{i}.py").write_text(STATE_AXES)
+    code, out = run(capsys, "--no-cache", "--statistics")
+    lines = out.strip().splitlines()
+    assert code == 1
+    assert lines[0] == "3  NNX201  raises   state-axes-prefix (3 files)"
+    assert lines[1] == "1  NNX601  silent   transform-metadata-keyword (1 file)"
+    _, out = run(capsys, "--no-cache", "--statistics", "--output-format", "json")
+    assert json.loads(out)[0] == {"code": "NNX201", "count": 3, "symbol": "state-axes-prefix", "kind": "raises", "files": 3}
