@@ -42,14 +42,14 @@ class _PrefixFilterRule(Rule):
         call = self.context.nnx_call(node)
         if call is None or not call.is_transform:
             return
-        keeps_graph = self.context.keeps_graph_mode(call)
+        affected = self.context.flip_changes(call)
         for argument in sorted(PREFIX_KEYWORDS & call.keywords.keys()):
             value = call.keywords[argument]
             for expression, reference in expressions_within(value):
                 if not self._is_filter(expression):
                     continue
                 self._consumed.add(id(expression))
-                if not keeps_graph:
+                if affected:
                     self._report_use(call, argument, value, expression, reference)
 
     def _report_use(self, call: NNXCall, argument: str, value, construction: nodes.Call, reference) -> None:
@@ -66,10 +66,9 @@ class _PrefixFilterRule(Rule):
 
     def leave_module(self, node: nodes.Module) -> None:
         for construction in self._constructions:
-            if id(construction) in self._consumed:
+            if id(construction) in self._consumed or _is_dead_local(construction):
                 continue
-            call = self.context.nnx_call(construction)
-            if call is not None and self.context.mode.scope_keeps_graph_mode(construction):
+            if self.context.mode.scope_keeps_graph_mode(construction):
                 continue
             self.report(
                 construction,
@@ -82,6 +81,21 @@ class _PrefixFilterRule(Rule):
                 form="construction",
                 line_constructed=construction.lineno,
             )
+
+
+def _is_dead_local(construction: nodes.Call) -> bool:
+    """``axes = nnx.StateAxes(...)`` in a function, and ``axes`` never used: nothing can break.
+
+    (Constructing a filter does not raise; only passing it to a transform does.)
+    """
+    assign = construction.parent
+    if not (isinstance(assign, nodes.Assign) and len(assign.targets) == 1):
+        return False
+    target = assign.targets[0]
+    scope = assign.scope()
+    if not isinstance(target, nodes.AssignName) or isinstance(scope, nodes.Module):
+        return False
+    return not any(name.name == target.name for name in scope.nodes_of_class(nodes.Name))
 
 
 def _form(call: NNXCall) -> str:

@@ -145,7 +145,7 @@ class TransformMetadataKeyword(Rule):
         value = call.keywords["transform_metadata"]
         if isinstance(value, nodes.Dict) and not value.items:
             return  # the default: nothing is lost
-        if self.context.keeps_graph_mode(call):
+        if not self.context.flip_changes(call):
             return
         partition = self._partition_name(value)
         self.report(

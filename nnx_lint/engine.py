@@ -65,6 +65,11 @@ class FileContext:
         """Whether this NNX call explicitly keeps graph semantics (flags, compat, scope)."""
         return self.mode.keeps_graph_mode(call)
 
+    def flip_changes(self, call: NNXCall) -> bool:
+        """Whether flipping the defaults changes this call: it neither keeps graph mode nor
+        already chooses Tree Mode explicitly (``graph=False`` / ``graph_updates=False``)."""
+        return self.mode.flip_changes(call)
+
     def report(
         self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None
     ) -> None:

@@ -70,6 +70,22 @@ class ModeContext:
         """Whether graph semantics are explicitly kept for this call."""
         return self.call_mode(call).keeps_graph(transform=not call.is_graph_api)
 
+    def chooses_tree_mode(self, call: NNXCall) -> bool:
+        """Whether this call already selects Tree Mode explicitly (a literal False flag).
+
+        For transforms ``graph_updates=False`` alone is enough: prefix filters, graph updates
+        and the grad container already follow Tree Mode then (catalogue G3). Such code does
+        not change meaning when the defaults flip, so migration rules stay silent on it.
+        """
+        mode = self.call_mode(call)
+        if call.is_graph_api:
+            return mode.graph is False
+        return mode.graph is False or mode.graph_updates is False
+
+    def flip_changes(self, call: NNXCall) -> bool:
+        """Whether flipping the defaults changes this call: neither opted in nor already Tree Mode."""
+        return not self.keeps_graph_mode(call) and not self.chooses_tree_mode(call)
+
     def scope_keeps_graph_mode(self, node: nodes.NodeNG, transform: bool = True) -> bool:
         """Whether the scope around ``node`` (not a call's own flags) keeps graph mode."""
         flags = self.scoped_flags(node)
