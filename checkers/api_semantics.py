@@ -11,7 +11,7 @@ from astroid import nodes
 from nnx_lint.calls import constant_bool
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
-from nnx_lint.transformed import bound_values_of, transformed_code
+from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
 
 _RNG_SPLITTERS = frozenset({"split_rngs", "fork_rngs"})
 _SETTERS = {"flax.nnx.set_graph_mode": "graph", "flax.nnx.set_graph_updates": "graph_updates"}
@@ -20,7 +20,7 @@ _CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
 
 def _rng_splitter(context, node: nodes.NodeNG):
     call = context.nnx_call(node)
-    if call is None or call.name not in _RNG_SPLITTERS or call.via_partial:
+    if call is None or call.name not in _RNG_SPLITTERS or call.via_partial or explicit_tree(call):
         return None
     return call
 
@@ -271,7 +271,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         if self.context.nnx_call(node) is not None:
             return  # creating a transform, not calling a transformed function
         entry = transformed_code(self.context).transformed_callable(node.func)
-        if entry is None or entry.keeps_graph or entry.transform not in _KWARG_TRANSFORMS:
+        if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
             return
         positional = len(node.args)
         if isinstance(entry.function, nodes.FunctionDef) and isinstance(entry.function.parent, nodes.ClassDef):
@@ -445,7 +445,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         arguments: list[nodes.NodeNG] = []
         api = None
         if call is not None and call.is_graph_api and not call.via_partial:
-            if self.context.keeps_graph_mode(call):
+            if self.context.keeps_graph_mode(call) or explicit_tree(call):
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
         elif call is not None and call.qualified_name in self._GRAPH_API_CLASSES:
@@ -454,7 +454,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
         elif call is None:
             entry = transformed_code(self.context).transformed_callable(node.func)
-            if entry is None or entry.keeps_graph:
+            if entry is None or not entry.affected:
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
         for argument in arguments:

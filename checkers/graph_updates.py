@@ -17,7 +17,7 @@ from astroid import nodes
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import expressions_within
 from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
-from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
+from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tree, root_name, transformed_code
 
 _SPEC = "https://github.com/google/flax/issues/5310"
 
@@ -106,6 +106,22 @@ class _TransformedCodeRule(Rule):
         return ref.qualified_name.startswith("flax.nnx."), ref.short_name
 
 
+def _stores_on_self(method: nodes.FunctionDef) -> bool:
+    """Whether a method assigns ``self.<attr>`` or calls ``init_cache`` for its effect."""
+    if not method.args.args:
+        return False
+    self_name = method.args.args[0].name
+    for node in body_nodes(method):
+        if isinstance(node, nodes.AssignAttr):
+            root = root_name(node)
+            if root is not None and root.name == self_name:
+                return True
+        if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute) \
+                and node.func.attrname == "init_cache" and isinstance(node.parent, nodes.Expr):
+            return True
+    return False
+
+
 def _is_variable_class(context, ref, depth: int = 0) -> bool:
     if ref.qualified_name in VARIABLE_TYPES:
         return True
@@ -183,7 +199,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     kind = "silent"
     catalogue = ("C1", "C8", "C9")
     message = (
-        "{change} `{target_text}` inside code traced by `nnx.{transform}`{where}: Tree Mode silently "
+        "{change} `{target_text}` inside code traced by {traced_by}{where}: Tree Mode silently "
         "drops it (only Variable value updates propagate out of transforms). {instead}"
     )
     VALID = [
@@ -379,6 +395,9 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         owner = target.expr
         if not service.is_external(owner, external):
             return None
+        if not isinstance(statement, nodes.AugAssign) and _value_kind(self.context, statement.value) == "variable" \
+                and self._popped_in_same_trace(service):
+            return None  # a Variable created and popped in the same trace (sow-like): nothing has to propagate
         maybe, cls = self.is_module_like(service, owner)
         if not maybe:
             return None
@@ -391,7 +410,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                 return self._facts("Augmented assignment rebinding Variable attribute", owner, target.attrname, cls,
                                    "rebind-variable", f"Update the value in place: `{owner.as_string()}."
                                    f"{target.attrname}[...] {statement.op} ...`.")
-            return self._facts("Augmented assignment of static attribute", owner, target.attrname, cls, "augment",
+            return self._facts("Augmented assignment of non-Variable attribute", owner, target.attrname, cls, "augment",
                                "Keep the state in a Variable (`nnx.Variable(jnp.array(0))` in `__init__`) and "
                                "update it with `[...] " + statement.op + " ...`.")
         if new_kind == "variable" and not kinds and not _class_is_known(self.context, owner, owner_ref):
@@ -440,6 +459,16 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                                    "container-mutation", "Build the new container outside the transform "
                                    "(a static list mutated in a trace changes only once, at trace time).")
         return None
+
+    def _popped_in_same_trace(self, service: TransformedCode) -> bool:
+        entry = self._current.entry if self._current is not None else None
+        if entry is None:
+            return False
+        for node in entry.function.nodes_of_class(nodes.Call):  # nested loss functions included
+            call = service.nnx_call(node)
+            if call is not None and call.name == "pop":
+                return True
+        return False
 
     @staticmethod
     def _facts(change, owner, attribute, cls, kind, instead) -> dict:
@@ -626,7 +655,7 @@ def _earlier_transformed_call(context, service: TransformedCode, scope, node: no
         if not any(isinstance(a, nodes.Name) and a.name == model for a in call.args):
             continue
         entry = service.transformed_callable(call.func)
-        if entry is None or entry.keeps_graph:
+        if entry is None or not entry.affected:
             continue
         if best is None or call.lineno > best[0].lineno:
             best = (call, entry)
@@ -827,7 +856,7 @@ class EvalTrainInTransform(_MethodCallInTransform):
     catalogue = ("C5",)
     methods = frozenset({"eval", "train", "set_attributes"})
     message = (
-        "`{receiver}.{method}(...)` inside code traced by `nnx.{transform}`{where}: in Tree Mode the "
+        "`{receiver}.{method}(...)` inside code traced by {traced_by}{where}: in Tree Mode the "
         "flag change stays inside the call and the caller's module keeps its old mode. Call it outside the "
         "transform, or pass `nnx.view({receiver}, deterministic=...)` in"
     )
@@ -887,8 +916,19 @@ class InitCacheInTransform(_MethodCallInTransform):
     kind = "silent"
     catalogue = ("C6",)
     methods = frozenset({"init_cache"})
+
+    def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
+        for node, facts in super().findings(service, reach):
+            if not isinstance(node.parent, nodes.Expr):
+                continue  # `cache = model.init_cache(...)`: a functional cache, returned not stored
+            ref = self.owner_class(service, node.func.expr)
+            if ref is not None and ref.definition is not None:
+                method = service.method_of(ref.definition, "init_cache")
+                if method is not None and not _stores_on_self(method):
+                    continue
+            yield node, facts
     message = (
-        "`{receiver}.init_cache(...)` inside code traced by `nnx.{transform}`{where}: the new Cache "
+        "`{receiver}.init_cache(...)` inside code traced by {traced_by}{where}: the new Cache "
         "Variables are dropped in Tree Mode (the next decode step raises 'Autoregressive cache not "
         "initialized'). Call `init_cache` eagerly before the transformed decode loop"
     )
@@ -1004,7 +1044,7 @@ class TransformOnInit(Rule):
         if node.name != "__init__" or not isinstance(node.parent, nodes.ClassDef) or node.decorators is None:
             return
         for entry in transformed_code(self.context).entries_of(node):
-            if entry.form == "decorator" and not entry.keeps_graph:
+            if entry.form == "decorator" and entry.affected:
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
                             confidence="transform")
                 return
@@ -1078,7 +1118,7 @@ class ScanBroadcastWrite(Rule):
         call = self.context.nnx_call(node)
         if call is None or call.name != "scan" or "in_axes" not in call.keywords:
             return
-        if self.context.keeps_graph_mode(call):
+        if self.context.keeps_graph_mode(call) or explicit_tree(call):
             return
         in_axes = call.keywords["in_axes"]
         functions = [e.function for e in service.entries if e.call is not None and e.call.node is node]
@@ -1119,3 +1159,126 @@ def _is_parameter_of(name: nodes.Name, function) -> bool:
     except Exception:
         return False
     return scope is function and any(isinstance(a.parent, nodes.Arguments) for a in assignments)
+
+
+_LOOPS = frozenset({"fori_loop", "while_loop"})
+
+
+class LoopBodyReturnsNewModule(Rule):
+    """A `fori_loop` / `while_loop` body that returns a new Module as the carry.
+
+    What it does:
+        Flags a `return` in the body function of `nnx.fori_loop` / `nnx.while_loop` whose
+        value is a newly built object: a Module construction (`return Model(...)`),
+        `nnx.clone(...)` or `nnx.merge(...)`, directly or through a local name.
+
+    Why is this bad?:
+        Graph mode accepted any carry of the same structure. Tree Mode loops check that the
+        carried Variables keep their identity across iterations and raise `ValueError:
+        fori_loop Variable identity must be preserved across iterations.` Update the input
+        module in place (`m.w[...] = ...`) and return it.
+
+    References:
+        - Catalogue row C9 (`r72_control_flow.py`, rewrite `r72_control_flow_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX308"
+    symbol = "loop-body-returns-new-module"
+    kind = "raises"
+    catalogue = ("C9",)
+    message = (
+        "The `nnx.{transform}` body returns a new object ({built}) as the carry: Tree Mode requires the "
+        "carried Variables to keep their identity (ValueError). Update the input module in place and "
+        "return it"
+    )
+    VALID = [
+        Valid(
+            "in-place-body",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+
+            def run():
+                def body(i, m):
+                    m.w[...] += 1
+                    return m
+                m2 = nnx.fori_loop(0, 3, body, M())
+                kept = nnx.compat.fori_loop(0, 3, lambda i, m: nnx.clone(m), M())
+                return m2, kept
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "body-returns-new-module",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+
+            def body_new(i, m):
+                new = M()
+                new.w[...] = m.w[...] + 1
+                return new  # NNX308
+
+            def run():
+                a = nnx.fori_loop(0, 3, body_new, M())
+                b = nnx.while_loop(lambda m: m.w[...] < 3, lambda m: nnx.clone(m), M())  # NNX308
+                return a, b
+            """,
+            tree_mode=raises("ValueError", "Variable identity must be preserved across iterations"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in _LOOPS:
+            return
+        service = transformed_code(self.context)
+        for entry in service.entries:
+            if entry.call is None or entry.call.node is not node or not entry.affected:
+                continue
+            if call.name == "while_loop":
+                body = call.args[1] if len(call.args) > 1 else call.keywords.get("body_fun")
+                if not any(f is entry.function for f in service.functions_of(body)):
+                    continue  # the cond_fun returns a bool, not a carry
+            for anchor, built in self._new_objects(service, entry.function):
+                self.report(anchor, transform=call.name, built=built, loop_line=node.lineno,
+                            confidence="transform")
+
+    def _new_objects(self, service: TransformedCode, function) -> Iterator[tuple[nodes.NodeNG, str]]:
+        if isinstance(function, nodes.Lambda):
+            returns = [(function.body, function.body)]
+        else:
+            returns = [(r, r.value) for r in body_nodes(function) if isinstance(r, nodes.Return) and r.value is not None]
+        for anchor, value in returns:
+            built = self._built(value, 0)
+            if built is not None:
+                yield anchor, built
+
+    def _built(self, value: nodes.NodeNG, depth: int) -> str | None:
+        if isinstance(value, nodes.Name) and depth < 3:
+            from nnx_lint.flow import bound_values
+
+            found = {self._built(v, depth + 1) for v in bound_values(value)}
+            found.discard(None)
+            return found.pop() if len(found) == 1 else None
+        if not isinstance(value, nodes.Call):
+            return None
+        call = self.context.nnx_call(value)
+        if call is not None and call.name in ("clone", "merge"):
+            return f"`nnx.{call.name}(...)`"
+        ref = self.context.classes.class_of(value)
+        if ref is None or ref.qualified_name in VARIABLE_TYPES:
+            return None
+        if ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module:
+            return f"`{ref.short_name}(...)`"
+        return None

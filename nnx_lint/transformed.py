@@ -24,7 +24,10 @@ cached_partial`` (not ``split_rngs``/``fork_rngs``/``with_rngs``: they trace not
 ``nnx.compat.*``, a graph-mode ``with``/decorator/module setting, all through
 :mod:`nnx_lint.mode`) still propagates graph updates, so it does not make its function
 "transformed code". It is listed in :attr:`TransformedCode.entries` with
-``keeps_graph=True`` but never starts a :class:`Reach`.
+``keeps_graph=True`` but never starts a :class:`Reach`. Neither does a transform that pins
+Tree Mode itself (a literal ``graph=False`` or ``graph_updates=False``,
+``Entry.explicit_tree``): its semantics do not change when the defaults flip, so there is
+nothing to report (``Entry.affected`` is False for both).
 
 **Reach** — from every Tree Mode entry, calls are followed breadth-first (shortest chain
 wins, depth-limited): ``helper(m)`` (a function of this file or, through imports, of another
@@ -65,7 +68,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.calls import NNXCall, match_nnx_call
+from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.flow import bound_values
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
@@ -114,6 +117,14 @@ class Entry:
     keeps_graph: bool
     #: ``decorator``, ``call`` or ``defvjp``.
     form: str
+    #: Whether the transform already pins Tree Mode (``graph=False`` or
+    #: ``graph_updates=False``): its behaviour does not change when the defaults flip.
+    explicit_tree: bool = False
+
+    @property
+    def affected(self) -> bool:
+        """Whether flipping the defaults changes this transform (no opt-in, no explicit pin)."""
+        return not self.keeps_graph and not self.explicit_tree
 
     @property
     def is_compat(self) -> bool:
@@ -145,6 +156,7 @@ class Reach:
         """JSON-able facts describing this reach, for a diagnostic."""
         return {
             "transform": self.transform,
+            "traced_by": f"`nnx.{self.transform}`" if self.entry else "an NNX transform (assumed: Module method)",
             "entry": _function_name(self.entry.function) if self.entry else None,
             "entry_line": self.entry.function.lineno if self.entry else None,
             "call_chain": list(self.chain),
@@ -246,7 +258,8 @@ class TransformedCode:
             call = tools.nnx_call(decorator)
             if call is None or call.name not in TRACING_TRANSFORMS:
                 return None
-            return Entry(function, call.name, decorator, call, tools.mode.keeps_graph_mode(call), "decorator")
+            return Entry(function, call.name, decorator, call, tools.mode.keeps_graph_mode(call), "decorator",
+                         explicit_tree(call))
         name = tools.resolver.qualified_name(decorator)
         transform = short_name(name)
         if transform not in TRACING_TRANSFORMS:
@@ -261,14 +274,14 @@ class TransformedCode:
             keeps = tools.mode.keeps_graph_mode(call)
             for argument in _function_arguments(call):
                 for function in self.functions_of(argument):
-                    yield Entry(function, call.name, node, call, keeps, "call")
+                    yield Entry(function, call.name, node, call, keeps, "call", explicit_tree(call))
             return
         # `nnx.vmap(in_axes=0)(f)` / `partial(nnx.jit, ...)(f)`: a transform factory applied to f.
         factory = tools.nnx_call(node.func) if isinstance(node.func, nodes.Call) else None
         if factory is not None and factory.name in TRACING_TRANSFORMS and node.args and not _function_arguments(factory):
             keeps = tools.mode.keeps_graph_mode(factory)
             for function in self.functions_of(node.args[0]):
-                yield Entry(function, factory.name, node, factory, keeps, "call")
+                yield Entry(function, factory.name, node, factory, keeps, "call", explicit_tree(factory))
             return
         # `f.defvjp(fwd, bwd)` on a custom_vjp function: fwd and bwd are traced too.
         if isinstance(node.func, nodes.Attribute) and node.func.attrname == "defvjp":
@@ -276,7 +289,8 @@ class TransformedCode:
             if custom is not None and custom.transform == "custom_vjp":
                 for argument in node.args:
                     for function in self.functions_of(argument):
-                        yield Entry(function, "custom_vjp", node, custom.call, custom.keeps_graph, "defvjp")
+                        yield Entry(function, "custom_vjp", node, custom.call, custom.keeps_graph, "defvjp",
+                                    custom.explicit_tree)
 
     def functions_of(self, expression: nodes.NodeNG | None, depth: int = 0) -> list[Function]:
         """The function definitions an expression denotes (lambda, name, method, partial)."""
@@ -468,7 +482,7 @@ class TransformedCode:
         reaches: dict[int, Reach] = {}
         queue: deque[tuple[Reach, int]] = deque()
         for entry in self.entries:
-            if entry.keeps_graph or entry.function.name == "__init__":
+            if not entry.affected or entry.function.name == "__init__":
                 continue
             external = frozenset(_parameter_names(entry.function))
             reach = Reach(entry.function, entry, (_function_name(entry.function),), external, "transform",
@@ -745,6 +759,15 @@ def _is_class_reference(expression: nodes.NodeNG) -> bool:
             return False
         return any(isinstance(a, nodes.ClassDef) for a in assignments)
     return False
+
+
+def explicit_tree(call: NNXCall | None) -> bool:
+    """Whether an NNX call pins Tree Mode itself: a literal ``graph=False`` or
+    ``graph_updates=False`` (its meaning does not depend on the defaults)."""
+    if call is None:
+        return False
+    return any(flag in call.keywords and constant_bool(call.keywords[flag]) is False
+               for flag in ("graph", "graph_updates"))
 
 
 def _function_arguments(call: NNXCall) -> list[nodes.NodeNG]:
