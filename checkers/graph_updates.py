@@ -178,8 +178,10 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         attribute to a new Variable or a plain array, and `append`/`insert`/`pop`/item
         assignment on list or dict attributes. Writes through Variables (`v[...] = x`,
         `v.value = x`, `v.value += 1`) stay silent, and so do changes to modules
-        constructed inside the transform and graph-mode opt-ins (`graph=True,
-        graph_updates=True`, `nnx.compat.*`).
+        constructed inside the transform, graph-mode opt-ins (`graph=True,
+        graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and transforms that already
+        pin Tree Mode (`graph_updates=False`). The `confidence` fact says whether the code is
+        the transformed function itself (`transform`) or reached through calls (`called`).
 
     Why is this bad?:
         Tree Mode transforms run the function on a pytree copy of their inputs and write
