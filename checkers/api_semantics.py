@@ -436,6 +436,28 @@ class NotPytreeObjectInNNXAPI(Rule):
             """,
             tree_mode=raises("ValueError", "Cannot use 'flatten' with graph=False"),
         ),
+        Invalid(
+            "bridge-module-into-split",
+            """
+            import jax.numpy as jnp
+            from flax.nnx import bridge
+            from flax import nnx
+
+            class Dense(bridge.Module):
+                features: int
+
+                @bridge.compact
+                def __call__(self, x):
+                    w = self.param('w', nnx.initializers.lecun_normal(), (x.shape[-1], self.features))
+                    return x @ w
+
+            def run(x):
+                m = Dense(3)
+                bridge.lazy_init(m, x)
+                return nnx.split(m)  # NNX704
+            """,
+            tree_mode=raises("ValueError", "has pytree=False"),
+        ),
     ]
 
     _GRAPH_API_CLASSES = frozenset({"flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer"})
