@@ -1,0 +1,828 @@
+"""NNX7xx: other API semantics that change in Tree Mode — catalogue G2, H1-H8.
+
+In-place RNG splitting, keyword arguments into transformed functions, objects that are
+not pytrees, Python scalars in data containers, graph-only APIs, and when the mode is
+fixed (decoration time, per thread).
+"""
+from __future__ import annotations
+
+from astroid import nodes
+
+from nnx_lint.calls import constant_bool
+from nnx_lint.nnx_api import TRANSFORMS
+from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
+
+_RNG_SPLITTERS = frozenset({"split_rngs", "fork_rngs"})
+_SETTERS = {"flax.nnx.set_graph_mode": "graph", "flax.nnx.set_graph_updates": "graph_updates"}
+_CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
+
+
+def _rng_splitter(context, node: nodes.NodeNG):
+    call = context.nnx_call(node)
+    if call is None or call.name not in _RNG_SPLITTERS or call.via_partial or explicit_tree(call):
+        return None
+    return call
+
+
+class SplitRngsContextManager(Rule):
+    """`nnx.split_rngs` / `nnx.fork_rngs` used as a context manager, or `nnx.restore_rngs`.
+
+    What it does:
+        Flags `with nnx.split_rngs(rngs, ...):` / `with nnx.fork_rngs(rngs, ...):` and
+        `nnx.restore_rngs(backups)` on the result of such a call, unless graph mode is kept
+        (`nnx.compat.split_rngs`, `graph=True, graph_updates=True`). The decorator form
+        `@nnx.split_rngs(splits=n)` is fine.
+
+    Why is this bad?:
+        In graph mode these calls split the `Rngs` in place and return backups to restore.
+        In Tree Mode they return a *new* split `Rngs` and leave the argument alone: `with`
+        raises `TypeError: 'Rngs' object does not support the context manager protocol`,
+        and `restore_rngs` raises `AttributeError`. Use the returned value:
+        `create(nnx.split_rngs(rngs, splits=4))`, `rngs.split(4)` or `nnx.with_rngs`.
+
+    References:
+        - Catalogue row H1 (`r70_split_rngs_context.py`, rewrite `r70_split_rngs_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX701"
+    symbol = "split-rngs-context-manager"
+    kind = "raises"
+    catalogue = ("H1",)
+    message = (
+        "{usage}: Tree Mode `nnx.{api}` returns a new split `Rngs` instead of splitting in place, so this "
+        "raises ({error}). Use the returned value, e.g. `f(nnx.{api}(rngs, splits=n))` or `rngs.split(n)`"
+    )
+    VALID = [
+        Valid(
+            "functional-forms",
+            """
+            from flax import nnx
+
+            @nnx.vmap(in_axes=0, out_axes=0)
+            def create(rngs):
+                return nnx.Linear(2, 2, rngs=rngs)
+
+            def run():
+                a = create(nnx.split_rngs(nnx.Rngs(0), splits=4))
+                b = create(nnx.with_rngs(nnx.Rngs(0), split=4))
+                c = nnx.split_rngs(splits=4)(create)(nnx.Rngs(0))
+                d = create(nnx.Rngs(0).split(4))
+                rngs = nnx.Rngs(0)
+                with nnx.compat.split_rngs(rngs, splits=4):
+                    e = create(rngs)
+                return a, b, c, d, e
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "with-split-rngs",
+            """
+            from flax import nnx
+
+            @nnx.vmap(in_axes=0, out_axes=0)
+            def create(rngs):
+                return nnx.Linear(2, 2, rngs=rngs)
+
+            def run():
+                rngs = nnx.Rngs(0)
+                with nnx.split_rngs(rngs, splits=4):  # NNX701
+                    model = create(rngs)
+                backups = nnx.fork_rngs(rngs)
+                nnx.restore_rngs(backups)  # NNX701
+                return model
+            """,
+            tree_mode=raises("TypeError", "does not support the context manager protocol"),
+        ),
+    ]
+
+    def visit_with(self, node: nodes.With) -> None:
+        for expression, _ in node.items:
+            call = _rng_splitter(self.context, expression)
+            if call is not None and not self.context.keeps_graph_mode(call):
+                self.report(expression, usage=f"`with nnx.{call.name}(...)`", api=call.name,
+                            error="TypeError: 'Rngs' object does not support the context manager protocol",
+                            form="with")
+
+    def visit_call(self, node: nodes.Call) -> None:
+        if self.context.qualified_name(node.func) != "flax.nnx.restore_rngs" or not node.args:
+            return
+        argument = node.args[0]
+        if not isinstance(argument, nodes.Name):
+            return
+        try:
+            _scope, assignments = argument.lookup(argument.name)
+        except Exception:
+            return
+        values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
+        splitters = [_rng_splitter(self.context, v) for v in values]
+        if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):
+            self.report(node, usage="`nnx.restore_rngs(...)` on the result of "
+                        f"`nnx.{splitters[0].name}`", api=splitters[0].name,
+                        error="AttributeError: the result is an Rngs, not backups", form="restore_rngs")
+
+
+class SplitRngsResultDiscarded(Rule):
+    """`nnx.split_rngs(rngs, ...)` / `nnx.fork_rngs(rngs, ...)` with the result discarded.
+
+    What it does:
+        Flags a call `nnx.split_rngs(rngs, ...)` or `nnx.fork_rngs(rngs, ...)` used as a
+        statement (its result unused), unless graph mode is kept.
+
+    Why is this bad?:
+        Graph mode splits `rngs` in place; Tree Mode returns a new split `Rngs` and leaves
+        `rngs` unsplit (only its counter advances). Nothing raises: the code that follows
+        silently uses unsplit keys (identical layers in a `vmap`ped init, a wrong key
+        shape). Use the returned value.
+
+    References:
+        - Catalogue row H1 (`r70_split_rngs_context.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX702"
+    symbol = "split-rngs-result-discarded"
+    kind = "silent"
+    catalogue = ("H1",)
+    message = (
+        "The result of `nnx.{api}(...)` is discarded: in Tree Mode it returns a new split `Rngs` and "
+        "leaves `{rngs}` unsplit. Use the returned value (`{rngs} = nnx.{api}({rngs}, ...)` or pass it on)"
+    )
+    VALID = [
+        Valid(
+            "result-used",
+            """
+            from flax import nnx
+
+            def run(rngs):
+                split = nnx.split_rngs(rngs, splits=4)
+                nnx.compat.split_rngs(rngs, splits=4)
+                nnx.split_rngs(rngs, splits=4, graph=True, graph_updates=True)
+                return split
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "discarded",
+            """
+            from flax import nnx
+
+            def run(rngs, create):
+                nnx.split_rngs(rngs, splits=4)  # NNX702
+                return create(rngs)
+            """,
+            tree_mode=differs("rngs.params.key keeps shape () instead of (4,)"),
+        ),
+    ]
+
+    def visit_expr(self, node: nodes.Expr) -> None:
+        call = _rng_splitter(self.context, node.value)
+        if call is None or not call.args or self.context.keeps_graph_mode(call):
+            return
+        self.report(node.value, api=call.name, rngs=call.args[0].as_string())
+
+
+_KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
+
+
+class KeywordArgumentsToTransformedFunction(Rule):
+    """Keyword arguments passed to a function transformed by `vmap` / `pmap` / `scan` / `grad`.
+
+    What it does:
+        Flags calls of a function transformed by `nnx.vmap` / `nnx.pmap` (with tuple or
+        non-zero `in_axes`), `nnx.scan`, or `nnx.grad` / `nnx.value_and_grad` (when a
+        differentiated position is passed by keyword) that pass keyword arguments. `nnx.jit`
+        is fine, and so are graph-mode opt-ins.
+
+    Why is this bad?:
+        Graph mode binds keyword arguments to positions first, so `in_axes` / `argnums`
+        apply to them. Tree Mode follows JAX: `vmap` raises `ValueError: vmap in_axes must
+        be ... a tuple of entries corresponding to the positional arguments`, or silently
+        maps a keyword argument over axis 0 even where `in_axes` said `None`; `scan` raises
+        `TypeError: unexpected keyword argument`; `grad` raises `TypeError: differentiating
+        with respect to argnums=0 requires at least 1 positional arguments`. Pass the
+        arguments positionally.
+
+    References:
+        - Catalogue row H2 (`r78_kwargs_semantics.py`, rewrite `r78_kwargs_semantics_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX703"
+    symbol = "kwargs-to-transformed-function"
+    kind = "raises"
+    catalogue = ("H2",)
+    message = (
+        "Keyword argument(s) {keywords} passed to a function transformed by `nnx.{transform}`: {effect}. "
+        "Pass them positionally"
+    )
+    VALID = [
+        Valid(
+            "positional",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            def run(model, xs):
+                y = nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))(model, xs)
+                b = nnx.vmap(lambda x: x.sum(), in_axes=None, axis_size=3)(xs)
+                g = nnx.grad(lambda m, x: jnp.sum(m(x)))(model, xs)
+                g2 = nnx.grad(lambda m, x: jnp.sum(m(x)))(model, x=xs)
+                c = nnx.scan(lambda c, xs: (c + xs.sum(), None), in_axes=(nnx.Carry, 0),
+                             out_axes=(nnx.Carry, 0))(jnp.zeros(()), xs)[0]
+                j = nnx.jit(lambda m, x: m(x))(model, x=xs)
+                k = nnx.vmap(lambda m, x: m(x))(model, x=xs)
+                return y, b, g, g2, c, j, k
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "vmap-grad-scan-kwargs",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            @nnx.vmap(in_axes=(None, 0))
+            def forward(m, x):
+                return m(x)
+
+            def run(model, xs):
+                y = forward(model, x=xs)  # NNX703
+                b = nnx.vmap(lambda x: x.sum(), in_axes=None, axis_size=3)(x=xs)  # NNX703
+                loss = lambda m, x: jnp.sum(m(x))
+                g = nnx.grad(loss)(m=model, x=xs)  # NNX703
+                scanned = nnx.scan(lambda c, xs: (c + xs.sum(), None), in_axes=(nnx.Carry, 0),
+                                   out_axes=(nnx.Carry, 0))
+                c = scanned(jnp.zeros(()), xs=xs)  # NNX703
+                return y, b, g, c
+            """,
+            tree_mode=raises("ValueError", "vmap in_axes must be an int, None, or a tuple"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        keywords = [k for k in node.keywords or []]
+        if not keywords or any(k.arg is None for k in keywords) or any(isinstance(a, nodes.Starred) for a in node.args):
+            return
+        if self.context.nnx_call(node) is not None:
+            return  # creating a transform, not calling a transformed function
+        entry = transformed_code(self.context).transformed_callable(node.func)
+        if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
+            return
+        positional = len(node.args)
+        if isinstance(entry.function, nodes.FunctionDef) and isinstance(entry.function.parent, nodes.ClassDef):
+            positional += 1  # the bound `self`
+        options = entry.call.keywords if entry.call is not None else {}
+        effect = self._effect(entry.transform, options, positional)
+        if effect is None:
+            return
+        line = node.lineno
+        anchor = node
+        self.report(anchor, keywords=", ".join(f"`{k.arg}`" for k in keywords), transform=entry.transform,
+                    effect=effect, keyword_names=[k.arg for k in keywords], positional=positional,
+                    entry_line=entry.function.lineno, call_line=line)
+
+    @staticmethod
+    def _effect(transform: str, options: dict, positional: int) -> str | None:
+        if transform == "scan":
+            return "Tree Mode `scan` raises TypeError (unexpected keyword argument)"
+        if transform in ("vmap", "pmap"):
+            axes = options.get("in_axes")
+            if axes is None:
+                return None  # default in_axes=0: keyword arguments are mapped over axis 0 either way
+            if isinstance(axes, (nodes.Tuple, nodes.List)):
+                return (f"Tree Mode `{transform}` raises ValueError (in_axes must match the positional "
+                        "arguments)")
+            if isinstance(axes, nodes.Const) and (axes.value is None or (isinstance(axes.value, int) and axes.value != 0)):
+                return (f"Tree Mode `{transform}` silently maps keyword arguments over axis 0 "
+                        f"(in_axes={axes.value!r} no longer applies to them)")
+            return None
+        argnums = options.get("argnums")
+        if argnums is None:
+            positions = {0}
+        elif isinstance(argnums, nodes.Const) and isinstance(argnums.value, int):
+            positions = {argnums.value}
+        elif isinstance(argnums, nodes.Tuple) and all(
+                isinstance(e, nodes.Const) and isinstance(e.value, int) for e in argnums.elts):
+            positions = {e.value for e in argnums.elts}
+        else:
+            return None
+        if positions and max(positions) >= positional:
+            return (f"Tree Mode `{transform}` raises TypeError (argnums={sorted(positions)} needs "
+                    f"{max(positions) + 1} positional arguments, got {positional})")
+        return None
+
+
+def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
+    if isinstance(base, nodes.Attribute) and base.attrname == "Module":
+        return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
+    if isinstance(base, nodes.Name):
+        try:
+            _scope, assignments = base.lookup(base.name)
+        except Exception:
+            return False
+        for assignment in assignments:
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith("flax.nnx.bridge"):
+                return any((alias or original) == base.name and original == "Module"
+                           for original, alias in assignment.names)
+    return False
+
+
+def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherited: bool = False) -> str | None:
+    """Why instances of a project class are not pytrees (``pytree=False``, ``nnx.Object``
+    or ``nnx.bridge.Module`` subclass), or None."""
+    if depth > 6:
+        return None
+    if not inherited:
+        for keyword in classdef.keywords or []:
+            if keyword.arg == "pytree" and constant_bool(keyword.value) is False:
+                return "declared with pytree=False"
+    for base in classdef.bases:
+        if _is_bridge_module(context, base):
+            return "an nnx.bridge.Module subclass"
+        name = context.qualified_name(base)
+        if name == "flax.nnx.Object":
+            return "an nnx.Object subclass"
+    for ref in context.classes.info(classdef).bases:
+        if ref.definition is not None and ref.definition.root() is classdef.root():
+            reason = not_pytree_reason(context, ref.definition, depth + 1, inherited=True)
+            if reason is not None:
+                return reason
+    return None
+
+
+class NotPytreeObjectInNNXAPI(Rule):
+    """An object that is not a pytree (`pytree=False`, `nnx.Object`, `nnx.bridge.Module`)
+    passed to an NNX transform or graph API.
+
+    What it does:
+        Flags an instance of a class declared with `pytree=False`, of an `nnx.Object`
+        subclass or of an `nnx.bridge.Module` subclass (class known from a construction, an
+        annotation or `self`) passed to an NNX graph API (`nnx.split`, `nnx.state`,
+        `nnx.clone`, `nnx.Optimizer`, ...) or to a transformed function, unless graph mode is
+        kept (`graph=True`, `nnx.compat.*`).
+
+    Why is this bad?:
+        Tree Mode handles objects as JAX pytrees, and these classes are not registered as
+        pytrees. `nnx.split` raises `ValueError: Cannot use 'flatten' with graph=False on a
+        'X' instance that has pytree=False`; `nnx.jit` raises `TypeError: Error interpreting
+        argument ... as an abstract array`; `nnx.grad` raises `TypeError: ... is not a valid
+        JAX type`. Drop `pytree=False` (subclass `nnx.Module`), or keep graph mode for these
+        calls (`nnx.compat.jit`, `graph=True`).
+
+    References:
+        - Catalogue rows H3, H4 (`r76_pytree_false_module.py`, `r79_linen_bridge_module.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX704"
+    symbol = "not-pytree-in-nnx-api"
+    kind = "raises"
+    catalogue = ("H3", "H4")
+    message = (
+        "`{argument}` ({class_name}, {reason}) is passed to `{api}`: Tree Mode treats objects as pytrees "
+        "and this class is not one ({error}). Make it a pytree (plain `nnx.Module` subclass) or keep graph "
+        "mode for this call (`graph=True` / `nnx.compat`)"
+    )
+    VALID = [
+        Valid(
+            "pytree-module-and-compat",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Modern(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w
+
+            class Legacy(nnx.Module, pytree=False):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w
+
+            def run():
+                a = nnx.jit(lambda m, x: m(x))(Modern(), jnp.ones(2))
+                b = nnx.compat.jit(lambda m, x: m(x))(Legacy(), jnp.ones(2))
+                legacy = Legacy()
+                return a, b, type(nnx.split(legacy, graph=True)[1]).__name__, legacy(jnp.ones(2))
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "legacy-into-split-jit-grad",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Legacy(nnx.Module, pytree=False):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w
+
+            def run():
+                m = Legacy()
+                nnx.split(m)  # NNX704
+                nnx.jit(lambda m, x: m(x))(m, jnp.ones(2))  # NNX704
+                nnx.grad(lambda m: m(jnp.ones(2)).sum())(m)  # NNX704
+            """,
+            tree_mode=raises("ValueError", "Cannot use 'flatten' with graph=False"),
+        ),
+        Invalid(
+            "bridge-module-into-split",
+            """
+            import jax.numpy as jnp
+            from flax.nnx import bridge
+            from flax import nnx
+
+            class Dense(bridge.Module):
+                features: int
+
+                @bridge.compact
+                def __call__(self, x):
+                    w = self.param('w', nnx.initializers.lecun_normal(), (x.shape[-1], self.features))
+                    return x @ w
+
+            def run(x):
+                m = Dense(3)
+                bridge.lazy_init(m, x)
+                return nnx.split(m)  # NNX704
+            """,
+            tree_mode=raises("ValueError", "has pytree=False"),
+        ),
+    ]
+
+    _GRAPH_API_CLASSES = frozenset({"flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer"})
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        arguments: list[nodes.NodeNG] = []
+        api = None
+        if call is not None and call.is_graph_api and not call.via_partial:
+            if self.context.keeps_graph_mode(call) or explicit_tree(call):
+                return
+            arguments, api = list(call.args[:1]), f"nnx.{call.name}"
+        elif call is not None and call.qualified_name in self._GRAPH_API_CLASSES:
+            if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
+                return
+            arguments, api = list(call.args[:1]), f"nnx.{call.name}"
+        elif call is None:
+            entry = transformed_code(self.context).transformed_callable(node.func)
+            if entry is None or not entry.affected:
+                return
+            arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
+        for argument in arguments:
+            ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
+            if ref is None or ref.definition is None:
+                continue
+            reason = not_pytree_reason(self.context, ref.definition)
+            if reason is None:
+                continue
+            error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None
+                     else "TypeError: not a valid JAX type / cannot interpret as an abstract array")
+            self.report(argument, argument=argument.as_string(), class_name=ref.short_name, reason=reason,
+                        api=api, error=error)
+
+
+_SCALAR_TYPES = (int, float, bool, str)
+
+
+class ScalarInDataContainer(Rule):
+    """Python scalars inside an `nnx.data(...)` container next to Variables.
+
+    What it does:
+        Flags `nnx.data(<tuple, list or dict literal>)` whose elements mix Variables or
+        Modules with Python scalars (`int`, `float`, `bool`, `str` literals).
+
+    Why is this bad?:
+        Graph-mode flattening keeps non-array leaves of data containers static. In Tree Mode
+        the container is a pytree and the scalar becomes a leaf: it appears in `nnx.state`
+        (checkpoint structure changes), is traced under `jit` (`TypeError: Shapes must be 1D
+        sequences of concrete values of integer type` when used as a shape) and
+        differentiated by `grad`; floats are silently traced. Keep scalars in plain (static)
+        attributes, `nnx.static(...)`, or `nnx.List`/`nnx.Dict` elements.
+
+    References:
+        - Catalogue row H5 (`r82_python_scalars_in_data.py`, rewrite `r82_python_scalars_in_data_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX705"
+    symbol = "scalar-in-data-container"
+    kind = "raises"
+    catalogue = ("H5",)
+    message = (
+        "Python scalar(s) {scalars} inside `nnx.data(...)` next to Variables: in Tree Mode they become "
+        "traced pytree leaves (TypeError when used as static values, part of `nnx.state`). Store them in a "
+        "plain attribute or `nnx.static(...)` instead"
+    )
+    VALID = [
+        Valid(
+            "static-attributes",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(4))
+                    self.cfg_param = nnx.Param(jnp.ones(1))
+                    self.cfg_size = 2
+                    self.layers = nnx.data([nnx.Linear(2, 2, rngs=nnx.Rngs(0))])
+                    self.sizes = nnx.List([1, 2])
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "tuple-with-int",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(4))
+                    self.cfg = nnx.data((nnx.Param(jnp.ones(1)), 2))  # NNX705
+                def __call__(self):
+                    return jnp.zeros(self.cfg[1]) + self.w.sum()
+            """,
+            tree_mode=raises("TypeError", "Shapes must be 1D sequences of concrete values"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name != "data" or not call.args:
+            return
+        container = call.args[0]
+        if isinstance(container, (nodes.Tuple, nodes.List)):
+            elements = list(container.elts)
+        elif isinstance(container, nodes.Dict):
+            elements = [value for _, value in container.items]
+        else:
+            return
+        scalars = [e for e in elements if isinstance(e, nodes.Const) and isinstance(e.value, _SCALAR_TYPES)]
+        if not scalars:
+            return
+        has_state = False
+        for element in elements:
+            if isinstance(element, nodes.Call):
+                ref = self.context.classes.class_of(element)
+                if ref is not None and (ref.qualified_name.startswith("flax.nnx.") or (
+                        ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module)):
+                    has_state = True
+        if not has_state:
+            return
+        self.report(node, scalars=", ".join(s.as_string() for s in scalars),
+                    scalar_values=[s.value for s in scalars])
+
+
+class GraphOnlyAPI(Rule):
+    """Graph-mode-only APIs: `nnx.cached_partial`, and the always-broken `nnx.compat.vjp` / `jvp`.
+
+    What it does:
+        Flags `nnx.cached_partial(...)` unless graph mode is kept (`nnx.compat.cached_partial`,
+        `graph=True, graph_updates=True`), and every call of `nnx.compat.vjp` /
+        `nnx.compat.jvp`.
+
+    Why is this bad?:
+        `cached_partial` exists only for graph mode: Tree Mode raises `ValueError:
+        cached_partial is a graph-mode-only API and requires graph_updates=True`; call the
+        transformed function with the object directly (Tree Mode transforms are already
+        cheap pytree wrappers). `nnx.compat.vjp` / `nnx.compat.jvp` fix `graph=True,
+        graph_updates=True`, which `vjp`/`jvp` never supported: they always raise
+        `NotImplementedError`. Use `nnx.vjp` / `nnx.jvp` (Tree Mode).
+
+    References:
+        - Catalogue row H8 (`r80_mode_exclusive_apis.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX706"
+    symbol = "graph-only-api"
+    kind = "raises"
+    catalogue = ("H8",)
+    message = "`{api}(...)`: {error}. {instead}"
+    VALID = [
+        Valid(
+            "tree-mode-apis",
+            """
+            from flax import nnx
+
+            def run(m, x):
+                step = nnx.jit(lambda m, x: m(x))
+                cached = nnx.compat.cached_partial(step, m)
+                y = nnx.vjp(lambda m, x: m(x), m, x)
+                z = nnx.jvp(lambda m: m(x), (m,), (m,))
+                return step(m, x), cached(x), y, z
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "cached-partial-and-compat-vjp",
+            """
+            from flax import nnx
+
+            def run(m, x):
+                step = nnx.jit(lambda m, x: m(x))
+                cached = nnx.cached_partial(step, m)  # NNX706
+                y = nnx.compat.vjp(lambda m, x: m(x), m, x)  # NNX706
+                return cached(x), y
+            """,
+            tree_mode=raises("ValueError", "cached_partial is a graph-mode-only API"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None:
+            return
+        if call.qualified_name in ("flax.nnx.compat.vjp", "flax.nnx.compat.jvp"):
+            self.report(node, api=f"nnx.compat.{call.name}",
+                        error="NotImplementedError in every mode (graph-mode vjp/jvp with graph updates is "
+                              "not supported)",
+                        instead=f"Use `nnx.{call.name}` (Tree Mode) instead")
+        elif call.name == "cached_partial" and not self.context.keeps_graph_mode(call):
+            self.report(node, api="nnx.cached_partial",
+                        error="Tree Mode raises ValueError (cached_partial is a graph-mode-only API)",
+                        instead="Call the transformed function with the object directly, or keep graph mode "
+                                "with `nnx.compat.cached_partial`")
+
+
+class GraphModeSetLate(Rule):
+    """`nnx.set_graph_mode(...)` after import-time transforms of the same module, or in a thread.
+
+    What it does:
+        Flags a plain `nnx.set_graph_mode(...)` / `nnx.set_graph_updates(...)` /
+        `flax.config.update('nnx_graph_mode', ...)` statement that runs after NNX transforms
+        of the same module were created at import time (module-level `@nnx.jit`-style
+        decorators on functions and methods, `step = nnx.jit(f)` at module level) without
+        explicit `graph=`/`graph_updates=` flags; and `set_graph_mode` / `set_graph_updates`
+        inside a function started as a thread (`threading.Thread(target=...)`).
+
+    Why is this bad?:
+        Transforms fix the mode when they are created: import-time decorators keep the mode
+        that was in force at import, whatever is set later, so one program silently mixes
+        semantics (graph APIs like `nnx.split` follow the mode at call time). The setters
+        are thread-local: a thread only sees its own setting, the main thread never does.
+        Set the mode process-wide before the decorators run (`flax.config.update(
+        'nnx_graph_mode', ...)` before importing the model code, or the `NNX_GRAPH_MODE`
+        environment variable), or pin it per transform with `graph=` / `graph_updates=`.
+
+    References:
+        - Catalogue row G2 (`r61_mode_resolution_timing.py`, rewrite `r61_mode_resolution_timing_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX707"
+    symbol = "graph-mode-set-late"
+    kind = "silent"
+    catalogue = ("G2",)
+    message = "`{setter}` {when}: {effect}. {instead}"
+    VALID = [
+        Valid(
+            "config-before-decorators-and-pinned",
+            """
+            import flax
+            flax.config.update('nnx_graph_mode', False)
+            flax.config.update('nnx_graph_updates', False)
+            from flax import nnx
+
+            @nnx.jit
+            def step(m):
+                m.a[...] += 1
+
+            @nnx.jit(graph=False, graph_updates=False)
+            def step_tree(m):
+                m.a[...] += 1
+
+            def run():
+                with nnx.set_graph_mode(True):
+                    pass
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "switch-after-decorator-and-in-thread",
+            """
+            import threading
+            from flax import nnx
+
+            @nnx.jit
+            def step(m):
+                m.a[...] += 1
+
+            def run():
+                nnx.set_graph_mode(False)  # NNX707
+                nnx.set_graph_updates(False)  # NNX707
+
+            def worker():
+                nnx.set_graph_updates(False)  # NNX707
+
+            t = threading.Thread(target=worker)
+            """,
+            tree_mode=differs("step(m) keeps the mode from import time after set_graph_mode(False)"),
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._import_time: list[tuple[int, str]] | None = None
+        self._thread_targets: set[int] | None = None
+
+    def visit_expr(self, node: nodes.Expr) -> None:
+        if not isinstance(node.value, nodes.Call):
+            return
+        setter = self._setter(node.value)
+        if setter is None:
+            return
+        function = node.scope()
+        in_function = isinstance(function, (nodes.FunctionDef, nodes.AsyncFunctionDef))
+        if in_function and setter.startswith("nnx.set_") and id(function) in self._targets():
+            self.report(node.value, setter=setter, when="inside a function run as a thread",
+                        effect="the setting is thread-local, so it applies to this thread only (the main thread "
+                               "and other threads keep their own mode)",
+                        instead="Set the mode process-wide (`flax.config.update(...)` before decorators run) or "
+                                "pin `graph=` / `graph_updates=` on the transforms",
+                        in_thread=True, transforms=[])
+            return
+        earlier = [(line, name) for line, name in self._import_time_transforms()
+                   if in_function or line < node.lineno]
+        if not earlier:
+            return
+        names = ", ".join(f"`{name}` (line {line})" for line, name in earlier[:3])
+        self.report(node.value, setter=setter,
+                    when="runs after import-time NNX transforms of this module" if in_function
+                    else "comes after NNX transforms created at import time above it",
+                    effect=f"{names}{' and others' if len(earlier) > 3 else ''} keep the mode that was in force "
+                           "when they were created",
+                    instead="Set the mode before the transforms are created (process-wide "
+                            "`flax.config.update(...)` before importing them), or pin `graph=` / `graph_updates=` "
+                            "per transform",
+                    in_thread=False, transforms=[name for _, name in earlier])
+
+    def _setter(self, call: nodes.Call) -> str | None:
+        name = self.context.qualified_name(call.func)
+        if name in _SETTERS and call.args:
+            return f"nnx.{name.rpartition('.')[2]}({call.args[0].as_string()})"
+        if name == "flax.config.update" and len(call.args) >= 2:
+            key = call.args[0]
+            if isinstance(key, nodes.Const) and key.value in _CONFIG_KEYS:
+                return f"flax.config.update({key.as_string()}, {call.args[1].as_string()})"
+        return None
+
+    def _targets(self) -> set[int]:
+        if self._thread_targets is None:
+            self._thread_targets = set()
+            service = transformed_code(self.context)
+            for call in self.context.module.nodes_of_class(nodes.Call):
+                if self.context.qualified_name(call.func) not in ("threading.Thread", "threading.Timer"):
+                    continue
+                for keyword in call.keywords or []:
+                    if keyword.arg == "target":
+                        for function in service.functions_of(keyword.value):
+                            self._thread_targets.add(id(function))
+        return self._thread_targets
+
+    def _import_time_transforms(self) -> list[tuple[int, str]]:
+        if self._import_time is None:
+            found: list[tuple[int, str]] = []
+            module = self.context.module
+            for statement in module.body:
+                candidates: list[tuple[nodes.NodeNG, str]] = []
+                if isinstance(statement, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and statement.decorators:
+                    candidates += [(d, statement.name) for d in statement.decorators.nodes]
+                elif isinstance(statement, nodes.ClassDef):
+                    for item in statement.body:
+                        if isinstance(item, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and item.decorators:
+                            candidates += [(d, f"{statement.name}.{item.name}") for d in item.decorators.nodes]
+                elif isinstance(statement, nodes.Assign) and isinstance(statement.value, nodes.Call):
+                    target = statement.targets[0]
+                    candidates.append((statement.value, target.as_string()))
+                for expression, name in candidates:
+                    if self._unpinned_transform(expression):
+                        found.append((expression.lineno, name))
+            self._import_time = found
+        return self._import_time
+
+    def _unpinned_transform(self, expression: nodes.NodeNG) -> bool:
+        if isinstance(expression, nodes.Call):
+            call = self.context.nnx_call(expression)
+            if call is None and isinstance(expression.func, nodes.Call):
+                call = self.context.nnx_call(expression.func)
+            if call is None or call.name not in TRANSFORMS or call.is_compat:
+                return False
+            return not ("graph" in call.keywords and "graph_updates" in call.keywords)
+        name = self.context.qualified_name(expression)
+        return bool(name) and name.startswith("flax.nnx.") and name.rpartition(".")[2] in TRANSFORMS
