@@ -64,11 +64,26 @@ class TransformUse:
     #: Expressions of the transformed function(s) (a Lambda, a Name, a FunctionDef, ...).
     functions: list[nodes.NodeNG] = field(default_factory=list)
     arguments: list[Argument] = field(default_factory=list)
+    #: graph=True and graph_updates=True (flags, compat or scope): all graph semantics kept.
     keeps_graph: bool = False
+    #: graph=True, whatever graph_updates is.
+    graph_flag: bool = False
 
     @property
     def name(self) -> str:
         return self.transform.name
+
+    @property
+    def accepts_shared_inputs(self) -> bool:
+        """Whether this transform accepts one Variable reachable twice among its inputs.
+
+        Catalogue G3 (and flax's own tests): with `graph=True` inputs may share Variables
+        even when `graph_updates=False` — except `eval_shape` and `custom_vjp`, which
+        check their inputs for aliasing as soon as `graph_updates=False`.
+        """
+        if self.keeps_graph:
+            return True
+        return self.graph_flag and self.name not in ("eval_shape", "custom_vjp")
 
 
 class TransformFinder:
@@ -154,9 +169,21 @@ class TransformFinder:
         transform, function, keeps = found
         arguments = _positional(node.args, "args")
         arguments += [Argument(f"kwargs[{k.arg!r}]", None, k.value) for k in node.keywords or [] if k.arg]
-        return TransformUse(transform, node, [function], arguments, keeps)
+        return TransformUse(transform, node, [function], arguments, keeps, self.graph_flag(transform))
+
+    def graph_flag(self, transform: NNXCall) -> bool:
+        """Whether ``graph=True`` is in force for ``transform`` (its own module's mode)."""
+        root = transform.node.root()
+        resolver = self.context.resolver if root is self.context.module else NameResolver(root, self.context.project)
+        return self._mode_for(root, resolver).call_mode(transform).graph is True
 
     def _direct_use(self, call: NNXCall) -> TransformUse | None:
+        use = self._direct_use_of(call)
+        if use is not None:
+            use.graph_flag = self.graph_flag(call)
+        return use
+
+    def _direct_use_of(self, call: NNXCall) -> TransformUse | None:
         args = call.args
         keeps = self.context.keeps_graph_mode(call)
         if any(isinstance(a, nodes.Starred) for a in args):
@@ -307,6 +334,8 @@ class _ClassAliasRule(_FamilyRule):
         self._classdefs: list[nodes.ClassDef] = []
         #: id(ClassDef) -> [keeps graph mode?] for each use of an instance in this file
         self._uses: dict[int, list[bool]] = {}
+        #: the same per object (Ref), for containers built outside classes
+        self._object_uses: dict[Ref, list[bool]] = {}
 
     def visit_classdef(self, node: nodes.ClassDef) -> None:
         self._classdefs.append(node)
@@ -314,6 +343,8 @@ class _ClassAliasRule(_FamilyRule):
     def visit_call(self, node: nodes.Call) -> None:
         """Record how instances of project classes are used (for the class opt-in)."""
         call = self.context.nnx_call(node)
+        if call is not None:
+            self._record_constructions_inside(call)
         if call is not None and call.args and (call.is_graph_api or call.name in _GRAPH_USE_APIS):
             keeps = call.is_compat or self.context.mode.call_mode(call).graph is True
             self._record_use(call.args[0], keeps)
@@ -329,11 +360,27 @@ class _ClassAliasRule(_FamilyRule):
         if use is not None:
             for argument in use.arguments:
                 for expression, _reference in expressions_within(argument.expression, depth=1):
-                    self._record_use(expression, use.keeps_graph)
+                    self._record_use(expression, use.accepts_shared_inputs)
+
+    def _record_constructions_inside(self, call) -> None:
+        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
+        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
+        if not lambdas:
+            return
+        mode = self.context.mode.call_mode(call)
+        keeps = mode.graph is True and (mode.graph_updates is True or call.name not in ("eval_shape", "custom_vjp"))
+        for function in lambdas:
+            for inner in function.body.nodes_of_class(nodes.Call):
+                ref = self.classes.class_of(inner)
+                if ref is not None and ref.definition is not None:
+                    self._uses.setdefault(id(ref.definition), []).append(keeps)
 
     def _record_use(self, expression: nodes.NodeNG, keeps: bool) -> None:
         if isinstance(expression, (nodes.Tuple, nodes.List, nodes.Dict)):
             return
+        object_ref = self.classes.ref_of(expression)
+        if object_ref is not None:
+            self._object_uses.setdefault(object_ref, []).append(keeps)
         ref = self.classes.class_of_self(expression)
         if ref is not None and ref.definition is not None:
             self._uses.setdefault(id(ref.definition), []).append(keeps)
@@ -678,8 +725,10 @@ class AliasedAttribute(_ClassAliasRule):
 
         Policy: the class is what needs fixing, so the class is reported wherever it is
         used. Silent when the store is in a scope that keeps graph mode, or when every
-        use of the class in this file (NNX transforms, graph APIs, `nnx.Optimizer`,
-        `.eval()` / `.train()`) keeps graph mode (`graph=True`, `nnx.compat.*`). A
+        use of the class in this file (instances passed to NNX transforms, graph APIs,
+        `nnx.Optimizer`, `.eval()` / `.train()`, or built in a lambda given to an NNX
+        call) keeps graph mode (`graph=True`, `nnx.compat.*`). Modules that store only
+        constants hold no Variables and may be shared. A
         rename followed by `del` / `delattr` of the old name, an attribute overwritten
         before the constructor ends, ties made at call time (`self.embed.attend(x)`,
         `embedding.T` in `__call__`) and copies (`nnx.clone`) stay silent.
@@ -887,7 +936,9 @@ class RepeatedContainerElement(_ClassAliasRule):
         silent, as does repeating functions (`nnx.relu`) or `Dropout` without `rngs`.
 
         Policy as NNX101 for containers stored by a class (opt-in by scope or by every
-        use in the file).
+        use in the file); a container built outside a class is silent when every use of
+        it in the file keeps graph mode. Elements sharing one `Rngs` inside a class are
+        reported as NNX105.
 
     Why is this bad?:
         Tree Mode forbids any Variable being reachable twice: an NNX transform receiving
@@ -992,6 +1043,10 @@ class RepeatedContainerElement(_ClassAliasRule):
         ),
     ]
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._pending: list[tuple[nodes.Call, dict]] = []
+
     def visit_call(self, node: nodes.Call) -> None:
         super().visit_call(node)
         call = self.context.nnx_call(node)
@@ -1009,10 +1064,19 @@ class RepeatedContainerElement(_ClassAliasRule):
                 kind = self.classes.kind_of(other_ref)
                 if kind not in STATEFUL_KINDS or self.context.mode.scope_keeps_graph_mode(node):
                     continue
-                self.report(node, class_name=None, first_path=join_path(path), second_path=join_path(other_path),
-                            kind=_KIND_WORDS.get(kind, kind), shared=ref.describe(), container=_short(node),
-                            conditional=False, stored_in=None, confidence="static")
+                self._pending.append((node, dict(
+                    class_name=None, first_path=join_path(path), second_path=join_path(other_path),
+                    kind=_KIND_WORDS.get(kind, kind), shared=ref.describe(), container=_short(node),
+                    conditional=False, stored_in=None, confidence="static")))
                 return
+
+    def leave_module(self, node: nodes.Module) -> None:
+        super().leave_module(node)
+        for container, facts in self._pending:
+            uses = self._object_uses.get(Ref(("new", container)))
+            if uses and all(uses):
+                continue  # every use of this container keeps graph mode
+            self.report(container, **facts)
 
     def _in_class_store(self, node: nodes.NodeNG) -> bool:
         """Inside the value of a ``self.x = ...`` store of a method (the class replay covers it)."""
@@ -1056,7 +1120,9 @@ class DuplicateTransformArgument(_FamilyRule):
         one is a part of the other (`model` and `model.encoder`, `model` and
         `nnx.state(model)`, `model` and a state group of `nnx.split(model)`). Objects are
         followed through local assignments; unknown types stay silent. Respects the
-        transform's opt-in (`graph=True, graph_updates=True`, `nnx.compat.*`, scope).
+        transform's opt-in (`graph=True, graph_updates=True`, `nnx.compat.*`, scope); as
+        `graph=True` alone still accepts shared inputs (catalogue G3), it is an opt-in
+        too, except for `nnx.eval_shape` and `nnx.custom_vjp`, which reject them.
 
     Why is this bad?:
         Tree Mode transforms reject Variable aliasing among their inputs: `ValueError:
@@ -1155,7 +1221,7 @@ class DuplicateTransformArgument(_FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         use = self.finder.use_of(node)
-        if use is None or use.keeps_graph or use.name in ("fori_loop", "while_loop"):
+        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
         refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
         pair = _overlapping_pair(self.classes, refs)
@@ -1591,7 +1657,7 @@ class ArgumentHoldsArgument(_FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         use = self.finder.use_of(node)
-        if use is None or use.keeps_graph or use.name in ("fori_loop", "while_loop"):
+        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
         refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
         for holder, holder_ref in refs:

@@ -185,7 +185,7 @@ class ClassModel:
                 # nnx.clone(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): same class as m
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
-            return self.resolve(name)
+            return self.resolve(name) or self._local_class(expression.func)
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
             if annotated is not None:
@@ -202,6 +202,18 @@ class ClassModel:
                 }
                 values.discard(None)
                 return values.pop() if len(values) == 1 else None
+        return None
+
+    def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:
+        """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""
+        if not isinstance(expression, nodes.Name):
+            return None
+        try:
+            _scope, assignments = expression.lookup(expression.name)
+        except Exception:
+            return None
+        if len(assignments) == 1 and isinstance(assignments[0], nodes.ClassDef):
+            return self.ref_of_definition(assignments[0])
         return None
 
     def class_of_self(self, expression: nodes.NodeNG) -> ClassRef | None:
@@ -422,9 +434,9 @@ class ClassModel:
         if self._derives_from(ref.definition, RNG_CLASSES):
             return "rngs"
         info = self.info(ref.definition)
-        if info.is_nnx_module and info.stores:
+        if info.is_nnx_module and any(not _is_static_value(store.value) for store in info.stores):
             return "module"
-        return None
+        return None  # a Module storing only constants holds no Variables
 
     def _derives_from(self, classdef: nodes.ClassDef, short_names: frozenset[str], depth: int = 0) -> bool:
         for base in self.info(classdef).bases:
@@ -559,6 +571,15 @@ class ClassModel:
                     self._element(element, prefix + (key.value,), substitutions, items, depth, inner)
         elif isinstance(value, (nodes.BinOp, nodes.ListComp)):
             self._sequence([value], prefix, substitutions, items, depth, inner, unpack=True)
+        elif isinstance(value, nodes.Name):
+            # `block = Block(rngs)` then `self.blocks.append(block)`: what the bound value stores
+            bindings = bound_values(value)
+            if len(bindings) == 1 and not isinstance(bindings[0], nodes.Name):
+                self._expand(bindings[0], prefix, substitutions, items, depth + 1, container)
+        elif isinstance(value, nodes.IfExp):
+            # `Child(rngs) if rate > 0 else Identity()`: what either branch would store
+            for branch in (value.body, value.orelse):
+                self._expand(branch, prefix, substitutions, items, depth + 1, container)
 
     def _element(self, element, path, substitutions, items, depth, container) -> None:
         items.append((path, self.ref_of(element, substitutions), container))
@@ -828,6 +849,15 @@ class Construction:
 def _is_static(function: nodes.FunctionDef) -> bool:
     decorators = function.decorators.nodes if function.decorators else []
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
+
+
+def _is_static_value(value: nodes.NodeNG | None) -> bool:
+    """Literals and functions: never NNX state."""
+    if isinstance(value, (nodes.Const, nodes.JoinedStr, nodes.Lambda)):
+        return True
+    if isinstance(value, (nodes.Tuple, nodes.List, nodes.Set)):
+        return all(_is_static_value(element) for element in value.elts)
+    return False
 
 
 def _has_keyword(call: nodes.Call, name: str) -> bool:
