@@ -478,6 +478,13 @@ def _describe_use(use: TransformUse) -> dict:
     }
 
 
+_DUPLICATE_OUTPUT_MESSAGE = (
+    "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice (or an object and "
+    "its state): Tree Mode rejects duplicate outputs (ValueError: Duplicate ...). Return it once and "
+    "take `nnx.state(...)` outside the transform"
+)
+
+
 class _ReturnFinding:
     """One returned input found by :func:`_returned_inputs`."""
 
@@ -504,7 +511,7 @@ class _ReturnRule(_FamilyRule):
         found = self.finder.decorated(node)
         if found is not None:
             transform, function, keeps = found
-            self._register(node, TransformUse(transform, None, [node], [], keeps))
+            self._register(node, TransformUse(transform, None, [node], [], keeps, self.finder.graph_flag(transform)))
 
     def visit_call(self, node: nodes.Call) -> None:
         use = self.finder.use_of(node)
@@ -521,7 +528,8 @@ class _ReturnRule(_FamilyRule):
                 key = (finding.node.lineno, finding.node.col_offset)
                 if finding.code == self.code and key not in seen:
                     seen.add(key)
-                    self.report(finding.node, **finding.facts)
+                    message = _DUPLICATE_OUTPUT_MESSAGE if finding.facts.get("duplicate_output") else None
+                    self.report(finding.node, message=message, **finding.facts)
 
     # -- analysis -------------------------------------------------------------------------
     def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
@@ -532,7 +540,12 @@ class _ReturnRule(_FamilyRule):
                 findings.extend(self._constructor_findings(definition, call_use))
             return findings
         parameters = parameter_names(definition)
+        # graph=True (even with graph_updates=False) still accepts duplicate outputs.
+        check_duplicates = not all(u.graph_flag for u in uses)
         for value in returned_values(definition):
+            duplicate = self._duplicate_output(definition, value, uses) if check_duplicates else None
+            if duplicate is not None:
+                findings.append(duplicate)
             for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
                 ref = known_ref or self.classes.ref_of(expression)
                 if ref is None or ref.root[0] != "param" or ref.root[1] is not definition:
@@ -607,12 +620,54 @@ class _ReturnRule(_FamilyRule):
                 yield value, None, False, None
         elif isinstance(value, nodes.Name):
             bindings = bound_values(value)
-            if len(bindings) == 1 and _inside(bindings[0], definition) and not isinstance(bindings[0], nodes.Name):
-                yield from self._returned_parts(bindings[0], definition, depth + 1)
+            binding = bindings[0] if len(bindings) == 1 else None
+            if binding is not None and _inside(binding, definition) and self._is_composite(binding):
+                yield from self._returned_parts(binding, definition, depth + 1)
             else:
                 yield value, None, False, None
         elif isinstance(value, (nodes.Attribute, nodes.Subscript)):
             yield value, None, False, None
+
+    def _is_composite(self, value: nodes.NodeNG) -> bool:
+        """Values whose parts :meth:`_returned_parts` enters (not plain objects)."""
+        if isinstance(value, (nodes.Tuple, nodes.List, nodes.Dict, nodes.IfExp, nodes.Subscript)):
+            return True
+        if isinstance(value, nodes.Call):
+            name = self.context.qualified_name(value.func) or ""
+            if name in ("flax.nnx.state", "flax.nnx.variables") or name in ("builtins.dict", "dict"):
+                return True
+            cls = self.classes.class_of(value)
+            return cls is not None and cls.definition is not None
+        return False
+
+    def _duplicate_output(self, definition, value, uses) -> _ReturnFinding | None:
+        """The same object (or an object and its state) returned twice: `return model, nnx.state(model)`."""
+        parts = []
+        for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+            if constructed_in is None:
+                ref = known_ref or self.classes.ref_of(expression)
+                if ref is not None:
+                    parts.append((expression, ref, is_view))
+        for i, (first, first_ref, first_view) in enumerate(parts):
+            for second, second_ref, second_view in parts[i + 1:]:
+                if not first_ref.overlaps(second_ref) or first is second:
+                    continue
+                kinds = [self.classes.kind_of(first_ref), self.classes.kind_of(second_ref)]
+                if not (first_view or second_view or all(k in STATEFUL_KINDS for k in kinds)):
+                    continue
+                return _ReturnFinding("NNX104", value, {
+                    **_describe_use(uses[0]),
+                    "function": _function_label(definition),
+                    "parameter": None,
+                    "position": None,
+                    "returned": f"{_short(first, 30)}` and `{_short(second, 30)}",
+                    "kind": "State" if (first_view or second_view) else _KIND_WORDS.get(kinds[0], kinds[0]),
+                    "has_aux": _has_aux(uses[0]),
+                    "evidence": "state-view" if (first_view or second_view) else "annotation",
+                    "confidence": "static",
+                    "duplicate_output": True,
+                })
+        return None
 
     def _parameter_kind(self, definition, name, index, ref: Ref, uses, is_view):
         if is_view:
@@ -1253,7 +1308,9 @@ class TransformReturnsInput(_ReturnRule):
         annotation, the arguments at the call sites in this file, a state view, or (marked
         `"confidence": "heuristic"`) a body that calls it or writes its Variables.
         `nnx.scan` / `fori_loop` / `while_loop` bodies return their carry by design and
-        are skipped. Returning arrays (`m.kernel[...]`, `m(x)`), `nnx.clone(...)` or
+        are skipped. Also flags one object returned twice, or an object with its state
+        (`return model, nnx.state(model)` after building `model` inside): Tree Mode rejects
+        duplicate outputs too (`graph=True` alone still accepts them). Returning arrays (`m.kernel[...]`, `m(x)`), `nnx.clone(...)` or
         `nnx.graphdef(m)` stays silent. Respects the transform's opt-in.
 
     Why is this bad?:
@@ -1347,6 +1404,19 @@ class TransformReturnsInput(_ReturnRule):
             def train_step(model: nnx.Module, batch):
                 loss = model(batch).mean()
                 return loss, model  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "returns-model-and-its-state",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def create(rngs):
+                model = nnx.Linear(2, 2, rngs=rngs)
+                state = nnx.state(model)
+                return model, state  # NNX104
             """,
             tree_mode=raises("ValueError", _DUPLICATE),
         ),

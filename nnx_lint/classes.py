@@ -328,9 +328,9 @@ class ClassModel:
             return base.child(_view_part(filters)) if filters else base
         if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
             return Ref(("new", call))
-        if self.class_of(call) is not None:
-            return Ref(("new", call))
-        return None
+        # Any other call: one object per evaluation — what it is stays unknown (kind None),
+        # but two names bound to the same call result denote the same object.
+        return Ref(("new", call))
 
     def _split_element(self, call: nodes.Call, index: int, depth: int) -> Ref | None:
         """``nnx.split(x, *filters)[index]``: the graphdef (no state) or one state group."""
