@@ -6,6 +6,15 @@ Built from the tree alone (no inference into flax): for a class, every
 files through :class:`nnx_lint.project.Project`). Expressions are typed only where the
 code says so — a constructor call, an annotation, a plain assignment, a stored
 attribute — and are "unknown" (None) otherwise: rules stay silent on unknowns.
+
+Object identity (for aliasing rules): :meth:`ClassModel.ref_of` maps an expression to a
+:class:`Ref` — where the object comes from (``self``, a parameter, one construction)
+plus an attribute path — so that two expressions denoting the same object, or an object
+and a part of it, can be recognised; :meth:`ClassModel.kind_of` says whether such an
+object holds NNX state (a Module, a Variable, an ``Rngs``, a State view);
+:meth:`ClassModel.construction` replays a class's construction in order (stores,
+deletions, helper and ``super().__init__`` calls with their arguments, constructor
+arguments stored by child classes) and finds the aliases it creates.
 """
 from __future__ import annotations
 
@@ -22,6 +31,12 @@ if TYPE_CHECKING:
 #: Bases that make a class an NNX Module (or pytree object) in flax.nnx.
 NNX_MODULE_BASES = frozenset({"flax.nnx.Module", "flax.nnx.Object", "flax.nnx.Pytree"})
 _MAX_DEPTH = 6
+#: Calls whose result has the class of one argument (its position).
+_CLASS_PRESERVING = {
+    "flax.nnx.clone": 0, "flax.nnx.compat.clone": 0,
+    "flax.nnx.fori_loop": 3, "flax.nnx.compat.fori_loop": 3,
+    "flax.nnx.while_loop": 2, "flax.nnx.compat.while_loop": 2,
+}
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,7 @@ class ClassModel:
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self._infos: dict[int, ClassInfo] = {}
+        self._constructions: dict[int, Construction] = {}
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None) -> ClassRef | None:
@@ -163,8 +179,13 @@ class ClassModel:
         if expression is None or depth > _MAX_DEPTH:
             return None
         if isinstance(expression, nodes.Call):
-            ref = self.resolve(self._resolver_for(expression).qualified_name(expression.func))
-            return ref
+            name = self._resolver_for(expression).qualified_name(expression.func)
+            carried = _CLASS_PRESERVING.get(name or "")
+            if carried is not None:
+                # nnx.clone(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): same class as m
+                argument = expression.args[carried] if len(expression.args) > carried else None
+                return self.class_of(argument, depth + 1)
+            return self.resolve(name) or self._local_class(expression.func)
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
             if annotated is not None:
@@ -181,6 +202,18 @@ class ClassModel:
                 }
                 values.discard(None)
                 return values.pop() if len(values) == 1 else None
+        return None
+
+    def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:
+        """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""
+        if not isinstance(expression, nodes.Name):
+            return None
+        try:
+            _scope, assignments = expression.lookup(expression.name)
+        except Exception:
+            return None
+        if len(assignments) == 1 and isinstance(assignments[0], nodes.ClassDef):
+            return self.ref_of_definition(assignments[0])
         return None
 
     def class_of_self(self, expression: nodes.NodeNG) -> ClassRef | None:
@@ -217,6 +250,405 @@ class ClassModel:
                 return self.resolve(self._resolver_for(annotation).qualified_name(annotation))
         return None
 
+    # -- object identity (aliasing) ----------------------------------------------------
+    def ref_of(
+        self, expression: nodes.NodeNG | None, substitutions: dict | None = None, depth: int = 0
+    ) -> Ref | None:
+        """The object ``expression`` denotes, as a :class:`Ref`, or None when unknown.
+
+        ``substitutions`` maps ``(function, parameter name)`` to the :class:`Ref` (or None)
+        of the argument a caller passed, for replaying helper and base ``__init__`` calls.
+        """
+        ref = self._raw_ref(expression, depth)
+        if ref is None or not substitutions or ref.root[0] != "param":
+            return ref
+        key = (ref.root[1], ref.root[2])
+        if key not in substitutions:
+            return ref
+        replacement = substitutions[key]
+        if replacement is None:
+            return None
+        return Ref(replacement.root, replacement.path + ref.path)
+
+    def _raw_ref(self, expression: nodes.NodeNG | None, depth: int) -> Ref | None:
+        if expression is None or depth > _MAX_REF_DEPTH:
+            return None
+        if isinstance(expression, nodes.Name):
+            try:
+                _scope, assignments = expression.lookup(expression.name)
+            except Exception:
+                return None
+            refs = set()
+            for assignment in assignments:
+                ref = self._ref_of_binding(assignment, depth + 1)
+                if ref is None:
+                    return None
+                refs.add(ref)
+            return refs.pop() if len(refs) == 1 else None
+        if isinstance(expression, nodes.Attribute):
+            base = self._raw_ref(expression.expr, depth + 1)
+            return base.child(expression.attrname) if base is not None else None
+        if isinstance(expression, nodes.Subscript):
+            index = expression.slice
+            if isinstance(expression.value, nodes.Call) and self._nnx_name(expression.value) == "split":
+                if isinstance(index, nodes.Const) and isinstance(index.value, int):
+                    return self._split_element(expression.value, index.value, depth)
+                return None
+            base = self._raw_ref(expression.value, depth + 1)
+            if base is None or not isinstance(index, nodes.Const):
+                return None
+            if isinstance(index.value, str):
+                return base.child(index.value)
+            if isinstance(index.value, int) and not isinstance(index.value, bool):
+                return base.child(f"[{index.value}]")
+            return None
+        if isinstance(expression, nodes.NamedExpr):
+            return self._raw_ref(expression.value, depth + 1)
+        if isinstance(expression, nodes.Call):
+            return self._ref_of_call(expression, depth)
+        return None
+
+    def _nnx_name(self, call: nodes.Call) -> str | None:
+        name = self._resolver_for(call).qualified_name(call.func)
+        if name and name.startswith("flax.nnx.") and not name.startswith("flax.nnx.compat."):
+            return name[len("flax.nnx."):]
+        if name and name.startswith("flax.nnx.compat."):
+            return name[len("flax.nnx.compat."):]
+        return None
+
+    def _ref_of_call(self, call: nodes.Call, depth: int) -> Ref | None:
+        nnx_name = self._nnx_name(call)
+        if nnx_name == "data" and call.args:
+            return self._raw_ref(call.args[0], depth + 1)
+        if nnx_name in ("state", "variables") and call.args:
+            base = self._raw_ref(call.args[0], depth + 1)
+            if base is None:
+                return None
+            filters = call.args[1:]
+            return base.child(_view_part(filters)) if filters else base
+        if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
+            return Ref(("new", call))
+        # Any other call: one object per evaluation — what it is stays unknown (kind None),
+        # but two names bound to the same call result denote the same object.
+        return Ref(("new", call))
+
+    def _split_element(self, call: nodes.Call, index: int, depth: int) -> Ref | None:
+        """``nnx.split(x, *filters)[index]``: the graphdef (no state) or one state group."""
+        if index <= 0 or not call.args:
+            return None
+        base = self._raw_ref(call.args[0], depth + 1)
+        if base is None:
+            return None
+        filters = call.args[1:]
+        if len(filters) <= 1:
+            return base.child(_view_part(filters)) if filters else base
+        if index - 1 < len(filters):
+            return base.child(_view_part([filters[index - 1]]))
+        return None
+
+    def _ref_of_binding(self, assignment: nodes.NodeNG, depth: int) -> Ref | None:
+        if not isinstance(assignment, nodes.AssignName):
+            return None
+        parent = assignment.parent
+        if isinstance(parent, nodes.Arguments):
+            function = parent.parent
+            if (
+                isinstance(function, nodes.FunctionDef)
+                and isinstance(function.parent, nodes.ClassDef)
+                and parent.args
+                and parent.args[0] is assignment
+                and not _is_static(function)
+            ):
+                return Ref(("self", function.parent))
+            return Ref(("param", function, assignment.name))
+        if isinstance(parent, nodes.Assign) and assignment in parent.targets:
+            return self._raw_ref(parent.value, depth + 1)
+        if isinstance(parent, nodes.AnnAssign) and parent.value is not None:
+            return self._raw_ref(parent.value, depth + 1)
+        if isinstance(parent, (nodes.Tuple, nodes.List)) and isinstance(parent.parent, nodes.Assign):
+            position = parent.elts.index(assignment)
+            value = parent.parent.value
+            if isinstance(value, (nodes.Tuple, nodes.List)) and len(value.elts) == len(parent.elts):
+                return self._raw_ref(value.elts[position], depth + 1)
+            if isinstance(value, nodes.Call) and self._nnx_name(value) == "split":
+                return self._split_element(value, position, depth)
+        return None
+
+    def kind_of(self, ref: Ref | None, depth: int = 0) -> str | None:
+        """What the object holds: "module", "variable", "rngs", "state" or None (unknown).
+
+        Only the first four hold NNX Variables; the aliasing rules ignore everything else.
+        """
+        if ref is None or depth > _MAX_REF_DEPTH:
+            return None
+        origin = ref.root[0]
+        if origin == "self":
+            return self._descend(self.ref_of_definition(ref.root[1]), ref.path, None, depth)
+        if origin == "new":
+            call = ref.root[1]
+            if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
+                return "rngs"
+            return self._descend(self.class_of(call), ref.path, call, depth)
+        if origin == "param":
+            function, name = ref.root[1], ref.root[2]
+            annotated = self._parameter_annotation(function, name)
+            if annotated is not None:
+                return self._descend(annotated, ref.path, None, depth)
+            if name == "rngs" or name.endswith("_rngs"):
+                return "rngs"
+        return None
+
+    def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
+        arguments = getattr(function, "args", None)
+        if not isinstance(arguments, nodes.Arguments):
+            return None
+        pairs = list(zip(arguments.args or [], arguments.annotations or []))
+        pairs += list(zip(arguments.kwonlyargs or [], arguments.kwonlyargs_annotations or []))
+        pairs += list(zip(arguments.posonlyargs or [], arguments.posonlyargs_annotations or []))
+        for argument, annotation in pairs:
+            if argument.name == name and annotation is not None:
+                if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
+                    return None  # string annotations are not resolved
+                return self.resolve(self._resolver_for(annotation).qualified_name(annotation))
+        return None
+
+    def class_kind(self, ref: ClassRef | None, call: nodes.Call | None = None) -> str | None:
+        """The kind of an instance of class ``ref`` (see :meth:`kind_of`)."""
+        if ref is None:
+            return None
+        name = ref.short_name
+        if ref.definition is None:
+            if not ref.qualified_name.startswith("flax.nnx."):
+                return None
+            if name in RNG_CLASSES:
+                return "rngs"
+            if name in VARIABLE_CLASSES:
+                return "variable"
+            if name == "Dropout":  # a Dropout without rngs holds no state
+                return "module" if call is not None and _has_keyword(call, "rngs") else None
+            if name in MODULE_CLASSES:
+                return "module"
+            return None
+        if self._derives_from(ref.definition, VARIABLE_CLASSES):
+            return "variable"
+        if self._derives_from(ref.definition, RNG_CLASSES):
+            return "rngs"
+        info = self.info(ref.definition)
+        if info.is_nnx_module and any(not _is_static_value(store.value) for store in info.stores):
+            return "module"
+        return None  # a Module storing only constants holds no Variables
+
+    def _derives_from(self, classdef: nodes.ClassDef, short_names: frozenset[str], depth: int = 0) -> bool:
+        for base in self.info(classdef).bases:
+            if base.definition is None:
+                if base.qualified_name.startswith("flax.nnx.") and base.short_name in short_names:
+                    return True
+            elif depth < _MAX_DEPTH and self._derives_from(base.definition, short_names, depth + 1):
+                return True
+        return False
+
+    def _descend(self, cls: ClassRef | None, path: tuple[str, ...], call: nodes.Call | None, depth: int) -> str | None:
+        kind = self.class_kind(cls, call)
+        if not path or kind is None:
+            return kind
+        if kind == "rngs":
+            return "rngs"  # a stream of an Rngs shares its RngKey/RngCount
+        if kind != "module":
+            return None  # attributes of a Variable are arrays
+        head = path[0]
+        if head.startswith("<"):
+            return "state"
+        if cls.definition is not None:
+            kinds = set()
+            for store in self.info(cls.definition).stores_of(head):
+                kinds.add(self.kind_of(_extend(self.ref_of(store.value), path[1:]), depth + 1))
+            return kinds.pop() if len(kinds) == 1 else None
+        if len(path) == 1:
+            if head in FLAX_VARIABLE_ATTRIBUTES.get(cls.short_name, ()):
+                return "variable"
+            if head in FLAX_SUBMODULE_ATTRIBUTES.get(cls.short_name, ()):
+                return "module"
+        return None
+
+    # -- construction replay ------------------------------------------------------------
+    def init_of(self, classdef: nodes.ClassDef, depth: int = 0) -> nodes.FunctionDef | None:
+        """The ``__init__`` that builds instances of ``classdef`` (its own or a project base's)."""
+        found = classdef.locals.get("__init__")
+        if found and isinstance(found[-1], nodes.FunctionDef):
+            return found[-1]
+        if depth >= _MAX_DEPTH:
+            return None
+        for base in self.info(classdef).bases:
+            if base.definition is not None:
+                init = self.init_of(base.definition, depth + 1)
+                if init is not None:
+                    return init
+        return None
+
+    def construction(self, classdef: nodes.ClassDef, depth: int = 0) -> Construction:
+        """Replay how ``classdef`` builds an instance: stores in order, and the aliases."""
+        key = id(classdef)
+        if key in self._constructions:
+            return self._constructions[key]
+        result = Construction(classdef)
+        self._constructions[key] = result  # placed before recursion: guards against cycles
+        if depth > _MAX_DEPTH:
+            return result
+        init = result.init = self.init_of(classdef)
+        if init is not None:
+            replay = _Replay(self, classdef, result, depth)
+            replay.method(init, (), {}, None, frozenset())
+        result.aliases = self._find_aliases(result)
+        return result
+
+    def stored_items(
+        self, value: nodes.NodeNG | None, substitutions: dict | None = None, depth: int = 0
+    ) -> list[tuple[tuple[str, ...], Ref | None, nodes.NodeNG | None]]:
+        """What storing ``value`` puts into the tree: ``(relative path, ref, container)``.
+
+        The value itself at ``()``, then container elements (``nnx.List([...])``,
+        ``nnx.Sequential(...)``, list/tuple/dict literals, ``[x] * n``, comprehensions
+        repeating an outer object: listed twice) and the constructor arguments a
+        child class stores (``Noise(rngs)`` when ``Noise`` keeps ``self.rngs = rngs``).
+        """
+        items: list[tuple[tuple[str, ...], Ref | None, nodes.NodeNG | None]] = []
+        if value is None:
+            return [((), None, None)]
+        items.append(((), self.ref_of(value, substitutions), None))
+        self._expand(value, (), substitutions or {}, items, depth, None)
+        return items
+
+    def _expand(self, value, prefix, substitutions, items, depth, container) -> None:
+        """Add what ``value`` places below ``prefix``; ``container`` is the outermost
+        container expression (``nnx.List(...)``, a list literal, ...) the items sit in."""
+        if depth > _MAX_DEPTH:
+            return
+        inner = container if container is not None else value
+        if isinstance(value, nodes.Call):
+            name = self._nnx_name(value)
+            if name == "data" and value.args:
+                self._expand(value.args[0], prefix, substitutions, items, depth + 1, container)
+                return
+            if name == "List" and value.args:
+                self._sequence([value.args[0]], prefix, substitutions, items, depth, inner, unpack=True)
+                return
+            if name == "Sequential":
+                self._sequence(value.args, prefix + ("layers",), substitutions, items, depth, inner)
+                return
+            if name == "Dict":
+                for keyword in value.keywords or []:
+                    if keyword.arg:
+                        self._element(keyword.value, prefix + (keyword.arg,), substitutions, items, depth, inner)
+                for entry in value.args[:1]:
+                    self._expand(entry, prefix, substitutions, items, depth + 1, inner)
+                return
+            if name in FLAX_STORED_ARGUMENTS:
+                for position, keyword, path in FLAX_STORED_ARGUMENTS[name]:
+                    argument = _argument(value, position, keyword)
+                    if argument is not None:
+                        self._element(argument, prefix + path, substitutions, items, depth, container)
+                return
+            cls = self.resolve(self._resolver_for(value).qualified_name(value.func))
+            if cls is not None and cls.definition is not None:
+                init = self.init_of(cls.definition)
+                if init is None:
+                    return
+                stored = self.construction(cls.definition, depth + 1).stored_parameters()
+                bound = _bind_arguments(init, value)
+                for parameter, entries in stored.items():
+                    if parameter not in bound:
+                        continue
+                    argument_ref = self.ref_of(bound[parameter], substitutions)
+                    for path, part in entries:
+                        ref = Ref(argument_ref.root, argument_ref.path + part) if argument_ref else None
+                        items.append((prefix + path, ref, container))
+            return
+        if isinstance(value, (nodes.List, nodes.Tuple)):
+            self._sequence([value], prefix, substitutions, items, depth, inner, unpack=True)
+        elif isinstance(value, nodes.Dict):
+            for key, element in value.items:
+                if isinstance(key, nodes.Const) and isinstance(key.value, str):
+                    self._element(element, prefix + (key.value,), substitutions, items, depth, inner)
+        elif isinstance(value, (nodes.BinOp, nodes.ListComp)):
+            self._sequence([value], prefix, substitutions, items, depth, inner, unpack=True)
+        elif isinstance(value, nodes.Name):
+            # `block = Block(rngs)` then `self.blocks.append(block)`: what the bound value stores
+            bindings = bound_values(value)
+            if len(bindings) == 1 and not isinstance(bindings[0], nodes.Name):
+                self._expand(bindings[0], prefix, substitutions, items, depth + 1, container)
+        elif isinstance(value, nodes.IfExp):
+            # `Child(rngs) if rate > 0 else Identity()`: what either branch would store
+            for branch in (value.body, value.orelse):
+                self._expand(branch, prefix, substitutions, items, depth + 1, container)
+
+    def _element(self, element, path, substitutions, items, depth, container) -> None:
+        items.append((path, self.ref_of(element, substitutions), container))
+        self._expand(element, path, substitutions, items, depth + 1, container)
+
+    def _sequence(self, elements, prefix, substitutions, items, depth, container, unpack=False) -> None:
+        """Elements of a sequence, flattened; repeated ones (``[x] * n``) listed twice."""
+        flat: list[tuple[nodes.NodeNG, nodes.NodeNG | None]] = []  # (element, loop it repeats in)
+        for element in elements:
+            flat.extend(_flatten(element, unpack))
+        index = 0
+        for element, repeated_in in flat:
+            copies = 2 if repeated_in is not None else 1
+            for copy in range(copies):
+                path = prefix + (f"[{index}]",)
+                index += 1
+                if copy == 0:
+                    self._element(element, path, substitutions, items, depth, container)
+                    continue
+                # Later iterations: objects created inside the repetition are new ones.
+                sub: list = []
+                self._element(element, path, substitutions, sub, depth, container)
+                for item_path, ref, item_container in sub:
+                    if ref is not None and _created_within(ref, repeated_in):
+                        ref = None
+                    items.append((item_path, ref, item_container))
+
+    def _find_aliases(self, construction: Construction) -> list[Alias]:
+        events = construction.events
+        aliases: list[Alias] = []
+        for position, event in enumerate(events):
+            if event.ref is None or event.deleted:
+                continue
+            kind = self.kind_of(event.ref)
+            if kind not in STATEFUL_KINDS:
+                continue
+            found: Alias | None = None
+            ref = event.ref
+            if ref.root[0] == "self" and ref.root[1] is construction.classdef and ref.path:
+                first_path = ref.path
+                holder = _live_store_at(events, position, first_path)
+                if holder is not None and not _prefix_related(first_path, event.path):
+                    if not _exclusive(holder.guards, event.guards):
+                        found = Alias(holder, first_path, event, ref, kind)
+            if found is None:
+                for earlier in events[:position]:
+                    if earlier.ref is None or earlier.deleted or not earlier.ref.overlaps(ref):
+                        continue
+                    if _prefix_related(earlier.path, event.path) or _exclusive(earlier.guards, event.guards):
+                        continue
+                    if _overwritten(events, earlier, events.index(earlier) + 1, position):
+                        continue
+                    if earlier.container is not None and earlier.container is event.container and (
+                        len(earlier.path) and len(event.path)
+                    ):
+                        pass  # two elements of one container: still an alias (A3)
+                    found = Alias(earlier, earlier.path, event, ref, kind)
+                    break
+            if found is None:
+                continue
+            end = len(events)
+            if _overwritten(events, event, position + 1, end):
+                continue
+            if found.first is not None and _overwritten(events, found.first, position + 1, end, path=found.first_path,
+                                                        guards=event.guards):
+                continue
+            aliases.append(found)
+        return aliases
+
 
 def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     """``self.a.b = ...`` -> ``"a.b"``; None when the chain does not start at ``self``."""
@@ -238,4 +670,483 @@ def _assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
         value = parent.parent.value
         if isinstance(value, (nodes.Tuple, nodes.List)) and len(value.elts) == len(parent.elts):
             return value.elts[parent.elts.index(target)]
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Object identity and construction replay
+# ---------------------------------------------------------------------------------------
+
+_MAX_REF_DEPTH = 12
+
+#: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
+STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
+RNG_CLASSES = frozenset({"Rngs", "RngStream"})
+VARIABLE_CLASSES = frozenset(
+    """Variable Param BatchStat Cache Intermediate Perturbation RngKey RngCount RngState LoRAParam
+    OptState OptVariable OptArray""".split()
+)
+#: flax.nnx classes whose instances hold Variables.
+MODULE_CLASSES = frozenset(
+    """Module Linear LinearGeneral Einsum Embed Conv ConvTranspose LayerNorm RMSNorm BatchNorm
+    GroupNorm InstanceNorm MultiHeadAttention LoRA LoRALinear WeightNorm SpectralNorm LSTMCell GRUCell
+    OptimizedLSTMCell SimpleCell RNN Bidirectional PReLU Sequential List Dict Optimizer
+    ModelAndOptimizer EMA""".split()
+)
+#: Variable attributes of flax layers (``self.head.kernel = self.embed.embedding``).
+FLAX_VARIABLE_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "Linear": frozenset({"kernel", "bias"}),
+    "LinearGeneral": frozenset({"kernel", "bias"}),
+    "Einsum": frozenset({"kernel", "bias"}),
+    "LoRALinear": frozenset({"kernel", "bias"}),
+    "Conv": frozenset({"kernel", "bias"}),
+    "ConvTranspose": frozenset({"kernel", "bias"}),
+    "Embed": frozenset({"embedding"}),
+    "LayerNorm": frozenset({"scale", "bias"}),
+    "RMSNorm": frozenset({"scale"}),
+    "BatchNorm": frozenset({"scale", "bias", "mean", "var"}),
+    "GroupNorm": frozenset({"scale", "bias"}),
+    "InstanceNorm": frozenset({"scale", "bias"}),
+    "LoRA": frozenset({"lora_a", "lora_b"}),
+    "PReLU": frozenset({"negative_slope"}),
+}
+#: Submodule attributes of flax classes.
+FLAX_SUBMODULE_ATTRIBUTES: dict[str, frozenset[str]] = {
+    "Sequential": frozenset({"layers"}),
+    "ModelAndOptimizer": frozenset({"model"}),
+    "LoRA": frozenset({"base_module"}),
+    "WeightNorm": frozenset({"layer_instance"}),
+    "SpectralNorm": frozenset({"layer_instance"}),
+    "RNN": frozenset({"cell"}),
+    "Bidirectional": frozenset({"forward_rnn", "backward_rnn"}),
+    "MultiHeadAttention": frozenset({"query", "key", "value", "out"}),
+}
+#: Constructor arguments flax classes keep as they are: (position, keyword, stored path).
+FLAX_STORED_ARGUMENTS: dict[str, tuple[tuple[int | None, str, tuple[str, ...]], ...]] = {
+    "LoRA": ((None, "base_module", ("base_module",)),),
+    "WeightNorm": ((0, "layer_instance", ("layer_instance",)),),
+    "SpectralNorm": ((0, "layer_instance", ("layer_instance",)),),
+    "RNN": ((0, "cell", ("cell",)),),
+    "Bidirectional": ((0, "forward_rnn", ("forward_rnn",)), (1, "backward_rnn", ("backward_rnn",))),
+    "ModelAndOptimizer": ((0, "model", ("model",)),),
+}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A statically known object: where it comes from (``root``) and a path within it.
+
+    Roots: ``("self", ClassDef)`` — the instance under construction in a method;
+    ``("param", function, name)`` — whatever a caller passed; ``("new", Call)`` — the
+    object one construction (or ``.fork()``) made. Two refs *overlap* when they share the
+    root and one path is a prefix of the other: the same object, or an object and its part.
+    Path parts are attribute names, ``[i]`` for sequence positions and ``<...>`` for
+    filtered state views (``nnx.state(m, nnx.Param)``).
+    """
+
+    root: tuple
+    path: tuple[str, ...] = ()
+
+    def child(self, *parts: str) -> Ref:
+        return Ref(self.root, self.path + tuple(parts))
+
+    def overlaps(self, other: Ref) -> bool:
+        if self.root != other.root:
+            return False
+        shorter = min(len(self.path), len(other.path))
+        return self.path[:shorter] == other.path[:shorter]
+
+    @property
+    def origin(self) -> str:
+        return self.root[0]
+
+    def describe(self) -> str:
+        """Source-like text: ``self.embed.embedding``, ``rngs.dropout``, ``Linear(...)``."""
+        if self.root[0] == "self":
+            base = "self"
+        elif self.root[0] == "param":
+            base = self.root[2]
+        else:
+            call = self.root[1]
+            func = call.func.as_string() if isinstance(call, nodes.Call) else "?"
+            base = f"{func}(...)"
+        return join_path((base,) + self.path)
+
+
+def join_path(parts: tuple[str, ...] | list[str]) -> str:
+    """``("layers", "[0]", "bias")`` -> ``layers[0].bias``."""
+    text = ""
+    for part in parts:
+        if part.startswith("[") or not text:
+            text += part
+        else:
+            text += "." + part
+    return text
+
+
+@dataclass
+class StoreEvent:
+    """One object placed into (or, ``deleted``, removed from) the tree under construction."""
+
+    path: tuple[str, ...]
+    ref: Ref | None
+    #: The statement's node (an ``AssignAttr``, a ``setattr``/``delattr`` call, ...).
+    node: nodes.NodeNG
+    #: The node in the replayed class's own code that causes the store: ``node`` itself,
+    #: or the ``super().__init__(...)`` call for stores made by a base class.
+    origin: nodes.NodeNG
+    #: Enclosing branches, ``(id(node), branch)``: a later store only undoes an earlier
+    #: one when it runs whenever the earlier one ran.
+    guards: frozenset
+    #: The container/constructor expression the stored object sits in, if any.
+    container: nodes.NodeNG | None = None
+    deleted: bool = False
+
+    @property
+    def display_path(self) -> str:
+        return join_path(self.path)
+
+
+@dataclass
+class Alias:
+    """One object reachable at two paths of a constructed instance."""
+
+    first: StoreEvent | None
+    first_path: tuple[str, ...]
+    second: StoreEvent
+    ref: Ref
+    kind: str
+
+
+@dataclass
+class Construction:
+    """The replay of one class's construction (see :meth:`ClassModel.construction`)."""
+
+    classdef: nodes.ClassDef
+    #: The ``__init__`` replayed (the class's own or an inherited one), if any.
+    init: nodes.FunctionDef | None = None
+    events: list[StoreEvent] = field(default_factory=list)
+    aliases: list[Alias] = field(default_factory=list)
+
+    def stored_parameters(self) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
+        """``__init__`` parameters stored as they are: name -> [(stored path, part of it)].
+
+        ``self.rngs = rngs`` gives ``{"rngs": [(("rngs",), ())]}``; ``self.r =
+        rngs.dropout`` gives ``{"rngs": [(("r",), ("dropout",))]}``. Stores later undone
+        (overwritten or deleted unconditionally) are left out.
+        """
+        result: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+        for position, event in enumerate(self.events):
+            ref = event.ref
+            if ref is None or ref.root[0] != "param" or event.deleted or ref.root[1] is not self.init:
+                continue
+            if _overwritten(self.events, event, position + 1, len(self.events)):
+                continue
+            result.setdefault(ref.root[2], []).append((event.path, ref.path))
+        return result
+
+
+def _is_static(function: nodes.FunctionDef) -> bool:
+    decorators = function.decorators.nodes if function.decorators else []
+    return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
+
+
+def _is_static_value(value: nodes.NodeNG | None) -> bool:
+    """Literals and functions: never NNX state."""
+    if isinstance(value, (nodes.Const, nodes.JoinedStr, nodes.Lambda)):
+        return True
+    if isinstance(value, (nodes.Tuple, nodes.List, nodes.Set)):
+        return all(_is_static_value(element) for element in value.elts)
+    return False
+
+
+def _has_keyword(call: nodes.Call, name: str) -> bool:
+    for keyword in call.keywords or []:
+        if keyword.arg == name:
+            return not (isinstance(keyword.value, nodes.Const) and keyword.value.value is None)
+    return False
+
+
+def _view_part(filters: list[nodes.NodeNG]) -> str:
+    return "<" + ", ".join(f.as_string() for f in filters) + ">"
+
+
+def _extend(ref: Ref | None, path: tuple[str, ...]) -> Ref | None:
+    return Ref(ref.root, ref.path + tuple(path)) if ref is not None else None
+
+
+def _argument(call: nodes.Call, position: int | None, keyword: str) -> nodes.NodeNG | None:
+    for item in call.keywords or []:
+        if item.arg == keyword:
+            return item.value
+    if position is not None and position < len(call.args):
+        argument = call.args[position]
+        if not any(isinstance(a, nodes.Starred) for a in call.args[: position + 1]):
+            return argument
+    return None
+
+
+def _bind_arguments(
+    function: nodes.FunctionDef | nodes.Lambda, call: nodes.Call, skip_first: bool = True, argument_offset: int = 0
+) -> dict[str, nodes.NodeNG]:
+    """Parameter name -> argument expression for a call of ``function`` (best effort).
+
+    ``skip_first``: the function is a method called on an instance (``self`` is implicit);
+    ``argument_offset``: leading call arguments that are not the function's (``Base.__init__(self, ...)``).
+    """
+    arguments = function.args
+    positional = list(arguments.posonlyargs or []) + list(arguments.args or [])
+    if skip_first and positional:
+        positional = positional[1:]
+    bound: dict[str, nodes.NodeNG] = {}
+    for parameter, argument in zip(positional, call.args[argument_offset:]):
+        if isinstance(argument, nodes.Starred):
+            break
+        bound[parameter.name] = argument
+    names = {p.name for p in positional} | {p.name for p in arguments.kwonlyargs or []}
+    for keyword in call.keywords or []:
+        if keyword.arg in names:
+            bound[keyword.arg] = keyword.value
+    return bound
+
+
+def _flatten(element: nodes.NodeNG, unpack: bool) -> list[tuple[nodes.NodeNG, nodes.NodeNG | None]]:
+    """Elements of a sequence expression; the second item is the repetition they sit in."""
+    if isinstance(element, nodes.Starred):
+        return _flatten(element.value, True)
+    if not unpack:
+        return [(element, None)]
+    if isinstance(element, (nodes.List, nodes.Tuple)):
+        flat = []
+        for item in element.elts:
+            flat.extend(_flatten(item, False) if not isinstance(item, nodes.Starred) else _flatten(item, True))
+        return flat
+    if isinstance(element, nodes.BinOp) and element.op == "*":
+        sequence = element.left if isinstance(element.left, (nodes.List, nodes.Tuple)) else element.right
+        if isinstance(sequence, (nodes.List, nodes.Tuple)) and not (
+            isinstance(element.left, nodes.Const) and isinstance(element.right, nodes.Const)
+        ):
+            count = element.right if sequence is element.left else element.left
+            if isinstance(count, nodes.Const) and isinstance(count.value, int) and count.value < 2:
+                return [(item, None) for item in sequence.elts]
+            return [(item, element) for item in sequence.elts]
+    if isinstance(element, (nodes.ListComp, nodes.GeneratorExp)):
+        return [(element.elt, element)]
+    return [(element, None)]
+
+
+def _created_within(ref: Ref, scope: nodes.NodeNG) -> bool:
+    """Whether the object ``ref`` denotes is created anew by code inside ``scope``."""
+    if ref.root[0] == "new":
+        node = ref.root[1]
+    elif ref.root[0] == "param":
+        node = ref.root[1]  # a lambda/function defined inside: a fresh parameter each time
+    else:
+        return False
+    while node is not None:
+        if node is scope:
+            return True
+        node = node.parent
+    return False
+
+
+def _prefix_related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
+def _exclusive(a: frozenset, b: frozenset) -> bool:
+    """Two stores in different branches of one ``if`` can never both run."""
+    branches_a = {key: branch for key, branch in a if branch in ("body", "orelse")}
+    return any(branches_a.get(key) not in (None, branch) for key, branch in b if branch in ("body", "orelse"))
+
+
+def _overwritten(
+    events: list[StoreEvent], event: StoreEvent, start: int, end: int,
+    path: tuple[str, ...] | None = None, guards: frozenset | None = None,
+) -> bool:
+    """Whether a store/delete in ``events[start:end]`` replaces ``path`` (or a parent) for sure."""
+    path = event.path if path is None else path
+    guards = event.guards if guards is None else guards
+    for later in events[start:end]:
+        if later.node is event.node and not later.deleted:
+            continue  # items of the same statement
+        if len(later.path) <= len(path) and path[: len(later.path)] == later.path and later.guards <= guards:
+            return True
+    return False
+
+
+def _live_store_at(events: list[StoreEvent], position: int, path: tuple[str, ...]) -> StoreEvent | None:
+    """The latest store before ``position`` whose path holds ``path`` (itself or a parent)."""
+    for event in reversed(events[:position]):
+        if len(event.path) <= len(path) and path[: len(event.path)] == event.path:
+            return None if event.deleted else event
+    return None
+
+
+def _guards(node: nodes.NodeNG, stop: nodes.NodeNG) -> frozenset:
+    found = set()
+    child, current = node, node.parent
+    while current is not None and current is not stop:
+        if isinstance(current, nodes.If):
+            found.add((id(current), "body" if child in current.body else "orelse" if child in current.orelse else "test"))
+        elif isinstance(current, (nodes.For, nodes.While)):
+            found.add((id(current), "loop" if child in current.body else "loop-else"))
+        elif isinstance(current, nodes.Try if hasattr(nodes, "Try") else nodes.TryExcept):
+            found.add((id(current), "try"))
+        elif isinstance(current, nodes.ExceptHandler):
+            found.add((id(current), "except"))
+        elif isinstance(current, nodes.IfExp):
+            found.add((id(current), "ifexp"))
+        child, current = current, current.parent
+    return frozenset(found)
+
+
+def _walk_nodes(statements: list[nodes.NodeNG]):
+    """Nodes of ``statements`` in source order, not entering nested functions/classes."""
+    stack = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda, nodes.ClassDef)):
+            continue
+        stack.extend(reversed(list(node.get_children())))
+
+
+class _Replay:
+    """Replays one class's ``__init__`` (with helpers and base initialisers) into events."""
+
+    def __init__(self, model: ClassModel, classdef: nodes.ClassDef, result: Construction, depth: int) -> None:
+        self.model = model
+        self.classdef = classdef
+        self.result = result
+        self.depth = depth
+        self.active: set[int] = set()
+
+    def method(self, method, guards, substitutions, origin, outer: frozenset) -> None:
+        if id(method) in self.active or len(self.active) > _MAX_DEPTH or not method.args.args:
+            return
+        self.active.add(id(method))
+        self_name = method.args.args[0].name
+        events = self.result.events
+        for node in _walk_nodes(method.body):
+            here = outer | _guards(node, method)
+            if isinstance(node, nodes.AssignAttr):
+                path = _self_path(node, self_name)
+                if path is None:
+                    continue
+                value = _assigned_value(node)
+                self._store(tuple(path.split(".")), value, node, origin, here, substitutions)
+            elif isinstance(node, nodes.DelAttr):
+                path = _self_path(node, self_name)
+                if path is not None:
+                    events.append(StoreEvent(tuple(path.split(".")), None, node, origin or node, here, deleted=True))
+            elif isinstance(node, nodes.Call):
+                self._call(node, method, self_name, here, substitutions, origin)
+        self.active.discard(id(method))
+
+    def _store(self, path, value, node, origin, guards, substitutions) -> None:
+        for relative, ref, container in self.model.stored_items(value, substitutions, self.depth):
+            self.result.events.append(
+                StoreEvent(path + relative, ref, node, origin or node, guards, container if relative else None)
+            )
+
+    def _call(self, node: nodes.Call, method, self_name, guards, substitutions, origin) -> None:
+        func = node.func
+        is_self = lambda n: isinstance(n, nodes.Name) and n.name == self_name  # noqa: E731
+        if isinstance(func, nodes.Name) and func.name in ("setattr", "delattr") and len(node.args) >= 2:
+            target, name = node.args[0], node.args[1]
+            if is_self(target) and isinstance(name, nodes.Const) and isinstance(name.value, str):
+                if func.name == "delattr":
+                    self.result.events.append(StoreEvent((name.value,), None, node, origin or node, guards, deleted=True))
+                elif len(node.args) >= 3:
+                    self._store((name.value,), node.args[2], node, origin, guards, substitutions)
+            return
+        if not isinstance(func, nodes.Attribute):
+            return
+        # self.<path>.append(x): x placed in the list at <path>
+        if func.attrname == "append" and len(node.args) == 1:
+            path = _attribute_path(func.expr, self_name)
+            if path:
+                index = sum(1 for e in self.result.events if e.path[:-1] == path and e.path[-1:] and
+                            e.path[-1].startswith("["))
+                loop = _enclosing_loop(node, method)
+                copies = 2 if loop is not None else 1
+                for copy in range(copies):
+                    items = self.model.stored_items(node.args[0], substitutions, self.depth)
+                    for relative, ref, container in items:
+                        if copy and ref is not None and _created_within(ref, loop):
+                            ref = None
+                        self.result.events.append(StoreEvent(
+                            path + (f"[{index + copy}]",) + relative, ref, node, origin or node, guards,
+                            container if relative else None))
+            return
+        if func.attrname == "__init__":
+            base_init = self._base_init(func.expr, method)
+            if base_init is not None:
+                explicit_self = not (isinstance(func.expr, nodes.Call))
+                args_call = node
+                bound = _bind_call(base_init, args_call, skip_self_argument=explicit_self)
+                subs = {(base_init, name): self.model.ref_of(arg, substitutions) for name, arg in bound.items()}
+                self.method(base_init, (), subs, origin or node, guards)
+            return
+        if is_self(func.expr):
+            helper = self._lookup_method(func.attrname)
+            if helper is not None and helper.name != "__init__":
+                bound = _bind_call(helper, node, skip_self_argument=False)
+                subs = {(helper, name): self.model.ref_of(arg, substitutions) for name, arg in bound.items()}
+                helper_origin = origin
+                if helper_origin is None and helper.parent is not self.classdef:
+                    helper_origin = node  # an inherited helper: report at the call
+                self.method(helper, (), subs, helper_origin, guards)
+
+    def _lookup_method(self, name: str) -> nodes.FunctionDef | None:
+        classdef = self.classdef
+        for _ in range(_MAX_DEPTH):
+            found = classdef.locals.get(name)
+            if found and isinstance(found[-1], nodes.FunctionDef):
+                return found[-1]
+            bases = [b.definition for b in self.model.info(classdef).bases if b.definition is not None]
+            if not bases:
+                return None
+            classdef = bases[0]
+        return None
+
+    def _base_init(self, expression: nodes.NodeNG, method: nodes.FunctionDef) -> nodes.FunctionDef | None:
+        owner = method.parent
+        if not isinstance(owner, nodes.ClassDef):
+            return None
+        if isinstance(expression, nodes.Call) and isinstance(expression.func, nodes.Name) and expression.func.name == "super":
+            for base in self.model.info(owner).bases:
+                if base.definition is not None:
+                    return self.model.init_of(base.definition)
+            return None
+        name = self.model._resolver_for(expression).qualified_name(expression)
+        ref = self.model.resolve(name)
+        if ref is not None and ref.definition is not None:
+            return self.model.init_of(ref.definition)
+        return None
+
+
+def _bind_call(function: nodes.FunctionDef, call: nodes.Call, skip_self_argument: bool) -> dict[str, nodes.NodeNG]:
+    """Bind a method call's arguments; ``skip_self_argument`` when ``self`` is passed explicitly."""
+    return _bind_arguments(function, call, argument_offset=1 if skip_self_argument else 0)
+
+
+def _attribute_path(expression: nodes.NodeNG, self_name: str) -> tuple[str, ...] | None:
+    parts: list[str] = []
+    while isinstance(expression, nodes.Attribute):
+        parts.insert(0, expression.attrname)
+        expression = expression.expr
+    if isinstance(expression, nodes.Name) and expression.name == self_name and parts:
+        return tuple(parts)
+    return None
+
+
+def _enclosing_loop(node: nodes.NodeNG, stop: nodes.NodeNG) -> nodes.NodeNG | None:
+    current = node.parent
+    while current is not None and current is not stop:
+        if isinstance(current, (nodes.For, nodes.While)):
+            return current
+        current = current.parent
     return None

@@ -1,0 +1,1892 @@
+"""NNX1xx: shared references and aliasing — catalogue rows A1-A9.
+
+Tree Mode forbids any Variable being reachable twice: every NNX transform checks its
+inputs and outputs for Variable aliasing, and every graph API checks the object it
+walks. Rules here see sharing statically, from the class model (``context.classes``):
+which attributes a class stores during construction and what object each one is.
+
+Opt-in policy (documented on every rule):
+
+* **Class-level rules** (NNX101 aliased attributes, NNX102 a container holding one object
+  twice, NNX105 one ``Rngs`` stored twice) report the *class*, at the second store: the
+  class is what needs fixing, and the problem follows every instance into every NNX
+  transform and graph API, in any file. They stay silent when the store sits in a scope
+  that keeps graph mode (``set_graph_mode(True)`` + ``set_graph_updates(True)`` at module
+  level, or around the code), or when this file uses instances of the class with NNX
+  transforms / graph APIs / ``nnx.Optimizer`` / ``.eval()`` / ``.train()`` and *every* such
+  use keeps graph mode (``graph=True``, ``nnx.compat.*``): the author has opted the class in.
+* **Call-site rules** (NNX103 duplicate arguments, NNX104 returned inputs, NNX106 a
+  transformed constructor storing its argument, NNX107 an argument holding another
+  argument, NNX108 tied models in ``fori_loop``/``while_loop``) respect the transform's own
+  opt-in (flags, ``nnx.compat``, scope), like every other family.
+
+Where the type or identity of an object is not known statically, the rules stay silent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from astroid import nodes
+
+from nnx_lint.calls import NNXCall, match_nnx_call
+from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
+from nnx_lint.flow import bound_values, expressions_within
+from nnx_lint.mode import ModeContext
+from nnx_lint.names import NameResolver
+from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+
+#: Transforms whose first argument is the function they transform.
+FUNCTION_TRANSFORMS = frozenset(
+    {"jit", "vmap", "pmap", "grad", "value_and_grad", "remat", "checkify", "shard_map", "scan", "custom_vjp"}
+)
+#: Transforms applied directly to a function and its operands.
+DIRECT_TRANSFORMS = frozenset({"eval_shape", "cond", "switch", "fori_loop", "while_loop"})
+#: Transforms whose function returns its carry by design (not output aliasing).
+CARRY_TRANSFORMS = frozenset({"scan", "fori_loop", "while_loop"})
+
+
+@dataclass
+class Argument:
+    """One argument of a transformed call, labelled like flax's error paths."""
+
+    label: str
+    index: int | None
+    expression: nodes.NodeNG
+
+
+@dataclass
+class TransformUse:
+    """One application of an NNX-transformed function."""
+
+    transform: NNXCall
+    #: The call that runs the transformed function (for direct forms: the NNX call itself).
+    call: nodes.Call | None
+    #: Expressions of the transformed function(s) (a Lambda, a Name, a FunctionDef, ...).
+    functions: list[nodes.NodeNG] = field(default_factory=list)
+    arguments: list[Argument] = field(default_factory=list)
+    #: graph=True and graph_updates=True (flags, compat or scope): all graph semantics kept.
+    keeps_graph: bool = False
+    #: graph=True, whatever graph_updates is.
+    graph_flag: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.transform.name
+
+    @property
+    def accepts_shared_inputs(self) -> bool:
+        """Whether this transform accepts one Variable reachable twice among its inputs.
+
+        Catalogue G3 (and flax's own tests): with `graph=True` inputs may share Variables
+        even when `graph_updates=False` — except `eval_shape` and `custom_vjp`, which
+        check their inputs for aliasing as soon as `graph_updates=False`.
+        """
+        if self.keeps_graph:
+            return True
+        return self.graph_flag and self.name not in ("eval_shape", "custom_vjp")
+
+
+class TransformFinder:
+    """Per-file: recognises applications of NNX-transformed functions."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self._modes: dict[int, ModeContext] = {}
+
+    # -- the transform behind a callee expression -------------------------------------
+    def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
+        """``(transform, function expression, keeps graph mode)`` when calling ``callee``
+        runs an NNX-transformed function; None otherwise."""
+        if depth > 4:
+            return None
+        if isinstance(callee, nodes.Call):
+            call = self.context.nnx_call(callee)
+            if call is not None and call.name in FUNCTION_TRANSFORMS and call.args:
+                return call, call.args[0], self.context.keeps_graph_mode(call)
+            if isinstance(callee.func, nodes.Call) and callee.args:
+                factory = self.context.nnx_call(callee.func)
+                if factory is not None and factory.name in FUNCTION_TRANSFORMS and not factory.args:
+                    return factory, callee.args[0], self.context.keeps_graph_mode(factory)
+            return None
+        if isinstance(callee, nodes.Name):
+            try:
+                _scope, assignments = callee.lookup(callee.name)
+            except Exception:
+                return None
+            if len(assignments) != 1:
+                return None
+            assignment = assignments[0]
+            if isinstance(assignment, nodes.FunctionDef):
+                return self.decorated(assignment)
+            if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign):
+                if len(assignment.parent.targets) == 1 and assignment.parent.targets[0] is assignment:
+                    return self.transformed(assignment.parent.value, depth + 1)
+            if isinstance(assignment, nodes.ImportFrom):
+                name = self.context.qualified_name(callee)
+                definition = self.context.project.definition(name) if name else None
+                if isinstance(definition, nodes.FunctionDef):
+                    return self.decorated(definition)
+        return None
+
+    def decorated(self, function: nodes.FunctionDef) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
+        """The NNX transform decorating ``function`` (innermost first), if any."""
+        if not function.decorators:
+            return None
+        root = function.root()
+        resolver = self.context.resolver if root is self.context.module else NameResolver(root, self.context.project)
+        mode = self._mode_for(root, resolver)
+        for decorator in reversed(function.decorators.nodes):
+            if isinstance(decorator, nodes.Call):
+                call = match_nnx_call(decorator, resolver)
+                if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
+                    return call, function, mode.keeps_graph_mode(call)
+                continue
+            name = resolver.qualified_name(decorator)
+            if name and (name.startswith("flax.nnx.")):
+                short = name.rpartition(".")[2]
+                if short in FUNCTION_TRANSFORMS:
+                    synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
+                    return synthetic, function, mode.keeps_graph_mode(synthetic)
+        return None
+
+    def _mode_for(self, root: nodes.Module, resolver: NameResolver) -> ModeContext:
+        if root is self.context.module:
+            return self.context.mode
+        key = id(root)
+        if key not in self._modes:
+            self._modes[key] = ModeContext(root, resolver)
+        return self._modes[key]
+
+    # -- applications -------------------------------------------------------------------
+    def use_of(self, node: nodes.Call) -> TransformUse | None:
+        """The :class:`TransformUse` if ``node`` applies a transformed function."""
+        direct = self.context.nnx_call(node)
+        if direct is not None and direct.name in DIRECT_TRANSFORMS and not direct.via_partial:
+            return self._direct_use(direct)
+        found = self.transformed(node.func)
+        if found is None:
+            return None
+        transform, function, keeps = found
+        arguments = _positional(node.args, "args")
+        arguments += [Argument(f"kwargs[{k.arg!r}]", None, k.value) for k in node.keywords or [] if k.arg]
+        return TransformUse(transform, node, [function], arguments, keeps, self.graph_flag(transform))
+
+    def graph_flag(self, transform: NNXCall) -> bool:
+        """Whether ``graph=True`` is in force for ``transform`` (its own module's mode)."""
+        root = transform.node.root()
+        resolver = self.context.resolver if root is self.context.module else NameResolver(root, self.context.project)
+        return self._mode_for(root, resolver).call_mode(transform).graph is True
+
+    def _direct_use(self, call: NNXCall) -> TransformUse | None:
+        use = self._direct_use_of(call)
+        if use is not None:
+            use.graph_flag = self.graph_flag(call)
+        return use
+
+    def _direct_use_of(self, call: NNXCall) -> TransformUse | None:
+        args = call.args
+        keeps = self.context.keeps_graph_mode(call)
+        if any(isinstance(a, nodes.Starred) for a in args):
+            return None
+        if call.name == "eval_shape" and args:
+            return TransformUse(call, call.node, [args[0]], _positional(args[1:], "args"), keeps)
+        if call.name == "cond" and len(args) >= 3:
+            return TransformUse(call, call.node, list(args[1:3]), _positional(args[3:], "operands"), keeps)
+        if call.name == "switch" and len(args) >= 2:
+            branches = list(args[1].elts) if isinstance(args[1], (nodes.List, nodes.Tuple)) else []
+            return TransformUse(call, call.node, branches, _positional(args[2:], "operands"), keeps)
+        if call.name == "fori_loop":
+            body = args[2] if len(args) > 2 else call.keywords.get("body_fun")
+            init = args[3] if len(args) > 3 else call.keywords.get("init_val")
+            if init is not None:
+                return TransformUse(call, call.node, [body] if body is not None else [],
+                                    [Argument("init_val", 0, init)], keeps)
+        if call.name == "while_loop":
+            functions = [a for a in args[:2]]
+            init = args[2] if len(args) > 2 else call.keywords.get("init_val")
+            if init is not None:
+                return TransformUse(call, call.node, functions, [Argument("init_val", 0, init)], keeps)
+        return None
+
+
+def _positional(args: list[nodes.NodeNG], label: str) -> list[Argument]:
+    result = []
+    for index, argument in enumerate(args):
+        if isinstance(argument, nodes.Starred):
+            break
+        result.append(Argument(f"{label}[{index}]", index, argument))
+    return result
+
+
+def function_definition(expression: nodes.NodeNG | None, context=None) -> nodes.NodeNG | None:
+    """The FunctionDef / Lambda / ClassDef a function expression denotes (this file, or,
+    given the file ``context``, another module of the project)."""
+    if isinstance(expression, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+        return expression
+    if isinstance(expression, nodes.Name):
+        try:
+            _scope, assignments = expression.lookup(expression.name)
+        except Exception:
+            return None
+        if len(assignments) != 1:
+            return None
+        assignment = assignments[0]
+        if isinstance(assignment, (nodes.FunctionDef, nodes.ClassDef)):
+            return assignment
+        if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign):
+            if isinstance(assignment.parent.value, nodes.Lambda):
+                return assignment.parent.value
+        if isinstance(assignment, (nodes.ImportFrom, nodes.Import)) and context is not None:
+            return _project_definition(context, expression)
+    if isinstance(expression, nodes.Attribute) and context is not None:
+        return _project_definition(context, expression)
+    return None
+
+
+def _project_definition(context, expression: nodes.NodeNG) -> nodes.NodeNG | None:
+    """A class or function of another project module that ``expression`` names."""
+    name = context.qualified_name(expression)
+    definition = context.project.definition(name) if name else None
+    return definition if isinstance(definition, (nodes.FunctionDef, nodes.ClassDef)) else None
+
+
+def returned_values(function: nodes.NodeNG) -> list[nodes.NodeNG]:
+    """What a function returns: a lambda's body, or its own ``return`` values."""
+    if isinstance(function, nodes.Lambda) and not isinstance(function, nodes.FunctionDef):
+        return [function.body]
+    values = []
+    for node in function.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+        if node.value is not None and node.scope() is function:
+            values.append(node.value)
+    return values
+
+
+def parameter_names(function: nodes.NodeNG) -> list[str]:
+    arguments = function.args
+    names = [a.name for a in list(arguments.posonlyargs or []) + list(arguments.args or [])]
+    if isinstance(function, nodes.FunctionDef) and isinstance(function.parent, nodes.ClassDef) and names:
+        names = names[1:]  # a method's self
+    return names
+
+
+_DUPLICATE = "Duplicate"
+_KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state": "State"}
+_CONTAINER_NAMES = frozenset({"List", "Sequential", "Dict", "data"})
+_GRAPH_METHODS = frozenset({"eval", "train", "set_attributes"})
+_GRAPH_USE_APIS = frozenset({"Optimizer", "ModelAndOptimizer", "EMA", "tabulate"})
+_MODULE_USE_APIS = frozenset(
+    {"state", "split", "update", "graphdef", "variables", "iter_graph", "iter_modules", "clone", "pop", "view"}
+)
+
+
+def _self_text(path: tuple[str, ...]) -> str:
+    return join_path(("self",) + tuple(path))
+
+
+def _inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def _short(node: nodes.NodeNG, limit: int = 60) -> str:
+    text = node.as_string()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _function_label(function: nodes.NodeNG | None) -> str:
+    if isinstance(function, (nodes.FunctionDef, nodes.ClassDef)):
+        return function.name
+    if isinstance(function, nodes.Name):
+        return function.name
+    return "<lambda>"
+
+
+class _FamilyRule(Rule):
+    """Services every NNX1xx rule uses (no ``code``: not a rule itself)."""
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.finder = TransformFinder(context)
+
+    @property
+    def classes(self):
+        return self.context.classes
+
+    def kind_of_expression(self, expression: nodes.NodeNG | None) -> str | None:
+        return self.classes.kind_of(self.classes.ref_of(expression))
+
+
+# ---------------------------------------------------------------------------------------
+# Class-level rules: aliases created while a class is constructed
+# ---------------------------------------------------------------------------------------
+
+
+class _ClassAliasRule(_FamilyRule):
+    """Replays each NNX class of the file and reports the aliases of one category."""
+
+    category: str
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classdefs: list[nodes.ClassDef] = []
+        #: id(ClassDef) -> [keeps graph mode?] for each use of an instance in this file
+        self._uses: dict[int, list[bool]] = {}
+        #: the same per object (Ref), for containers built outside classes
+        self._object_uses: dict[Ref, list[bool]] = {}
+
+    def visit_classdef(self, node: nodes.ClassDef) -> None:
+        self._classdefs.append(node)
+
+    def visit_call(self, node: nodes.Call) -> None:
+        """Record how instances of project classes are used (for the class opt-in)."""
+        call = self.context.nnx_call(node)
+        if call is not None:
+            self._record_constructions_inside(call)
+        if call is not None and call.args and (call.is_graph_api or call.name in _GRAPH_USE_APIS):
+            keeps = call.is_compat or self.context.mode.call_mode(call).graph is True
+            self._record_use(call.args[0], keeps)
+            return
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in _GRAPH_METHODS:
+            if self.classes.class_of_self(node.func.expr) is not None:
+                keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
+                keeps = isinstance(keyword, nodes.Const) and keyword.value is True
+                keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
+                self._record_use(node.func.expr, keeps)
+            return
+        use = self.finder.use_of(node)
+        if use is not None:
+            for argument in use.arguments:
+                for expression, _reference in expressions_within(argument.expression, depth=1):
+                    self._record_use(expression, use.accepts_shared_inputs)
+
+    def _record_constructions_inside(self, call) -> None:
+        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
+        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
+        if not lambdas:
+            return
+        mode = self.context.mode.call_mode(call)
+        keeps = mode.graph is True and (mode.graph_updates is True or call.name not in ("eval_shape", "custom_vjp"))
+        for function in lambdas:
+            for inner in function.body.nodes_of_class(nodes.Call):
+                ref = self.classes.class_of(inner)
+                if ref is not None and ref.definition is not None:
+                    self._uses.setdefault(id(ref.definition), []).append(keeps)
+
+    def _record_use(self, expression: nodes.NodeNG, keeps: bool) -> None:
+        if isinstance(expression, (nodes.Tuple, nodes.List, nodes.Dict)):
+            return
+        object_ref = self.classes.ref_of(expression)
+        if object_ref is not None:
+            self._object_uses.setdefault(object_ref, []).append(keeps)
+        ref = self.classes.class_of_self(expression)
+        if ref is not None and ref.definition is not None:
+            self._uses.setdefault(id(ref.definition), []).append(keeps)
+
+    def leave_module(self, node: nodes.Module) -> None:
+        reported: set[tuple[int, int]] = set()
+        for classdef in self._classdefs:
+            info = self.classes.info(classdef)
+            if not info.is_nnx_module:
+                continue
+            uses = self._uses.get(id(classdef))
+            if uses and all(uses):
+                continue  # every use in this file opts the class into graph mode
+            construction = self.classes.construction(classdef)
+            for alias in construction.aliases:
+                if _category(alias) != self.category:
+                    continue
+                where = self._location(classdef, alias)
+                if where is None or (where.lineno, where.col_offset) in reported:
+                    continue
+                if self.context.mode.scope_keeps_graph_mode(where, transform=True):
+                    continue
+                reported.add((where.lineno, where.col_offset))
+                self.report(where, **self._facts(classdef, alias))
+
+    def _location(self, classdef: nodes.ClassDef, alias: Alias) -> nodes.NodeNG | None:
+        second = alias.second
+        where = second.container if self.category == "container" and second.container is not None else second.origin
+        if not _inside(where, classdef):
+            where = second.origin
+        if where.root() is not self.context.module or not _inside(where, classdef):
+            return None
+        if not _inside(second.node, classdef) and alias.first is not None and not _inside(alias.first.node, classdef):
+            # Both stores come from a base class: reported there, unless only our arguments tie them.
+            owner = second.node.frame()
+            owner = owner.parent if isinstance(owner, nodes.FunctionDef) else None
+            if isinstance(owner, nodes.ClassDef):
+                base = self.classes.construction(owner)
+                if any(a.second.node is second.node for a in base.aliases):
+                    return None
+        return where
+
+    def _facts(self, classdef: nodes.ClassDef, alias: Alias) -> dict:
+        second = alias.second
+        return {
+            "class_name": classdef.name,
+            "first_path": join_path(alias.first_path),
+            "second_path": second.display_path,
+            "kind": _KIND_WORDS.get(alias.kind, alias.kind),
+            "shared": alias.ref.describe(),
+            "container": _short(second.container) if second.container is not None else None,
+            "conditional": bool(second.guards),
+            "stored_in": second.node.frame().name if hasattr(second.node.frame(), "name") else None,
+            "confidence": "static",
+        }
+
+
+def _category(alias: Alias) -> str:
+    first, second = alias.first, alias.second
+    if alias.kind == "rngs":
+        return "rngs"
+    if first is not None and first.container is not None and first.container is second.container:
+        return "container"
+    a, b = alias.first_path, second.path
+    if len(a) == len(b) and a[:-1] == b[:-1] and a[-1:] and a[-1].startswith("[") and b[-1].startswith("["):
+        return "container"
+    return "attribute"
+
+
+# ---------------------------------------------------------------------------------------
+# Call-site rules
+# ---------------------------------------------------------------------------------------
+
+
+def _overlapping_pair(classes, refs: list[tuple[Argument, Ref | None]]):
+    """The first two arguments denoting the same stateful object (or one and its part)."""
+    for i, (first, ref_a) in enumerate(refs):
+        if ref_a is None:
+            continue
+        for second, ref_b in refs[i + 1:]:
+            if ref_b is None or not ref_a.overlaps(ref_b):
+                continue
+            kinds = (classes.kind_of(ref_a), classes.kind_of(ref_b))
+            if all(kind in STATEFUL_KINDS for kind in kinds):
+                return first, ref_a, second, ref_b, kinds
+    return None
+
+
+def _describe_use(use: TransformUse) -> dict:
+    function = use.functions[0] if use.functions else None
+    return {
+        "transform": use.name,
+        "function": _function_label(function),
+        "form": "direct" if use.call is use.transform.node else "applied",
+    }
+
+
+_DUPLICATE_OUTPUT_MESSAGE = (
+    "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice (or an object and "
+    "its state): Tree Mode rejects duplicate outputs (ValueError: Duplicate ...). Return it once and "
+    "take `nnx.state(...)` outside the transform"
+)
+
+
+class _ReturnFinding:
+    """One returned input found by :func:`_returned_inputs`."""
+
+    def __init__(self, code, node, facts) -> None:
+        self.code, self.node, self.facts = code, node, facts
+
+
+class _ReturnRule(_FamilyRule):
+    """Collects transformed function definitions; analyses their returns at the end."""
+
+    finding_code: str
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._definitions: dict[int, tuple[nodes.NodeNG, list[TransformUse]]] = {}
+
+    def _register(self, definition: nodes.NodeNG | None, use: TransformUse) -> None:
+        if definition is None or use.keeps_graph or use.name in CARRY_TRANSFORMS:
+            return
+        entry = self._definitions.setdefault(id(definition), (definition, []))
+        entry[1].append(use)
+
+    def visit_functiondef(self, node: nodes.FunctionDef) -> None:
+        found = self.finder.decorated(node)
+        if found is not None:
+            transform, function, keeps = found
+            self._register(node, TransformUse(transform, None, [node], [], keeps, self.finder.graph_flag(transform)))
+
+    def visit_call(self, node: nodes.Call) -> None:
+        use = self.finder.use_of(node)
+        if use is None:
+            return
+        for function in use.functions:
+            self._register(function_definition(function, self.context), use)
+        # bare transform objects applied later are registered through their call sites
+
+    def leave_module(self, node: nodes.Module) -> None:
+        seen: set[tuple[int, int]] = set()
+        for definition, uses in self._definitions.values():
+            for finding in self._findings(definition, uses):
+                key = (finding.node.lineno, finding.node.col_offset)
+                if finding.code == self.code and key not in seen:
+                    seen.add(key)
+                    message = _DUPLICATE_OUTPUT_MESSAGE if finding.facts.get("duplicate_output") else None
+                    self.report(finding.node, message=message, **finding.facts)
+
+    # -- analysis -------------------------------------------------------------------------
+    def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
+        use = uses[0]
+        findings: list[_ReturnFinding] = []
+        if isinstance(definition, nodes.ClassDef):
+            for call_use in uses:
+                findings.extend(self._constructor_findings(definition, call_use))
+            return findings
+        parameters = parameter_names(definition)
+        # graph=True (even with graph_updates=False) still accepts duplicate outputs.
+        check_duplicates = not all(u.graph_flag for u in uses)
+        for value in returned_values(definition):
+            duplicate = self._duplicate_output(definition, value, uses) if check_duplicates else None
+            if duplicate is not None:
+                findings.append(duplicate)
+            for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+                ref = known_ref or self.classes.ref_of(expression)
+                if ref is None or ref.root[0] != "param" or ref.root[1] is not definition:
+                    continue
+                name = ref.root[2]
+                if name not in parameters:
+                    continue
+                index = parameters.index(name)
+                kind, evidence = self._parameter_kind(definition, name, index, ref, uses, is_view)
+                if kind not in STATEFUL_KINDS:
+                    continue
+                facts = {
+                    **_describe_use(use),
+                    "function": _function_label(definition),
+                    "parameter": name,
+                    "position": index,
+                    "returned": _short(expression),
+                    "kind": _KIND_WORDS.get(kind, kind),
+                    "has_aux": _has_aux(use),
+                    "evidence": evidence,
+                    "confidence": "static" if evidence in ("annotation", "call-site", "state-view") else "heuristic",
+                }
+                if constructed_in is not None:
+                    construction, stored_path = constructed_in
+                    cls = self.classes.class_of(construction)
+                    facts.update({
+                        "class_name": cls.short_name if cls else _short(construction.func),
+                        "stored_path": join_path(stored_path),
+                        "returned": _short(construction),
+                    })
+                    findings.append(_ReturnFinding("NNX106", construction, facts))
+                else:
+                    findings.append(_ReturnFinding("NNX104", expression, facts))
+        return findings
+
+    def _returned_parts(self, value: nodes.NodeNG, definition: nodes.NodeNG, depth: int = 0):
+        """``(expression, its ref if known, is a state view, construction storing it)`` per returned part."""
+        if depth > 4:
+            return
+        if isinstance(value, (nodes.Tuple, nodes.List)):
+            for element in value.elts:
+                yield from self._returned_parts(element, definition, depth + 1)
+        elif isinstance(value, nodes.Dict):
+            for _key, element in value.items:
+                yield from self._returned_parts(element, definition, depth + 1)
+        elif isinstance(value, nodes.IfExp):
+            yield from self._returned_parts(value.body, definition, depth + 1)
+            yield from self._returned_parts(value.orelse, definition, depth + 1)
+        elif isinstance(value, nodes.Starred):
+            yield from self._returned_parts(value.value, definition, depth + 1)
+        elif isinstance(value, nodes.Call):
+            name = self.context.qualified_name(value.func)
+            nnx_name = name[len("flax.nnx."):] if name and name.startswith("flax.nnx.") else None
+            if nnx_name in ("state", "variables") and value.args:
+                yield value, self.classes.ref_of(value.args[0]), True, None
+            elif name in ("builtins.dict", "dict") or (isinstance(value.func, nodes.Name) and value.func.name == "dict"):
+                for keyword in value.keywords or []:
+                    yield from self._returned_parts(keyword.value, definition, depth + 1)
+            else:
+                cls = self.classes.class_of(value)
+                if cls is not None and cls.definition is not None:
+                    for path, ref, _container in self.classes.stored_items(value)[1:]:
+                        if ref is not None and ref.root[0] == "param" and ref.root[1] is definition:
+                            yield value, ref, False, (value, path)
+        elif isinstance(value, nodes.Subscript) and isinstance(value.value, nodes.Call):
+            name = self.context.qualified_name(value.value.func)
+            if name == "flax.nnx.split" and value.value.args:
+                index = value.slice
+                if isinstance(index, nodes.Const) and isinstance(index.value, int) and index.value >= 1:
+                    yield value, self.classes.ref_of(value.value.args[0]), True, None
+            else:
+                yield value, None, False, None
+        elif isinstance(value, nodes.Name):
+            bindings = bound_values(value)
+            binding = bindings[0] if len(bindings) == 1 else None
+            if binding is not None and _inside(binding, definition) and self._is_composite(binding):
+                yield from self._returned_parts(binding, definition, depth + 1)
+            else:
+                yield value, None, False, None
+        elif isinstance(value, (nodes.Attribute, nodes.Subscript)):
+            yield value, None, False, None
+
+    def _is_composite(self, value: nodes.NodeNG) -> bool:
+        """Values whose parts :meth:`_returned_parts` enters (not plain objects)."""
+        if isinstance(value, (nodes.Tuple, nodes.List, nodes.Dict, nodes.IfExp, nodes.Subscript)):
+            return True
+        if isinstance(value, nodes.Call):
+            name = self.context.qualified_name(value.func) or ""
+            if name in ("flax.nnx.state", "flax.nnx.variables") or name in ("builtins.dict", "dict"):
+                return True
+            cls = self.classes.class_of(value)
+            return cls is not None and cls.definition is not None
+        return False
+
+    def _duplicate_output(self, definition, value, uses) -> _ReturnFinding | None:
+        """The same object (or an object and its state) returned twice: `return model, nnx.state(model)`."""
+        parts = []
+        for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+            if constructed_in is None:
+                ref = known_ref or self.classes.ref_of(expression)
+                if ref is not None:
+                    parts.append((expression, ref, is_view))
+        for i, (first, first_ref, first_view) in enumerate(parts):
+            for second, second_ref, second_view in parts[i + 1:]:
+                if not first_ref.overlaps(second_ref) or first is second:
+                    continue
+                kinds = [self.classes.kind_of(first_ref), self.classes.kind_of(second_ref)]
+                if not (first_view or second_view or all(k in STATEFUL_KINDS for k in kinds)):
+                    continue
+                return _ReturnFinding("NNX104", value, {
+                    **_describe_use(uses[0]),
+                    "function": _function_label(definition),
+                    "parameter": None,
+                    "position": None,
+                    "returned": f"{_short(first, 30)}` and `{_short(second, 30)}",
+                    "kind": "State" if (first_view or second_view) else _KIND_WORDS.get(kinds[0], kinds[0]),
+                    "has_aux": _has_aux(uses[0]),
+                    "evidence": "state-view" if (first_view or second_view) else "annotation",
+                    "confidence": "static",
+                    "duplicate_output": True,
+                })
+        return None
+
+    def _parameter_kind(self, definition, name, index, ref: Ref, uses, is_view):
+        if is_view:
+            return "state", "state-view"
+        kind = self.classes.kind_of(ref)
+        if kind is not None:
+            return kind, "annotation"
+        call_kinds = set()
+        for use in uses:
+            for argument in use.arguments:
+                if argument.index == index and argument.label.startswith(("args", "operands")):
+                    argument_ref = self.classes.ref_of(argument.expression)
+                    call_kinds.add(self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
+                                   if argument_ref else None)
+        call_kinds.discard(None)
+        if len(call_kinds) == 1:
+            return call_kinds.pop(), "call-site"
+        if not ref.path and _used_as_module(self.context, definition, name):
+            return "module", "usage"
+        return None, None
+
+    def _constructor_findings(self, classdef: nodes.ClassDef, use: TransformUse) -> list[_ReturnFinding]:
+        init = self.classes.init_of(classdef)
+        if init is None or use.call is None:
+            return []
+        stored = self.classes.construction(classdef).stored_parameters()
+        positional = [p.name for p in list(init.args.posonlyargs or []) + list(init.args.args or [])][1:]
+        findings = []
+        for argument in use.arguments:
+            if argument.label.startswith("kwargs"):
+                parameter = argument.label[len("kwargs['"):-2]
+            elif argument.index is not None and argument.index < len(positional):
+                parameter = positional[argument.index]
+            else:
+                continue
+            if parameter not in stored:
+                continue
+            kind = self.classes.kind_of(self.classes.ref_of(argument.expression)) or self.classes.kind_of(
+                Ref(("param", init, parameter)))
+            if kind not in STATEFUL_KINDS:
+                continue
+            path, part = stored[parameter][0]
+            findings.append(_ReturnFinding("NNX106", use.call, {
+                **_describe_use(use),
+                "function": classdef.name,
+                "class_name": classdef.name,
+                "parameter": parameter,
+                "position": argument.index,
+                "returned": None,
+                "stored_path": join_path(path),
+                "kind": _KIND_WORDS.get(kind, kind),
+                "has_aux": False,
+                "evidence": "call-site",
+                "confidence": "static",
+            }))
+        return findings
+
+
+def _has_aux(use: TransformUse) -> bool:
+    value = use.transform.keywords.get("has_aux")
+    return isinstance(value, nodes.Const) and value.value is True
+
+
+def _used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
+    """Whether the body treats parameter ``name`` as an NNX Module (calls it, walks its graph,
+    writes its Variables): evidence for a parameter without annotation."""
+    body = function.body if isinstance(function.body, list) else [function.body]
+    for statement in body:
+        for node in statement.nodes_of_class((nodes.Call, nodes.Subscript)):
+            if isinstance(node, nodes.Call):
+                func = node.func
+                if isinstance(func, nodes.Name) and func.name == name:
+                    return True
+                if isinstance(func, nodes.Attribute) and isinstance(func.expr, nodes.Name) and func.expr.name == name:
+                    if func.attrname in ("eval", "train", "set_attributes", "sow", "perturb"):
+                        return True
+                if node.args and isinstance(node.args[0], nodes.Name) and node.args[0].name == name:
+                    qualified = context.qualified_name(func) or ""
+                    if qualified.startswith("flax.nnx.") and qualified.rpartition(".")[2] in _MODULE_USE_APIS:
+                        return True
+            elif isinstance(node.parent, (nodes.Assign, nodes.AugAssign)) and node in getattr(
+                node.parent, "targets", [getattr(node.parent, "target", None)]
+            ):
+                root = node.value
+                while isinstance(root, nodes.Attribute):
+                    root = root.expr
+                if isinstance(root, nodes.Name) and root.name == name and isinstance(node.value, nodes.Attribute):
+                    return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------
+# The rules
+# ---------------------------------------------------------------------------------------
+
+_SPEC = "[FLIP 5310](https://github.com/google/flax/issues/5310)"
+
+
+class AliasedAttribute(_ClassAliasRule):
+    """A Module stores one Variable or submodule under two attribute paths (tied weights).
+
+    What it does:
+        Replays each NNX Module class's construction — `__init__`, the helper methods it
+        calls, base classes' `__init__` (also from other files of the project), and the
+        constructor arguments child classes keep — and flags the store that makes one
+        Variable or Module reachable at a second path: `self.b = self.a`,
+        `self.head.kernel = self.embed.embedding`, a local stored twice, an object stored
+        and also wrapped by a stored wrapper (`nnx.LoRA(base_module=...)`,
+        `nnx.WeightNorm(layer)`). It reports the second store and names both paths.
+
+        Policy: the class is what needs fixing, so the class is reported wherever it is
+        used. Silent when the store is in a scope that keeps graph mode, or when every
+        use of the class in this file (instances passed to NNX transforms, graph APIs,
+        `nnx.Optimizer`, `.eval()` / `.train()`, or built in a lambda given to an NNX
+        call) keeps graph mode (`graph=True`, `nnx.compat.*`). Modules that store only
+        constants hold no Variables and may be shared. A
+        rename followed by `del` / `delattr` of the old name, an attribute overwritten
+        before the constructor ends, ties made at call time (`self.embed.attend(x)`,
+        `embedding.T` in `__call__`) and copies (`nnx.clone`) stay silent.
+
+    Why is this bad?:
+        Tree Mode forbids any Variable being reachable twice. Every NNX transform raises
+        `ValueError: Duplicate Param(...) found at paths: .args[0].a, .args[0].b ...
+        does not support Variable aliasing`, and every graph API (`nnx.split`,
+        `nnx.state`, `nnx.clone`, `nnx.Optimizer`, `model.eval()`, ...) raises
+        `Tree mode (graph=False) does not support shared references`. Inside
+        `nnx.fori_loop` / `nnx.while_loop` the aliases silently diverge (NNX108).
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A1, A2
+        - {spec}
+    """
+
+    code = "NNX101"
+    symbol = "aliased-module-attribute"
+    kind = "raises"
+    catalogue = ("A1", "A2")
+    category = "attribute"
+    message = (
+        "`{class_name}` stores one {kind} at both `self.{first_path}` and `self.{second_path}`: Tree Mode "
+        "rejects shared references in every NNX transform and graph API (ValueError: Duplicate ...). "
+        "Store it once and tie by use (`self.embed.attend(x)`, a `@property`), or keep graph mode "
+        "(`graph=True` / `nnx.compat.*`) at every use"
+    )
+    VALID = [
+        Valid(
+            "tie-by-use-r01-fix",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Tied(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones((2, 2)))
+                def __call__(self, x):
+                    return x @ self.w @ self.w.T
+
+            class TiedLM(nnx.Module):
+                def __init__(self, rngs):
+                    self.embed = nnx.Embed(10, 4, rngs=rngs)
+                def __call__(self, tokens):
+                    return self.embed.attend(self.embed(tokens))
+
+            @nnx.jit
+            def step(m, x):
+                m.w[...] += 1.0
+                return m(x)
+
+            y = step(Tied(), jnp.ones((1, 2)))
+            """,
+        ),
+        Valid(
+            "property-or-opted-in-r02-fix",
+            """
+            import optax
+            from flax import nnx
+
+            class Untied(nnx.Module):
+                def __init__(self, rngs):
+                    self.encoder = nnx.Linear(2, 2, rngs=rngs)
+                @property
+                def decoder(self):
+                    return self.encoder
+
+            class Tied(nnx.Module):
+                def __init__(self, rngs):
+                    self.encoder = nnx.Linear(2, 2, rngs=rngs); self.decoder = self.encoder
+
+            def run():
+                u = Untied(nnx.Rngs(0))
+                a = (len(nnx.state(u)), nnx.Optimizer(u, optax.sgd(0.1), wrt=nnx.Param), u.eval())
+                t = Tied(nnx.Rngs(0))
+                b = (len(nnx.state(t, graph=True)), nnx.Optimizer(t, optax.sgd(0.1), wrt=nnx.Param, graph=True),
+                     t.eval(graph=True), nnx.compat.clone(t), list(nnx.compat.iter_modules(t)))
+                return a, b
+            """,
+        ),
+        Valid(
+            "rename-then-delete-and-overwrite",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.old = nnx.Linear(2, 2, rngs=rngs)
+                    self.new = self.old
+                    del self.old
+                    self.a = nnx.Linear(2, 2, rngs=rngs)
+                    self.b = self.a
+                    self.b = nnx.Linear(2, 2, rngs=rngs)
+                    self.c = nnx.clone(self.a)
+                    self.size = 3
+                    self.width = self.size
+                    self.act = nnx.relu
+                    self.other_act = self.act
+            """,
+        ),
+        Valid(
+            "two-objects-same-class",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.encoder = nnx.Linear(2, 2, rngs=rngs)
+                    self.decoder = nnx.Linear(2, 2, rngs=rngs)
+                    self.kernel_t = self.encoder.kernel.T
+            """,
+        ),
+        Valid(
+            "module-opted-in",
+            """
+            from flax import nnx
+            nnx.set_graph_mode(True)
+            nnx.set_graph_updates(True)
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.encoder = nnx.Linear(2, 2, rngs=rngs)
+                    self.decoder = self.encoder
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "tied-variable-r01",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Tied(nnx.Module):
+                def __init__(self):
+                    self.w_in = nnx.Param(jnp.ones((2, 2)))
+                    self.w_out = self.w_in  # NNX101
+
+            model = Tied()
+            y = nnx.jit(lambda m, x: m(x))(model, jnp.ones((1, 2)))
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "shared-submodule-graph-api-r02",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.encoder = nnx.Linear(2, 2, rngs=rngs)
+                    self.decoder = self.encoder  # NNX101
+
+            graphdef, state = nnx.split(Model(nnx.Rngs(0)))
+            """,
+            tree_mode=raises("ValueError", "does not support shared references"),
+        ),
+        Invalid(
+            "tied-embedding-conditional",
+            """
+            from flax import nnx
+
+            class LM(nnx.Module):
+                def __init__(self, rngs, tie: bool = True):
+                    self.embed = nnx.Embed(10, 4, rngs=rngs)
+                    self.head = nnx.Linear(4, 10, use_bias=False, rngs=rngs)
+                    if tie:
+                        self.head.kernel = self.embed.embedding  # NNX101
+
+            model = LM(nnx.Rngs(0))
+            state = nnx.state(model)
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "local-stored-twice-and-wrapper",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    linear = nnx.Linear(2, 2, rngs=rngs)
+                    self.linear = linear
+                    self.lora = nnx.LoRA(2, 1, 2, base_module=linear, rngs=rngs)  # NNX101
+
+            model = Model(nnx.Rngs(0))
+            nnx.jit(lambda m: None)(model)
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+    ]
+
+
+class RepeatedContainerElement(_ClassAliasRule):
+    """A container (`nnx.List`, `nnx.Sequential`, `nnx.Dict`, a list) holds one object twice.
+
+    What it does:
+        Flags `nnx.List([block, block])`, `nnx.List([block] * n)`,
+        `nnx.Sequential(block, block)`, `[block for _ in range(n)]` (a block built
+        outside the comprehension), and `self.blocks.append(block)` in a loop, when the
+        repeated object holds Variables. Stores in Module constructors are found by
+        replaying the class (see NNX101); containers built anywhere else are checked where
+        they are built. `[Block(...) for _ in range(n)]` builds distinct objects and stays
+        silent, as does repeating functions (`nnx.relu`) or `Dropout` without `rngs`.
+
+        Policy as NNX101 for containers stored by a class (opt-in by scope or by every
+        use in the file); a container built outside a class is silent when every use of
+        it in the file keeps graph mode. Elements sharing one `Rngs` inside a class are
+        reported as NNX105.
+
+    Why is this bad?:
+        Tree Mode forbids any Variable being reachable twice: an NNX transform receiving
+        the container (or a model holding it) raises `ValueError: Duplicate Param(...)
+        found at paths: .args[0].layers[0].bias, .args[0].layers[1].bias`, and graph APIs
+        raise `Tree mode (graph=False) does not support shared references`. To share
+        parameters across depth, store the block once and apply it repeatedly.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A3
+        - {spec}
+    """
+
+    code = "NNX102"
+    symbol = "repeated-container-element"
+    kind = "raises"
+    catalogue = ("A3",)
+    category = "container"
+    message = (
+        "`{container}` holds the same {kind} twice (`{first_path}` and `{second_path}`): Tree Mode rejects "
+        "shared references (ValueError: Duplicate ...). Store the block once and apply it repeatedly "
+        "(keep a repeat count), or build distinct blocks (`[Block(...) for _ in range(n)]`)"
+    )
+    VALID = [
+        Valid(
+            "store-once-r03-fix",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs, depth=2):
+                    self.block = nnx.Linear(2, 2, rngs=rngs)
+                    self.depth = depth
+                def __call__(self, x):
+                    for _ in range(self.depth):
+                        x = self.block(x)
+                    return x
+
+            model = Stack(nnx.Rngs(0))
+            y = nnx.jit(lambda m, x: m(x))(model, jnp.ones((1, 2)))
+            """,
+        ),
+        Valid(
+            "distinct-blocks-and-functions",
+            """
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs, n):
+                    self.layers = nnx.List([nnx.Linear(2, 2, rngs=rngs) for _ in range(n)])
+                    self.blocks = nnx.List()
+                    for _ in range(n):
+                        self.blocks.append(nnx.Linear(2, 2, rngs=rngs))
+                    drop = nnx.Dropout(0.1)
+                    self.mlp = nnx.Sequential(nnx.Linear(2, 2, rngs=rngs), nnx.relu, drop,
+                                              nnx.Linear(2, 2, rngs=rngs), nnx.relu, drop)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "list-same-block-r03",
+            """
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs):
+                    block = nnx.Linear(2, 2, rngs=rngs)
+                    self.layers = nnx.List([block, block])  # NNX102
+
+            model = Stack(nnx.Rngs(0))
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "repeat-and-sequential",
+            """
+            from flax import nnx
+
+            def build(rngs, n):
+                block = nnx.Linear(2, 2, rngs=rngs)
+                layers = nnx.List([block] * n)  # NNX102
+                mlp = nnx.Sequential(block, nnx.relu, block)  # NNX102
+                return layers, mlp
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "append-in-loop",
+            """
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs, n):
+                    shared = nnx.Linear(2, 2, rngs=rngs)
+                    self.blocks = nnx.List()
+                    for _ in range(n):
+                        self.blocks.append(shared)  # NNX102
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._pending: list[tuple[nodes.Call, dict]] = []
+
+    def visit_call(self, node: nodes.Call) -> None:
+        super().visit_call(node)
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in _CONTAINER_NAMES or call.is_compat or call.via_partial:
+            return
+        if self._in_class_store(node) or self._in_outer_container(node):
+            return
+        items = [item for item in self.classes.stored_items(node) if item[0]]
+        for position, (path, ref, _container) in enumerate(items):
+            if ref is None:
+                continue
+            for other_path, other_ref, _ in items[position + 1:]:
+                if other_ref is None or not ref.overlaps(other_ref) or _prefix(path, other_path):
+                    continue
+                kind = self.classes.kind_of(other_ref)
+                if kind not in STATEFUL_KINDS or self.context.mode.scope_keeps_graph_mode(node):
+                    continue
+                self._pending.append((node, dict(
+                    class_name=None, first_path=join_path(path), second_path=join_path(other_path),
+                    kind=_KIND_WORDS.get(kind, kind), shared=ref.describe(), container=_short(node),
+                    conditional=False, stored_in=None, confidence="static")))
+                return
+
+    def leave_module(self, node: nodes.Module) -> None:
+        super().leave_module(node)
+        for container, facts in self._pending:
+            uses = self._object_uses.get(Ref(("new", container)))
+            if uses and all(uses):
+                continue  # every use of this container keeps graph mode
+            self.report(container, **facts)
+
+    def _in_class_store(self, node: nodes.NodeNG) -> bool:
+        """Inside the value of a ``self.x = ...`` store of a method (the class replay covers it)."""
+        current = node
+        while current is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+            if isinstance(current, (nodes.Assign, nodes.AnnAssign)):
+                targets = current.targets if isinstance(current, nodes.Assign) else [current.target]
+                return any(isinstance(t, nodes.AssignAttr) for t in targets) and isinstance(
+                    current.scope(), nodes.FunctionDef) and isinstance(current.scope().parent, nodes.ClassDef)
+            if isinstance(current, nodes.Call) and current is not node and isinstance(current.func, nodes.Attribute) \
+                    and current.func.attrname == "append":
+                return isinstance(current.scope(), nodes.FunctionDef) and isinstance(current.scope().parent,
+                                                                                      nodes.ClassDef)
+            current = current.parent
+        return False
+
+    def _in_outer_container(self, node: nodes.NodeNG) -> bool:
+        current = node.parent
+        while current is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+            if isinstance(current, nodes.Call):
+                call = self.context.nnx_call(current)
+                if call is not None and call.name in _CONTAINER_NAMES:
+                    return True
+            current = current.parent
+        return False
+
+
+def _prefix(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
+class DuplicateTransformArgument(_FamilyRule):
+    """One object passed twice into an NNX transform (`f(m, m)`, `f(m, m.sub)`, `f(m, nnx.state(m))`).
+
+    What it does:
+        Flags a call of an NNX-transformed function (decorated with `@nnx.jit` & co.,
+        wrapped as `nnx.jit(f)`, bound to a name, imported from another project module,
+        or a direct form such as `nnx.eval_shape(f, ...)` / `nnx.cond(...)`) where two
+        arguments (keywords included) are the same Module / Variable / Rngs / State, or
+        one is a part of the other (`model` and `model.encoder`, `model` and
+        `nnx.state(model)`, `model` and a state group of `nnx.split(model)`). Objects are
+        followed through local assignments; unknown types stay silent. Respects the
+        transform's opt-in (`graph=True, graph_updates=True`, `nnx.compat.*`, scope); as
+        `graph=True` alone still accepts shared inputs (catalogue G3), it is an opt-in
+        too, except for `nnx.eval_shape` and `nnx.custom_vjp`, which reject them.
+
+    Why is this bad?:
+        Tree Mode transforms reject Variable aliasing among their inputs: `ValueError:
+        Duplicate Param(...) found at paths: .args[0].bias, .args[1].bias ... does not
+        support Variable aliasing`. In graph mode `nnx.grad(f, argnums=(0, 1))(m, m)`
+        already put the whole gradient under the first argument. Pass the object once and
+        use it twice inside, or pass an independent `nnx.clone(...)`; disjoint state
+        groups (`nnx.split(m, nnx.Param, ...)`) are fine.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A4
+        - {spec}
+    """
+
+    code = "NNX103"
+    symbol = "duplicate-transform-argument"
+    kind = "raises"
+    catalogue = ("A4",)
+    message = (
+        "`{first}` ({first_position}) and `{second}` ({second_position}) passed to `nnx.{transform}`-transformed "
+        "`{function}` are the same object or one holds the other: Tree Mode rejects Variable aliasing among "
+        "inputs (ValueError: Duplicate ...). Pass it once and use it twice inside, or pass `nnx.clone(...)`"
+    )
+    VALID = [
+        Valid(
+            "once-or-clone-r04-fix",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                x = jnp.ones((3, 2))
+                f = lambda teacher, student, x: jnp.mean((teacher(x) - 2 * student(x)) ** 2)
+                one = nnx.grad(lambda m, x: f(m, m, x))(model, x)
+                teacher = nnx.clone(model)
+                two = nnx.grad(f, argnums=(0, 1))(teacher, model, x)
+                return one, two
+            """,
+        ),
+        Valid(
+            "disjoint-groups-plain-jax-opt-in",
+            """
+            import jax
+            from flax import nnx
+
+            def run(x):
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+                step = nnx.jit(lambda p, r: nnx.merge(graphdef, p, r)(x))
+                step(params, rest)
+                jax.jit(lambda a, b: a)(params, params)
+                nnx.jit(lambda a, b: a, graph=True, graph_updates=True)(model, model)
+                other = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+                nnx.jit(lambda a, b: a(x) + b(x))(model, other)
+                nnx.jit(lambda a, b: a)(x, x)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "same-object-r04",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            x = jnp.ones((3, 2))
+            f = lambda teacher, student, x: jnp.mean((teacher(x) - student(x)) ** 2)
+            nnx.jit(f)(model, model, x)  # NNX103
+            nnx.vmap(f, in_axes=(None, None, 0))(model, model, x)  # NNX103
+            nnx.grad(f, argnums=(0, 1))(model, model, x)  # NNX103
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "object-and-its-part",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.encoder = nnx.Linear(2, 2, rngs=rngs)
+
+            @nnx.jit
+            def step(model, encoder, state):
+                return None
+
+            model = Model(nnx.Rngs(0))
+            step(model, model.encoder, None)  # NNX103
+            step(model, None, nnx.state(model))  # NNX103
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        use = self.finder.use_of(node)
+        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
+            return
+        refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
+        pair = _overlapping_pair(self.classes, refs)
+        if pair is None:
+            return
+        first, _ref_a, second, _ref_b, kinds = pair
+        self.report(
+            node,
+            **_describe_use(use),
+            first=_short(first.expression),
+            second=_short(second.expression),
+            first_position=first.label,
+            second_position=second.label,
+            kinds=[_KIND_WORDS.get(k, k) for k in kinds],
+            confidence="static",
+        )
+
+
+class TransformReturnsInput(_ReturnRule):
+    """An NNX-transformed function returns (part of) its input.
+
+    What it does:
+        Looks at the `return` values of functions given to NNX transforms (decorated,
+        wrapped, lambdas, direct forms like `nnx.eval_shape(lambda m: m, model)` and
+        `nnx.cond`) and flags a returned parameter, a returned Variable / submodule of
+        it (`model.layer`, `model.kernel`), `nnx.state(param)` / `nnx.variables(param)` /
+        a state group of `nnx.split(param)`, also inside a returned tuple, list, dict
+        (`has_aux` outputs included). The parameter must be known to hold NNX state: an
+        annotation, the arguments at the call sites in this file, a state view, or (marked
+        `"confidence": "heuristic"`) a body that calls it or writes its Variables.
+        `nnx.scan` / `fori_loop` / `while_loop` bodies return their carry by design and
+        are skipped. Also flags one object returned twice, or an object with its state
+        (`return model, nnx.state(model)` after building `model` inside): Tree Mode rejects
+        duplicate outputs too (`graph=True` alone still accepts them). Returning arrays (`m.kernel[...]`, `m(x)`), `nnx.clone(...)` or
+        `nnx.graphdef(m)` stays silent. Respects the transform's opt-in.
+
+    Why is this bad?:
+        Tree Mode transforms reject input Variables returned as outputs: `ValueError:
+        Duplicate Param(...) found at paths: .args[0].bias, .out.bias ... does not support
+        Variable aliasing`. Inputs are updated in place, so returning them is unnecessary;
+        return arrays or `nnx.clone(...)` copies instead. A very common graph-mode idiom
+        hit by this is `return loss, (logits, nnx.state(model, nnx.BatchStat))` under
+        `has_aux=True`.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A5
+        - {spec}
+    """
+
+    code = "NNX104"
+    symbol = "transform-returns-input"
+    kind = "raises"
+    catalogue = ("A5",)
+    message = (
+        "`nnx.{transform}`-transformed `{function}` returns `{returned}`, (part of) its input `{parameter}`: "
+        "Tree Mode rejects input Variables returned as outputs (ValueError: Duplicate ...). Inputs are "
+        "updated in place: don't return them; return arrays or `nnx.clone(...)` copies"
+    )
+    VALID = [
+        Valid(
+            "in-place-clone-arrays-r05-fix",
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                x = jnp.ones((1, 2))
+                @nnx.jit
+                def step(m):
+                    m.kernel[...] += 1.0
+                    return m(x).sum()
+                loss = step(model)
+                snap = nnx.jit(lambda m: nnx.clone(nnx.state(m)))(model)
+                pure = nnx.jit(lambda m: jax.tree.map(lambda v: v[...], nnx.state(m),
+                               is_leaf=lambda v: isinstance(v, nnx.Variable)))(model)
+                (l, aux), g = nnx.value_and_grad(lambda m: (m(x).sum(), nnx.clone(nnx.state(m, nnx.Param))),
+                                                 has_aux=True)(model)
+                return loss, snap, pure, aux
+            """,
+        ),
+        Valid(
+            "scan-carry-and-arrays",
+            """
+            from flax import nnx
+
+            @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))
+            def body(model, x):
+                return model, model(x)
+
+            @nnx.jit
+            def forward(model, x):
+                return model(x), model.kernel[...], x, nnx.graphdef(model)
+
+            @nnx.jit(graph=True, graph_updates=True)
+            def identity(model: nnx.Linear):
+                return model
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "returns-r05",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            x = jnp.ones((1, 2))
+            nnx.jit(lambda m: m)(model)  # NNX104
+            nnx.jit(lambda m: m.kernel)(model)  # NNX104
+            nnx.jit(lambda m: nnx.state(m))(model)  # NNX104
+            nnx.value_and_grad(lambda m: (jnp.sum(m(x)), nnx.state(m)), has_aux=True)(model)  # NNX104
+            nnx.eval_shape(lambda m: m, model)  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "train-step-returns-model",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def train_step(model: nnx.Module, batch):
+                loss = model(batch).mean()
+                return loss, model  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "returns-model-and-its-state",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def create(rngs):
+                model = nnx.Linear(2, 2, rngs=rngs)
+                state = nnx.state(model)
+                return model, state  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+    ]
+    finding_code = "NNX104"
+
+
+class SharedRngs(_ClassAliasRule):
+    """One `nnx.Rngs` (or a stream of it) stored by several modules of one model.
+
+    What it does:
+        Replays each NNX Module class's construction (as NNX101) and flags the store that
+        makes one `Rngs` object — an `rngs` parameter (by name or `nnx.Rngs` annotation),
+        or a stream of it (`rngs.dropout`, `rngs['noise']`) — reachable at a second path:
+        a module that keeps `self.rngs = rngs` and passes the same `rngs` to a child that
+        keeps it too, two children that both keep it, or a list of such children built in
+        a loop. Storing `rngs.fork()` or a fresh `nnx.Rngs(...)` is the fix and stays
+        silent; passing `rngs` to flax layers is fine (`nnx.Linear` only draws from it,
+        `nnx.Dropout` / `nnx.MultiHeadAttention` store a fork). Opt-in policy as NNX101.
+
+    Why is this bad?:
+        An `Rngs` holds `RngKey` / `RngCount` Variables. Stored twice, they are shared
+        references: every Tree Mode transform raises `ValueError: Duplicate RngCount(...)
+        found at paths: .args[0].noise.rngs.noise.count, .args[0].rngs.noise.count`. Give
+        each module its own stream state with `rngs.fork()`.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A7, A8
+        - {spec}
+    """
+
+    code = "NNX105"
+    symbol = "shared-rngs"
+    kind = "raises"
+    catalogue = ("A7",)
+    category = "rngs"
+    message = (
+        "`{class_name}` stores the same Rngs (`{shared}`) at `self.{first_path}` and `self.{second_path}`: "
+        "Tree Mode rejects the shared RngKey/RngCount in every NNX transform (ValueError: Duplicate "
+        "RngCount ...). Store `rngs.fork()` instead, so each module has its own stream state"
+    )
+    VALID = [
+        Valid(
+            "fork-r84-fix",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Noise(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs.fork()
+                def __call__(self, x):
+                    return x + self.rngs.noise.normal(x.shape)
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.noise = Noise(rngs)
+                    self.rngs = rngs.fork()
+                def __call__(self, x):
+                    return self.noise(x) * self.rngs.noise.uniform(x.shape)
+
+            model = Model(nnx.Rngs(noise=0))
+            y1 = nnx.jit(lambda m, x: m(x))(model, jnp.ones(2))
+            """,
+        ),
+        Valid(
+            "flax-layers-draw-or-fork",
+            """
+            from flax import nnx
+
+            class Block(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs):
+                    self.rngs = rngs
+                    self.linear = nnx.Linear(2, 2, rngs=rngs)
+                    self.dropout = nnx.Dropout(0.1, rngs=rngs)
+                    self.attention = nnx.MultiHeadAttention(2, 2, 2, rngs=rngs, decode=False)
+                    self.key = rngs.params()
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "parent-and-child-r84",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Noise(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs
+                def __call__(self, x):
+                    return x + self.rngs.noise.normal(x.shape)
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs
+                    self.noise = Noise(rngs)  # NNX105
+
+            model = Model(nnx.Rngs(noise=0))
+            y = nnx.jit(lambda m, x: m(x))(model, jnp.ones(2))
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+        Invalid(
+            "stream-and-children-in-loop",
+            """
+            from flax import nnx
+
+            class Sampler(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs):
+                    self.stream = rngs.dropout
+
+            class Model(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs, n: int):
+                    self.rngs = rngs
+                    self.sampler = Sampler(rngs)  # NNX105
+                    self.blocks = nnx.List()
+                    for _ in range(n):
+                        self.blocks.append(Sampler(rngs))  # NNX105
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+
+
+class TransformBuildsFromInput(_ReturnRule):
+    """A transform builds a Module that stores the transform's own input (`nnx.jit(Model)(rngs)`).
+
+    What it does:
+        Flags `nnx.jit(Model)(rngs)`, `nnx.eval_shape(Model, rngs)`,
+        `nnx.eval_shape(lambda r: Model(r), rngs)` and transformed factory functions
+        returning `Model(rngs)`, where `Model` (a project class, replayed as in NNX101)
+        keeps that argument as it is (`self.rngs = rngs`, or passes it to a child that
+        does). Creating the `Rngs` inside the transformed function
+        (`nnx.eval_shape(lambda: Model(nnx.Rngs(0)))`) or storing `rngs.fork()` stays
+        silent. Respects the transform's opt-in.
+
+    Why is this bad?:
+        The output then holds the input's Variables, which Tree Mode transforms reject:
+        `ValueError: Duplicate RngCount(...) found at paths: .args[0].default.count,
+        .out.rngs.default.count ... does not support Variable aliasing`.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A8
+        - {spec}
+    """
+
+    code = "NNX106"
+    symbol = "transform-builds-from-input"
+    kind = "raises"
+    catalogue = ("A8",)
+    message = (
+        "`nnx.{transform}` builds `{class_name}`, which keeps its input `{parameter}` at `.{stored_path}`: the "
+        "output aliases the input {kind} and Tree Mode raises (ValueError: Duplicate ...). Create the Rngs "
+        "inside the transformed function, or store `rngs.fork()` in `{class_name}`"
+    )
+    VALID = [
+        Valid(
+            "rngs-created-inside-or-forked",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.rngs = rngs
+
+            class Forked(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.rngs = rngs.fork()
+
+            a = nnx.jit(lambda: Model(nnx.Rngs(0)))()
+            b = nnx.eval_shape(lambda: Model(rngs=nnx.Rngs(0)))
+            c = nnx.jit(Forked)(nnx.Rngs(0))
+            d = nnx.eval_shape(Forked, nnx.Rngs(0))
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "jit-and-eval-shape-r85",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.rngs = rngs
+
+            a = nnx.jit(Model)(nnx.Rngs(0))  # NNX106
+            b = nnx.eval_shape(Model, nnx.Rngs(0))  # NNX106
+            c = nnx.eval_shape(lambda r: Model(r), nnx.Rngs(0))  # NNX106
+
+            @nnx.jit
+            def create(rngs: nnx.Rngs):
+                return Model(rngs)  # NNX106
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+    finding_code = "NNX106"
+
+
+class ArgumentHoldsArgument(_FamilyRule):
+    """A transform argument holds another argument (`ModelAndOptimizer` passed with its model).
+
+    What it does:
+        Flags a call of an NNX-transformed function where one argument was built holding
+        another one: `nnx.ModelAndOptimizer(model, tx)` (it keeps `.model`) passed next to
+        `model`, a project container class (a `TrainState`-like `nnx.Pytree`) that keeps
+        the model, or a model that keeps the `rngs` also passed. `nnx.Optimizer` does not
+        hold the model and stays silent. Respects the transform's opt-in.
+
+    Why is this bad?:
+        The held object is reachable twice among the inputs; Tree Mode transforms raise
+        `ValueError: Duplicate Param(...) found at paths: .args[0].bias,
+        .args[1].model.bias ... does not support Variable aliasing`. Use `nnx.Optimizer`
+        (which does not hold the model) with `optimizer.update(model, grads)`, or pass only
+        the holder.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A9, A7
+        - {spec}
+    """
+
+    code = "NNX107"
+    symbol = "argument-holds-argument"
+    kind = "raises"
+    catalogue = ("A9",)
+    message = (
+        "`{holder}` ({holder_position}) holds `{held}` at `.{held_path}`, which is also passed as "
+        "{held_position} to `nnx.{transform}`-transformed `{function}`: Tree Mode rejects the duplicate "
+        "Variables (ValueError: Duplicate ...). Pass only one of them; for optimizers use `nnx.Optimizer` "
+        "(it does not hold the model) with `optimizer.update(model, grads)`"
+    )
+    VALID = [
+        Valid(
+            "optimizer-r81-fix",
+            """
+            import jax.numpy as jnp
+            import optax
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+                @nnx.jit
+                def train_step(model, optimizer, x):
+                    grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+                    optimizer.update(model, grads)
+                train_step(model, optimizer, jnp.ones((1, 2)))
+                return int(optimizer.step[...])
+            """,
+        ),
+        Valid(
+            "holder-alone",
+            """
+            import optax
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+
+            @nnx.jit
+            def train_step(optimizer, x):
+                return optimizer.model(x)
+
+            train_step(optimizer, None)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "model-and-optimizer-r81",
+            """
+            import jax.numpy as jnp
+            import optax
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+                @nnx.jit
+                def train_step(model, optimizer, x):
+                    grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+                    optimizer.update(grads)
+                train_step(model, optimizer, jnp.ones((1, 2)))  # NNX107
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "model-keeps-rngs-also-passed",
+            """
+            from flax import nnx
+
+            class Noisy(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs
+
+            rngs = nnx.Rngs(0)
+            model = Noisy(rngs)
+            nnx.jit(lambda m, r: None)(model, rngs)  # NNX107
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        use = self.finder.use_of(node)
+        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
+            return
+        refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
+        for holder, holder_ref in refs:
+            if holder_ref is None or holder_ref.root[0] != "new" or holder_ref.path:
+                continue
+            construction = holder_ref.root[1]
+            for path, held_ref, _container in self.classes.stored_items(construction)[1:]:
+                if held_ref is None:
+                    continue
+                for other, other_ref in refs:
+                    if other is holder or other_ref is None or not other_ref.overlaps(held_ref):
+                        continue
+                    kind = self.classes.kind_of(other_ref)
+                    if kind not in STATEFUL_KINDS:
+                        continue
+                    cls = self.classes.class_of(construction)
+                    self.report(
+                        node,
+                        **_describe_use(use),
+                        holder=_short(holder.expression),
+                        holder_class=cls.short_name if cls else None,
+                        holder_position=holder.label,
+                        held=_short(other.expression),
+                        held_path=join_path(path),
+                        held_position=other.label,
+                        kind=_KIND_WORDS.get(kind, kind),
+                        confidence="static",
+                    )
+                    return
+
+
+class TiedModelInLoop(_FamilyRule):
+    """A model with shared Variables carried through `nnx.fori_loop` / `nnx.while_loop`.
+
+    What it does:
+        Flags `nnx.fori_loop(...)` / `nnx.while_loop(...)` whose `init_val` is (or
+        contains) an instance of a class with aliased attributes (the NNX101 / NNX102 /
+        NNX105 findings), or contains one object twice. Respects the loop's opt-in
+        (`graph=True, graph_updates=True`, `nnx.compat.*`, scope).
+
+    Why is this bad?:
+        Unlike every other NNX transform, Tree Mode `fori_loop` / `while_loop` do not
+        check for aliasing: each alias is carried as an independent copy and written back
+        in path order, so the last alias wins and the other updates are silently lost
+        (`a=1.0 b=1.0` instead of `3.0` in the catalogue's reproduction); inside the body
+        the aliases diverge. Untie the model (store the Variable once) before looping.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A6
+        - {spec}
+    """
+
+    code = "NNX108"
+    symbol = "tied-model-in-loop"
+    kind = "silent"
+    catalogue = ("A6",)
+    message = (
+        "`nnx.{transform}` carries {what}: Tree Mode loops do not check aliasing, each alias is carried as an "
+        "independent copy and all but one of the updates are silently lost. Untie the model (store the "
+        "Variable once and tie by use) before looping"
+    )
+    VALID = [
+        Valid(
+            "untied-model-loop",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Untied(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Param(jnp.ones(()))
+                def __call__(self, x):
+                    self.a[...] += 1.0
+                    return x * self.a[...] * self.a[...]
+
+            m = Untied()
+            m = nnx.fori_loop(0, 2, lambda i, m: (m(jnp.ones(())), m)[1], m)
+            """,
+        ),
+        Valid(
+            "opted-in-loop",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Tied(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Param(jnp.ones(())); self.b = self.a
+
+            m = Tied()
+            m = nnx.compat.fori_loop(0, 2, lambda i, m: m, m)
+            m = nnx.while_loop(lambda m: m.a[...] < 3, lambda m: m, m, graph=True, graph_updates=True)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "tied-model-r75",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Tied(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Param(jnp.ones(())); self.b = self.a
+                def __call__(self, x):
+                    self.a[...] += 1.0
+                    return x * self.a[...] * self.b[...]
+
+            x = jnp.ones(())
+            m = Tied()
+            m = nnx.fori_loop(0, 2, lambda i, m: (m(x), m)[1], m)  # NNX108
+            m = nnx.while_loop(lambda m: m.a[...] < 3, lambda m: (m(x), m)[1], m)  # NNX108
+            """,
+            tree_mode=differs("the tied attributes end at a=1.0 b=1.0 instead of 3.0 (updates lost)"),
+        ),
+        Invalid(
+            "same-object-twice-in-carry",
+            """
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            state = nnx.fori_loop(0, 3, lambda i, c: c, (model, model))  # NNX108
+            """,
+            tree_mode=differs("each copy is updated independently; the last one written back wins"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in ("fori_loop", "while_loop"):
+            return
+        use = self.finder.use_of(node)
+        if use is None or use.keeps_graph or not use.arguments:
+            return
+        init = use.arguments[0].expression
+        parts = list(init.elts) if isinstance(init, (nodes.Tuple, nodes.List)) else [init]
+        for part in parts:
+            cls = self.classes.class_of(part)
+            if cls is None or cls.definition is None:
+                continue
+            aliases = self.classes.construction(cls.definition).aliases
+            if aliases:
+                alias = aliases[0]
+                what = (f"`{_short(part)}`, a `{cls.short_name}` whose `{join_path(alias.first_path)}` and "
+                        f"`{join_path(alias.second.path)}` are one object")
+                self.report(node, transform=call.name, what=what, class_name=cls.short_name,
+                            first_path=join_path(alias.first_path), second_path=alias.second.display_path,
+                            argument=_short(part), confidence="static")
+                return
+        refs = [(Argument(f"init_val[{i}]", i, part), self.classes.ref_of(part)) for i, part in enumerate(parts)]
+        pair = _overlapping_pair(self.classes, refs)
+        if pair is not None:
+            first, _a, second, _b, _kinds = pair
+            what = f"`{_short(first.expression)}` and `{_short(second.expression)}`, one object twice"
+            self.report(node, transform=call.name, what=what, class_name=None, first_path=first.label,
+                        second_path=second.label, argument=_short(init), confidence="static")
+
+
+for _rule in (AliasedAttribute, RepeatedContainerElement, DuplicateTransformArgument, TransformReturnsInput,
+              SharedRngs, TransformBuildsFromInput, ArgumentHoldsArgument, TiedModelInLoop):
+    _rule.__doc__ = _rule.__doc__.replace("{spec}", _SPEC)
