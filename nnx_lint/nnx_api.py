@@ -95,6 +95,8 @@ def canonical(qualified_name: str) -> str:
     'flax.nnx.StateAxes'
     >>> canonical("flax.nnx.compat.vmap")
     'flax.nnx.compat.vmap'
+    >>> canonical("flax.nnx.bridge.Module")
+    'flax.nnx.bridge.Module'
     >>> canonical("jax.vmap")
     'jax.vmap'
     """
@@ -104,13 +106,16 @@ def canonical(qualified_name: str) -> str:
     if not qualified_name.startswith(NNX + "."):
         return qualified_name
     rest = qualified_name[len(NNX) + 1:].split(".")
-    if rest[0] == "compat":
-        return qualified_name
+    if rest[0] in _PUBLIC_SUBPACKAGES:
+        return qualified_name  # nnx.compat.vmap, nnx.bridge.Module: not the top-level names
     if len(rest) > 1 and rest[-1] in PUBLIC_NAMES and rest[-1] not in _SUBMODULE_NAMES:
         # flax.nnx.<internal modules>.<public name> -> flax.nnx.<public name>
         return f"{NNX}.{rest[-1]}"
     return qualified_name
 
+
+# Public subpackages whose names mean something else than the top-level ones.
+_PUBLIC_SUBPACKAGES = frozenset({"compat", "bridge"})
 
 # Public names that are submodules: ``flax.nnx.graph`` is a module, not a re-export.
 _SUBMODULE_NAMES = frozenset(
