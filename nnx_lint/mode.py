@@ -101,7 +101,13 @@ class ModeContext:
         while current is not None:
             chain.append(current)
             current = current.parent
-        in_function = any(isinstance(a, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda)) for a in chain[:-1])
+        # Code in a function *body* runs later than the module's statements; decorators
+        # and default values run when the `def` executes, in statement order.
+        in_function = any(
+            (isinstance(ancestor, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and child in ancestor.body)
+            or (isinstance(ancestor, nodes.Lambda) and child is ancestor.body)
+            for ancestor, child in zip(chain[1:], chain[:-1])
+        )
         for ancestor, child in reversed(list(zip(chain[1:], chain[:-1]))):
             if isinstance(ancestor, nodes.Module):
                 flags.update(self._statement_flags(ancestor, before=child, whole_body=in_function))

@@ -41,6 +41,9 @@ HEAD = "from flax import nnx\n"
         ("nnx.set_graph_mode(True)\nnnx.set_graph_updates(True)\nnnx.vmap(f)", True),
         ("nnx.vmap(f)\nnnx.set_graph_mode(True)\nnnx.set_graph_updates(True)", False),
         ("def g():\n    return nnx.vmap(f)\nnnx.set_graph_mode(True)\nnnx.set_graph_updates(True)", True),
+        # A decorator runs when the `def` runs: a later module-level switch comes too late (G2).
+        ("@nnx.vmap(in_axes=0)\ndef g(x):\n    return x\nnnx.set_graph_mode(True)\nnnx.set_graph_updates(True)", False),
+        ("nnx.set_graph_mode(True)\nnnx.set_graph_updates(True)\n@nnx.vmap(in_axes=0)\ndef g(x):\n    return x", True),
         ("import flax\nflax.config.update('nnx_graph_mode', True)\nflax.config.update('nnx_graph_updates', True)\nnnx.vmap(f)", True),
         ("nnx.set_graph_mode(True)\nnnx.set_graph_updates(True)\nnnx.set_graph_mode(False)\nnnx.vmap(f)", False),
         ("def g():\n    nnx.set_graph_mode(True)\n    nnx.set_graph_updates(True)\n    return nnx.vmap(f)", True),
