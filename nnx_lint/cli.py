@@ -93,8 +93,10 @@ def _check(args: argparse.Namespace) -> int:
             settings.ignore = _split_codes(args.ignore) or []
         if args.extend_select is not None:
             settings.extend_select = settings.extend_select + (_split_codes(args.extend_select) or [])
-        # Validate every selector now, so a typo is a usage error, not an empty run.
-        select_rules(settings.select, settings.ignore, settings.extend_select)
+        # Validate every selector now, so a typo is a usage error, not an empty run (only when
+        # there are selectors: a default warm run then never imports the rules or astroid).
+        if settings.select is not None or settings.ignore or settings.extend_select:
+            select_rules(settings.select, settings.ignore, settings.extend_select)
         for codes in settings.per_file_ignores.values():
             select_rules(None, codes, ())
     except (ConfigError, UnknownSelector) as exc:

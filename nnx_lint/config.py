@@ -7,6 +7,7 @@ are a :class:`ConfigError` (the CLI exits 2), never silently ignored.
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -43,11 +44,16 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
 
-    def is_excluded(self, path: Path) -> bool:
-        """Whether ``path`` (a file or directory) matches a default or configured exclude."""
+    def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
+        """Whether ``path`` (a file or directory) matches a default or configured exclude.
+
+        The default excludes name directories only.
+        """
         name = path.name
-        if any(fnmatch.fnmatch(name, pattern) for pattern in DEFAULT_EXCLUDES):
+        if is_dir and any(fnmatch.fnmatch(name, pattern) for pattern in DEFAULT_EXCLUDES):
             return True
+        if not self.exclude:
+            return False
         relative = _relative_posix(path, self.root)
         for pattern in self.exclude:
             pattern = pattern.rstrip("/")
@@ -68,10 +74,10 @@ class Settings:
 
 
 def _relative_posix(path: Path, root: Path) -> str:
-    try:
-        return PurePosixPath(path.resolve().relative_to(root.resolve())).as_posix()
-    except ValueError:
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if relative.startswith(".."):
         return path.as_posix()
+    return PurePosixPath(*Path(relative).parts).as_posix()
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -29,26 +30,30 @@ class RunResult:
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
     """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs and excludes.
 
-    A file named explicitly is linted even if its extension is not ``.py``.
+    A file named explicitly is linted even if its extension is not ``.py``. This runs on
+    every file of every run, cached or not, so it avoids per-file system calls.
     """
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for path in paths:
         if path.is_file():
-            if path.resolve() not in seen:
-                seen.add(path.resolve())
+            key = os.path.abspath(path)
+            if key not in seen:
+                seen.add(key)
                 yield path
             continue
         for directory, subdirectories, files in os.walk(path):
             current = Path(directory)
             subdirectories[:] = sorted(
                 d for d in subdirectories
-                if not settings.is_excluded(current / d) and not (current / d / "pyvenv.cfg").exists()
+                if not settings.is_excluded(current / d, is_dir=True)
+                and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
             )
             for name in sorted(files):
                 if name.endswith((".py", ".pyi", ".ipynb")):
                     file = current / name
-                    if not settings.is_excluded(file) and file.resolve() not in seen:
-                        seen.add(file.resolve())
+                    key = os.path.abspath(file)
+                    if key not in seen and not settings.is_excluded(file):
+                        seen.add(key)
                         yield file
 
 
@@ -92,9 +97,9 @@ def _analyse_batch(batch: list[tuple]) -> list[tuple]:
 
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
     """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU."""
-    from nnx_lint.project import forget_shared_projects
-
-    forget_shared_projects()
+    project_module = sys.modules.get("nnx_lint.project")  # not imported at all on a warm run
+    if project_module is not None:
+        project_module.forget_shared_projects()
     result = RunResult()
     cache = ResultCache.open(cache_dir)
     fingerprint = code_fingerprint() if cache.path else ""
@@ -121,7 +126,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         if data is not None and not mentions_nnx(data):
             continue  # the pre-filter: no astroid work for files no rule can match
         selectors = _selectors(settings, file)
-        key = str(file.resolve())
+        key = os.path.abspath(file)
         digest = hashlib.sha256(data).hexdigest() if data is not None else ""
         digests[key] = digest
         run_fingerprint = f"{fingerprint}:{selectors!r}"
