@@ -979,6 +979,9 @@ class GradsUsedAsState(Rule):
             use, expected = _FUNCTION_CALLS[facts["function"]]
         elif kind == "tree-map":
             use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
+        elif facts.get("function") in _RUNTIME_LACKS:
+            return (f"`{facts.get('usage')}`: tree_runtime has no `{facts.get('function')}`, so no program "
+                    "can run under both Tree Mode implementations")
         else:
             return (f"`{facts.get('usage')}` raises in both Tree Mode implementations, but with different "
                     "exception types (no shared error category), so no reproduction can be confirmed by both")
@@ -1135,6 +1138,11 @@ _METHOD_CALLS = {
     "items": "G.items()", "keys": "G.keys()", "values": "G.values()", "flat_state": "G.flat_state()",
     "get": "G.get('linear')", "filter": "G.filter(nnx.Param)",
 }
+#: NNX403: State functions that tree_runtime does not provide.
+_RUNTIME_LACKS = frozenset({
+    "flax.nnx.filter_state", "flax.nnx.replace_by_pure_dict", "flax.nnx.traversals.flatten_mapping",
+    "flax.traversals.flatten_mapping", "flax.nnx.statelib.to_flat_state",
+})
 #: NNX403 reproductions: functions on which both implementations raise the same category.
 _FUNCTION_CALLS = {
     "flax.nnx.to_pure_dict": ("nnx.to_pure_dict(G)", "other:AttributeError"),
