@@ -23,7 +23,7 @@ from typing import Any, Iterator
 from astroid import nodes
 
 from nnx_lint.flow import bound_values
-from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
 
 _CUSTOM_VJP = frozenset({"flax.nnx.custom_vjp", "flax.nnx.compat.custom_vjp"})
@@ -422,6 +422,33 @@ class CustomVjpOldCotangent(Rule):
                 **registration.facts(),
             )
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """r40: an ``nnx.custom_vjp`` with a scalar output whose bwd unpacks ``g`` the graph-mode way.
+
+        Variants by facts: the destructuring (nested ``(m_updates_g, ...), out_g = g`` or
+        flat ``input_updates_g, out_g = g``) and the primal's arguments (a Module, then
+        float arrays for the others). The graph-mode bwd returns ``State`` tangents, so it
+        runs in graph mode. Tree Mode: ``g`` is the 0-d output cotangent, unpacking it
+        raises ``TypeError: iteration over a 0-d array`` (``vjp-structure``). Control: the
+        FLIP bwd (r40_custom_vjp_fix.py), ``g`` used directly and a Module-typed tangent.
+        """
+        others = _other_arguments(facts, 0)
+        nested = str(facts.get("destructuring") or "").startswith("((")
+        if nested:
+            unpack = "(m_updates_g, " + "".join("_, " for _ in others) + "), out_g = g"
+        else:
+            unpack = "input_updates_g, out_g = g"
+        body = _vjp_program(others, f"""
+            def f_bwd(res, g):
+                {unpack}
+                cos_x, m = res
+                m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))
+                m_g['x'][...] = cos_x * out_g
+                return ({_tangents(others, 0)},)
+        """)
+        return Reproduction(body, expect_error="vjp-structure", control=_vjp_program(others, _TREE_BWD.format(tangents=_tangents(others, 0))))
+
     VALID = [
         Valid(
             "r40-fix",
@@ -610,6 +637,41 @@ class CustomVjpStateTangent(Rule):
                     **registration.facts(),
                 )
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """r41: a bwd that reads ``g`` either way but returns an ``nnx.State`` tangent for a Module.
+
+        Variants by facts: how the tangent is a State (``tangent``: ``nnx.clone(nnx.state(m))``,
+        ``nnx.state(m)`` under ``jax.tree.map``, an ``nnx.split`` state; a State taken from
+        the old protocol's ``input_updates_g`` or one indexed with strings is built with
+        ``nnx.state`` here, since the old unpacking itself already raises in Tree Mode,
+        which is NNX501's finding), the Module's position among the primal's arguments
+        (``tangent_index``) and the other arguments (float arrays). Tree Mode: ``TypeError:
+        Custom VJP bwd rule must produce an output with the same container (pytree)
+        structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
+        bwd returning a Module-typed tangent (r40_custom_vjp_fix.py).
+        """
+        index = facts.get("tangent_index") if isinstance(facts.get("tangent_index"), int) else 0
+        others = _other_arguments(facts, index)
+        tangent = str(facts.get("tangent") or "")
+        if "split" in tangent:
+            build = "_, m_g = nnx.split(m)\n                m_g = jax.tree.map(jnp.zeros_like, m_g)"
+        elif tangent.startswith("jax.tree.map"):
+            build = "m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))"
+        else:
+            build = "m_g = nnx.clone(nnx.state(m))"
+        tangents = _tangents(others, index)
+        body = _vjp_program(others, f"""
+            def f_bwd(res, g):
+                out_g = g[1] if isinstance(g, tuple) else g  # either protocol
+                cos_x, m = res
+                {build}
+                m_g['x'][...] = cos_x * out_g
+                return ({tangents},)
+        """, index)
+        control = _vjp_program(others, _TREE_BWD.format(tangents=tangents), index)
+        return Reproduction(body, expect_error="vjp-structure", control=control)
+
     VALID = [
         Valid(
             "module-typed-tangent",
@@ -736,6 +798,78 @@ class CustomVjpVariableUpdate(Rule):
                     **registration.facts(),
                 )
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """r42/r43: a Variable updated inside the custom_vjp function; the loss reads the update.
+
+        ``f(m)`` doubles ``m.x`` (with the flagged write form: ``[...] =``, ``[...] +=``,
+        ``.value =``, ``.set_value``; in ``f`` or in ``fwd`` by ``role``) and returns
+        ``sin(m.x)``; the loss is ``f(m) + m.x[...]``, so the updated value has a
+        cotangent (1.0) that only the update can carry. The bwd handles both protocols: in
+        graph mode ``g`` brings the update's cotangent and the bwd adds it (gradient
+        ``cos(2) + 1 = 0.584``).
+
+        The observation is whether the gradient carries the update's cotangent, because that
+        is the one outcome both Tree Mode implementations share: flax 0.12.8 (E4) runs and
+        silently drops it (gradient ``cos(2) = -0.416``), while the FLIP and
+        ``tree_runtime`` (E3) reject the update with a ``ValueError`` that names
+        ``custom_vjp`` — the cotangent cannot reach the gradient either. The program catches
+        only that rejection (any other error propagates) and reports both as "the gradient
+        omits the update's cotangent"; a gradient that matches neither value is returned as
+        the number, which confirms nothing. Control: the update moved out of the
+        custom_vjp function, into the loss before calling ``f`` (the fix the message
+        suggests); its gradient ``2 (cos(2) + 1)`` includes the update's cotangent.
+        """
+        write = str(facts.get("write") or "")
+        if ".set_value" in write:
+            update = "m.x.set_value(m.x[...] * 2.0)"
+        elif ".value" in write:
+            update = "m.x.value = m.x.value * 2.0"
+        elif "+=" in write:
+            update = "m.x[...] += m.x[...]"
+        else:
+            update = "m.x[...] = m.x[...] * 2.0"
+        in_fwd = facts.get("role") == "fwd"
+        primal_write = "" if in_fwd else f"\n    {update}  # the flagged update"
+        fwd_write = f"\n    {update}  # the flagged update" if in_fwd else ""
+        others: list[str] = []  # the Module alone: the update is what matters
+        bwd = """
+            def f_bwd(res, g):
+                cos_x, m = res
+                if isinstance(g, tuple):  # graph mode: ((m_updates_g,), out_g) brings the update's cotangent
+                    (m_upd,), out_g = g
+                    m_g = nnx.clone(m_upd)
+                    m_g['x'][...] = cos_x * out_g + m_upd['x'][...]
+                    return (m_g,)
+                m_g = jax.tree.map(jnp.zeros_like, m)  # Tree Mode: g is the output cotangent only
+                m_g.x[...] = cos_x * g
+                return (m_g,)
+        """
+        observe = """
+            def loss(m):{update}
+                return f(m) + m.x[...]  # reads the updated value
+
+            try:
+                grad = float(nnx.grad(loss)(Foo()).x[...])
+            except ValueError as error:  # the FLIP (tree_runtime) rejects the update itself
+                if "custom_vjp" not in str(error):
+                    raise
+                return "gradient omits the update's cotangent"
+            if abs(grad - {without:.6f}) < 1e-4:
+                return "gradient omits the update's cotangent"
+            if abs(grad - {with_:.6f}) < 1e-4:
+                return "gradient includes the update's cotangent"
+            return grad
+        """
+        cos2 = -0.4161468365471424
+        body = _vjp_program(others, bwd, 0, primal_write, fwd_write).rsplit("grads = ", 1)[0]
+        body += "\n" + _dedent(observe.format(update="", without=cos2, with_=cos2 + 1.0))
+        control = _vjp_program(others, _TREE_BWD.format(tangents="m_g"), 0).rsplit("grads = ", 1)[0]
+        control += "\n" + _dedent(observe.format(update=f"\n                {update}  # moved out of the custom_vjp function",
+                                          without=2 * cos2, with_=2 * (cos2 + 1.0)))
+        return Reproduction(_concrete(body), expect_tree="gradient omits the update's cotangent",
+                            expect_graph="gradient includes the update's cotangent", control=_concrete(control))
+
     VALID = [
         Valid(
             "bwd-declares-updates-g",
@@ -823,6 +957,66 @@ class CustomVjpVariableUpdate(Rule):
             tree_mode=differs("the update cotangent is dropped: d/dx of sin(2x)+x is -0.416 instead of 0.584 (r43)"),
         ),
     ]
+
+
+#: The FLIP's bwd (r40_custom_vjp_fix.py): ``g`` is the output cotangent, Module-typed tangent.
+_TREE_BWD = """
+    def f_bwd(res, g):
+        cos_x, m = res
+        m_g = nnx.clone(m)
+        m_g.x[...] = cos_x * g
+        return ({tangents},)
+"""
+
+
+def _other_arguments(facts: dict, index: int) -> list[str]:
+    """Names of the primal's other (array) arguments; the Module is at ``index``."""
+    names = [n for n in facts.get("primal_args") or [] if isinstance(n, str) and n.isidentifier()]
+    count = max(len(names), index + 1)
+    return [f"a{i}" for i in range(count) if i != index]
+
+
+def _tangents(others: list[str], index: int) -> str:
+    """``m_g`` at ``index``, zero tangents for the scalar array arguments."""
+    return ", ".join("m_g" if i == index else "jnp.zeros(())" for i in range(len(others) + 1))
+
+
+def _vjp_program(others: list[str], bwd: str, index: int = 0, primal_write: str = "", fwd_write: str = "") -> str:
+    """A one-Param Module ``Foo`` through ``nnx.custom_vjp`` ``f`` with ``bwd``, differentiated by ``nnx.grad``."""
+    import textwrap
+
+    parameters = list(others)
+    parameters.insert(index, "m")
+    signature = ", ".join(parameters)
+    extra = "".join(f" + {name}" for name in others)
+    values = ", ".join("Foo()" if name == "m" else "jnp.ones(())" for name in parameters)
+    program = f"""
+class Foo(nnx.Module):
+    def __init__(self):
+        self.x = nnx.Param(jnp.array(1.0))
+
+@nnx.custom_vjp
+def f({signature}):{primal_write}
+    return jnp.sin(m.x[...]){extra}
+
+def f_fwd({signature}):{fwd_write}
+    return f({signature}), (jnp.cos(m.x[...]), m)
+"""
+    return (textwrap.dedent(program).strip("\n") + "\n\n" + textwrap.dedent(bwd).strip("\n") + "\n\n"
+            + f"f.defvjp(f_fwd, f_bwd)\ngrads = nnx.grad(f, argnums={index})({values})\nreturn type(grads).__name__\n")
+
+
+def _dedent(code: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(code).strip("\n") + "\n"
+
+
+def _concrete(code: str) -> str:
+    """``code`` run under ``jax.ensure_compile_time_eval()``: concrete numbers inside the trace."""
+    import textwrap
+
+    return "with jax.ensure_compile_time_eval():  # concrete numbers inside the trace\n" + textwrap.indent(code, "    ")
 
 
 def _declares_updates_g(bwd: nodes.FunctionDef) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 from astroid import nodes
 
 from nnx_lint.flow import bound_values
-from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import (
     FLOAT_STATE,
     NON_DIFFERENTIABLE,
@@ -477,6 +477,66 @@ class GradOverNonFloatState(Rule):
                 **differentiated.facts(),
             )
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged application on a Linear plus the non-float state the facts name.
+
+        Variants by facts: the holding's category (``rng``: a ``Dropout`` with stored
+        ``rngs``, i.e. ``RngKey``/``RngCount``; ``integer``: an int32 Variable of the
+        flagged Variable type), ``transform`` (``grad`` / ``value_and_grad``), ``has_aux``,
+        and the differentiated argument's ``position`` among the ``argnums`` (the other
+        differentiated positions get float arrays). Control: the FLIP recipe, split by
+        ``nnx.Param`` and differentiate ``(params, rest)``.
+        """
+        transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
+        categories = {h.get("category") for h in facts.get("non_float") or []}
+        types = [h.get("type") for h in facts.get("non_float") or [] if h.get("category") == "integer"]
+        if "rng" in categories or not types:
+            holding, call = "self.drop = nnx.Dropout(0.5, rngs=rngs)", "self.drop(self.lin(x))"
+        else:
+            variable = types[0] if types[0] in _SHARED_VARIABLE_TYPES else "Variable"
+            holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
+        position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+        argnums = [a for a in facts.get("argnums") or [position] if isinstance(a, int)] or [position]
+        count = max(argnums + [position]) + 1
+        arguments = ", ".join("model" if i == position else "x" for i in range(count))
+        parameters = ", ".join(f"a{i}" for i in range(count))
+        argnums_text = repr(argnums[0]) if len(argnums) == 1 else repr(tuple(argnums))
+        value = f"jnp.sum(a{position}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
+        if facts.get("has_aux"):
+            value, aux = f"({value}, 0.0)", ", has_aux=True"
+        else:
+            aux = ""
+        model = f"""
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    {holding}
+                def __call__(self, x):
+                    return {call}
+
+            model, x = Model(nnx.Rngs(0)), jnp.ones((1, 2))
+        """
+        use = f"""
+            def loss({parameters}):
+                return {value}
+
+            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments})
+            return type(out).__name__
+        """
+        fixed_value = value.replace(f"jnp.sum(a{position}(x))", f"jnp.sum(nnx.merge(graphdef, a{position}, rest)(x))")
+        control = f"""
+            graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+            def loss({parameters}, rest):  # rest (RNG counters, ...) passed, not differentiated
+                return {fixed_value}
+
+            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments.replace("model", "params")}, rest)
+            return type(out).__name__
+        """
+        return Reproduction(_dedent(model) + _dedent(use), expect_error="grad-non-float",
+                            control=_dedent(model) + _dedent(control))
+
     VALID = [
         Valid(
             "split-params-fix",
@@ -654,6 +714,65 @@ class GradIncludesNonParamState(Rule):
                     **differentiated.facts(),
                 )
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A Module with one Param and one non-Param float Variable, reduced by the flagged consumer.
+
+        The values are explicit (``w = 1``, the non-Param Variable ``= 0``), so the numbers do
+        not depend on either implementation's initialisers. Variants by facts: the non-Param
+        Variable's type (``BatchStat``, ``Cache``, ``Variable``, a plain array via
+        ``nnx.data``) and whether the forward pass reads it (``read_in_forward``), the
+        consumer (a norm: ``optax.global_norm`` & co. are computed as the square root of
+        the sum of squared leaves, since the program may only use jax; ``jax.tree.reduce``;
+        ``jax.tree.leaves`` / ``flatten``: the leaf count; ``ravel_pytree``: the vector
+        size), ``transform``, ``has_aux``, ``argnums`` and ``position``. Values are computed
+        under ``jax.ensure_compile_time_eval()`` so they are concrete inside the trace.
+        Tree Mode: the non-Param leaf has a gradient (norm 16.0, 2 leaves, size 4); graph
+        mode: Params only (norm 11.314, 1 leaf, size 2). Control: the consumer over
+        ``nnx.state(grads, nnx.Param)``.
+        """
+        holdings = facts.get("non_param") or [{}]
+        read = [h for h in holdings if h.get("read_in_forward")]
+        holding = (read or holdings)[0]
+        variable_type = holding.get("type")
+        if variable_type == "array":
+            stat = "nnx.data(jnp.zeros((2,)))"
+        else:
+            stat = f"nnx.{variable_type if variable_type in _SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
+        forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
+        consumer = facts.get("consumer") or "optax.global_norm"
+        if consumer in ("jax.tree.reduce", "jax.tree_util.tree_reduce"):
+            observe = "round(float(jnp.sqrt(jax.tree.reduce(lambda a, g: a + jnp.sum(g ** 2), G, 0.0))), 3)"
+            tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
+        elif consumer in NORM_CONSUMERS:
+            observe = "round(float(jnp.sqrt(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(G)))), 3)"
+            tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
+        elif consumer == "jax.flatten_util.ravel_pytree":
+            observe = "ravel_pytree(G)[0].size"
+            tree, graph = 4, 2
+        elif consumer in ("jax.tree.flatten", "jax.tree_util.tree_flatten"):
+            observe = "len(jax.tree.flatten(G)[0])"
+            tree, graph = 2, 1
+        else:
+            observe = "len(jax.tree.leaves(G))"
+            tree, graph = 2, 1
+        model = f"""
+            class Model(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones((2,)))
+                    self.stat = {stat}
+                def __call__(self, x):
+                    return {forward}
+
+            model, x = Model(), jnp.ones((4, 2))
+        """
+        if consumer == "jax.flatten_util.ravel_pytree":
+            model = "from jax.flatten_util import ravel_pytree\n" + _dedent(model)
+        program = _dedent(model) + "\n" + _application(facts, "jnp.sum({m}(x) ** 2)")
+        body = _concrete(program + "return " + observe.replace("G", "grads") + "\n")
+        control = _concrete(program + "return " + observe.replace("G", "nnx.state(grads, nnx.Param)") + "\n")
+        return Reproduction(body, expect_tree=tree, expect_graph=graph, control=control)
+
     VALID = [
         Valid(
             "norm-of-param-state",
@@ -821,10 +940,64 @@ class GradsUsedAsState(Rule):
                     transform=application.transform,
                     argnums=list(application.argnums or ()),
                     has_aux=application.has_aux,
+                    argnums_is_tuple=application.argnums_is_tuple,
                     gradient_via=use.via,
                     application_line=node.lineno,
+                    **_usage_facts(self.context, where),
                     **differentiated.facts(),
                 )
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction | str:
+        """A Module gradient used as a State in the flagged way (the graph-mode habit).
+
+        Variants by facts: ``usage_kind`` (``subscript`` with the flagged string key as the
+        submodule's name, ``method`` with the flagged State method, ``iteration``,
+        ``function`` with the flagged function, ``tree-map`` against an ``nnx.State`` of the
+        Params — what ``optax.apply_updates`` does too), ``transform``, ``has_aux``, the
+        differentiated ``position`` and ``argnums`` (tuple or int). The expected error
+        category follows the usage (``not-subscriptable``, ``tree-structure``,
+        ``other:AttributeError`` for a missing State method, ``other:TypeError`` for
+        iteration). Control: the same use of ``nnx.state(grads, nnx.Param)``. Uses on which
+        the two Tree Mode implementations raise different errors (``nnx.update``,
+        ``nnx.to_flat_state``, ``nnx.merge``, ...) have no shared reproduction: the builder
+        returns the reason instead.
+        """
+        kind = facts.get("usage_kind")
+        key = facts.get("key") if isinstance(facts.get("key"), str) and str(facts.get("key")).isidentifier() else "linear"
+        if kind == "subscript":
+            use, expected = f"G[{key!r}]", "not-subscriptable"
+        elif kind == "method":
+            method = facts.get("method")
+            if method not in _METHOD_CALLS:
+                return (f"`State.{method}()` is not a method both Tree Mode implementations' States provide "
+                        "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles")
+            use, expected = _METHOD_CALLS[method], "other:AttributeError"
+        elif kind == "iteration":
+            use, expected = "[path for path in G]", "other:TypeError"
+        elif kind == "function" and facts.get("function") in _FUNCTION_CALLS:
+            use, expected = _FUNCTION_CALLS[facts["function"]]
+        elif kind == "tree-map":
+            use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
+        elif facts.get("function") in _RUNTIME_LACKS:
+            return (f"`{facts.get('usage')}`: tree_runtime has no `{facts.get('function')}`, so no program "
+                    "can run under both Tree Mode implementations")
+        else:
+            return (f"`{facts.get('usage')}` raises in both Tree Mode implementations, but with different "
+                    "exception types (no shared error category), so no reproduction can be confirmed by both")
+        program = f"""
+            class Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.{key} = nnx.Linear(2, 2, rngs=rngs)
+                def __call__(self, x):
+                    return self.{key}(x)
+
+            model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
+        """
+        program = _dedent(program) + "\n" + _application(facts, "jnp.sum({m}(x))")
+        body = _dedent(program) + f"return type({use.replace('G', 'grads')}).__name__\n"
+        control = _dedent(program) + f"return type({use.replace('G', 'nnx.state(grads, nnx.Param)')}).__name__\n"
+        return Reproduction(body, expect_error=expected, control=control)
 
     VALID = [
         Valid(
@@ -915,3 +1088,91 @@ class GradsUsedAsState(Rule):
             tree_mode=raises("ValueError", "pytree structure error"),
         ),
     ]
+
+
+def _concrete(code: str) -> str:
+    """``code`` run under ``jax.ensure_compile_time_eval()``: concrete values inside the trace."""
+    import textwrap
+
+    return "with jax.ensure_compile_time_eval():  # concrete numbers inside the trace\n" + textwrap.indent(code, "    ")
+
+
+def _application(facts: dict, forward: str) -> str:
+    """Reproduction code that applies the flagged transform and binds ``grads``.
+
+    Uses the facts' ``transform``, ``has_aux``, ``argnums`` (int or tuple) and the
+    differentiated ``position``; ``model`` and ``x`` must exist, the other differentiated
+    positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
+    """
+    transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
+    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    argnums = [a for a in facts.get("argnums") or [position] if isinstance(a, int)] or [position]
+    if position not in argnums:
+        argnums = [position]
+    count = max(argnums) + 1
+    arguments = ", ".join("model" if i == position else "x" for i in range(count))
+    parameters = ", ".join(f"a{i}" for i in range(count))
+    value = forward.format(m=f"a{position}") + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
+    tuple_argnums = bool(facts.get("argnums_is_tuple")) or len(argnums) > 1
+    argnums_text = repr(tuple(argnums)) if tuple_argnums else repr(argnums[0])
+    has_aux = bool(facts.get("has_aux"))
+    if has_aux:
+        value = f"({value}, 0.0)"
+    result = "grads"
+    if transform == "value_and_grad":
+        result = "(_, aux), grads" if has_aux else "_, grads"
+    elif has_aux:
+        result = "grads, aux"
+    pick = f"[{argnums.index(position)}]" if tuple_argnums else ""
+    return _dedent(f"""
+        def loss({parameters}):
+            return {value}
+
+        {result} = nnx.{transform}(loss, argnums={argnums_text}{", has_aux=True" if has_aux else ""})({arguments})
+        grads = grads{pick}
+    """)
+
+
+#: NNX403 reproductions: State methods (called on ``G``) that both implementations' States have.
+_METHOD_CALLS = {
+    "items": "G.items()", "keys": "G.keys()", "values": "G.values()", "flat_state": "G.flat_state()",
+    "get": "G.get('linear')", "filter": "G.filter(nnx.Param)",
+}
+#: NNX403: State functions that tree_runtime does not provide.
+_RUNTIME_LACKS = frozenset({
+    "flax.nnx.filter_state", "flax.nnx.replace_by_pure_dict", "flax.nnx.traversals.flatten_mapping",
+    "flax.traversals.flatten_mapping", "flax.nnx.statelib.to_flat_state",
+})
+#: NNX403 reproductions: functions on which both implementations raise the same category.
+_FUNCTION_CALLS = {
+    "flax.nnx.to_pure_dict": ("nnx.to_pure_dict(G)", "other:AttributeError"),
+    "builtins.dict": ("dict(G)", "other:TypeError"),
+    "dict": ("dict(G)", "other:TypeError"),
+}
+
+
+def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
+    """What kind of State use ``where`` is (for the reproduction)."""
+    if isinstance(where, nodes.Subscript):
+        key = where.slice.value if isinstance(where.slice, nodes.Const) else None
+        return {"usage_kind": "subscript", "key": key if isinstance(key, (str, int)) else None}
+    if isinstance(where, nodes.Call):
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and not context.qualified_name(where.func):
+            return {"usage_kind": "method", "method": where.func.attrname}
+        name = context.qualified_name(where.func) or ""
+        if name in TREE_MAPS or name == "optax.apply_updates":
+            return {"usage_kind": "tree-map", "function": name}
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and name not in STATE_FUNCTIONS:
+            return {"usage_kind": "method", "method": where.func.attrname}
+        return {"usage_kind": "function", "function": name}
+    return {"usage_kind": "iteration"}
+
+
+#: Variable types that both ``flax.nnx`` and ``tree_runtime`` provide.
+_SHARED_VARIABLE_TYPES = frozenset({"Variable", "BatchStat", "Cache", "Intermediate", "Param", "Perturbation"})
+
+
+def _dedent(code: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(code).strip("\n") + "\n"
