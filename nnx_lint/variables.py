@@ -813,10 +813,7 @@ def unaffected_by_flip(context: FileContext, call=None, node: nodes.NodeNG | Non
     ``node`` a bare decorator (``@nnx.grad``) with only its scope to read.
     """
     if call is not None:
-        if context.keeps_graph_mode(call):
-            return True
-        mode = context.mode.call_mode(call)
-        return mode.graph is False or mode.graph_updates is False
+        return not context.flip_changes(call)
     if node is None:
         return False
     flags = context.mode.scoped_flags(node)
