@@ -6,16 +6,35 @@ fixed (decoration time, per thread).
 """
 from __future__ import annotations
 
+import textwrap
+
 from astroid import nodes
 
 from nnx_lint.calls import constant_bool
 from nnx_lint.nnx_api import TRANSFORMS
-from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
 
 _RNG_SPLITTERS = frozenset({"split_rngs", "fork_rngs"})
 _SETTERS = {"flax.nnx.set_graph_mode": "graph", "flax.nnx.set_graph_updates": "graph_updates"}
 _CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
+
+
+def _code(text: str) -> str:
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+#: A vmapped factory that needs a split ``Rngs`` (r70).
+_CREATE = _code("""
+    @nnx.vmap(in_axes=0, out_axes=0)
+    def create(rngs):
+        return nnx.Linear(2, 2, rngs=rngs)
+
+
+    rngs = nnx.Rngs(0)
+""")
+_FORK_NOTE = ("# found: nnx.fork_rngs; nnx.split_rngs has the same in-place (graph) / returned (Tree Mode)\n"
+              "# semantics, and both implementations provide it\n")
 
 
 def _rng_splitter(context, node: nodes.NodeNG):
@@ -98,6 +117,30 @@ class SplitRngsContextManager(Rule):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """``with nnx.split_rngs(rngs, splits=4):`` around a vmapped init (Tree Mode: the
+        result is an ``Rngs``, not a context manager). For ``restore_rngs``, the code between
+        the split and the restore relies on the in-place split: the vmapped init gets the
+        unsplit ``rngs`` (Tree Mode: a rank error). The control passes the returned value on."""
+        note = _FORK_NOTE if facts.get("api") == "fork_rngs" else ""
+        if facts.get("form") == "restore_rngs":
+            main = _CREATE + note + _code("""
+                backups = nnx.split_rngs(rngs, splits=4)  # graph mode: splits `rngs` in place
+                model = create(rngs)  # ... then `nnx.restore_rngs(backups)`
+                return list(model.kernel.shape)
+            """)
+            error = "other:ValueError"
+        else:
+            main = _CREATE + note + _code("""
+                with nnx.split_rngs(rngs, splits=4):
+                    model = create(rngs)
+                return list(model.kernel.shape)
+            """)
+            error = "not-context-manager"
+        control = _CREATE + "return list(create(nnx.split_rngs(rngs, splits=4)).kernel.shape)\n"
+        return Reproduction(main, expect_error=error, control=control)
+
     def visit_with(self, node: nodes.With) -> None:
         for expression, _ in node.items:
             call = _rng_splitter(self.context, expression)
@@ -177,6 +220,16 @@ class SplitRngsResultDiscarded(Rule):
             tree_mode=differs("rngs.params.key keeps shape () instead of (4,)"),
         ),
     ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The split with its result discarded; the observation is the shape of the
+        ``params`` key of the same ``rngs`` afterwards. The control keeps the result."""
+        note = _FORK_NOTE if facts.get("api") == "fork_rngs" else ""
+        main = "rngs = nnx.Rngs(0)\n" + note + "nnx.split_rngs(rngs, splits=4)  # result discarded\n" + \
+            "return list(rngs.params.key.shape)\n"
+        control = "rngs = nnx.Rngs(0)\nrngs = nnx.split_rngs(rngs, splits=4)\nreturn list(rngs.params.key.shape)\n"
+        return Reproduction(main, expect_tree=[], expect_graph=[4], control=control)
 
     def visit_expr(self, node: nodes.Expr) -> None:
         call = _rng_splitter(self.context, node.value)
@@ -264,6 +317,59 @@ class KeywordArgumentsToTransformedFunction(Rule):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged transform called with the flagged number of positional arguments and
+        the rest by keyword (``variant``): ``vmap`` with tuple ``in_axes`` and ``scan`` raise,
+        ``grad`` cannot reach a keyword-passed differentiated argument, and ``vmap`` with
+        ``in_axes=None`` / a non-zero axis silently maps the keyword over axis 0 (the
+        observation is the output shape). The control passes everything positionally."""
+        variant = facts.get("variant") or ("scan" if facts.get("transform") == "scan" else "vmap-tuple")
+        note = "# found: nnx.pmap; vmap applies the same argument rules on one CPU device\n" \
+            if facts.get("transform") == "pmap" else ""
+        if variant == "scan":
+            setup = "xs = jnp.ones((3, 3))\nscanned = nnx.scan(lambda c, xs: (c + xs.sum(), None), " \
+                    "in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))\n"
+            main = setup + "return list(scanned(jnp.zeros(()), xs=xs)[0].shape)\n"
+            control = setup + "return list(scanned(jnp.zeros(()), xs)[0].shape)\n"
+            return Reproduction(note + main, expect_error="other:TypeError", control=control)
+        if variant in ("vmap-broadcast", "vmap-axis"):
+            axis = facts.get("in_axes") if isinstance(facts.get("in_axes"), int) else None
+            options = "in_axes=None, axis_size=3" if axis is None else f"in_axes={axis}"
+            setup = f"xs = jnp.ones((3, 4))\nf = nnx.vmap(lambda x: x, {options})\n"
+            tree = [3, 4]
+            graph = [3, 3, 4] if axis is None else [4, 3]
+            return Reproduction(note + setup + "return list(f(x=xs).shape)\n", expect_tree=tree, expect_graph=graph,
+                                control=setup + "return list(f(xs).shape)\n")
+        if variant == "grad":
+            argnums = [a for a in facts.get("argnums") or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
+            count = max(max(argnums) + 1, 2, int(facts.get("positional") or 0) + 1)
+            positional = min(int(facts.get("positional") or 0), count - 1)
+            names = ["m"] + [f"x{i}" for i in range(1, count)]
+            loss = f"def loss({', '.join(names)}):\n    return jnp.sum(m(x1))" + "".join(
+                f" + jnp.sum({n})" for n in names[2:]) + "\n"
+            values = ["model"] + ["jnp.ones((1, 2))"] * (count - 1)
+            call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
+            argnums_text = "" if argnums == [0] else f", argnums={tuple(argnums) if len(argnums) > 1 else argnums[0]}"
+            transform = "value_and_grad" if facts.get("transform") == "value_and_grad" else "grad"
+            setup = "model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n" + loss + \
+                f"g = nnx.{transform}(loss{argnums_text})\n"
+            main = setup + f"g({', '.join(call_args)})\nreturn 'differentiated'\n"
+            control = setup + f"g({', '.join(values)})\nreturn 'differentiated'\n"
+            return Reproduction(main, expect_error="other:TypeError", control=control)
+        length = facts.get("in_axes_length") if isinstance(facts.get("in_axes_length"), int) else 2
+        length = min(max(length, 2), 6)
+        positional = min(int(facts.get("positional") or 0), length - 1)
+        names = ["m"] + [f"x{i}" for i in range(1, length)]
+        values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
+        body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])
+        setup = ("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
+                 f"f = nnx.vmap(lambda {', '.join(names)}: {body}, in_axes=(None,{' 0,' * (length - 1)}))\n")
+        call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
+        return Reproduction(note + setup + f"return list(f({', '.join(call_args)}).shape)\n",
+                            expect_error="other:ValueError",
+                            control=setup + f"return list(f({', '.join(values)}).shape)\n")
+
     def visit_call(self, node: nodes.Call) -> None:
         keywords = [k for k in node.keywords or []]
         if not keywords or any(k.arg is None for k in keywords) or any(isinstance(a, nodes.Starred) for a in node.args):
@@ -284,7 +390,26 @@ class KeywordArgumentsToTransformedFunction(Rule):
         anchor = node
         self.report(anchor, keywords=", ".join(f"`{k.arg}`" for k in keywords), transform=entry.transform,
                     effect=effect, keyword_names=[k.arg for k in keywords], positional=positional,
-                    entry_line=entry.function.lineno, call_line=line)
+                    entry_line=entry.function.lineno, call_line=line, **self._variant(entry.transform, options))
+
+    @staticmethod
+    def _variant(transform: str, options: dict) -> dict:
+        """What the reproduction needs: ``variant`` and the ``in_axes`` / ``argnums`` values."""
+        if transform == "scan":
+            return {"variant": "scan"}
+        if transform in ("vmap", "pmap"):
+            axes = options.get("in_axes")
+            if isinstance(axes, (nodes.Tuple, nodes.List)):
+                return {"variant": "vmap-tuple", "in_axes_length": len(axes.elts)}
+            return {"variant": "vmap-broadcast" if axes.value is None else "vmap-axis", "in_axes": axes.value}
+        argnums = options.get("argnums")
+        if argnums is None:
+            positions = [0]
+        elif isinstance(argnums, nodes.Const):
+            positions = [argnums.value]
+        else:
+            positions = sorted(e.value for e in argnums.elts)
+        return {"variant": "grad", "argnums": positions}
 
     @staticmethod
     def _effect(transform: str, options: dict, positional: int) -> str | None:
@@ -559,6 +684,31 @@ class ScalarInDataContainer(Rule):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A Param next to the flagged scalar in ``nnx.data((...))``, read under ``nnx.jit``:
+        an int used as a shape raises (it is a traced leaf); a float/bool is silently traced
+        (the observation is whether the jitted code saw a Python scalar); a string cannot be
+        a leaf at all. The control keeps the scalar in a plain (static) attribute."""
+        values = facts.get("scalar_values") or [2]
+        value = values[0]
+        model = (
+            "class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"
+            f"        self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {value!r}))\n\n\nm = M()\n"
+        )
+        static = model.replace(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {value!r}))",
+                               f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {value!r})  # static")
+        if isinstance(value, int) and not isinstance(value, bool):
+            use = "return list(nnx.jit(lambda m: jnp.zeros(m.cfg[1]) + m.w.sum())(m).shape)\n"
+            return Reproduction(model + use, expect_error="other:TypeError", control=static + use)
+        if isinstance(value, str):
+            use = "nnx.jit(lambda m: m.w.sum())(m)\nreturn 'ran'\n"
+            return Reproduction(model + use, expect_error="non-pytree", control=static + use)
+        kind = "bool" if isinstance(value, bool) else "float"
+        use = (f"seen = []\nnnx.jit(lambda m: seen.append(isinstance(m.cfg[1], {kind})))(m)\n"
+               "return seen[0]  # a Python scalar inside the trace?\n")
+        return Reproduction(model + use, expect_tree=False, expect_graph=True, control=static + use)
+
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
         if call is None or call.name != "data" or not call.args:
@@ -611,6 +761,12 @@ class GraphOnlyAPI(Rule):
     symbol = "graph-only-api"
     kind = "raises"
     catalogue = ("H8",)
+    no_reproduction_reason = (
+        "the flagged APIs exist only for graph mode (`nnx.cached_partial`) or pin it (`nnx.compat.vjp`/`jvp`); "
+        "the Tree Mode reference runtime implements Tree Mode only and has neither graph-only APIs nor "
+        "`nnx.compat`, so no program with names both implementations provide contains the call (the error is "
+        "the API's own mode check)"
+    )
     message = "`{api}(...)`: {error}. {instead}"
     VALID = [
         Valid(
@@ -688,6 +844,12 @@ class GraphModeSetLate(Rule):
     symbol = "graph-mode-set-late"
     kind = "silent"
     catalogue = ("G2",)
+    no_reproduction_reason = (
+        "the pattern is two modes in one process: transforms created while graph mode is in force (at import "
+        "time, or before a thread changes its own setting) and called after the switch. A reproduction runs in "
+        "one fixed mode inside `run(nnx)`, and the Tree Mode reference runtime implements Tree Mode only "
+        "(`set_graph_mode` accepts False only), so the graph-mode half of the program cannot be expressed"
+    )
     message = "`{setter}` {when}: {effect}. {instead}"
     VALID = [
         Valid(

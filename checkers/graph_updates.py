@@ -9,6 +9,8 @@ graph-mode opt-ins excluded). Each diagnostic's ``confidence`` fact says how sur
 """
 from __future__ import annotations
 
+import keyword
+import textwrap
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -16,7 +18,7 @@ from astroid import nodes
 
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import expressions_within
-from nnx_lint.rule import Invalid, Rule, Valid, differs, raises
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tree, root_name, transformed_code
 
 _SPEC = "https://github.com/google/flax/issues/5310"
@@ -34,6 +36,57 @@ _CONTAINER_TYPES = frozenset(
 )
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"})
 _VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
+
+
+# -- reproduction helpers -------------------------------------------------------------------
+
+#: Names a reproduction must not reuse as attribute names (Module API, the fixtures' own).
+_RESERVED = frozenset(
+    "eval train sow perturb set_attributes iter_modules iter_children w change read lin drop "
+    "layers init_cache".split()
+)
+
+
+def _code(text: str) -> str:
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+def _attribute(facts: dict, default: str) -> str:
+    """The flagged attribute name, when it can be used in a generated program."""
+    name = facts.get("attribute")
+    if isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) \
+            and not name.startswith("_") and name not in _RESERVED:
+        return name
+    return default
+
+
+def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...].sum()") -> tuple[str, str]:
+    """``(statement, note)``: a statement running ``fn(args)`` under the flagged transform.
+
+    Transforms the reference runtime lacks, or that cannot carry the change in graph mode
+    either, run the same function under ``nnx.jit`` (the note says why)."""
+    t = transform or "jit"
+    if t == "cond":
+        return f"nnx.cond(True, {fn}, {fn}, {args})", ""
+    if t == "switch":
+        return f"nnx.switch(0, [{fn}, {fn}], {args})", ""
+    if t == "vmap":
+        return f"nnx.vmap({fn}, in_axes=None, axis_size=2)({args})", ""
+    if t == "pmap":
+        return (f"nnx.vmap({fn}, in_axes=None, axis_size=2)({args})",
+                "# nnx.pmap: the same per-call copy; vmap stands in for it on one CPU device\n")
+    if t in ("grad", "value_and_grad"):
+        return f"nnx.{t}(lambda {args}: ({fn}({args}), {loss})[1])({args})", ""
+    if t == "remat":
+        return f"nnx.remat({fn})({args})", ""
+    if t == "eval_shape":
+        return f"nnx.eval_shape({fn}, {args})", ""
+    if t in ("scan", "fori_loop", "while_loop"):
+        return (f"nnx.jit({fn})({args})",
+                f"# found under nnx.{t}: a loop carry cannot change structure in graph mode either, so the\n"
+                "# same change runs under nnx.jit\n")
+    note = "" if t == "jit" else f"# found under nnx.{t}: the same change under nnx.jit\n"
+    return f"nnx.jit({fn})({args})", note
 
 
 class _TransformedCodeRule(Rule):
@@ -157,6 +210,15 @@ def _value_kind(context, value: nodes.NodeNG | None) -> str:
             return "container"
         if ref is not None and (name in VARIABLE_TYPES or _is_variable_class(context, ref)):
             return "variable"
+    return "other"
+
+
+def _literal_shape(value: nodes.NodeNG | None) -> str:
+    """``tuple`` / ``list`` / ``dict`` when the assigned value is (or extends) such a literal."""
+    for node in (value, getattr(value, "left", None), getattr(value, "right", None)):
+        for literal, name in ((nodes.Tuple, "tuple"), (nodes.List, "list"), (nodes.Dict, "dict")):
+            if isinstance(node, literal):
+                return name
     return "other"
 
 
@@ -360,6 +422,118 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         ),
     ]
 
+    #: How each container method is reproduced (on a list / a dict of one Linear).
+    _LIST_CHANGES = {
+        "append": "OBJ.ATTR.append(nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+        "extend": "OBJ.ATTR.extend([nnx.Linear(2, 2, rngs=nnx.Rngs(1))])",
+        "insert": "OBJ.ATTR.insert(0, nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+        "pop": "OBJ.ATTR.pop()",
+        "remove": "OBJ.ATTR.remove(OBJ.ATTR[0])",
+        "clear": "OBJ.ATTR.clear()",
+    }
+    _DICT_CHANGES = {
+        "update": "OBJ.ATTR.update({'b': nnx.Linear(2, 2, rngs=nnx.Rngs(1))})",
+        "setdefault": "OBJ.ATTR.setdefault('b', nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+        "popitem": "OBJ.ATTR.popitem()",
+    }
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged kind of change (``change_kind``) on the flagged attribute, made under the
+        flagged transform (in a method when the finding was reached through calls); the
+        observation is the caller's attribute afterwards. The control makes the same change
+        the Tree Mode way (outside the transform, or as a Variable value write)."""
+        kind = facts.get("change_kind") or "assign"
+        setter = (facts.get("change") or "").startswith(("Setting", "Deleting")) and "`" not in (facts.get("change") or "")
+        attr = _attribute(facts, {"augment": "count", "add-attribute": "extra", "assign-variable": "extra",
+                                  "rebind-variable": "w2", "rebind-container": "tags", "container-mutation": "layers",
+                                  "container-item": "layers"}.get(kind, "training"))
+        one_linear = "nnx.List([nnx.Linear(2, 2, rngs=nnx.Rngs(0))])"
+        op = facts.get("op") if facts.get("op") in ("+=", "-=", "*=") else "+="
+        graph_count = {"+=": 3, "-=": -1, "*=": 2}[op]
+        control_change = None
+        if kind == "augment":
+            init, change = "1", f"OBJ.ATTR {op} 2"
+            observe, tree, graph = "m.ATTR", 1, graph_count
+            control_init, control_change = "nnx.Variable(jnp.array(1))", f"OBJ.ATTR[...] {op} 2"
+            control_observe = "int(m.ATTR[...])"
+        elif kind == "rebind-variable" and facts.get("op"):
+            # `m.v += 1` on a Variable: flax 0.12.8 raises in graph mode too (no in-place Variable ops)
+            init, change = "nnx.Param(jnp.ones(2))", f"OBJ.ATTR {op} 1"
+            observe = "list(m.ATTR.shape)"
+            tree = graph = None
+            control_init, control_change, control_observe = init, f"OBJ.ATTR[...] {op} 1", "list(m.ATTR.shape)"
+        elif kind == "rebind-variable":
+            init, change = "nnx.Param(jnp.ones(2))", "OBJ.ATTR = nnx.Param(jnp.zeros(3))"
+            observe, tree, graph = "list(m.ATTR.shape)", [2], [3]
+            control_init, control_change, control_observe = init, "OBJ.ATTR.value = jnp.zeros(3)", observe
+        elif kind in ("add-attribute", "assign-variable"):
+            init = None
+            change = ("setattr(OBJ, 'ATTR', nnx.Param(jnp.zeros(3)))" if setter
+                      else "OBJ.ATTR = nnx.Param(jnp.zeros(3))")
+            observe, tree, graph = "hasattr(m, 'ATTR')", False, True
+        elif kind == "delete":
+            init, change = "True", "delattr(OBJ, 'ATTR')" if setter else "del OBJ.ATTR"
+            observe, tree, graph = "hasattr(m, 'ATTR')", True, False
+        elif kind == "rebind-container" or (kind == "assign" and facts.get("value_shape") in ("tuple", "list")):
+            init, change = "('a',)", "OBJ.ATTR = OBJ.ATTR + ('b',)"
+            observe, tree, graph = "list(m.ATTR)", ["a"], ["a", "b"]
+        elif kind == "container-mutation" and facts.get("method") in cls._DICT_CHANGES:
+            init = "nnx.Dict({'a': nnx.Linear(2, 2, rngs=nnx.Rngs(0))})"
+            change = cls._DICT_CHANGES[facts["method"]]
+            observe, tree = "sorted(m.ATTR)", ["a"]
+            graph = [] if facts["method"] == "popitem" else ["a", "b"]
+        elif kind == "container-mutation":
+            method = facts.get("method") if facts.get("method") in cls._LIST_CHANGES else "append"
+            init, change = one_linear, cls._LIST_CHANGES[method]
+            observe, tree = "len(m.ATTR)", 1
+            graph = 2 if method in ("append", "extend", "insert") else 0
+        elif kind == "container-item" and facts.get("statement") == "delete":
+            init, change = one_linear, "del OBJ.ATTR[0]"
+            observe, tree, graph = "len(m.ATTR)", 1, 0
+        elif kind == "container-item":
+            init, change = one_linear, "OBJ.ATTR[0] = nnx.Linear(2, 5, rngs=nnx.Rngs(1))"
+            observe, tree, graph = "m.ATTR[0].out_features", 2, 5
+        else:  # assign: a static flag
+            init = "True"
+            change = "setattr(OBJ, 'ATTR', False)" if setter else "OBJ.ATTR = False"
+            observe, tree, graph = "m.ATTR", True, False
+        if control_change is None:  # the rewrite: the same change outside the transform, which only reads
+            control_init, control_observe = init, observe
+        in_method = len(facts.get("call_chain") or []) > 1
+
+        def program(init_value, change_text, observation, outside=False, transform=facts.get("transform")):
+            init_line = f"\n        self.{attr} = {init_value}" if init_value is not None else ""
+            body = change_text.replace("ATTR", attr)
+            if in_method and not outside:
+                method = f"\n\n    def change(self):\n        {body.replace('OBJ', 'self')}"
+                function = "def change(m):\n    m.change()\n"
+            else:
+                method = ""
+                function = f"def change(m):\n    {body.replace('OBJ', 'm')}\n"
+            header = (f"class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))"
+                      f"{init_line}{method}\n\n\nm = M()\n")
+            if outside:
+                statement, note = _under(transform, "read")
+                run = (f"{function.replace('def change(m):', 'def change_outside(m):')}change_outside(m)  "
+                       "# the change, outside the transform\n"
+                       f"def read(m):\n    return m.w[...].sum()\n{note}{statement}\n")
+            else:
+                statement, note = _under(transform, "change")
+                run = f"{function}{note}{statement}\n"
+            return header + run + f"return {observation.replace('ATTR', attr)}\n"
+
+        main = program(init, change, observe)
+        if control_change is not None:
+            control = program(control_init, control_change, control_observe, transform="jit")
+            if kind == "augment":  # a Variable's value is abstract under the trace: evaluate it concretely
+                control = "with jax.ensure_compile_time_eval():\n" + textwrap.indent(control, "    ")
+        else:
+            control = program(control_init, change, control_observe, outside=True)
+        if tree is None:
+            return Reproduction(main, expect_error="variable-inplace", control=control)
+        return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)
+
     def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
         external = reach.external
         for node in body_nodes(reach.function):
@@ -388,10 +562,11 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                         owner = target.value
                         if service.is_external(owner.expr, external) and _stored_kinds(
                                 self.context, owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
-                            yield node, self._facts(
+                            yield node, {**self._facts(
                                 "Item assignment on list/dict attribute", owner.expr, owner.attrname, None,
                                 "container-item", "Build the new container outside the transform, or keep the "
-                                "entries in Variables and update their values.")
+                                "entries in Variables and update their values."),
+                                "statement": type(node).__name__.lower()}
 
     def _assignment(self, service, target: nodes.AssignAttr, statement, external) -> dict | None:
         owner = target.expr
@@ -408,13 +583,23 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         value = statement.value if not isinstance(statement, nodes.AugAssign) else None
         new_kind = _value_kind(self.context, value) if value is not None else None
         if isinstance(statement, nodes.AugAssign):
-            if kinds == {"variable"}:
-                return self._facts("Augmented assignment rebinding Variable attribute", owner, target.attrname, cls,
-                                   "rebind-variable", f"Update the value in place: `{owner.as_string()}."
-                                   f"{target.attrname}[...] {statement.op} ...`.")
-            return self._facts("Augmented assignment of non-Variable attribute", owner, target.attrname, cls, "augment",
+            found = self._augmented(owner, target, statement, cls, kinds)
+            found["op"] = statement.op
+            return found
+        found = self._plain_assignment(owner, target, statement, cls, kinds, value, new_kind, owner_ref)
+        found["value_shape"] = _literal_shape(value)
+        return found
+
+    def _augmented(self, owner, target, statement, cls, kinds) -> dict:
+        if kinds == {"variable"}:
+            return self._facts("Augmented assignment rebinding Variable attribute", owner, target.attrname, cls,
+                               "rebind-variable", f"Update the value in place: `{owner.as_string()}."
+                               f"{target.attrname}[...] {statement.op} ...`.")
+        return self._facts("Augmented assignment of non-Variable attribute", owner, target.attrname, cls, "augment",
                                "Keep the state in a Variable (`nnx.Variable(jnp.array(0))` in `__init__`) and "
-                               "update it with `[...] " + statement.op + " ...`.")
+                           "update it with `[...] " + statement.op + " ...`.")
+
+    def _plain_assignment(self, owner, target, statement, cls, kinds, value, new_kind, owner_ref) -> dict:
         if new_kind == "variable" and not kinds and not _class_is_known(self.context, owner, owner_ref):
             return self._facts("Assigning a new Variable to attribute", owner, target.attrname, cls,
                                "assign-variable", "Create the Variable in `__init__` and write its value inside "
@@ -457,9 +642,10 @@ class GraphUpdateInTransform(_TransformedCodeRule):
             owner = func.expr
             if service.is_external(owner.expr, external) and _stored_kinds(
                     self.context, owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
-                return self._facts(f"`.{func.attrname}()` on list/dict attribute", owner.expr, owner.attrname, None,
-                                   "container-mutation", "Build the new container outside the transform "
-                                   "(a static list mutated in a trace changes only once, at trace time).")
+                return {**self._facts(f"`.{func.attrname}()` on list/dict attribute", owner.expr, owner.attrname,
+                                      None, "container-mutation", "Build the new container outside the transform "
+                                      "(a static list mutated in a trace changes only once, at trace time)."),
+                        "method": func.attrname}
         return None
 
     def _popped_in_same_trace(self, service: TransformedCode) -> bool:
@@ -597,6 +783,48 @@ class SowPopAcrossTransform(Rule):
             tree_mode=differs("nnx.state(model, nnx.Intermediate) is empty after the jitted call"),
         ),
     ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A module that sows (or perturbs) in ``__call__``, run once through the flagged
+        transform, then ``nnx.pop``/``nnx.state`` of the collection: the observation is the
+        names found. The control captures inside the transform with ``nnx.capture``."""
+        collection = "Perturbation" if facts.get("collection") == "Perturbation" else "Intermediate"
+        api = "state" if facts.get("api") == "state" else "pop"
+        record = ("x = self.perturb('grad_of_x', x)\n" + " " * 20 + "y = self.lin(x)" if collection == "Perturbation"
+                  else "y = self.lin(x)\n" + " " * 20 + "self.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
+        name = "grad_of_x" if collection == "Perturbation" else "y_mean"
+        transform = facts.get("transform")
+        if transform in ("vmap", "pmap"):
+            transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
+        model = _code(f"""
+            class Foo(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+                def __call__(self, x):
+                    {record}
+                    return y
+
+
+            model = Foo(nnx.Rngs(0))
+            x = jnp.ones((1, 2))
+        """)
+        statement, note = _under(transform, "forward", "model, x", loss="jnp.sum(model(x))")
+        main = model + _code(f"""
+            def forward(m, x):
+                return m(x)
+        """) + note + statement + "\n" + \
+            f"return sorted(nnx.{api}(model, nnx.{collection}).keys())\n"
+        control = model + _code(f"""
+            @nnx.jit
+            def forward(m, x):
+                return nnx.capture(m, nnx.{collection})(x)
+
+            y, captured = forward(model, x)
+            return sorted(captured.keys())
+        """)
+        return Reproduction(main, expect_tree=[], expect_graph=[name], control=control)
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
@@ -788,6 +1016,46 @@ class PerturbDiffStateRecipe(Rule):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The old recipe with the flagged read-back API (``DiffState`` grad, then
+        ``nnx.{state,pop,split}`` of the Perturbation state); the control is the
+        ``nnx.capture`` recipe."""
+        api = facts.get("api") if facts.get("api") in ("state", "pop", "split") else "state"
+        model = _code("""
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+                def __call__(self, x):
+                    x = self.perturb('grad_of_x', x)
+                    return self.lin(x)
+
+
+            model, x = Model(nnx.Rngs(0)), jnp.ones((1, 2))
+        """)
+        read = {
+            "state": "grads, interm_grads = nnx.state(grads, nnx.Param, nnx.Perturbation)\n"
+                     "nnx.pop(model, nnx.Perturbation)",
+            "pop": "interm_grads = nnx.state(grads, nnx.Perturbation)\nnnx.pop(model, nnx.Perturbation)",
+            "split": "_, grads, interm_grads = nnx.split(grads, nnx.Param, nnx.Perturbation)",
+        }[api]
+        main = model + _code("""
+            model(x)  # creates the Perturbation attribute eagerly
+            diff_state = nnx.DiffState(0, (nnx.Param, nnx.Perturbation))
+            grads = nnx.grad(lambda m: jnp.mean(m(x) ** 2), argnums=diff_state)(model)
+        """) + read + "\nreturn sorted(interm_grads.keys())\n"
+        control = model + _code("""
+            _, perturbs = nnx.capture(model, nnx.Perturbation)(x)
+
+            def loss_fn(model, perturbs):
+                return jnp.mean(nnx.capture(model, init=perturbs)(x) ** 2)
+
+            grads, interm_grads = nnx.grad(loss_fn, argnums=(0, 1))(model, perturbs)
+            return sorted(interm_grads.keys())
+        """)
+        return Reproduction(main, expect_error="prefix-filter", control=control)
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self._reported_scopes: set[int] = set()
@@ -893,6 +1161,37 @@ class EvalTrainInTransform(_MethodCallInTransform):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged method called on a Dropout-holding module under the flagged transform;
+        the observation is the caller's ``drop.deterministic`` afterwards. The control calls
+        it outside, before the transformed forward pass."""
+        method = facts.get("method") if facts.get("method") in ("eval", "train", "set_attributes") else "eval"
+        call = {"eval": "m.eval()", "train": "m.train()",
+                "set_attributes": "m.set_attributes(deterministic=True)"}[method]
+        start = "model.eval()  # starts in evaluation mode\n" if method == "train" else ""
+        tree, graph = (True, False) if method == "train" else (False, True)
+        model = _code("""
+            class Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.drop = nnx.Dropout(0.5)
+
+                def __call__(self, x):
+                    return self.drop(self.lin(x))
+
+
+            model = Net(nnx.Rngs(0))
+        """) + start
+        statement, note = _under(facts.get("transform"), "switch_mode", "model", loss="model.lin.kernel[...].sum()")
+        main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
+            "\nreturn model.drop.deterministic\n"
+        read, read_note = _under(facts.get("transform"), "forward", "model", loss="model.lin.kernel[...].sum()")
+        control = model + call.replace("m.", "model.", 1) + "  # outside the transform\n" + \
+            "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
+            "\nreturn model.drop.deterministic\n"
+        return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)
+
 
 class InitCacheInTransform(_MethodCallInTransform):
     """`init_cache(...)` inside transformed code.
@@ -963,6 +1262,46 @@ class InitCacheInTransform(_MethodCallInTransform):
             tree_mode=differs("mha.cached_key is None after the call; the next step raises ValueError"),
         ),
     ]
+
+    #: MultiHeadAttention's cache mechanism with names both implementations provide: a slot
+    #: declared empty in ``__init__``, filled with a new ``nnx.Cache`` by ``init_cache``.
+    _DECODER = """
+        class Decoder(nnx.Module):
+            def __init__(self):
+                self.w = nnx.Param(jnp.ones((4, 4)))
+                self.cached_key = nnx.data(None)
+
+            def init_cache(self, shape):
+                self.cached_key = nnx.Cache(jnp.zeros(shape))
+
+            def __call__(self, x):
+                if self.cached_key is None:
+                    raise ValueError("Autoregressive cache not initialized, call ``init_cache`` first.")
+                self.cached_key[...] = self.cached_key[...] + x
+                return x @ self.w
+
+
+        model, x = Decoder(), jnp.ones((1, 4))
+    """
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """``init_cache`` then a decode step, under the flagged transform; the observation is
+        the caller's cache shape (None when the Cache Variables were dropped). The control
+        initialises the cache eagerly and only decodes inside ``nnx.jit``."""
+        statement, note = _under(facts.get("transform"), "prefill", "model, x", loss="jnp.sum(model(x))")
+        main = _code(cls._DECODER) + _code("""
+            def prefill(m, x):
+                m.init_cache(x.shape)  # creates new Cache Variables
+                return m(x)
+        """) + note + statement + "\nreturn None if model.cached_key is None else list(model.cached_key.shape)\n"
+        control = _code(cls._DECODER) + _code("""
+            model.init_cache(x.shape)  # eagerly, before the transformed decode loop
+            for _ in range(2):
+                nnx.jit(lambda m, x: m(x))(model, x)
+            return None if model.cached_key is None else list(model.cached_key.shape)
+        """)
+        return Reproduction(main, expect_tree=None, expect_graph=[1, 4], control=control)
 
 
 class TransformOnInit(Rule):
@@ -1042,13 +1381,58 @@ class TransformOnInit(Rule):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
+        finding has it) building a layer on ``self``; the observation is whether the object
+        has the layer. The control transforms a factory and assigns its output."""
+        transform = facts.get("transform") or "vmap"
+        note = ""
+        if transform in ("vmap", "pmap", "scan"):
+            if transform != "vmap":
+                note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
+                        "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
+            if facts.get("split_rngs", True):
+                decorators, construct = "@nnx.split_rngs(splits=4)\n    @nnx.vmap(in_axes=(0, 0), out_axes=0)", \
+                    "Stack(nnx.Rngs(0))"
+            else:
+                decorators, construct = "@nnx.vmap(in_axes=(0, 0), out_axes=0)", "Stack(nnx.Rngs(0).split(4))"
+        else:
+            if transform != "jit":
+                note = f"# found: @nnx.{transform} on __init__; the same per-call copy of `self` under nnx.jit\n"
+            decorators, construct = "@nnx.jit", "Stack(nnx.Rngs(0))"
+        main = note + (
+            "class Stack(nnx.Module):\n"
+            f"    {decorators}\n"
+            "    def __init__(self, rngs):\n"
+            "        self.linear = nnx.Linear(3, 3, rngs=rngs)  # created on the traced `self`\n\n\n"
+            f"m = {construct}\n"
+            "return hasattr(m, 'linear')\n"
+        )
+        control = _code("""
+            class Stack(nnx.Module):
+                def __init__(self, rngs):
+                    @nnx.vmap(in_axes=0, out_axes=0)
+                    def make(rngs):
+                        return nnx.Linear(3, 3, rngs=rngs)
+
+                    self.linear = make(rngs.split(4))  # the stacked layer is an output of the transform
+
+
+            m = Stack(nnx.Rngs(0))
+            return hasattr(m, 'linear')
+        """)
+        return Reproduction(main, expect_tree=False, expect_graph=True, control=control)
+
     def visit_functiondef(self, node: nodes.FunctionDef) -> None:
         if node.name != "__init__" or not isinstance(node.parent, nodes.ClassDef) or node.decorators is None:
             return
         for entry in transformed_code(self.context).entries_of(node):
             if entry.form == "decorator" and entry.affected:
+                split = any(self.context.nnx_call(d) is not None and self.context.nnx_call(d).name == "split_rngs"
+                            for d in node.decorators.nodes if isinstance(d, nodes.Call))
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
-                            confidence="transform")
+                            confidence="transform", split_rngs=split)
                 return
 
 
@@ -1115,6 +1499,43 @@ class ScanBroadcastWrite(Rule):
         ),
     ]
 
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A counter Variable on a broadcast (``in_axes=None``) scan argument, written in the
+        body of a three-step scan (by ``.value =`` when the finding writes ``.value``); the
+        observation is the counter afterwards. The control only reads it.
+
+        Not traced: the observation is the counter's number, which is abstract under a trace."""
+        target = facts.get("target_text") or ""
+        attr = target.split(".")[1].split("[")[0] if target.count(".") >= 1 else "n"
+        attr = attr if attr.isidentifier() and not keyword.iskeyword(attr) and attr not in _RESERVED else "n"
+        write = (f"cnt.{attr}.value = cnt.{attr}[...] + 1.0" if target.endswith((".value", ".raw_value"))
+                 else f"cnt.{attr}[...] += 1.0")
+        model = _code(f"""
+            class Counter(nnx.Module):
+                def __init__(self):
+                    self.{attr} = nnx.BatchStat(jnp.array(0.0))
+
+
+            cnt = Counter()
+        """)
+        main = model + _code(f"""
+            def body(carry, cnt, x):
+                {write}  # a write on the broadcast argument
+                return carry + x, None
+
+            nnx.scan(body, in_axes=(nnx.Carry, None, 0), out_axes=(nnx.Carry, 0))(0.0, cnt, jnp.arange(3.0))
+            return float(cnt.{attr}[...])
+        """)
+        control = model + _code(f"""
+            def body(carry, cnt, x):
+                return carry + x * cnt.{attr}[...], None  # reads only
+
+            nnx.scan(body, in_axes=(nnx.Carry, None, 0), out_axes=(nnx.Carry, 0))(0.0, cnt, jnp.arange(3.0))
+            return float(cnt.{attr}[...])
+        """)
+        return Reproduction(main, expect_tree=3.0, expect_graph=0.0, control=control, traced=False)
+
     def visit_call(self, node: nodes.Call) -> None:
         service = transformed_code(self.context)
         call = self.context.nnx_call(node)
@@ -1163,16 +1584,19 @@ def _is_parameter_of(name: nodes.Name, function) -> bool:
     return scope is function and any(isinstance(a.parent, nodes.Arguments) for a in assignments)
 
 
-_LOOPS = frozenset({"fori_loop", "while_loop"})
+#: `while_loop` is left out: graph mode raises on a new carry there too (same-reference check).
+_LOOPS = frozenset({"fori_loop"})
 
 
 class LoopBodyReturnsNewModule(Rule):
-    """A `fori_loop` / `while_loop` body that returns a new Module as the carry.
+    """A `fori_loop` body that returns a new Module as the carry.
 
     What it does:
-        Flags a `return` in the body function of `nnx.fori_loop` / `nnx.while_loop` whose
-        value is a newly built object: a Module construction (`return Model(...)`),
-        `nnx.clone(...)` or `nnx.merge(...)`, directly or through a local name.
+        Flags a `return` in the body function of `nnx.fori_loop` whose value is a newly
+        built object: a Module construction (`return Model(...)`), `nnx.clone(...)` or
+        `nnx.merge(...)`, directly or through a local name. `nnx.while_loop` bodies stay
+        silent: graph mode already rejects a new carry there (`requires body function's
+        input and output to have the same reference`), so nothing changes.
 
     Why is this bad?:
         Graph mode accepted any carry of the same structure. Tree Mode loops check that the
@@ -1233,12 +1657,42 @@ class LoopBodyReturnsNewModule(Rule):
 
             def run():
                 a = nnx.fori_loop(0, 3, body_new, M())
-                b = nnx.while_loop(lambda m: m.w[...] < 3, lambda m: nnx.clone(m), M())  # NNX308
+                b = nnx.while_loop(lambda m: m.w[...] < 3, lambda m: nnx.clone(m), M())  # broken in both modes
                 return a, b
             """,
             tree_mode=raises("ValueError", "Variable identity must be preserved across iterations"),
         ),
     ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A ``fori_loop`` body returning the flagged kind of new object (a Module
+        construction, ``nnx.clone``, ``nnx.merge`` of new state); Tree Mode rejects it. The
+        control updates the input in place and returns it."""
+        built = facts.get("built") or ""
+        if "clone" in built:
+            body = "def body(i, m):\n    return nnx.clone(m)\n"
+        elif "merge" in built:
+            body = ("def body(i, m):\n    graphdef, state = nnx.split(m)\n"
+                    "    return nnx.merge(graphdef, jax.tree.map(lambda a: a + 1, state))\n")
+        else:
+            body = "def body(i, m):\n    new = M()\n    new.w[...] = m.w[...] + 1\n    return new\n"
+        model = _code("""
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+
+
+        """)
+        main = model + "\n\n" + body + "return list(nnx.fori_loop(0, 3, body, M()).w.shape)\n"
+        control = model + "\n\n" + _code("""
+            def body(i, m):
+                m.w[...] += 1
+                return m
+
+            return list(nnx.fori_loop(0, 3, body, M()).w.shape)
+        """)
+        return Reproduction(main, expect_error="carry-identity", control=control)
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
