@@ -16,6 +16,8 @@ from typing import ClassVar
 
 from astroid import nodes
 
+from nnx_lint.calls import NNXCall
+
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import expressions_within
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
@@ -535,6 +537,8 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)
 
     def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
+        if reach.entry is not None and reach.entry.transform == "eval_shape":
+            return  # graph mode drops changes made under eval_shape too: the flip changes nothing
         external = reach.external
         for node in body_nodes(reach.function):
             if isinstance(node, nodes.AssignAttr) and node.attrname not in _VALUE_ATTRIBUTES:
@@ -1720,6 +1724,37 @@ class LoopBodyReturnsNewModule(Rule):
             if built is not None:
                 yield anchor, built
 
+    def _is_round_trip(self, merge: NNXCall) -> bool:
+        """``nnx.merge(*nnx.split(m))`` or ``g, s = nnx.split(m); nnx.merge(g, s)``: the
+        same Variables come back (the state is not replaced), so the carry keeps its identity."""
+        if not merge.args:
+            return False
+        for argument in merge.args:
+            if isinstance(argument, nodes.Starred):
+                split = self.context.nnx_call(argument.value)
+                if split is None or split.name != "split":
+                    return False
+            elif isinstance(argument, nodes.Name):
+                if not self._unpacked_from_split(argument):
+                    return False
+            else:
+                return False
+        return True
+
+    def _unpacked_from_split(self, name: nodes.Name) -> bool:
+        try:
+            _scope, assignments = name.lookup(name.name)
+        except Exception:
+            return False
+        for assignment in assignments:
+            parent = assignment.parent
+            if not (isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign)):
+                return False
+            split = self.context.nnx_call(parent.parent.value)
+            if split is None or split.name != "split":
+                return False
+        return bool(assignments)
+
     def _built(self, value: nodes.NodeNG, depth: int) -> str | None:
         if isinstance(value, nodes.Name) and depth < 3:
             from nnx_lint.flow import bound_values
@@ -1730,6 +1765,8 @@ class LoopBodyReturnsNewModule(Rule):
         if not isinstance(value, nodes.Call):
             return None
         call = self.context.nnx_call(value)
+        if call is not None and call.name == "merge" and self._is_round_trip(call):
+            return None  # merge(*split(m)) keeps m's Variables: their identity is preserved
         if call is not None and call.name in ("clone", "merge"):
             return f"`nnx.{call.name}(...)`"
         ref = self.context.classes.class_of(value)
