@@ -30,6 +30,8 @@ def _jsonable(value: tp.Any) -> tp.Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, type):
         return value.__name__
+    if isinstance(value, jax.ShapeDtypeStruct):
+        return ["array", list(value.shape), str(value.dtype)]
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         try:
             return np.asarray(value).tolist()
@@ -90,7 +92,12 @@ def run_one(text: str, nnx: tp.Any, tree_mode: tp.Callable[[], tp.ContextManager
     except Exception as exc:
         message = (str(exc).strip().splitlines() or [""])[0][:300]
         return {"status": "raises", "category": error_category(exc), "type": type(exc).__name__, "message": message}
-    return {"status": "ok", "observation": _jsonable(box.get("observation"))}
+    observation = _jsonable(box.get("observation"))
+    try:
+        json.dumps(observation)
+    except (TypeError, ValueError):  # one odd value must not break the whole batch
+        observation = repr(observation)
+    return {"status": "ok", "observation": observation}
 
 
 def main() -> int:
