@@ -47,6 +47,7 @@ class Project:
         self._files: dict[tuple[str, Path | None], Path | None] = {}
         self._modules: dict[Path, nodes.Module | None] = {}  # by resolved path
         self._digests: dict[Path, str] = {}
+        self._mentions: dict[Path, bool] = {}
         self._resolving: set[tuple[str, str]] = set()
         self._current_file: Path | None = None
         self._own: tuple[str, nodes.Module] | None = None
@@ -144,6 +145,12 @@ class Project:
         key = (module_name, attribute)
         if key in self._resolving:
             return None
+        path = self.find_file(module_name)
+        if path is None or not self._mentions_nnx(path):
+            # Without `nnx` in its text a module cannot re-export a flax.nnx name (the
+            # pre-filter's argument), and for its own classes and functions the caller's
+            # fallback `module.attribute` is the same answer: no need to parse it here.
+            return None
         module = self.load(module_name)
         if module is None:
             return None
@@ -162,6 +169,16 @@ class Project:
             return NameResolver(module, self).resolve_assignment(assignment, attribute)
         finally:
             self._resolving.discard(key)
+
+    def _mentions_nnx(self, path: Path) -> bool:
+        if path not in self._mentions:
+            from nnx_lint.prefilter import mentions_nnx
+
+            try:
+                self._mentions[path] = mentions_nnx(path.read_bytes())
+            except OSError:
+                self._mentions[path] = False
+        return self._mentions[path]
 
     def definition(self, qualified_name: str) -> nodes.NodeNG | None:
         """The ClassDef/FunctionDef a project qualified name denotes, if it is the project's."""
