@@ -37,6 +37,20 @@ _FORK_NOTE = ("# found: nnx.fork_rngs; nnx.split_rngs has the same in-place (gra
               "# semantics, and both implementations provide it\n")
 
 
+def _literal_keywords(call) -> dict:
+    """The transform's keywords that are Python literals (``argnums=1``, ``in_axes=(None, 0)``)."""
+    import ast
+
+    found = {}
+    for name, value in (call.keywords.items() if call is not None else ()):
+        try:
+            found[name] = ast.literal_eval(value.as_string())
+        except (ValueError, SyntaxError, TypeError):
+            continue
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in found.items()
+            if isinstance(v, (int, str, tuple, type(None)))}
+
+
 def _rng_splitter(context, node: nodes.NodeNG):
     call = context.nnx_call(node)
     if call is None or call.name not in _RNG_SPLITTERS or call.via_partial or explicit_tree(call):
@@ -604,7 +618,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             if entry is None or not entry.affected:
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
-        for argument in arguments:
+        for position, argument in enumerate(arguments):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
@@ -613,8 +627,77 @@ class NotPytreeObjectInNNXAPI(Rule):
                 continue
             error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None
                      else "TypeError: not a valid JAX type / cannot interpret as an abstract array")
+            where = ({"function": call.name} if call is not None else
+                     {"transform": entry.transform, "position": position, "n_args": len(arguments),
+                      "transform_keywords": _literal_keywords(entry.call)})
             self.report(argument, argument=argument.as_string(), class_name=ref.short_name, reason=reason,
-                        api=api, error=error)
+                        api=api, error=error, **where)
+
+    #: Graph APIs both Tree Mode implementations provide, called as ``nnx.<name>(m)``.
+    _SHARED_GRAPH_APIS = {"split": "nnx.split(m)", "state": "nnx.state(m)", "variables": "nnx.variables(m)",
+                          "graphdef": "nnx.graphdef(m)", "clone": "nnx.clone(m)",
+                          "iter_graph": "list(nnx.iter_graph(m))", "iter_modules": "list(nnx.iter_modules(m))",
+                          "view": "nnx.view(m)"}
+    #: Transforms reproduced as ``nnx.<t>(f, **keywords)(*args)`` (the keywords that decide
+    #: which arguments JAX traces are kept from the finding).
+    _SHARED_TRANSFORMS = {"jit": ("static_argnums", "static_argnames"), "grad": ("argnums",),
+                          "value_and_grad": ("argnums",), "vmap": ("in_axes",), "remat": (),
+                          "eval_shape": ()}
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged class stands in as a ``pytree=False`` Module (``Legacy``) and is passed
+        where the finding passes it: to the flagged graph API (``function``; an API the two
+        Tree Mode implementations do not share is reproduced with ``nnx.split``, noted in the
+        program), or as positional argument ``position`` of ``n_args`` to a function
+        transformed by the flagged ``transform`` with the finding's literal ``argnums`` /
+        ``in_axes`` / ``static_argnums`` (so an argument JAX passes through untouched, e.g.
+        under ``in_axes=None``, runs cleanly and is not confirmed — as in flax). An
+        ``nnx.Object`` or ``nnx.bridge.Module`` subclass is reproduced the same way: both are
+        Pytrees created with ``pytree=False`` (bridge.Module's ``__init_subclass__`` forces
+        it), the mechanism Tree Mode rejects; tree_runtime has neither class. Expected:
+        ``non-pytree``; graph mode runs it. Control: the same class without ``pytree=False``.
+        """
+        note = ""
+        if facts.get("reason") and "pytree=False" not in str(facts.get("reason")):
+            note = (f"# found: {facts.get('class_name')} ({facts['reason']}); such classes are Pytrees with "
+                    "pytree=False, reproduced here directly\n")
+        transform = facts.get("transform")
+        if transform is None:
+            function = facts.get("function")
+            use = cls._SHARED_GRAPH_APIS.get(function)
+            if use is None:
+                note += f"# found: nnx.{function}; nnx.split flattens its argument the same way\n"
+                use = "nnx.split(m)"
+            call = f"m = Model()\n{use}\nreturn 'ok'\n"
+        else:
+            if transform not in cls._SHARED_TRANSFORMS:
+                note += f"# found: nnx.{transform}; nnx.jit traces its arguments the same way\n"
+                transform = "jit"
+            keywords = {k: v for k, v in (facts.get("transform_keywords") or {}).items()
+                        if k in cls._SHARED_TRANSFORMS[transform]}
+            if transform == "vmap" and keywords.get("in_axes", 0) is None:
+                keywords["axis_size"] = 2
+            position = int(facts.get("position") or 0)
+            n_args = max(int(facts.get("n_args") or 1), position + 1)
+            args = ", ".join("m" if i == position else "x" for i in range(n_args))
+            kw = "".join(f", {k}={tuple(v) if isinstance(v, list) else v!r}" for k, v in keywords.items())
+            if transform == "eval_shape":
+                apply = f"nnx.eval_shape(f, {args})"
+            else:
+                apply = f"nnx.{transform}(f{kw})({args})"
+            call = (f"m, x = Model(), jnp.ones((2, 2))\n"
+                    f"f = lambda *a: jnp.sum(a[{position}](jnp.ones(2)))\n"
+                    f"{apply}\nreturn 'ok'\n")
+        model = textwrap.dedent("""\
+            class Model(nnx.Module{pytree}):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w[...]
+            """)
+        return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
+                            control=model.format(pytree="") + call)
 
 
 _SCALAR_TYPES = (int, float, bool, str)

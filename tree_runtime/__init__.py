@@ -44,6 +44,7 @@ from ._graph import (
     state,
     to_flat_state,
     update,
+    variables,
     view,
 )
 from ._layers import (
@@ -67,7 +68,7 @@ from ._layers import (
 from ._module import Dict, List, Module, Pytree, Sequential, capture, data, is_data, iter_modules, static
 from ._optimizer import ModelAndOptimizer, Optimizer
 from ._rngs import Rngs, RngStream, split_rngs
-from ._state import State, merge_state, split_state, to_pure_dict
+from ._state import State, filter_state, merge_state, replace_by_pure_dict, split_state, to_pure_dict
 from ._transforms import (
     Carry,
     DiffState,

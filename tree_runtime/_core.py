@@ -77,9 +77,15 @@ def reject_prefix_filters(fn_name: str, **prefixes: tp.Any) -> None:
                 raise PrefixFilterError(fn_name, argument, type(leaf).__name__)
 
 
-def check_no_aliases(fn_name: str, /, **groups: tp.Any) -> dict[str, Variable]:
-    """Map each Variable's path to the Variable; raise if one appears twice."""
-    check_pytree(groups)
+def check_no_aliases(fn_name: str, /, *, traced: tp.Any = 0, **groups: tp.Any) -> dict[str, Variable]:
+    """Map each Variable's path to the Variable; raise if one appears twice.
+
+    ``traced`` is a prefix of ``groups`` marking with ``None`` what JAX passes
+    through untouched: ``pytree=False`` objects are rejected everywhere else
+    (:func:`check_pytree`).  Inside a transform ``traced=None``: JAX checks
+    the outputs itself, as in flax.
+    """
+    check_pytree(groups, traced)
     seen: dict[int, str] = {}
     variables: dict[str, Variable] = {}
     for path, leaf in jtu.tree_leaves_with_path(groups, is_leaf=is_variable):

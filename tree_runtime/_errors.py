@@ -176,6 +176,13 @@ class GraphModeNotSupportedError(TreeModeError, NotImplementedError):
         )
 
 
+# A class defined in user code, as JAX prints it (``<class 'pkg.mod.Name'>``):
+# builtins print without a module (``<class 'str'>``) and numpy/jax/standard
+# library types are excluded, so passing e.g. a string or a functools.partial
+# where JAX needs an array stays ``other:TypeError``.
+_USER_CLASS = (r"<class '(?!(?:numpy|jax|jaxlib|functools|collections|types|typing|enum|"
+               r"dataclasses|datetime|decimal|fractions|pathlib)\.)[\w.<>]+\.\w+'>")
+
 # (exception type name, message regex) -> category; checked in order.  These
 # are the flax 0.12.8 / jax 0.10 messages for the same failures (catalogue).
 _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
@@ -183,7 +190,17 @@ _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
     ("ValueError", r"cannot contain `(StateAxes|DiffState|StateSharding)` objects", "prefix-filter"),
     ("ValueError", r"Variable identity must be preserved", "carry-identity"),
     ("ValueError", r"pytree=False", "non-pytree"),
-    ("TypeError", r"Error interpreting argument .* as an abstract array", "non-pytree"),
+    # JAX's own messages for an object that is not a pytree where it needs an
+    # array (nnx.jit / nnx.grad / nnx.vmap / nnx.remat ... on a pytree=False
+    # Module): only when the offending type is a user class (see _USER_CLASS).
+    ("TypeError", r"Error interpreting argument .* as an abstract array.*The problematic value is of type "
+     + _USER_CLASS, "non-pytree"),
+    ("TypeError", r"^Argument '.*' of type '?" + _USER_CLASS + r"'? is not a valid JAX type", "non-pytree"),
+    ("TypeError", r"^Output from batched function .* with type " + _USER_CLASS + r" is not a valid JAX type",
+     "non-pytree"),
+    ("TypeError", r"^Cannot interpret value of type " + _USER_CLASS + r" as an abstract array", "non-pytree"),
+    ("TypeError", r"traced for \w+ returned a value of type " + _USER_CLASS + r".*which is not a valid JAX type",
+     "non-pytree"),
     ("TypeError", r"grad requires real- or complex-valued inputs", "grad-non-float"),
     ("TypeError", r"object is not subscriptable", "not-subscriptable"),
     ("TypeError", r"does not support the context manager protocol", "not-context-manager"),
@@ -207,6 +224,10 @@ def error_category(exc: BaseException) -> str:
     >>> error_category(ValueError("Duplicate Param ... nnx.jit with graph_updates=False "
     ...                           "does not support Variable aliasing"))
     'aliasing'
+    >>> error_category(TypeError("Argument 'Foo()' of type <class 'app.models.Foo'> is not a valid JAX type."))
+    'non-pytree'
+    >>> error_category(TypeError("Argument 'abc' of type <class 'str'> is not a valid JAX type."))
+    'other:TypeError'
     >>> error_category(KeyError('x'))
     'other:KeyError'
     """
@@ -216,6 +237,6 @@ def error_category(exc: BaseException) -> str:
     message = str(exc)
     names = {cls.__name__ for cls in type(exc).__mro__}
     for type_name, pattern, category in _FOREIGN_PATTERNS:
-        if type_name in names and re.search(pattern, message):
+        if type_name in names and re.search(pattern, message, re.DOTALL):
             return category
     return f"other:{type(exc).__name__}"

@@ -41,10 +41,30 @@ def _is_variable(x: tp.Any) -> bool:
     return isinstance(x, Variable)
 
 
-def check_pytree(node: tp.Any) -> None:
-    """Raise ``NonPytreeModuleError`` for objects declared ``pytree=False``."""
-    for leaf in jax.tree.leaves(node, is_leaf=lambda x: isinstance(x, (Variable, Pytree))):
-        if isinstance(leaf, Pytree) and not leaf._pytree__is_pytree:
+def check_pytree(node: tp.Any, prefix: tp.Any = 0) -> None:
+    """Raise ``NonPytreeModuleError`` for objects declared ``pytree=False``.
+
+    Such an object is an opaque JAX leaf.  ``prefix`` (a JAX-style prefix of
+    ``node``) marks with ``None`` the leaves JAX passes through untouched
+    (``vmap`` broadcast axes, ``jit`` static arguments, non-differentiated
+    ``grad`` arguments): there flax Tree Mode accepts them, and so do we.
+
+    >>> import tree_runtime as nnx
+    >>> class Legacy(nnx.Module, pytree=False):
+    ...   pass
+    >>> check_pytree((Legacy(), 1), prefix=(None, 0))   # broadcast: fine
+    >>> try:
+    ...   check_pytree((Legacy(), 1))
+    ... except NonPytreeModuleError as exc:
+    ...   exc.category
+    'non-pytree'
+    """
+    try:
+        marks = jax.tree.broadcast(prefix, node, is_leaf=lambda x: x is None)
+    except (ValueError, TypeError):  # a prefix that does not fit: JAX reports it
+        return
+    for mark, leaf in zip(jax.tree.leaves(marks, is_leaf=lambda x: x is None), jax.tree.leaves(node)):
+        if mark is not None and isinstance(leaf, Pytree) and not leaf._pytree__is_pytree:
             raise NonPytreeModuleError(type(leaf).__name__)
 
 
@@ -112,9 +132,14 @@ def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
     >>> nnx.merge(*nnx.split(model)).kernel is model.kernel
     True
     """
-    by_path: dict = {}
+    flat: list = []
     for s in (state, *states):
-        by_path.update(s.flat_state() if isinstance(s, State) else State(s).flat_state())
+        # As flax: a non-Mapping (e.g. a Module-typed gradient) counts as one leaf.
+        flat += to_flat_state(s) if isinstance(s, tp.Mapping) else [((), s)]
+    if len(flat) != len(graphdef.paths):
+        raise ValueError(f"Incorrect number of leaves, expected {len(graphdef.paths)} leaves, "
+                         f"but got {len(flat)}.")
+    by_path = dict(flat)
     return jtu.tree_unflatten(graphdef.treedef, [by_path[path] for path in graphdef.paths])
 
 
@@ -123,6 +148,10 @@ def state(node: tp.Any, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
     unlike ``split`` the filters need not cover every Variable."""
     _, *states = split(node, *filters, graph=graph, exhaustive=False)
     return states[0] if len(states) == 1 else tuple(states)
+
+
+#: As flax: ``nnx.variables`` is ``nnx.state`` (the States hold the Variables themselves).
+variables = state
 
 
 def graphdef(node: tp.Any, *, graph: bool | None = None) -> GraphDef:
@@ -145,8 +174,7 @@ def update(node: tp.Any, state: tp.Any, /, *states: tp.Any) -> None:
     [1.0]
     """
     for s in (state, *states):
-        s = s if isinstance(s, State) else State(s)
-        for path, value in s.flat_state():
+        for path, value in to_flat_state(s):
             parent = node
             for key in path[:-1]:
                 parent = _get_child(parent, key)
@@ -245,7 +273,8 @@ def iter_graph(node: tp.Any, *, graph: bool | None = None) -> tp.Iterator[tuple[
 
 def to_flat_state(state: tp.Any) -> list[tuple[tuple, tp.Any]]:
     """``[(path, leaf), ...]`` of a State, sorted by path."""
-    return (state if isinstance(state, State) else State(state)).flat_state()
+    # A Module passed instead of a State has no mapping: AttributeError, as flax.
+    return (state if isinstance(state, State) else State(state.items())).flat_state()
 
 
 def prefix(node: tp.Any, filter_map: tp.Any, /, *, graph: bool | None = None) -> tp.Any:

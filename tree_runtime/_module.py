@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import typing as tp
+from collections import abc
 
 import jax
 import jax.numpy as jnp
@@ -265,39 +266,52 @@ def _children(node: tp.Any) -> list[tuple[tp.Any, tp.Any]]:
 
 
 def iter_modules(node: tp.Any) -> tp.Iterator[tuple[tuple, Module]]:
-    """Yield ``(path, module)`` pairs, children before parents, each once.
+    """Yield ``(path, module)`` pairs, children before parents.
+
+    A tree walk, as flax's Tree Mode: a Variable reachable twice raises
+    ``AliasingError`` and a ``pytree=False`` object ``NonPytreeModuleError``
+    (when iteration starts); a submodule without Variables stored twice is
+    yielded at both paths.  ``eval``/``train``/``set_attributes`` use it.
 
     >>> import tree_runtime as nnx
     >>> seq = nnx.Sequential(nnx.Linear(1, 1, rngs=nnx.Rngs(0)))
     >>> [path for path, _ in nnx.iter_modules(seq)]
     [('layers', 0), ('layers',), ()]
     """
-    seen: set[int] = set()
+    from ._graph import variables_with_paths
 
     def walk(path, value):
-        if id(value) in seen or isinstance(value, Variable):
+        if isinstance(value, Variable):
             return
-        if isinstance(value, Pytree):
-            seen.add(id(value))
         for key, child in _children(value):
             yield from walk((*path, key), child)
         if isinstance(value, Module):
             yield path, value
 
-    return walk((), node)
+    def checked():
+        variables_with_paths(node, "iter_modules")
+        yield from walk((), node)
+
+    return checked()
 
 
-class List(Module):
+class List(Module, abc.MutableSequence):
     """A list whose elements are pytree children (e.g. a stack of layers).
+    A ``MutableSequence`` like flax's: ``append``, ``extend``, ``insert``,
+    ``pop``, ``remove``, ``clear``, ``del``; slice assignment keeps the length.
 
     >>> import tree_runtime as nnx
     >>> layers = nnx.List([nnx.Param(1.0), nnx.Param(2.0)])
     >>> layers.append(nnx.Param(3.0)); len(layers), layers[-1].get_value()
     (3, 3.0)
+    >>> layers.insert(0, nnx.Param(0.0)); del layers[1]; layers.pop().get_value()
+    3.0
+    >>> [p.get_value() for p in layers]
+    [0.0, 2.0]
     """
 
-    def __init__(self, items: tp.Iterable[tp.Any] = ()):
-        object.__setattr__(self, "_list", list(items))
+    def __init__(self, items: tp.Iterable[tp.Any] = (), /):
+        object.__setattr__(self, "_list", list(items if items is not None else ()))
 
     def _items(self):
         return list(enumerate(self._list))
@@ -320,7 +334,14 @@ class List(Module):
         return self._list[index]
 
     def __setitem__(self, index, value) -> None:
+        if isinstance(index, slice):  # flax: a slice is replaced element-wise
+            values = list(value)
+            if len(range(len(self._list))[index]) != len(values):
+                raise ValueError("Length mismatch")
         self._list[index] = value
+
+    def __delitem__(self, index) -> None:
+        del self._list[index]
 
     def __len__(self) -> int:
         return len(self._list)
@@ -328,18 +349,28 @@ class List(Module):
     def __iter__(self):
         return iter(self._list)
 
-    def append(self, value: tp.Any) -> None:
-        """Append an element."""
-        self._list.append(value)
+    def insert(self, index: int, value: tp.Any) -> None:
+        """Insert an element before ``index`` (clamped, as ``list.insert``)."""
+        self._list.insert(index, value)
 
 
+class Dict(Module, abc.MutableMapping):
+    """A dict whose values are pytree children; a ``MutableMapping`` like
+    flax's (``update``, ``setdefault``, ``pop``, ``popitem`` — the *first*
+    key, as the mixin does — ``keys``/``values``/``items``, ``del``).
 
+    >>> import tree_runtime as nnx
+    >>> d = nnx.Dict(a=nnx.Param(1.0))
+    >>> d.update(b=nnx.Param(2.0)); d.setdefault('c', nnx.Param(3.0)).get_value()
+    3.0
+    >>> del d['a']; d.popitem()[0], list(d.keys())
+    ('b', ['c'])
+    """
 
-class Dict(Module):
-    """A dict whose values are pytree children."""
+    __hash__ = object.__hash__  # Mapping's __eq__ would remove it (flax: id)
 
-    def __init__(self, items: tp.Mapping = (), /, **kwargs: tp.Any):
-        object.__setattr__(self, "_dict", {**dict(items), **kwargs})
+    def __init__(self, *args: tp.Any, **kwargs: tp.Any):
+        object.__setattr__(self, "_dict", dict(*args, **kwargs))
 
     def _items(self):
         return sorted(self._dict.items())
@@ -360,6 +391,9 @@ class Dict(Module):
     def __setitem__(self, key, value) -> None:
         self._dict[key] = value
 
+    def __delitem__(self, key) -> None:
+        del self._dict[key]
+
     def __getattr__(self, key):
         try:
             return object.__getattribute__(self, "_dict")[key]
@@ -371,12 +405,6 @@ class Dict(Module):
 
     def __iter__(self):
         return iter(self._dict)
-
-    def items(self):
-        """Items of the dict."""
-        return self._dict.items()
-
-
 
 
 class Sequential(Module):

@@ -57,8 +57,31 @@ class State(dict):
 
     def filter(self, *filters: tp.Any) -> "State | tuple[State, ...]":
         """Keep the leaves matching each filter (one State per filter)."""
-        states = split_state(self, *filters)
-        return states if len(filters) > 1 else states[0]
+        return filter_state(self, *filters)
+
+    def split(self, first: tp.Any, /, *filters: tp.Any) -> "State | tuple[State, ...]":
+        """:func:`split_state` (exhaustive): one State per filter."""
+        states = split_state(self, first, *filters)
+        return states if filters else states[0]
+
+    @classmethod
+    def merge(cls, state: tp.Mapping, /, *states: tp.Mapping) -> "State":
+        """:func:`merge_state` as a classmethod (``nnx.State.merge(a, b)``)."""
+        return merge_state(state, *states)
+
+    def to_pure_dict(self) -> dict:
+        """:func:`to_pure_dict` of this State."""
+        return to_pure_dict(self)
+
+    def replace_by_pure_dict(self, pure_dict: tp.Mapping) -> None:
+        """:func:`replace_by_pure_dict` on this State."""
+        replace_by_pure_dict(self, pure_dict)
+
+    @property
+    def raw_mapping(self) -> dict:
+        """The nested plain ``dict`` behind the State (a copy here: flax
+        returns its internal dict)."""
+        return {k: v.raw_mapping if isinstance(v, State) else v for k, v in self.items()}
 
     def __repr__(self) -> str:
         return f"State({dict.__repr__(self)})"
@@ -87,7 +110,7 @@ def split_state(state: State, *filters: tp.Any, exhaustive: bool = True) -> tupl
     """
     predicates = [to_predicate(f) for f in filters] or [to_predicate(...)]
     groups: list[list] = [[] for _ in predicates]
-    for path, leaf in state.flat_state():
+    for path, leaf in _flat(state):
         for group, predicate in zip(groups, predicates):
             if predicate(path, leaf):
                 group.append((path, leaf))
@@ -98,11 +121,36 @@ def split_state(state: State, *filters: tp.Any, exhaustive: bool = True) -> tupl
     return tuple(State.from_flat_path(group) for group in groups)
 
 
-def merge_state(*states: State) -> State:
-    """Combine States (later ones win on conflicts)."""
+def filter_state(state: State, first: tp.Any, /, *filters: tp.Any) -> "State | tuple[State, ...]":
+    """Keep the leaves matching each filter (first match wins; the rest is
+    dropped): one State per filter.
+
+    >>> from tree_runtime import Param, BatchStat
+    >>> sorted(filter_state(State({'w': Param(1.0), 'm': BatchStat(0.0)}), Param))
+    ['w']
+    """
+    states = split_state(state, first, *filters, exhaustive=False)
+    return states if filters else states[0]
+
+
+def _flat(state: tp.Any) -> list[tuple[tuple, tp.Any]]:
+    # flax reads States through their mapping: a Module (e.g. a Tree Mode
+    # gradient) passed instead has none and raises AttributeError there too.
+    return state.flat_state() if isinstance(state, State) else State(state.items()).flat_state()
+
+
+def merge_state(state: tp.Mapping, /, *states: tp.Mapping) -> State:
+    """Combine States (later ones win on conflicts).
+
+    >>> from tree_runtime import Param
+    >>> sorted(merge_state(State({'a': Param(1.0)}), {'b': Param(2.0)}))
+    ['a', 'b']
+    """
     items: dict = {}
-    for state in states:
-        items.update(state.flat_state())
+    for s in (state, *states):
+        if not isinstance(s, tp.Mapping):  # flax: traversals' assertion
+            raise AssertionError(f"expected Mapping; got {type(s).__name__}")
+        items.update(_flat(s))
     return State.from_flat_path(items.items())
 
 
@@ -113,8 +161,38 @@ def to_pure_dict(state: State) -> dict:
     >>> to_pure_dict(State({'w': Param(2.0)}))
     {'w': 2.0}
     """
-    return {
-        key: to_pure_dict(value) if isinstance(value, State)
-        else value.get_value() if isinstance(value, Variable) else value
-        for key, value in state.items()
-    }
+    out: dict = {}
+    for path, leaf in _flat(state):
+        node = out
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = leaf.get_value() if isinstance(leaf, Variable) else leaf
+    return out
+
+
+def replace_by_pure_dict(state: State, pure_dict: tp.Mapping) -> None:
+    """Replace ``state``'s leaves by the values of a nested plain dict (a
+    Variable is replaced by a new one, ``Variable.replace(value)``; string
+    keys that name list indices are converted, as after a checkpoint restore).
+
+    >>> from tree_runtime import Param
+    >>> s = State({'w': Param(1.0)}); replace_by_pure_dict(s, {'w': 5.0})
+    >>> s['w'].get_value()
+    5.0
+    """
+    current = dict(_flat(state))
+
+    def flatten(mapping, prefix=()):
+        for key, value in mapping.items():
+            if isinstance(value, tp.Mapping):
+                yield from flatten(value, (*prefix, key))
+            else:
+                yield (*prefix, key), value
+
+    for path, value in flatten(pure_dict):
+        match = path if path in current else tuple(int(k) if str(k).isdigit() else k for k in path)
+        if match not in current:
+            raise ValueError(f"key in pure_dict not available in state: {path}")
+        old = current[match]
+        current[match] = old.replace(value) if hasattr(old, "replace") else value
+    state.update(State.from_flat_path(current.items()))

@@ -72,11 +72,17 @@ class jit:
         reject_prefix_filters("jit", in_shardings=in_shardings, out_shardings=out_shardings)
         functools.update_wrapper(self, fun)
         self.fun = fun
+        static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
+        names = {static_argnames} if isinstance(static_argnames, str) else set(static_argnames or ())
+        # Static arguments are hashed, not traced: pytree=False objects may go there.
+        self.traced = lambda args, kwargs: {
+            "args": tuple(None if i in static or i - len(args) in static else 0 for i in range(len(args))),
+            "kwargs": {k: None if k in names else 0 for k in kwargs}}
 
         def inner(*args, **kwargs):
             current, before = snapshot({"args": args, "kwargs": kwargs})
             out = fun(*args, **kwargs)
-            check_no_aliases("jit", **current, out=out)
+            check_no_aliases("jit", **current, out=out, traced=None)
             return out, changed_variables(current, before)
 
         self.jitted = jax.jit(inner, in_shardings=in_shardings, static_argnums=static_argnums,
@@ -85,7 +91,7 @@ class jit:
                               device=device, backend=backend, inline=inline)
 
     def __call__(self, *args, **kwargs):
-        variables = check_no_aliases("jit", args=args, kwargs=kwargs)
+        variables = check_no_aliases("jit", args=args, kwargs=kwargs, traced=self.traced(args, kwargs))
         out, updates = self.jitted(*args, **kwargs)
         apply_updates(variables, updates)
         return out
@@ -95,17 +101,17 @@ class jit:
 
     def eval_shape(self, *args, **kwargs):
         """Output shapes without running (aliasing is still checked)."""
-        check_no_aliases("jit", args=args, kwargs=kwargs)
+        check_no_aliases("jit", args=args, kwargs=kwargs, traced=self.traced(args, kwargs))
         return self.jitted.eval_shape(*args, **kwargs)[0]
 
     def lower(self, *args, **kwargs):
         """``jax.jit(...).lower`` of the wrapped function."""
-        check_no_aliases("jit", args=args, kwargs=kwargs)
+        check_no_aliases("jit", args=args, kwargs=kwargs, traced=self.traced(args, kwargs))
         return self.jitted.lower(*args, **kwargs)
 
     def trace(self, *args, **kwargs):
         """``jax.jit(...).trace`` of the wrapped function."""
-        check_no_aliases("jit", args=args, kwargs=kwargs)
+        check_no_aliases("jit", args=args, kwargs=kwargs, traced=self.traced(args, kwargs))
         return self.jitted.trace(*args, **kwargs)
 
 
@@ -116,7 +122,7 @@ def _grad_general(f, argnums, has_aux, holomorphic, allow_int, return_value, nam
         args, kwargs = copy_args((args, kwargs))
         current, before = snapshot({"args": args, "kwargs": kwargs})
         out = f(*args, **kwargs)
-        check_no_aliases(name, **current, out=out)
+        check_no_aliases(name, **current, out=out, traced=None)
         updates = changed_variables(current, before)
         loss, aux = out if has_aux else (out, None)
         return loss, (updates, aux)
@@ -126,7 +132,10 @@ def _grad_general(f, argnums, has_aux, holomorphic, allow_int, return_value, nam
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        variables = check_no_aliases(name, args=args, kwargs=kwargs)
+        # Only the differentiated arguments are traced (flax: the rest pass as is).
+        diff = {argnums} if isinstance(argnums, int) else set(argnums)
+        traced = {"args": tuple(0 if i in diff else None for i in range(len(args))), "kwargs": None}
+        variables = check_no_aliases(name, args=args, kwargs=kwargs, traced=traced)
         if return_value:
             (loss, (updates, aux)), grads = gradded(*args, **kwargs)
             result = ((loss, aux), grads) if has_aux else (loss, grads)
@@ -191,7 +200,7 @@ def vmap(f=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_
     def inner(*args, **kwargs):
         current, before = snapshot({"args": args, "kwargs": kwargs})
         out = f(*args, **kwargs)
-        check_no_aliases("vmap", **current, out=out)
+        check_no_aliases("vmap", **current, out=out, traced=None)
         axes = axes_by_path({"args": in_axes, "kwargs": 0}, current)
         return out, group_by_axis(changed_variables(current, before), axes, known)
 
@@ -200,7 +209,8 @@ def vmap(f=None, *, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        variables = check_no_aliases("vmap", args=args, kwargs=kwargs)
+        # Broadcast (None) arguments are not traced: pytree=False objects may go there.
+        variables = check_no_aliases("vmap", args=args, kwargs=kwargs, traced={"args": in_axes, "kwargs": 0})
         out, updates = vmapped(*args, **kwargs)
         apply_updates(variables, *updates)
         return out

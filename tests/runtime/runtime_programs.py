@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from tree_runtime import error_category
+
 
 @dataclasses.dataclass(frozen=True)
 class Deviation:
@@ -1644,3 +1646,337 @@ def prog_nnx_dict_container(nnx):
     m = Heads(nnx.Rngs(0))
     out = nnx.jit(lambda m, x: m(x))(m, jnp.ones((1, 2)))
     return out, sorted(nnx.state(m, nnx.Param)["heads"]), m.heads.a.kernel.shape
+
+
+# ------------------------------------------- runtime gaps (reproduction builders)
+def _legacy(nnx):
+    class Legacy(nnx.Module, pytree=False):
+        def __init__(self):
+            self.w = nnx.Param(jnp.ones(2))
+            self.count = nnx.BatchStat(jnp.zeros(()))
+
+        def __call__(self, x):
+            return x * self.w[...]
+
+    return Legacy()
+
+
+@program("H3", trace=True)
+def prog_h3_pytree_false_grad(nnx):
+    nnx.grad(lambda m: m.w[...].sum())(_legacy(nnx))  # jax: "... is not a valid JAX type"
+
+
+@program("H3", trace=True)
+def prog_h3_pytree_false_value_and_grad(nnx):
+    nnx.value_and_grad(lambda m: m.w[...].sum())(_legacy(nnx))
+
+
+@program("H3", trace=True)
+def prog_h3_pytree_false_vmap_broadcast_runs(nnx):
+    # in_axes=None: JAX passes the opaque leaf through untouched (flax runs it).
+    return nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))(_legacy(nnx), jnp.ones((3, 2)))
+
+
+@program("H3")
+def prog_h3_pytree_false_vmap_broadcast_nested_and_whole(nnx):
+    a = nnx.vmap(lambda t, x: t[0](x), in_axes=((None,), 0))((_legacy(nnx),), jnp.ones((3, 2)))
+    b = nnx.vmap(lambda m: m.w[...], in_axes=None, axis_size=2)(_legacy(nnx))
+    return a, b
+
+
+@program("H3")
+def prog_h3_pytree_false_vmap_broadcast_mutation(nnx):
+    def f(m, x):
+        m.count[...] += 1.0  # the caller's object, not a copy: another trace level
+        return m(x)
+
+    nnx.vmap(f, in_axes=(None, 0))(_legacy(nnx), jnp.ones((3, 2)))
+
+
+@program("H3", trace=True)
+def prog_h3_pytree_false_vmap_mapped(nnx):
+    nnx.vmap(lambda m, x: m(x), in_axes=(0, 0))(_legacy(nnx), jnp.ones((3, 2)))
+
+
+@program("H3")
+def prog_h3_pytree_false_vmap_kwarg_is_mapped(nnx):
+    nnx.vmap(lambda x, m: m(x), in_axes=(0,))(jnp.ones((3, 2)), m=_legacy(nnx))
+
+
+@program("H3")
+def prog_h3_pytree_false_vmap_returned(nnx):
+    nnx.vmap(lambda m, x: m, in_axes=(None, 0))(_legacy(nnx), jnp.ones((3, 2)))
+
+
+@program("H3")
+def prog_h3_pytree_false_static_and_nondiff_pass_through(nnx):
+    x = jnp.ones(2)
+    a = nnx.jit(lambda m, x: m(x), static_argnums=0)(_legacy(nnx), x)
+    b = nnx.jit(lambda x, m: m(x), static_argnames="m")(x, m=_legacy(nnx))
+    c = nnx.grad(lambda x, m: m(x).sum())(x, _legacy(nnx))
+    d = nnx.grad(lambda x, m=None: m(x).sum())(x, m=_legacy(nnx))
+    return a, b, c, d
+
+
+@program("H3")
+def prog_h3_pytree_false_jit_returned(nnx):
+    nnx.jit(lambda m: m, static_argnums=0)(_legacy(nnx))
+
+
+@program("H3")
+def prog_h3_pytree_false_remat(nnx):
+    nnx.remat(lambda m: m.w[...])(_legacy(nnx))
+
+
+@program("H3")
+def prog_h3_pytree_false_cond(nnx):
+    nnx.cond(True, lambda m: m.w[...], lambda m: m.w[...], _legacy(nnx))
+
+
+@program("H3")
+def prog_h3_pytree_false_eval_shape(nnx):
+    nnx.eval_shape(lambda m: m.w[...], _legacy(nnx))
+
+
+@program("H3")
+def prog_h3_pytree_false_state_and_iter_modules(nnx):
+    outcomes = []
+    for use in (lambda m: nnx.state(m), lambda m: list(nnx.iter_modules(m)), lambda m: m.eval()):
+        try:
+            use(_legacy(nnx))
+            outcomes.append("ok")
+        except Exception as exc:  # noqa: BLE001 - the category is the observation
+            outcomes.append(error_category(exc))
+    return outcomes
+
+
+@program("H3")
+def prog_h3_non_jax_values_are_not_non_pytree(nnx):
+    import functools
+
+    outcomes = []
+    for value in ("abc", functools.partial(print), object()):
+        for transform in (nnx.grad, nnx.jit, nnx.vmap):
+            try:
+                transform(lambda v: 0.0)(value)
+                outcomes.append("ok")
+            except Exception as exc:  # noqa: BLE001
+                outcomes.append(error_category(exc))
+    return outcomes
+
+
+@program("graph-api")
+def prog_nnx_list_mutable_sequence(nnx):
+    layers = nnx.List([nnx.Param(jnp.array(float(i))) for i in range(3)])
+    layers.extend([nnx.Param(jnp.array(3.0)), nnx.Param(jnp.array(4.0))])
+    layers.insert(0, nnx.Param(jnp.array(-1.0)))
+    layers.insert(-1, nnx.Param(jnp.array(3.5)))
+    layers.insert(100, nnx.Param(jnp.array(9.0)))
+    popped = [layers.pop().get_value(), layers.pop(0).get_value()]
+    layers.remove(layers[1])
+    del layers[0]
+    del layers[-2:]
+    layers[0:1] = [nnx.Param(jnp.array(7.0))]
+    try:
+        layers[0:1] = []
+        slice_resize = "ok"
+    except ValueError:
+        slice_resize = "ValueError"
+    values = [p.get_value() for p in layers]
+    layers.clear()
+    return values, popped, slice_resize, len(layers), type(layers).__name__
+
+
+@program("graph-api")
+def prog_nnx_list_grown_then_transformed(nnx):
+    layers = nnx.List([nnx.Param(jnp.array(1.0))])
+    layers.extend([nnx.Param(jnp.array(2.0)), nnx.Param(jnp.array(3.0))])
+    layers.insert(1, nnx.Param(jnp.array(1.5)))
+    last = layers.pop().get_value()  # the last element: no shifting
+    return last, nnx.jit(lambda l: [p[...] * 2 for p in l])(layers)
+
+
+@program("List-del", deviation=Deviation(
+    row="List-del",
+    why="flax 0.12.8 nnx.List.__delitem__ of a non-last element shifts the elements down but leaves "
+        "the old last attribute behind, so one Variable is stored twice and Tree Mode transforms "
+        "raise aliasing; tree_runtime's List is a plain list (no stale element)",
+    runtime=("ok", [2, 2.0]),
+    flax=("raises", "aliasing"),
+))
+def prog_list_delete_middle_then_transform(nnx):
+    layers = nnx.List([nnx.Param(jnp.array(float(i))) for i in range(3)])
+    del layers[0]
+    return [len(layers), float(nnx.jit(lambda l: l[1][...])(layers))]
+
+
+@program("graph-api")
+def prog_nnx_dict_mutable_mapping(nnx):
+    d = nnx.Dict({"b": nnx.Param(jnp.array(2.0))}, a=nnx.Param(jnp.array(1.0)))
+    d.update(c=nnx.Param(jnp.array(3.0)))
+    d.update({"e": nnx.Param(jnp.array(5.0))})
+    kept = d.setdefault("c", nnx.Param(jnp.array(0.0))).get_value()
+    added = d.setdefault("f", nnx.Param(jnp.array(6.0))).get_value()
+    first_key, _ = d.popitem()  # the mixin pops the first key in iteration order
+    popped = d.pop("c").get_value()
+    missing = d.pop("zzz", "default")
+    del d["e"]
+    try:
+        del d["nope"]
+        del_missing = "ok"
+    except KeyError:
+        del_missing = "KeyError"
+    out = nnx.jit(lambda d: {k: v[...] for k, v in d.items()})(d)
+    return (list(d.keys()), [v.get_value() for v in d.values()], [k for k, _ in d.items()], kept, added,
+            first_key, popped, missing, del_missing, out, "a" in d, "c" in d, d.get("zzz", 0))
+
+
+@program("A2")
+def prog_a2_shared_submodule_eval(nnx):
+    _shared_sub(nnx).eval()
+
+
+@program("A2")
+def prog_a2_shared_submodule_train_and_set_attributes(nnx):
+    outcomes = []
+    for use in (lambda m: m.train(), lambda m: m.set_attributes(deterministic=True, raise_if_not_found=False),
+                lambda m: nnx.view(m, deterministic=True, raise_if_not_found=False)):
+        try:
+            use(_shared_sub(nnx))
+            outcomes.append("ok")
+        except Exception as exc:  # noqa: BLE001
+            outcomes.append(error_category(exc))
+    return outcomes
+
+
+@program("A2")
+def prog_a2_shared_submodule_iter_modules(nnx):
+    list(nnx.iter_modules(_shared_sub(nnx)))
+
+
+@program("A1")
+def prog_a1_tied_variable_eval(nnx):
+    _tied(nnx).eval()
+
+
+@program("H7")
+def prog_h7_shared_module_without_variables_iterated_twice(nnx):
+    class Net(nnx.Module):
+        def __init__(self):
+            self.drop = nnx.Dropout(0.5)
+            self.again = self.drop
+            self.w = nnx.Param(jnp.ones(2))
+
+    m = Net()
+    m.eval()
+    return [str(p) for p, _ in nnx.iter_modules(m)], m.drop.deterministic, m.again.deterministic
+
+
+@program("graph-api")
+def prog_variables_is_state(nnx):
+    model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+    everything = nnx.variables(model)
+    params, stats = nnx.variables(model, nnx.Param, nnx.BatchStat)
+    only = nnx.variables(model, nnx.BatchStat)
+    return (sorted(everything), sorted(params), sorted(stats), sorted(only),
+            everything["scale"] is model.scale, type(everything).__name__)
+
+
+@program("graph-api")
+def prog_state_methods(nnx):
+    model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+    state = nnx.state(model)
+    pure = state.to_pure_dict()
+    params, rest = state.split(nnx.Param, ...)
+    one = params.split(nnx.Param)  # one filter: a State (it must cover every leaf)
+    try:
+        state.split(nnx.Param)
+        non_exhaustive = "ok"
+    except ValueError:
+        non_exhaustive = "ValueError"
+    merged = nnx.State.merge(params, rest)
+    raw = state.raw_mapping
+    filtered = nnx.filter_state(state, nnx.Param)
+    f_params, f_stats = nnx.filter_state(state, nnx.Param, nnx.BatchStat)
+    return (sorted(pure), pure["scale"], sorted(params), sorted(rest), sorted(one), sorted(merged),
+            type(merged).__name__, type(raw).__name__, sorted(raw), sorted(filtered), sorted(f_params),
+            sorted(f_stats), non_exhaustive, type(one).__name__)
+
+
+@program("graph-api")
+def prog_replace_by_pure_dict(nnx):
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    state = nnx.state(model)
+    kernel = state["kernel"]
+    pure = nnx.to_pure_dict(state)
+    pure["bias"] = jnp.full(2, 5.0)
+    nnx.replace_by_pure_dict(state, pure)
+    state.replace_by_pure_dict({"kernel": jnp.zeros((2, 2))})
+    try:
+        nnx.replace_by_pure_dict(state, {"nope": 1.0})
+        missing = "ok"
+    except ValueError:
+        missing = "ValueError"
+    # The State's Variables are replaced by new ones: the model is untouched until nnx.update.
+    before = model.bias[...]
+    nnx.update(model, state)
+    return (state["bias"][...], type(state["bias"]).__name__, state["kernel"] is kernel, missing, before,
+            model.bias[...], model.kernel[...])
+
+
+@program("graph-api")
+def prog_replace_by_pure_dict_int_keys_from_checkpoint(nnx):
+    layers = nnx.List([nnx.Linear(1, 1, rngs=nnx.Rngs(i)) for i in range(2)])
+    state = nnx.state(layers)
+    nnx.replace_by_pure_dict(state, {"1": {"bias": jnp.ones(1)}})  # string keys, as after a restore
+    return state[1]["bias"][...], state[0]["bias"][...]
+
+
+def _module_gradient(nnx):
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.linear(x)
+
+    model = Net(nnx.Rngs(0))
+    return model, nnx.grad(lambda m: m(jnp.ones((1, 2))).sum())(model)
+
+
+@program("C4")
+def prog_c4_module_gradient_into_update(nnx):
+    model, grads = _module_gradient(nnx)
+    nnx.update(model, grads)  # both: AttributeError (a Module has no mapping)
+
+
+@program("C4")
+def prog_c4_module_gradient_into_to_flat_state(nnx):
+    nnx.to_flat_state(_module_gradient(nnx)[1])
+
+
+@program("C4")
+def prog_c4_module_gradient_into_merge(nnx):
+    model, grads = _module_gradient(nnx)
+    graphdef, _ = nnx.split(model)
+    nnx.merge(graphdef, grads)  # both: ValueError "Incorrect number of leaves"
+
+
+@program("C4")
+def prog_c4_module_gradient_into_merge_state(nnx):
+    model, grads = _module_gradient(nnx)
+    nnx.merge_state(nnx.state(model), grads)  # both: AssertionError
+
+
+@program("C4")
+def prog_c4_module_gradient_into_state_functions(nnx):
+    _, grads = _module_gradient(nnx)
+    outcomes = []
+    for use in (nnx.to_pure_dict, lambda g: nnx.filter_state(g, nnx.Param),
+                lambda g: nnx.split_state(g, nnx.Param), lambda g: nnx.replace_by_pure_dict(g, {})):
+        try:
+            use(grads)
+            outcomes.append("ok")
+        except Exception as exc:  # noqa: BLE001
+            outcomes.append(error_category(exc))
+    return outcomes
