@@ -51,6 +51,26 @@ def _literal_keywords(call) -> dict:
             if isinstance(v, (int, str, tuple, type(None)))}
 
 
+def _passed_through(transform: str, keywords: dict, position: int) -> bool:
+    """Whether JAX passes argument ``position`` through the transform untouched (not traced):
+    a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
+    Such an argument may be a non-pytree in Tree Mode too."""
+    if transform in ("vmap", "pmap"):
+        axes = keywords.get("in_axes", 0)
+        if axes is None:
+            return True
+        return isinstance(axes, list) and position < len(axes) and axes[position] is None
+    if transform == "jit":
+        static = keywords.get("static_argnums")
+        static = [static] if isinstance(static, int) else (static or [])
+        return position in static
+    if transform in ("grad", "value_and_grad"):
+        argnums = keywords.get("argnums", 0)
+        argnums = [argnums] if isinstance(argnums, int) else argnums
+        return isinstance(argnums, list) and position not in argnums
+    return False
+
+
 def _rng_splitter(context, node: nodes.NodeNG):
     call = context.nnx_call(node)
     if call is None or call.name not in _RNG_SPLITTERS or call.via_partial or explicit_tree(call):
@@ -618,7 +638,10 @@ class NotPytreeObjectInNNXAPI(Rule):
             if entry is None or not entry.affected:
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
+        literal = _literal_keywords(entry.call) if call is None else {}
         for position, argument in enumerate(arguments):
+            if call is None and _passed_through(entry.transform, literal, position):
+                continue  # JAX never flattens it: flax runs this in Tree Mode
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
