@@ -6,6 +6,17 @@ import optax
 from flax import nnx
 
 
+class TiedLM(nnx.Module):
+    def __init__(self, vocab, dim, *, rngs: nnx.Rngs):
+        self.embed = nnx.Embed(vocab, dim, rngs=rngs)
+        self.head = nnx.Linear(dim, vocab, use_bias=False, rngs=rngs)
+        self.head.kernel = self.embed.embedding  # tie input and output embeddings
+        self.steps = 0
+
+    def __call__(self, tokens):
+        return self.head(self.embed(tokens))
+
+
 class MLP(nnx.Module):
     def __init__(self, din, dout, *, rngs: nnx.Rngs):
         self.linear = nnx.Linear(din, dout, rngs=rngs)
@@ -32,7 +43,7 @@ only_kernels = nnx.DiffState(0, nnx.PathContains("kernel"))
 
 
 @nnx.jit
-def train_step(model, optimizer, x, y):
+def train_ensemble(model, optimizer, x, y):
     def loss_fn(model):
         return jnp.mean((ensemble_forward(model, x) - y) ** 2)
 
@@ -41,9 +52,27 @@ def train_step(model, optimizer, x, y):
     return loss
 
 
+@nnx.jit
+def train_lm(model: TiedLM, optimizer, tokens, targets):
+    def loss_fn(model):
+        logits = model(tokens)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
+
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    model.steps += 1
+    return loss
+
+
 def main():
-    model = create_ensemble(nnx.Rngs(0).split(3))
-    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+    ensemble = create_ensemble(nnx.Rngs(0).split(3))
+    optimizer = nnx.Optimizer(ensemble, optax.adam(1e-3), wrt=nnx.Param)
     x, y = jnp.ones((8, 4)), jnp.zeros((3, 8, 4))
     for _ in range(10):
-        train_step(model, optimizer, x, y)
+        train_ensemble(ensemble, optimizer, x, y)
+
+    lm = TiedLM(100, 16, rngs=nnx.Rngs(1))
+    lm_optimizer = nnx.Optimizer(lm, optax.adam(1e-3), wrt=nnx.Param)
+    tokens = jnp.zeros((4, 8), dtype=jnp.int32)
+    for _ in range(10):
+        train_lm(lm, lm_optimizer, tokens, tokens)
