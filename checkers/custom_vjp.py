@@ -16,7 +16,6 @@ a graph-mode scope) and code that branches on the protocol (``isinstance(g, tupl
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -183,14 +182,9 @@ class _Analysis:
         return None
 
 
-_ANALYSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _analysis(context) -> _Analysis:
-    found = _ANALYSES.get(context)
-    if found is None:
-        found = _ANALYSES[context] = _Analysis(context)
-    return found
+    """The file's shared analysis (one per FileContext)."""
+    return context.service(_Analysis)
 
 
 def _keyword(call: nodes.Call, name: str) -> nodes.NodeNG | None:

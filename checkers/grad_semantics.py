@@ -14,7 +14,6 @@ gradient value to where it is consumed. Calls that keep graph mode (``nnx.compat
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -365,15 +364,9 @@ class _Analysis:
         return None
 
 
-_ANALYSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _analysis(context) -> _Analysis:
     """The file's grad analysis, shared by the NNX4xx rules (one per FileContext)."""
-    found = _ANALYSES.get(context)
-    if found is None:
-        found = _ANALYSES[context] = _Analysis(context)
-    return found
+    return context.service(_Analysis)
 
 
 def _is_int(node: nodes.NodeNG | None) -> bool:

@@ -815,7 +815,7 @@ class SowPopAcrossTransform(Rule):
             x = jnp.ones((1, 2))
         """)
         statement, note = _under(transform, "forward", "model, x", loss="jnp.sum(model(x))")
-        main = model + _code(f"""
+        main = model + _code("""
             def forward(m, x):
                 return m(x)
         """) + note + statement + "\n" + \

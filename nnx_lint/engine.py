@@ -9,7 +9,7 @@ import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from astroid import nodes
 
@@ -25,6 +25,7 @@ from nnx_lint.project import Project
 from nnx_lint.rule import Rule
 
 _MISSING = object()
+T = TypeVar("T")
 
 
 class FileContext:
@@ -46,6 +47,16 @@ class FileContext:
         self.classes = ClassModel(self)
         self.diagnostics: list[Diagnostic] = []
         self._calls: dict[int, NNXCall | None] = {}
+        self._services: dict[Callable, object] = {}
+
+    def service(self, factory: Callable[[FileContext], T]) -> T:
+        """The file's one instance of the per-file analysis ``factory(context)``, built on
+        first use and shared by every rule that asks (the transformed-code service, the
+        Variable model, a family's shared analysis)."""
+        found = self._services.get(factory)
+        if found is None:
+            found = self._services[factory] = factory(self)
+        return found  # type: ignore[return-value]
 
     def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
         """Canonical qualified name of ``node`` (``flax.nnx.vmap``), or None."""

@@ -69,7 +69,6 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
-from nnx_lint.flow import bound_values
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.nnx_api import is_compat, short_name
@@ -187,10 +186,7 @@ _PROJECT_TOOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def transformed_code(context: FileContext) -> TransformedCode:
     """The (memoised) :class:`TransformedCode` service of one linted file."""
-    found = context.__dict__.get("_transformed_code")
-    if found is None:
-        found = context.__dict__["_transformed_code"] = TransformedCode(context)
-    return found
+    return context.service(TransformedCode)
 
 
 class TransformedCode:

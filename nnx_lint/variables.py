@@ -18,7 +18,6 @@ What is not understood is "unknown": rules stay silent on it and say so in facts
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
@@ -629,15 +628,9 @@ def _name_appends(name: nodes.Name) -> list[nodes.NodeNG]:
     return values
 
 
-_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def variable_model(context: FileContext) -> VariableModel:
     """The file's :class:`VariableModel` (one per :class:`FileContext`, shared by rules)."""
-    model = _MODELS.get(context)
-    if model is None:
-        model = _MODELS[context] = VariableModel(context)
-    return model
+    return context.service(VariableModel)
 
 
 # -- gradient flow ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from jax import tree_util as jtu
 
 from ._errors import NonPytreeModuleError, TraceContextError
 from ._state import State, split_state
-from ._variables import Intermediate, Perturbation, Variable, current_trace
+from ._variables import Perturbation, Variable, current_trace
 
 
 class _Marked(tp.NamedTuple):

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from ._filters import to_predicate
-from ._module import Module, Pytree
+from ._module import Module
 from ._variables import RngCount, RngKey, Variable
 
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from ._core import (apply_updates, axes_by_path, changed_variables, check_no_aliases,
                     check_tree_mode, copy_args, group_by_axis, is_variable,
                     reject_prefix_filters, snapshot)
-from ._errors import CarryIdentityError, CustomVjpUpdateError
+from ._errors import CarryIdentityError
 from ._variables import Variable
 
 

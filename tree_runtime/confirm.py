@@ -48,9 +48,9 @@ def _oracle(name: str) -> tuple[tp.Any, tp.Callable[[], tp.ContextManager]]:
     ``flax-graph`` (flax in graph mode) is not an oracle for users: the tests use it to
     check that each reproduction really behaves as its builder says graph mode does.
     """
-    if name in ("flax", "flax-graph"):
-        import contextlib
+    import contextlib
 
+    if name in ("flax", "flax-graph"):
         from flax import nnx
 
         graph = name == "flax-graph"
@@ -62,8 +62,6 @@ def _oracle(name: str) -> tuple[tp.Any, tp.Callable[[], tp.ContextManager]]:
             return stack
 
         return nnx, mode
-    import contextlib
-
     import tree_runtime
 
     return tree_runtime, contextlib.nullcontext

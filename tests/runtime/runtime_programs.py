@@ -1083,7 +1083,6 @@ def prog_split_merge_roundtrip_filters(nnx):
     m = Net(nnx.Rngs(0))
     graphdef, params, stats = nnx.split(m, nnx.Param, nnx.BatchStat)
     merged = nnx.merge(graphdef, params, stats)
-    paths = lambda s: sorted(str(p) for p, _ in jax.tree_util.tree_leaves_with_path(s))
     not_bn = nnx.state(m, nnx.All(nnx.Param, nnx.Not(nnx.PathContains("bn"))))
     any_state = nnx.state(m, nnx.Any(nnx.BatchStat, nnx.PathContains("lin")))
     return (type(merged).__name__, merged.lin.kernel[...], len(jax.tree.leaves(params)),
