@@ -89,22 +89,29 @@ class ClassModel:
         self._constructions: dict[int, Construction] = {}
 
     # -- resolving classes -------------------------------------------------------------
-    def resolve(self, qualified_name: str | None) -> ClassRef | None:
-        """A :class:`ClassRef` for a qualified name that denotes a class (best effort)."""
+    def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
+        """A :class:`ClassRef` for a qualified name that denotes a class (best effort).
+
+        ``at``: where the name is used; when this file defines the class several times
+        (notebooks redefine classes from cell to cell), the definition in force there wins.
+        """
         if not qualified_name:
             return None
-        definition = self._definition(qualified_name)
+        definition = self._definition(qualified_name, at)
         if definition is not None:
             return ClassRef(qualified_name, definition)
         if qualified_name.startswith("flax.nnx.") and qualified_name.rpartition(".")[2][:1].isupper():
             return ClassRef(qualified_name)
         return None
 
-    def _definition(self, qualified_name: str) -> nodes.ClassDef | None:
+    def _definition(self, qualified_name: str, at: nodes.NodeNG | None = None) -> nodes.ClassDef | None:
         module_name, _, name = qualified_name.rpartition(".")
         if module_name == self.context.module.name:
-            found = self.context.module.locals.get(name)
+            found = self.context.module.locals.get(name) or []
             node = found[-1] if found else None
+            if at is not None and len(found) > 1 and at.root() is self.context.module:
+                before = [d for d in found if (d.lineno or 0) <= (at.lineno or 0)]
+                node = before[-1] if before else node
         else:
             node = self.context.project.definition(qualified_name)
         return node if isinstance(node, nodes.ClassDef) else None
@@ -185,7 +192,7 @@ class ClassModel:
                 # nnx.clone(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): same class as m
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
-            return self.resolve(name) or self._local_class(expression.func)
+            return self.resolve(name, at=expression) or self._local_class(expression.func)
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
             if annotated is not None:
@@ -240,14 +247,14 @@ class ClassModel:
                 for index, argument in enumerate(arguments.args):
                     if argument is assignment and arguments.annotations[index] is not None:
                         annotation = arguments.annotations[index]
-                        return self.resolve(self._resolver_for(annotation).qualified_name(annotation))
+                        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
                 for index, argument in enumerate(arguments.kwonlyargs):
                     if argument is assignment and arguments.kwonlyargs_annotations[index] is not None:
                         annotation = arguments.kwonlyargs_annotations[index]
-                        return self.resolve(self._resolver_for(annotation).qualified_name(annotation))
+                        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
             elif isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.AnnAssign):
                 annotation = assignment.parent.annotation
-                return self.resolve(self._resolver_for(annotation).qualified_name(annotation))
+                return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
         return None
 
     # -- object identity (aliasing) ----------------------------------------------------
@@ -409,7 +416,7 @@ class ClassModel:
             if argument.name == name and annotation is not None:
                 if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
                     return None  # string annotations are not resolved
-                return self.resolve(self._resolver_for(annotation).qualified_name(annotation))
+                return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
         return None
 
     def class_kind(self, ref: ClassRef | None, call: nodes.Call | None = None) -> str | None:

@@ -247,3 +247,17 @@ def test_statistics(project, capsys):
     assert lines[1] == "1  NNX601  silent   transform-metadata-keyword (1 file)"
     _, out = run(capsys, "--no-cache", "--statistics", "--output-format", "json")
     assert json.loads(out)[0] == {"code": "NNX201", "count": 3, "symbol": "state-axes-prefix", "kind": "raises", "files": 3}
+
+
+def test_notebook_class_redefinitions_resolve_per_cell(project, capsys):
+    (project / "redefine.ipynb").write_text(_notebook([
+        ("code", "import jax.numpy as jnp\nfrom flax import nnx"),
+        ("code", "class Foo(nnx.Module, pytree=False):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))\n"
+                 "foo = Foo()\nnnx.state(foo)"),
+        ("code", "class Foo(nnx.Object):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))\n"
+                 "foo2 = Foo()\nnnx.state(foo2)"),
+    ]))
+    _, out = run(capsys, "redefine.ipynb", "--no-cache", "--select", "NNX704", "--output-format", "json")
+    messages = {(d["cell"], d["location"]["row"]): d["message"] for d in json.loads(out)}
+    assert "declared with pytree=False" in messages[(2, 5)]
+    assert "nnx.Object subclass" in messages[(3, 5)]
