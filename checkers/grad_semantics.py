@@ -14,6 +14,7 @@ gradient value to where it is consumed. Calls that keep graph mode (``nnx.compat
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +127,14 @@ class _Analysis:
         if key not in self._memo:
             self._memo[key] = self._analyse(call)
         return self._memo[key]
+
+    def differentiated_at(self, call: nodes.Call) -> Iterator[tuple[GradApplication, Differentiated]]:
+        """``(application, argument)`` for each differentiated argument if ``call`` applies a grad."""
+        analysed = self.application(call)
+        if analysed is not None:
+            application, arguments = analysed
+            for differentiated in arguments:
+                yield application, differentiated
 
     # -- which calls apply a grad-transformed function ------------------------------------
     def _analyse(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
@@ -451,11 +460,7 @@ class GradOverNonFloatState(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysed = _analysis(self.context).application(node)
-        if analysed is None:
-            return
-        application, arguments = analysed
-        for differentiated in arguments:
+        for application, differentiated in _analysis(self.context).differentiated_at(node):
             holdings = differentiated.holdings
             if holdings is None or not holdings.of(NON_DIFFERENTIABLE):
                 continue
@@ -675,11 +680,7 @@ class GradIncludesNonParamState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
-        analysed = analysis.application(node)
-        if analysed is None:
-            return
-        application, arguments = analysed
-        for differentiated in arguments:
+        for application, differentiated in analysis.differentiated_at(node):
             holdings = differentiated.holdings
             if holdings is None or holdings.of(NON_DIFFERENTIABLE):
                 continue  # unknown contents, or NNX401's (raises first)
@@ -912,11 +913,7 @@ class GradsUsedAsState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
-        analysed = analysis.application(node)
-        if analysed is None:
-            return
-        application, arguments = analysed
-        for differentiated in arguments:
+        for application, differentiated in analysis.differentiated_at(node):
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.state_usage(use.name, differentiated)
                 if found is None:
