@@ -29,16 +29,21 @@ class Entry:
     diagnostics: list[dict]
 
 
-def code_fingerprint() -> str:
-    """nnx-lint's version plus the size and mtime of its source files (catches dev edits)."""
+def source_fingerprint(*packages: Path) -> str:
+    """nnx-lint's version plus the size and mtime of the packages' source files (catches dev edits)."""
     hasher = hashlib.sha256(nnx_lint.__version__.encode())
-    import checkers
-
-    for package in (Path(nnx_lint.__file__).parent, Path(checkers.__file__).parent):
+    for package in packages:
         for source in sorted(package.glob("*.py")):
             stat = source.stat()
             hasher.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return hasher.hexdigest()[:16]
+
+
+def code_fingerprint() -> str:
+    """The fingerprint of the linter itself: the engine and the rules."""
+    import checkers
+
+    return source_fingerprint(Path(nnx_lint.__file__).parent, Path(checkers.__file__).parent)
 
 
 @dataclass

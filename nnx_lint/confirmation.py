@@ -66,16 +66,13 @@ def oracle_version(oracle: str) -> str:
     """Part of the cache key: the oracle's code version."""
     from importlib import metadata
 
-    if oracle == "flax":
+    if oracle in ("flax", "flax-graph"):
         return "flax-" + metadata.version("flax") + "-jax-" + metadata.version("jax")
     import nnx_lint
+    from nnx_lint.cache import source_fingerprint
 
     runtime = Path(nnx_lint.__file__).resolve().parent.parent / "tree_runtime"
-    hasher = hashlib.sha256(nnx_lint.__version__.encode())
-    for source in sorted(runtime.glob("*.py")):
-        stat = source.stat()
-        hasher.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return "tree_runtime-" + hasher.hexdigest()[:16] + "-jax-" + metadata.version("jax")
+    return "tree_runtime-" + source_fingerprint(runtime) + "-jax-" + metadata.version("jax")
 
 
 def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
