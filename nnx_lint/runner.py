@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
@@ -65,6 +66,7 @@ def _selectors(settings: Settings, path: Path) -> tuple:
     )
 
 
+@lru_cache(maxsize=64)
 def _rules_for(selectors: tuple):
     from nnx_lint.registry import select_rules
 
