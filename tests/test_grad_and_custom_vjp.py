@@ -1,8 +1,7 @@
-"""NNX4xx/NNX5xx: no rule crash (NNX003) on the fixtures and the catalogue's reproductions,
+"""NNX4xx/NNX5xx: no rule crash (NNX003) on the fixtures and the flip scripts,
 and the table of flax layers agrees with what the rules need."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from _support import FIXTURES, REPO, family_rules, lint_fixture
@@ -12,19 +11,20 @@ from nnx_lint.registry import rule_by_code
 from nnx_lint.variables import FLAX_LAYERS, NON_DIFFERENTIABLE
 
 FAMILIES = ("grad_semantics", "custom_vjp")
-_CANDIDATES = [REPO.parent / "shared" / "spec" / "repros", Path("/work/shared/spec/repros")]
-REPROS = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
-_REPRO_EXPECTED = {
-    "r30_grad_default_argnums_type.py": {"NNX402", "NNX403"},
-    "r30_grad_default_argnums_type_fix.py": set(),
-    "r31_grad_nonfloat_variables_fix.py": set(),
-    "r40_custom_vjp_old_bwd.py": {"NNX501", "NNX502"},
-    "r40_custom_vjp_fix.py": set(),
-    "r41_custom_vjp_state_tangent.py": {"NNX502"},
-    "r42_custom_vjp_variable_update.py": {"NNX503"},
-    "r11_diffstate.py": set(),
-    "r22_perturb_diffstate.py": set(),
-    "r22_perturb_diffstate_fix.py": set(),
+#: Complete scripts that run each pattern with flax in graph mode or Tree Mode
+#: (`python tests/flip_scripts/diffstate.py tree`), linted here as whole programs.
+SCRIPTS = REPO / "tests" / "flip_scripts"
+_SCRIPT_EXPECTED = {
+    "grad_default_argnums_type.py": {"NNX402", "NNX403"},
+    "grad_default_argnums_type_fix.py": set(),
+    "grad_nonfloat_variables_fix.py": set(),
+    "custom_vjp_old_bwd.py": {"NNX501", "NNX502"},
+    "custom_vjp_fix.py": set(),
+    "custom_vjp_state_tangent.py": {"NNX502"},
+    "custom_vjp_variable_update.py": {"NNX503"},
+    "diffstate.py": set(),
+    "perturb_diffstate.py": set(),
+    "perturb_diffstate_fix.py": set(),
 }
 
 
@@ -39,13 +39,15 @@ def test_no_rule_crash_on_fixtures(path):
     assert not [d for d in lint_fixture(path, _rules()) if d.code == "NNX003"]
 
 
-@pytest.mark.parametrize("name", sorted(_REPRO_EXPECTED))
-def test_catalogue_reproductions(name):
-    path = REPROS / name
-    if not path.exists():
-        pytest.skip("the shared spec is not next to this checkout")
+@pytest.mark.parametrize("name", sorted(_SCRIPT_EXPECTED))
+def test_flip_scripts(name):
+    path = SCRIPTS / name
     found = {d.code for d in lint_source(path.read_text(), str(path), _rules())}
-    assert found == _REPRO_EXPECTED[name]
+    assert found == _SCRIPT_EXPECTED[name]
+
+
+def test_every_flip_script_has_an_expectation():
+    assert {p.name for p in SCRIPTS.glob("*.py")} - {"_harness.py"} == set(_SCRIPT_EXPECTED)
 
 
 def test_layer_table_rows():
