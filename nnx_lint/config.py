@@ -1,7 +1,8 @@
 """``[tool.nnx-lint]`` in the nearest ``pyproject.toml``; CLI flags override it.
 
-Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs), and
-``per-file-ignores`` (glob -> list of codes or prefixes). Unknown keys and wrong types
+Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs),
+``per-file-ignores`` (glob -> list of codes or prefixes), and ``src`` (the directories
+holding the project's packages, see :mod:`nnx_lint.package_roots`). Unknown keys and wrong types
 are a :class:`ConfigError` (the CLI exits 2), never silently ignored.
 """
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from nnx_lint.package_roots import source_roots
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,7 +27,7 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
-_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores"}
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src"}
 
 
 class ConfigError(Exception):
@@ -43,6 +46,15 @@ class Settings:
     #: Directory holding the pyproject.toml the settings came from (globs are relative to it).
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
+    #: Where the project's top-level packages live (cross-file analysis searches these).
+    source_roots: list[Path] = field(default_factory=list)
+
+    def analysis_roots(self) -> list[Path]:
+        """Every root cross-file analysis searches: the package roots, the project root, the cwd.
+
+        All three front-ends use this, so they resolve the same imports.
+        """
+        return list(dict.fromkeys([*self.source_roots, self.root.resolve(), Path.cwd().resolve()]))
 
     def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
         """Whether ``path`` (a file or directory) matches a default or configured exclude.
@@ -113,7 +125,7 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Read ``[tool.nnx-lint]`` from ``config_file`` or the nearest pyproject.toml."""
     path = config_file or find_pyproject(start)
     if path is None:
-        return Settings(root=Path.cwd())
+        return Settings(root=Path.cwd(), source_roots=source_roots(Path.cwd(), None, {}))
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -138,4 +150,6 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         if not isinstance(per_file, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
+    configured_src = _string_list(table, "src", where) if "src" in table else None
+    settings.source_roots = source_roots(path.parent, configured_src, data)
     return settings

@@ -115,7 +115,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
                 digests[file] = ""
         return digests[file]
 
-    roots = sorted({str(settings.root.resolve()), str(Path.cwd().resolve())})
+    roots = [str(root) for root in settings.analysis_roots()]
     pending: list[tuple] = []
     keys: list[tuple[str, str, str]] = []
     for file in discover(paths, settings):
@@ -131,7 +131,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         key = os.path.abspath(file)
         digest = hashlib.sha256(data).hexdigest() if data is not None else ""
         digests[key] = digest
-        run_fingerprint = f"{fingerprint}:{selectors!r}"
+        # The roots decide which project modules an import finds, so they key the entry too.
+        run_fingerprint = f"{fingerprint}:{selectors!r}:{roots!r}"
         cached = cache.lookup(key, digest, run_fingerprint, digest_of) if data is not None else None
         if cached is not None:
             result.files_from_cache += 1
