@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import tree_runtime
@@ -44,3 +46,11 @@ def test_every_public_name_has_a_docstring():
         and not inspect.getdoc(getattr(tree_runtime, n))
     ]
     assert not undocumented
+
+
+def test_every_runtime_error_points_at_a_page_in_this_repository():
+    from tree_runtime._errors import RULE_DOCS
+
+    repo = Path(__file__).resolve().parents[2]
+    for category, reference in RULE_DOCS.items():
+        assert (repo / reference.split(" ")[0]).is_file(), category
