@@ -10,13 +10,14 @@ import textwrap
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
 
 _RNG_SPLITTERS = frozenset({"split_rngs", "fork_rngs"})
-_SETTERS = {"flax.nnx.set_graph_mode": "graph", "flax.nnx.set_graph_updates": "graph_updates"}
+_SETTERS = nnx_api.MODE_SETTERS
 _CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
 
 

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.flow import bound_values
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
@@ -28,7 +29,7 @@ from nnx_lint.variables import unaffected_by_flip
 _CUSTOM_VJP = frozenset({"flax.nnx.custom_vjp", "flax.nnx.compat.custom_vjp"})
 _STATE_PRODUCERS = frozenset({"flax.nnx.state", "flax.nnx.State", "flax.nnx.variables", "flax.nnx.filter_state"})
 _SPLITS = frozenset({"flax.nnx.split", "flax.nnx.split_state"})
-_MODE_PROBES = frozenset({"flax.nnx.set_graph_updates", "flax.nnx.set_graph_mode"})
+_MODE_PROBES = frozenset(nnx_api.MODE_SETTERS)
 
 
 @dataclass

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.rule import Invalid, Rule, Valid
 
-_SETTERS = frozenset({"flax.nnx.set_graph_mode", "flax.nnx.set_graph_updates"})
+_SETTERS = frozenset(nnx_api.MODE_SETTERS)
 
 
 class GraphModeOptIn(Rule):

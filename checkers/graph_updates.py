@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
@@ -26,13 +27,7 @@ from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tr
 _SPEC = "https://github.com/google/flax/issues/5310"
 
 #: Variable types of flax.nnx (a stored value of one of these is a Variable attribute).
-VARIABLE_TYPES = frozenset(
-    f"flax.nnx.{name}"
-    for name in (
-        "Variable Param BatchStat Cache Intermediate Perturbation RngKey RngCount RngState "
-        "OptState OptArray OptVariable LoRAParam"
-    ).split()
-)
+VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
 _CONTAINER_TYPES = frozenset(
     {"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential", "builtins.list", "builtins.dict", "list", "dict"}
 )

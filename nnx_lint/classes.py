@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.flow import bound_values
 
 if TYPE_CHECKING:
@@ -688,18 +689,10 @@ _MAX_REF_DEPTH = 12
 
 #: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
 STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
-RNG_CLASSES = frozenset({"Rngs", "RngStream"})
-VARIABLE_CLASSES = frozenset(
-    """Variable Param BatchStat Cache Intermediate Perturbation RngKey RngCount RngState LoRAParam
-    OptState OptVariable OptArray""".split()
-)
+RNG_CLASSES = nnx_api.RNG_OBJECTS
+VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.
-MODULE_CLASSES = frozenset(
-    """Module Linear LinearGeneral Einsum Embed Conv ConvTranspose LayerNorm RMSNorm BatchNorm
-    GroupNorm InstanceNorm MultiHeadAttention LoRA LoRALinear WeightNorm SpectralNorm LSTMCell GRUCell
-    OptimizedLSTMCell SimpleCell RNN Bidirectional PReLU Sequential List Dict Optimizer
-    ModelAndOptimizer EMA""".split()
-)
+MODULE_CLASSES = nnx_api.MODULE_CLASSES
 #: Variable attributes of flax layers (``self.head.kernel = self.embed.embedding``).
 FLAX_VARIABLE_ATTRIBUTES: dict[str, frozenset[str]] = {
     "Linear": frozenset({"kernel", "bias"}),

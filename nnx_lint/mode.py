@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.calls import NNXCall, constant_bool
 from nnx_lint.names import NameResolver
 
-_SETTERS = {"flax.nnx.set_graph_mode": "graph", "flax.nnx.set_graph_updates": "graph_updates"}
-_CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
+_SETTERS = nnx_api.MODE_SETTERS
+_CONFIG_KEYS = nnx_api.MODE_CONFIG_KEYS
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.nnx_api import NNX, PUBLIC_NAMES, canonical
+from nnx_lint.nnx_api import EXTERNAL_PACKAGES, NNX, PUBLIC_NAMES, canonical
 
 if TYPE_CHECKING:
     from nnx_lint.project import Project
@@ -151,10 +151,6 @@ class NameResolver:
                 if found:
                     return found
         return None
-
-
-#: Top-level packages whose modules are never read: resolution stops at their names.
-EXTERNAL_PACKAGES = frozenset({"flax", "jax", "jaxlib", "optax", "numpy", "orbax", "chex", "equinox"})
 
 
 def is_external(module_name: str) -> bool:

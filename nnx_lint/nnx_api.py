@@ -1,4 +1,11 @@
-"""What nnx-lint knows about the ``flax.nnx`` API, as data (no flax import).
+"""What nnx-lint knows about the ``flax.nnx`` API, as data (no flax import): the flax table.
+
+Every fact about flax that analysis needs lives here once: public and ``nnx.compat``
+names, transforms and graph APIs, Variable types and what their values are, the
+``Rngs`` objects, the layer classes that hold Variables, the mode setters and the
+packages that are never "the project". ``tests/test_flax_table.py`` checks it against
+the installed flax by introspection. (What each built-in layer stores, measured per
+constructor argument, is :data:`nnx_lint.variables.FLAX_LAYERS`.)
 
 Qualified names are canonical: ``flax.nnx.<public name>`` for anything reachable
 from ``flax.nnx`` (whatever internal module defines it), ``flax.nnx.compat.<name>``
@@ -81,6 +88,59 @@ PREFIX_KEYWORDS: frozenset[str] = frozenset(
     in_axes out_axes argnums nondiff_argnums in_shardings out_shardings in_specs out_specs
     """.split()
 )
+
+#: Variable types of ``flax.nnx`` by what their values are: ``param`` (``Param`` and its
+#: subclasses: what ``nnx.grad`` differentiates by default in graph mode), ``rng`` (the key
+#: and count Variables ``Rngs`` streams store: never differentiable) and ``state``
+#: (everything else; differentiable only when its value is a float array).
+VARIABLE_TYPES: dict[str, str] = {
+    "Param": "param", "LoRAParam": "param",
+    "RngState": "rng", "RngKey": "rng", "RngCount": "rng",
+    "Variable": "state", "BatchStat": "state", "Cache": "state", "Intermediate": "state",
+    "Perturbation": "state", "OptState": "state", "OptArray": "state", "OptVariable": "state",
+}
+
+#: The objects that hand out random keys; each stream stores an ``RngKey`` and an ``RngCount``.
+RNG_OBJECTS: frozenset[str] = frozenset({"Rngs", "RngStream"})
+
+#: ``flax.nnx`` classes whose instances hold Variables (Modules and Pytrees that store state).
+MODULE_CLASSES: frozenset[str] = frozenset(
+    """
+    Module Linear LinearGeneral Einsum Embed Conv ConvTranspose LayerNorm RMSNorm BatchNorm
+    GroupNorm InstanceNorm MultiHeadAttention LoRA LoRALinear WeightNorm SpectralNorm LSTMCell
+    GRUCell OptimizedLSTMCell SimpleCell RNN Bidirectional PReLU Sequential List Dict Optimizer
+    ModelAndOptimizer EMA
+    """.split()
+)
+
+#: The global mode setters, by qualified name, and the flag each one sets.
+MODE_SETTERS: dict[str, str] = {f"{NNX}.set_graph_mode": "graph", f"{NNX}.set_graph_updates": "graph_updates"}
+
+#: ``flax.config`` keys that set the same flags as the setters.
+MODE_CONFIG_KEYS: dict[str, str] = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
+
+#: Top-level packages that are never read as project code, even when a checkout of one is
+#: the linted tree (its own files would shadow the library nnx-lint knows as data).
+EXTERNAL_PACKAGES: frozenset[str] = frozenset({"flax", "jax", "jaxlib", "optax", "numpy", "orbax", "chex", "equinox"})
+
+
+def qualified(short_names) -> frozenset[str]:
+    """``{"Param"}`` -> ``{"flax.nnx.Param"}``.
+
+    >>> sorted(qualified(["Rngs"]))
+    ['flax.nnx.Rngs']
+    """
+    return frozenset(f"{NNX}.{name}" for name in short_names)
+
+
+def variable_types(*categories: str) -> frozenset[str]:
+    """Short names of the Variable types in ``categories`` (all types when none are given).
+
+    >>> sorted(variable_types("param"))
+    ['LoRAParam', 'Param']
+    """
+    return frozenset(name for name, category in VARIABLE_TYPES.items() if not categories or category in categories)
+
 
 # Older spellings that name the same package.
 _PACKAGE_ALIASES = {"flax.experimental.nnx": NNX}

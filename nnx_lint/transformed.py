@@ -71,7 +71,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
-from nnx_lint.nnx_api import is_compat, short_name
+from nnx_lint.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -328,7 +328,7 @@ class TransformedCode:
         return []
 
     def _project_definition(self, qualified_name: str | None) -> nodes.FunctionDef | None:
-        if not qualified_name or qualified_name.split(".")[0] in ("flax", "jax", "jaxlib", "optax", "numpy"):
+        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
             return None
         definition = self.context.project.definition(qualified_name)
         return definition if isinstance(definition, (nodes.FunctionDef, nodes.AsyncFunctionDef)) else None
@@ -555,7 +555,7 @@ class TransformedCode:
         func = call.func
         tools = self.tools(call)
         qualified = tools.resolver.qualified_name(func)
-        if qualified and qualified.split(".")[0] in ("flax", "jax", "jaxlib", "optax", "numpy", "builtins"):
+        if qualified and (qualified.split(".")[0] in EXTERNAL_PACKAGES or qualified.startswith("builtins.")):
             return
         if isinstance(func, nodes.Name):
             for target in self.functions_of(func):

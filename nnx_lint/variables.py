@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import bound_values
 
@@ -161,12 +162,10 @@ FLAX_LAYERS: dict[str, LayerSpec] = {
 
 #: Variable types by qualified name: ``Param`` (and subclasses) vs state whose category
 #: depends on the stored value's dtype.
-PARAM_TYPES = frozenset({"flax.nnx.Param", "flax.nnx.LoRAParam"})
-STATE_TYPES = frozenset({
-    "flax.nnx.Variable", "flax.nnx.BatchStat", "flax.nnx.Cache", "flax.nnx.Intermediate",
-    "flax.nnx.Perturbation", "flax.nnx.Metric", "flax.nnx.OptState",
-})
-RNG_TYPES = frozenset({"flax.nnx.Rngs", "flax.nnx.RngStream", "flax.nnx.RngKey", "flax.nnx.RngCount", "flax.nnx.RngState"})
+PARAM_TYPES = nnx_api.qualified(nnx_api.variable_types("param"))
+#: ``Metric`` is a Pytree of metric Variables, not a Variable; its values count as state too.
+STATE_TYPES = nnx_api.qualified(nnx_api.variable_types("state") | {"Metric"})
+RNG_TYPES = nnx_api.qualified(nnx_api.RNG_OBJECTS | nnx_api.variable_types("rng"))
 #: Containers whose contents are their arguments' contents.
 _CONTAINERS = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.data", "builtins.list", "builtins.tuple",
                          "builtins.dict", "list", "tuple", "dict"})

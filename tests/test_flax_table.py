@@ -1,0 +1,79 @@
+"""The flax table (``nnx_lint/nnx_api.py``) against the installed flax, by introspection.
+
+The linter never imports flax; these tests do, so that a flax release that adds a
+Variable type, a transform or a compat partial shows up here as a failing row rather than
+as silent misses in the rules.
+"""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from nnx_lint import nnx_api
+from nnx_lint.variables import FLAX_LAYERS
+
+nnx = pytest.importorskip("flax.nnx")
+
+
+def _public(namespace) -> set[str]:
+    return {name for name in dir(namespace) if not name.startswith("_")}
+
+
+def _class(name: str):
+    value = getattr(nnx, name)
+    return value if inspect.isclass(value) else None
+
+
+def test_public_names_are_flax_nnx_exactly():
+    assert nnx_api.PUBLIC_NAMES == _public(nnx)
+
+
+def test_compat_names_are_the_graph_mode_partials():
+    partials = {name for name in _public(nnx.compat) if callable(getattr(nnx.compat, name))
+                and not inspect.ismodule(getattr(nnx.compat, name))}
+    assert nnx_api.COMPAT_NAMES == partials - {"partial"}
+
+
+def test_every_variable_type_is_listed_with_its_category():
+    found = {name for name in _public(nnx) if (cls := _class(name)) and issubclass(cls, nnx.Variable)}
+    assert set(nnx_api.VARIABLE_TYPES) == found
+    for name, category in nnx_api.VARIABLE_TYPES.items():
+        cls = getattr(nnx, name)
+        assert issubclass(cls, nnx.Param) == (category == "param"), name
+        assert issubclass(cls, nnx.RngState) == (category == "rng"), name
+
+
+def test_rng_objects_and_module_classes_are_flax_classes():
+    for name in nnx_api.RNG_OBJECTS:
+        assert issubclass(_class(name), nnx.Pytree) and not issubclass(_class(name), nnx.Variable), name
+    for name in nnx_api.MODULE_CLASSES:
+        assert issubclass(_class(name), nnx.Pytree), name
+
+
+@pytest.mark.parametrize("name", sorted(nnx_api.TRANSFORMS))
+def test_transforms_take_both_mode_flags(name):
+    parameters = inspect.signature(getattr(nnx, name)).parameters
+    assert {"graph", "graph_updates"} <= set(parameters)
+
+
+@pytest.mark.parametrize("name", sorted(nnx_api.GRAPH_APIS))
+def test_graph_apis_take_only_the_graph_flag(name):
+    parameters = inspect.signature(getattr(nnx, name)).parameters
+    assert "graph" in parameters and "graph_updates" not in parameters
+
+
+def test_mode_setters_exist_and_set_their_flag():
+    for qualified_name, flag in nnx_api.MODE_SETTERS.items():
+        setter = getattr(nnx, qualified_name.rpartition(".")[2])
+        assert callable(setter) and flag in qualified_name
+
+
+def test_layer_table_names_flax_modules():
+    for qualified_name in FLAX_LAYERS:
+        cls = _class(qualified_name.rpartition(".")[2])
+        assert cls is not None and issubclass(cls, nnx.Module), qualified_name
+
+
+def test_external_packages_hold_flax_and_jax():
+    assert {"flax", "jax"} <= nnx_api.EXTERNAL_PACKAGES
