@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint import nnx_api
+from nnx_lint.call_sites import CallSites, argument_for, parameter_of
 from nnx_lint.flow import bound_values
 
 if TYPE_CHECKING:
@@ -198,7 +199,10 @@ class ClassModel:
             annotated = self._annotation_of(expression)
             if annotated is not None:
                 return annotated
-            refs = {self.class_of(value, depth + 1) for value in bound_values(expression)}
+            values = bound_values(expression)
+            if not values:
+                return self._class_from_call_sites(expression, depth)
+            refs = {self.class_of(value, depth + 1) for value in values}
             refs.discard(None)
             return refs.pop() if len(refs) == 1 else None
         if isinstance(expression, nodes.Attribute):
@@ -211,6 +215,27 @@ class ClassModel:
                 values.discard(None)
                 return values.pop() if len(values) == 1 else None
         return None
+
+    def _class_from_call_sites(self, name: nodes.Name, depth: int) -> ClassRef | None:
+        """An unannotated parameter's class, from what this file's calls pass for it."""
+        found = parameter_of(name)
+        return self.call_site_class(*found, depth) if found is not None else None
+
+    def call_site_class(self, function: nodes.NodeNG, parameter: str, depth: int = 0) -> ClassRef | None:
+        """The class this file's calls of ``function`` pass for ``parameter``.
+
+        Callers whose argument is unknown are passed over (the known ones still run);
+        callers that disagree leave the parameter unknown.
+        """
+        if not isinstance(function, nodes.FunctionDef) or depth > _MAX_DEPTH:
+            return None
+        refs: set[ClassRef | None] = set()
+        for call in self.context.service(CallSites).calls_of(function):
+            argument = argument_for(function, call, parameter)
+            if argument is not None and not _within(argument, function):
+                refs.add(self.class_of(argument, depth + 1))
+        refs.discard(None)
+        return refs.pop() if len(refs) == 1 else None
 
     def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:
         """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""
@@ -399,9 +424,9 @@ class ClassModel:
             return self._descend(self.class_of(call), ref.path, call, depth)
         if origin == "param":
             function, name = ref.root[1], ref.root[2]
-            annotated = self._parameter_annotation(function, name)
-            if annotated is not None:
-                return self._descend(annotated, ref.path, None, depth)
+            known = self._parameter_annotation(function, name) or self.call_site_class(function, name, depth)
+            if known is not None:
+                return self._descend(known, ref.path, None, depth)
             if name == "rngs" or name.endswith("_rngs"):
                 return "rngs"
         return None
@@ -1126,6 +1151,16 @@ class _Replay:
         if ref is not None and ref.definition is not None:
             return self.model.init_of(ref.definition)
         return None
+
+
+def _within(node: nodes.NodeNG, scope: nodes.NodeNG) -> bool:
+    """Whether ``node`` sits inside ``scope`` (a recursive call passes the parameter to itself)."""
+    parent = node.parent
+    while parent is not None:
+        if parent is scope:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _bind_call(function: nodes.FunctionDef, call: nodes.Call, skip_self_argument: bool) -> dict[str, nodes.NodeNG]:
