@@ -394,7 +394,20 @@ class TransformedCode:
                         entry = self._decorator_entry(function, decorator)
                         if entry is not None:
                             return entry
-            return self._imported_callable(self.qualified_name(expression)) or self._decorated_call_method(expression)
+            return (self._imported_callable(self.qualified_name(expression))
+                    or self._decorated_call_method(expression)
+                    or self._stored_transform(expression, depth))
+        return None
+
+    def _stored_transform(self, expression: nodes.Attribute, depth: int) -> Entry | None:
+        """``self._fwd(...)`` where the class (or a base class) stored ``self._fwd = nnx.jit(f)``."""
+        owner = self.context.classes.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        for store in self.context.classes.info(owner.definition).stores_of(expression.attrname):
+            entry = self._transformed_callable(store.value, depth + 1) if store.value is not None else None
+            if entry is not None:
+                return entry
         return None
 
     def _decorated_call_method(self, expression: nodes.NodeNG) -> Entry | None:
