@@ -429,7 +429,20 @@ class ClassModel:
                 return self._descend(known, ref.path, None, depth)
             if name == "rngs" or name.endswith("_rngs"):
                 return "rngs"
+            if not ref.path and self._used_as_module(function, name):
+                return "module"
         return None
+
+    def _used_as_module(self, function: nodes.NodeNG, name: str) -> bool:
+        """Whether ``function`` hands its parameter ``name`` to an API that takes a Module:
+        the model of ``nnx.Optimizer`` / ``nnx.ModelAndOptimizer`` (kind from use)."""
+        for call in function.nodes_of_class(nodes.Call):
+            first = call.args[0] if call.args else None
+            if not (isinstance(first, nodes.Name) and first.name == name) or call.scope() is not function:
+                continue
+            if self._nnx_name(call) in _TAKES_A_MODULE:
+                return True
+        return False
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
         arguments = getattr(function, "args", None)
@@ -711,6 +724,8 @@ def _assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
 # ---------------------------------------------------------------------------------------
 
 _MAX_REF_DEPTH = 12
+#: flax.nnx calls whose first argument must be a Module (what they wrap or optimise).
+_TAKES_A_MODULE = frozenset({"Optimizer", "ModelAndOptimizer"})
 
 #: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
 STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
