@@ -51,6 +51,7 @@ def render_rule(rule: type[Rule]) -> str:
         out += ["## Example", "", f"No example program exists: {reason}.", ""]
     if rule.VALID:
         out += ["## Use instead", "", _code_block(rule.VALID[0].source), ""]
+    out += _how_to_fix(rule)
     more_invalid = rule.INVALID[1:]
     more_valid = rule.VALID[1:]
     if more_invalid or more_valid:
@@ -82,6 +83,28 @@ def render_rule(rule: type[Rule]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _how_to_fix(rule: type[Rule]) -> list[str]:
+    """The "How to fix" section: the rule's help template, and its text for the example above.
+
+    Facts in the template are shown as ``<name>``; when there are any, the help the first
+    INVALID case really gets (``--show-fixes``, JSON ``help``) follows.
+    """
+    generic = rule.generic_help()
+    if not generic:
+        return ["## How to fix", "", "Nothing in the code can be changed to fix this.", ""]
+    out = ["## How to fix", "", generic, ""]
+    if generic != rule.help and rule.INVALID:
+        from nnx_lint.engine import lint_bytes
+
+        first = rule.INVALID[0]
+        found = lint_bytes(first.source.encode("utf-8"), "example.py", [rule])
+        concrete = list(dict.fromkeys(d.help for d in found if d.code == rule.code and d.help))
+        if concrete:
+            out += ["`<name>` stands for a fact of the diagnostic. For the example above:", ""]
+            out += [f"- {text}" for text in concrete] + [""]
+    return out
 
 
 def render_index(rules: tuple[type[Rule], ...]) -> str:
