@@ -1028,7 +1028,7 @@ class GraphModeSetLate(Rule):
         in_function = isinstance(function, (nodes.FunctionDef, nodes.AsyncFunctionDef))
         if in_function and setter.startswith("nnx.set_") and id(function) in self._targets():
             self.report(node.value, setter=setter, when="inside a function run as a thread",
-                        effect="it is thread-local, so other threads keep their mode",
+                        effect="other threads silently keep their mode (thread-local)",
                         detail="The setting applies to this thread only (the main thread and other threads keep "
                                "their own mode)",
                         instead="Set the mode process-wide (`flax.config.update(...)` before decorators run) or "
@@ -1041,9 +1041,9 @@ class GraphModeSetLate(Rule):
             return
         names = ", ".join(f"`{name}` (line {line})" for line, name in earlier[:3])
         self.report(node.value, setter=setter,
-                    when="runs after import-time NNX transforms of this module" if in_function
+                    when="runs after import-time NNX transforms" if in_function
                     else "comes after NNX transforms created at import time above it",
-                    effect=f"{names}{' and others' if len(earlier) > 3 else ''} keep the old mode",
+                    effect=f"{names}{' and others' if len(earlier) > 3 else ''} silently keep the old mode",
                     detail="NNX transforms keep the mode that was in force when they were created",
                     instead="Set the mode before the transforms are created (process-wide "
                             "`flax.config.update(...)` before importing them), or pin `graph=` / `graph_updates=` "

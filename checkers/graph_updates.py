@@ -116,7 +116,7 @@ class _TransformedCodeRule(Rule):
                     continue
                 for target, facts in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
-                    where = f" (in {_relative(target)} line {target.lineno}, reached through this call)"
+                    where = f" ({_relative(target)}:{target.lineno}, reached through this call)"
                     self.report(reach.boundary, **{**facts, **reach.facts(), "where": where,
                                                    "file": target.root().file, "line": target.lineno})
                     break

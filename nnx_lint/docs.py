@@ -85,25 +85,42 @@ def render_rule(rule: type[Rule]) -> str:
     return "\n".join(out)
 
 
-def _how_to_fix(rule: type[Rule]) -> list[str]:
-    """The "How to fix" section: the rule's help template, and its text for the example above.
+def markdown_text(text: str) -> str:
+    """``text`` for Markdown: a ``<fact>`` outside a code span would be read as an HTML tag.
 
-    Facts in the template are shown as ``<name>``; when there are any, the help the first
-    INVALID case really gets (``--show-fixes``, JSON ``help``) follows.
+    >>> markdown_text("keep `<transform>` or <instead>")
+    'keep `<transform>` or &lt;instead&gt;'
+    """
+    parts = text.split("`")
+    for index in range(0, len(parts), 2):  # even parts are outside code spans
+        parts[index] = parts[index].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
+def _how_to_fix(rule: type[Rule]) -> list[str]:
+    """The "How to fix" section: the rule's help template, then the help each flagged case gets.
+
+    Facts in the template are shown as ``<name>``; when there are any, the help the INVALID
+    cases really get (``--show-fixes``, JSON ``help``) follows, once per distinct text.
     """
     generic = rule.generic_help()
     if not generic:
         return ["## How to fix", "", "Nothing in the code can be changed to fix this.", ""]
-    out = ["## How to fix", "", generic, ""]
-    if generic != rule.help and rule.INVALID:
-        from nnx_lint.engine import lint_bytes
+    out = ["## How to fix", "", markdown_text(generic), ""]
+    if generic == rule.help:
+        return out
+    from nnx_lint.engine import lint_bytes
 
-        first = rule.INVALID[0]
-        found = lint_bytes(first.source.encode("utf-8"), "example.py", [rule])
-        concrete = list(dict.fromkeys(d.help for d in found if d.code == rule.code and d.help))
-        if concrete:
-            out += ["`<name>` stands for a fact of the diagnostic. For the example above:", ""]
-            out += [f"- {text}" for text in concrete] + [""]
+    concrete: dict[str, str] = {}
+    for case in rule.INVALID:
+        if case.python_below:
+            continue  # the page must not depend on the Python that generates it
+        for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule]):
+            if found.code == rule.code and found.help:
+                concrete.setdefault(found.help, case.id)
+    if concrete:
+        out += ["`<name>` stands for a fact of the diagnostic. For the flagged cases on this page:", ""]
+        out += [f"- `{case_id}`: {markdown_text(text)}" for text, case_id in concrete.items()] + [""]
     return out
 
 

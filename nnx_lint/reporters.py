@@ -180,12 +180,13 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
 def _sarif_rule_help(rule) -> dict:
     """The rule's ``help`` (SARIF reportingDescriptor): the generic advice, facts shown as ``<name>``."""
     import nnx_lint
+    from nnx_lint.docs import markdown_text
 
     advice = rule.generic_help() if rule else ""
     if not advice:
         return {}
     page = nnx_lint.DOCS_URL.format(code=rule.code)
-    return {"help": {"text": advice, "markdown": f"{advice}\n\nSee [{rule.code}]({page})."}}
+    return {"help": {"text": advice, "markdown": f"{markdown_text(advice)}\n\nSee [{rule.code}]({page})."}}
 
 
 def render_statistics(result: RunResult, output_format: str = "text") -> str:
