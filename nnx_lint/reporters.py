@@ -43,11 +43,12 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
     for index, d in enumerate(result.diagnostics):
         where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
         line = f"{d.path}:{where}{d.line}:{d.column}: {d.code} {d.message}"
-        if show_fixes and d.help:
-            line += f"\n    help: {d.help}"
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
+        if show_fixes and d.help:
+            line += f"\n    help: {d.help}"
+        if verdict is not None:
             if verdict.status != "unavailable" or verbose:
                 line += f"\n    evidence: {verdict.evidence}"
             if show_repro and verdict.program:

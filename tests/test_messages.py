@@ -188,3 +188,17 @@ def test_flake8_and_pylint_show_the_message_only(project):
                               "--disable=all", "--enable=state-axes-prefix", "--output-format=json", "axes.py",
                               cwd=project))
     assert [m["message"] for m in pylint] == [f"NNX201 {message}"]
+
+
+def test_show_fixes_puts_the_help_after_the_verdict_and_before_the_evidence():
+    """With ``--confirm``, the verdict tag stays on the diagnostic's line."""
+    from nnx_lint.confirmation import Confirmation
+    from nnx_lint.reporters import render_text
+    from nnx_lint.runner import RunResult
+
+    (d,) = lint_bytes(STATE_AXES.encode(), "axes.py", [rule_by_code("NNX201")])
+    result = RunResult([d], files_checked=1, confirmations={0: Confirmation("confirmed", "PrefixFilterError: ...")})
+    lines = render_text(result, show_fixes=True).splitlines()
+    assert lines[0].endswith(f"{d.message} [confirmed]")
+    assert lines[1] == f"    help: {d.help}"
+    assert lines[2] == "    evidence: PrefixFilterError: ..."
