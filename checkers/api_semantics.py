@@ -1042,7 +1042,7 @@ class GraphModeSetLate(Rule):
         names = ", ".join(f"`{name}` (line {line})" for line, name in earlier[:3])
         self.report(node.value, setter=setter,
                     when="runs after import-time NNX transforms" if in_function
-                    else "comes after NNX transforms created at import time above it",
+                    else "comes after import-time NNX transforms above it",
                     effect=f"{names}{' and others' if len(earlier) > 3 else ''} silently keep the old mode",
                     detail="NNX transforms keep the mode that was in force when they were created",
                     instead="Set the mode before the transforms are created (process-wide "

@@ -264,7 +264,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     symbol = "graph-update-in-transform"
     kind = "silent"
     catalogue = ("C1", "C8", "C9")
-    message = "{change} `{target_text}` inside code traced by {traced_by}{where}: Tree Mode silently drops it"
+    message = "{change} `{target_text}` under {traced_by}{where}: Tree Mode silently drops it"
     help = "Only Variable value updates propagate out of Tree Mode transforms. {instead}"
     VALID = [
         Valid(
@@ -1135,7 +1135,7 @@ class EvalTrainInTransform(_MethodCallInTransform):
     catalogue = ("C5",)
     methods = frozenset({"eval", "train", "set_attributes"})
     message = (
-        "`{receiver}.{method}(...)` inside code traced by {traced_by}{where}: Tree Mode silently keeps "
+        "`{receiver}.{method}(...)` under {traced_by}{where}: Tree Mode silently keeps "
         "the caller's module in its old mode"
     )
     help = (
@@ -1241,7 +1241,7 @@ class InitCacheInTransform(_MethodCallInTransform):
                     continue
             yield node, facts
     message = (
-        "`{receiver}.init_cache(...)` inside code traced by {traced_by}{where}: Tree Mode silently "
+        "`{receiver}.init_cache(...)` under {traced_by}{where}: Tree Mode silently "
         "drops the new Cache Variables"
     )
     help = (

@@ -116,8 +116,7 @@ def _syntax_failure(error: SyntaxError, text: str) -> ParseFailure:
         running = ".".join(map(str, sys.version_info[:2]))
         return ParseFailure(
             "NNX002",
-            f"syntax error: {error.msg}; probably Python >= 3.12 f-string syntax (PEP 701), and nnx-lint "
-            f"runs on Python {running}: file not analysed",
+            f"syntax error: {error.msg} (Python >= 3.12 f-string syntax? nnx-lint runs on Python {running})",
             line,
             max(column, 1),
         )
