@@ -590,8 +590,8 @@ class _ReturnRule(_FamilyRule):
                 if finding.code == self.code and key not in seen:
                     seen.add(key)
                     duplicate = finding.facts.get("duplicate_output")
-                    message, help = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
-                    self.report(finding.node, message=message, help=help, **finding.facts)
+                    message, help_text = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
+                    self.report(finding.node, message=message, help=help_text, **finding.facts)
 
     # -- analysis -------------------------------------------------------------------------
     def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
@@ -1195,7 +1195,8 @@ class RepeatedContainerElement(_ClassAliasRule):
         "Tree Mode raises ValueError"
     )
 
-    def report(self, node, message=None, help=None, **facts) -> None:
+    def report(self, node: nodes.NodeNG, message: str | None = None, help: str | None = None, **facts) -> None:
+        """As :meth:`Rule.report`, with :attr:`appended_message` when no container expression exists."""
         if message is None and facts.get("container") is None:
             message = self.appended_message
         super().report(node, message=message, help=help, **facts)

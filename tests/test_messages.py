@@ -60,6 +60,7 @@ def test_message_fits_an_editor_and_help_is_apart(rule, case, diagnostics):
             assert d.help.strip(), f"{rule.code} gives no help for: {d.message}"
         assert d.help not in d.message and d.message not in d.help, "the message and the help say different things"
         assert "{" not in d.help.replace("{...", "") and "{" not in d.message.replace("{...", ""), "unformatted fact"
+        assert "`None`" not in d.message, "a fact the message needs is missing"
 
 
 @pytest.mark.parametrize(("rule", "case", "diagnostics"), INVALID_DIAGNOSTICS)
