@@ -599,7 +599,7 @@ class CustomVjpStateTangent(Rule):
     )
     help = (
         "Tree Mode (jax.custom_vjp protocol) needs a tangent of the argument's own type, not "
-        "{tangent}. Build it as `m_g = nnx.clone({argument})`, set `m_g.<attr>[...] = ...`"
+        "`{tangent}`. Build it as `m_g = nnx.clone({argument})`, set `m_g.<attr>[...] = ...`"
     )
 
     def visit_call(self, node: nodes.Call) -> None:
