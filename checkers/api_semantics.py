@@ -104,9 +104,10 @@ class SplitRngsContextManager(Rule):
     symbol = "split-rngs-context-manager"
     kind = "raises"
     catalogue = ("H1",)
-    message = (
-        "{usage}: Tree Mode `nnx.{api}` returns a new split `Rngs` instead of splitting in place, so this "
-        "raises ({error}). Use the returned value, e.g. `f(nnx.{api}(rngs, splits=n))` or `rngs.split(n)`"
+    message = "{usage}: Tree Mode raises ({error})"
+    help = (
+        "Tree Mode `nnx.{api}` returns a new split `Rngs` instead of splitting in place. Use the "
+        "returned value, e.g. `f(nnx.{api}(rngs, splits=n))` or `rngs.split(n)`"
     )
     VALID = [
         Valid(
@@ -199,7 +200,7 @@ class SplitRngsContextManager(Rule):
         if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):
             self.report(node, usage="`nnx.restore_rngs(...)` on the result of "
                         f"`nnx.{splitters[0].name}`", api=splitters[0].name,
-                        error="AttributeError: the result is an Rngs, not backups", form="restore_rngs")
+                        error="AttributeError: it is an Rngs, not backups", form="restore_rngs")
 
 
 class SplitRngsResultDiscarded(Rule):
@@ -224,9 +225,10 @@ class SplitRngsResultDiscarded(Rule):
     symbol = "split-rngs-result-discarded"
     kind = "silent"
     catalogue = ("H1",)
-    message = (
-        "The result of `nnx.{api}(...)` is discarded: in Tree Mode it returns a new split `Rngs` and "
-        "leaves `{rngs}` unsplit. Use the returned value (`{rngs} = nnx.{api}({rngs}, ...)` or pass it on)"
+    message = "The result of `nnx.{api}(...)` is discarded: Tree Mode silently leaves `{rngs}` unsplit"
+    help = (
+        "In Tree Mode `nnx.{api}` returns a new split `Rngs`. Use the returned value (`{rngs} = "
+        "nnx.{api}({rngs}, ...)` or pass it on)"
     )
     VALID = [
         Valid(
@@ -303,10 +305,8 @@ class KeywordArgumentsToTransformedFunction(Rule):
     symbol = "kwargs-to-transformed-function"
     kind = "raises"
     catalogue = ("H2",)
-    message = (
-        "Keyword argument(s) {keywords} passed to a function transformed by `nnx.{transform}`: {effect}. "
-        "Pass them positionally"
-    )
+    message = "{keywords} passed by keyword to a function transformed by `nnx.{transform}`: {effect}"
+    help = "{detail}. Pass them positionally"
     VALID = [
         Valid(
             "positional",
@@ -418,13 +418,14 @@ class KeywordArgumentsToTransformedFunction(Rule):
         if isinstance(entry.function, nodes.FunctionDef) and isinstance(entry.function.parent, nodes.ClassDef):
             positional += 1  # the bound `self`
         options = entry.call.keywords if entry.call is not None else {}
-        effect = self._effect(entry.transform, options, positional)
-        if effect is None:
+        found = self._effect(entry.transform, options, positional)
+        if found is None:
             return
+        effect, detail = found
         line = node.lineno
         anchor = node
         self.report(anchor, keywords=", ".join(f"`{k.arg}`" for k in keywords), transform=entry.transform,
-                    effect=effect, keyword_names=[k.arg for k in keywords], positional=positional,
+                    effect=effect, detail=detail, keyword_names=[k.arg for k in keywords], positional=positional,
                     entry_line=entry.function.lineno, call_line=line, **self._variant(entry.transform, options))
 
     @staticmethod
@@ -447,19 +448,21 @@ class KeywordArgumentsToTransformedFunction(Rule):
         return {"variant": "grad", "argnums": positions}
 
     @staticmethod
-    def _effect(transform: str, options: dict, positional: int) -> str | None:
+    def _effect(transform: str, options: dict, positional: int) -> tuple[str, str] | None:
+        """``(what Tree Mode does, why)`` for keyword arguments to this transformed function."""
         if transform == "scan":
-            return "Tree Mode `scan` raises TypeError (unexpected keyword argument)"
+            return "Tree Mode raises TypeError", "Tree Mode `scan` rejects keyword arguments (unexpected keyword argument)"
         if transform in ("vmap", "pmap"):
             axes = options.get("in_axes")
             if axes is None:
                 return None  # default in_axes=0: keyword arguments are mapped over axis 0 either way
             if isinstance(axes, (nodes.Tuple, nodes.List)):
-                return (f"Tree Mode `{transform}` raises ValueError (in_axes must match the positional "
-                        "arguments)")
+                return ("Tree Mode raises ValueError",
+                        f"Tree Mode `{transform}` needs in_axes to match the positional arguments")
             if isinstance(axes, nodes.Const) and (axes.value is None or (isinstance(axes.value, int) and axes.value != 0)):
-                return (f"Tree Mode `{transform}` silently maps keyword arguments over axis 0 "
-                        f"(in_axes={axes.value!r} no longer applies to them)")
+                return ("Tree Mode silently maps them over axis 0",
+                        f"Tree Mode `{transform}` maps keyword arguments over axis 0: in_axes={axes.value!r} no "
+                        "longer applies to them")
             return None
         argnums = options.get("argnums")
         if argnums is None:
@@ -472,8 +475,9 @@ class KeywordArgumentsToTransformedFunction(Rule):
         else:
             return None
         if positions and max(positions) >= positional:
-            return (f"Tree Mode `{transform}` raises TypeError (argnums={sorted(positions)} needs "
-                    f"{max(positions) + 1} positional arguments, got {positional})")
+            return ("Tree Mode raises TypeError",
+                    f"Tree Mode `{transform}` differentiates positional arguments only (argnums={sorted(positions)} "
+                    f"needs {max(positions) + 1} positional arguments, got {positional})")
         return None
 
 
@@ -543,10 +547,10 @@ class NotPytreeObjectInNNXAPI(Rule):
     symbol = "not-pytree-in-nnx-api"
     kind = "raises"
     catalogue = ("H3", "H4")
-    message = (
-        "`{argument}` ({class_name}, {reason}) is passed to `{api}`: Tree Mode treats objects as pytrees "
-        "and this class is not one ({error}). Make it a pytree (plain `nnx.Module` subclass) or keep graph "
-        "mode for this call (`graph=True` / `nnx.compat`)"
+    message = "`{argument}` ({class_name}, {reason}) passed to `{api}`: Tree Mode raises (not a pytree)"
+    help = (
+        "Tree Mode treats objects as pytrees and this class is not one ({error}). Make it a pytree "
+        "(plain `nnx.Module` subclass) or keep graph mode for this call (`graph=True` / `nnx.compat`)"
     )
     VALID = [
         Valid(
@@ -752,9 +756,12 @@ class ScalarInDataContainer(Rule):
     kind = "raises"
     catalogue = ("H5",)
     message = (
-        "Python scalar(s) {scalars} inside `nnx.data(...)` next to Variables: in Tree Mode they become "
-        "traced pytree leaves (TypeError when used as static values, part of `nnx.state`). Store them in a "
-        "plain attribute or `nnx.static(...)` instead"
+        "Python scalar(s) {scalars} in `nnx.data(...)` next to Variables: Tree Mode makes them "
+        "traced leaves (TypeError as static values)"
+    )
+    help = (
+        "In Tree Mode they become traced pytree leaves, part of `nnx.state`, so using them as static "
+        "values raises TypeError. Store them in a plain attribute or `nnx.static(...)` instead"
     )
     VALID = [
         Valid(
@@ -874,7 +881,8 @@ class GraphOnlyAPI(Rule):
         "`nnx.compat`, so no program with names both implementations provide contains the call (the error is "
         "the API's own mode check)"
     )
-    message = "`{api}(...)`: {error}. {instead}"
+    message = "`{api}(...)`: {error}"
+    help = "{instead}"
     VALID = [
         Valid(
             "tree-mode-apis",
@@ -957,7 +965,8 @@ class GraphModeSetLate(Rule):
         "one fixed mode inside `run(nnx)`, and the Tree Mode reference runtime implements Tree Mode only "
         "(`set_graph_mode` accepts False only), so the graph-mode half of the program cannot be expressed"
     )
-    message = "`{setter}` {when}: {effect}. {instead}"
+    message = "`{setter}` {when}: {effect}"
+    help = "{detail}. {instead}"
     VALID = [
         Valid(
             "config-before-decorators-and-pinned",
@@ -1020,8 +1029,9 @@ class GraphModeSetLate(Rule):
         in_function = isinstance(function, (nodes.FunctionDef, nodes.AsyncFunctionDef))
         if in_function and setter.startswith("nnx.set_") and id(function) in self._targets():
             self.report(node.value, setter=setter, when="inside a function run as a thread",
-                        effect="the setting is thread-local, so it applies to this thread only (the main thread "
-                               "and other threads keep their own mode)",
+                        effect="other threads silently keep their mode (thread-local)",
+                        detail="The setting applies to this thread only (the main thread and other threads keep "
+                               "their own mode)",
                         instead="Set the mode process-wide (`flax.config.update(...)` before decorators run) or "
                                 "pin `graph=` / `graph_updates=` on the transforms",
                         in_thread=True, transforms=[])
@@ -1032,10 +1042,10 @@ class GraphModeSetLate(Rule):
             return
         names = ", ".join(f"`{name}` (line {line})" for line, name in earlier[:3])
         self.report(node.value, setter=setter,
-                    when="runs after import-time NNX transforms of this module" if in_function
-                    else "comes after NNX transforms created at import time above it",
-                    effect=f"{names}{' and others' if len(earlier) > 3 else ''} keep the mode that was in force "
-                           "when they were created",
+                    when="runs after import-time NNX transforms" if in_function
+                    else "comes after import-time NNX transforms above it",
+                    effect=f"{names}{' and others' if len(earlier) > 3 else ''} silently keep the old mode",
+                    detail="NNX transforms keep the mode that was in force when they were created",
                     instead="Set the mode before the transforms are created (process-wide "
                             "`flax.config.update(...)` before importing them), or pin `graph=` / `graph_updates=` "
                             "per transform",

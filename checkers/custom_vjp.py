@@ -398,9 +398,13 @@ class CustomVjpOldCotangent(Rule):
     kind = "raises"
     catalogue = ("E1",)
     message = (
-        "`{shape}` unpacks the cotangent of `nnx.custom_vjp` `{primal}` as `(input_updates_g, out_g)`; "
-        "in Tree Mode `{cotangent}` is only the output cotangent (jax.custom_vjp protocol), so this "
-        "raises or splits the array. Use `{cotangent}` directly and return tangents of the inputs' own types"
+        "`{shape}`: in Tree Mode `{cotangent}` of `nnx.custom_vjp` `{primal}` is only the output "
+        "cotangent, so this raises"
+    )
+    help = (
+        "Graph mode passed `(input_updates_g, out_g)`; Tree Mode follows the jax.custom_vjp protocol, "
+        "so unpacking raises or splits the array. Use `{cotangent}` directly and return tangents of "
+        "the inputs' own types"
     )
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -591,9 +595,12 @@ class CustomVjpStateTangent(Rule):
     kind = "raises"
     catalogue = ("E2",)
     message = (
-        "`{bwd}` returns a State tangent ({tangent}) for the Module argument `{argument}` of "
-        "`nnx.custom_vjp` `{primal}`; Tree Mode (jax.custom_vjp protocol) needs a tangent of the "
-        "argument's own type. Build it as `m_g = nnx.clone({argument})`, set `m_g.<attr>[...] = ...`"
+        "`{bwd}` returns a State tangent for the Module argument `{argument}` of `nnx.custom_vjp` "
+        "`{primal}`: Tree Mode raises"
+    )
+    help = (
+        "Tree Mode (jax.custom_vjp protocol) needs a tangent of the argument's own type, not "
+        "`{tangent}`. Build it as `m_g = nnx.clone({argument})`, set `m_g.<attr>[...] = ...`"
     )
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -758,10 +765,13 @@ class CustomVjpVariableUpdate(Rule):
     kind = "silent"
     catalogue = ("E3", "E4")
     message = (
-        "`{write}` updates a Variable of the differentiated argument `{argument}` inside "
-        "`nnx.custom_vjp` {role} `{function}`: the FLIP disallows it, and in Tree Mode its cotangent "
-        "is silently dropped because `{bwd}` declares no `updates_g`. Update outside the custom_vjp "
-        "function, or declare `def {bwd}(res, g, *, updates_g)`"
+        "`{write}` writes differentiated `{argument}` in `nnx.custom_vjp` {role} `{function}`: "
+        "Tree Mode silently drops its cotangent"
+    )
+    help = (
+        "The FLIP disallows updating a Variable of a differentiated argument, and `{bwd}` declares no "
+        "`updates_g`. Update outside the custom_vjp function, or declare `def {bwd}(res, g, *, "
+        "updates_g)`"
     )
 
     def __init__(self, context) -> None:

@@ -359,8 +359,8 @@ class _Analysis:
                 others = [t for t in trees if t is not use]
                 if any(self.is_state_value(other) for other in others):
                     short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
-                    return (f"{short}(..., {text}) against an nnx.State",
-                            "ValueError: pytree structure error: different types", parent)
+                    return (f"{short}(..., {text})",
+                            "ValueError: pytree structure error: different types, against an nnx.State", parent)
         return None
 
     def whole_tree_usage(self, use: nodes.NodeNG) -> tuple[str, nodes.NodeNG] | None:
@@ -453,10 +453,14 @@ class GradOverNonFloatState(Rule):
     kind = "raises"
     catalogue = ("D2",)
     message = (
-        "`nnx.{transform}` differentiates all of `{argument}` in Tree Mode, and `{class}` holds "
-        "non-float state ({holding}): jax.grad raises TypeError on its integer/key leaves. Split by "
-        "`nnx.Param` (`graphdef, params, rest = nnx.split(model, nnx.Param, ...)`) and pass "
-        "`(params, rest)` with `nnx.merge` inside the loss, or keep graph mode with `nnx.compat.{transform}`"
+        "`nnx.{transform}` differentiates all of `{argument}`, and `{class}` holds non-float state: "
+        "Tree Mode raises TypeError"
+    )
+    help = (
+        "In Tree Mode jax.grad sees every leaf of `{argument}`, including its integer/key state "
+        "({holding}). Split by `nnx.Param` (`graphdef, params, rest = nnx.split(model, nnx.Param, "
+        "...)`) and pass `(params, rest)` with `nnx.merge` inside the loss, or keep graph mode with "
+        "`nnx.compat.{transform}`"
     )
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -668,10 +672,13 @@ class GradIncludesNonParamState(Rule):
     kind = "silent"
     catalogue = ("D1",)
     message = (
-        "`{consumer}` over the gradient of `{class}`: in Tree Mode `nnx.{transform}` also "
-        "differentiates its non-Param Variables ({holding}), so this value silently changes. "
-        "Filter first with `nnx.state(grads, nnx.Param)`, or split by `nnx.Param` and "
-        "differentiate `(params, rest)`"
+        "`{consumer}` over the gradient of `{class}` silently changes in Tree Mode (non-Param "
+        "Variables are included)"
+    )
+    help = (
+        "In Tree Mode `nnx.{transform}` also differentiates the non-Param Variables ({holding}). "
+        "Filter first with `nnx.state(grads, nnx.Param)`, or split by `nnx.Param` and differentiate "
+        "`(params, rest)`"
     )
 
     def __init__(self, context) -> None:
@@ -901,10 +908,11 @@ class GradsUsedAsState(Rule):
     symbol = "grads-used-as-state"
     kind = "raises"
     catalogue = ("D1",)
-    message = (
-        "`{usage}` uses the result of `nnx.{transform}` as an `nnx.State`, but in Tree Mode it is "
-        "a `{type_name}` object ({error}). Use attribute access / `optimizer.update(model, grads)`, "
-        "convert with `nnx.state(grads, nnx.Param)`, or split by `nnx.Param` and differentiate `(params, rest)`"
+    message = "`{usage}` uses the `nnx.{transform}` result as an `nnx.State`: Tree Mode raises (it is a `{type_name}`)"
+    help = (
+        "In Tree Mode the gradient is a `{type_name}` object ({error}). Use attribute access / "
+        "`optimizer.update(model, grads)`, convert with `nnx.state(grads, nnx.Param)`, or split by "
+        "`nnx.Param` and differentiate `(params, rest)`"
     )
 
     def __init__(self, context) -> None:

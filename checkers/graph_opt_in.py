@@ -34,7 +34,8 @@ class GraphModeOptIn(Rule):
     catalogue = ("G1",)
     default_enabled = False
     no_reproduction_reason = "it is not a break: opted-in code keeps graph semantics"
-    message = "{what} keeps graph mode: remove it once this code is migrated to Tree Mode"
+    message = "{what} keeps graph mode"
+    help = "Remove it once this code is migrated to Tree Mode"
     VALID = [
         Valid(
             "tree-mode-code",

@@ -111,7 +111,7 @@ class _TransformedCodeRule(Rule):
                     continue
                 for target, facts in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
-                    where = f" (in {_relative(target)} line {target.lineno}, reached through this call)"
+                    where = f" ({_relative(target)}:{target.lineno}, reached through this call)"
                     self.report(reach.boundary, **{**facts, **reach.facts(), "where": where,
                                                    "file": target.root().file, "line": target.lineno})
                     break
@@ -259,10 +259,8 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     symbol = "graph-update-in-transform"
     kind = "silent"
     catalogue = ("C1", "C8", "C9")
-    message = (
-        "{change} `{target_text}` inside code traced by {traced_by}{where}: Tree Mode silently "
-        "drops it (only Variable value updates propagate out of transforms). {instead}"
-    )
+    message = "{change} `{target_text}` under {traced_by}{where}: Tree Mode silently drops it"
+    help = "Only Variable value updates propagate out of Tree Mode transforms. {instead}"
     VALID = [
         Valid(
             "state-in-variables",
@@ -698,10 +696,13 @@ class SowPopAcrossTransform(Rule):
     kind = "silent"
     catalogue = ("C2",)
     message = (
-        "`nnx.{api}({model}, nnx.{collection})` after `{model}` went through `nnx.{transform}` (line "
-        "{transform_line}): in Tree Mode the {collection} attributes sown inside the transform are dropped, "
-        "so this returns an empty State. Use `out, {collection_lower} = nnx.capture({model}, "
-        "nnx.{collection})(...)` inside the transform (or around the transformed call) instead"
+        "`nnx.{api}({model}, nnx.{collection})` after `{model}` ran under `nnx.{transform}` (line "
+        "{transform_line}) is silently empty in Tree Mode"
+    )
+    help = (
+        "In Tree Mode the {collection} attributes sown inside the transform are dropped. Use `out, "
+        "{collection_lower} = nnx.capture({model}, nnx.{collection})(...)` inside the transform (or "
+        "around the transformed call) instead"
     )
     VALID = [
         Valid(
@@ -948,10 +949,14 @@ class PerturbDiffStateRecipe(Rule):
     kind = "raises"
     catalogue = ("C3",)
     message = (
-        "Graph-mode perturb recipe: Perturbation gradients read back here come from "
-        "`nnx.DiffState(..., nnx.Perturbation)` (line {diffstate_line}, NNX202), which Tree Mode rejects "
-        "(ValueError). Rewrite: `_, perturbs = nnx.capture(model, nnx.Perturbation)(x)`, then "
-        "`nnx.grad(loss, argnums=(0, 1))(model, perturbs)` with `nnx.capture(model, init=perturbs)(x)` in the loss"
+        "Perturbation gradients read here come from `nnx.DiffState(..., nnx.Perturbation)` (line "
+        "{diffstate_line}): Tree Mode raises ValueError"
+    )
+    help = (
+        "This is the graph-mode perturb recipe, and Tree Mode rejects its DiffState prefix filter "
+        "(NNX202). Rewrite: `_, perturbs = nnx.capture(model, nnx.Perturbation)(x)`, then "
+        "`nnx.grad(loss, argnums=(0, 1))(model, perturbs)` with `nnx.capture(model, init=perturbs)(x)` "
+        "in the loss"
     )
     VALID = [
         Valid(
@@ -1125,9 +1130,12 @@ class EvalTrainInTransform(_MethodCallInTransform):
     catalogue = ("C5",)
     methods = frozenset({"eval", "train", "set_attributes"})
     message = (
-        "`{receiver}.{method}(...)` inside code traced by {traced_by}{where}: in Tree Mode the "
-        "flag change stays inside the call and the caller's module keeps its old mode. Call it outside the "
-        "transform, or pass `nnx.view({receiver}, deterministic=...)` in"
+        "`{receiver}.{method}(...)` under {traced_by}{where}: Tree Mode silently keeps "
+        "the caller's module in its old mode"
+    )
+    help = (
+        "In Tree Mode the flag change stays inside the call. Call it outside the transform, or pass "
+        "`nnx.view({receiver}, deterministic=...)` in"
     )
     VALID = [
         Valid(
@@ -1228,9 +1236,12 @@ class InitCacheInTransform(_MethodCallInTransform):
                     continue
             yield node, facts
     message = (
-        "`{receiver}.init_cache(...)` inside code traced by {traced_by}{where}: the new Cache "
-        "Variables are dropped in Tree Mode (the next decode step raises 'Autoregressive cache not "
-        "initialized'). Call `init_cache` eagerly before the transformed decode loop"
+        "`{receiver}.init_cache(...)` under {traced_by}{where}: Tree Mode silently "
+        "drops the new Cache Variables"
+    )
+    help = (
+        "The next decode step then raises 'Autoregressive cache not initialized'. Call `init_cache` "
+        "eagerly before the transformed decode loop"
     )
     VALID = [
         Valid(
@@ -1327,9 +1338,13 @@ class TransformOnInit(Rule):
     kind = "silent"
     catalogue = ("C7",)
     message = (
-        "`@nnx.{transform}` on `{class_name}.__init__`: in Tree Mode the attributes `__init__` creates on "
-        "the traced `self` are dropped (the object ends up without them). Transform a factory that returns "
-        "the layer and assign its output: `self.x = nnx.{transform}(make, ...)(...)`"
+        "`@nnx.{transform}` on `{class_name}.__init__`: Tree Mode silently drops the attributes "
+        "`__init__` creates on `self`"
+    )
+    help = (
+        "They are created on the traced `self`, and the object ends up without them. Transform a "
+        "factory that returns the layer and assign its output: `self.x = nnx.{transform}(make, "
+        "...)(...)`"
     )
     VALID = [
         Valid(
@@ -1459,9 +1474,12 @@ class ScanBroadcastWrite(Rule):
     kind = "silent"
     catalogue = ("C10",)
     message = (
-        "`{target_text}` is written inside `nnx.scan` but `{parameter}` is broadcast (`in_axes` None): graph "
-        "mode dropped this update, Tree Mode propagates it after every iteration. Pass it in the carry "
-        "(`nnx.Carry`) if it should accumulate, or avoid writing to it"
+        "`{target_text}` is written inside `nnx.scan` but `{parameter}` is broadcast (`in_axes` None): "
+        "Tree Mode silently keeps the update"
+    )
+    help = (
+        "Graph mode dropped this update; Tree Mode propagates it after every iteration. Pass it in the "
+        "carry (`nnx.Carry`) if it should accumulate, or avoid writing to it"
     )
     VALID = [
         Valid(
@@ -1612,10 +1630,10 @@ class LoopBodyReturnsNewModule(Rule):
     symbol = "loop-body-returns-new-module"
     kind = "raises"
     catalogue = ("C9",)
-    message = (
-        "The `nnx.{transform}` body returns a new object ({built}) as the carry: Tree Mode requires the "
-        "carried Variables to keep their identity (ValueError). Update the input module in place and "
-        "return it"
+    message = "The `nnx.{transform}` body returns a new object ({built}) as the carry: Tree Mode raises ValueError"
+    help = (
+        "Tree Mode requires the carried Variables to keep their identity. Update the input module in "
+        "place and return it"
     )
     VALID = [
         Valid(

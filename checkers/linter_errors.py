@@ -25,6 +25,7 @@ class UnreadableFile(Rule):
     code = "NNX001"
     symbol = "unreadable-file"
     message = "{reason}"
+    help = "Save the file as UTF-8, or declare its real encoding in a `# -*- coding: ... -*-` line (PEP 263)"
     kind = "linter"
     engine_reported = True
     no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
@@ -56,6 +57,10 @@ class SyntaxErrorInFile(Rule):
     code = "NNX002"
     symbol = "unparsable-file"
     message = "{reason}"
+    help = (
+        "Fix the syntax error; for syntax newer than the Python running nnx-lint, run nnx-lint with "
+        "the Python version the message names"
+    )
     kind = "linter"
     engine_reported = True
     no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
@@ -88,6 +93,7 @@ class RuleCrashed(Rule):
     code = "NNX003"
     symbol = "rule-crashed"
     message = "{reason}"
+    help = "This is a bug in nnx-lint: please report it with the traceback that `--verbose` prints"
     kind = "linter"
     engine_reported = True
     no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
@@ -116,6 +122,7 @@ class AnalysisSkipped(Rule):
     code = "NNX004"
     symbol = "analysis-skipped"
     message = "{reason}"
+    help = "Exclude generated files from linting (`exclude` under `[tool.nnx-lint]`); every other file is still linted"
     kind = "linter"
     engine_reported = True
     no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"

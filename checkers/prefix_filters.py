@@ -25,6 +25,7 @@ class _PrefixFilterRule(Rule):
 
     filter_name: ClassVar[str]
     unused_message: ClassVar[str]
+    unused_help: ClassVar[str]
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -73,6 +74,7 @@ class _PrefixFilterRule(Rule):
             self.report(
                 construction,
                 message=self.unused_message,
+                help=self.unused_help,
                 filter=self.filter_name,
                 transform=None,
                 argument=None,
@@ -130,15 +132,18 @@ class StateAxesPrefix(_PrefixFilterRule):
     catalogue = ("B1",)
     filter_name = "StateAxes"
     message = (
-        "`nnx.StateAxes` in `{argument}` of `nnx.{transform}`: Tree Mode rejects prefix filters "
-        "when the transform is created (ValueError). Split the model by filter "
-        "(`graphdef, a, b = nnx.split(model, nnx.Param, ...)`), pass each group with a plain axis "
-        "and `nnx.merge` inside, or keep graph mode with `nnx.compat.{transform}`"
+        "`nnx.StateAxes` in `{argument}` of `nnx.{transform}`: Tree Mode raises ValueError (prefix "
+        "filters are rejected)"
+    )
+    help = (
+        "Tree Mode rejects prefix filters when the transform is created. Split the model by filter "
+        "(`graphdef, a, b = nnx.split(model, nnx.Param, ...)`), pass each group with a plain axis and "
+        "`nnx.merge` inside, or keep graph mode with `nnx.compat.{transform}`"
     )
     unused_message = (
-        "`nnx.StateAxes` is a graph-mode-only prefix filter: every Tree Mode transform rejects it "
-        "(ValueError). Split the model by filter and pass plain axes per state group instead"
+        "`nnx.StateAxes` is a graph-mode-only prefix filter: every Tree Mode transform raises ValueError on it"
     )
+    unused_help = "Split the model by filter and pass plain axes per state group instead"
     VALID = [
         Valid(
             "split-and-plain-axes",
@@ -285,15 +290,18 @@ class DiffStatePrefix(_PrefixFilterRule):
     catalogue = ("B2", "C3")
     filter_name = "DiffState"
     message = (
-        "`nnx.DiffState` in `{argument}` of `nnx.{transform}`: Tree Mode rejects prefix filters "
-        "when the transform is created (ValueError). Split by the filter "
-        "(`graphdef, diff, rest = nnx.split(model, filter, ...)`), differentiate `diff` "
-        "(argnums=0) and `nnx.merge` inside the loss, or keep graph mode with `nnx.compat.{transform}`"
+        "`nnx.DiffState` in `{argument}` of `nnx.{transform}`: Tree Mode raises ValueError (prefix "
+        "filters are rejected)"
+    )
+    help = (
+        "Tree Mode rejects prefix filters when the transform is created. Split by the filter "
+        "(`graphdef, diff, rest = nnx.split(model, filter, ...)`), differentiate `diff` (argnums=0) "
+        "and `nnx.merge` inside the loss, or keep graph mode with `nnx.compat.{transform}`"
     )
     unused_message = (
-        "`nnx.DiffState` is a graph-mode-only prefix filter: Tree Mode `grad`/`custom_vjp` reject "
-        "it (ValueError). Split by the filter and differentiate that state group instead"
+        "`nnx.DiffState` is a graph-mode-only prefix filter: Tree Mode `grad`/`custom_vjp` raise ValueError on it"
     )
+    unused_help = "Split by the filter and differentiate that state group instead"
     VALID = [
         Valid(
             "split-then-grad",
@@ -397,14 +405,17 @@ class StateShardingPrefix(_PrefixFilterRule):
     catalogue = ("B3",)
     filter_name = "StateSharding"
     message = (
-        "`nnx.StateSharding` in `{argument}` of `nnx.{transform}`: Tree Mode rejects prefix filters "
-        "when the transform is created (ValueError). Use `nnx.prefix(model, filter_map, graph=False)` "
-        "as the prefix, or keep graph mode with `nnx.compat.{transform}`"
+        "`nnx.StateSharding` in `{argument}` of `nnx.{transform}`: Tree Mode raises ValueError (prefix "
+        "filters are rejected)"
+    )
+    help = (
+        "Tree Mode rejects prefix filters when the transform is created. Use `nnx.prefix(model, "
+        "filter_map, graph=False)` as the prefix, or keep graph mode with `nnx.compat.{transform}`"
     )
     unused_message = (
-        "`nnx.StateSharding` is a graph-mode-only prefix filter: Tree Mode `jit`/`shard_map` reject "
-        "it (ValueError). Build the prefix with `nnx.prefix(model, filter_map, graph=False)` instead"
+        "`nnx.StateSharding` is a graph-mode-only prefix filter: Tree Mode `jit`/`shard_map` raise ValueError on it"
     )
+    unused_help = "Build the prefix with `nnx.prefix(model, filter_map, graph=False)` instead"
     VALID = [
         Valid(
             "nnx-prefix",

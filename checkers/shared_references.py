@@ -538,9 +538,11 @@ def _describe_use(use: TransformUse) -> dict:
 
 
 _DUPLICATE_OUTPUT_MESSAGE = (
-    "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice (or an object and "
-    "its state): Tree Mode rejects duplicate outputs (ValueError: Duplicate ...). Return it once and "
-    "take `nnx.state(...)` outside the transform"
+    "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice: Tree Mode raises ValueError"
+)
+_DUPLICATE_OUTPUT_HELP = (
+    "Tree Mode rejects duplicate outputs, including an object and its state (ValueError: Duplicate ...). "
+    "Return it once and take `nnx.state(...)` outside the transform"
 )
 
 
@@ -587,8 +589,9 @@ class _ReturnRule(_FamilyRule):
                 key = (finding.node.lineno, finding.node.col_offset)
                 if finding.code == self.code and key not in seen:
                     seen.add(key)
-                    message = _DUPLICATE_OUTPUT_MESSAGE if finding.facts.get("duplicate_output") else None
-                    self.report(finding.node, message=message, **finding.facts)
+                    duplicate = finding.facts.get("duplicate_output")
+                    message, help_text = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
+                    self.report(finding.node, message=message, help=help_text, **finding.facts)
 
     # -- analysis -------------------------------------------------------------------------
     def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
@@ -870,10 +873,13 @@ class AliasedAttribute(_ClassAliasRule):
     catalogue = ("A1", "A2")
     category = "attribute"
     message = (
-        "`{class_name}` stores one {kind} at both `self.{first_path}` and `self.{second_path}`: Tree Mode "
-        "rejects shared references in every NNX transform and graph API (ValueError: Duplicate ...). "
-        "Store it once and tie by use (`self.embed.attend(x)`, a `@property`), or keep graph mode "
-        "(`graph=True` / `nnx.compat.*`) at every use"
+        "`{class_name}` stores one {kind} at both `self.{first_path}` and `self.{second_path}`: Tree "
+        "Mode raises ValueError"
+    )
+    help = (
+        "Tree Mode rejects shared references in every NNX transform and graph API (ValueError: "
+        "Duplicate ...). Store it once and tie by use (`self.embed.attend(x)`, a `@property`), or keep "
+        "graph mode (`graph=True` / `nnx.compat.*`) at every use"
     )
     VALID = [
         Valid(
@@ -1087,9 +1093,12 @@ class RepeatedContainerElement(_ClassAliasRule):
     catalogue = ("A3",)
     category = "container"
     message = (
-        "`{container}` holds the same {kind} twice (`{first_path}` and `{second_path}`): Tree Mode rejects "
-        "shared references (ValueError: Duplicate ...). Store the block once and apply it repeatedly "
-        "(keep a repeat count), or build distinct blocks (`[Block(...) for _ in range(n)]`)"
+        "`{container}` holds one {kind} at `{first_path}` and `{second_path}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "Tree Mode rejects shared references (ValueError: Duplicate ...). Store the block once and "
+        "apply it repeatedly (keep a repeat count), or build distinct blocks (`[Block(...) for _ in "
+        "range(n)]`)"
     )
     VALID = [
         Valid(
@@ -1178,6 +1187,19 @@ class RepeatedContainerElement(_ClassAliasRule):
         Linear at both positions, in the class at the finding's path, through nnx.jit
         (or the API the file uses it with). Control: distinct blocks."""
         return _class_alias_reproduction(facts, "distinct")
+
+    #: Elements appended one by one (``self.blocks.append(shared)`` in a loop): there is no
+    #: container expression to show, so the message names the class and the paths.
+    appended_message = (
+        "`{class_name}` stores the same {kind} at `self.{first_path}` and `self.{second_path}`: "
+        "Tree Mode raises ValueError"
+    )
+
+    def report(self, node: nodes.NodeNG, message: str | None = None, help: str | None = None, **facts) -> None:
+        """As :meth:`Rule.report`, with :attr:`appended_message` when no container expression exists."""
+        if message is None and facts.get("container") is None:
+            message = self.appended_message
+        super().report(node, message=message, help=help, **facts)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -1280,9 +1302,13 @@ class DuplicateTransformArgument(_FamilyRule):
     kind = "raises"
     catalogue = ("A4",)
     message = (
-        "`{first}` ({first_position}) and `{second}` ({second_position}) passed to `nnx.{transform}`-transformed "
-        "`{function}` are the same object or one holds the other: Tree Mode rejects Variable aliasing among "
-        "inputs (ValueError: Duplicate ...). Pass it once and use it twice inside, or pass `nnx.clone(...)`"
+        "`{first}` and `{second}` share Variables, both passed to `nnx.{transform}`-transformed "
+        "`{function}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "`{first}` ({first_position}) and `{second}` ({second_position}) are the same object or one "
+        "holds the other, and Tree Mode rejects Variable aliasing among inputs (ValueError: Duplicate "
+        "...). Pass it once and use it twice inside, or pass `nnx.clone(...)`"
     )
     VALID = [
         Valid(
@@ -1428,7 +1454,10 @@ class TransformReturnsInput(_ReturnRule):
     kind = "raises"
     catalogue = ("A5",)
     message = (
-        "`nnx.{transform}`-transformed `{function}` returns `{returned}`, (part of) its input `{parameter}`: "
+        "`nnx.{transform}`-transformed `{function}` returns `{returned}`, (part of) its input "
+        "`{parameter}`: Tree Mode raises ValueError"
+    )
+    help = (
         "Tree Mode rejects input Variables returned as outputs (ValueError: Duplicate ...). Inputs are "
         "updated in place: don't return them; return arrays or `nnx.clone(...)` copies"
     )
@@ -1559,7 +1588,10 @@ class SharedRngs(_ClassAliasRule):
     catalogue = ("A7",)
     category = "rngs"
     message = (
-        "`{class_name}` stores the same Rngs (`{shared}`) at `self.{first_path}` and `self.{second_path}`: "
+        "`{class_name}` stores the same Rngs (`{shared}`) at `self.{first_path}` and "
+        "`self.{second_path}`: Tree Mode raises ValueError"
+    )
+    help = (
         "Tree Mode rejects the shared RngKey/RngCount in every NNX transform (ValueError: Duplicate "
         "RngCount ...). Store `rngs.fork()` instead, so each module has its own stream state"
     )
@@ -1681,9 +1713,12 @@ class TransformBuildsFromInput(_ReturnRule):
     kind = "raises"
     catalogue = ("A8",)
     message = (
-        "`nnx.{transform}` builds `{class_name}`, which keeps its input `{parameter}` at `.{stored_path}`: the "
-        "output aliases the input {kind} and Tree Mode raises (ValueError: Duplicate ...). Create the Rngs "
-        "inside the transformed function, or store `rngs.fork()` in `{class_name}`"
+        "`nnx.{transform}` builds `{class_name}`, which keeps its input `{parameter}` at "
+        "`.{stored_path}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "The output aliases the input {kind}, which Tree Mode rejects (ValueError: Duplicate ...). "
+        "Create the Rngs inside the transformed function, or store `rngs.fork()` in `{class_name}`"
     )
     VALID = [
         Valid(
@@ -1767,10 +1802,13 @@ class ArgumentHoldsArgument(_FamilyRule):
     kind = "raises"
     catalogue = ("A9",)
     message = (
-        "`{holder}` ({holder_position}) holds `{held}` at `.{held_path}`, which is also passed as "
-        "{held_position} to `nnx.{transform}`-transformed `{function}`: Tree Mode rejects the duplicate "
-        "Variables (ValueError: Duplicate ...). Pass only one of them; for optimizers use `nnx.Optimizer` "
-        "(it does not hold the model) with `optimizer.update(model, grads)`"
+        "`{holder}` holds `{held}` at `.{held_path}`; both passed to `nnx.{transform}`-transformed "
+        "`{function}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "`{holder}` is {holder_position} and `{held}` is {held_position}: Tree Mode rejects the "
+        "duplicate Variables (ValueError: Duplicate ...). Pass only one of them; for optimizers use "
+        "`nnx.Optimizer` (it does not hold the model) with `optimizer.update(model, grads)`"
     )
     VALID = [
         Valid(
@@ -1910,10 +1948,11 @@ class TiedModelInLoop(_FamilyRule):
     symbol = "tied-model-in-loop"
     kind = "silent"
     catalogue = ("A6",)
-    message = (
-        "`nnx.{transform}` carries {what}: Tree Mode loops do not check aliasing, each alias is carried as an "
-        "independent copy and all but one of the updates are silently lost. Untie the model (store the "
-        "Variable once and tie by use) before looping"
+    message = "`nnx.{transform}` carries {what}: Tree Mode silently loses some updates"
+    help = (
+        "Tree Mode loops do not check aliasing: each alias is carried as an independent copy and all but "
+        "one of the updates are silently lost. Untie the model (store the Variable once and tie by use) "
+        "before looping"
     )
     VALID = [
         Valid(

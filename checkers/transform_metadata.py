@@ -36,9 +36,13 @@ class TransformMetadataKeyword(Rule):
     kind = "silent"
     catalogue = ("F1",)
     message = (
-        "`transform_metadata=` on `nnx.{transform}` is ignored in Tree Mode: the partition axis "
-        "{partition_text}is silently not added to the sharding metadata. Stack "
-        "`@nnx.transform_metadata(in_axes=..., out_axes=..., partition=...)` under the transform instead"
+        "`transform_metadata=` on `nnx.{transform}` is silently ignored in Tree Mode (partition axis "
+        "{partition_text}not added)"
+    )
+    help = (
+        "Tree Mode does not add the partition axis to the sharding metadata. Stack "
+        "`@nnx.transform_metadata(in_axes=..., out_axes=..., partition=...)` under the transform "
+        "instead"
     )
     VALID = [
         Valid(

@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Tree Mode oracle for --confirm (default: tree_runtime; implies --confirm)")
     check.add_argument("--show-repro", action="store_true",
                        help="print each diagnostic's reproduction program (implies --confirm)")
+    check.add_argument("--show-fixes", action="store_true",
+                       help="text format: print how to fix each diagnostic on an indented `help:` line")
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
@@ -125,7 +127,9 @@ def _check(args: argparse.Namespace) -> int:
 
         output = render_statistics(result, args.output_format)
     else:
-        output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro)
+        output = render(
+            result, args.output_format, verbose=args.verbose, show_repro=args.show_repro, show_fixes=args.show_fixes
+        )
     if output:
         print(output)
     if result.diagnostics and not args.exit_zero:

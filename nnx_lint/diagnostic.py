@@ -19,6 +19,8 @@ class Diagnostic:
     ``line`` and ``end_line`` are 1-based; ``column`` and ``end_column`` are 1-based
     too (Ruff's convention); flake8 and pylint get ``column - 1``.
     ``facts`` is a small JSON-able dict of what the rule saw, for confirmation and fixes.
+    ``message`` says what breaks (one editor line); ``help`` says how to fix it, kept apart
+    so that editors and flake8/pylint show a short message.
     """
 
     code: str
@@ -31,6 +33,7 @@ class Diagnostic:
     end_column: int
     kind: str
     facts: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    help: str = ""
 
     @property
     def url(self) -> str:

@@ -51,6 +51,7 @@ def render_rule(rule: type[Rule]) -> str:
         out += ["## Example", "", f"No example program exists: {reason}.", ""]
     if rule.VALID:
         out += ["## Use instead", "", _code_block(rule.VALID[0].source), ""]
+    out += _how_to_fix(rule)
     more_invalid = rule.INVALID[1:]
     more_valid = rule.VALID[1:]
     if more_invalid or more_valid:
@@ -82,6 +83,45 @@ def render_rule(rule: type[Rule]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def markdown_text(text: str) -> str:
+    """``text`` for Markdown: a ``<fact>`` outside a code span would be read as an HTML tag.
+
+    >>> markdown_text("keep `<transform>` or <instead>")
+    'keep `<transform>` or &lt;instead&gt;'
+    """
+    parts = text.split("`")
+    for index in range(0, len(parts), 2):  # even parts are outside code spans
+        parts[index] = parts[index].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
+def _how_to_fix(rule: type[Rule]) -> list[str]:
+    """The "How to fix" section: the rule's help template, then the help each flagged case gets.
+
+    Facts in the template are shown as ``<name>``; when there are any, the help the INVALID
+    cases really get (``--show-fixes``, JSON ``help``) follows, once per distinct text.
+    """
+    generic = rule.generic_help()
+    if not generic:
+        return ["## How to fix", "", "Nothing in the code can be changed to fix this.", ""]
+    out = ["## How to fix", "", markdown_text(generic), ""]
+    if generic == rule.help:
+        return out
+    from nnx_lint.engine import lint_bytes
+
+    concrete: dict[str, str] = {}
+    for case in rule.INVALID:
+        if case.python_below:
+            continue  # the page must not depend on the Python that generates it
+        for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule]):
+            if found.code == rule.code and found.help:
+                concrete.setdefault(found.help, case.id)
+    if concrete:
+        out += ["`<name>` stands for a fact of the diagnostic. For the flagged cases on this page:", ""]
+        out += [f"- `{case_id}`: {markdown_text(text)}" for text, case_id in concrete.items()] + [""]
+    return out
 
 
 def render_index(rules: tuple[type[Rule], ...]) -> str:

@@ -82,15 +82,18 @@ class FileContext:
         return self.mode.flip_changes(call)
 
     def report(
-        self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None
+        self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None,
+        help: str | None = None,
     ) -> None:
-        text = (message or rule.message).format(**facts)
+        text, help_text = rule.render(facts, message=message, help=help)
         line = node.lineno or 1
         column = (node.col_offset or 0) + 1
         end_line = node.end_lineno or line
         end_column = (node.end_col_offset or node.col_offset or 0) + 1
         self.diagnostics.append(
-            Diagnostic(rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts)
+            Diagnostic(
+                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text
+            )
         )
 
 
@@ -111,7 +114,9 @@ def _linter_diagnostic(code: str, message: str, path: str, line: int = 1, column
 
     rule = rule_by_code(code)
     symbol = rule.symbol if rule else code
-    return Diagnostic(code, symbol, message, path, line, column, line, column, "linter", facts)
+    # The reason is a value, never a template: it may hold braces from the analysed file.
+    message, help_text = rule.render({**facts, "reason": message}) if rule else (message, "")
+    return Diagnostic(code, symbol, message, path, line, column, line, column, "linter", facts, help_text)
 
 
 def lint_module(
@@ -139,8 +144,7 @@ def lint_module(
                 context.diagnostics.append(
                     _linter_diagnostic(
                         "NNX003",
-                        f"rule {rule.code} ({rule.symbol}) failed on this file and was skipped "
-                        f"for the rest of it; please report this (run with --verbose for the traceback)",
+                        f"rule {rule.code} ({rule.symbol}) failed on this file and was skipped for the rest of it",
                         path,
                         line,
                         rule=rule.code,

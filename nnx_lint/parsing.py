@@ -81,8 +81,7 @@ def decode(data: bytes) -> str:
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise ParseFailure(
             "NNX001",
-            f"cannot decode file as {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-            "is not valid (save the file as UTF-8 or declare its encoding)",
+            f"cannot decode file as {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not valid",
             line,
             column,
         ) from None
@@ -108,9 +107,8 @@ def _syntax_failure(error: SyntaxError, text: str) -> ParseFailure:
             running = ".".join(map(str, sys.version_info[:2]))
             return ParseFailure(
                 "NNX002",
-                f"syntax error: this file uses {feature}, which needs Python {wanted}; nnx-lint "
-                f"is running on Python {running}, so the file was not analysed (run nnx-lint "
-                f"with Python >= {wanted})",
+                f"syntax error: {feature} need Python >= {wanted}, and nnx-lint runs on Python {running}: "
+                "file not analysed",
                 line,
                 1,
             )
@@ -118,9 +116,7 @@ def _syntax_failure(error: SyntaxError, text: str) -> ParseFailure:
         running = ".".join(map(str, sys.version_info[:2]))
         return ParseFailure(
             "NNX002",
-            f"syntax error: {error.msg}; this file probably uses Python 3.12 f-string syntax "
-            f"(PEP 701: quotes, backslashes or comments inside f-string expressions), and nnx-lint "
-            f"is running on Python {running}, so the file was not analysed (run nnx-lint with Python >= 3.12)",
+            f"syntax error: {error.msg} (Python >= 3.12 f-string syntax? nnx-lint runs on Python {running})",
             line,
             max(column, 1),
         )

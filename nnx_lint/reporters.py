@@ -25,17 +25,20 @@ _MARKS = {
 }
 
 
-def render(result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False) -> str:
+def render(
+    result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False
+) -> str:
     if output_format == "json":
         return render_json(result.diagnostics, result.confirmations)
     if output_format == "github":
         return render_github(result.diagnostics)
     if output_format == "sarif":
         return render_sarif(result.diagnostics, result.confirmations)
-    return render_text(result, verbose, show_repro)
+    return render_text(result, verbose, show_repro, show_fixes)
 
 
-def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False) -> str:
+def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False) -> str:
+    """Ruff-like lines; ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line."""
     lines = []
     for index, d in enumerate(result.diagnostics):
         where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
@@ -43,6 +46,9 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
+        if show_fixes and d.help:
+            line += f"\n    help: {d.help}"
+        if verdict is not None:
             if verdict.status != "unavailable" or verbose:
                 line += f"\n    evidence: {verdict.evidence}"
             if show_repro and verdict.program:
@@ -74,7 +80,10 @@ def summary(result: RunResult) -> str:
 
 
 def to_json_object(d: Diagnostic, confirmation=None) -> dict:
-    """Ruff's JSON keys, plus ``symbol``, ``kind``, ``facts`` (and ``confirmation``)."""
+    """Ruff's JSON keys, plus ``symbol``, ``kind``, ``help``, ``facts`` (and ``confirmation``).
+
+    ``help`` is the fix advice (null when there is none), apart from the short ``message``.
+    """
     facts = {k: v for k, v in d.facts.items() if k != "traceback"}
     extra = {"confirmation": confirmation.to_dict()} if confirmation is not None else {}
     return {
@@ -86,6 +95,7 @@ def to_json_object(d: Diagnostic, confirmation=None) -> dict:
         "end_location": {"row": d.end_line, "column": d.end_column},
         "url": d.url,
         "kind": d.kind,
+        "help": d.help or None,
         "facts": facts,
         "fix": None,
         "noqa_row": d.line,
@@ -131,11 +141,16 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "name": rule.symbol if rule else code,
             "shortDescription": {"text": summary},
             "helpUri": nnx_lint.DOCS_URL.format(code=code),
+            **_sarif_rule_help(rule),
             "properties": {"kind": rule.kind if rule else "linter"},
         })
     results = []
     for index, d in enumerate(diagnostics):
         properties = {"kind": d.kind, "facts": {k: v for k, v in d.facts.items() if k != "traceback"}}
+        if d.help:
+            # SARIF has no per-result help (only the rule's); message.markdown must render the
+            # message itself, so the advice formatted from this result's facts goes in its property bag.
+            properties["help"] = d.help
         if index in confirmations:
             properties["confirmation"] = confirmations[index].to_dict()
         results.append({
@@ -161,6 +176,18 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
         }],
     }
     return json.dumps(document, indent=2)
+
+
+def _sarif_rule_help(rule) -> dict:
+    """The rule's ``help`` (SARIF reportingDescriptor): the generic advice, facts shown as ``<name>``."""
+    import nnx_lint
+    from nnx_lint.docs import markdown_text
+
+    advice = rule.generic_help() if rule else ""
+    if not advice:
+        return {}
+    page = nnx_lint.DOCS_URL.format(code=rule.code)
+    return {"help": {"text": advice, "markdown": f"{markdown_text(advice)}\n\nSee [{rule.code}]({page})."}}
 
 
 def render_statistics(result: RunResult, output_format: str = "text") -> str:

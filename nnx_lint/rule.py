@@ -1,6 +1,6 @@
 """The rule framework: one class per rule, carrying its own examples.
 
-A rule subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``kind``,
+A rule subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``help``, ``kind``,
 a docstring with the sections ``What it does``, ``Why is this bad?`` and ``References``,
 and ``VALID`` / ``INVALID`` example cases. The docs page's ``Example`` and ``Use
 instead`` sections are rendered from the first INVALID case and the first VALID case,
@@ -156,8 +156,12 @@ class Rule:
 
     code: ClassVar[str]
     symbol: ClassVar[str]
-    #: ``str.format`` template over the diagnostic's facts.
+    #: ``str.format`` template over the diagnostic's facts: what breaks, short enough for an
+    #: editor's problem panel (at most ~120 characters for typical facts).
     message: ClassVar[str]
+    #: ``str.format`` template over the same facts: how to fix it. Kept apart from the message
+    #: (JSON ``help``, SARIF ``help``, ``--show-fixes``, the rule page's "How to fix").
+    help: ClassVar[str] = ""
     kind: ClassVar[str]
     #: Catalogue rows (``../shared/spec/catalogue.md``) the rule covers.
     catalogue: ClassVar[tuple[str, ...]] = ()
@@ -170,9 +174,35 @@ class Rule:
     def __init__(self, context: FileContext) -> None:
         self.context = context
 
-    def report(self, node: nodes.NodeNG, message: str | None = None, **facts: Any) -> None:
-        """Report a diagnostic of this rule at ``node``; the message is formatted from facts."""
-        self.context.report(self, node, facts, message=message)
+    def report(self, node: nodes.NodeNG, message: str | None = None, help: str | None = None, **facts: Any) -> None:
+        """Report a diagnostic of this rule at ``node``; message and help are formatted from facts.
+
+        ``message`` / ``help`` replace the class templates for this one diagnostic.
+        """
+        self.context.report(self, node, facts, message=message, help=help)
+
+    @classmethod
+    def render(cls, facts: dict[str, Any], message: str | None = None, help: str | None = None) -> tuple[str, str]:
+        """The ``(message, help)`` of a diagnostic, formatted from its facts: the one place that does it.
+
+        >>> from checkers.prefix_filters import StateAxesPrefix
+        >>> message, help = StateAxesPrefix.render({"argument": "in_axes", "transform": "vmap"})
+        >>> message
+        '`nnx.StateAxes` in `in_axes` of `nnx.vmap`: Tree Mode raises ValueError (prefix filters are rejected)'
+        """
+        message_template = message if message is not None else cls.message
+        help_template = help if help is not None else cls.help
+        return message_template.format(**facts), help_template.format(**facts)
+
+    @classmethod
+    def generic_help(cls) -> str:
+        """The help template with each fact shown as ``<name>`` (rule pages, SARIF rule help).
+
+        >>> from checkers.prefix_filters import StateAxesPrefix
+        >>> "nnx.compat.<transform>" in StateAxesPrefix.generic_help()
+        True
+        """
+        return cls.help.format_map(_FactPlaceholders())
 
     @classmethod
     def family(cls) -> str:
@@ -183,6 +213,13 @@ class Rule:
     def docs_sections(cls) -> dict[str, str]:
         """The docstring split into its ``Section:``-free Markdown sections by heading."""
         return parse_docstring_sections(cls.__doc__ or "")
+
+
+class _FactPlaceholders(dict):
+    """Formats every ``{fact}`` of a template as ``<fact>``."""
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
 
 
 SECTION_TITLES = ("What it does", "Why is this bad?", "References")
