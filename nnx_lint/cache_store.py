@@ -48,6 +48,9 @@ _MAX_FILE_BYTES = 512 * 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 _warned: set[str] = set()
+#: Keys this process made to replace an untrusted one: files signed with the old key then
+#: fail verification as expected, and the one warning about the key is enough.
+_replacement_keys: set[bytes] = set()
 
 
 def warn(message: str) -> None:
@@ -128,6 +131,7 @@ def _new_key(path: Path, replace: bool) -> bytes | None:
             stream.write(key.hex() + "\n")
         if replace:
             os.replace(temporary, path)
+            _replacement_keys.add(key)
         else:
             try:
                 os.link(temporary, path)  # never overwrites: the first writer's key wins
@@ -186,7 +190,9 @@ class SignedFile:
         if fields[2] != self.kind.encode("ascii") or not hmac.compare_digest(
             fields[3], _mac(key, self.kind, payload).encode("ascii")
         ):
-            warn(f"ignoring cache {self.path}: its signature does not match (modified, truncated or another user's)")
+            if key not in _replacement_keys:
+                warn(f"ignoring cache {self.path}: its signature does not match (modified, truncated or "
+                     "another user's)")
             return None
         try:
             return json.loads(payload)
