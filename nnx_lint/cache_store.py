@@ -244,8 +244,9 @@ class SignedFile:
 
     def _prepare_directory(self) -> bool:
         """Create the directory if needed (with a ``.gitignore`` when it is new); refuse a symlinked one."""
-        if os.path.islink(self.directory):
-            warn(f"not writing cache: {self.directory} is a symbolic link")
+        link = _symlink_on_the_way(self.directory)
+        if link is not None:
+            warn(f"not writing cache: {link} is a symbolic link")
             return False
         created = not os.path.lexists(self.directory)
         try:
@@ -259,6 +260,28 @@ class SignedFile:
         if created:  # keeps a --cache-dir inside a repository out of commits
             write_atomically(self.directory / ".gitignore", b"# Created by nnx-lint.\n*\n")
         return True
+
+
+def _symlink_on_the_way(directory: Path) -> Path | None:
+    """The directory itself if it is a symlink, or a symlinked folder between the working directory and it.
+
+    Inside the working tree (the checked-out repository, in CI) every folder on the way is
+    checked, since any of them may be a committed link; above it (``/tmp`` is a link on
+    macOS) only the directory itself.
+    """
+    if os.path.islink(directory):
+        return directory
+    absolute = Path(os.path.abspath(directory))
+    try:
+        relative = absolute.relative_to(os.getcwd())
+    except ValueError:
+        return None
+    current = Path(os.getcwd())
+    for part in relative.parts:
+        current = current / part
+        if os.path.islink(current):
+            return current
+    return None
 
 
 def write_atomically(path: Path, data: bytes) -> bool:

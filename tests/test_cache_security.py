@@ -161,14 +161,20 @@ def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache
     assert _check(capsys)[:3] == (1, expected, [])
 
 
-@pytest.mark.parametrize("problem", ["group-readable", "symlink", "malformed"])
+@pytest.mark.parametrize("problem", ["group-readable", "world-readable", "symlink", "malformed", "not-owned"])
 def test_an_untrustworthy_key_is_replaced(project, capsys, private_user_cache, tmp_path, problem):
+    if problem == "not-owned" and getattr(os, "geteuid", lambda: -1)() != 0:
+        pytest.skip("giving the key to another user needs root")
     expected = _uncached(capsys)
     _check(capsys)
     key = private_user_cache / "key"
     old = key.read_bytes()
     if problem == "group-readable":
         key.chmod(0o640)
+    elif problem == "world-readable":
+        key.chmod(0o604)
+    elif problem == "not-owned":
+        os.chown(key, 4242, -1)
     elif problem == "symlink":
         elsewhere = tmp_path / "attacker-key"
         elsewhere.write_bytes(old)
@@ -271,3 +277,14 @@ def test_timeouts_and_crashes_are_not_cached(tmp_path, monkeypatch):
     (verdict,) = confirm([diagnostic], "tree_runtime", tmp_path).values()
     assert verdict.status == "error" and "timed out" in verdict.evidence
     assert OutcomeCache(tmp_path).entries == {}
+
+
+def test_cache_writes_never_follow_a_symlinked_folder_on_the_way(project, capsys, tmp_path):
+    expected = _uncached(capsys)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".cache").symlink_to(outside, target_is_directory=True)
+    code, found, errors = _check(capsys, "--cache-dir", ".cache/nnx-lint")
+    assert (code, found) == (1, expected)
+    assert list(outside.iterdir()) == [], "the cache was written through a symlinked parent folder"
+    assert len(errors) == 1 and "symbolic link" in errors[0]
