@@ -90,7 +90,7 @@ def _runtime_parent() -> str:
 class _Worker:
     """One ``tree_runtime.confirm`` process in its own session, and a thread reading its answers."""
 
-    def __init__(self, oracle: str, private_dir: Path, environment: dict[str, str], serial: int) -> None:
+    def __init__(self, private_dir: Path, environment: dict[str, str], serial: int) -> None:
         command = [sys.executable, "-s"]
         if sys.version_info >= (3, 11):
             command.append("-P")
@@ -102,9 +102,9 @@ class _Worker:
                 cwd=private_dir, env=environment, start_new_session=os.name == "posix",
             )
         self.answers: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr_mark = 0
         self.reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True)
         self.reader.start()
-        self.send({"oracle": oracle})
 
     def _read(self, stream: IO[bytes]) -> None:
         try:
@@ -115,6 +115,10 @@ class _Worker:
         self.answers.put(None)
 
     def send(self, message: Any) -> None:
+        try:
+            self.stderr_mark = self.stderr_path.stat().st_size  # what this message makes it say starts here
+        except OSError:
+            self.stderr_mark = 0
         try:
             assert self.process.stdin is not None
             self.process.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
@@ -135,11 +139,14 @@ class _Worker:
             raise _WorkerGone from None
 
     def stderr_tail(self) -> str:
+        """The last lines the worker wrote to stderr since the last message it was sent."""
         try:
-            lines = self.stderr_path.read_text(errors="replace").strip().splitlines()
+            with self.stderr_path.open("rb") as stream:
+                stream.seek(self.stderr_mark)
+                lines = stream.read().decode("utf-8", "replace").strip().splitlines()
         except OSError:
             return ""
-        return " | ".join(lines[-3:])
+        return " | ".join(lines[-3:]) or "no message"
 
     def kill(self) -> None:
         """Kill the worker's whole process group (it is still unreaped, so the group id is still its own)."""
@@ -168,10 +175,11 @@ def _start(oracle: str, private_dir: Path, environment: dict[str, str], serial: 
            startup_timeout: float) -> tuple[_Worker | None, dict | None]:
     """A ready worker, or the error every remaining program gets."""
     try:
-        worker = _Worker(oracle, private_dir, environment, serial)
+        worker = _Worker(private_dir, environment, serial)
     except OSError as exc:
         return None, _transient_error(f"the confirmation worker could not start: {exc}")
     try:
+        worker.send({"oracle": oracle})
         ready = worker.receive(startup_timeout)
     except _TimedOut:
         worker.kill()
@@ -213,9 +221,9 @@ def run_isolated(programs: list[str], oracle: str, timeout: float | None = None,
                 worker.kill()
                 worker = None
             except _WorkerGone:
-                outcome = _transient_error("the confirmation worker died running this reproduction: "
-                                           + worker.stderr_tail())
                 worker.kill()
+                outcome = _transient_error(f"the confirmation worker died running this reproduction (exit status "
+                                           f"{worker.process.returncode}): {worker.stderr_tail()}")
                 worker = None
             outcomes.append(outcome)
     finally:
