@@ -137,6 +137,8 @@ def _new_key(path: Path, replace: bool) -> bytes | None:
                 os.link(temporary, path)  # never overwrites: the first writer's key wins
             except FileExistsError:
                 return _read_key(path)
+            except OSError:  # a file system without hard links: last writer wins, still atomic
+                os.replace(temporary, path)
         return key
     except OSError as exc:
         warn(f"not caching: cannot create the cache key {path}: {exc.strerror or exc}")

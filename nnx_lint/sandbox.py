@@ -157,7 +157,10 @@ class _Worker:
                 pass
         else:
             self.process.kill()
-        self.process.wait()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # stuck in the kernel: leave it, never hang nnx-lint
+            pass
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 if stream is not None:
