@@ -121,10 +121,10 @@ def test_a_hanging_program_costs_only_its_own_verdict_and_leaves_no_process(tmp_
 
 
 def test_a_crashing_or_chatty_program_costs_only_its_own_verdict():
-    programs = [_program("print('noise on stdout'); print('more', file=sys.stderr)\nreturn 1\n"),
+    programs = [_program("print('noise on stdout'); print('more', file=sys.stderr)\nreturn [1, sys.stdin.read()]\n"),
                 _program("os._exit(3)\n"), _program("return 2\n")]
     outcomes = run_programs(programs, "tree_runtime")
-    assert outcomes[0] == {"status": "ok", "observation": 1}, "a program's prints never corrupt the answers"
+    assert outcomes[0] == {"status": "ok", "observation": [1, ""]}, "a program's input and output never touch the protocol"
     assert outcomes[1]["status"] == "error" and outcomes[1].get("transient") is True
     assert outcomes[2] == {"status": "ok", "observation": 2}
 

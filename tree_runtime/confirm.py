@@ -101,29 +101,39 @@ def run_one(text: str, nnx: tp.Any, tree_mode: tp.Callable[[], tp.ContextManager
     return {"status": "ok", "observation": observation}
 
 
-def _protocol_channel() -> tp.BinaryIO:
-    """A private copy of stdout for answers; fd 1 then goes to stderr, so a program's prints cannot corrupt them."""
-    channel = os.fdopen(os.dup(1), "wb")  # os.dup: not inherited by anything a program starts
+def _protocol_channels() -> tuple[tp.BinaryIO, tp.BinaryIO]:
+    """Private copies of stdin and stdout for the protocol.
+
+    fd 0 then reads from the null device and fd 1 goes to stderr, so a program that reads
+    input or prints cannot consume requests or corrupt answers (``os.dup`` copies are not
+    inherited by anything a program starts).
+    """
+    requests = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     os.dup2(2, 1)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the worker
     sys.stdout = sys.stderr
-    return channel
+    return requests, answers
 
 
 def main() -> int:
-    channel = _protocol_channel()
+    requests, answers = _protocol_channels()
 
     def answer(message: tp.Any) -> None:
-        channel.write(json.dumps(message).encode("utf-8") + b"\n")
-        channel.flush()
+        answers.write(json.dumps(message).encode("utf-8") + b"\n")
+        answers.flush()
 
-    request = json.loads(sys.stdin.buffer.readline() or b"{}")
+    request = json.loads(requests.readline() or b"{}")
     try:
         nnx, tree_mode = _oracle(request.get("oracle", "tree_runtime"))
     except ImportError as exc:
         answer({"ready": False, "message": f"oracle unavailable: {exc}"})
         return 0
     answer({"ready": True})
-    for line in sys.stdin.buffer:
+    for line in requests:
         try:
             outcome = run_one(json.loads(line), nnx, tree_mode)
             json.dumps(outcome)
