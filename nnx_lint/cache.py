@@ -1,24 +1,20 @@
 """The result cache: a file's diagnostics, keyed by its content, the rule set and nnx-lint.
 
-One pickle per project (``.nnx_lint_cache/results.pickle``), read once and written once
-per run. An entry is reused when the file's digest, the run's fingerprint (nnx-lint
-version and source, selected rules) and the digests of every project file the analysis
-read (cross-file dependencies) all match. A cache that cannot be read or written is
-ignored with a warning; it never breaks a run.
+One signed JSON file per project (``results.json`` in the project's cache directory, see
+:mod:`nnx_lint.cache_store`), read once and written once per run. An entry is reused when
+the file's digest, the run's fingerprint (nnx-lint version and source, selected rules) and
+the digests of every project file the analysis read (cross-file dependencies) all match.
+A cache that cannot be read, verified or written is ignored with one warning line; it
+never breaks a run and never changes its results.
 """
 from __future__ import annotations
 
 import hashlib
-import os
-import pickle
-import sys
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nnx_lint
-
-_FORMAT = 1
+from nnx_lint.cache_store import SignedFile
 
 
 @dataclass
@@ -50,25 +46,22 @@ def code_fingerprint() -> str:
 class ResultCache:
     """Read once, consulted per file, written once."""
 
-    path: Path | None
+    store_file: SignedFile | None
     entries: dict[str, Entry] = field(default_factory=dict)
     dirty: bool = False
+
+    @property
+    def path(self) -> Path | None:
+        """The cache file, or None when caching is off."""
+        return self.store_file.path if self.store_file else None
 
     @classmethod
     def open(cls, directory: Path | None) -> ResultCache:
         if directory is None:
             return cls(None)
-        path = directory / "results.pickle"
-        try:
-            with path.open("rb") as handle:
-                stored_format, entries = pickle.load(handle)
-            if stored_format == _FORMAT and isinstance(entries, dict):
-                return cls(path, entries)
-        except FileNotFoundError:
-            pass
-        except Exception as exc:  # corrupt or foreign file: start afresh
-            print(f"nnx-lint: warning: ignoring unreadable cache {path}: {exc}", file=sys.stderr)
-        return cls(path)
+        store_file = SignedFile(directory, "results.json", "results")
+        payload = store_file.load()
+        return cls(store_file, _entries_from(payload) if isinstance(payload, dict) else {})
 
     def lookup(self, key: str, digest: str, fingerprint: str, current_digest) -> list[dict] | None:
         """Cached diagnostics for ``key``, or None. ``current_digest(path)`` hashes deps."""
@@ -88,16 +81,20 @@ class ResultCache:
             self.dirty = True
 
     def save(self) -> None:
-        if self.path is None or not self.dirty:
-            return
+        if self.store_file is not None and self.dirty:
+            self.store_file.save({key: asdict(entry) for key, entry in self.entries.items()})
+
+
+def _entries_from(payload: dict) -> dict[str, Entry]:
+    """The well-formed entries of a verified payload (a signed file from an older layout may differ)."""
+    entries = {}
+    for key, value in payload.items():
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            gitignore = self.path.parent / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("# Created by nnx-lint.\n*\n")
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump((_FORMAT, self.entries), stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, self.path)
-        except OSError as exc:
-            print(f"nnx-lint: warning: could not write cache {self.path}: {exc}", file=sys.stderr)
+            entry = Entry(**value)
+        except TypeError:
+            continue
+        if (isinstance(entry.digest, str) and isinstance(entry.fingerprint, str)
+                and isinstance(entry.dependencies, dict) and isinstance(entry.diagnostics, list)
+                and all(isinstance(d, dict) for d in entry.diagnostics)):
+            entries[key] = entry
+    return entries

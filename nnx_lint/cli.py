@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print counts per rule instead of the diagnostics (a migration overview)")
     check.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: one per CPU)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
-    check.add_argument("--cache-dir", type=Path, help="cache directory (default: .nnx_lint_cache at the project root)")
+    check.add_argument("--cache-dir", type=Path, help="cache directory (default: one per project in the user cache directory)")
     check.add_argument("--config", type=Path, help="a pyproject.toml to read [tool.nnx-lint] from")
     check.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing rules")
     check.add_argument("--confirm", action="store_true",
@@ -104,7 +104,12 @@ def _check(args: argparse.Namespace) -> int:
     except (ConfigError, UnknownSelector) as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    cache_dir = None if args.no_cache else (args.cache_dir or settings.root / ".nnx_lint_cache")
+    if args.no_cache:
+        cache_dir = None
+    else:
+        from nnx_lint.cache_store import default_cache_dir
+
+        cache_dir = args.cache_dir or default_cache_dir(settings.root)
     try:
         result = run(args.paths, settings, jobs=args.jobs, cache_dir=cache_dir)
     except Exception as exc:  # an internal error must say so and exit 2, not look like findings

@@ -12,30 +12,27 @@ diagnostic gets one of:
 * ``unavailable`` — the rule has no reproduction (its docs page says why).
 
 Identical programs run once per run (deduplicated by text) and their outcomes are cached
-on disk, keyed by program text, oracle and oracle version, so a second run costs almost
-nothing. nnx-lint itself still never imports jax or flax: only the worker does.
+in a signed file (see :mod:`nnx_lint.cache_store`), keyed by program text, oracle and
+oracle version, so a second run costs almost nothing. The worker runs isolated, with a
+timeout per program (see :mod:`nnx_lint.sandbox`). nnx-lint itself still never imports
+jax or flax: only the worker does.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
-import os
-import pickle
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nnx_lint.cache_store import SignedFile
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.registry import rule_by_code
 from nnx_lint.rule import Reproduction
+from nnx_lint.sandbox import run_isolated
 
 ORACLES = ("tree_runtime", "flax")
-_TIMEOUT_BASE_S = 60.0
-_TIMEOUT_PER_PROGRAM_S = 10.0
 
 
 class OracleUnavailable(RuntimeError):
@@ -113,59 +110,30 @@ def _plain(value: Any) -> Any:
 
 
 class OutcomeCache:
-    """Outcomes by (program, oracle, oracle version); one pickle, read and written once."""
+    """Outcomes by (program, oracle, oracle version); one signed JSON file, read and written once."""
 
     def __init__(self, directory: Path | None) -> None:
-        self.path = directory / "confirmations.pickle" if directory else None
-        self.entries: dict[str, dict] = {}
+        self.store_file = SignedFile(directory, "confirmations.json", "confirmations") if directory else None
+        self.path = self.store_file.path if self.store_file else None
+        payload = self.store_file.load() if self.store_file else None
+        self.entries: dict[str, dict] = {
+            key: outcome for key, outcome in payload.items()
+            if isinstance(outcome, dict) and isinstance(outcome.get("status"), str)
+        } if isinstance(payload, dict) else {}
         self.dirty = False
-        if self.path and self.path.exists():
-            try:
-                with self.path.open("rb") as handle:
-                    self.entries = pickle.load(handle)
-            except Exception:
-                self.entries = {}
 
     @staticmethod
     def key(program: str, oracle: str, version: str) -> str:
         return hashlib.sha256(f"{oracle}\0{version}\0{program}".encode()).hexdigest()
 
     def save(self) -> None:
-        if not self.path or not self.dirty:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(self.entries, stream)
-            os.replace(temporary, self.path)
-        except OSError as exc:
-            print(f"nnx-lint: warning: could not write {self.path}: {exc}", file=sys.stderr)
+        if self.store_file is not None and self.dirty:
+            self.store_file.save(self.entries)
 
 
 def run_programs(programs: list[str], oracle: str, timeout: float | None = None) -> list[dict]:
-    """Run program texts in one worker subprocess; a timeout or crash is an ``error`` each."""
-    if not programs:
-        return []
-    timeout = timeout or _TIMEOUT_BASE_S + _TIMEOUT_PER_PROGRAM_S * len(programs)
-    environment = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": "0"}
-    repo = str(Path(__file__).resolve().parent.parent)
-    environment["PYTHONPATH"] = repo + os.pathsep + environment.get("PYTHONPATH", "")
-    request = json.dumps({"oracle": oracle, "programs": programs})
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "tree_runtime.confirm"], input=request, capture_output=True,
-            text=True, timeout=timeout, env=environment, cwd=tempfile.gettempdir(),
-        )
-        outcomes = json.loads(result.stdout)
-        if len(outcomes) != len(programs):
-            raise ValueError("worker answered for a different number of programs")
-        return outcomes
-    except subprocess.TimeoutExpired:
-        return [{"status": "error", "message": f"the reproduction timed out after {timeout:.0f} s"}] * len(programs)
-    except (ValueError, json.JSONDecodeError):
-        tail = (result.stderr or "").strip().splitlines()[-3:]
-        return [{"status": "error", "message": "the confirmation worker failed: " + " | ".join(tail)}] * len(programs)
+    """Run program texts in an isolated worker; ``timeout`` bounds each program, and a timeout or crash is an ``error``."""
+    return run_isolated(programs, oracle, timeout) if programs else []
 
 
 def confirm(
@@ -186,13 +154,15 @@ def confirm(
         program = reproduction.program(title=f"nnx-lint reproduction of {diagnostic.code} ({diagnostic.symbol})")
         pending.setdefault(program, (reproduction, []))[1].append(index)
     uncached = [p for p in pending if OutcomeCache.key(p, oracle, version) not in cache.entries]
+    fresh: dict[str, dict] = {}
     for program, outcome in zip(uncached, run_programs(uncached, oracle)):
-        if outcome.get("status") != "error" or "timed out" not in outcome.get("message", ""):
+        fresh[program] = outcome
+        if not outcome.get("transient"):  # a timeout or crash says nothing lasting about the program
             cache.entries[OutcomeCache.key(program, oracle, version)] = outcome
             cache.dirty = True
     for program, (reproduction, indices) in pending.items():
-        outcome = cache.entries.get(OutcomeCache.key(program, oracle, version)) or {
-            "status": "error", "message": "the reproduction timed out"}
+        outcome = fresh.get(program) or cache.entries.get(OutcomeCache.key(program, oracle, version)) or {
+            "status": "error", "message": "the confirmation worker gave no outcome for this reproduction"}
         status, evidence = judge(reproduction, outcome)
         for index in indices:
             verdicts[index] = Confirmation(status, evidence, program)

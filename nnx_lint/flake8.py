@@ -13,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import nnx_lint
+from nnx_lint.eager import load_lint_path
+from nnx_lint.engine import lint_source
+from nnx_lint.prefilter import mentions_nnx
+from nnx_lint.project import module_name_for, shared_project
+from nnx_lint.registry import all_rules
+
+# Now, before any linted code's directory can be on sys.path (see nnx_lint.eager).
+load_lint_path()
 
 
 class NNXFlake8Plugin:
@@ -27,21 +35,13 @@ class NNXFlake8Plugin:
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
-        from nnx_lint.registry import all_rules
-
         off = sorted({rule.code[:4] for rule in all_rules() if not rule.default_enabled})
         option_manager.extend_default_ignore(off)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        from nnx_lint.engine import lint_source
-        from nnx_lint.prefilter import mentions_nnx
-
         if not mentions_nnx(text):
             return
-        from nnx_lint.project import module_name_for, shared_project
-        from nnx_lint.registry import all_rules
-
         path = Path(self.filename)
         module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
         project = shared_project([Path.cwd()])

@@ -17,12 +17,20 @@ from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.eager import load_lint_path
+from nnx_lint.engine import lint_module
+from nnx_lint.noqa import apply_noqa
+from nnx_lint.prefilter import mentions_nnx
+from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 from nnx_lint.rule import Rule
 
 if TYPE_CHECKING:
     from astroid import nodes
     from pylint.lint import PyLinter
+
+# Now, while the linted code's directory is not yet on sys.path (see nnx_lint.eager).
+load_lint_path()
 
 _CATEGORY = {"raises": "E", "silent": "W", "linter": "E", "advisory": "C"}
 
@@ -45,11 +53,6 @@ def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]
 
 
 def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
-    from nnx_lint.engine import lint_module
-    from nnx_lint.prefilter import mentions_nnx
-    from nnx_lint.noqa import apply_noqa
-    from nnx_lint.project import module_name_for, shared_project
-
     source = module.file_bytes
     if source is None and module.file:
         source = Path(module.file).read_bytes()

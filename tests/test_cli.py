@@ -131,14 +131,17 @@ def test_default_excludes_skip_virtualenvs_and_git(project, capsys):
     assert all(d["filename"].startswith("pkg") for d in json.loads(out))
 
 
-def test_cache_is_used_and_invalidated(project, capsys):
+def test_cache_is_used_and_invalidated(project, capsys, private_user_cache):
     from nnx_lint import runner
+    from nnx_lint.cache_store import default_cache_dir
 
     settings_args = ["--output-format", "json"]
     first = run(capsys, *settings_args)[1]
-    assert (project / ".nnx_lint_cache" / "results.pickle").exists()
+    cache_dir = default_cache_dir(project)
+    assert (cache_dir / "results.json").exists() and cache_dir.is_relative_to(private_user_cache)
+    assert not (project / ".nnx_lint_cache").exists(), "nothing is written into the project"
     result = runner.run([Path(".")], __import__("nnx_lint.config", fromlist=["x"]).load_settings(Path(".")),
-                        cache_dir=project / ".nnx_lint_cache")
+                        cache_dir=cache_dir)
     assert result.files_from_cache == 3 and result.files_analysed == 0
     assert json.loads(run(capsys, *settings_args)[1]) == json.loads(first)
     (project / "pkg" / "axes.py").write_text("from flax import nnx\n")
@@ -158,12 +161,14 @@ def test_cross_file_dependency_invalidates_cache(tmp_path, monkeypatch, capsys):
 
 
 def test_corrupt_cache_never_breaks_a_run(project, capsys):
-    (project / ".nnx_lint_cache").mkdir()
-    (project / ".nnx_lint_cache" / "results.pickle").write_bytes(b"not a pickle")
+    from nnx_lint.cache_store import default_cache_dir
+
+    default_cache_dir(project).mkdir(parents=True)
+    (default_cache_dir(project) / "results.json").write_bytes(b"not a cache")
     assert main(["check"]) == 1
     captured = capsys.readouterr()
     assert "NNX201" in captured.out
-    assert "ignoring unreadable cache" in captured.err
+    assert "ignoring cache" in captured.err and len(captured.err.splitlines()) == 1
     # The next run rewrote a good cache.
     assert main(["check"]) == 1 and "ignoring" not in capsys.readouterr().err
 

@@ -1,18 +1,21 @@
 """The confirmation worker: run reproduction programs under Tree Mode, report what happened.
 
-    python -m tree_runtime.confirm < request.json > outcomes.json
-
-The request is ``{"oracle": "tree_runtime" | "flax" | "flax-graph", "programs": [text, ...]}``; each
-program text (see :class:`nnx_lint.rule.Reproduction`) defines ``run(nnx)`` and
-``TRACED``. Each outcome is ``{"status": "ok", "observation": ...}``,
+nnx-lint starts it isolated (see :mod:`nnx_lint.sandbox`) and talks to it one JSON value
+per line. On stdin: first ``{"oracle": "tree_runtime" | "flax" | "flax-graph"}``, then one
+program text per line; on stdout: first ``{"ready": true}`` (or ``{"ready": false,
+"message": ...}`` when the oracle cannot be imported), then one outcome per program, in
+order. Each program text (see :class:`nnx_lint.rule.Reproduction`) defines ``run(nnx)``
+and ``TRACED``. Each outcome is ``{"status": "ok", "observation": ...}``,
 ``{"status": "raises", "category": ..., "message": ...}`` (the category from
 :func:`tree_runtime.error_category`), or ``{"status": "error", "message": ...}`` when the
-program itself could not be built. nnx-lint runs this in a subprocess with a timeout:
-the user's code is never imported, only these generated programs are executed.
+program itself could not be built. Answering one program at a time lets nnx-lint give
+each its own timeout while one process (and one JAX import) serves the whole batch.
+The user's code is never imported, only these generated programs are executed.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 import typing as tp
@@ -98,20 +101,45 @@ def run_one(text: str, nnx: tp.Any, tree_mode: tp.Callable[[], tp.ContextManager
     return {"status": "ok", "observation": observation}
 
 
+def _protocol_channels() -> tuple[tp.BinaryIO, tp.BinaryIO]:
+    """Private copies of stdin and stdout for the protocol.
+
+    fd 0 then reads from the null device and fd 1 goes to stderr, so a program that reads
+    input or prints cannot consume requests or corrupt answers (``os.dup`` copies are not
+    inherited by anything a program starts).
+    """
+    requests = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the worker
+    sys.stdout = sys.stderr
+    return requests, answers
+
+
 def main() -> int:
-    request = json.load(sys.stdin)
+    requests, answers = _protocol_channels()
+
+    def answer(message: tp.Any) -> None:
+        answers.write(json.dumps(message).encode("utf-8") + b"\n")
+        answers.flush()
+
+    request = json.loads(requests.readline() or b"{}")
     try:
         nnx, tree_mode = _oracle(request.get("oracle", "tree_runtime"))
     except ImportError as exc:
-        json.dump([{"status": "error", "message": f"oracle unavailable: {exc}"} for _ in request["programs"]], sys.stdout)
+        answer({"ready": False, "message": f"oracle unavailable: {exc}"})
         return 0
-    outcomes = []
-    for text in request["programs"]:
+    answer({"ready": True})
+    for line in requests:
         try:
-            outcomes.append(run_one(text, nnx, tree_mode))
+            outcome = run_one(json.loads(line), nnx, tree_mode)
+            json.dumps(outcome)
         except BaseException as exc:  # keep the batch alive: one broken program is one error
-            outcomes.append({"status": "error", "message": "".join(traceback.format_exception_only(exc)).strip()})
-    json.dump(outcomes, sys.stdout)
+            outcome = {"status": "error", "message": "".join(traceback.format_exception_only(exc)).strip()}
+        answer(outcome)
     return 0
 
 

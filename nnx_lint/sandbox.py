@@ -1,0 +1,236 @@
+"""The confirmation worker, isolated: a private directory, a clean environment, per-program timeouts.
+
+:func:`run_isolated` runs generated reproduction programs in a worker subprocess
+(``tree_runtime.confirm``) and returns one outcome per program. The worker
+
+* starts with neither its working directory nor any temporary directory on ``sys.path``:
+  ``python -s`` (no user site-packages), ``-P`` where available, and a bootstrap that
+  removes the script directory entry and puts only the directory holding nnx-lint's own
+  ``tree_runtime`` first. (``-I``/``-E`` are not used because they also drop
+  ``PYTHONHASHSEED=0``; the environment below is built from scratch, so no ``PYTHON*``
+  variable of the caller reaches the worker anyway.)
+* runs in a fresh private directory (``mkdtemp``, mode 0700) that is its working
+  directory, ``HOME`` and ``TMPDIR``, removed afterwards;
+* sees only an allow-list of environment variables (:data:`PASSED_THROUGH`), plus what
+  nnx-lint sets; no tokens, no cloud credentials, no CI secrets;
+* answers one program at a time over a line protocol, so one process (and one ~2 s JAX
+  import) serves a whole batch, while each program has its own timeout. A program that
+  hangs or kills the worker costs only its own verdict: the worker's whole process group
+  is killed (nothing it started outlives nnx-lint) and a fresh worker takes the rest.
+
+Outcomes made here (timeouts, crashes) carry ``"transient": True``: they describe this
+run, not the program, and are never cached.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+#: Environment variables the worker inherits (with ``LC_*``): what the interpreter and
+#: JAX on CPU need to start. Anything else (tokens, ``AWS_*``, ``GITHUB_TOKEN``, ``XLA_FLAGS``,
+#: ``JAX_ENABLE_X64``, ``FLAX_*``) stays out: besides secrets, a variable that changes what
+#: the oracle computes would make cached verdicts depend on the caller's shell.
+PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "SYSTEMROOT")
+STARTUP_TIMEOUT_S = 180.0
+PROGRAM_TIMEOUT_S = 30.0
+
+# Runs before anything else in the worker. The directory to trust arrives as an argument,
+# never as code.
+_BOOTSTRAP = (
+    "import os, sys\n"
+    "sys.path[:] = [sys.argv[1]] + [p for p in sys.path if p not in ('', '.', os.getcwd())]\n"
+    "from tree_runtime.confirm import main\n"
+    "sys.exit(main())\n"
+)
+
+
+class _WorkerGone(Exception):
+    """The worker closed its output (it crashed or was killed) or could not be written to."""
+
+
+class _TimedOut(Exception):
+    """The worker did not answer in time."""
+
+
+def worker_environment(private_dir: Path) -> dict[str, str]:
+    """The worker's whole environment: the allow-list, and the private directory as home and temp."""
+    environment = {
+        name: value for name, value in os.environ.items()
+        if name in PASSED_THROUGH or name.startswith("LC_")
+    }
+    environment.update({
+        "HOME": str(private_dir),
+        "TMPDIR": str(private_dir),
+        "TEMP": str(private_dir),
+        "TMP": str(private_dir),
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",  # -P on 3.11+; the bootstrap covers 3.10
+        "PYTHONIOENCODING": "utf-8",
+    })
+    return environment
+
+
+def _runtime_parent() -> str:
+    """The directory holding nnx-lint's own ``tree_runtime`` package (the only path the worker adds)."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+class _Worker:
+    """One ``tree_runtime.confirm`` process in its own session, and a thread reading its answers."""
+
+    def __init__(self, private_dir: Path, environment: dict[str, str], serial: int) -> None:
+        command = [sys.executable, "-s"]
+        if sys.version_info >= (3, 11):
+            command.append("-P")
+        command += ["-c", _BOOTSTRAP, _runtime_parent()]
+        self.stderr_path = private_dir / f"worker{serial}.stderr"
+        with self.stderr_path.open("wb") as stderr:  # a file, so a chatty worker never blocks on a pipe
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                cwd=private_dir, env=environment, start_new_session=os.name == "posix",
+            )
+        self.answers: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr_mark = 0
+        self.reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True)
+        self.reader.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        try:
+            for line in stream:
+                self.answers.put(line)
+        except (OSError, ValueError):
+            pass
+        self.answers.put(None)
+
+    def send(self, message: Any) -> None:
+        try:
+            self.stderr_mark = self.stderr_path.stat().st_size  # what this message makes it say starts here
+        except OSError:
+            self.stderr_mark = 0
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
+            self.process.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise _WorkerGone from exc
+
+    def receive(self, timeout: float) -> Any:
+        try:
+            line = self.answers.get(timeout=timeout)
+        except queue.Empty:
+            raise _TimedOut from None
+        if line is None:
+            raise _WorkerGone
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise _WorkerGone from None
+
+    def stderr_tail(self) -> str:
+        """The last lines the worker wrote to stderr since the last message it was sent."""
+        try:
+            with self.stderr_path.open("rb") as stream:
+                stream.seek(self.stderr_mark)
+                lines = stream.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(lines[-3:]) or "no message"
+
+    def kill(self) -> None:
+        """Kill the worker's whole process group (it is still unreaped, so the group id is still its own)."""
+        if os.name == "posix":
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        else:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # stuck in the kernel: leave it, never hang nnx-lint
+            pass
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        self.reader.join(timeout=5)
+
+
+def _transient_error(message: str) -> dict:
+    return {"status": "error", "message": message, "transient": True}
+
+
+def _start(oracle: str, private_dir: Path, environment: dict[str, str], serial: int,
+           startup_timeout: float) -> tuple[_Worker | None, dict | None]:
+    """A ready worker, or the error every remaining program gets."""
+    try:
+        worker = _Worker(private_dir, environment, serial)
+    except OSError as exc:
+        return None, _transient_error(f"the confirmation worker could not start: {exc}")
+    try:
+        worker.send({"oracle": oracle})
+        ready = worker.receive(startup_timeout)
+    except _TimedOut:
+        worker.kill()
+        return None, _transient_error(f"the confirmation worker did not start within {startup_timeout:.0f} s")
+    except _WorkerGone:
+        worker.kill()
+        return None, _transient_error("the confirmation worker failed: " + worker.stderr_tail())
+    if not isinstance(ready, dict) or ready.get("ready") is not True:
+        message = ready.get("message") if isinstance(ready, dict) else None
+        worker.kill()
+        return None, _transient_error(str(message or "the confirmation worker failed to start"))
+    return worker, None
+
+
+def run_isolated(programs: list[str], oracle: str, timeout: float | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT_S) -> list[dict]:
+    """One outcome per program; ``timeout`` bounds each program (the worker's start-up has its own bound)."""
+    timeout = timeout or PROGRAM_TIMEOUT_S
+    outcomes: list[dict] = []
+    private_dir = Path(tempfile.mkdtemp(prefix="nnx-lint-confirm-"))  # mode 0700
+    worker: _Worker | None = None
+    serial = 0
+    try:
+        environment = worker_environment(private_dir)
+        for index, program in enumerate(programs):
+            if worker is None:
+                serial += 1
+                worker, failure = _start(oracle, private_dir, environment, serial, startup_timeout)
+                if worker is None:
+                    outcomes.extend(dict(failure or {}) for _ in programs[index:])
+                    break
+            try:
+                worker.send(program)
+                outcome = worker.receive(timeout)
+                if not isinstance(outcome, dict) or not isinstance(outcome.get("status"), str):
+                    raise _WorkerGone
+            except _TimedOut:
+                outcome = _transient_error(f"the reproduction timed out after {timeout:.0f} s")
+                worker.kill()
+                worker = None
+            except _WorkerGone:
+                worker.kill()
+                outcome = _transient_error(f"the confirmation worker died running this reproduction (exit status "
+                                           f"{worker.process.returncode}): {worker.stderr_tail()}")
+                worker = None
+            outcomes.append(outcome)
+    finally:
+        if worker is not None:
+            worker.kill()
+        shutil.rmtree(private_dir, ignore_errors=True)
+    return outcomes
