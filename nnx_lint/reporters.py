@@ -1,4 +1,5 @@
-"""Output formats: ``text`` (Ruff-like), ``json`` (Ruff's keys plus symbol/kind/facts), ``github``."""
+"""Output formats: ``text`` (Ruff-like), ``json`` (Ruff's keys plus symbol/kind/facts), ``github``,
+``sarif``, ``markdown``; and ``--statistics``."""
 from __future__ import annotations
 
 import json
@@ -17,11 +18,18 @@ _KIND_WORDS = {
 }
 
 
+#: What each confirmation status is called wherever a person reads it (the tag after a
+#: diagnostic, the "Confirmation:" summary, the Markdown summary).
+_STATUS_WORDS = {
+    "confirmed": "confirmed",
+    "not-confirmed": "not confirmed",
+    "error": "confirmation error",
+    "unavailable": "no reproduction",
+}
+
 _MARKS = {
-    "confirmed": "[confirmed]",
+    **{status: f"[{word}]" for status, word in _STATUS_WORDS.items()},
     "not-confirmed": "[NOT CONFIRMED: the reproduction behaved as in graph mode; this finding is suspect]",
-    "error": "[confirmation error]",
-    "unavailable": "[no reproduction]",
 }
 
 
@@ -36,27 +44,45 @@ def render(result: RunResult, output_format: str, verbose: bool = False, show_re
 
 
 def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False) -> str:
+    """``path:line:col: CODE message`` per diagnostic (``path:cell N:line:col`` in notebooks)
+    and a summary. Text from the analysed code — file names, the names quoted in messages,
+    evidence — is passed through :func:`~nnx_lint.escaping.printable`, so each field is one
+    visible line and no control character reaches the terminal."""
+    from nnx_lint.escaping import printable, printable_lines
+
     lines = []
     for index, d in enumerate(result.diagnostics):
         where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
-        line = f"{d.path}:{where}{d.line}:{d.column}: {d.code} {d.message}"
+        line = f"{printable(d.path)}:{where}{d.line}:{d.column}: {d.code} {printable(d.message)}"
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
             if verdict.status != "unavailable" or verbose:
-                line += f"\n    evidence: {verdict.evidence}"
+                line += f"\n    evidence: {printable(verdict.evidence)}"
             if show_repro and verdict.program:
-                line += "\n" + "\n".join("    | " + l for l in verdict.program.rstrip().splitlines())
+                line += "\n" + _repro_block(d, verdict.program)
         lines.append(line)
     if verbose:
         for d in result.diagnostics:
             if "traceback" in d.facts:
-                lines.append(f"{d.path}: traceback of {d.facts.get('rule')}:\n{d.facts['traceback']}")
+                lines.append(f"{printable(d.path)}: traceback of {printable(str(d.facts.get('rule')))}:\n"
+                             f"{printable_lines(str(d.facts['traceback']))}")
     lines.append(summary(result))
     if result.confirmations:
         counts = Counter(v.status for v in result.confirmations.values())
-        lines.append("Confirmation: " + ", ".join(f"{counts[s]} {s}" for s in _MARKS if counts[s]) + ".")
+        lines.append("Confirmation: " + ", ".join(f"{counts[s]} {_STATUS_WORDS[s]}" for s in _MARKS if counts[s]) + ".")
     return "\n".join(lines)
+
+
+def _repro_block(d: Diagnostic, program: str) -> str:
+    """A reproduction program, verbatim between header and footer lines, so it can be
+    copied into a file and run. The program is generated (never analysed text as code),
+    but its string literals may quote analysed text: control characters are escaped."""
+    from nnx_lint.escaping import printable, printable_lines
+
+    cell = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
+    header = f"--- reproduction for {d.code} at {printable(d.path)}:{cell}{d.line} ---"
+    return f"{header}\n{printable_lines(program.rstrip())}\n--- end of reproduction ---"
 
 
 def summary(result: RunResult) -> str:
@@ -99,16 +125,33 @@ def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None
     return json.dumps([to_json_object(d, confirmations.get(i)) for i, d in enumerate(diagnostics)], indent=2)
 
 
+#: Workflow-command level per kind: what raises (or could not be analysed) fails the
+#: review, a silent change warns, an advisory is a notice.
+_GITHUB_LEVELS = {"raises": "error", "silent": "warning", "linter": "error", "advisory": "notice"}
+
+
 def render_github(diagnostics: list[Diagnostic]) -> str:
-    """GitHub Actions workflow commands: annotations on the pull request's diff."""
+    """GitHub Actions workflow commands: annotations on the pull request's diff.
+
+    One command per line: the file name and title are escaped as properties and the
+    message as data (``@actions/core``'s rules), so no analysed text can end the command
+    or start another. Other control characters (which the runner has no escape for) are
+    written as Python escapes, except in the file name's line breaks, which the property
+    escaping carries losslessly. Notebooks point at the line of the ``.ipynb`` text that
+    holds the code.
+    """
+    from nnx_lint.escaping import printable, workflow_data, workflow_property
+    from nnx_lint.notebooks import file_span
+
     lines = []
     for d in diagnostics:
-        level = "error" if d.kind in ("raises", "silent", "linter") else "notice"
-        message = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        lines.append(
-            f"::{level} title=nnx-lint ({d.code}),file={d.path},line={d.line},col={d.column},"
-            f"endLine={d.end_line},endColumn={d.end_column}::{d.code} {message}"
-        )
+        line, column, end_line, end_column = file_span(d)
+        properties = {
+            "title": printable(f"{d.code} {d.symbol}"), "file": printable(d.path, keep="\r\n"),
+            "line": line, "col": column, "endLine": end_line, "endColumn": end_column,
+        }
+        rendered = ",".join(f"{key}={workflow_property(str(value))}" for key, value in properties.items())
+        lines.append(f"::{_GITHUB_LEVELS[d.kind]} {rendered}::{workflow_data(printable(f'{d.code} {d.message}'))}")
     return "\n".join(lines)
 
 
@@ -134,7 +177,10 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "properties": {"kind": rule.kind if rule else "linter"},
         })
     results = []
+    from nnx_lint.notebooks import file_span
+
     for index, d in enumerate(diagnostics):
+        line, column, end_line, end_column = file_span(d)
         properties = {"kind": d.kind, "facts": {k: v for k, v in d.facts.items() if k != "traceback"}}
         if index in confirmations:
             properties["confirmation"] = confirmations[index].to_dict()
@@ -146,8 +192,8 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": {"uri": d.path.replace("\\", "/")},
-                    "region": {"startLine": d.line, "startColumn": d.column,
-                               "endLine": d.end_line, "endColumn": d.end_column},
+                    "region": {"startLine": line, "startColumn": column,
+                               "endLine": end_line, "endColumn": end_column},
                 }
             }],
             "properties": properties,
