@@ -1,0 +1,172 @@
+"""Reporters: escaping of analysed text, GitHub levels, notebooks, statistics grouping, Markdown."""
+from __future__ import annotations
+
+import doctest
+import json
+import re
+
+import pytest
+
+from nnx_lint import escaping, notebook_lines
+from nnx_lint.cli import main
+
+STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
+METADATA = "from flax import nnx\nf = nnx.vmap(g, transform_metadata={nnx.PARTITION_NAME: 'l'})\n"
+COMPAT = "from flax import nnx\nf = nnx.compat.jit(g)\n"
+# A setattr name is source text that a message quotes (NNX101 names both attribute paths).
+HOSTILE_SETATTR = (
+    "from flax import nnx\n"
+    "class Tied(nnx.Module):\n"
+    "    def __init__(self, rngs: nnx.Rngs):\n"
+    "        self.a = nnx.Linear(2, 2, rngs=rngs)\n"
+    "        setattr(self, \"\\x1b[2J\\rX\", self.a)\n"
+)
+WORKFLOW_COMMAND = re.compile(r"^::(error|warning|notice) ([^:]*)::(.*)$")
+PROPERTY_KEYS = ["title", "file", "line", "col", "endLine", "endColumn"]
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    code = main(["check", "--no-cache", *args])
+    return code, capsys.readouterr().out
+
+
+def unescape_property(value: str) -> str:
+    """What the Actions runner does with a property value (its ``unescapeProperty``)."""
+    for escaped, char in (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")):
+        value = value.replace(escaped, char)
+    return value
+
+
+def parse_workflow_commands(out: str) -> list[tuple[str, dict[str, str], str]]:
+    """Every line is one workflow command with exactly our properties, or the test fails."""
+    commands = []
+    for line in out.rstrip("\n").split("\n"):
+        match = WORKFLOW_COMMAND.match(line)
+        assert match, f"not a single workflow command: {line!r}"
+        level, properties, message = match.groups()
+        pairs = [item.split("=", 1) for item in properties.split(",")]
+        assert [key for key, _ in pairs] == PROPERTY_KEYS, line
+        commands.append((level, {key: unescape_property(value) for key, value in pairs}, message))
+    return commands
+
+
+def test_escaping_doctests():
+    for module in (escaping, notebook_lines):
+        failures, tried = doctest.testmod(module)
+        assert tried and not failures
+
+
+@pytest.mark.parametrize("name", ["a\n::stop-commands::pwned\nb.py", "c,d::e.py", "f%0Ag\r.py", "h\x1bi.py"])
+def test_github_file_names_cannot_inject_workflow_commands(tmp_path, monkeypatch, capsys, name):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(STATE_AXES)
+    (tmp_path / "plain.py").write_text(METADATA)
+    _, out = run(capsys, "--output-format", "github", ".")
+    assert all(char.isprintable() for char in out.replace("\n", "")), repr(out)
+    commands = parse_workflow_commands(out)
+    assert len(commands) == 2
+    files = {properties["file"] for _, properties, _ in commands}
+    expected = name if "\x1b" not in name else "h\\x1bi.py"  # no runner escape exists for ESC
+    assert files == {expected, "plain.py"}, "line breaks, ':' and ',' survive the round trip"
+
+
+def test_github_messages_carry_no_control_characters(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tied.py").write_text(HOSTILE_SETATTR)
+    _, out = run(capsys, "--output-format", "github", "tied.py")
+    ((level, properties, message),) = parse_workflow_commands(out)
+    assert level == "error" and properties["title"] == "NNX101 aliased-module-attribute"
+    assert "`self.\\x1b[2J\\rX`" in message and "\x1b" not in out and "\r" not in out
+
+
+def test_text_output_escapes_control_characters_from_the_source(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tied.py").write_text(HOSTILE_SETATTR)
+    (tmp_path / "x\n::warning::y\x1b[31m.py").write_text(STATE_AXES)
+    code, out = run(capsys, ".")
+    assert code == 1
+    lines = out.rstrip("\n").split("\n")
+    assert all(line.isprintable() for line in lines), repr(out)
+    assert len(lines) == 3, "two diagnostics and the summary, one line each"
+    assert any("`self.\\x1b[2J\\rX`" in line for line in lines)
+    assert any(line.startswith("x\\n::warning::y\\x1b[31m.py:2:26: NNX201 ") for line in lines)
+
+
+def test_github_level_per_kind(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "axes.py").write_text(STATE_AXES)
+    (tmp_path / "meta.py").write_text(METADATA)
+    (tmp_path / "compat.py").write_text(COMPAT)
+    (tmp_path / "broken.py").write_text("from flax import nnx\ndef f(:\n")
+    _, out = run(capsys, "--output-format", "github", "--extend-select", "NNX9", ".")
+    levels = {properties["title"].split()[0]: level for level, properties, _ in parse_workflow_commands(out)}
+    assert levels["NNX201"] == "error"  # raises
+    assert levels["NNX601"] == "warning"  # silent
+    assert levels["NNX901"] == "notice"  # advisory
+    assert [level for code, level in levels.items() if code.startswith("NNX0")] == ["error"]  # could not be analysed
+
+
+def _notebook(cells: list[tuple[str, str | list[str]]]) -> str:
+    """A notebook as Jupyter writes it (one-space indentation, one source line per element)."""
+    return json.dumps({
+        "cells": [{"cell_type": kind, "metadata": {},
+                   "source": source if isinstance(source, str) else source}
+                  for kind, source in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }, indent=1)
+
+
+NOTEBOOK_CELLS = [
+    ("markdown", ["# Exploring\n", "nnx.StateAxes in prose stays silent"]),
+    ("code", ["from flax import nnx\n", "x = 1\n", "f = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"]),
+    ("raw", ["not code"]),
+    ("code", ["h = nnx.vmap(g, transform_metadata={nnx.PARTITION_NAME: 'l'})\n"]),
+    # A cell stored as one string: every code line sits on one line of the JSON text.
+    ("code", "y = 2\nk = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"),
+]
+
+
+@pytest.fixture
+def notebook(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = _notebook(NOTEBOOK_CELLS)
+    (tmp_path / "explore.ipynb").write_text(text)
+    return text
+
+
+def test_notebook_findings_sort_by_cell_then_line_and_count_every_cell(notebook, capsys):
+    _, out = run(capsys, "explore.ipynb")
+    locations = [line.split(": NNX")[0] for line in out.splitlines() if ": NNX" in line]
+    # Cells are numbered among all cells, Markdown and raw included (Ruff's convention).
+    assert locations == ["explore.ipynb:cell 2:3:26", "explore.ipynb:cell 4:1:17", "explore.ipynb:cell 5:2:26"]
+    _, out = run(capsys, "explore.ipynb", "--output-format", "json")
+    rows = [(d["cell"], d["location"]["row"], d["location"]["column"], d["code"]) for d in json.loads(out)]
+    assert rows == [(2, 3, 26, "NNX201"), (4, 1, 17, "NNX601"), (5, 2, 26, "NNX201")]
+
+
+def _at(text: str, line: int, column: int, length: int) -> str:
+    return text.splitlines()[line - 1][column - 1:column - 1 + length]
+
+
+def test_github_and_sarif_point_into_the_ipynb_text(notebook, capsys):
+    _, out = run(capsys, "explore.ipynb", "--output-format", "github")
+    spans = [properties for _, properties, _ in parse_workflow_commands(out)]
+    # Each annotation starts exactly where the flagged code is in the JSON text.
+    assert [_at(notebook, int(p["line"]), int(p["col"]), 13) for p in spans] == [
+        "nnx.StateAxes", "transform_met", "nnx.StateAxes"]
+    first = spans[0]
+    assert notebook.splitlines()[int(first["line"]) - 1].lstrip().startswith('"f = nnx.vmap(')
+    assert _at(notebook, int(first["endLine"]), int(first["endColumn"]) - 1, 1) == ")"
+    _, out = run(capsys, "explore.ipynb", "--output-format", "sarif")
+    regions = [r["locations"][0]["physicalLocation"]["region"] for r in json.loads(out)["runs"][0]["results"]]
+    assert [(r["startLine"], r["startColumn"]) for r in regions] == [
+        (int(p["line"]), int(p["col"])) for p in spans]
+
+
+def test_ipynb_locator_handles_escapes_and_duplicate_keys():
+    text = '{"cells": [{"source": "ignored"}, {"cell_type": "code", "source": ["a\\n", "x", "yz"],\n' \
+           ' "source": ["\\u00e9\\\\\\ud83d\\ude00\\tq = 1"]}]}'
+    locator = notebook_lines.IpynbLocator(text)
+    line, column = locator.locate(cell_index=1, line=1, column=5)  # the q, after é \ 😀 and a tab
+    assert (line, text.splitlines()[line - 1][column - 1]) == (2, "q")
+    assert locator.locate(cell_index=7, line=1, column=1) is None
