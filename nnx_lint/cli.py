@@ -36,10 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", action="append", help="only these codes or prefixes (NNX2, NNX201)")
     check.add_argument("--ignore", action="append", help="skip these codes or prefixes")
     check.add_argument("--extend-select", action="append", help="add codes to the selection")
-    check.add_argument("--output-format", choices=("text", "json", "github", "sarif"), default="text")
+    check.add_argument("--output-format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
+                       help="markdown: a migration summary for a pull-request comment or $GITHUB_STEP_SUMMARY")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true",
                        help="print counts per rule instead of the diagnostics (a migration overview)")
+    check.add_argument("--group-by", choices=("rule", "file", "directory"), default=None,
+                       help="what --statistics counts per (default: rule; implies --statistics)")
     check.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: one per CPU)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     check.add_argument("--cache-dir", type=Path, help="cache directory (default: .nnx_lint_cache at the project root)")
@@ -120,10 +123,10 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-    if args.statistics:
+    if args.statistics or args.group_by:
         from nnx_lint.reporters import render_statistics
 
-        output = render_statistics(result, args.output_format)
+        output = render_statistics(result, args.output_format, args.group_by or "rule")
     else:
         output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro)
     if output:

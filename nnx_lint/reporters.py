@@ -8,7 +8,7 @@ from collections import Counter
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.runner import RunResult
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "json", "github", "sarif", "markdown")
 
 _KIND_WORDS = {
     "raises": "raise in Tree Mode",
@@ -40,6 +40,10 @@ def render(result: RunResult, output_format: str, verbose: bool = False, show_re
         return render_github(result.diagnostics)
     if output_format == "sarif":
         return render_sarif(result.diagnostics, result.confirmations)
+    if output_format == "markdown":
+        from nnx_lint.markdown_report import render_markdown
+
+        return render_markdown(result.diagnostics, result.confirmations, result.files_checked, _STATUS_WORDS)
     return render_text(result, verbose, show_repro)
 
 
@@ -209,8 +213,15 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
     return json.dumps(document, indent=2)
 
 
-def render_statistics(result: RunResult, output_format: str = "text") -> str:
-    """Counts per rule, most frequent first (like ``ruff --statistics``), with each rule's kind."""
+def render_statistics(result: RunResult, output_format: str = "text", group_by: str = "rule") -> str:
+    """Counts per rule, most frequent first (like ``ruff --statistics``), with each rule's kind;
+    or, with ``group_by`` ``file`` or ``directory``, counts per file or directory."""
+    if output_format == "markdown":
+        from nnx_lint.markdown_report import render_markdown_statistics
+
+        return render_markdown_statistics(result.diagnostics, group_by)
+    if group_by != "rule":
+        return _render_group_statistics(result, output_format, group_by)
     counts = Counter(d.code for d in result.diagnostics)
     first = {}
     for d in result.diagnostics:
@@ -224,5 +235,24 @@ def render_statistics(result: RunResult, output_format: str = "text") -> str:
         return json.dumps(rows, indent=2)
     width = max((len(str(r["count"])) for r in rows), default=1)
     lines = [f"{r['count']:>{width}}  {r['code']}  {r['kind']:8s} {r['symbol']} ({r['files']} file{'s' * (r['files'] != 1)})" for r in rows]
+    lines.append(summary(result))
+    return "\n".join(lines)
+
+
+def _render_group_statistics(result: RunResult, output_format: str, group_by: str) -> str:
+    """Counts per file or directory, most findings first, by kind and by code."""
+    from nnx_lint.escaping import printable
+    from nnx_lint.overview import groups
+
+    found = groups(result.diagnostics, group_by)
+    if output_format == "json":
+        return json.dumps([group.to_dict(group_by) for group in found], indent=2)
+    width = max((len(str(g.count)) for g in found), default=1)
+    key_width = max((len(printable(g.key)) for g in found), default=1)
+    lines = []
+    for group in found:
+        kinds = ", ".join(f"{group.kinds[kind]} {kind}" for kind in _KIND_WORDS if group.kinds[kind])
+        codes = ", ".join(f"{code} ({count})" for code, count in sorted(group.codes.items()))
+        lines.append(f"{group.count:>{width}}  {printable(group.key):<{key_width}}  {kinds}: {codes}")
     lines.append(summary(result))
     return "\n".join(lines)

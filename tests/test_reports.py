@@ -170,3 +170,83 @@ def test_ipynb_locator_handles_escapes_and_duplicate_keys():
     line, column = locator.locate(cell_index=1, line=1, column=5)  # the q, after é \ 😀 and a tab
     assert (line, text.splitlines()[line - 1][column - 1]) == (2, "q")
     assert locator.locate(cell_index=7, line=1, column=1) is None
+
+
+@pytest.fixture
+def migrating_project(tmp_path, monkeypatch):
+    """Findings of every stage of the order of work, in two directories."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "models" / "axes.py").write_text(STATE_AXES)
+    (tmp_path / "models" / "tied.py").write_text(HOSTILE_SETATTR)
+    (tmp_path / "train" / "meta.py").write_text(METADATA)
+    (tmp_path / "train" / "more_meta.py").write_text(METADATA)
+    (tmp_path / "train" / "broken.py").write_text("from flax import nnx\ndef f(:\n")
+    # A file name that tries to break out of the table and ping someone.
+    (tmp_path / "train" / "x|`y`<b>@team.py").write_text(STATE_AXES)
+    return tmp_path
+
+
+def test_statistics_group_by_file_and_directory(migrating_project, capsys):
+    code, out = run(capsys, "--group-by", "directory")
+    lines = out.splitlines()
+    assert code == 1
+    assert lines[0] == "4  train   1 raises, 2 silent, 1 linter: NNX002 (1), NNX201 (1), NNX601 (2)"
+    assert lines[1] == "2  models  2 raises: NNX101 (1), NNX201 (1)"
+    assert lines[2].startswith("Found 6 diagnostics in 6 files")
+    _, out = run(capsys, "--statistics", "--group-by", "file", "--output-format", "json")
+    rows = {row["file"]: row for row in json.loads(out)}
+    assert rows["train/meta.py"] == {"file": "train/meta.py", "count": 1, "raises": 0, "silent": 1, "linter": 0,
+                                     "advisory": 0, "codes": {"NNX601": 1}}
+    assert len(rows) == 6
+    _, out = run(capsys, "--group-by", "directory", "--output-format", "markdown")
+    assert out.splitlines() == ["| directory | not analysed | raises | silent | total |", "|---|---|---|---|---|",
+                                "| train | 1 | 1 | 2 | 4 |", "| models | 0 | 2 | 0 | 2 |"]
+    _, out = run(capsys, "--statistics")  # grouping by rule stays the default
+    assert out.splitlines()[0].split() == ["2", "NNX201", "raises", "state-axes-prefix", "(2", "files)"]
+
+
+def test_markdown_summary(migrating_project, capsys):
+    code, out = run(capsys, "--output-format", "markdown")
+    assert code == 1
+    sections = out.split("\n### ")
+    assert sections[0] == "## nnx-lint: 6 findings in 6 files (6 checked)\n"
+    by_family = sections[1].splitlines()
+    assert by_family[2] == "| family | what | not analysed | raises | silent | total |"
+    assert "| NNX2xx | prefix filters (StateAxes, DiffState, StateSharding) | 0 | 2 | 0 | 2 |" in by_family
+    assert by_family[-1] == "| **total** |  | **1** | **3** | **2** | **6** |"
+    assert "| train | 1 | 1 | 2 | 4 |" in sections[2] and "| models | 0 | 2 | 0 | 2 |" in sections[2]
+    order = sections[3].splitlines()
+    assert [line.split("**")[1] for line in order if line[:1].isdigit()] == [
+        "Files that can't be analysed (NNX0xx)", "Prefix filters (NNX2xx)",
+        "Other code that raises in Tree Mode", "Silent changes"]
+    findings = sections[4].splitlines()[4:]
+    assert [row.split(" | ")[1].split("]")[0] for row in findings] == [
+        "[NNX002", "[NNX201", "[NNX201", "[NNX101", "[NNX601", "[NNX601"], "the table follows the order of work"
+    # Analysed text cannot add a column, a code span, HTML, a mention or a control character.
+    assert all(row.count(" | ") == 3 for row in findings)
+    hostile = next(row for row in findings if "team" in row)
+    assert "x&#124;&#96;y&#96;&#60;b&#62;&#64;team.py" in hostile
+    assert not any(char in hostile for char in "<>@`") and out.replace("\n", "").isprintable()
+
+
+def test_markdown_summary_without_findings(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fine.py").write_text(COMPAT)
+    assert run(capsys, "--output-format", "markdown") == (0, "## nnx-lint\n\nNo findings (1 file checked).\n")
+
+
+def test_markdown_summary_with_confirmation_counts(migrating_project, monkeypatch, capsys):
+    from nnx_lint import confirmation
+    from nnx_lint.confirmation import Confirmation
+
+    verdicts = ["confirmed", "unavailable", "not-confirmed", "error", "confirmed", "confirmed"]
+    monkeypatch.setattr(confirmation, "confirm", lambda diagnostics, oracle, cache_dir: {
+        i: Confirmation(verdicts[i], "evidence") for i in range(len(diagnostics))})
+    monkeypatch.setattr(confirmation, "check_oracle", lambda oracle: None)
+    _, out = run(capsys, "--output-format", "markdown", "--confirm")
+    section = out.split("### Confirmation (`--confirm`)\n\n")[1].split("\n\n")[0].splitlines()
+    assert section[2:] == ["| confirmed | 3 |", "| not confirmed | 1 |", "| confirmation error | 1 |",
+                           "| no reproduction | 1 |"]
+    assert out.split("### Findings\n\n")[1].splitlines()[0].endswith("| message | confirmation |")
