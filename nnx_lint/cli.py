@@ -151,10 +151,13 @@ def _rule(name: str) -> int:
 def _rules() -> int:
     from nnx_lint.registry import all_rules
 
-    for rule in all_rules():
-        summary = (rule.__doc__ or "").strip().splitlines()[0]
+    rules = all_rules()
+    # Columns as wide as their longest entry; the summary is last and never cut.
+    symbol_width = max(len(rule.symbol) for rule in rules)
+    kind_width = max(len(rule.kind) for rule in rules)
+    for rule in rules:
         default = "" if rule.default_enabled else " (off by default)"
-        print(f"{rule.code}  {rule.symbol:28s} {rule.kind:8s} {summary}{default}")
+        print(f"{rule.code}  {rule.symbol:<{symbol_width}}  {rule.kind:<{kind_width}}  {rule.summary()}{default}")
     return EXIT_CLEAN
 
 

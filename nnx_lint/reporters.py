@@ -172,7 +172,7 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
     rules = []
     for code in codes:
         rule = rule_by_code(code)
-        summary = (rule.__doc__ or "").strip().splitlines()[0] if rule else code
+        summary = rule.summary() if rule else code
         rules.append({
             "id": code,
             "name": rule.symbol if rule else code,

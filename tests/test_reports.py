@@ -250,3 +250,30 @@ def test_markdown_summary_with_confirmation_counts(migrating_project, monkeypatc
     assert section[2:] == ["| confirmed | 3 |", "| not confirmed | 1 |", "| confirmation error | 1 |",
                            "| no reproduction | 1 |"]
     assert out.split("### Findings\n\n")[1].splitlines()[0].endswith("| message | confirmation |")
+
+
+def test_rules_listing_aligns_columns_and_never_cuts_a_summary(capsys):
+    from nnx_lint.registry import all_rules
+
+    assert main(["rules"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rules = all_rules()
+    assert len(lines) == len(rules)
+    symbol_column = {line.index(rule.symbol) for line, rule in zip(lines, rules)}
+    kind_column = {line.index(f" {rule.kind} ", len(rule.code) + len(rule.symbol)) for line, rule in zip(lines, rules)}
+    summary_column = {line.index(rule.summary()) for line, rule in zip(lines, rules)}
+    assert len(symbol_column) == len(kind_column) == len(summary_column) == 1, "every column starts at one offset"
+    nnx704 = next(line for line in lines if line.startswith("NNX704"))
+    assert nnx704.endswith("`nnx.bridge.Module`) passed to an NNX transform or graph API.")
+
+
+def test_no_rule_page_advises_the_deprecated_value_attribute():
+    from pathlib import Path
+
+    pages = sorted((Path(__file__).resolve().parent.parent / "docs" / "rules").glob("NNX*.md"))
+    assert pages
+    for page in pages:
+        use_instead = page.read_text().split("## Use instead", 1)[-1].split("\n## ", 1)[0]
+        assert not re.search(r"\.value\b(?!_)", use_instead), f"{page.name} advises `.value` (deprecated in flax)"
+    nnx301 = (pages[0].parent / "NNX301.md").read_text()
+    assert "`v.value = x`, `v.value += 1`" not in nnx301 and "the deprecated `v.value = x`" in nnx301
