@@ -277,3 +277,34 @@ def test_no_rule_page_advises_the_deprecated_value_attribute():
         assert not re.search(r"\.value\b(?!_)", use_instead), f"{page.name} advises `.value` (deprecated in flax)"
     nnx301 = (pages[0].parent / "NNX301.md").read_text()
     assert "`v.value = x`, `v.value += 1`" not in nnx301 and "the deprecated `v.value = x`" in nnx301
+
+
+def test_one_word_for_a_missing_reproduction_in_tag_and_summary():
+    from nnx_lint.confirmation import Confirmation
+    from nnx_lint.diagnostic import Diagnostic
+    from nnx_lint.reporters import render_text
+    from nnx_lint.runner import RunResult
+
+    finding = Diagnostic("NNX201", "state-axes-prefix", "m", "a.py", 1, 1, 1, 2, "raises")
+    result = RunResult(diagnostics=[finding, finding], files_checked=1,
+                       confirmations={0: Confirmation("unavailable", "why"), 1: Confirmation("confirmed", "e")})
+    lines = render_text(result).splitlines()
+    assert lines[0].endswith(" [no reproduction]")
+    assert lines[-1] == "Confirmation: 1 confirmed, 1 no reproduction."
+    assert "unavailable" not in "\n".join(lines)
+
+
+def test_show_repro_prints_the_program_verbatim_and_terminal_safe():
+    from nnx_lint.confirmation import Confirmation
+    from nnx_lint.diagnostic import Diagnostic
+    from nnx_lint.reporters import render_text
+    from nnx_lint.runner import RunResult
+
+    program = "def run(nnx):\n    return 'x'\n\n\nprint(run(None))\n"
+    finding = Diagnostic("NNX101", "aliased-module-attribute", "m", "a\x1b.py", 3, 1, 3, 2, "raises")
+    result = RunResult(diagnostics=[finding], files_checked=1,
+                       confirmations={0: Confirmation("confirmed", "e", program + "# \x1b[2J\n")})
+    out = render_text(result, show_repro=True)
+    block = out.split("--- reproduction for NNX101 at a\\x1b.py:3 ---\n", 1)[1].split("\n--- end of reproduction ---")[0]
+    assert block == program + "# \\x1b[2J", "verbatim, no prefix, control characters escaped"
+    assert out.replace("\n", "").isprintable()
