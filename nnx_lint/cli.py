@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from nnx_lint.config import ConfigError, load_settings
+    from nnx_lint.escaping import printable
     from nnx_lint.registry import UnknownSelector, select_rules
     from nnx_lint.reporters import render
     from nnx_lint.runner import run
@@ -103,7 +104,9 @@ def _check(args: argparse.Namespace) -> int:
         for codes in settings.per_file_ignores.values():
             select_rules(None, codes, ())
     except (ConfigError, UnknownSelector) as exc:
-        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        # The message may quote the analysed repository's pyproject.toml: one escaped line,
+        # never a workflow command (the Actions runner reads stderr too).
+        print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     cache_dir = None if args.no_cache else (args.cache_dir or settings.root / ".nnx_lint_cache")
     try:
@@ -111,7 +114,7 @@ def _check(args: argparse.Namespace) -> int:
     except Exception as exc:  # an internal error must say so and exit 2, not look like findings
         import traceback
 
-        print(f"nnx-lint: internal error: {exc}", file=sys.stderr)
+        print(f"nnx-lint: internal error: {printable(str(exc))}", file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
         return EXIT_ERROR

@@ -308,3 +308,14 @@ def test_show_repro_prints_the_program_verbatim_and_terminal_safe():
     block = out.split("--- reproduction for NNX101 at a\\x1b.py:3 ---\n", 1)[1].split("\n--- end of reproduction ---")[0]
     assert block == program + "# \\x1b[2J", "verbatim, no prefix, control characters escaped"
     assert out.replace("\n", "").isprintable()
+
+
+def test_configuration_errors_cannot_inject_workflow_commands(tmp_path, monkeypatch, capsys):
+    """The runner reads stderr too, and the pyproject.toml of a pull request is untrusted."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.nnx-lint]\n"x\\n::stop-commands::tok\\u001b[2J" = 1\n')
+    (tmp_path / "a.py").write_text(STATE_AXES)
+    assert main(["check", "--no-cache", "."]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.rstrip("\n").isprintable(), repr(error)
+    assert "x\\n::stop-commands::tok\\x1b[2J" in error
