@@ -165,6 +165,7 @@ _SARIF_LEVELS = {"raises": "error", "silent": "error", "linter": "warning", "adv
 def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
     """SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, Azure DevOps)."""
     import nnx_lint
+    from nnx_lint.notebooks import file_span
     from nnx_lint.registry import rule_by_code
 
     confirmations = confirmations or {}
@@ -181,8 +182,6 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "properties": {"kind": rule.kind if rule else "linter"},
         })
     results = []
-    from nnx_lint.notebooks import file_span
-
     for index, d in enumerate(diagnostics):
         line, column, end_line, end_column = file_span(d)
         properties = {"kind": d.kind, "facts": {k: v for k, v in d.facts.items() if k != "traceback"}}

@@ -26,7 +26,8 @@ PROPERTY_KEYS = ["title", "file", "line", "col", "endLine", "endColumn"]
 
 
 def run(capsys, *args: str) -> tuple[int, str]:
-    code = main(["check", "--no-cache", *args])
+    # One process: forking worker processes after another test imported JAX risks a deadlock.
+    code = main(["check", "--no-cache", "-j", "1", *args])
     return code, capsys.readouterr().out
 
 
@@ -315,7 +316,7 @@ def test_configuration_errors_cannot_inject_workflow_commands(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.nnx-lint]\n"x\\n::stop-commands::tok\\u001b[2J" = 1\n')
     (tmp_path / "a.py").write_text(STATE_AXES)
-    assert main(["check", "--no-cache", "."]) == 2
+    assert main(["check", "--no-cache", "-j", "1", "."]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.rstrip("\n").isprintable(), repr(error)
     assert "x\\n::stop-commands::tok\\x1b[2J" in error
