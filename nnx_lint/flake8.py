@@ -35,6 +35,7 @@ class NNXFlake8Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         from nnx_lint.engine import lint_source
+        from nnx_lint.escaping import printable
         from nnx_lint.prefilter import mentions_nnx
 
         if not mentions_nnx(text):
@@ -50,4 +51,5 @@ class NNXFlake8Plugin:
         for diagnostic in lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
         ):
-            yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)
+            # printable(): the message may quote analysed text, which must not reach the terminal raw.
+            yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)

@@ -17,6 +17,7 @@ from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.escaping import printable
 from nnx_lint.registry import all_rules
 from nnx_lint.rule import Rule
 
@@ -80,7 +81,7 @@ class _FamilyChecker(BaseChecker):
                     col_offset=diagnostic.column - 1,
                     end_lineno=diagnostic.end_line,
                     end_col_offset=diagnostic.end_column - 1,
-                    args=(diagnostic.code, diagnostic.message),
+                    args=(diagnostic.code, printable(diagnostic.message)),  # analysed text, escaped
                 )
 
 

@@ -320,3 +320,19 @@ def test_configuration_errors_cannot_inject_workflow_commands(tmp_path, monkeypa
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.rstrip("\n").isprintable(), repr(error)
     assert "x\\n::stop-commands::tok\\x1b[2J" in error
+
+
+@pytest.mark.parametrize("front_end", [
+    ["-m", "flake8", "--select", "NNX"],
+    ["-m", "pylint", "--load-plugins=nnx_lint.pylint", "--persistent=n", "--disable=all", "--enable=nnx"],
+])
+def test_plugins_escape_control_characters_too(tmp_path, front_end):
+    import subprocess
+    import sys
+
+    (tmp_path / "tied.py").write_text(HOSTILE_SETATTR)
+    result = subprocess.run([sys.executable, *front_end, "tied.py"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300)
+    assert "NNX101" in result.stdout, result.stdout + result.stderr
+    assert "`self.\\x1b[2J\\rX`" in result.stdout
+    assert result.stdout.replace("\n", "").isprintable(), repr(result.stdout)
