@@ -57,6 +57,15 @@ def test_escaping_doctests():
         assert tried and not failures
 
 
+def test_printable_escapes_everything_isprintable_rejects():
+    hostile = "a\x00\x1b[2J\r\n\t\x7f\u202e\u2028\u200b\U000e0001z"
+    escaped = escaping.printable(hostile)
+    assert escaped.isprintable() and escaped.startswith("a") and escaped.endswith("z")
+    assert escaped == "a" + "".join(repr(c)[1:-1] for c in hostile[1:-1]) + "z"
+    assert escaping.printable("é – 😀 self.w") == "é – 😀 self.w", "printable text is unchanged"
+    assert escaping.printable("a\nb", keep="\n") == "a\nb"
+
+
 @pytest.mark.parametrize("name", ["a\n::stop-commands::pwned\nb.py", "c,d::e.py", "f%0Ag\r.py", "h\x1bi.py"])
 def test_github_file_names_cannot_inject_workflow_commands(tmp_path, monkeypatch, capsys, name):
     monkeypatch.chdir(tmp_path)
