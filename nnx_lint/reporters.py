@@ -164,6 +164,8 @@ _SARIF_LEVELS = {"raises": "error", "silent": "error", "linter": "warning", "adv
 
 def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
     """SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, Azure DevOps)."""
+    from urllib.parse import quote
+
     import nnx_lint
     from nnx_lint.notebooks import file_span
     from nnx_lint.registry import rule_by_code
@@ -194,7 +196,8 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
+                    # A URI reference: a file name's spaces, '%', '#', line breaks are percent-encoded.
+                    "artifactLocation": {"uri": quote(d.path.replace("\\", "/"), safe="/")},
                     "region": {"startLine": line, "startColumn": column,
                                "endLine": end_line, "endColumn": end_column},
                 }

@@ -345,3 +345,15 @@ def test_plugins_escape_control_characters_too(tmp_path, front_end):
     assert "NNX101" in result.stdout, result.stdout + result.stderr
     assert "`self.\\x1b[2J\\rX`" in result.stdout
     assert result.stdout.replace("\n", "").isprintable(), repr(result.stdout)
+
+
+def test_sarif_uris_are_uri_references(tmp_path, monkeypatch, capsys):
+    from urllib.parse import unquote
+
+    monkeypatch.chdir(tmp_path)
+    name = "a b%#\n::x.py"
+    (tmp_path / name).write_text(STATE_AXES)
+    _, out = run(capsys, "--output-format", "sarif", ".")
+    (result,) = json.loads(out)["runs"][0]["results"]
+    uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "a%20b%25%23%0A%3A%3Ax.py" and unquote(uri) == name
