@@ -47,7 +47,8 @@ def render_markdown(diagnostics: list[Diagnostic], confirmations: dict, files_ch
 def render_markdown_statistics(diagnostics: list[Diagnostic], grouping: str) -> str:
     """``--statistics --output-format markdown``: one table of the counts per group."""
     kinds = [kind for kind in _KIND_HEADINGS if any(d.kind == kind for d in diagnostics)]
-    rows = [[markdown_cell(g.key), *(str(g.kinds[k]) for k in kinds), str(g.count)] for g in groups(diagnostics, grouping)]
+    rows = [[markdown_cell(g.key), *(str(g.kinds[k]) for k in kinds), str(g.count)]
+            for g in groups(diagnostics, grouping)]
     return _table([grouping, *(_KIND_HEADINGS[k] for k in kinds), "total"], rows)
 
 
@@ -119,4 +120,3 @@ def _table(headings: list[str], rows: list[list[str]]) -> str:
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
-

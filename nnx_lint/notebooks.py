@@ -57,7 +57,9 @@ def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
 IPYNB_SPAN = "ipynb"
 
 
-def map_to_cells(diagnostics: list[Diagnostic], origin: list[CellLine], notebook_text: str | None = None) -> list[Diagnostic]:
+def map_to_cells(
+    diagnostics: list[Diagnostic], origin: list[CellLine], notebook_text: str | None = None
+) -> list[Diagnostic]:
     """Rewrite module line numbers into (cell, line in cell); with the notebook's JSON
     text, also record where the span lies in that text (``facts["ipynb"]``)."""
     from nnx_lint.notebook_lines import IpynbLocator

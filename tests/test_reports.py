@@ -315,7 +315,8 @@ def test_show_repro_prints_the_program_verbatim_and_terminal_safe():
     result = RunResult(diagnostics=[finding], files_checked=1,
                        confirmations={0: Confirmation("confirmed", "e", program + "# \x1b[2J\n")})
     out = render_text(result, show_repro=True)
-    block = out.split("--- reproduction for NNX101 at a\\x1b.py:3 ---\n", 1)[1].split("\n--- end of reproduction ---")[0]
+    header = "--- reproduction for NNX101 at a\\x1b.py:3 ---\n"
+    block = out.split(header, 1)[1].split("\n--- end of reproduction ---")[0]
     assert block == program + "# \\x1b[2J", "verbatim, no prefix, control characters escaped"
     assert out.replace("\n", "").isprintable()
 
