@@ -103,8 +103,12 @@ class IpynbLocator:
     def __init__(self, text: str) -> None:
         self.text = text
         self.strings = _source_strings(text)
+        document = json.loads(text)
+        cells = document.get("cells") if isinstance(document, dict) else None
+        # Only a list of cells can be located; anything else maps nothing (and is the
+        # notebook reader's problem to report).
         self.sources = [cell.get("source", "") if isinstance(cell, dict) else ""
-                        for cell in json.loads(text).get("cells", [])]
+                        for cell in (cells if isinstance(cells, list) else [])]
         self.line_starts = [0] + [match.end() for match in re.finditer("\n", text)]
 
     def locate(self, cell_index: int, line: int, column: int) -> tuple[int, int] | None:

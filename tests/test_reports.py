@@ -358,3 +358,9 @@ def test_sarif_uris_are_uri_references(tmp_path, monkeypatch, capsys):
     (result,) = json.loads(out)["runs"][0]["results"]
     uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "a%20b%25%23%0A%3A%3Ax.py" and unquote(uri) == name
+
+
+@pytest.mark.parametrize("text", ['[1, 2]', '{"cells": 5}', '{"cells": {"a": 1}}', '{"cells": [{"source": 5}]}',
+                                  '{"cells": [{"source": [1, "x"]}]}', '{"cells": [[{"source": "x"}]]}'])
+def test_ipynb_locator_maps_nothing_in_odd_documents(text):
+    assert notebook_lines.IpynbLocator(text).locate(cell_index=0, line=1, column=1) is None
