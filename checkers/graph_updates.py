@@ -236,10 +236,10 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         (`del`, `delattr`) or rebinding attributes and submodules, rebinding a Variable
         attribute to a new Variable or a plain array, and `append`/`insert`/`pop`/item
         assignment on list or dict attributes. Writes through Variables (`v[...] = x`,
-        `v.value = x`, `v.value += 1`) stay silent, and so do changes to modules
-        constructed inside the transform, graph-mode opt-ins (`graph=True,
-        graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and transforms that already
-        pin Tree Mode (`graph_updates=False`). The `confidence` fact says whether the code is
+        `v[...] += 1`, `v.set_value(x)`, and the deprecated `v.value = x`) stay silent,
+        and so do changes to modules constructed inside the transform, graph-mode opt-ins
+        (`graph=True, graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and
+        transforms that already pin Tree Mode (`graph_updates=False`). The `confidence` fact says whether the code is
         the transformed function itself (`transform`) or reached through calls (`called`).
 
     Why is this bad?:
@@ -281,7 +281,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                 @nnx.jit
                 def step(m):
                     m.count[...] += 1
-                    m.w.value = m.w[...] * 2
+                    m.w[...] = m.w[...] * 2
                     return nnx.Param(m.w[...] * 0)
 
                 new = step(m)

@@ -36,10 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", action="append", help="only these codes or prefixes (NNX2, NNX201)")
     check.add_argument("--ignore", action="append", help="skip these codes or prefixes")
     check.add_argument("--extend-select", action="append", help="add codes to the selection")
-    check.add_argument("--output-format", choices=("text", "json", "github", "sarif"), default="text")
+    check.add_argument("--output-format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
+                       help="markdown: a migration summary for a pull-request comment or $GITHUB_STEP_SUMMARY")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true",
                        help="print counts per rule instead of the diagnostics (a migration overview)")
+    check.add_argument("--group-by", choices=("rule", "file", "directory"), default=None,
+                       help="what --statistics counts per (default: rule; implies --statistics)")
     check.add_argument("-j", "--jobs", type=int, default=0, help="worker processes (default: one per CPU)")
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     check.add_argument("--cache-dir", type=Path, help="cache directory (default: one per project in the user cache directory)")
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from nnx_lint.config import ConfigError, load_settings
+    from nnx_lint.escaping import printable
     from nnx_lint.registry import UnknownSelector, select_rules
     from nnx_lint.reporters import render
     from nnx_lint.runner import run
@@ -102,7 +106,9 @@ def _check(args: argparse.Namespace) -> int:
         for codes in settings.per_file_ignores.values():
             select_rules(None, codes, ())
     except (ConfigError, UnknownSelector) as exc:
-        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        # The message may quote the analysed repository's pyproject.toml: one escaped line,
+        # never a workflow command (the Actions runner reads stderr too).
+        print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     if args.no_cache:
         cache_dir = None
@@ -115,7 +121,7 @@ def _check(args: argparse.Namespace) -> int:
     except Exception as exc:  # an internal error must say so and exit 2, not look like findings
         import traceback
 
-        print(f"nnx-lint: internal error: {exc}", file=sys.stderr)
+        print(f"nnx-lint: internal error: {printable(str(exc))}", file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
         return EXIT_ERROR
@@ -127,10 +133,10 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-    if args.statistics:
+    if args.statistics or args.group_by:
         from nnx_lint.reporters import render_statistics
 
-        output = render_statistics(result, args.output_format)
+        output = render_statistics(result, args.output_format, args.group_by or "rule")
     else:
         output = render(
             result, args.output_format, verbose=args.verbose, show_repro=args.show_repro, show_fixes=args.show_fixes
@@ -157,10 +163,13 @@ def _rule(name: str) -> int:
 def _rules() -> int:
     from nnx_lint.registry import all_rules
 
-    for rule in all_rules():
-        summary = (rule.__doc__ or "").strip().splitlines()[0]
+    rules = all_rules()
+    # Columns as wide as their longest entry; the summary is last and never cut.
+    symbol_width = max(len(rule.symbol) for rule in rules)
+    kind_width = max(len(rule.kind) for rule in rules)
+    for rule in rules:
         default = "" if rule.default_enabled else " (off by default)"
-        print(f"{rule.code}  {rule.symbol:28s} {rule.kind:8s} {summary}{default}")
+        print(f"{rule.code}  {rule.symbol:<{symbol_width}}  {rule.kind:<{kind_width}}  {rule.summary()}{default}")
     return EXIT_CLEAN
 
 

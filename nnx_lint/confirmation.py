@@ -54,9 +54,26 @@ class Confirmation:
 def check_oracle(oracle: str) -> None:
     """Raise :class:`OracleUnavailable` with what to install when the oracle cannot run."""
     if importlib.util.find_spec("jax") is None:
-        raise OracleUnavailable("--confirm needs jax: pip install 'nnx-lint[runtime]'")
+        raise OracleUnavailable(f"--confirm needs jax: {runtime_install_hint()}")
     if oracle == "flax" and importlib.util.find_spec("flax") is None:
         raise OracleUnavailable("--confirm-with flax needs flax: pip install 'flax>=0.12.8'")
+
+
+def runtime_install_hint() -> str:
+    """How to install the ``runtime`` extra. nnx-lint is not on a package index, so
+    ``pip install 'nnx-lint[runtime]'`` cannot work: name the extra's own requirements
+    (read from the installed metadata, so pyproject.toml stays the one place for the pins)
+    and the editable install from a checkout."""
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("nnx-lint") or []
+    except metadata.PackageNotFoundError:
+        requirements = []
+    runtime = [r.split(";")[0].strip() for r in requirements if r.replace(" ", "").endswith("extra=='runtime'")
+               or r.replace(" ", "").endswith('extra=="runtime"')]
+    direct = f"pip install {' '.join(repr(r) for r in runtime)}, or " if runtime else ""
+    return f"{direct}pip install -e '.[runtime]' in an nnx-lint checkout"
 
 
 def oracle_version(oracle: str) -> str:

@@ -41,7 +41,8 @@ class Diagnostic:
         return DOCS_URL.format(code=self.code)
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code)
+        # A notebook's lines count from 1 in each cell: order by cell first.
+        return (self.path, self.facts.get("cell", 0), self.line, self.column, self.code)
 
     def to_dict(self) -> dict[str, Any]:
         """The plain-data form used by the cache and by workers."""

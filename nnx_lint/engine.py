@@ -246,4 +246,4 @@ def _lint_notebook(data, path, rule_classes, project, module_name, apply_suppres
     diagnostics = lint_source(
         text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
     )
-    return map_to_cells(diagnostics, origin)
+    return map_to_cells(diagnostics, origin, data.decode("utf-8"))

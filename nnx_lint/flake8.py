@@ -15,6 +15,7 @@ from typing import Any
 import nnx_lint
 from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
+from nnx_lint.escaping import printable
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
@@ -50,4 +51,5 @@ class NNXFlake8Plugin:
         for diagnostic in lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
         ):
-            yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)
+            # printable(): the message may quote analysed text, which must not reach the terminal raw.
+            yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)

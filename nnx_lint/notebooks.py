@@ -2,8 +2,11 @@
 
 Code cells are joined in order (they run in order), IPython magics and shell escapes are
 blanked to comments so that line numbers stay true, and each diagnostic is mapped back to
-its cell: ``facts["cell"]`` is the 1-based index among the notebook's code cells and
-``line`` is the line inside that cell (as Ruff reports notebooks).
+its cell: ``facts["cell"]`` is the 1-based index of the cell among *all* the notebook's
+cells, Markdown and raw cells included (the cell number editors show, and Ruff's
+convention), and ``line`` is the line inside that cell. ``facts["ipynb"]`` holds the same
+span in the ``.ipynb`` file's own JSON text (see :mod:`nnx_lint.notebook_lines`), where
+GitHub annotations and SARIF results must point. ``docs/notebooks.md`` tells users.
 """
 from __future__ import annotations
 
@@ -37,29 +40,58 @@ def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
         raise NotebookError(f"cannot read notebook: {exc}") from None
     lines: list[str] = []
     origin: list[CellLine] = []
-    code_cells = 0
-    for cell in cells:
+    for cell_number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        code_cells += 1
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else str(source)
         cell_lines = text.splitlines() or [""]
         cell_magic = cell_lines[0].lstrip().startswith("%%")
         for number, line in enumerate(cell_lines, start=1):
             lines.append("# " + line if cell_magic or _is_magic(line) else line)
-            origin.append(CellLine(code_cells, number))
+            origin.append(CellLine(cell_number, number))
     return "\n".join(lines) + "\n", origin
 
 
-def map_to_cells(diagnostics: list[Diagnostic], origin: list[CellLine]) -> list[Diagnostic]:
-    """Rewrite module line numbers into (cell, line in cell)."""
+#: The fact that holds a notebook diagnostic's span in the ``.ipynb`` JSON text.
+IPYNB_SPAN = "ipynb"
+
+
+def map_to_cells(
+    diagnostics: list[Diagnostic], origin: list[CellLine], notebook_text: str | None = None
+) -> list[Diagnostic]:
+    """Rewrite module line numbers into (cell, line in cell); with the notebook's JSON
+    text, also record where the span lies in that text (``facts["ipynb"]``)."""
+    from nnx_lint.notebook_lines import IpynbLocator
+
+    locator = IpynbLocator(notebook_text) if notebook_text is not None and diagnostics else None
     mapped = []
     for diagnostic in diagnostics:
         start = origin[min(diagnostic.line, len(origin)) - 1] if origin else CellLine(1, diagnostic.line)
         end = origin[min(diagnostic.end_line, len(origin)) - 1] if origin else start
-        end_line = end.line if end.cell == start.cell else start.line
-        mapped.append(
-            replace(diagnostic, line=start.line, end_line=end_line, facts={**diagnostic.facts, "cell": start.cell})
-        )
+        same_cell = end.cell == start.cell
+        end_line, end_column = (end.line, diagnostic.end_column) if same_cell else (start.line, diagnostic.column)
+        facts = {**diagnostic.facts, "cell": start.cell}
+        if locator is not None:
+            span = _ipynb_span(locator, start, diagnostic.column, CellLine(start.cell, end_line), end_column)
+            if span is not None:
+                facts[IPYNB_SPAN] = span
+        mapped.append(replace(diagnostic, line=start.line, end_line=end_line, end_column=end_column, facts=facts))
     return mapped
+
+
+def _ipynb_span(locator, start: CellLine, column: int, end: CellLine, end_column: int) -> dict[str, int] | None:
+    first = locator.locate(start.cell - 1, start.line, column)
+    last = locator.locate(end.cell - 1, end.line, end_column)
+    if first is None or last is None:
+        return None
+    return {"line": first[0], "column": first[1], "end_line": last[0], "end_column": last[1]}
+
+
+def file_span(diagnostic: Diagnostic) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) in the file as stored: for a notebook, in its
+    JSON text when known; for a Python file, the diagnostic's own span."""
+    span = diagnostic.facts.get(IPYNB_SPAN)
+    if isinstance(span, dict):
+        return span["line"], span["column"], span["end_line"], span["end_column"]
+    return diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column

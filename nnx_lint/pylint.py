@@ -19,6 +19,7 @@ from pylint.constants import WarningScope
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_module
+from nnx_lint.escaping import printable
 from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
@@ -83,7 +84,7 @@ class _FamilyChecker(BaseChecker):
                     col_offset=diagnostic.column - 1,
                     end_lineno=diagnostic.end_line,
                     end_col_offset=diagnostic.end_column - 1,
-                    args=(diagnostic.code, diagnostic.message),
+                    args=(diagnostic.code, printable(diagnostic.message)),  # analysed text, escaped
                 )
 
 

@@ -1,4 +1,5 @@
-"""Output formats: ``text`` (Ruff-like), ``json`` (Ruff's keys plus symbol/kind/facts), ``github``."""
+"""Output formats: ``text`` (Ruff-like), ``json`` (Ruff's keys plus symbol/kind/facts), ``github``,
+``sarif``, ``markdown``; and ``--statistics``."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ from collections import Counter
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.runner import RunResult
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "json", "github", "sarif", "markdown")
 
 _KIND_WORDS = {
     "raises": "raise in Tree Mode",
@@ -17,11 +18,18 @@ _KIND_WORDS = {
 }
 
 
+#: What each confirmation status is called wherever a person reads it (the tag after a
+#: diagnostic, the "Confirmation:" summary, the Markdown summary).
+_STATUS_WORDS = {
+    "confirmed": "confirmed",
+    "not-confirmed": "not confirmed",
+    "error": "confirmation error",
+    "unavailable": "no reproduction",
+}
+
 _MARKS = {
-    "confirmed": "[confirmed]",
+    **{status: f"[{word}]" for status, word in _STATUS_WORDS.items()},
     "not-confirmed": "[NOT CONFIRMED: the reproduction behaved as in graph mode; this finding is suspect]",
-    "error": "[confirmation error]",
-    "unavailable": "[no reproduction]",
 }
 
 
@@ -34,35 +42,57 @@ def render(
         return render_github(result.diagnostics)
     if output_format == "sarif":
         return render_sarif(result.diagnostics, result.confirmations)
+    if output_format == "markdown":
+        from nnx_lint.markdown_report import render_markdown
+
+        return render_markdown(result.diagnostics, result.confirmations, result.files_checked, _STATUS_WORDS)
     return render_text(result, verbose, show_repro, show_fixes)
 
 
 def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False) -> str:
-    """Ruff-like lines; ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line."""
+    """``path:line:col: CODE message`` per diagnostic (``path:cell N:line:col`` in notebooks)
+    and a summary; ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line.
+    Text from the analysed code — file names, the names quoted in messages and help,
+    evidence — is passed through :func:`~nnx_lint.escaping.printable`, so each field is one
+    visible line and no control character reaches the terminal."""
+    from nnx_lint.escaping import printable, printable_lines
+
     lines = []
     for index, d in enumerate(result.diagnostics):
         where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
-        line = f"{d.path}:{where}{d.line}:{d.column}: {d.code} {d.message}"
+        line = f"{printable(d.path)}:{where}{d.line}:{d.column}: {d.code} {printable(d.message)}"
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
         if show_fixes and d.help:
-            line += f"\n    help: {d.help}"
+            line += f"\n    help: {printable(d.help)}"
         if verdict is not None:
             if verdict.status != "unavailable" or verbose:
-                line += f"\n    evidence: {verdict.evidence}"
+                line += f"\n    evidence: {printable(verdict.evidence)}"
             if show_repro and verdict.program:
-                line += "\n" + "\n".join("    | " + l for l in verdict.program.rstrip().splitlines())
+                line += "\n" + _repro_block(d, verdict.program)
         lines.append(line)
     if verbose:
         for d in result.diagnostics:
             if "traceback" in d.facts:
-                lines.append(f"{d.path}: traceback of {d.facts.get('rule')}:\n{d.facts['traceback']}")
+                lines.append(f"{printable(d.path)}: traceback of {printable(str(d.facts.get('rule')))}:\n"
+                             f"{printable_lines(str(d.facts['traceback']))}")
     lines.append(summary(result))
     if result.confirmations:
         counts = Counter(v.status for v in result.confirmations.values())
-        lines.append("Confirmation: " + ", ".join(f"{counts[s]} {s}" for s in _MARKS if counts[s]) + ".")
+        lines.append("Confirmation: " + ", ".join(f"{counts[s]} {_STATUS_WORDS[s]}" for s in _MARKS if counts[s]) + ".")
     return "\n".join(lines)
+
+
+def _repro_block(d: Diagnostic, program: str) -> str:
+    """A reproduction program, verbatim between header and footer lines, so it can be
+    copied into a file and run. The program is generated (never analysed text as code),
+    but its string literals may quote analysed text: control characters are escaped."""
+    from nnx_lint.escaping import printable, printable_lines
+
+    cell = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
+    header = f"--- reproduction for {d.code} at {printable(d.path)}:{cell}{d.line} ---"
+    return f"{header}\n{printable_lines(program.rstrip())}\n--- end of reproduction ---"
 
 
 def summary(result: RunResult) -> str:
@@ -109,16 +139,33 @@ def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None
     return json.dumps([to_json_object(d, confirmations.get(i)) for i, d in enumerate(diagnostics)], indent=2)
 
 
+#: Workflow-command level per kind: what raises (or could not be analysed) fails the
+#: review, a silent change warns, an advisory is a notice.
+_GITHUB_LEVELS = {"raises": "error", "silent": "warning", "linter": "error", "advisory": "notice"}
+
+
 def render_github(diagnostics: list[Diagnostic]) -> str:
-    """GitHub Actions workflow commands: annotations on the pull request's diff."""
+    """GitHub Actions workflow commands: annotations on the pull request's diff.
+
+    One command per line: the file name and title are escaped as properties and the
+    message as data (``@actions/core``'s rules), so no analysed text can end the command
+    or start another. Other control characters (which the runner has no escape for) are
+    written as Python escapes, except in the file name's line breaks, which the property
+    escaping carries losslessly. Notebooks point at the line of the ``.ipynb`` text that
+    holds the code.
+    """
+    from nnx_lint.escaping import printable, workflow_data, workflow_property
+    from nnx_lint.notebooks import file_span
+
     lines = []
     for d in diagnostics:
-        level = "error" if d.kind in ("raises", "silent", "linter") else "notice"
-        message = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        lines.append(
-            f"::{level} title=nnx-lint ({d.code}),file={d.path},line={d.line},col={d.column},"
-            f"endLine={d.end_line},endColumn={d.end_column}::{d.code} {message}"
-        )
+        line, column, end_line, end_column = file_span(d)
+        properties = {
+            "title": printable(f"{d.code} {d.symbol}"), "file": printable(d.path, keep="\r\n"),
+            "line": line, "col": column, "endLine": end_line, "endColumn": end_column,
+        }
+        rendered = ",".join(f"{key}={workflow_property(str(value))}" for key, value in properties.items())
+        lines.append(f"::{_GITHUB_LEVELS[d.kind]} {rendered}::{workflow_data(printable(f'{d.code} {d.message}'))}")
     return "\n".join(lines)
 
 
@@ -127,7 +174,10 @@ _SARIF_LEVELS = {"raises": "error", "silent": "error", "linter": "warning", "adv
 
 def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
     """SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, Azure DevOps)."""
+    from urllib.parse import quote
+
     import nnx_lint
+    from nnx_lint.notebooks import file_span
     from nnx_lint.registry import rule_by_code
 
     confirmations = confirmations or {}
@@ -135,7 +185,7 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
     rules = []
     for code in codes:
         rule = rule_by_code(code)
-        summary = (rule.__doc__ or "").strip().splitlines()[0] if rule else code
+        summary = rule.summary() if rule else code
         rules.append({
             "id": code,
             "name": rule.symbol if rule else code,
@@ -146,6 +196,7 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
         })
     results = []
     for index, d in enumerate(diagnostics):
+        line, column, end_line, end_column = file_span(d)
         properties = {"kind": d.kind, "facts": {k: v for k, v in d.facts.items() if k != "traceback"}}
         if d.help:
             # SARIF has no per-result help (only the rule's); message.markdown must render the
@@ -160,9 +211,10 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": d.path.replace("\\", "/")},
-                    "region": {"startLine": d.line, "startColumn": d.column,
-                               "endLine": d.end_line, "endColumn": d.end_column},
+                    # A URI reference: a file name's spaces, '%', '#', line breaks are percent-encoded.
+                    "artifactLocation": {"uri": quote(d.path.replace("\\", "/"), safe="/")},
+                    "region": {"startLine": line, "startColumn": column,
+                               "endLine": end_line, "endColumn": end_column},
                 }
             }],
             "properties": properties,
@@ -190,8 +242,15 @@ def _sarif_rule_help(rule) -> dict:
     return {"help": {"text": advice, "markdown": f"{markdown_text(advice)}\n\nSee [{rule.code}]({page})."}}
 
 
-def render_statistics(result: RunResult, output_format: str = "text") -> str:
-    """Counts per rule, most frequent first (like ``ruff --statistics``), with each rule's kind."""
+def render_statistics(result: RunResult, output_format: str = "text", group_by: str = "rule") -> str:
+    """Counts per rule, most frequent first (like ``ruff --statistics``), with each rule's kind;
+    or, with ``group_by`` ``file`` or ``directory``, counts per file or directory."""
+    if output_format == "markdown":
+        from nnx_lint.markdown_report import render_markdown_statistics
+
+        return render_markdown_statistics(result.diagnostics, group_by)
+    if group_by != "rule":
+        return _render_group_statistics(result, output_format, group_by)
     counts = Counter(d.code for d in result.diagnostics)
     first = {}
     for d in result.diagnostics:
@@ -205,5 +264,24 @@ def render_statistics(result: RunResult, output_format: str = "text") -> str:
         return json.dumps(rows, indent=2)
     width = max((len(str(r["count"])) for r in rows), default=1)
     lines = [f"{r['count']:>{width}}  {r['code']}  {r['kind']:8s} {r['symbol']} ({r['files']} file{'s' * (r['files'] != 1)})" for r in rows]
+    lines.append(summary(result))
+    return "\n".join(lines)
+
+
+def _render_group_statistics(result: RunResult, output_format: str, group_by: str) -> str:
+    """Counts per file or directory, most findings first, by kind and by code."""
+    from nnx_lint.escaping import printable
+    from nnx_lint.overview import groups
+
+    found = groups(result.diagnostics, group_by)
+    if output_format == "json":
+        return json.dumps([group.to_dict(group_by) for group in found], indent=2)
+    width = max((len(str(g.count)) for g in found), default=1)
+    key_width = max((len(printable(g.key)) for g in found), default=1)
+    lines = []
+    for group in found:
+        kinds = ", ".join(f"{group.kinds[kind]} {kind}" for kind in _KIND_WORDS if group.kinds[kind])
+        codes = ", ".join(f"{code} ({count})" for code, count in sorted(group.codes.items()))
+        lines.append(f"{group.count:>{width}}  {printable(group.key):<{key_width}}  {kinds}: {codes}")
     lines.append(summary(result))
     return "\n".join(lines)

@@ -210,6 +210,12 @@ class Rule:
         return cls.code[:4] + "xx"
 
     @classmethod
+    def summary(cls) -> str:
+        """The docstring's first paragraph as one line (it may wrap over several lines)."""
+        paragraph = (cls.__doc__ or cls.symbol).strip().split("\n\n", 1)[0]
+        return " ".join(line.strip() for line in paragraph.splitlines())
+
+    @classmethod
     def docs_sections(cls) -> dict[str, str]:
         """The docstring split into its ``Section:``-free Markdown sections by heading."""
         return parse_docstring_sections(cls.__doc__ or "")

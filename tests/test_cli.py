@@ -88,7 +88,7 @@ def test_json_has_ruffs_keys_plus_ours(project, capsys):
 
 def test_github_format(project, capsys):
     _, out = run(capsys, "--no-cache", "--output-format", "github", "pkg/axes.py")
-    assert out.startswith("::error title=nnx-lint (NNX201),file=pkg/axes.py,line=2,col=26")
+    assert out.startswith("::error title=NNX201 state-axes-prefix,file=pkg/axes.py,line=2,col=26,endLine=2,endColumn=49::")
 
 
 def test_pyproject_configuration(project, capsys):
@@ -229,11 +229,11 @@ def test_notebooks_are_linted_cell_by_cell(project, capsys):
     ]))
     code, out = run(capsys, "explore.ipynb", "--no-cache")
     assert code == 1
-    assert "explore.ipynb:cell 2:3:26: NNX201 " in out, out
+    assert "explore.ipynb:cell 3:3:26: NNX201 " in out, out
     assert out.count("NNX201") == 1, "a %%cell magic's body is not Python"
     _, out = run(capsys, "--no-cache", "--output-format", "json")
     notebook_items = [d for d in json.loads(out) if d["filename"].endswith(".ipynb")]
-    assert [(d["cell"], d["location"]["row"]) for d in notebook_items] == [(2, 3)]
+    assert [(d["cell"], d["location"]["row"]) for d in notebook_items] == [(3, 3)]
 
 
 def test_broken_notebook_is_reported(project, capsys):
