@@ -604,7 +604,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         if (new_kind == "variable" and kinds) or kinds == {"variable"}:
             return self._facts("Rebinding Variable attribute", owner, target.attrname, cls, "rebind-variable",
                                f"Write the value instead: `{owner.as_string()}.{target.attrname}[...] = ...` "
-                               "(or `.value = ...` for a new shape).")
+                               "(or `.set_value(...)` for a new shape).")
         if _class_is_known(self.context, owner, owner_ref) and not kinds:
             return self._facts("Adding attribute", owner, target.attrname, cls, "add-attribute",
                                "Declare the slot in `__init__` (e.g. `nnx.data(None)`), return the new value as an "
