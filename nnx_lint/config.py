@@ -43,6 +43,8 @@ class Settings:
     #: Directory holding the pyproject.toml the settings came from (globs are relative to it).
     root: Path = field(default_factory=Path.cwd)
     source: Path | None = None
+    #: ``--force-exclude``: excludes apply to paths named on the command line too.
+    force_exclude: bool = False
 
     def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
         """Whether ``path`` (a file or directory) matches a default or configured exclude.
