@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import nnx_lint
+from nnx_lint import cli_ci
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Tree Mode oracle for --confirm (default: tree_runtime; implies --confirm)")
     check.add_argument("--show-repro", action="store_true",
                        help="print each diagnostic's reproduction program (implies --confirm)")
+    cli_ci.add_arguments(check)
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
@@ -79,12 +81,17 @@ def _check(args: argparse.Namespace) -> int:
     from nnx_lint.reporters import render
     from nnx_lint.runner import run
 
+    try:
+        prepared = cli_ci.prepare(args)
+    except cli_ci.UsageError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     for path in args.paths:
-        if not path.exists():
+        if not path.exists() and path != cli_ci.STDIN_PATH:
             print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
     try:
-        settings = load_settings(args.paths[0], args.config)
+        settings = load_settings(cli_ci.config_start(args), args.config)
         if args.select is not None:
             # Like Ruff: a selection on the command line replaces the file's whole selection.
             settings.select = _split_codes(args.select)
@@ -104,7 +111,12 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     cache_dir = None if args.no_cache else (args.cache_dir or settings.root / ".nnx_lint_cache")
     try:
-        result = run(args.paths, settings, jobs=args.jobs, cache_dir=cache_dir)
+        result = cli_ci.execute(args, settings, prepared,
+                                lambda paths, settings: run(paths, settings, jobs=args.jobs, cache_dir=cache_dir))
+        finished = cli_ci.finish(args, settings, result, prepared)
+    except cli_ci.UsageError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as exc:  # an internal error must say so and exit 2, not look like findings
         import traceback
 
@@ -112,6 +124,8 @@ def _check(args: argparse.Namespace) -> int:
         if args.verbose:
             traceback.print_exc()
         return EXIT_ERROR
+    if finished is not None:
+        return finished
     if args.confirm or args.confirm_with or args.show_repro:
         from nnx_lint.confirmation import OracleUnavailable, confirm
 
@@ -128,6 +142,7 @@ def _check(args: argparse.Namespace) -> int:
         output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro)
     if output:
         print(output)
+    cli_ci.report(args, prepared)
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
