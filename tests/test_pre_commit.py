@@ -51,6 +51,6 @@ def test_try_repo_reports_the_finding_and_fails(tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "bad.py:2:26: NNX201" in output, output
-    assert "good.py" not in output.split("nnx-lint")[-1] or "good.py:" not in output, output
+    assert "good.py:" not in output, output
     assert "vendored/bad_too.py" not in output, "--force-exclude applies the configured exclude"
     assert "Found 1 diagnostic in 1 file" in output, output
