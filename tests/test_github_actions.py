@@ -7,10 +7,11 @@ import shlex
 import shutil
 
 import pytest
-import yaml
 from _support import REPO
 
 from nnx_lint.cli import build_parser, main
+
+yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install -e '.[test]')")
 
 WORKFLOW = REPO / "docs" / "github-actions.yml"
 _SHELL_OPERATORS = {">", ">>", "|", "||", "&&", ";", "2>", "2>&1"}

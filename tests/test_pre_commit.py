@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 from _support import REPO
 
 pre_commit = pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install -e '.[test]')")
+import yaml  # noqa: E402 - a dependency of pre-commit
 
 BAD = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
 GOOD = "from flax import nnx\nf = nnx.vmap(g, in_axes=(0,))\n"
