@@ -62,7 +62,7 @@ def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome
     wanted: dict[int, list[str]] = defaultdict(list)
     for diagnostic in diagnostics:
         target = placement.target(diagnostic.line)
-        if target is None:
+        if target is None or not 0 < target <= len(lines):
             outcome.skipped.append(f"{path}:{diagnostic.line}: no line of the statement can carry a comment")
             continue
         # Ask the noqa machinery whether a comment there would suppress this finding.

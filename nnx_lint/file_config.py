@@ -76,8 +76,8 @@ def settings_for_file(path: Path, config_file: Path | None = None) -> Settings:
     """The settings of the nearest ``pyproject.toml`` of ``path`` (or of ``config_file``),
     read once per configuration file and modification time.
 
-    Raises :class:`nnx_lint.config.ConfigError` for an invalid file and
-    :class:`nnx_lint.registry.UnknownSelector` for an unknown code, as the CLI does.
+    Raises :class:`nnx_lint.config.ConfigError` for an invalid file or an unknown code
+    (the plugins fail loudly, as the CLI exits 2).
     """
     source = config_file or find_pyproject(path)
     if source is None:
@@ -91,13 +91,17 @@ def settings_for_file(path: Path, config_file: Path | None = None) -> Settings:
 
 @lru_cache(maxsize=32)
 def _settings(source: str | None, modified: float, cwd: str) -> Settings:
-    from nnx_lint.registry import select_rules
+    from nnx_lint.config import ConfigError
+    from nnx_lint.registry import UnknownSelector, select_rules
 
     if source is None:
         return Settings(root=Path(cwd))
     settings = load_settings(Path(source), Path(source))
     # Validate the selectors now, so that a typo fails loudly in the plugins as in the CLI.
-    select_rules(settings.select, settings.ignore, settings.extend_select)
-    for codes in settings.per_file_ignores.values():
-        select_rules(None, codes, ())
+    try:
+        select_rules(settings.select, settings.ignore, settings.extend_select)
+        for codes in settings.per_file_ignores.values():
+            select_rules(None, codes, ())
+    except UnknownSelector as exc:
+        raise ConfigError(f"{source} [tool.nnx-lint]: {exc}") from None
     return settings

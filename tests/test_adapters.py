@@ -105,3 +105,10 @@ def test_pylint_messages_are_enabled_and_the_configuration_decides():
 def test_pylint_disable_nnx_turns_every_family_off(sample):
     assert _pylint(sample, "--disable=all", "--enable=nnx,unused-import", "--disable=nnx") == set()
     assert _pylint(sample, "--disable=all", "--enable=nnx,unused-import") != set()
+
+
+def test_plugins_fail_loudly_on_an_unknown_configured_code(sample):
+    (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nignore = ["NNX777"]\n')
+    result = _run(sys.executable, "-m", "flake8", sample.name, cwd=sample.parent)
+    assert result.returncode != 0
+    assert "pyproject.toml [tool.nnx-lint]: unknown rule selector 'NNX777'" in result.stderr
