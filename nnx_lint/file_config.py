@@ -62,6 +62,8 @@ def is_path_excluded(settings: Settings, path: Path) -> bool:
     """
     absolute = Path(os.path.abspath(path))
     root = Path(os.path.abspath(settings.root))
+    if absolute == root or absolute in root.parents:
+        return False  # the project itself (a checkout in a folder named `build`, say)
     if settings.is_excluded(absolute, is_dir=absolute.is_dir()):
         return True
     for directory in absolute.parents:

@@ -119,3 +119,13 @@ def test_force_exclude_applies_excludes_to_named_paths(project, capsys):
     assert reported == {"src/a.py"}, "configured excludes, their sub-directories and default excludes apply"
     assert main(["check", "--no-cache", "--force-exclude", "vendored/lib/b.py"]) == 0
     assert "All checks passed! (0 files checked)" in capsys.readouterr().out
+
+
+def test_force_exclude_never_excludes_the_project_itself(tmp_path, monkeypatch, capsys):
+    root = tmp_path / "build"  # a default-excluded name, as the checkout's own folder
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    (root / "a.py").write_text(AXES)
+    monkeypatch.chdir(root)
+    assert main(["check", "--no-cache", "--force-exclude", "."]) == 1
+    assert "a.py:2:26: NNX201" in capsys.readouterr().out
