@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,14 +151,14 @@ def apply_baseline(
     diagnostics: list[Diagnostic],
     entries: list[Entry],
     root: Path,
-    in_scope: set[tuple[str, str]] | None,
+    in_scope: Callable[[Entry], bool] | None,
     read: Reader = read_from_disk,
 ) -> BaselineOutcome:
     """Split ``diagnostics`` into new ones and baselined ones.
 
-    ``in_scope`` holds the (project-relative file, code) pairs this run checked: an entry
-    outside it (a file not linted this time, a rule not selected) is neither remaining
-    nor fixed. None means every entry is in scope.
+    ``in_scope(entry)`` says whether this run checked the entry's file with its rule on:
+    an entry outside (a file not linted this time, a rule not selected) is neither
+    remaining nor fixed. None means every entry is in scope.
     """
     recorded = set(entries)
     matched: set[Entry] = set()
@@ -168,6 +168,6 @@ def apply_baseline(
             matched.add(entry)
             baselined.add(id(diagnostic))
     new = [d for d in diagnostics if id(d) not in baselined]  # the run's order is kept
-    scoped = [e for e in recorded if in_scope is None or (e.file, e.code) in in_scope]
+    scoped = [e for e in recorded if in_scope is None or in_scope(e)]
     fixed = [e for e in scoped if e not in matched]
     return BaselineOutcome(new, fixed, len(matched), len(scoped), len(recorded) - len(scoped))

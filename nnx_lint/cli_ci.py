@@ -145,11 +145,17 @@ def _reader(args: argparse.Namespace, prepared: Prepared):
     return lambda path: prepared.stdin_data
 
 
-def _scope(args: argparse.Namespace, settings: Settings) -> set[tuple[str, str]]:
-    """The (project-relative file, code) pairs this run checked."""
+def _scope(args: argparse.Namespace, settings: Settings):
+    """Whether this run checked a baseline entry's file, with the entry's rule on."""
     from nnx_lint.config import _relative_posix
     from nnx_lint.file_config import rules_for
     from nnx_lint.runner import discover
 
-    files = [args.stdin_filename or Path("-")] if reads_stdin(args) else list(discover(args.paths, settings))
-    return {(_relative_posix(file, settings.root), rule.code) for file in files for rule in rules_for(settings, file)}
+    files = [args.stdin_filename or Path("-")] if reads_stdin(args) else discover(args.paths, settings)
+    checked = {_relative_posix(file, settings.root): file for file in files}
+
+    def in_scope(entry) -> bool:
+        file = checked.get(entry.file)
+        return file is not None and any(rule.code == entry.code for rule in rules_for(settings, file))
+
+    return in_scope

@@ -1,8 +1,8 @@
 """The source line a diagnostic points at, read the way the engine read the file.
 
-The baseline fingerprints a finding by its line's code without comments, and
-``--add-noqa`` edits the line; both need the text behind ``(path, line)`` — for a
-notebook, the line of the cell (``facts["cell"]``) — and where its comment starts.
+The baseline fingerprints a finding by its line's code without comments: it needs the
+text behind ``(path, line)`` — for a notebook, the line of the cell (``facts["cell"]``) —
+and where that line's comment starts.
 """
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ class SourceLines:
     def __init__(self, path: str, data: bytes | None) -> None:
         self.lines: list[str] = []
         self._cell_lines: dict[tuple[int, int], int] = {}
-        self._comment_columns: dict[int, int] = {}
         if data is None:
             return
         from nnx_lint import parsing
@@ -48,7 +47,6 @@ class SourceLines:
         except (ValueError, parsing.ParseFailure):
             return
         self.lines = text.splitlines()
-        self._comment_columns = _comment_columns(text)
 
     def number_of(self, diagnostic: Diagnostic) -> int:
         """The 1-based line in :attr:`lines` the diagnostic starts on (0 if unknown)."""
@@ -60,21 +58,23 @@ class SourceLines:
         """Line ``number`` without its comment, whitespace collapsed (``""`` if unknown)."""
         if not 0 < number <= len(self.lines):
             return ""
-        line = self.lines[number - 1]
-        if number in self._comment_columns:
-            line = line[: self._comment_columns[number]]
-        elif not self._comment_columns:  # the file did not tokenize: drop an obvious noqa at least
-            line = re.sub(r"#\s*noqa\b.*$", "", line, flags=re.IGNORECASE)
-        return " ".join(line.split())
+        return " ".join(without_comment(self.lines[number - 1]).split())
 
 
-def _comment_columns(text: str) -> dict[int, int]:
-    """Line -> column where its comment starts, from the tokenizer (so ``#`` in strings is not one)."""
-    columns: dict[int, int] = {}
+def without_comment(line: str) -> str:
+    """``line`` without its trailing comment.
+
+    The line is tokenized on its own, so the answer depends on its text only (a
+    fingerprint must not change because of the lines around it), and a ``#`` inside a
+    string on the line is not a comment. A line that does not tokenize alone (it ends
+    inside a string) loses an obvious ``# noqa ...`` at least.
+    """
+    if "#" not in line:
+        return line
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
             if token.type == tokenize.COMMENT:
-                columns[token.start[0]] = token.start[1]
+                return line[: token.start[1]]
     except (tokenize.TokenError, SyntaxError):
-        return {}
-    return columns
+        pass
+    return re.sub(r"#\s*noqa\b.*$", "", line, flags=re.IGNORECASE)
