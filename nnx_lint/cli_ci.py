@@ -11,9 +11,13 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nnx_lint.config import Settings
 from nnx_lint.runner import RunResult
+
+if TYPE_CHECKING:
+    from nnx_lint.baseline import BaselineOutcome, Entry
 
 STDIN_PATH = Path("-")
 
@@ -42,11 +46,11 @@ class Prepared:
     """What this module keeps between the steps of one ``check``."""
 
     #: The baseline's entries (``--baseline``), read before the run.
-    baseline: list | None = None
+    baseline: list[Entry] | None = None
     #: The source read from stdin, for the baseline's fingerprints.
     stdin_data: bytes | None = None
     #: How the run compared with the baseline.
-    outcome: object | None = None
+    outcome: BaselineOutcome | None = None
 
 
 def reads_stdin(args: argparse.Namespace) -> bool:
