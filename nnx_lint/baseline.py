@@ -45,6 +45,7 @@ class Entry:
     message: str = field(default="", compare=False)
 
     def to_json(self) -> dict:
+        """The entry as written in the file (keys in reading order)."""
         return {"file": self.file, "code": self.code, "fingerprint": self.fingerprint,
                 "occurrence": self.occurrence, "message": self.message}
 

@@ -54,6 +54,7 @@ class Prepared:
 
 
 def reads_stdin(args: argparse.Namespace) -> bool:
+    """Whether the source comes from stdin (``-`` as the path)."""
     return STDIN_PATH in args.paths
 
 
