@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import nnx_lint
+from nnx_lint import cli_ci
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print each diagnostic's reproduction program (implies --confirm)")
     check.add_argument("--show-fixes", action="store_true",
                        help="text format: print how to fix each diagnostic on an indented `help:` line")
+    cli_ci.add_arguments(check)
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
@@ -85,12 +87,17 @@ def _check(args: argparse.Namespace) -> int:
     from nnx_lint.reporters import render
     from nnx_lint.runner import run
 
+    try:
+        prepared = cli_ci.prepare(args)
+    except cli_ci.UsageError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     for path in args.paths:
-        if not path.exists():
+        if not path.exists() and path != cli_ci.STDIN_PATH:
             print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
     try:
-        settings = load_settings(args.paths[0], args.config)
+        settings = load_settings(cli_ci.config_start(args), args.config)
         if args.select is not None:
             # Like Ruff: a selection on the command line replaces the file's whole selection.
             settings.select = _split_codes(args.select)
@@ -117,7 +124,12 @@ def _check(args: argparse.Namespace) -> int:
 
         cache_dir = args.cache_dir or default_cache_dir(settings.root)
     try:
-        result = run(args.paths, settings, jobs=args.jobs, cache_dir=cache_dir)
+        result = cli_ci.execute(args, settings, prepared,
+                                lambda paths, settings: run(paths, settings, jobs=args.jobs, cache_dir=cache_dir))
+        finished = cli_ci.finish(args, settings, result, prepared)
+    except cli_ci.UsageError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as exc:  # an internal error must say so and exit 2, not look like findings
         import traceback
 
@@ -125,6 +137,8 @@ def _check(args: argparse.Namespace) -> int:
         if args.verbose:
             traceback.print_exc()
         return EXIT_ERROR
+    if finished is not None:
+        return finished
     if args.confirm or args.confirm_with or args.show_repro:
         from nnx_lint.confirmation import OracleUnavailable, confirm
 
@@ -143,6 +157,7 @@ def _check(args: argparse.Namespace) -> int:
         )
     if output:
         print(output)
+    cli_ci.report(args, prepared)
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN

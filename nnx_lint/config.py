@@ -55,6 +55,8 @@ class Settings:
         All three front-ends use this, so they resolve the same imports.
         """
         return list(dict.fromkeys([*self.source_roots, self.root.resolve(), Path.cwd().resolve()]))
+    #: ``--force-exclude``: excludes apply to paths named on the command line too.
+    force_exclude: bool = False
 
     def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
         """Whether ``path`` (a file or directory) matches a default or configured exclude.

@@ -27,6 +27,11 @@ def _code_block(source: str) -> str:
     return "```python\n" + "\n".join(lines) + "\n```"
 
 
+def _turn_on(rule: type[Rule]) -> str:
+    # The NNX9xx family is all advisories; an off-by-default rule elsewhere is named alone.
+    return f"--select {rule.code[:4]}" if rule.code.startswith("NNX9") else f"--extend-select {rule.code}"
+
+
 def render_rule(rule: type[Rule]) -> str:
     """The Markdown page of one rule."""
     sections = rule.docs_sections()
@@ -34,7 +39,7 @@ def render_rule(rule: type[Rule]) -> str:
     out = [f"# {rule.code} `{rule.symbol}`", "", summary, ""]
     facts = [
         f"- Kind: `{rule.kind}` — {_KIND_TEXT[rule.kind]}",
-        f"- Enabled by default: {'yes' if rule.default_enabled else 'no (select it with `--select ' + rule.code[:4] + '`)'}",
+        f"- Enabled by default: {'yes' if rule.default_enabled else 'no (select it with `' + _turn_on(rule) + '`)'}",
     ]
     if rule.catalogue:
         facts.append(f"- Catalogue rows: {', '.join(rule.catalogue)}")

@@ -23,6 +23,7 @@ from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
 from nnx_lint.rule import Rule
+from nnx_lint.unused_noqa import unused_noqa
 
 _MISSING = object()
 T = TypeVar("T")
@@ -188,6 +189,7 @@ def lint_source(
         return []
     project = project or Project()
     module_name = module_name or Path(path).stem
+    lines = text.splitlines()
     try:
         module = parsing.build(text, path, module_name, project.is_project_module)
     except parsing.ParseFailure as failure:
@@ -200,9 +202,12 @@ def lint_source(
             diagnostics = [
                 _linter_diagnostic("NNX004", "file is too deeply nested to analyse (Python's recursion limit was hit)", path)
             ]
+        else:
+            # Judged only on an analysed file: on a failed one every noqa would look unused.
+            diagnostics += unused_noqa([d for d in diagnostics if d.code in enabled], lines, rule_classes, path)
     diagnostics = [d for d in diagnostics if d.code in enabled]
     if apply_suppressions:
-        diagnostics = apply_noqa(diagnostics, text.splitlines())
+        diagnostics = apply_noqa(diagnostics, lines)
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 

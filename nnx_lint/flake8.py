@@ -1,10 +1,12 @@
 """The flake8 plugin: ``flake8 --select NNX``.
 
 It reuses flake8's file reading but not its ``ast`` tree: the engine builds its own
-astroid tree, and only for files that pass the cheap text pre-filter. Off-by-default
-codes (NNX9xx) are registered with flake8's default-ignore, so ``--select NNX`` leaves
-them off and ``--extend-select NNX9`` turns them on. ``# noqa`` is left to flake8.
-Unparsable or undecodable files are flake8's own E999/E902, so NNX0xx never shows here.
+astroid tree, and only for files that pass the cheap text pre-filter. Which rules run on
+a file is decided by ``[tool.nnx-lint]`` in its nearest ``pyproject.toml`` (or the file
+named by ``--nnx-config``), exactly as ``nnx-lint check`` decides it: select, ignore,
+extend-select, per-file-ignores and exclude. flake8's own ``--select``/``--ignore`` then
+narrow further. ``# noqa`` is left to flake8. Unparsable or undecodable files are
+flake8's own E999/E902, so the NNX0xx file failures never show here.
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ import nnx_lint
 from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
+from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
-from nnx_lint.registry import all_rules
 
 # Now, before any linted code's directory can be on sys.path (see nnx_lint.eager).
 load_lint_path()
@@ -30,24 +32,36 @@ class NNXFlake8Plugin:
     name = "nnx-lint"
     version = nnx_lint.__version__
 
+    #: ``--nnx-config``: the pyproject.toml to read instead of each file's nearest one.
+    config_file: Path | None = None
+
     def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
         self.filename = filename
         self.lines = lines
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
-        off = sorted({rule.code[:4] for rule in all_rules() if not rule.default_enabled})
-        option_manager.extend_default_ignore(off)
+        option_manager.add_option(
+            "--nnx-config", parse_from_config=True, default=None, metavar="PYPROJECT",
+            help="read [tool.nnx-lint] from this pyproject.toml instead of each file's nearest one",
+        )
+
+    @classmethod
+    def parse_options(cls, options: Any) -> None:
+        cls.config_file = Path(options.nnx_config) if options.nnx_config else None
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         if not mentions_nnx(text):
             return
         path = Path(self.filename)
+        settings = settings_for_file(path, self.config_file)
+        rules = plugin_rules(settings, path)
+        if not rules:
+            return  # excluded, or nothing selected
         module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
-        project = shared_project([Path.cwd()])
+        project = shared_project(settings.analysis_roots())  # the CLI's roots
         project.start_file(self.filename, package_root)
-        rules = [rule for rule in all_rules() if not rule.engine_reported]
         for diagnostic in lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
         ):

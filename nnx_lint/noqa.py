@@ -26,14 +26,20 @@ def suppressions(lines: list[str]) -> dict[int, frozenset[str] | None]:
     return found
 
 
+def suppressing_line(diagnostic: Diagnostic, table: dict[int, frozenset[str] | None]) -> int | None:
+    """The line of the noqa comment in ``table`` that suppresses ``diagnostic``, or None.
+
+    The one place that decides which comment applies to which diagnostic (the unused-noqa
+    check asks it too).
+    """
+    if diagnostic.line in table:
+        codes = table[diagnostic.line]
+        if codes is None or any(diagnostic.code.startswith(c) for c in codes):
+            return diagnostic.line
+    return None
+
+
 def apply_noqa(diagnostics: Iterable[Diagnostic], lines: list[str]) -> list[Diagnostic]:
     """Drop diagnostics whose start line carries a matching noqa comment."""
     table = suppressions(lines)
-    kept = []
-    for diagnostic in diagnostics:
-        if diagnostic.line in table:
-            codes = table[diagnostic.line]
-            if codes is None or any(diagnostic.code.startswith(c) for c in codes):
-                continue
-        kept.append(diagnostic)
-    return kept
+    return [diagnostic for diagnostic in diagnostics if suppressing_line(diagnostic, table) is None]

@@ -82,8 +82,8 @@ class Project:
         package = module.name.split(".")
         if not module.package:
             package = package[:-1]
-        if level - 1 > len(package):
-            return None
+        if level - 1 > len(package) or (level and not package):
+            return None  # beyond the top, or a top-level module: Python raises ImportError there
         base = package[: len(package) - (level - 1)]
         if relative:
             base = base + relative.split(".")

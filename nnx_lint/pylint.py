@@ -6,6 +6,10 @@ checkers: ``NNX201`` -> ``E9201`` (``E`` for ``raises``, ``W`` for ``silent``, `
 advisories); symbols are the rule symbols, so ``# pylint: disable=state-axes-prefix``
 works. The engine runs once per module on the tree pylint already built, and
 ``# noqa`` comments are honoured too, so pylint reports exactly what the CLI reports.
+Which rules run on a module is decided by ``[tool.nnx-lint]`` in its nearest
+``pyproject.toml`` (or the file named by ``--nnx-config``), as ``nnx-lint check`` decides
+it; pylint's own ``--disable``/``--enable`` then narrow further, so every message is
+enabled by default in pylint and the file's selection is what turns advisories on.
 Syntax errors are pylint's own ``syntax-error`` (E0001), so NNX002 never shows here.
 """
 from __future__ import annotations
@@ -20,11 +24,13 @@ from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_module
 from nnx_lint.escaping import printable
+from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 from nnx_lint.rule import Rule
+from nnx_lint.unused_noqa import unused_noqa
 
 if TYPE_CHECKING:
     from astroid import nodes
@@ -61,12 +67,18 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     if not mentions_nnx(text):
         return []
     path = module.file or module.name
+    config = linter.config.nnx_config if hasattr(linter.config, "nnx_config") else None
+    settings = settings_for_file(Path(path), Path(config) if config else None)
+    rules = [r for r in plugin_rules(settings, Path(path)) if linter.is_message_enabled(pylint_message_id(r))]
+    if not rules:
+        return []
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
-    project = shared_project([Path.cwd()])
+    project = shared_project(settings.analysis_roots())  # the CLI's roots
     project.start_file(path, package_root)
-    rules = [r for r in all_rules() if not r.engine_reported and linter.is_message_enabled(pylint_message_id(r))]
     diagnostics = lint_module(module, path, rules, project)
-    return apply_noqa(diagnostics, text.splitlines())
+    lines = text.splitlines()
+    diagnostics += unused_noqa(diagnostics, lines, rules, path)
+    return apply_noqa(diagnostics, lines)
 
 
 class _FamilyChecker(BaseChecker):
@@ -88,23 +100,37 @@ class _FamilyChecker(BaseChecker):
                 )
 
 
+#: pylint options, registered once (on the first family checker: every checker is `nnx`).
+_OPTIONS = (
+    (
+        "nnx-config",
+        {"default": None, "type": "string", "metavar": "<pyproject.toml>",
+         "help": "read [tool.nnx-lint] from this pyproject.toml instead of each module's nearest one"},
+    ),
+)
+
+
 def _family_checkers() -> list[type[_FamilyChecker]]:
     families: dict[str, list[type[Rule]]] = {}
     for rule in all_rules():
         families.setdefault(rule.code[:4], []).append(rule)
     checkers = []
-    for family, rules in sorted(families.items()):
+    for index, (family, rules) in enumerate(sorted(families.items())):
         msgs = {
             pylint_message_id(rule): (
                 "%s %s",
                 rule.symbol,
                 (rule.__doc__ or rule.symbol).strip().splitlines()[0],
                 # Line-scoped: positions come from the engine, not from a pylint node.
-                {"default_enabled": rule.default_enabled, "scope": WarningScope.LINE},
+                # On by default: the [tool.nnx-lint] selection decides (advisories are off there).
+                {"default_enabled": True, "scope": WarningScope.LINE},
             )
             for rule in rules
         }
-        checkers.append(type(f"NNX{family[3]}Checker", (_FamilyChecker,), {"family": family, "msgs": msgs}))
+        options = _OPTIONS if index == 0 else ()
+        checkers.append(
+            type(f"NNX{family[3]}Checker", (_FamilyChecker,), {"family": family, "msgs": msgs, "options": options})
+        )
     return checkers
 
 

@@ -7,12 +7,13 @@ import sys
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.file_config import is_path_excluded, rules_for_selectors
+from nnx_lint.file_config import selectors_for as _selectors
 from nnx_lint.prefilter import mentions_nnx
 
 
@@ -31,11 +32,14 @@ class RunResult:
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
     """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs and excludes.
 
-    A file named explicitly is linted even if its extension is not ``.py``. This runs on
+    A file named explicitly is linted even if its extension is not ``.py``, and even if it
+    is excluded, unless ``settings.force_exclude`` is set. This runs on
     every file of every run, cached or not, so it avoids per-file system calls.
     """
     seen: set[str] = set()
     for path in paths:
+        if settings.force_exclude and is_path_excluded(settings, path):
+            continue  # `--force-exclude`: excludes apply to paths named explicitly too
         if path.is_file():
             key = os.path.abspath(path)
             if key not in seen:
@@ -58,28 +62,12 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
                         yield file
 
 
-def _selectors(settings: Settings, path: Path) -> tuple:
-    return (
-        tuple(settings.select) if settings.select is not None else None,
-        tuple(settings.ignore) + tuple(settings.ignores_for(path)),
-        tuple(settings.extend_select),
-    )
-
-
-@lru_cache(maxsize=64)
-def _rules_for(selectors: tuple):
-    from nnx_lint.registry import select_rules
-
-    select, ignore, extend = selectors
-    return select_rules(list(select) if select is not None else None, ignore, extend)
-
-
 def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) -> tuple[list[dict], dict[str, str]]:
     """Lint one file (in this process or a worker): diagnostics as dicts, and dependencies."""
     from nnx_lint.engine import lint_bytes
     from nnx_lint.project import module_name_for, shared_project
 
-    rules = _rules_for(selectors)
+    rules = rules_for_selectors(selectors)
     project = shared_project([Path(r) for r in roots])
     module_name, package_root = module_name_for(Path(path))
     project.start_file(path, package_root)

@@ -1,4 +1,8 @@
-"""flake8 and pylint specifics: default-off codes, noqa, disable by symbol and by checker name."""
+"""flake8 and pylint specifics: default-off codes, noqa, disable by symbol and by checker name.
+
+Which rules run is decided by ``[tool.nnx-lint]`` (the nearest pyproject.toml), as in the
+CLI; the hosts' own options only narrow it further.
+"""
 from __future__ import annotations
 
 import json
@@ -45,9 +49,20 @@ def test_flake8_default_run_keeps_advisories_off(sample):
     assert "5:NNX201" not in _flake8(sample), "flake8 honours noqa"
 
 
-def test_flake8_selecting_the_family_turns_advisories_on(sample):
-    assert "3:NNX901" in _flake8(sample, "--extend-select", "NNX9")
+def test_flake8_advisories_follow_the_configuration_and_flake8_narrows(sample):
+    assert not any(item.endswith("NNX901") for item in _flake8(sample, "--extend-select", "NNX9")), (
+        "flake8's options narrow the configured selection, they never widen it"
+    )
+    (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-select = ["NNX9"]\n')
+    assert "3:NNX901" in _flake8(sample)
     assert _flake8(sample, "--select", "NNX2") == {"2:NNX201", "4:NNX201"}
+
+
+def test_flake8_honours_the_configured_ignore_and_exclude(sample):
+    (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nignore = ["NNX201"]\n')
+    assert not any(item.endswith("NNX201") for item in _flake8(sample))
+    (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nexclude = ["sample.py"]\n')
+    assert not any(item.split(":")[1].startswith("NNX") for item in _flake8(sample))
 
 
 def _pylint(sample, *args):
@@ -67,10 +82,14 @@ def test_pylint_disable_by_symbol_and_noqa(sample):
     assert (2, "state-axes-prefix") in found
     assert (4, "state-axes-prefix") not in found, "# pylint: disable=<symbol> works"
     assert (5, "state-axes-prefix") not in found, "# noqa is honoured too, for parity"
-    assert (3, "graph-mode-opt-in") in found
+    assert (3, "graph-mode-opt-in") not in found, "advisories are off unless the configuration selects them"
+    (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-select = ["NNX9"]\n')
+    assert (3, "graph-mode-opt-in") in _pylint(sample, "--disable=all", "--enable=nnx")
+    assert (3, "graph-mode-opt-in") not in _pylint(sample, "--disable=all", "--enable=nnx",
+                                                    "--disable=graph-mode-opt-in"), "pylint narrows further"
 
 
-def test_pylint_advisories_are_off_by_default():
+def test_pylint_messages_are_enabled_and_the_configuration_decides():
     from pylint.lint import PyLinter
 
     from nnx_lint.pylint import register
@@ -78,10 +97,18 @@ def test_pylint_advisories_are_off_by_default():
     linter = PyLinter()
     register(linter)
     assert linter.is_message_enabled("state-axes-prefix")
-    assert not linter.is_message_enabled("graph-mode-opt-in")
+    # On in pylint: `[tool.nnx-lint]` (advisories off by default there) decides what runs.
+    assert linter.is_message_enabled("graph-mode-opt-in")
     assert {c.name for c in linter.get_checkers() if c.name == "nnx"} == {"nnx"}
 
 
 def test_pylint_disable_nnx_turns_every_family_off(sample):
     assert _pylint(sample, "--disable=all", "--enable=nnx,unused-import", "--disable=nnx") == set()
     assert _pylint(sample, "--disable=all", "--enable=nnx,unused-import") != set()
+
+
+def test_plugins_fail_loudly_on_an_unknown_configured_code(sample):
+    (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nignore = ["NNX777"]\n')
+    result = _run(sys.executable, "-m", "flake8", sample.name, cwd=sample.parent)
+    assert result.returncode != 0
+    assert "pyproject.toml [tool.nnx-lint]: unknown rule selector 'NNX777'" in result.stderr

@@ -1,9 +1,14 @@
-"""The CLI, flake8 and pylint report the same (file, line, column, code) set on every fixture.
+"""The CLI, flake8 and pylint report the same (file, line, column, code) set on every fixture,
+and on a configured project.
 
 Each front-end runs once, as a user would run it, over all fixture folders with every
-rule selected. Unparsable or undecodable files are each tool's own business (flake8:
-E902/E999, pylint: E0001/F0010; flake8 7 itself crashes on the deeply nested file), so
-``linter_errors`` is compared for the CLI only, against its inline markers.
+rule selected (``select = ["NNX"]`` in a pyproject.toml the three are pointed at:
+``--config``, ``--nnx-config``). Unparsable or undecodable files are each tool's own
+business (flake8: E902/E999, pylint: E0001/F0010; flake8 7 itself crashes on the deeply
+nested file), so ``linter_errors`` is compared for the CLI only, against its inline markers.
+
+The configured project uses every ``[tool.nnx-lint]`` key: the three front-ends find its
+pyproject.toml themselves and must agree.
 """
 from __future__ import annotations
 
@@ -33,8 +38,16 @@ def _targets() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cli_findings() -> set[Finding]:
-    result = _run(sys.executable, "-m", "nnx_lint.cli", "check", *_targets(), "--select", "NNX",
+def every_rule_config(tmp_path_factory) -> str:
+    """A pyproject.toml that selects every rule, for all three front-ends."""
+    path = tmp_path_factory.mktemp("config") / "pyproject.toml"
+    path.write_text('[tool.nnx-lint]\nselect = ["NNX"]\n')
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cli_findings(every_rule_config) -> set[Finding]:
+    result = _run(sys.executable, "-m", "nnx_lint.cli", "check", *_targets(), "--config", every_rule_config,
                   "--no-cache", "--output-format", "json")
     assert result.returncode == 1, result.stderr
     return {
@@ -44,8 +57,8 @@ def cli_findings() -> set[Finding]:
 
 
 @pytest.fixture(scope="module")
-def flake8_findings() -> set[Finding]:
-    result = _run(sys.executable, "-m", "flake8", "--select", "NNX",
+def flake8_findings(every_rule_config) -> set[Finding]:
+    result = _run(sys.executable, "-m", "flake8", "--select", "NNX", "--nnx-config", every_rule_config,
                   "--format", "%(path)s|%(row)d|%(col)d|%(code)s", *_targets())
     assert result.returncode == 1, result.stderr
     findings = set()
@@ -56,9 +69,14 @@ def flake8_findings() -> set[Finding]:
 
 
 @pytest.fixture(scope="module")
-def pylint_findings() -> set[Finding]:
+def pylint_findings(every_rule_config) -> set[Finding]:
     result = _run(sys.executable, "-m", "pylint", "--load-plugins=nnx_lint.pylint", "--disable=all",
-                  "--enable=nnx", "--output-format=json", "--persistent=n", *_targets())
+                  "--enable=nnx", "--output-format=json", "--persistent=n", f"--nnx-config={every_rule_config}",
+                  *_targets())
+    return _pylint_set(result)
+
+
+def _pylint_set(result: subprocess.CompletedProcess) -> set[Finding]:
     messages = json.loads(result.stdout)
     findings = set()
     for message in messages:
@@ -100,7 +118,7 @@ def test_cli_covers_every_fixture_marker(cli_findings):
 def test_cli_reports_bad_files_and_still_lints_the_rest():
     folder = "tests/fixtures/linter_errors"
     result = _run(sys.executable, "-m", "nnx_lint.cli", "check", folder, "tests/fixtures/prefix_filters",
-                  "--no-cache", "--output-format", "json")
+                  "--extend-select", "NNX009", "--no-cache", "--output-format", "json")
     assert result.returncode == 1, result.stderr
     found = {(os.path.normpath(d["filename"]), d["location"]["row"], d["code"]) for d in json.loads(result.stdout)}
     for fixture in (REPO / folder).glob("NNX*.py"):
@@ -109,3 +127,93 @@ def test_cli_reports_bad_files_and_still_lints_the_rest():
         for line, code in fixture_expectations(fixture):
             assert (os.path.normpath(fixture.relative_to(REPO)), line, code) in found
     assert any(code == "NNX201" for _, _, code in found), "the good files were still linted"
+
+
+# --- A configured project: every [tool.nnx-lint] key, found by each front-end itself -------
+
+CONFIG = """\
+[tool.nnx-lint]
+select = ["NNX2", "NNX3", "NNX6"]
+ignore = ["NNX202"]
+extend-select = ["NNX901", "NNX009"]
+exclude = ["generated"]
+per-file-ignores = { "tests/*" = ["NNX3"] }
+"""
+
+
+def _case(code: str) -> str:
+    from nnx_lint.registry import rule_by_code
+
+    return rule_by_code(code).INVALID[0].source
+
+
+@pytest.fixture(scope="module")
+def configured_project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("configured")
+    (root / "pyproject.toml").write_text(CONFIG)
+    files = {
+        "src/axes.py": _case("NNX201"),                 # selected
+        "src/diff.py": _case("NNX202"),                 # ignored
+        "src/steps.py": _case("NNX301"),                # selected
+        "tests/test_steps.py": _case("NNX301"),         # per-file-ignores
+        "src/meta.py": _case("NNX601"),                 # selected
+        "src/tied.py": _case("NNX101"),                 # not selected
+        "src/compat.py": _case("NNX901"),               # extend-select (an advisory)
+        "src/stale.py": "from flax import nnx\nx = 1  # noqa: NNX201\n",  # NNX009, extend-select
+        "generated/axes.py": _case("NNX201"),           # exclude
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _configured_run(root: Path, *command: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def configured_cli(configured_project) -> set[Finding]:
+    result = _configured_run(configured_project, sys.executable, "-m", "nnx_lint.cli", "check", "--no-cache",
+                             "--output-format", "json")
+    assert result.returncode == 1, result.stderr
+    return {(os.path.normpath(d["filename"]), d["location"]["row"], d["location"]["column"], d["code"])
+            for d in json.loads(result.stdout)}
+
+
+def test_configured_project_cli_applies_every_key(configured_cli):
+    found = {(path, code) for path, _line, _column, code in configured_cli}
+    expected = {
+        ("src/axes.py", "NNX201"), ("src/steps.py", "NNX301"), ("src/meta.py", "NNX601"),
+        ("src/compat.py", "NNX901"), ("src/stale.py", "NNX009"),
+    }
+    assert {(os.path.normpath(p), c) for p, c in expected} == found
+
+
+def test_configured_project_flake8_matches_cli(configured_project, configured_cli):
+    result = _configured_run(configured_project, sys.executable, "-m", "flake8", "--select", "NNX",
+                             "--format", "%(path)s|%(row)d|%(col)d|%(code)s", ".")
+    assert result.returncode == 1, result.stderr
+    found = set()
+    for line in result.stdout.splitlines():
+        path, row, col, code = line.split("|")
+        found.add((os.path.normpath(path), int(row), int(col), code))
+    assert found == configured_cli
+
+
+def test_configured_project_pylint_matches_cli(configured_project, configured_cli):
+    result = _configured_run(configured_project, sys.executable, "-m", "pylint", "--load-plugins=nnx_lint.pylint",
+                             "--disable=all", "--enable=nnx", "--output-format=json", "--persistent=n",
+                             "--recursive=y", ".")
+    assert _pylint_set(result) == configured_cli
+
+
+def test_flake8_options_narrow_the_configured_selection(configured_project):
+    result = _configured_run(configured_project, sys.executable, "-m", "flake8", "--select", "NNX2",
+                             "--format", "%(path)s|%(code)s", ".")
+    assert {line.split("|")[1] for line in result.stdout.splitlines()} == {"NNX201"}
+    # Selecting a code the file does not select does not turn it on: the file decides.
+    result = _configured_run(configured_project, sys.executable, "-m", "flake8", "--select", "NNX1",
+                             "--format", "%(path)s|%(code)s", ".")
+    assert result.stdout.strip() == "" and result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,46 @@
+"""Lint one (path, bytes) pair as if it were the file at ``path``: ``nnx-lint check -``.
+
+Editors and ``--fix`` pipelines hand nnx-lint a buffer, not a file on disk. The path
+(``--stdin-filename``) is used as the CLI would use the file's own path: for the
+configuration (the nearest pyproject.toml), ``per-file-ignores``, ``exclude`` (with
+``--force-exclude``), cross-file resolution relative to it, notebook handling (a
+``.ipynb`` name), and the reported path. Nothing is cached and nothing is written.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from nnx_lint.config import Settings
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.file_config import is_path_excluded, rules_for
+
+#: The reported path when no ``--stdin-filename`` is given (Ruff's convention).
+STDIN_DISPLAY = "-"
+
+
+def lint_text(path: Path | None, data: bytes, settings: Settings) -> list[Diagnostic]:
+    """The diagnostics ``nnx-lint check`` would report for ``path`` if it held ``data``.
+
+    ``path`` None means an anonymous buffer (reported as ``-``, module ``stdin``).
+    An excluded path gives nothing when ``settings.force_exclude`` is set.
+    """
+    from nnx_lint.engine import lint_bytes
+    from nnx_lint.project import forget_shared_projects, module_name_for, shared_project
+    from nnx_lint.runner import _display_path
+
+    if path is not None and settings.force_exclude and is_path_excluded(settings, path):
+        return []
+    forget_shared_projects()  # the project's files may have changed since the last call
+    where = path if path is not None else Path.cwd() / "stdin.py"
+    display = _display_path(path) if path is not None else STDIN_DISPLAY
+    module_name, package_root = module_name_for(where)
+    project = shared_project(settings.analysis_roots())  # the roots a `check` run uses
+    project.start_file(str(where), package_root)
+    rules = rules_for(settings, where)
+    return lint_bytes(data, display, rules, project=project, module_name=module_name)
+
+
+def read_stdin() -> bytes:
+    """All of standard input, as bytes (the engine decodes them as it decodes a file)."""
+    return sys.stdin.buffer.read()

@@ -1,0 +1,80 @@
+"""The source line a diagnostic points at, read the way the engine read the file.
+
+The baseline fingerprints a finding by its line's code without comments: it needs the
+text behind ``(path, line)`` — for a notebook, the line of the cell (``facts["cell"]``) —
+and where that line's comment starts.
+"""
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Callable
+from pathlib import Path
+
+from nnx_lint.diagnostic import Diagnostic
+
+#: Reads a file's bytes by its reported path; None when it cannot be read.
+Reader = Callable[[str], "bytes | None"]
+
+
+def read_from_disk(path: str) -> bytes | None:
+    """The default :data:`Reader`."""
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+class SourceLines:
+    """The lines of one file (a notebook's code cells joined, as the engine lints them)."""
+
+    def __init__(self, path: str, data: bytes | None) -> None:
+        self.lines: list[str] = []
+        self._cell_lines: dict[tuple[int, int], int] = {}
+        if data is None:
+            return
+        from nnx_lint import parsing
+
+        try:
+            if path.endswith(".ipynb"):
+                from nnx_lint.notebooks import notebook_source
+
+                text, origin = notebook_source(data)
+                self._cell_lines = {(o.cell, o.line): index for index, o in enumerate(origin, start=1)}
+            else:
+                text = parsing.decode(data)
+        except (ValueError, parsing.ParseFailure):
+            return
+        self.lines = text.splitlines()
+
+    def number_of(self, diagnostic: Diagnostic) -> int:
+        """The 1-based line in :attr:`lines` the diagnostic starts on (0 if unknown)."""
+        if "cell" in diagnostic.facts and self._cell_lines:
+            return self._cell_lines.get((diagnostic.facts["cell"], diagnostic.line), 0)
+        return diagnostic.line if 0 < diagnostic.line <= len(self.lines) else 0
+
+    def code_of(self, number: int) -> str:
+        """Line ``number`` without its comment, whitespace collapsed (``""`` if unknown)."""
+        if not 0 < number <= len(self.lines):
+            return ""
+        return " ".join(without_comment(self.lines[number - 1]).split())
+
+
+def without_comment(line: str) -> str:
+    """``line`` without its trailing comment.
+
+    The line is tokenized on its own, so the answer depends on its text only (a
+    fingerprint must not change because of the lines around it), and a ``#`` inside a
+    string on the line is not a comment. A line that does not tokenize alone (it ends
+    inside a string) loses an obvious ``# noqa ...`` at least.
+    """
+    if "#" not in line:
+        return line
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return re.sub(r"#\s*noqa\b.*$", "", line, flags=re.IGNORECASE)
