@@ -22,6 +22,7 @@ from typing import Any, Iterator
 from astroid import nodes
 
 from nnx_lint.flow import bound_values
+from nnx_lint.program_text import index as valid_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
 
@@ -645,7 +646,8 @@ class CustomVjpStateTangent(Rule):
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
         bwd returning a Module-typed tangent (r40_custom_vjp_fix.py).
         """
-        index = facts.get("tangent_index") if isinstance(facts.get("tangent_index"), int) else 0
+        index = (valid_index(facts.get("tangent_index"), "the tangent index")
+                 if isinstance(facts.get("tangent_index"), int) else 0)
         others = _other_arguments(facts, index)
         tangent = str(facts.get("tangent") or "")
         if "split" in tangent:

@@ -32,7 +32,7 @@ from typing import Any
 
 #: A subscript index above this is not a path the analysed code can have built by hand; it
 #: would only make a program (and a ``range``) as large as the fact says.
-MAX_INDEX = 64
+MAX_INDEX = 1024
 
 _DOTTED_NAMES = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _DIGITS = re.compile(r"[0-9]+")
@@ -141,7 +141,7 @@ def index(value: Any, what: str, limit: int = MAX_INDEX) -> int:
     >>> index(10**9, "the position")
     Traceback (most recent call last):
     ...
-    nnx_lint.program_text.UnsafeFact: the position 1000000000 is not an index below 64
+    nnx_lint.program_text.UnsafeFact: the position 1000000000 is not an index below 1024
     """
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
         raise UnsafeFact(f"{what} {shown(value)} is not an index below {limit}")
