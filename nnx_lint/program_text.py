@@ -254,14 +254,18 @@ def is_inert(text: str) -> bool:
 
 
 def text_pieces(text: str) -> set[str]:
-    """The non-inert pieces of a fact a builder might paste: the whole text, and its parts
-    between blanks, dots, brackets and quotes (``['x = 0; y']`` pastes as ``x = 0; y``).
+    """The non-inert pieces of a fact a builder might paste: the whole text, its lines
+    (a program indents them), ``['key']`` keys (``['x = 0; y']`` pastes as ``x = 0; y``)
+    and its parts between blanks, dots, brackets and quotes.
 
     >>> sorted(text_pieces("['x = 0; open(1)']"))
     ['0;', "['x = 0; open(1)']", 'open(1)', 'x = 0; open(1)']
+    >>> sorted(text_pieces("jit\\nimport os"))
+    ['import os', 'jit\\nimport os']
     """
     keys = [match.group(2) for match in re.finditer(r"\[(['\"])(.*?)\1\]", text)]
-    pieces = {text, *keys, *re.split(r"[\s.\[\]'\"]+", text)}
+    lines = [line.strip() for line in text.splitlines()]
+    pieces = {text, *keys, *lines, *re.split(r"[\s.\[\]'\"]+", text)}
     return {piece for piece in pieces if piece and not is_inert(piece)}
 
 

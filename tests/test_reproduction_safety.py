@@ -13,6 +13,7 @@ import ast
 import os
 
 import pytest
+from _support import outside_string_literals
 
 from nnx_lint.confirmation import reproduction_for
 from nnx_lint.diagnostic import Diagnostic
@@ -54,32 +55,8 @@ CASES = [
 IDS = [f"{rule.code}-{i}" for i, (rule, _d) in enumerate(CASES)]
 
 
-def _string_spans(program: str) -> list[tuple[int, int]]:
-    """Character spans of the string constants (not f-string parts) of a parsed program."""
-    tree = ast.parse(program)
-    inside_fstrings = {id(value) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
-                       for value in ast.walk(node)}
-    lines = program.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-
-    def position(line: int, column_bytes: int) -> int:
-        return offsets[line - 1] + len(lines[line - 1].encode()[:column_bytes].decode())
-
-    return [(position(n.lineno, n.col_offset), position(n.end_lineno, n.end_col_offset))
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in inside_fstrings]
-
-
 def _marker_outside_strings(program: str) -> list[int]:
-    spans = _string_spans(program)
-    found, start = [], program.find(MARKER)
-    while start != -1:
-        if not any(a <= start and start + len(MARKER) <= b for a, b in spans):
-            found.append(start)
-        start = program.find(MARKER, start + 1)
-    return found
+    return outside_string_literals(program, MARKER)
 
 
 def _built(rule, facts) -> Reproduction | str:
