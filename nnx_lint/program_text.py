@@ -22,11 +22,9 @@ that appears outside string constants; such a program is refused, never run or s
 from __future__ import annotations
 
 import ast
-import io
 import keyword
 import math
 import re
-import tokenize
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -307,27 +305,26 @@ def replaced(facts: Any, path: tuple, new: str) -> Any:
 
 
 def string_constant_spans(program: str) -> list[tuple[int, int]]:
-    """``(start, end)`` character offsets of every string literal token in ``program``.
+    """``(start, end)`` character offsets of every string constant in ``program`` (which
+    must parse). Only plain string literals count: f-strings hold code in their braces.
 
-    Only plain string literals count: f-strings hold code in their braces.
-
-    >>> string_constant_spans("x = 'a' + f(1)\\n")
-    [(4, 7)]
+    >>> sorted(string_constant_spans("x = 'a' + f'{b}' + 'é'\\n"))
+    [(4, 7), (19, 22)]
     """
+    nodes = list(ast.walk(ast.parse(program)))
+    in_fstrings = {id(part) for node in nodes if isinstance(node, ast.JoinedStr) for part in ast.walk(node)}
+    lines = program.splitlines(keepends=True)
     line_starts = [0]
-    for line in program.splitlines(keepends=True):
+    for line in lines:
         line_starts.append(line_starts[-1] + len(line))
-    spans = []
-    for token in tokenize.generate_tokens(io.StringIO(program).readline):
-        if token.type == tokenize.STRING and not _is_fstring(token.string):
-            (start_row, start_col), (end_row, end_col) = token.start, token.end
-            spans.append((line_starts[start_row - 1] + start_col, line_starts[end_row - 1] + end_col))
-    return spans
 
+    def offset(line: int, column: int) -> int:  # ast columns count UTF-8 bytes
+        text = lines[line - 1]
+        return line_starts[line - 1] + (column if text.isascii() else len(text.encode()[:column].decode()))
 
-def _is_fstring(token: str) -> bool:
-    prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))]
-    return "f" in prefix.lower()
+    return [(offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset))
+            for node in nodes
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in in_fstrings]
 
 
 def count_outside_strings(program: str, spans: list[tuple[int, int]], text: str) -> int:
@@ -364,25 +361,34 @@ def carried_fact_text(programs: list[str], facts: Any,
     >>> own = lambda facts: ["x = nnx.state(m)\\n"]
     >>> carried_fact_text(own({"view": "nnx.state(m)"}), {"view": "nnx.state(m)"}, own)
     """
-    scanned = []
     for program in programs:
         try:
             ast.parse(program)
-            scanned.append((program, string_constant_spans(program)))
-        except (SyntaxError, ValueError, tokenize.TokenError) as exc:
+        except (SyntaxError, ValueError) as exc:
             return f"the program does not parse: {exc}"
+    spans: dict[str, list[tuple[int, int]]] = {}  # computed only for programs holding a piece
+
+    def count(texts: list[str], piece: str) -> int:
+        total = 0
+        for program in texts:
+            if piece in program:
+                if program not in spans:
+                    spans[program] = string_constant_spans(program)
+                total += count_outside_strings(program, spans[program], piece)
+        return total
+
     for path, text in string_leaves(facts):
-        seen = {piece: sum(count_outside_strings(p, spans, piece) for p, spans in scanned)
-                for piece in text_pieces(text)}
-        seen = {piece: count for piece, count in seen.items() if count}
+        seen = {piece: count(programs, piece) for piece in text_pieces(text)}
+        seen = {piece: number for piece, number in seen.items() if number}
         if not seen:
             continue
         try:
-            neutral = rebuild(replaced(facts, path, NEUTRAL_FACT))
-            neutral_scanned = [(p, string_constant_spans(p)) for p in neutral or ()]
+            neutral = rebuild(replaced(facts, path, NEUTRAL_FACT)) or []
+            for program in neutral:
+                ast.parse(program)
         except Exception:  # a builder that fails on the neutral fact cannot vouch for the text
-            neutral_scanned = []
-        for piece, count in sorted(seen.items(), key=lambda item: -len(item[0])):
-            if sum(count_outside_strings(p, spans, piece) for p, spans in neutral_scanned) < count:
+            neutral = []
+        for piece, number in sorted(seen.items(), key=lambda item: -len(item[0])):
+            if count(neutral, piece) < number:
                 return f"the fact text {shown(piece)} appears in the program outside string literals"
     return None

@@ -153,7 +153,7 @@ if st is not None:
                   st.text(alphabet="'\"\\\n;()[]{}#. =", max_size=10)),
     )
 
-    @settings(max_examples=EXAMPLES, deadline=None,
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(st.integers(min_value=0, max_value=len(CASES) - 1), st.data())
     def test_hostile_text_in_many_facts_at_once(index, data):
