@@ -968,7 +968,7 @@ _TREE_BWD = """
 def _other_arguments(facts: dict, index: int) -> list[str]:
     """Names of the primal's other (array) arguments; the Module is at ``index``."""
     names = [n for n in facts.get("primal_args") or [] if isinstance(n, str) and n.isidentifier()]
-    count = max(len(names), index + 1)
+    count = max(valid_index(len(names), "the number of primal arguments"), index + 1)
     return [f"a{i}" for i in range(count) if i != index]
 
 

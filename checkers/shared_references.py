@@ -2092,7 +2092,7 @@ def _path_parts(path: str | None) -> list:
             raise UnsafeFact(f"{shown(path)} is not an attribute path")
         name, number, key_a, key_b = match.groups()
         if number is not None:
-            parts.append(index(int(number), f"the index in the path {path!r}"))
+            parts.append(index(int(number), f"the index in the path {shown(path)}"))
         else:
             parts.append(name if name is not None else (key_a or key_b or ""))
         position = match.end()
@@ -2411,7 +2411,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
     first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
     carry = first.startswith("init_val[") and second.startswith("init_val[")
     if kind == "Rngs":
-        stream = next((identifier(p, "the Rngs stream") for p in (first_part, second_part) if p), "default")
+        stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
         shared = f"nnx.Rngs({stream}=0)"
         update, observe, start, updated = "{}()", "int({}.count[...])", 0, 2
 
