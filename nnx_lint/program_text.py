@@ -7,17 +7,19 @@ proven otherwise, so its text must never become code. The rules, enforced here:
 
 * A fact becomes a *name* in the program (an attribute, a keyword argument, a class name)
   only when it is a plain ASCII identifier that is not a keyword (:func:`is_identifier`,
-  :func:`identifier`); dotted paths are checked part by part (:func:`dotted_name`).
+  :func:`identifier`, :func:`identifier_or`); an attribute path part by part
+  (:func:`access`, :func:`set_attribute`, :func:`keyword_arguments`).
 * A fact that picks one of the builder's own variants (a transform, a Variable type) is
-  checked against the known set (:func:`choice`), never pasted.
+  checked against the known set (:func:`choice_or`), never pasted.
 * Any other text appears only inside string literals, written with ``repr``
-  (:func:`literal`); subscripts take only validated ``int`` / ``str`` literals
-  (:func:`access`).
+  (:func:`literal`); subscripts take only validated ``int`` (:func:`index`) or ``str``
+  literals.
 * A fact that cannot be used safely raises :class:`UnsafeFact`: the diagnostic then has no
   reproduction, with the reason (``nnx_lint.confirmation.reproduction_for``).
 
-Defence in depth: :func:`carried_fact_text` parses a finished program and finds any fact text
-that appears outside string constants; such a program is refused, never run or shown.
+Defence in depth: :func:`carried_fact_text` parses a finished program and looks for the
+pieces of every fact outside its string literals; unless the builder writes the same text
+when that fact is replaced by a neutral name, the program is refused, never run or shown.
 """
 from __future__ import annotations
 
@@ -32,7 +34,6 @@ from typing import Any
 #: would only make a program (and a ``range``) as large as the fact says.
 MAX_INDEX = 1024
 
-_DOTTED_NAMES = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _DIGITS = re.compile(r"[0-9]+")
 #: Operators and punctuation only (``+=``, ``),``): no name, number, string or comment, so
 #: nothing can be called or imported by it.
@@ -89,37 +90,6 @@ def identifier_or(value: Any, default: str) -> str:
     ('Model', 'M', 'M')
     """
     return value if is_identifier(value) else default
-
-
-def dotted_name(value: Any, what: str) -> str:
-    """``value`` if every dot-separated part is a safe name, else :class:`UnsafeFact`.
-
-    >>> dotted_name("embed.embedding", "the path")
-    'embed.embedding'
-    >>> dotted_name("a.b()", "the path")
-    Traceback (most recent call last):
-    ...
-    nnx_lint.program_text.UnsafeFact: the path 'a.b()' is not a dotted name
-    """
-    if not isinstance(value, str) or not value or not all(is_identifier(p) for p in value.split(".")):
-        raise UnsafeFact(f"{what} {shown(value)} is not a dotted name")
-    return value
-
-
-def choice(value: Any, known: Iterable[str], what: str) -> str:
-    """``value`` if it is one of the builder's ``known`` variants, else :class:`UnsafeFact`.
-
-    >>> choice("vmap", ("jit", "vmap"), "the transform")
-    'vmap'
-    >>> choice("vmap(f); import os", ("jit", "vmap"), "the transform")
-    Traceback (most recent call last):
-    ...
-    nnx_lint.program_text.UnsafeFact: the transform 'vmap(f); import os' is not one of: jit, vmap
-    """
-    known = tuple(known)
-    if value not in known:
-        raise UnsafeFact(f"{what} {shown(value)} is not one of: {', '.join(sorted(known))}")
-    return value
 
 
 def choice_or(value: Any, known: Iterable[str], default: str) -> str:
