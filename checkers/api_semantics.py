@@ -12,7 +12,7 @@ from astroid import nodes
 
 from nnx_lint.calls import constant_bool
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
-from nnx_lint.program_text import identifier_or, index, literal
+from nnx_lint.program_text import bounded_index, identifier_or, literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
 
@@ -378,8 +378,9 @@ class KeywordArgumentsToTransformedFunction(Rule):
                                 control=setup + "return list(f(xs).shape)\n")
         if variant == "grad":
             argnums = [a for a in facts.get("argnums") or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
-            count = max(max(argnums) + 1, 2, index(facts.get("positional") or 0, "the positional count", 6) + 1)
-            positional = min(index(facts.get("positional") or 0, "the positional count", 6), count - 1)
+            given = bounded_index(facts.get("positional") or 0, "the positional count", 6)
+            count = max(max(argnums) + 1, 2, given + 1)
+            positional = min(given, count - 1)
             names = ["m"] + [f"x{i}" for i in range(1, count)]
             loss = f"def loss({', '.join(names)}):\n    return jnp.sum(m(x1))" + "".join(
                 f" + jnp.sum({n})" for n in names[2:]) + "\n"
@@ -394,7 +395,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return Reproduction(main, expect_error="other:TypeError", control=control)
         length = facts.get("in_axes_length") if isinstance(facts.get("in_axes_length"), int) else 2
         length = min(max(length, 2), 6)
-        positional = min(index(facts.get("positional") or 0, "the positional count"), length - 1)
+        positional = min(bounded_index(facts.get("positional") or 0, "the positional count"), length - 1)
         names = ["m"] + [f"x{i}" for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
         body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])
@@ -708,8 +709,8 @@ class NotPytreeObjectInNNXAPI(Rule):
                         if k in cls._SHARED_TRANSFORMS[transform]}
             if transform == "vmap" and keywords.get("in_axes", 0) is None:
                 keywords["axis_size"] = 2
-            position = index(facts.get("position") or 0, "the argument position")
-            n_args = max(index(facts.get("n_args") or 1, "the argument count"), position + 1)
+            position = bounded_index(facts.get("position") or 0, "the argument position")
+            n_args = max(bounded_index(facts.get("n_args") or 1, "the argument count"), position + 1)
             args = ", ".join("m" if i == position else "x" for i in range(n_args))
             kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
             if transform == "eval_shape":
@@ -805,12 +806,13 @@ class ScalarInDataContainer(Rule):
         a leaf at all. The control keeps the scalar in a plain (static) attribute."""
         values = facts.get("scalar_values") or [2]
         value = values[0]
+        scalar = literal(value)  # a literal of the analysed code: only ever repr'd plain data
         model = (
             "class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"
-            f"        self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {literal(value)}))\n\n\nm = M()\n"
+            f"        self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))\n\n\nm = M()\n"
         )
-        static = model.replace(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {literal(value)}))",
-                               f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {literal(value)})  # static")
+        static = model.replace(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))",
+                               f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {scalar})  # static")
         if isinstance(value, int) and not isinstance(value, bool):
             use = "return list(nnx.jit(lambda m: jnp.zeros(m.cfg[1]) + m.w.sum())(m).shape)\n"
             return Reproduction(model + use, expect_error="other:TypeError", control=static + use)

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from astroid import nodes
 
 from nnx_lint.flow import bound_values
-from nnx_lint.program_text import index as valid_index
+from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
 
@@ -646,7 +646,7 @@ class CustomVjpStateTangent(Rule):
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
         bwd returning a Module-typed tangent (r40_custom_vjp_fix.py).
         """
-        index = (valid_index(facts.get("tangent_index"), "the tangent index")
+        index = (bounded_index(facts.get("tangent_index"), "the tangent index")
                  if isinstance(facts.get("tangent_index"), int) else 0)
         others = _other_arguments(facts, index)
         tangent = str(facts.get("tangent") or "")
@@ -968,7 +968,7 @@ _TREE_BWD = """
 def _other_arguments(facts: dict, index: int) -> list[str]:
     """Names of the primal's other (array) arguments; the Module is at ``index``."""
     names = [n for n in facts.get("primal_args") or [] if isinstance(n, str) and n.isidentifier()]
-    count = max(valid_index(len(names), "the number of primal arguments"), index + 1)
+    count = max(bounded_index(len(names), "the number of primal arguments"), index + 1)
     return [f"a{i}" for i in range(count) if i != index]
 
 

@@ -38,9 +38,9 @@ from nnx_lint.names import NameResolver
 from nnx_lint.program_text import (
     UnsafeFact,
     access,
+    bounded_index,
     identifier,
     identifier_or,
-    index,
     is_identifier,
     keyword_arguments,
     set_attribute,
@@ -2092,7 +2092,7 @@ def _path_parts(path: str | None) -> list:
             raise UnsafeFact(f"{shown(path)} is not an attribute path")
         name, number, key_a, key_b = match.groups()
         if number is not None:
-            parts.append(index(int(number), f"the index in the path {shown(path)}"))
+            parts.append(bounded_index(int(number), f"the index in the path {shown(path)}"))
         else:
             parts.append(name if name is not None else (key_a or key_b or ""))
         position = match.end()
@@ -2171,7 +2171,7 @@ def _index_of(label: str | None) -> tuple[str, int | str]:
     if match is None:
         return "args", 0
     group, number, key_a, key_b = match.groups()
-    return group, index(int(number), "the argument position") if number is not None else (key_a or key_b)
+    return group, bounded_index(int(number), "the argument position") if number is not None else (key_a or key_b)
 
 
 def _applied(transform: str | None, placed: dict, function: str = "f", result: str = "None",
@@ -2325,7 +2325,8 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
     if kind == "State":
         kind = "Module"
     holder = _shared_object(kind if not part else "Module", [part])
-    position = index(facts.get("position"), "the argument position") if isinstance(facts.get("position"), int) else 0
+    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = bounded_index(position, "the argument position")
     label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
     parameter = f"p{position}"
     returned = _viewed(parameter, part, view)
@@ -2345,7 +2346,8 @@ def _builds_from_input_reproduction(facts: dict) -> Reproduction:
     class_name = identifier_or(facts.get("class_name"), "Model")
     kind = facts.get("kind") or "Rngs"
     argument = _shared_object(kind, [])
-    position = index(facts.get("position"), "the argument position") if isinstance(facts.get("position"), int) else 0
+    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = bounded_index(position, "the argument position")
     parameters = [f"p{i}" for i in range(position)] + ["arg"]
     stored = facts.get("stored_path") or "rngs"
     tree = _tree_of([(stored, "arg")])
@@ -2433,8 +2435,8 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
             return _access(base, rest)
 
     if carry:
-        parts = {index(_index_of(first)[1], "the carry position"): first_part,
-                 index(_index_of(second)[1], "the carry position"): second_part}
+        parts = {bounded_index(_index_of(first)[1], "the carry position"): first_part,
+                 bounded_index(_index_of(second)[1], "the carry position"): second_part}
         positions = sorted(parts)
         size = max(positions) + 1
 

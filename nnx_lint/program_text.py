@@ -12,7 +12,7 @@ proven otherwise, so its text must never become code. The rules, enforced here:
 * A fact that picks one of the builder's own variants (a transform, a Variable type) is
   checked against the known set (:func:`choice_or`), never pasted.
 * Any other text appears only inside string literals, written with ``repr``
-  (:func:`literal`); subscripts take only validated ``int`` (:func:`index`) or ``str``
+  (:func:`literal`); subscripts take only validated ``int`` (:func:`bounded_index`) or ``str``
   literals.
 * A fact that cannot be used safely raises :class:`UnsafeFact`: the diagnostic then has no
   reproduction, with the reason (``nnx_lint.confirmation.reproduction_for``).
@@ -101,12 +101,12 @@ def choice_or(value: Any, known: Iterable[str], default: str) -> str:
     return value if isinstance(value, str) and value in set(known) else default
 
 
-def index(value: Any, what: str, limit: int = MAX_INDEX) -> int:
+def bounded_index(value: Any, what: str, limit: int = MAX_INDEX) -> int:
     """``value`` if it is an ``int`` in ``[0, limit)`` (not a bool), else :class:`UnsafeFact`.
 
-    >>> index(3, "the position")
+    >>> bounded_index(3, "the position")
     3
-    >>> index(10**9, "the position")
+    >>> bounded_index(10**9, "the position")
     Traceback (most recent call last):
     ...
     nnx_lint.program_text.UnsafeFact: the position 1000000000 is not an index below 1024
@@ -164,7 +164,7 @@ def access(base: str, parts: Iterable[str | int]) -> str:
     text = base
     for part in parts:
         if isinstance(part, int) and not isinstance(part, bool):
-            text += f"[{index(part, 'the path index')}]"
+            text += f"[{bounded_index(part, 'the path index')}]"
         elif is_identifier(part):
             text += f".{part}"
         elif isinstance(part, str):
