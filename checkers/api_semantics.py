@@ -12,7 +12,8 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
-from nnx_lint.nnx_api import TRANSFORMS
+from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
+from nnx_lint.program_text import bounded_index, identifier_or, literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
 
@@ -378,8 +379,9 @@ class KeywordArgumentsToTransformedFunction(Rule):
                                 control=setup + "return list(f(xs).shape)\n")
         if variant == "grad":
             argnums = [a for a in facts.get("argnums") or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
-            count = max(max(argnums) + 1, 2, int(facts.get("positional") or 0) + 1)
-            positional = min(int(facts.get("positional") or 0), count - 1)
+            given = bounded_index(facts.get("positional") or 0, "the positional count", 6)
+            count = max(max(argnums) + 1, 2, given + 1)
+            positional = min(given, count - 1)
             names = ["m"] + [f"x{i}" for i in range(1, count)]
             loss = f"def loss({', '.join(names)}):\n    return jnp.sum(m(x1))" + "".join(
                 f" + jnp.sum({n})" for n in names[2:]) + "\n"
@@ -394,7 +396,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return Reproduction(main, expect_error="other:TypeError", control=control)
         length = facts.get("in_axes_length") if isinstance(facts.get("in_axes_length"), int) else 2
         length = min(max(length, 2), 6)
-        positional = min(int(facts.get("positional") or 0), length - 1)
+        positional = min(bounded_index(facts.get("positional") or 0, "the positional count"), length - 1)
         names = ["m"] + [f"x{i}" for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
         body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])
@@ -686,30 +688,36 @@ class NotPytreeObjectInNNXAPI(Rule):
         it), the mechanism Tree Mode rejects; tree_runtime has neither class. Expected:
         ``non-pytree``; graph mode runs it. Control: the same class without ``pytree=False``.
         """
+        # Notes name only what is known: the class if it is a plain name, the API or
+        # transform if it is one of flax's (the facts are the analysed code's text).
         note = ""
         if facts.get("reason") and "pytree=False" not in str(facts.get("reason")):
-            note = (f"# found: {facts.get('class_name')} ({facts['reason']}); such classes are Pytrees with "
-                    "pytree=False, reproduced here directly\n")
+            subclass = next((f"a subclass of {base}" for base in ("nnx.bridge.Module", "nnx.Object")
+                             if base in str(facts["reason"])), "a Pytree subclass")
+            note = (f"# found: {identifier_or(facts.get('class_name'), 'a class')} ({subclass}); such "
+                    "classes are Pytrees with pytree=False, reproduced here directly\n")
         transform = facts.get("transform")
         if transform is None:
             function = facts.get("function")
             use = cls._SHARED_GRAPH_APIS.get(function)
             if use is None:
-                note += f"# found: nnx.{function}; nnx.split flattens its argument the same way\n"
+                found = f"nnx.{function}" if function in GRAPH_APIS else "another graph API"
+                note += f"# found: {found}; nnx.split flattens its argument the same way\n"
                 use = "nnx.split(m)"
             call = f"m = Model()\n{use}\nreturn 'ok'\n"
         else:
             if transform not in cls._SHARED_TRANSFORMS:
-                note += f"# found: nnx.{transform}; nnx.jit traces its arguments the same way\n"
+                found = f"nnx.{transform}" if transform in TRANSFORMS else "another transform"
+                note += f"# found: {found}; nnx.jit traces its arguments the same way\n"
                 transform = "jit"
             keywords = {k: v for k, v in (facts.get("transform_keywords") or {}).items()
                         if k in cls._SHARED_TRANSFORMS[transform]}
             if transform == "vmap" and keywords.get("in_axes", 0) is None:
                 keywords["axis_size"] = 2
-            position = int(facts.get("position") or 0)
-            n_args = max(int(facts.get("n_args") or 1), position + 1)
+            position = bounded_index(facts.get("position") or 0, "the argument position")
+            n_args = max(bounded_index(facts.get("n_args") or 1, "the argument count"), position + 1)
             args = ", ".join("m" if i == position else "x" for i in range(n_args))
-            kw = "".join(f", {k}={tuple(v) if isinstance(v, list) else v!r}" for k, v in keywords.items())
+            kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
             if transform == "eval_shape":
                 apply = f"nnx.eval_shape(f, {args})"
             else:
@@ -806,12 +814,13 @@ class ScalarInDataContainer(Rule):
         a leaf at all. The control keeps the scalar in a plain (static) attribute."""
         values = facts.get("scalar_values") or [2]
         value = values[0]
+        scalar = literal(value)  # a literal of the analysed code: only ever repr'd plain data
         model = (
             "class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"
-            f"        self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {value!r}))\n\n\nm = M()\n"
+            f"        self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))\n\n\nm = M()\n"
         )
-        static = model.replace(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {value!r}))",
-                               f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {value!r})  # static")
+        static = model.replace(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))",
+                               f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {scalar})  # static")
         if isinstance(value, int) and not isinstance(value, bool):
             use = "return list(nnx.jit(lambda m: jnp.zeros(m.cfg[1]) + m.w.sum())(m).shape)\n"
             return Reproduction(model + use, expect_error="other:TypeError", control=static + use)

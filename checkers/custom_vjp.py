@@ -23,6 +23,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.flow import bound_values
+from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
 
@@ -653,7 +654,8 @@ class CustomVjpStateTangent(Rule):
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
         bwd returning a Module-typed tangent (r40_custom_vjp_fix.py).
         """
-        index = facts.get("tangent_index") if isinstance(facts.get("tangent_index"), int) else 0
+        index = (bounded_index(facts.get("tangent_index"), "the tangent index")
+                 if isinstance(facts.get("tangent_index"), int) else 0)
         others = _other_arguments(facts, index)
         tangent = str(facts.get("tangent") or "")
         if "split" in tangent:
@@ -977,7 +979,7 @@ _TREE_BWD = """
 def _other_arguments(facts: dict, index: int) -> list[str]:
     """Names of the primal's other (array) arguments; the Module is at ``index``."""
     names = [n for n in facts.get("primal_args") or [] if isinstance(n, str) and n.isidentifier()]
-    count = max(len(names), index + 1)
+    count = max(bounded_index(len(names), "the number of primal arguments"), index + 1)
     return [f"a{i}" for i in range(count) if i != index]
 
 

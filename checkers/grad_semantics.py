@@ -21,6 +21,7 @@ from typing import Any
 from astroid import nodes
 
 from nnx_lint.flow import bound_values
+from nnx_lint.program_text import bounded_index, identifier_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import (
     FLOAT_STATE,
@@ -498,8 +499,9 @@ class GradOverNonFloatState(Rule):
         else:
             variable = types[0] if types[0] in _SHARED_VARIABLE_TYPES else "Variable"
             holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
-        position = facts.get("position") if isinstance(facts.get("position"), int) else 0
-        argnums = [a for a in facts.get("argnums") or [position] if isinstance(a, int)] or [position]
+        position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
+        argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+                   if isinstance(a, int)] or [position]
         count = max(argnums + [position]) + 1
         arguments = ", ".join("model" if i == position else "x" for i in range(count))
         parameters = ", ".join(f"a{i}" for i in range(count))
@@ -962,7 +964,7 @@ class GradsUsedAsState(Rule):
         returns the reason instead.
         """
         kind = facts.get("usage_kind")
-        key = facts.get("key") if isinstance(facts.get("key"), str) and str(facts.get("key")).isidentifier() else "linear"
+        key = identifier_or(facts.get("key"), "linear")
         if kind == "subscript":
             use, expected = f"G[{key!r}]", "not-subscriptable"
         elif kind == "method":
@@ -1103,8 +1105,9 @@ def _application(facts: dict, forward: str) -> str:
     positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
     """
     transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
-    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
-    argnums = [a for a in facts.get("argnums") or [position] if isinstance(a, int)] or [position]
+    position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
+    argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+               if isinstance(a, int)] or [position]
     if position not in argnums:
         argnums = [position]
     count = max(argnums) + 1

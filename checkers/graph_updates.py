@@ -9,7 +9,6 @@ graph-mode opt-ins excluded). Each diagnostic's ``confidence`` fact says how sur
 """
 from __future__ import annotations
 
-import keyword
 import textwrap
 from collections.abc import Iterator
 from typing import ClassVar
@@ -21,6 +20,8 @@ from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import expressions_within
+from nnx_lint.nnx_api import TRANSFORMS
+from nnx_lint.program_text import choice_or, is_identifier
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tree, root_name, transformed_code
 
@@ -51,8 +52,7 @@ def _code(text: str) -> str:
 def _attribute(facts: dict, default: str) -> str:
     """The flagged attribute name, when it can be used in a generated program."""
     name = facts.get("attribute")
-    if isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name) \
-            and not name.startswith("_") and name not in _RESERVED:
+    if is_identifier(name) and not name.startswith("_") and name not in _RESERVED:
         return name
     return default
 
@@ -61,8 +61,9 @@ def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...
     """``(statement, note)``: a statement running ``fn(args)`` under the flagged transform.
 
     Transforms the reference runtime lacks, or that cannot carry the change in graph mode
-    either, run the same function under ``nnx.jit`` (the note says why)."""
-    t = transform or "jit"
+    either, run the same function under ``nnx.jit`` (the note says why). ``transform`` is a
+    fact: only a known NNX transform's name reaches the program (in the note)."""
+    t = choice_or(transform or "jit", TRANSFORMS, "another transform")
     if t == "cond":
         return f"nnx.cond(True, {fn}, {fn}, {args})", ""
     if t == "switch":
@@ -82,7 +83,8 @@ def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...
         return (f"nnx.jit({fn})({args})",
                 f"# found under nnx.{t}: a loop carry cannot change structure in graph mode either, so the\n"
                 "# same change runs under nnx.jit\n")
-    note = "" if t == "jit" else f"# found under nnx.{t}: the same change under nnx.jit\n"
+    found = f"nnx.{t}" if t in TRANSFORMS else t
+    note = "" if t == "jit" else f"# found under {found}: the same change under nnx.jit\n"
     return f"nnx.jit({fn})({args})", note
 
 
@@ -1400,7 +1402,7 @@ class TransformOnInit(Rule):
         """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
         finding has it) building a layer on ``self``; the observation is whether the object
         has the layer. The control transforms a factory and assigns its output."""
-        transform = facts.get("transform") or "vmap"
+        transform = choice_or(facts.get("transform") or "vmap", TRANSFORMS, "jit")
         note = ""
         if transform in ("vmap", "pmap", "scan"):
             if transform != "vmap":
@@ -1525,7 +1527,7 @@ class ScanBroadcastWrite(Rule):
         Not traced: the observation is the counter's number, which is abstract under a trace."""
         target = facts.get("target_text") or ""
         attr = target.split(".")[1].split("[")[0] if target.count(".") >= 1 else "n"
-        attr = attr if attr.isidentifier() and not keyword.iskeyword(attr) and attr not in _RESERVED else "n"
+        attr = attr if is_identifier(attr) and attr not in _RESERVED else "n"
         write = (f"cnt.{attr}.value = cnt.{attr}[...] + 1.0" if target.endswith((".value", ".raw_value"))
                  else f"cnt.{attr}[...] += 1.0")
         model = _code(f"""

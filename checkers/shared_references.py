@@ -35,6 +35,17 @@ from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
 from nnx_lint.flow import bound_values, expressions_within
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
+from nnx_lint.program_text import (
+    UnsafeFact,
+    access,
+    bounded_index,
+    identifier,
+    identifier_or,
+    is_identifier,
+    keyword_arguments,
+    set_attribute,
+    shown,
+)
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 
 #: Transforms whose first argument is the function they transform.
@@ -2078,6 +2089,10 @@ for _rule in (AliasedAttribute, RepeatedContainerElement, DuplicateTransformArgu
 # attribute paths are rebuilt with `Box`, a plain Module whose constructor stores its
 # keyword arguments, `nnx.List` for `[i]` positions and `nnx.Sequential` where the finding
 # names one; the shared object is a flax layer of the finding's kind.
+#
+# Paths, keys and names come from the analysed code: they reach the program only through
+# `nnx_lint.program_text` (safe names as names, other keys as `repr` literals, indices as
+# validated ints); a fact it cannot place safely means no reproduction (`UnsafeFact`).
 
 _BOX = '''
 class Box(nnx.Module):
@@ -2104,26 +2119,28 @@ _REPRO_GRAPH_APIS = {
 
 
 def _path_parts(path: str | None) -> list:
-    """``"blocks[0].stream"`` -> ``["blocks", 0, "stream"]`` (strings: attributes or keys)."""
+    """``"blocks[0].stream"`` -> ``["blocks", 0, "stream"]`` (strings: attributes or keys;
+    neither is checked here: :func:`nnx_lint.program_text.access` places them safely).
+    A path of another shape is no path the program can rebuild: :class:`UnsafeFact`."""
     parts: list = []
     position = 0
     text = path or ""
     while position < len(text):
         match = _PATH_TOKEN.match(text, position)
         if match is None or match.end() == position:
-            return []
-        name, index, key_a, key_b = match.groups()
-        parts.append(int(index) if index is not None else (name if name is not None else (key_a or key_b or "")))
+            raise UnsafeFact(f"{shown(path)} is not an attribute path")
+        name, number, key_a, key_b = match.groups()
+        if number is not None:
+            parts.append(bounded_index(int(number), f"the index in the path {shown(path)}"))
+        else:
+            parts.append(name if name is not None else (key_a or key_b or ""))
         position = match.end()
     return parts
 
 
 def _access(base: str, path: str | None) -> str:
     """Source text reaching ``path`` from ``base``."""
-    text = base
-    for part in _path_parts(path):
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if part.isidentifier() else f"[{part!r}]")
-    return text
+    return access(base, _path_parts(path))
 
 
 def _emit_tree(tree, container_type: str | None = None) -> str:
@@ -2139,8 +2156,8 @@ def _emit_tree(tree, container_type: str | None = None) -> str:
     if container_type == "Sequential" and list(tree) == ["layers"] and isinstance(tree["layers"], dict) \
             and tree["layers"] and all(isinstance(k, int) for k in tree["layers"]):
         return _emit_tree(tree["layers"], container_type)
-    arguments = ", ".join(f"{name}={_emit_tree(child, container_type)}" for name, child in tree.items()
-                          if isinstance(name, str) and name.isidentifier())
+    arguments = keyword_arguments({name: _emit_tree(child, container_type) for name, child in tree.items()
+                                   if isinstance(name, str)})
     return f"Box({arguments})"
 
 
@@ -2166,7 +2183,8 @@ def _shared_object(kind: str | None, parts: list[str | None], scalar: bool = Fal
     wanted = [p for p in parts if p]
     if kind == "Rngs":
         streams = [_path_parts(p)[0] for p in wanted if _path_parts(p) and isinstance(_path_parts(p)[0], str)]
-        return f"nnx.Rngs({streams[0] if streams else 'default'}=0)"
+        stream = identifier(streams[0], "the Rngs stream") if streams else "default"
+        return f"nnx.Rngs({stream}=0)"
     if kind == "Variable" and not wanted:
         return "nnx.Param(jnp.ones(()))" if scalar else "nnx.Param(jnp.ones((2, 2)))"
     if not wanted or all(p in ("kernel", "bias") for p in wanted):
@@ -2191,8 +2209,8 @@ def _index_of(label: str | None) -> tuple[str, int | str]:
     match = re.match(r"(\w+)\[(?:(\d+)|'([^']*)'|\"([^\"]*)\")\]", label or "")
     if match is None:
         return "args", 0
-    group, index, key_a, key_b = match.groups()
-    return group, int(index) if index is not None else (key_a or key_b)
+    group, number, key_a, key_b = match.groups()
+    return group, bounded_index(int(number), "the argument position") if number is not None else (key_a or key_b)
 
 
 def _applied(transform: str | None, placed: dict, function: str = "f", result: str = "None",
@@ -2210,7 +2228,7 @@ def _applied(transform: str | None, placed: dict, function: str = "f", result: s
     keywords: dict[str, str] = {}
     for label, source in placed.items():
         group, index = _index_of(label)
-        if group == "kwargs" and transform == "jit" and isinstance(index, str) and index.isidentifier():
+        if group == "kwargs" and transform == "jit" and is_identifier(index):
             keywords[index] = source
         else:
             position = index if isinstance(index, int) else len(positional)
@@ -2274,9 +2292,10 @@ def _class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
             stores.append((second, second_value))
         tree = _tree_of(stores)
         class_name = facts.get("class_name")
-        if class_name and class_name.isidentifier() and all(isinstance(k, str) for k in tree):
+        if is_identifier(class_name) and all(isinstance(k, str) for k in tree):
             lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += [f"        self.{name} = {_emit_tree(child, container_type)}" for name, child in tree.items()]
+            lines += ["        " + set_attribute("self", name, _emit_tree(child, container_type))
+                      for name, child in tree.items()]
             return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
         return f"shared = {shared}\nmodel = {_emit_tree(tree, container_type)}\n"
 
@@ -2346,6 +2365,7 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
         kind = "Module"
     holder = _shared_object(kind if not part else "Module", [part])
     position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = bounded_index(position, "the argument position")
     label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
     parameter = f"p{position}"
     returned = _viewed(parameter, part, view)
@@ -2362,15 +2382,15 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
 
 def _builds_from_input_reproduction(facts: dict) -> Reproduction:
     """NNX106: a transform builds the finding's class from an argument the class stores."""
-    class_name = facts.get("class_name") or "Model"
-    class_name = class_name if class_name.isidentifier() else "Model"
+    class_name = identifier_or(facts.get("class_name"), "Model")
     kind = facts.get("kind") or "Rngs"
     argument = _shared_object(kind, [])
     position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = bounded_index(position, "the argument position")
     parameters = [f"p{i}" for i in range(position)] + ["arg"]
     stored = facts.get("stored_path") or "rngs"
     tree = _tree_of([(stored, "arg")])
-    stores = "\n".join(f"        self.{name} = {_emit_tree(child)}" for name, child in tree.items()
+    stores = "\n".join("        " + set_attribute("self", name, _emit_tree(child)) for name, child in tree.items()
                        if isinstance(name, str)) or "        pass"
     model = f"class {class_name}(nnx.Module):\n    def __init__(self, {', '.join(parameters)}):\n{stores}\n"
     arguments = ", ".join(["jnp.ones(2)"] * position + [argument])
@@ -2432,7 +2452,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
     first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
     carry = first.startswith("init_val[") and second.startswith("init_val[")
     if kind == "Rngs":
-        stream = next((p for p in (first_part, second_part) if p and p.isidentifier()), "default")
+        stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
         shared = f"nnx.Rngs({stream}=0)"
         update, observe, start, updated = "{}()", "int({}.count[...])", 0, 2
 
@@ -2454,7 +2474,8 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
             return _access(base, rest)
 
     if carry:
-        parts = {_index_of(first)[1]: first_part, _index_of(second)[1]: second_part}
+        parts = {bounded_index(_index_of(first)[1], "the carry position"): first_part,
+                 bounded_index(_index_of(second)[1], "the carry position"): second_part}
         positions = sorted(parts)
         size = max(positions) + 1
 
@@ -2467,8 +2488,8 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
         targets = [leaf(f"model[{p}]", parts[p]) for p in (positions[0], positions[-1])]
         body_target = leaf(f"m[{positions[0]}]", parts[positions[0]])
     else:
-        class_name = facts.get("class_name") or "Model"
-        class_name = class_name if class_name.isidentifier() else "Model"
+        class_name = identifier_or(facts.get("class_name"), "Model")
+
         def flattening_order(item):
             return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in _path_parts(item[0])]
 
@@ -2478,7 +2499,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
         def make(tied: bool) -> str:
             stores = tree if tied else tree_without(tree, ordered[1][0])  # the rewrite: store it once
             lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += [f"        self.{name} = {_emit_tree(child)}" for name, child in stores.items()
+            lines += ["        " + set_attribute("self", name, _emit_tree(child)) for name, child in stores.items()
                       if isinstance(name, str)]
             return "\n".join(lines) + f"\n\nmodel = {class_name}()"
 

@@ -5,6 +5,7 @@ from astroid import nodes
 
 import textwrap
 
+from nnx_lint.program_text import UnsafeFact, literal, shown
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
@@ -100,9 +101,13 @@ class TransformMetadataKeyword(Rule):
         used inside a trace. The sizes are tiny.
         """
         partition = facts.get("partition") or "layers"
+        if not isinstance(partition, str):
+            raise UnsafeFact(f"the partition name {shown(partition)} is not a string")
+        # the name (text of the analysed code) enters the program as a string literal only
+        name = literal(partition)
         transform = facts.get("transform") if facts.get("transform") in ("vmap", "scan") else "vmap"
         setup = f"""
-            mesh = jax.make_mesh((1, 1, 1), ({partition!r}, "din", "dout"),
+            mesh = jax.make_mesh((1, 1, 1), ({name}, "din", "dout"),
                                  axis_types=(jax.sharding.AxisType.Auto,) * 3)
 
             class Layer(nnx.Module):
@@ -113,12 +118,12 @@ class TransformMetadataKeyword(Rule):
             use = f"""
             class Stack(nnx.Module):  # already stacked, with the partition axis in its metadata
                 def __init__(self):
-                    self.kernel = nnx.Param(jnp.ones((2, 3, 3)), out_sharding=({partition!r}, "din", "dout"))
+                    self.kernel = nnx.Param(jnp.ones((2, 3, 3)), out_sharding=({name}, "din", "dout"))
 
             seen = []
 
             @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry,
-                      transform_metadata={{nnx.PARTITION_NAME: {partition!r}}})
+                      transform_metadata={{nnx.PARTITION_NAME: {name}}})
             def forward(layer, x):
                 seen.append(list(layer.kernel.out_sharding))
                 return x
@@ -130,7 +135,7 @@ class TransformMetadataKeyword(Rule):
             expect_tree, expect_graph = [partition, "din", "dout"], ["din", "dout"]
         else:
             use = f"""
-            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={{nnx.PARTITION_NAME: {partition!r}}})
+            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={{nnx.PARTITION_NAME: {name}}})
             def create(x):
                 return Layer()
 

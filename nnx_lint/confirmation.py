@@ -28,6 +28,7 @@ from typing import Any
 
 from nnx_lint.cache_store import SignedFile
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.program_text import UnsafeFact, carried_fact_text
 from nnx_lint.registry import rule_by_code
 from nnx_lint.rule import Reproduction
 from nnx_lint.sandbox import run_isolated
@@ -90,15 +91,51 @@ def oracle_version(oracle: str) -> str:
 
 
 def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
-    """The diagnostic's reproduction, or the reason there is none."""
+    """The diagnostic's reproduction, or the reason there is none.
+
+    Every reproduction that is run or shown comes through here, so here it is guarded: a
+    fact a builder cannot use safely (:class:`~nnx_lint.program_text.UnsafeFact`), or a
+    finished program in which fact text appears outside string literals
+    (:func:`~nnx_lint.program_text.carried_fact_text`), gives no reproduction, never a run.
+    """
     rule = rule_by_code(diagnostic.code)
     builder = getattr(rule, "reproduce", None)
     if rule is None or builder is None:
         return getattr(rule, "no_reproduction_reason", "") or "this rule has no reproduction builder yet"
     try:
-        return builder(diagnostic.facts)
+        reproduction = builder(diagnostic.facts)
+    except UnsafeFact as exc:
+        return f"no reproduction: {exc}"
     except Exception as exc:  # a builder bug is an `error`, never a silent drop
         return f"error: the reproduction builder failed: {exc!r}"
+    if isinstance(reproduction, str):
+        return reproduction
+    try:
+        programs = _programs(reproduction, rule)
+    except UnsafeFact as exc:
+        return f"no reproduction: {exc}"
+
+    def rebuild(facts: dict) -> list[str] | None:
+        other = builder(facts)
+        return _programs(other, rule) if isinstance(other, Reproduction) else None
+
+    refused = carried_fact_text(programs, diagnostic.facts, rebuild)
+    if refused is not None:
+        return f"no reproduction: refused to run a program built from the analysed code: {refused}"
+    return reproduction
+
+
+def _programs(reproduction: Reproduction, rule: type) -> list[str]:
+    """The program texts of a reproduction: the one that runs, and its control."""
+    programs = [reproduction.program(title=program_title(rule))]
+    if reproduction.control is not None:
+        programs.append(reproduction.program(reproduction.control))
+    return programs
+
+
+def program_title(rule: type) -> str:
+    """The first line of a rule's reproduction program (from the rule, never from facts)."""
+    return f"nnx-lint reproduction of {rule.code} ({rule.symbol})"
 
 
 def judge(reproduction: Reproduction, outcome: dict) -> tuple[str, str]:
@@ -168,7 +205,7 @@ def confirm(
             status = "error" if reproduction.startswith("error:") else "unavailable"
             verdicts[index] = Confirmation(status, reproduction)
             continue
-        program = reproduction.program(title=f"nnx-lint reproduction of {diagnostic.code} ({diagnostic.symbol})")
+        program = reproduction.program(title=program_title(rule_by_code(diagnostic.code)))
         pending.setdefault(program, (reproduction, []))[1].append(index)
     uncached = [p for p in pending if OutcomeCache.key(p, oracle, version) not in cache.entries]
     fresh: dict[str, dict] = {}

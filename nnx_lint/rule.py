@@ -18,6 +18,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nnx_lint.program_text import literal
+
 if TYPE_CHECKING:
     from astroid import nodes
 
@@ -68,21 +70,31 @@ class Reproduction:
     traced: bool = True
 
     def program(self, body: str | None = None, title: str = "") -> str:
-        """The complete, runnable program text (also what ``--show-repro`` prints)."""
+        """The complete, runnable program text (also what ``--show-repro`` prints).
+
+        The expectations are written as literals (``TREE_MODE_RETURNS = [...]``), not in a
+        comment, because they can hold fact text: a literal keeps it a string constant
+        (:mod:`nnx_lint.program_text`).
+        """
+        title = title or "nnx-lint reproduction"
+        if not title.isprintable():
+            raise ValueError(f"a program title is one printable line, not {title!r}")
         code = textwrap.indent(textwrap.dedent(body if body is not None else self.body).strip(), "    ")
-        expected = (
-            f"raises an error of category {self.expect_error!r}"
-            if self.expect_error
-            else f"returns {self.expect_tree!r} (graph mode: {self.expect_graph!r})"
-        )
+        if self.expect_error:
+            expected = ("# Tree Mode raises an error of this category:\n"
+                        f"TREE_MODE_RAISES = {literal(self.expect_error)}\n")
+        else:
+            expected = ("# Tree Mode returns TREE_MODE_RETURNS; graph mode returns GRAPH_MODE_RETURNS:\n"
+                        f"TREE_MODE_RETURNS = {literal(self.expect_tree)}\n"
+                        f"GRAPH_MODE_RETURNS = {literal(self.expect_graph)}\n")
         return (
-            f"# {title or 'nnx-lint reproduction'}\n"
-            f"# Tree Mode {expected}.\n"
+            f"# {title}\n"
             "# Run: python repro.py            (tree_runtime)\n"
             "#      python repro.py flax       (flax.nnx with graph mode and graph updates off)\n"
             "import jax\n"
             "import jax.numpy as jnp\n\n"
-            f"TRACED = {self.traced}\n\n\n"
+            f"{expected}"
+            f"TRACED = {bool(self.traced)}\n\n\n"
             f"def run(nnx):\n{code}\n\n\n"
             'if __name__ == "__main__":\n'
             "    import sys\n\n"

@@ -1,6 +1,7 @@
 """Helpers shared by the linter tests (not the runtime tests)."""
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from nnx_lint.engine import lint_bytes
@@ -41,3 +42,26 @@ def lint_fixture(path: Path, rules=None):
     project = Project([FIXTURES / fixture_family(path)])
     project.start_file(str(path), root)
     return lint_bytes(path.read_bytes(), str(path), rules, project=project, module_name=module_name)
+
+
+def outside_string_literals(program: str, text: str) -> list[int]:
+    """Offsets where ``text`` occurs in ``program`` not wholly inside one string constant
+    (an ``ast.Constant`` string that is not part of an f-string): where it would be code."""
+    tree = ast.parse(program)
+    in_fstrings = {id(value) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for value in ast.walk(node)}
+    lines = program.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column_bytes: int) -> int:  # ast columns count UTF-8 bytes
+        return starts[line - 1] + len(lines[line - 1].encode()[:column_bytes].decode())
+
+    spans = [(offset(n.lineno, n.col_offset), offset(n.end_lineno, n.end_col_offset)) for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in in_fstrings]
+    found, start = [], program.find(text)
+    while start != -1:
+        if not any(a <= start and start + len(text) <= b for a, b in spans):
+            found.append(start)
+        start = program.find(text, start + 1)
+    return found
