@@ -67,4 +67,4 @@ def test_aliasing_error_names_both_paths():
     with pytest.raises(nnx.AliasingError) as info:
         f(Tied())
     assert info.value.paths == ("['args'][0].a", "['args'][0].b")
-    assert "docs/rules/NNX1xx.md" in str(info.value)
+    assert "docs/rules/README.md (NNX1xx: shared references)" in str(info.value)
