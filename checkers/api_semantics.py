@@ -11,6 +11,7 @@ import textwrap
 from astroid import nodes
 
 from nnx_lint.calls import constant_bool
+from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
@@ -190,7 +191,7 @@ class SplitRngsContextManager(Rule):
         if not isinstance(argument, nodes.Name):
             return
         try:
-            _scope, assignments = argument.lookup(argument.name)
+            _scope, assignments = lookup(argument)
         except Exception:
             return
         values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
@@ -481,7 +482,7 @@ def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
         return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
     if isinstance(base, nodes.Name):
         try:
-            _scope, assignments = base.lookup(base.name)
+            _scope, assignments = lookup(base)
         except Exception:
             return False
         for assignment in assignments:

@@ -19,7 +19,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
-from nnx_lint.flow import expressions_within
+from nnx_lint.flow import expressions_within, lookup
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tree, root_name, transformed_code
 
@@ -1582,7 +1582,7 @@ def _target_of(statement):
 
 def _is_parameter_of(name: nodes.Name, function) -> bool:
     try:
-        scope, assignments = name.lookup(name.name)
+        scope, assignments = lookup(name)
     except Exception:
         return False
     return scope is function and any(isinstance(a.parent, nodes.Arguments) for a in assignments)
@@ -1743,7 +1743,7 @@ class LoopBodyReturnsNewModule(Rule):
 
     def _unpacked_from_split(self, name: nodes.Name) -> bool:
         try:
-            _scope, assignments = name.lookup(name.name)
+            _scope, assignments = lookup(name)
         except Exception:
             return False
         for assignment in assignments:

@@ -45,24 +45,34 @@ def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]
 
 
 def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
-    from nnx_lint.engine import lint_module
+    from nnx_lint import bounds
+    from nnx_lint.engine import _linter_diagnostic, lint_module
     from nnx_lint.prefilter import mentions_nnx
     from nnx_lint.noqa import apply_noqa
     from nnx_lint.project import module_name_for, shared_project
 
-    source = module.file_bytes
-    if source is None and module.file:
-        source = Path(module.file).read_bytes()
-    text = source.decode(module.file_encoding or "utf-8", errors="replace") if isinstance(source, bytes) else (source or "")
-    if not mentions_nnx(text):
-        return []
     path = module.file or module.name
+    source = module.file_bytes
+    try:
+        if source is None and module.file:
+            source = bounds.read_bounded(module.file, bounds.LIMITS.source_bytes)
+        if not mentions_nnx(source or ""):
+            return []
+        if isinstance(source, bytes):
+            bounds.check_bytes(source, bounds.LIMITS.source_bytes)
+            text = source.decode(module.file_encoding or "utf-8", errors="replace")
+        else:
+            text = source or ""
+        # pylint built the tree already; the budget still decides, as in the other front-ends.
+        bounds.check_source(text)
+    except bounds.ParseFailure as failure:
+        return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
     project = shared_project([Path.cwd()])
     project.start_file(path, package_root)
     rules = [r for r in all_rules() if not r.engine_reported and linter.is_message_enabled(pylint_message_id(r))]
     diagnostics = lint_module(module, path, rules, project)
-    return apply_noqa(diagnostics, text.splitlines())
+    return apply_noqa(diagnostics, text)
 
 
 class _FamilyChecker(BaseChecker):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterator
 from astroid import nodes
 
 from nnx_lint.calls import constant_bool
-from nnx_lint.flow import bound_values
+from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
     from nnx_lint.classes import ClassRef
@@ -422,7 +422,7 @@ class VariableModel:
     def _is_rngs_parameter(self, name: nodes.Name) -> bool:
         """A function parameter that is an ``nnx.Rngs``: annotated so, or named ``rngs``."""
         try:
-            _scope, assignments = name.lookup(name.name)
+            _scope, assignments = lookup(name)
         except Exception:
             return False
         for assignment in assignments:
@@ -749,7 +749,7 @@ class GradientFlow:
         offset = 0
         if isinstance(call.func, nodes.Name):
             try:
-                _scope, assignments = call.func.lookup(call.func.name)
+                _scope, assignments = lookup(call.func)
             except Exception:
                 return None
             functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
@@ -779,7 +779,7 @@ class GradientFlow:
             if name.name != assignment.name or (name.lineno or 0) < (assignment.lineno or 0):
                 continue
             try:
-                _scope, assignments = name.lookup(name.name)
+                _scope, assignments = lookup(name)
             except Exception:
                 continue
             if assignment in assignments:
