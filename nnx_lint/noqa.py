@@ -3,10 +3,11 @@
 Comments are found with Python's tokenizer, so line numbers are the tree's own (a form
 feed or a lone ``\\r`` in the file never shifts them) and ``# noqa`` inside a string is
 not a comment. As in flake8 (which applies ``# noqa`` for the flake8 plugin), a comment
-covers every line of the logical line it is on: ``# noqa`` after a call spread over
-several lines suppresses a diagnostic on any of them. The CLI, flake8 and pylint
-therefore suppress the same diagnostics. A file the tokenizer rejects falls back to
-searching each physical line.
+covers every line of the run of tokens it ends: all lines of a triple-quoted string or of
+lines joined with a backslash (inside brackets each line is its own run). The CLI,
+flake8 and pylint therefore suppress the same diagnostics; the one difference left is
+flake8's, which also takes ``# noqa`` inside a string literal for a comment. A file the
+tokenizer rejects falls back to searching each physical line.
 """
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def _codes(comment: str) -> frozenset[str] | None | bool:
     return frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c) if codes else None
 
 
-def _logical_lines(text: str, last_line: int) -> Iterator[tuple[int, int, list[str]]]:
-    """``(first line, last line, comments)`` of each logical line up to ``last_line``."""
+def _token_runs(text: str, last_line: int) -> Iterator[tuple[int, int, list[str]]]:
+    """``(first line, last line, comments)`` of each run of tokens up to a NL or NEWLINE
+    token (flake8's noqa line mapping), until ``last_line``."""
     first, last, comments = None, 0, []
     for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
         if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
@@ -61,8 +63,8 @@ def suppressions(text: str, last_line: int | None = None) -> Suppressions:
     last_line = text.count("\n") + text.count("\r") + 1 if last_line is None else last_line
     found: Suppressions = {}
     try:
-        for first, last, comments in _logical_lines(text, last_line):
-            # flake8 searches the logical line's text and uses the first match.
+        for first, last, comments in _token_runs(text, last_line):
+            # flake8 searches the run's text and uses the first match.
             codes = next((c for c in map(_codes, comments) if c is not False), False)
             if codes is not False:
                 found.update(dict.fromkeys(range(first, last + 1), codes))
@@ -76,7 +78,7 @@ def suppressions(text: str, last_line: int | None = None) -> Suppressions:
 
 
 def apply_noqa(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
-    """Drop diagnostics whose start line carries (or shares a logical line with) a matching noqa comment."""
+    """Drop diagnostics whose start line is covered by a matching noqa comment."""
     diagnostics = list(diagnostics)
     if not diagnostics:
         return diagnostics
