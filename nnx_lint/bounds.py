@@ -65,7 +65,7 @@ def read_cap(path: str | os.PathLike) -> int:
 
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
@@ -139,17 +139,17 @@ def source_units(text: str) -> int:
     return _LEXEME.subn("", text)[1] + lines
 
 
-def check_source(text: str, what: str = "file") -> None:
+def check_source(text: str, what: str = "the file") -> None:
     """NNX004 when ``text`` is over the size limits, before any tree is built for it."""
     if len(text) > LIMITS.source_bytes:
         raise ParseFailure(
-            "NNX004", f"{what} has {len(text) / 1e6:.1f} M characters of code, over the "
+            "NNX004", f"{what} has {len(text) / 1e6:.1f} M characters, over the "
             f"{LIMITS.source_bytes / _MiB:g} MiB limit: not analysed"
         )
     units = source_units(text)
     if units > LIMITS.source_units:
         raise ParseFailure(
-            "NNX004", f"analysis budget exceeded: the {what} has {units} tokens and lines, over the "
+            "NNX004", f"analysis budget exceeded: {what} has {units} tokens and lines, over the "
             f"budget of {LIMITS.source_units}: not analysed (is it generated?)"
         )
 

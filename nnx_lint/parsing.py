@@ -10,6 +10,7 @@ import io
 import re
 import sys
 import tokenize
+import warnings
 
 from astroid import nodes
 from astroid.builder import AstroidBuilder
@@ -118,7 +119,12 @@ def build(text: str, path: str, module_name: str, is_project_module=None) -> nod
     """Build the astroid tree of ``text`` without executing or importing anything."""
     builder = _SafeBuilder(manager(), is_project_module)
     try:
-        module = builder.string_build(text, module_name, path)
+        with warnings.catch_warnings():
+            # The analysed file's own SyntaxWarnings (`"str"()`, invalid escapes) are not
+            # nnx-lint's to print: they would reach the user's terminal as raw text.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = builder.string_build(text, module_name, path)
     except AstroidSyntaxError as exc:
         error = exc.error if isinstance(exc.error, SyntaxError) else None
         if error is not None:

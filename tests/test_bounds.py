@@ -256,7 +256,7 @@ def test_notebook_size_caps_cover_the_file_and_its_code(monkeypatch):
     assert diagnostic.code == "NNX004" and "notebook is over" in diagnostic.message
     monkeypatch.setattr(bounds, "LIMITS", bounds.Limits(source_bytes=40))
     (diagnostic,) = lint_bytes(data, "n.ipynb", all_rules())
-    assert diagnostic.code == "NNX004" and "characters of code" in diagnostic.message
+    assert diagnostic.code == "NNX004" and "the notebook's code has" in diagnostic.message
 
 
 def test_a_failure_outside_the_rules_costs_only_its_file(tree, monkeypatch):
@@ -433,3 +433,12 @@ def test_the_documented_limits_are_the_limits_in_force():
     assert f"{limits.source_bytes >> 20} MiB" in doc and f"{limits.notebook_bytes >> 20} MiB" in doc
     assert f"{limits.source_units:,}".replace(",", " ") + " tokens and lines" in doc
     assert f"{limits.analysis_seconds:g} seconds" in doc
+
+
+def test_the_analysed_files_own_warnings_are_not_printed():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lint_source('from flax import nnx\nx = "a"()\ny = "\\d"\n', "m.py", all_rules())
+    assert [w for w in caught if issubclass(w.category, (SyntaxWarning, DeprecationWarning))] == []
