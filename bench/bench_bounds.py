@@ -4,8 +4,8 @@
 
 Generates, in a temporary directory, the worst-case inputs of issue 10 (a symlink to
 /dev/zero, a FIFO, a 6.5 MB notebook, a file of a million lines, 8000 redefinitions of
-one class, ...) and runs ``nnx-lint check INPUT --no-cache -j 1`` on each in its own
-process, measuring wall time and the peak resident memory of that process (``wait4``).
+one class, ...), each alone in a directory, and runs ``nnx-lint check DIR --no-cache -j 1``
+on each in its own process, measuring wall time and the peak resident memory of that process (``wait4``).
 The baseline is the same command on a small normal file (``docs/example/train.py``),
 measured in the same run: only the ratios mean anything on a shared, noisy machine; the
 memory target (1 GB per worst-case input, 500 MB on a large real project) is absolute.
@@ -158,9 +158,12 @@ def main() -> int:
         for name, (description, make) in INPUTS.items():
             if args.only and name not in args.only:
                 continue
-            path = Path(scratch) / f"{name}{_suffix(name)}"
+            # In a directory of its own, linted as a directory: how a hostile file arrives in a pull request.
+            folder = Path(scratch) / name
+            folder.mkdir()
+            path = folder / f"{name}{_suffix(name)}"
             make(path)
-            result = measure_isolated([*command, path.name], Path(scratch), env, args.timeout, limit)
+            result = measure_isolated([*command, name], Path(scratch), env, args.timeout, limit)
             worst = max(worst, result["peak_mb"])
             print(f"{name:24s} {result['seconds']:8.2f} {result['seconds'] / baseline['seconds']:7.1f} "
                   f"{result['peak_mb']:8.0f} {result['peak_mb'] / baseline['peak_mb']:7.1f}  {verdict(result, limit)}")

@@ -51,6 +51,9 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     from nnx_lint.noqa import apply_noqa
     from nnx_lint.project import module_name_for, shared_project
 
+    rules = [r for r in all_rules() if not r.engine_reported and linter.is_message_enabled(pylint_message_id(r))]
+    if not rules:
+        return []  # no NNX message enabled: no analysis at all
     path = module.file or module.name
     source = module.file_bytes
     try:
@@ -70,7 +73,6 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
     project = shared_project([Path.cwd()])
     project.start_file(path, package_root)
-    rules = [r for r in all_rules() if not r.engine_reported and linter.is_message_enabled(pylint_message_id(r))]
     diagnostics = lint_module(module, path, rules, project)
     return apply_noqa(diagnostics, text)
 
