@@ -442,3 +442,21 @@ def test_the_analysed_files_own_warnings_are_not_printed():
         warnings.simplefilter("always")
         lint_source('from flax import nnx\nx = "a"()\ny = "\\d"\n', "m.py", all_rules())
     assert [w for w in caught if issubclass(w.category, (SyntaxWarning, DeprecationWarning))] == []
+
+
+def test_fast_lookup_agrees_with_astroid_on_many_redefinitions():
+    from astroid import nodes
+
+    from nnx_lint import parsing
+    from nnx_lint.flow import MANY_BINDINGS, lookup
+
+    count = MANY_BINDINGS + 50
+    lines = ["import flax"]
+    for index in range(count):
+        lines += [f"x = {index}", "y = x", "x = x + 1", "class C:\n    pass", "c = C"]
+    lines += ["def f():\n    return x, C"]
+    module = parsing.build("\n".join(lines) + "\n", "m.py", "m")
+    uses = [n for n in module.nodes_of_class(nodes.Name) if n.name in ("x", "C")]
+    assert len(module.locals["x"]) > MANY_BINDINGS
+    for use in uses:
+        assert lookup(use)[1] == use.lookup(use.name)[1], use.as_string()
