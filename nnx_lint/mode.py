@@ -96,7 +96,14 @@ class ModeContext:
         return mode.keeps_graph(transform)
 
     def scoped_flags(self, node: nodes.NodeNG) -> dict[str, tuple[object, str]]:
-        """Flags set by enclosing ``with`` blocks, decorators and earlier statements."""
+        """Flags set by enclosing ``with`` blocks, decorators and earlier statements
+        (memoised per node: every rule asks it about every NNX call; do not mutate)."""
+        key = id(node)
+        if key not in self._scope_memo:
+            self._scope_memo[key] = self._compute_scoped_flags(node)
+        return self._scope_memo[key]
+
+    def _compute_scoped_flags(self, node: nodes.NodeNG) -> dict[str, tuple[object, str]]:
         flags: dict[str, tuple[object, str]] = {}
         # Walk outward; inner settings override outer ones, so apply outermost first.
         chain = []
