@@ -13,12 +13,13 @@ itself while every other file is still linted:
   may be larger on disk (:attr:`Limits.notebook_bytes`, 16 MiB: outputs such as images
   dominate real ones), but the code extracted from it is held to the source limit.
 - **Tree size.** astroid needs about 1 KB per node, so before building a tree the
-  source's size is estimated in *units* (lexemes plus lines, each at least one node or
-  statement): over :attr:`Limits.source_units` it is not built. The largest file of
+  source's size is estimated in *units* (lexemes plus lines; a unit stands for at most
+  about one node): over :attr:`Limits.source_units` it is not built. The largest file of
   google/flax has 75 000 units; the default allows 400 000 (about 400 MB of tree).
 - **Time.** The engine's walk stops after :attr:`Limits.analysis_seconds`; the file
   then gets only its NNX004 diagnostic. It is the one machine-dependent bound, a
-  backstop for analyses that are slower than linear.
+  backstop for analyses that are slower than linear (like any result, it is cached by
+  the file's content).
 
 Exceeded bounds are NNX004 (``analysis-skipped``).
 """
