@@ -12,6 +12,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
+from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
 from nnx_lint.program_text import bounded_index, identifier_or, literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
@@ -193,7 +194,7 @@ class SplitRngsContextManager(Rule):
         if not isinstance(argument, nodes.Name):
             return
         try:
-            _scope, assignments = argument.lookup(argument.name)
+            _scope, assignments = lookup(argument)
         except Exception:
             return
         values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
@@ -488,7 +489,7 @@ def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
         return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
     if isinstance(base, nodes.Name):
         try:
-            _scope, assignments = base.lookup(base.name)
+            _scope, assignments = lookup(base)
         except Exception:
             return False
         for assignment in assignments:

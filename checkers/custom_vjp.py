@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from astroid import nodes
 
 from nnx_lint import nnx_api
-from nnx_lint.flow import bound_values
+from nnx_lint.flow import bound_values, lookup
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
@@ -100,7 +100,7 @@ class _Analysis:
 
     def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None] | None:
         try:
-            _scope, assignments = name.lookup(name.name)
+            _scope, assignments = lookup(name)
         except Exception:
             return None
         for assignment in assignments:
@@ -200,7 +200,7 @@ def _function(node: nodes.NodeNG | None) -> nodes.FunctionDef | None:
     if not isinstance(node, nodes.Name):
         return None
     try:
-        _scope, assignments = node.lookup(node.name)
+        _scope, assignments = lookup(node)
     except Exception:
         return None
     functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
@@ -278,7 +278,7 @@ def _string_indexed(name: str, function: nodes.FunctionDef) -> bool:
 def _bindings(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:
     """``(value, "value")`` for ``name = value``; ``(call, "split")`` for ``_, name, ... = nnx.split(...)``."""
     try:
-        _scope, assignments = name.lookup(name.name)
+        _scope, assignments = lookup(name)
     except Exception:
         return []
     found = []
@@ -320,7 +320,7 @@ def _is_cotangent(node: nodes.NodeNG, parameter: nodes.AssignName) -> bool:
     if not isinstance(node, nodes.Name) or node.name != parameter.name:
         return False
     try:
-        _scope, assignments = node.lookup(node.name)
+        _scope, assignments = lookup(node)
     except Exception:
         return False
     return parameter in assignments

@@ -20,7 +20,7 @@ from typing import Any
 
 from astroid import nodes
 
-from nnx_lint.flow import bound_values
+from nnx_lint.flow import bound_values, lookup
 from nnx_lint.program_text import bounded_index, identifier_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import (
@@ -163,7 +163,7 @@ class _Analysis:
                     if found is not None:
                         return found
             try:
-                _scope, assignments = func.lookup(func.name)
+                _scope, assignments = lookup(func)
             except Exception:
                 return None
             for assignment in assignments:
@@ -224,7 +224,7 @@ class _Analysis:
             return node
         if isinstance(node, nodes.Name):
             try:
-                _scope, assignments = node.lookup(node.name)
+                _scope, assignments = lookup(node)
             except Exception:
                 return None
             functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
@@ -294,7 +294,7 @@ class _Analysis:
             if annotation is not None and annotation.qualified_name in _STATE_TYPES:
                 return True
             try:
-                _scope, assignments = expression.lookup(expression.name)
+                _scope, assignments = lookup(expression)
             except Exception:
                 return False
             if not assignments:
@@ -394,7 +394,7 @@ def _is_called_in(loss: nodes.NodeNG | None, position: int) -> bool:
     for call in loss.nodes_of_class(nodes.Call):
         if isinstance(call.func, nodes.Name) and call.func.name == parameter.name:
             try:
-                _scope, assignments = call.func.lookup(call.func.name)
+                _scope, assignments = lookup(call.func)
             except Exception:
                 continue
             if parameter in assignments:

@@ -19,7 +19,7 @@ from nnx_lint import nnx_api
 from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
-from nnx_lint.flow import expressions_within
+from nnx_lint.flow import expressions_within, lookup
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.program_text import choice_or, is_identifier
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
@@ -1597,7 +1597,7 @@ def _target_of(statement):
 
 def _is_parameter_of(name: nodes.Name, function) -> bool:
     try:
-        scope, assignments = name.lookup(name.name)
+        scope, assignments = lookup(name)
     except Exception:
         return False
     return scope is function and any(isinstance(a.parent, nodes.Arguments) for a in assignments)
@@ -1758,7 +1758,7 @@ class LoopBodyReturnsNewModule(Rule):
 
     def _unpacked_from_split(self, name: nodes.Name) -> bool:
         try:
-            _scope, assignments = name.lookup(name.name)
+            _scope, assignments = lookup(name)
         except Exception:
             return False
         for assignment in assignments:

@@ -12,9 +12,14 @@ class UnreadableFile(Rule):
     """The file cannot be read or decoded.
 
     What it does:
-        Reports a file whose bytes cannot be read, or cannot be decoded with the
-        encoding Python would use (UTF-8, or the one its ``# -*- coding: -*-`` line
-        declares). The diagnostic points at the first undecodable byte.
+        Reports a file whose bytes cannot be read (missing, no permission, a dangling
+        symlink or a symlink loop), a path that is not a regular file (a FIFO, a device
+        or a socket named ``*.py``: never opened, so it cannot hang or flood the run), a
+        notebook that is not a well-formed Jupyter notebook (invalid or too deeply
+        nested JSON, not UTF-8, no ``cells`` list, a cell ``source`` that is not text),
+        and a file that cannot be decoded with the encoding Python would use (UTF-8, or
+        the one its ``# -*- coding: -*-`` line declares); then the diagnostic points at
+        the first undecodable byte.
 
     Why is this bad?:
         nnx-lint cannot see any code in such a file, so it cannot promise the file is
@@ -82,7 +87,9 @@ class RuleCrashed(Rule):
 
     What it does:
         Reports that one rule raised an exception while analysing this file. The rule is
-        skipped for the rest of the file; ``--verbose`` prints the traceback.
+        skipped for the rest of the file; ``--verbose`` prints the traceback. A failure
+        of nnx-lint outside any rule is reported the same way, once, and the file is not
+        analysed; every other file still is.
 
     Why is this bad?:
         The file may hide findings of that rule. It is a bug in nnx-lint: please report it
@@ -107,15 +114,21 @@ class RuleCrashed(Rule):
 
 
 class AnalysisSkipped(Rule):
-    """The file is too large or too deeply nested to analyse.
+    """The file is too large, over its analysis budget, or too deeply nested to analyse.
 
     What it does:
-        Reports a file over 4 MiB, or one nested so deeply that Python's parser hits its
-        recursion limit (very long generated expressions).
+        Reports a file that nnx-lint will not analyse because of its cost: source over
+        4 MiB (a notebook over 16 MiB on disk, or with over 4 MiB of code); source over
+        the analysis budget of 400 000 tokens and lines, checked before any tree is
+        built (the largest file of google/flax has 75 000); an analysis that ran over
+        60 seconds (then stopped, with no other diagnostic for the file); and a file
+        nested so deeply that Python's parser hits its recursion limit (very long
+        generated expressions). Only the first 4 MiB + 1 byte of a file are ever read.
 
     Why is this bad?:
-        Such files are usually generated; nnx-lint gives up on them rather than stall or
-        crash. Every other file is still linted.
+        Such files are usually generated; nnx-lint gives up on them rather than stall,
+        exhaust memory or crash, so that time and memory per file stay bounded. Every
+        other file is still linted.
 
     References:
         - [sys.setrecursionlimit](https://docs.python.org/3/library/sys.html#sys.setrecursionlimit)

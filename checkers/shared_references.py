@@ -32,7 +32,7 @@ from astroid import nodes
 
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
-from nnx_lint.flow import bound_values, expressions_within
+from nnx_lint.flow import bound_values, expressions_within, lookup
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.program_text import (
@@ -123,7 +123,7 @@ class TransformFinder:
             return None
         if isinstance(callee, nodes.Name):
             try:
-                _scope, assignments = callee.lookup(callee.name)
+                _scope, assignments = lookup(callee)
             except Exception:
                 return None
             if len(assignments) != 1:
@@ -238,7 +238,7 @@ def function_definition(expression: nodes.NodeNG | None, context=None) -> nodes.
         return expression
     if isinstance(expression, nodes.Name):
         try:
-            _scope, assignments = expression.lookup(expression.name)
+            _scope, assignments = lookup(expression)
         except Exception:
             return None
         if len(assignments) != 1:

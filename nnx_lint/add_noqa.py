@@ -68,7 +68,7 @@ def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome
         # Ask the noqa machinery whether a comment there would suppress this finding.
         trial = list(lines)
         trial[target - 1] = _with_codes(trial[target - 1], [diagnostic.code])
-        if apply_noqa([diagnostic], [line.rstrip("\r\n") for line in trial]):
+        if apply_noqa([diagnostic], "".join(trial)):
             outcome.skipped.append(
                 f"{path}:{diagnostic.line}: the line ends inside a string or continues on the next one, "
                 f"and a `# noqa` on line {target} does not apply to it"

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint.flow import lookup
+
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
 
@@ -40,10 +42,7 @@ class CallSites:
         for call in self._module.nodes_of_class(nodes.Call):
             if not isinstance(call.func, nodes.Name) or call.func.name not in defined:
                 continue  # the cheap pre-filter: only names some def in this file binds
-            try:
-                _scope, assignments = call.func.lookup(call.func.name)
-            except Exception:  # astroid lookups fail on broken scopes; the call stays unindexed
-                continue
+            _scope, assignments = lookup(call.func)
             targets = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
             if len(targets) == 1 and len(assignments) == 1:
                 found.setdefault(id(targets[0]), []).append(call)
@@ -55,10 +54,7 @@ def parameter_of(name: nodes.Name) -> tuple[Function, str] | None:
 
     Methods are left out: their callers reach them through attributes.
     """
-    try:
-        _scope, assignments = name.lookup(name.name)
-    except Exception:
-        return None
+    _scope, assignments = lookup(name)
     if len(assignments) != 1:
         return None
     assignment = assignments[0]

@@ -18,6 +18,7 @@ arguments stored by child classes) and finds the aliases it creates.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import CallSites, argument_for, parameter_of
-from nnx_lint.flow import bound_values
+from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -89,6 +90,7 @@ class ClassModel:
         self.context = context
         self._infos: dict[int, ClassInfo] = {}
         self._constructions: dict[int, Construction] = {}
+        self._lines_of: dict[str, tuple[list[int], list[nodes.NodeNG]]] = {}
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
@@ -112,11 +114,21 @@ class ClassModel:
             found = self.context.module.locals.get(name) or []
             node = found[-1] if found else None
             if at is not None and len(found) > 1 and at.root() is self.context.module:
-                before = [d for d in found if (d.lineno or 0) <= (at.lineno or 0)]
-                node = before[-1] if before else node
+                node = self._in_force_at(name, found, at.lineno or 0) or node
         else:
             node = self.context.project.definition(qualified_name)
         return node if isinstance(node, nodes.ClassDef) else None
+
+    def _in_force_at(self, name: str, found: list[nodes.NodeNG], line: int) -> nodes.NodeNG | None:
+        """The last of this module's bindings of ``name`` on or before ``line`` (bisection
+        over an index built once per name: a file may define one class thousands of times)."""
+        index = self._lines_of.get(name)
+        if index is None:
+            ordered = sorted(found, key=lambda d: d.lineno or 0)
+            index = self._lines_of[name] = ([d.lineno or 0 for d in ordered], ordered)
+        lines, ordered = index
+        position = bisect.bisect_right(lines, line)
+        return ordered[position - 1] if position else None
 
     def ref_of_definition(self, classdef: nodes.ClassDef) -> ClassRef:
         root = classdef.root()
@@ -242,7 +254,7 @@ class ClassModel:
         if not isinstance(expression, nodes.Name):
             return None
         try:
-            _scope, assignments = expression.lookup(expression.name)
+            _scope, assignments = lookup(expression)
         except Exception:
             return None
         if len(assignments) == 1 and isinstance(assignments[0], nodes.ClassDef):
@@ -264,7 +276,7 @@ class ClassModel:
 
     def _annotation_of(self, name: nodes.Name) -> ClassRef | None:
         try:
-            _scope, assignments = name.lookup(name.name)
+            _scope, assignments = lookup(name)
         except Exception:
             return None
         for assignment in assignments:
@@ -308,7 +320,7 @@ class ClassModel:
             return None
         if isinstance(expression, nodes.Name):
             try:
-                _scope, assignments = expression.lookup(expression.name)
+                _scope, assignments = lookup(expression)
             except Exception:
                 return None
             refs = set()

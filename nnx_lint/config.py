@@ -99,7 +99,9 @@ def find_pyproject(start: Path) -> Path | None:
 
     Falls back to the nearest ``pyproject.toml`` of any kind (it marks the project root).
     """
-    start = start.resolve()
+    from nnx_lint.bounds import LIMITS, ParseFailure, read_bounded
+
+    start = Path(os.path.realpath(start))  # unlike Path.resolve, never raises on a symlink loop
     directory = start if start.is_dir() else start.parent
     nearest = None
     for candidate_dir in (directory, *directory.parents):
@@ -107,9 +109,9 @@ def find_pyproject(start: Path) -> Path | None:
         if candidate.is_file():
             nearest = nearest or candidate
             try:
-                if "nnx-lint" in candidate.read_text(encoding="utf-8", errors="replace"):
+                if b"nnx-lint" in read_bounded(candidate, LIMITS.source_bytes):
                     return candidate
-            except OSError:
+            except ParseFailure:
                 continue
     return nearest
 
@@ -123,21 +125,39 @@ def _string_list(table: dict, key: str, where: str) -> list[str]:
     return value
 
 
+def _read_toml(path: Path) -> dict:
+    """The parsed TOML file; every way it can be unusable is a one-line ConfigError."""
+    from nnx_lint.bounds import LIMITS, ParseFailure, read_bounded
+
+    try:
+        data = read_bounded(path, LIMITS.source_bytes)
+    except ParseFailure as exc:
+        raise ConfigError(f"{path}: {exc.message}") from None
+    if len(data) > LIMITS.source_bytes:
+        raise ConfigError(f"{path}: over {LIMITS.source_bytes // 2**20} MiB, not read")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
 def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Read ``[tool.nnx-lint]`` from ``config_file`` or the nearest pyproject.toml."""
     path = config_file or find_pyproject(start)
     if path is None:
         return Settings(root=Path.cwd(), source_roots=source_roots(Path.cwd(), None, {}))
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("nnx-lint", {})
+    data = _read_toml(path)
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: `tool` must be a table, got {type(tool).__name__}")
+    table = tool.get("nnx-lint", {})
     where = f"{path} [tool.nnx-lint]"
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: must be a table")
+        raise ConfigError(f"{where}: must be a table, got {type(table).__name__}")
     unknown = set(table) - _KNOWN_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KNOWN_KEYS))}")

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from astroid import nodes
 
-from nnx_lint import parsing
+from nnx_lint import bounds, parsing
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import ClassModel
 from nnx_lint.diagnostic import Diagnostic
@@ -26,6 +26,7 @@ from nnx_lint.rule import Rule
 from nnx_lint.unused_noqa import unused_noqa
 
 _MISSING = object()
+_TOO_DEEP = "file is too deeply nested to analyse (Python's recursion limit was hit)"
 T = TypeVar("T")
 
 
@@ -120,14 +121,39 @@ def _linter_diagnostic(code: str, message: str, path: str, line: int = 1, column
     return Diagnostic(code, symbol, message, path, line, column, line, column, "linter", facts, help_text)
 
 
+def _internal_error(path: str) -> Diagnostic:
+    """NNX003 for a failure outside any rule (call inside ``except``): this file only."""
+    return _linter_diagnostic(
+        "NNX003",
+        "nnx-lint failed on this file (an internal error) and did not analyse it; please report "
+        "this (run with --verbose for the traceback)",
+        path,
+        rule="nnx-lint",
+        traceback=traceback.format_exc(),
+    )
+
+
 def lint_module(
     module: nodes.Module,
     path: str,
     rule_classes: Iterable[type[Rule]],
     project: Project | None = None,
 ) -> list[Diagnostic]:
-    """Run the enabled rules over an already-built astroid module (one walk)."""
-    project = project or Project()
+    """Run the enabled rules over an already-built astroid module (one walk).
+
+    Never raises for the file's sake: a failing rule is NNX003 and skipped, any other
+    failure is one NNX003 for the file, and a walk over its time budget is one NNX004.
+    """
+    try:
+        return _walk(module, path, rule_classes, project or Project())
+    except RecursionError:
+        return [_linter_diagnostic("NNX004", _TOO_DEEP, path)]
+    except Exception:  # a bug outside the rules must not cost the other files
+        return [_internal_error(path)]
+
+
+def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], project: Project) -> list[Diagnostic]:
+    deadline = bounds.AnalysisDeadline()
     context = FileContext(module, path, project)
     rules = [cls(context) for cls in rule_classes if not cls.engine_reported]
     visits, leaves = _dispatch_table(rules)
@@ -156,6 +182,9 @@ def lint_module(
     # An explicit stack instead of recursion: deeply nested files must not crash the walk.
     stack: list[tuple[nodes.NodeNG, bool]] = [(module, False)]
     while stack:
+        if deadline.expired():
+            failure = deadline.failure()
+            return [_linter_diagnostic(failure.code, failure.message, path)]
         node, leaving = stack.pop()
         kind = type(node).__name__.lower()
         if leaving:
@@ -182,33 +211,36 @@ def lint_source(
     module_name: str | None = None,
     apply_suppressions: bool = True,
 ) -> list[Diagnostic]:
-    """Lint source text. Never executes it; files that never mention ``nnx`` are skipped."""
+    """Lint source text. Never executes it; files that never mention ``nnx`` are skipped.
+
+    Text over the size limits (:mod:`nnx_lint.bounds`) is NNX004 and never parsed.
+    """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
     if not mentions_nnx(text):
         return []
-    project = project or Project()
-    module_name = module_name or Path(path).stem
-    lines = text.splitlines()
     try:
-        module = parsing.build(text, path, module_name, project.is_project_module)
-    except parsing.ParseFailure as failure:
-        diagnostics = [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
-    else:
-        project.register(module_name, module)
-        try:
-            diagnostics = lint_module(module, path, rule_classes, project)
-        except RecursionError:
-            diagnostics = [
-                _linter_diagnostic("NNX004", "file is too deeply nested to analyse (Python's recursion limit was hit)", path)
-            ]
-        else:
-            # Judged only on an analysed file: on a failed one every noqa would look unused.
-            diagnostics += unused_noqa([d for d in diagnostics if d.code in enabled], lines, rule_classes, path)
+        diagnostics = _parse_and_lint(text, path, rule_classes, project or Project(), module_name or Path(path).stem)
+    except Exception:  # a bug outside the rules must not cost the other files
+        diagnostics = [_internal_error(path)]
     diagnostics = [d for d in diagnostics if d.code in enabled]
     if apply_suppressions:
-        diagnostics = apply_noqa(diagnostics, lines)
+        diagnostics = apply_noqa(diagnostics, text)
     return sorted(diagnostics, key=Diagnostic.sort_key)
+
+
+def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], project: Project, module_name: str) -> list[Diagnostic]:
+    try:
+        bounds.check_source(text, "the notebook's code" if path.endswith(".ipynb") else "the file")
+        module = parsing.build(text, path, module_name, project.is_project_module)
+    except parsing.ParseFailure as failure:
+        return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
+    project.register(module_name, module)
+    diagnostics = lint_module(module, path, rule_classes, project)
+    if any(d.code.startswith("NNX00") for d in diagnostics):
+        return diagnostics  # a file not fully analysed: every noqa on it would look unused
+    enabled = {cls.code for cls in rule_classes}
+    return diagnostics + unused_noqa([d for d in diagnostics if d.code in enabled], text, rule_classes, path)
 
 
 def lint_bytes(
@@ -222,33 +254,40 @@ def lint_bytes(
 ) -> list[Diagnostic]:
     """Lint raw file bytes: decoding problems become an NNX001 diagnostic.
 
-    ``.ipynb`` files are notebooks: their code cells are linted (see :mod:`nnx_lint.notebooks`).
+    ``.ipynb`` files are notebooks: their code cells are linted (see :mod:`nnx_lint.notebooks`);
+    a malformed notebook is NNX001, an oversized one NNX004.
     """
     rule_classes = list(rule_classes)
+    enabled = {cls.code for cls in rule_classes}
     if not mentions_nnx(data):
         return []
-    if path.endswith(".ipynb"):
-        return _lint_notebook(data, path, rule_classes, project, module_name, apply_suppressions)
     try:
-        text = parsing.decode(data)
+        if path.endswith(".ipynb"):
+            text, origin = _notebook_text(data)
+        else:
+            text, origin = parsing.decode(data), None
     except parsing.ParseFailure as failure:
-        enabled = {cls.code for cls in rule_classes}
         found = [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
         return [d for d in found if d.code in enabled]
-    return lint_source(
-        text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
-    )
-
-
-def _lint_notebook(data, path, rule_classes, project, module_name, apply_suppressions) -> list[Diagnostic]:
-    from nnx_lint.notebooks import NotebookError, map_to_cells, notebook_source
-
-    enabled = {cls.code for cls in rule_classes}
-    try:
-        text, origin = notebook_source(data)
-    except NotebookError as error:
-        return [d for d in [_linter_diagnostic("NNX001", str(error), path)] if d.code in enabled]
+    except Exception:  # a bug outside the rules must not cost the other files
+        return [d for d in [_internal_error(path)] if d.code in enabled]
     diagnostics = lint_source(
         text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
     )
-    return map_to_cells(diagnostics, origin, data.decode("utf-8"))
+    if origin is None:
+        return diagnostics
+    from nnx_lint.notebooks import map_to_cells
+
+    # The notebook's own text, so github/sarif can point at the line of the .ipynb file.
+    return map_to_cells(diagnostics, origin, data.decode("utf-8-sig", errors="replace"))
+
+
+def _notebook_text(data: bytes) -> tuple[str, list]:
+    """The code of a notebook and its line origins; ParseFailure when it is not usable."""
+    from nnx_lint.notebooks import NotebookError, notebook_source
+
+    bounds.check_bytes(data, bounds.LIMITS.notebook_bytes, "notebook")
+    try:
+        return notebook_source(data)
+    except NotebookError as error:
+        raise parsing.ParseFailure("NNX001", str(error)) from None

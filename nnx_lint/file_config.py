@@ -39,17 +39,19 @@ def rules_for(settings: Settings, path: Path) -> tuple:
     return rules_for_selectors(selectors_for(settings, path))
 
 
-def plugin_rules(settings: Settings, path: Path) -> list:
+def plugin_rules(settings: Settings, path: Path, also: tuple[str, ...] = ()) -> list:
     """The rules a flake8 or pylint plugin runs on ``path``: none for an excluded file
     (the plugins cannot tell a file named on their command line from one found in a
     directory, so they always exclude, like ``--force-exclude``); otherwise the file's
     selection without the NNX0xx file failures, which flake8 (E902/E999) and pylint
-    (E0001, F0010) report their own way."""
+    (E0001, F0010) report their own way; ``also`` names the NNX0xx codes the front-end
+    can still report (flake8: a rule crash and the analysis budget)."""
     from nnx_lint.unused_noqa import UNUSED_NOQA_CODE
 
     if is_path_excluded(settings, path):
         return []
-    return [rule for rule in rules_for(settings, path) if not rule.engine_reported or rule.code == UNUSED_NOQA_CODE]
+    return [rule for rule in rules_for(settings, path)
+            if not rule.engine_reported or rule.code == UNUSED_NOQA_CODE or rule.code in also]
 
 
 def is_path_excluded(settings: Settings, path: Path) -> bool:

@@ -6,7 +6,13 @@ a file is decided by ``[tool.nnx-lint]`` in its nearest ``pyproject.toml`` (or t
 named by ``--nnx-config``), exactly as ``nnx-lint check`` decides it: select, ignore,
 extend-select, per-file-ignores and exclude. flake8's own ``--select``/``--ignore`` then
 narrow further. ``# noqa`` is left to flake8. Unparsable or undecodable files are
-flake8's own E999/E902, so the NNX0xx file failures never show here.
+flake8's own E999/E902, so NNX001/NNX002 never show here; a rule crash (NNX003) and a
+file over the analysis budget (NNX004) do, as in the CLI.
+
+flake8 runs every plugin on every file whatever ``--select`` says and filters afterwards,
+so :meth:`NNXFlake8Plugin.parse_options` asks flake8's own decision engine which NNX codes
+the options select: with none (``flake8 --select E9``) no analysis runs at all, and with
+some (``--select NNX2``) only those rules run.
 """
 from __future__ import annotations
 
@@ -21,6 +27,12 @@ from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
+from nnx_lint.registry import all_rules
+
+try:  # flake8's own select/ignore logic, so the plugin agrees with flake8 on what is selected
+    from flake8.style_guide import Decision, DecisionEngine
+except ImportError:  # pragma: no cover - a flake8 without it: run every rule, flake8 filters
+    Decision = DecisionEngine = None
 
 # Now, before any linted code's directory can be on sys.path (see nnx_lint.eager).
 load_lint_path()
@@ -31,6 +43,8 @@ class NNXFlake8Plugin:
 
     name = "nnx-lint"
     version = nnx_lint.__version__
+    #: Codes flake8's options select, set by :meth:`parse_options` (None: not told, run all).
+    selected_codes: frozenset[str] | None = None
 
     #: ``--nnx-config``: the pyproject.toml to read instead of each file's nearest one.
     config_file: Path | None = None
@@ -48,15 +62,21 @@ class NNXFlake8Plugin:
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
-        cls.config_file = Path(options.nnx_config) if options.nnx_config else None
+        """flake8 hands over its parsed options: the configuration file to read, and which
+        NNX codes they select."""
+        cls.config_file = Path(options.nnx_config) if getattr(options, "nnx_config", None) else None
+        cls.selected_codes = _selected_codes(options)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
+        if self.selected_codes is not None and not self.selected_codes:
+            return  # no NNX code selected (`flake8 --select E9`): no analysis at all
         text = "".join(self.lines)
         if not mentions_nnx(text):
             return
         path = Path(self.filename)
         settings = settings_for_file(path, self.config_file)
-        rules = plugin_rules(settings, path)
+        rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)
+                 if self.selected_codes is None or rule.code in self.selected_codes]
         if not rules:
             return  # excluded, or nothing selected
         module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
@@ -67,3 +87,18 @@ class NNXFlake8Plugin:
         ):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
+
+
+#: Engine-reported codes that can occur on a file flake8 could parse.
+_ENGINE_CODES_IN_FLAKE8 = ("NNX003", "NNX004")
+
+
+def _selected_codes(options: Any) -> frozenset[str] | None:
+    """The NNX codes flake8 would report under ``options`` (None if it cannot tell)."""
+    if DecisionEngine is None:
+        return None
+    try:
+        engine = DecisionEngine(options)
+        return frozenset(r.code for r in all_rules() if engine.decision_for(r.code) is Decision.Selected)
+    except Exception:  # another flake8 version: run every rule and let flake8 filter
+        return None

@@ -6,17 +6,77 @@ unknowns rather than guess.
 """
 from __future__ import annotations
 
+import bisect
+import weakref
 from collections.abc import Iterator
 
 from astroid import nodes
 
+#: Above this many bindings of one name in one scope, :func:`lookup` takes its fast path.
+MANY_BINDINGS = 100
+#: Statements that bind unconditionally when they are directly in the scope's body.
+_UNCONDITIONAL = (
+    nodes.Assign, nodes.AnnAssign, nodes.AugAssign, nodes.ClassDef, nodes.FunctionDef,
+    nodes.AsyncFunctionDef, nodes.Import, nodes.ImportFrom,
+)
+#: scope -> name -> (first line of each binding's statement, the bindings), sorted by line.
+_INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def lookup(node: nodes.NodeNG, name: str | None = None) -> tuple[nodes.NodeNG | None, list[nodes.NodeNG]]:
+    """``node.lookup(name)`` (default: ``node.name``): the scope binding the name as seen
+    from ``node``, and the bindings that may be in force there. Never raises.
+
+    astroid filters every binding of the scope on every lookup, so a file rebinding one
+    name n times (generated code, long notebooks, an attacker) costs O(n²). Up to
+    :data:`MANY_BINDINGS` bindings this is astroid's answer. Above, the bindings are
+    bisected by line: the last one before the use (before the end of the scope for a use
+    in another frame) is the answer if it is an unconditional statement of the scope's
+    body; otherwise the answer is "unknown" (no bindings), on which rules stay silent.
+    """
+    name = node.name if name is None else name  # type: ignore[attr-defined]
+    try:
+        from nnx_lint.names import NameResolver
+
+        scope = NameResolver.defining_scope(name, node)
+        if scope is None or len(scope.locals.get(name, ())) <= MANY_BINDINGS:
+            return node.lookup(name)
+        return scope, _in_force(node, scope, name)
+    except Exception:
+        return None, []
+
+
+def _in_force(node: nodes.NodeNG, scope: nodes.NodeNG, name: str) -> list[nodes.NodeNG]:
+    lines, bindings = _bindings_by_line(scope, name)
+    statement = node.statement()
+    frame = node.frame()
+    if statement is frame and frame.parent is not None:
+        frame = frame.parent.frame()  # a def's defaults and decorators run in the outer frame
+    same_frame = frame is scope.frame() and statement.fromlineno is not None
+    index = bisect.bisect_right(lines, statement.fromlineno) if same_frame else len(bindings)
+    for binding in reversed(bindings[max(0, index - MANY_BINDINGS):index]):
+        bound_by = binding.statement()
+        if bound_by is statement:
+            if isinstance(bound_by, (nodes.Assign, nodes.AnnAssign, nodes.AugAssign)):
+                continue  # `x = f(x)`: the use reads the previous binding
+            return []
+        if bound_by.parent is scope and isinstance(bound_by, _UNCONDITIONAL):
+            return [binding]
+        return []
+    return []
+
+
+def _bindings_by_line(scope: nodes.NodeNG, name: str) -> tuple[list[int], list[nodes.NodeNG]]:
+    per_name = _INDEX.setdefault(scope, {})
+    if name not in per_name:
+        ordered = sorted(scope.locals[name], key=lambda b: b.statement().fromlineno or 0)
+        per_name[name] = ([b.statement().fromlineno or 0 for b in ordered], ordered)
+    return per_name[name]
+
 
 def bound_values(name: nodes.Name) -> list[nodes.NodeNG]:
     """The expressions ``name`` may be bound to by plain assignments (``x = expr``)."""
-    try:
-        _scope, assignments = name.lookup(name.name)
-    except Exception:
-        return []
+    _scope, assignments = lookup(name)
     values = []
     for assignment in assignments:
         if not isinstance(assignment, nodes.AssignName):

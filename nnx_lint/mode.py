@@ -17,6 +17,8 @@ the code is treated as opted in, since precision comes first.
 """
 from __future__ import annotations
 
+import bisect
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -50,6 +52,7 @@ class ModeContext:
         self.module = module
         self.resolver = resolver
         self._scope_memo: dict[int, dict[str, tuple[object, str]]] = {}
+        self._setters: dict[int, tuple[list[int], list[dict], dict[int, int]]] = {}
 
     def call_mode(self, call: NNXCall) -> Mode:
         """The flags in force for an NNX call: its own keywords, compat, then scope."""
@@ -94,7 +97,14 @@ class ModeContext:
         return mode.keeps_graph(transform)
 
     def scoped_flags(self, node: nodes.NodeNG) -> dict[str, tuple[object, str]]:
-        """Flags set by enclosing ``with`` blocks, decorators and earlier statements."""
+        """Flags set by enclosing ``with`` blocks, decorators and earlier statements
+        (memoised per node: every rule asks it about every NNX call; do not mutate)."""
+        key = id(node)
+        if key not in self._scope_memo:
+            self._scope_memo[key] = self._compute_scoped_flags(node)
+        return self._scope_memo[key]
+
+    def _compute_scoped_flags(self, node: nodes.NodeNG) -> dict[str, tuple[object, str]]:
         flags: dict[str, tuple[object, str]] = {}
         # Walk outward; inner settings override outer ones, so apply outermost first.
         chain = []
@@ -145,13 +155,35 @@ class ModeContext:
         """Plain setter statements in ``scope``'s body that run before ``before``.
 
         ``whole_body``: the node runs after the whole module body (it is inside a function).
+        Answered from a per-scope index (bisection), as it is asked for every call.
         """
-        flags: dict[str, tuple[object, str]] = {}
-        for statement in scope.body:
-            if statement is before:
-                if not whole_body:
-                    break
-                continue
-            if isinstance(statement, nodes.Expr):
-                flags.update(self._setter_flags(statement.value, "statement"))
-        return flags
+        indices, cumulative, positions = self._setter_index(scope)
+        position = positions.get(id(before))
+        if position is not None and whole_body and position in indices:
+            # Rare: the node sits inside a setter statement itself; all the others apply.
+            flags: dict[str, tuple[object, str]] = {}
+            for index in indices:
+                if index != position:
+                    flags.update(self._setter_flags(scope.body[index].value, "statement"))
+            return flags
+        end = len(indices) if position is None or whole_body else bisect.bisect_left(indices, position)
+        return dict(cumulative[end - 1]) if end else {}
+
+    def _setter_index(self, scope: nodes.NodeNG) -> tuple[list[int], list[dict], dict[int, int]]:
+        """Positions of the setter statements in ``scope``'s body, the flags in force after
+        each, and every body statement's position."""
+        key = id(scope)
+        if key not in self._setters:
+            indices: list[int] = []
+            cumulative: list[dict] = []
+            flags: dict[str, tuple[object, str]] = {}
+            for index, statement in enumerate(scope.body):
+                if isinstance(statement, nodes.Expr):
+                    own = self._setter_flags(statement.value, "statement")
+                    if own:
+                        flags = {**flags, **own}
+                        indices.append(index)
+                        cumulative.append(flags)
+            positions = {id(statement): index for index, statement in enumerate(scope.body)}
+            self._setters[key] = (indices, cumulative, positions)
+        return self._setters[key]

@@ -70,7 +70,7 @@ class NameResolver:
         import of the same module is fine; a name rebound to something else is unknown).
         Memoised per (scope, name): this runs for every call in the file.
         """
-        scope = self._defining_scope(name, node)
+        scope = self.defining_scope(name, node)
         if scope is None:
             return self._from_star_import(name)
         key = (id(scope), name)
@@ -84,7 +84,7 @@ class NameResolver:
         return result
 
     @staticmethod
-    def _defining_scope(name: str, node: nodes.NodeNG) -> nodes.NodeNG | None:
+    def defining_scope(name: str, node: nodes.NodeNG) -> nodes.NodeNG | None:
         """The innermost scope binding ``name`` as Python sees it from ``node``."""
         try:
             scope = node.scope()

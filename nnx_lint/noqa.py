@@ -1,28 +1,79 @@
-"""``# noqa`` and ``# noqa: NNX201, NNX202`` suppression comments, as in Ruff/flake8."""
+"""``# noqa`` and ``# noqa: NNX201, NNX202`` suppression comments, as in Ruff/flake8.
+
+Comments are found with Python's tokenizer, so line numbers are the tree's own (a form
+feed or a lone ``\\r`` in the file never shifts them) and ``# noqa`` inside a string is
+not a comment. As in flake8 (which applies ``# noqa`` for the flake8 plugin), a comment
+covers every line of the run of tokens it ends: all lines of a triple-quoted string or of
+lines joined with a backslash (inside brackets each line is its own run). The CLI,
+flake8 and pylint therefore suppress the same diagnostics; the one difference left is
+flake8's, which also takes ``# noqa`` inside a string literal for a comment. A file the
+tokenizer rejects falls back to searching each physical line.
+"""
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterable
+import tokenize
+from collections.abc import Iterable, Iterator
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.lines import physical_lines
 
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 
+Suppressions = dict[int, "frozenset[str] | None"]
 
-def suppressions(lines: list[str]) -> dict[int, frozenset[str] | None]:
-    """Line number -> suppressed codes (None: every code) for lines with a noqa comment."""
-    found: dict[int, frozenset[str] | None] = {}
-    for number, line in enumerate(lines, start=1):
-        if "noqa" not in line.lower():
+
+def _codes(comment: str) -> frozenset[str] | None | bool:
+    """The codes a comment suppresses (None: every code), or False if it is no noqa."""
+    match = _NOQA.search(comment)
+    if not match:
+        return False
+    codes = match.group("codes")
+    return frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c) if codes else None
+
+
+def _token_runs(text: str, last_line: int) -> Iterator[tuple[int, int, list[str]]]:
+    """``(first line, last line, comments)`` of each run of tokens up to a NL or NEWLINE
+    token (flake8's noqa line mapping), until ``last_line``."""
+    first, last, comments = None, 0, []
+    for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
+        if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
             continue
-        match = _NOQA.search(line)
-        if match:
-            codes = match.group("codes")
-            found[number] = (
-                frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c) if codes else None
-            )
+        start, end = token.start[0], token.end[0]
+        first = start if first is None else min(first, start)
+        last = max(last, end)
+        if token.type == tokenize.COMMENT:
+            comments.append(token.string)
+        if token.type in (tokenize.NL, tokenize.NEWLINE):
+            yield first, last, comments
+            if last >= last_line:
+                return
+            first, last, comments = None, 0, []
+    if first is not None:
+        yield first, last, comments
+
+
+def suppressions(text: str, last_line: int | None = None) -> Suppressions:
+    """Line number -> suppressed codes (None: every code), for lines up to ``last_line``."""
+    if "noqa" not in text.lower():
+        return {}
+    last_line = text.count("\n") + text.count("\r") + 1 if last_line is None else last_line
+    found: Suppressions = {}
+    try:
+        for first, last, comments in _token_runs(text, last_line):
+            # flake8 searches the run's text and uses the first match.
+            codes = next((c for c in map(_codes, comments) if c is not False), False)
+            if codes is not False:
+                found.update(dict.fromkeys(range(first, last + 1), codes))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        found = {}
+        for number, line in enumerate(physical_lines(text)[:last_line], start=1):
+            codes = _codes(line) if "noqa" in line.lower() else False
+            if codes is not False:
+                found[number] = codes
     return found
 
 
@@ -39,7 +90,10 @@ def suppressing_line(diagnostic: Diagnostic, table: dict[int, frozenset[str] | N
     return None
 
 
-def apply_noqa(diagnostics: Iterable[Diagnostic], lines: list[str]) -> list[Diagnostic]:
-    """Drop diagnostics whose start line carries a matching noqa comment."""
-    table = suppressions(lines)
+def apply_noqa(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
+    """Drop diagnostics whose start line is covered by a matching noqa comment."""
+    diagnostics = list(diagnostics)
+    if not diagnostics:
+        return diagnostics
+    table = suppressions(text, max(d.line for d in diagnostics))
     return [diagnostic for diagnostic in diagnostics if suppressing_line(diagnostic, table) is None]

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, replace
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.lines import physical_lines
 
 
 class NotebookError(ValueError):
@@ -31,21 +32,42 @@ def _is_magic(line: str) -> bool:
     return stripped.startswith(("%", "!")) or (stripped.endswith("?") and not stripped.startswith("#"))
 
 
-def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
-    """The notebook's code as one module, and for each of its lines where it came from."""
+def _document(data: bytes) -> dict:
     try:
-        document = json.loads(data.decode("utf-8"))
-        cells = document["cells"]
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise NotebookError(f"cannot read notebook: {exc}") from None
+        # utf-8-sig: a BOM is tolerated, as Jupyter does.
+        document = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"cannot read notebook: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"cannot read notebook: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise NotebookError("cannot read notebook: its JSON is nested too deeply") from None
+    if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
+        raise NotebookError("cannot read notebook: no `cells` list (not a Jupyter notebook in nbformat 4)")
+    return document
+
+
+def _cell_text(cell: dict, index: int) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    raise NotebookError(f"cannot read notebook: cell {index} has a `source` that is neither text nor a list of lines")
+
+
+def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
+    """The notebook's code as one module, and for each of its lines where it came from.
+
+    Raises :class:`NotebookError` for anything that is not a well-formed notebook.
+    """
+    cells = _document(data)["cells"]
     lines: list[str] = []
     origin: list[CellLine] = []
-    for cell_number, cell in enumerate(cells, start=1):
+    for cell_number, cell in enumerate(cells, start=1):  # every cell counts, as in Ruff
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
-        cell_lines = text.splitlines() or [""]
+        cell_lines = physical_lines(_cell_text(cell, cell_number)) or [""]
         cell_magic = cell_lines[0].lstrip().startswith("%%")
         for number, line in enumerate(cell_lines, start=1):
             lines.append("# " + line if cell_magic or _is_magic(line) else line)

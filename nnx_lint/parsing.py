@@ -10,15 +10,16 @@ import io
 import re
 import sys
 import tokenize
-from dataclasses import dataclass
+import warnings
 
 from astroid import nodes
 from astroid.builder import AstroidBuilder
 from astroid.exceptions import AstroidSyntaxError
 from astroid.manager import AstroidManager
 
-#: Files larger than this are reported (NNX004) instead of analysed.
-MAX_FILE_BYTES = 4 * 1024 * 1024
+from nnx_lint import bounds
+from nnx_lint.bounds import ParseFailure  # re-exported: the engine's callers catch parsing.ParseFailure
+from nnx_lint.lines import physical_lines
 
 
 class _SafeBuilder(AstroidBuilder):
@@ -53,23 +54,9 @@ def manager() -> AstroidManager:
     return _MANAGER
 
 
-@dataclass
-class ParseFailure(Exception):
-    """The file could not be turned into a tree; carries where and why (an NNX0xx)."""
-
-    code: str
-    message: str
-    line: int = 1
-    column: int = 1
-
-
 def decode(data: bytes) -> str:
     """Decode source bytes like Python does (PEP 263 cookie, BOM, default UTF-8)."""
-    if len(data) > MAX_FILE_BYTES:
-        raise ParseFailure(
-            "NNX004",
-            f"file is {len(data) / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit: not analysed",
-        )
+    bounds.check_bytes(data, bounds.LIMITS.source_bytes)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -100,7 +87,8 @@ _NEWER_SYNTAX = [
 def _syntax_failure(error: SyntaxError, text: str) -> ParseFailure:
     line = error.lineno or 1
     column = error.offset or 1
-    source_line = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+    lines = physical_lines(text)
+    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
     for pattern, version, feature in _NEWER_SYNTAX:
         if sys.version_info < version and pattern.search(source_line):
             wanted = ".".join(map(str, version))
@@ -127,7 +115,12 @@ def build(text: str, path: str, module_name: str, is_project_module=None) -> nod
     """Build the astroid tree of ``text`` without executing or importing anything."""
     builder = _SafeBuilder(manager(), is_project_module)
     try:
-        module = builder.string_build(text, module_name, path)
+        with warnings.catch_warnings():
+            # The analysed file's own SyntaxWarnings (`"str"()`, invalid escapes) are not
+            # nnx-lint's to print: they would reach the user's terminal as raw text.
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = builder.string_build(text, module_name, path)
     except AstroidSyntaxError as exc:
         error = exc.error if isinstance(exc.error, SyntaxError) else None
         if error is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from astroid import nodes
 
-from nnx_lint import parsing
+from nnx_lint import bounds, parsing
 
 
 def module_name_for(path: Path) -> tuple[str, Path]:
@@ -126,11 +126,12 @@ class Project:
         if path not in self._modules:
             self._modules[path] = None  # guards against import cycles
             try:
-                data = path.read_bytes()
+                data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
                 text = parsing.decode(data)
+                bounds.check_source(text)  # another file's module gets the same bounds as the file
                 self._modules[path] = parsing.build(text, str(path), module_name, self.is_project_module)
                 self._digests[path] = hashlib.sha256(data).hexdigest()
-            except (OSError, parsing.ParseFailure):
+            except parsing.ParseFailure:
                 return None
         module = self._modules[path]
         if module is not None:
@@ -175,8 +176,8 @@ class Project:
             from nnx_lint.prefilter import mentions_nnx
 
             try:
-                self._mentions[path] = mentions_nnx(path.read_bytes())
-            except OSError:
+                self._mentions[path] = mentions_nnx(bounds.read_bounded(path, bounds.LIMITS.source_bytes))
+            except bounds.ParseFailure:
                 self._mentions[path] = False
         return self._mentions[path]
 

@@ -22,7 +22,8 @@ from pylint.constants import WarningScope
 
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.eager import load_lint_path
-from nnx_lint.engine import lint_module
+from nnx_lint import bounds
+from nnx_lint.engine import _linter_diagnostic, lint_module
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.noqa import apply_noqa
@@ -60,25 +61,34 @@ def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]
 
 
 def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
-    source = module.file_bytes
-    if source is None and module.file:
-        source = Path(module.file).read_bytes()
-    text = source.decode(module.file_encoding or "utf-8", errors="replace") if isinstance(source, bytes) else (source or "")
-    if not mentions_nnx(text):
-        return []
     path = module.file or module.name
     config = linter.config.nnx_config if hasattr(linter.config, "nnx_config") else None
     settings = settings_for_file(Path(path), Path(config) if config else None)
     rules = [r for r in plugin_rules(settings, Path(path)) if linter.is_message_enabled(pylint_message_id(r))]
     if not rules:
-        return []
+        return []  # excluded, or no NNX message enabled: no analysis at all
+    source = module.file_bytes
+    try:
+        if source is None and module.file:
+            source = bounds.read_bounded(module.file, bounds.LIMITS.source_bytes)
+        if not mentions_nnx(source or ""):
+            return []
+        if isinstance(source, bytes):
+            bounds.check_bytes(source, bounds.LIMITS.source_bytes)
+            text = source.decode(module.file_encoding or "utf-8", errors="replace")
+        else:
+            text = source or ""
+        # pylint built the tree already; the budget still decides, as in the other front-ends.
+        bounds.check_source(text)
+    except bounds.ParseFailure as failure:
+        return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
     project = shared_project(settings.analysis_roots())  # the CLI's roots
     project.start_file(path, package_root)
     diagnostics = lint_module(module, path, rules, project)
-    lines = text.splitlines()
-    diagnostics += unused_noqa(diagnostics, lines, rules, path)
-    return apply_noqa(diagnostics, lines)
+    if not any(d.code.startswith("NNX00") for d in diagnostics):  # a fully analysed file only
+        diagnostics += unused_noqa(diagnostics, text, rules, path)
+    return apply_noqa(diagnostics, text)
 
 
 class _FamilyChecker(BaseChecker):

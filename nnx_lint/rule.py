@@ -146,7 +146,9 @@ def expected_markers(source: str) -> set[tuple[int, str]]:
     [(2, 'NNX201'), (2, 'NNX202')]
     """
     found = set()
-    for number, line in enumerate(source.splitlines(), start=1):
+    from nnx_lint.lines import physical_lines
+
+    for number, line in enumerate(physical_lines(source), start=1):
         for match in _MARKER_PATTERN.finditer(line):
             for code in match.group(1).split(","):
                 found.add((number, code.strip()))

@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nnx_lint import bounds
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
@@ -32,15 +33,16 @@ class RunResult:
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
     """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs and excludes.
 
-    A file named explicitly is linted even if its extension is not ``.py``, and even if it
-    is excluded, unless ``settings.force_exclude`` is set. This runs on
-    every file of every run, cached or not, so it avoids per-file system calls.
+    A file named explicitly is linted even if its extension is not ``.py`` (and reported if
+    it is not a regular file), and even if it is excluded, unless ``settings.force_exclude``
+    is set. This runs on every file of every run, cached or not, so it avoids per-file
+    system calls.
     """
     seen: set[str] = set()
     for path in paths:
         if settings.force_exclude and is_path_excluded(settings, path):
             continue  # `--force-exclude`: excludes apply to paths named explicitly too
-        if path.is_file():
+        if not path.is_dir():
             key = os.path.abspath(path)
             if key not in seen:
                 seen.add(key)
@@ -64,20 +66,23 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
 
 def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) -> tuple[list[dict], dict[str, str]]:
     """Lint one file (in this process or a worker): diagnostics as dicts, and dependencies."""
-    from nnx_lint.engine import lint_bytes
+    from nnx_lint.engine import _internal_error, _linter_diagnostic, lint_bytes
     from nnx_lint.project import module_name_for, shared_project
 
     rules = rules_for_selectors(selectors)
-    project = shared_project([Path(r) for r in roots])
-    module_name, package_root = module_name_for(Path(path))
-    project.start_file(path, package_root)
+    enabled = {rule.code for rule in rules}
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        from nnx_lint.engine import _linter_diagnostic
-
-        return [_linter_diagnostic("NNX001", f"cannot read file: {exc.strerror or exc}", display).to_dict()], {}
-    diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name)
+        data = bounds.read_bounded(path)
+    except bounds.ParseFailure as failure:
+        found = [_linter_diagnostic(failure.code, failure.message, display)]
+        return [d.to_dict() for d in found if d.code in enabled], {}
+    try:
+        project = shared_project([Path(r) for r in roots])
+        module_name, package_root = module_name_for(Path(path))
+        project.start_file(path, package_root)
+        diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name)
+    except Exception:  # one file's failure is reported for that file; the run goes on
+        return [d.to_dict() for d in [_internal_error(display)] if d.code in enabled], {}
     return [d.to_dict() for d in diagnostics], project.dependencies
 
 
@@ -98,8 +103,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     def digest_of(file: str) -> str:
         if file not in digests:
             try:
-                digests[file] = hashlib.sha256(Path(file).read_bytes()).hexdigest()
-            except OSError:
+                digests[file] = hashlib.sha256(bounds.read_bounded(file)).hexdigest()
+            except bounds.ParseFailure:
                 digests[file] = ""
         return digests[file]
 
@@ -110,9 +115,9 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         result.files_checked += 1
         display = _display_path(file)
         try:
-            data = file.read_bytes()
-        except OSError:
-            data = None
+            data = bounds.read_bounded(file)  # at most the size limit + 1 byte; never a FIFO
+        except bounds.ParseFailure:
+            data = None  # analyse_file reports why
         if data is not None and not mentions_nnx(data):
             continue  # the pre-filter: no astroid work for files no rule can match
         selectors = _selectors(settings, file)

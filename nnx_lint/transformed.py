@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
+from nnx_lint.flow import lookup
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
@@ -303,7 +304,7 @@ class TransformedCode:
             return []
         if isinstance(expression, nodes.Name):
             try:
-                _scope, assignments = expression.lookup(expression.name)
+                _scope, assignments = lookup(expression)
             except Exception:
                 assignments = []
             found: list[Function] = []
@@ -370,7 +371,7 @@ class TransformedCode:
             return entries[0] if entries else None
         if isinstance(expression, nodes.Name):
             try:
-                _scope, assignments = expression.lookup(expression.name)
+                _scope, assignments = lookup(expression)
             except Exception:
                 return None
             for assignment in assignments:
@@ -681,7 +682,7 @@ class TransformedCode:
         if root.name in external and _binds_parameter(root):
             return True
         try:
-            _scope, assignments = root.lookup(root.name)
+            _scope, assignments = lookup(root)
         except Exception:
             return False
         for assignment in assignments:
@@ -752,7 +753,7 @@ def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
 
 def _binds_parameter(name: nodes.Name) -> bool:
     try:
-        _scope, assignments = name.lookup(name.name)
+        _scope, assignments = lookup(name)
     except Exception:
         return False
     return bool(assignments) and all(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments)
@@ -763,7 +764,7 @@ def _is_class_reference(expression: nodes.NodeNG) -> bool:
     """``Model`` in ``Model.method(...)`` is the class itself, not an instance."""
     if isinstance(expression, nodes.Name):
         try:
-            _scope, assignments = expression.lookup(expression.name)
+            _scope, assignments = lookup(expression)
         except Exception:
             return False
         return any(isinstance(a, nodes.ClassDef) for a in assignments)

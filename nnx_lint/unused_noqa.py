@@ -13,16 +13,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.lines import physical_lines
 from nnx_lint.noqa import suppressing_line, suppressions
 
 UNUSED_NOQA_CODE = "NNX009"
 _PREFIX = "NNX"
 
 
+def _run_of(table: dict, line: int) -> list[int]:
+    """The lines around ``line`` that its noqa comment covers (the same codes, contiguous)."""
+    codes = table[line]
+    covered = [line]
+    for step in (-1, 1):
+        other = line + step
+        while table.get(other, False) is codes:
+            covered.append(other)
+            other += step
+    return covered
+
+
 def unused_noqa(
-    diagnostics: Iterable[Diagnostic], lines: list[str], rules: Iterable[type], path: str
+    diagnostics: Iterable[Diagnostic], text: str, rules: Iterable[type], path: str
 ) -> list[Diagnostic]:
-    """NNX009 diagnostics for ``lines`` given the run's ``rules`` and their (unsuppressed)
+    """NNX009 diagnostics for the source ``text`` given the run's ``rules`` and their (unsuppressed)
     ``diagnostics``; empty unless NNX009 is among ``rules``."""
     enabled = {rule.code for rule in rules}
     if UNUSED_NOQA_CODE not in enabled:
@@ -30,7 +43,8 @@ def unused_noqa(
     from nnx_lint.registry import all_rules, rule_by_code
 
     known = [rule.code for rule in all_rules()]
-    table = suppressions(lines)
+    table = suppressions(text)
+    lines = physical_lines(text)
     used: dict[int, set[str]] = {}
     for diagnostic in diagnostics:
         line = suppressing_line(diagnostic, table)
@@ -41,6 +55,10 @@ def unused_noqa(
     for line, codes in sorted(table.items()):
         if codes is None or any(UNUSED_NOQA_CODE.startswith(code) for code in codes):
             continue
+        if "noqa" not in lines[line - 1].lower():
+            continue  # covered by a comment on another line of its token run: judged there
+        for covered in _run_of(table, line):  # a comment covers its whole run (a string, `\` lines)
+            used.setdefault(line, set()).update(used.get(covered, ()))
         ours = sorted(code for code in codes if code.startswith(_PREFIX))
         unknown = [code for code in ours if not any(k.startswith(code) for k in known)]
         unused = [

@@ -25,7 +25,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
-from nnx_lint.flow import bound_values
+from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
     from nnx_lint.classes import ClassRef
@@ -421,7 +421,7 @@ class VariableModel:
     def _is_rngs_parameter(self, name: nodes.Name) -> bool:
         """A function parameter that is an ``nnx.Rngs``: annotated so, or named ``rngs``."""
         try:
-            _scope, assignments = name.lookup(name.name)
+            _scope, assignments = lookup(name)
         except Exception:
             return False
         for assignment in assignments:
@@ -748,7 +748,7 @@ class GradientFlow:
         offset = 0
         if isinstance(call.func, nodes.Name):
             try:
-                _scope, assignments = call.func.lookup(call.func.name)
+                _scope, assignments = lookup(call.func)
             except Exception:
                 return None
             functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
@@ -778,7 +778,7 @@ class GradientFlow:
             if name.name != assignment.name or (name.lineno or 0) < (assignment.lineno or 0):
                 continue
             try:
-                _scope, assignments = name.lookup(name.name)
+                _scope, assignments = lookup(name)
             except Exception:
                 continue
             if assignment in assignments:

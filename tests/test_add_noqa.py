@@ -61,12 +61,13 @@ def test_never_writes_into_a_multi_line_string_or_after_a_backslash(project, cap
     assert code == 0
     after = (project / "m.py").read_text()
     compile(after, "m.py", "exec")  # still valid Python
-    # A `# noqa` on the statement's last line does not apply to a finding on its first
-    # line, so nothing was written and both findings are named.
-    assert after == source
-    assert "left m.py:2: the line ends inside a string or continues on the next one" in err
-    assert "left m.py:4:" in err
-    assert "Added 0 noqa directives" in err
+    # As in flake8, a `# noqa` covers every line of the token run it ends (a triple-quoted
+    # string, backslash-joined lines): the comment goes on the last line, never inside.
+    assert after == source.replace('second""")\n', 'second""")  # noqa: NNX201\n').replace(
+        "    name=1)\n", "    name=1)  # noqa: NNX201\n")
+    assert "Added 2 noqa directives to 1 file" in err
+    capsys.readouterr()
+    assert main(["check", "--no-cache", "m.py"]) == 0  # and they suppress the findings
 
 
 def test_notebooks_are_named_not_edited(project, capsys):
