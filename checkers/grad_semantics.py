@@ -20,6 +20,7 @@ from typing import Any
 
 from astroid import nodes
 
+from nnx_lint.fixes.sites import pin_sites
 from nnx_lint.flow import bound_values
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import (
@@ -423,6 +424,11 @@ def _describe(holdings: Holdings, categories) -> str:
     return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
+def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
+    """Where a pin fix keeps graph mode: the grad transform applied here."""
+    return pin_sites((application.transform_node, application.transform), module=context.module)
+
+
 class GradOverNonFloatState(Rule):
     """`nnx.grad` over a Module that holds RNG state or integer Variables.
 
@@ -473,6 +479,7 @@ class GradOverNonFloatState(Rule):
                 non_float=_holding_facts(holdings, NON_DIFFERENTIABLE),
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
+                pin=_pin(self.context, application),
             )
 
     @classmethod
@@ -706,6 +713,7 @@ class GradIncludesNonParamState(Rule):
                     gradient_via=use.via,
                     application_line=node.lineno,
                     **differentiated.facts(),
+                    pin=_pin(self.context, application),
                 )
 
     @classmethod
@@ -935,6 +943,7 @@ class GradsUsedAsState(Rule):
                     application_line=node.lineno,
                     **_usage_facts(self.context, where),
                     **differentiated.facts(),
+                    pin=_pin(self.context, application),
                 )
 
     @classmethod

@@ -19,6 +19,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites
 from nnx_lint.flow import expressions_within
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tree, root_name, transformed_code
@@ -91,6 +92,11 @@ def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...
     return f"nnx.jit({fn})({args})", note
 
 
+def _entry_pin(reach: Reach, module: nodes.Module) -> list[dict]:
+    """Where a pin fix keeps graph mode: the transform that traces the reached code, if in this file."""
+    return pin_sites(entry_pin_target(reach.entry), module=module)
+
+
 class _TransformedCodeRule(Rule):
     """Shared walk: every function of this file that runs under a Tree Mode transform
     (and, where ``use_heuristic`` says so, unreached Module methods), plus functions of
@@ -110,14 +116,14 @@ class _TransformedCodeRule(Rule):
                 if function.name == "__init__" and not isinstance(function, nodes.Lambda):
                     continue
                 for target, facts in self.findings_for(service, reach):
-                    self.report(target, **{**facts, **reach.facts()})
+                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(reach, node)})
             elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
                 if getattr(function, "name", "") == "__init__":
                     continue
                 for target, facts in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
                     where = f" (in {_relative(target)} line {target.lineno}, reached through this call)"
-                    self.report(reach.boundary, **{**facts, **reach.facts(), "where": where,
+                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(reach, node), "where": where,
                                                    "file": target.root().file, "line": target.lineno})
                     break
         if self.use_heuristic:
@@ -127,7 +133,7 @@ class _TransformedCodeRule(Rule):
                 reach = service.heuristic(function)
                 if reach is not None and self.heuristic_applies(reach):
                     for target, facts in self.findings_for(service, reach):
-                        self.report(target, **{**facts, **reach.facts()})
+                        self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(reach, node)})
 
     def heuristic_applies(self, reach: Reach) -> bool:
         return True
@@ -860,6 +866,7 @@ class SowPopAcrossTransform(Rule):
             transform_line=transform_call.lineno,
             entry=getattr(entry.function, "name", "<lambda>"),
             confidence="transform",
+            pin=pin_sites(entry_pin_target(entry), module=self.context.module),
         )
 
 
@@ -913,6 +920,12 @@ def _perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
 
 
 def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
+    uses = _grads_of(context, diffstate)
+    return bool(uses) and all(context.keeps_graph_mode(u) for u in uses)
+
+
+def _grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
+    """The ``grad`` / ``value_and_grad`` calls whose ``argnums`` holds ``diffstate``."""
     uses = []
     for call in diffstate.root().nodes_of_class(nodes.Call):
         found = context.nnx_call(call)
@@ -920,7 +933,7 @@ def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
             continue
         if any(e is diffstate for e, _ in expressions_within(found.keywords["argnums"])):
             uses.append(found)
-    return bool(uses) and all(context.keeps_graph_mode(u) for u in uses)
+    return uses
 
 
 class PerturbDiffStateRecipe(Rule):
@@ -1077,8 +1090,9 @@ class PerturbDiffStateRecipe(Rule):
         if diffstate is None:
             return
         self._reported_scopes.add(id(scope))
+        pin = pin_sites(*(g for g in _grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
         self.report(node, api=call.name, diffstate_line=diffstate.lineno,
-                    diffstate=diffstate.as_string(), confidence="transform")
+                    diffstate=diffstate.as_string(), confidence="transform", pin=pin)
 
 
 class _MethodCallInTransform(_TransformedCodeRule):
@@ -1436,7 +1450,8 @@ class TransformOnInit(Rule):
                 split = any(self.context.nnx_call(d) is not None and self.context.nnx_call(d).name == "split_rngs"
                             for d in node.decorators.nodes if isinstance(d, nodes.Call))
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
-                            confidence="transform", split_rngs=split)
+                            confidence="transform", split_rngs=split,
+                            pin=pin_sites(entry_pin_target(entry), module=self.context.module))
                 return
 
 
@@ -1560,7 +1575,8 @@ class ScanBroadcastWrite(Rule):
                 continue
             for target, parameter in _variable_writes(function, broadcast):
                 self.report(target, target_text=_target_of(target).as_string(), parameter=parameter,
-                            transform="scan", scan_line=node.lineno, confidence="transform")
+                            transform="scan", scan_line=node.lineno, confidence="transform",
+                            pin=pin_sites(call))
 
 
 def _variable_writes(function, names: set[str]) -> Iterator[tuple[nodes.NodeNG, str]]:
@@ -1712,7 +1728,7 @@ class LoopBodyReturnsNewModule(Rule):
                     continue  # the cond_fun returns a bool, not a carry
             for anchor, built in self._new_objects(service, entry.function):
                 self.report(anchor, transform=call.name, built=built, loop_line=node.lineno,
-                            confidence="transform")
+                            confidence="transform", pin=pin_sites(call))
 
     def _new_objects(self, service: TransformedCode, function) -> Iterator[tuple[nodes.NodeNG, str]]:
         if isinstance(function, nodes.Lambda):
