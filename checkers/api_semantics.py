@@ -101,6 +101,7 @@ class SplitRngsContextManager(Rule):
     """
 
     code = "NNX701"
+    fixes = ("pin",)
     symbol = "split-rngs-context-manager"
     kind = "raises"
     catalogue = ("H1",)
@@ -222,6 +223,7 @@ class SplitRngsResultDiscarded(Rule):
     """
 
     code = "NNX702"
+    fixes = ("pin", "keep-split-rngs-result")
     symbol = "split-rngs-result-discarded"
     kind = "silent"
     catalogue = ("H1",)
@@ -301,6 +303,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
     """
 
     code = "NNX703"
+    fixes = ("pin",)
     symbol = "kwargs-to-transformed-function"
     kind = "raises"
     catalogue = ("H2",)
@@ -542,6 +545,7 @@ class NotPytreeObjectInNNXAPI(Rule):
     """
 
     code = "NNX704"
+    fixes = ("pin",)
     symbol = "not-pytree-in-nnx-api"
     kind = "raises"
     catalogue = ("H3", "H4")
@@ -752,6 +756,7 @@ class ScalarInDataContainer(Rule):
     """
 
     code = "NNX705"
+    no_fix_reason = "the error comes from the container's contents, not from the mode of one call, so no call-site keyword keeps graph mode for it; keep the scalars out of the `nnx.data` container (or in `nnx.Variable`s / arrays), which needs the author's judgement"
     symbol = "scalar-in-data-container"
     kind = "raises"
     catalogue = ("H5",)
@@ -869,6 +874,7 @@ class GraphOnlyAPI(Rule):
     """
 
     code = "NNX706"
+    fixes = ("pin",)
     symbol = "graph-only-api"
     kind = "raises"
     catalogue = ("H8",)
@@ -952,6 +958,7 @@ class GraphModeSetLate(Rule):
     """
 
     code = "NNX707"
+    no_fix_reason = "the fix is to set the mode before the transforms are created, or to pin each transform; which of the two matches what the setting was meant to do needs the author's judgement"
     symbol = "graph-mode-set-late"
     kind = "silent"
     catalogue = ("G2",)

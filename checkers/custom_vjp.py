@@ -399,6 +399,7 @@ class CustomVjpOldCotangent(Rule):
     """
 
     code = "NNX501"
+    fixes = ("pin", "new-custom-vjp-backward")
     symbol = "custom-vjp-old-cotangent"
     kind = "raises"
     catalogue = ("E1",)
@@ -592,6 +593,7 @@ class CustomVjpStateTangent(Rule):
     """
 
     code = "NNX502"
+    fixes = ("pin",)
     symbol = "custom-vjp-state-tangent"
     kind = "raises"
     catalogue = ("E2",)
@@ -759,6 +761,7 @@ class CustomVjpVariableUpdate(Rule):
     """
 
     code = "NNX503"
+    fixes = ("pin",)
     symbol = "custom-vjp-variable-update"
     kind = "silent"
     catalogue = ("E3", "E4")

@@ -455,6 +455,7 @@ class GradOverNonFloatState(Rule):
     """
 
     code = "NNX401"
+    fixes = ("pin",)
     symbol = "grad-over-non-float-state"
     kind = "raises"
     catalogue = ("D2",)
@@ -671,6 +672,7 @@ class GradIncludesNonParamState(Rule):
     """
 
     code = "NNX402"
+    fixes = ("pin",)
     symbol = "grad-includes-non-param-state"
     kind = "silent"
     catalogue = ("D1",)
@@ -906,6 +908,7 @@ class GradsUsedAsState(Rule):
     """
 
     code = "NNX403"
+    fixes = ("pin",)
     symbol = "grads-used-as-state"
     kind = "raises"
     catalogue = ("D1",)

@@ -267,6 +267,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     """
 
     code = "NNX301"
+    fixes = ("pin",)
     symbol = "graph-update-in-transform"
     kind = "silent"
     catalogue = ("C1", "C8", "C9")
@@ -705,6 +706,7 @@ class SowPopAcrossTransform(Rule):
     """
 
     code = "NNX302"
+    fixes = ("pin",)
     symbol = "sow-pop-across-transform"
     kind = "silent"
     catalogue = ("C2",)
@@ -962,6 +964,7 @@ class PerturbDiffStateRecipe(Rule):
     """
 
     code = "NNX303"
+    fixes = ("pin",)
     symbol = "perturb-diffstate-recipe"
     kind = "raises"
     catalogue = ("C3",)
@@ -1139,6 +1142,7 @@ class EvalTrainInTransform(_MethodCallInTransform):
     """
 
     code = "NNX304"
+    fixes = ("pin",)
     symbol = "eval-train-in-transform"
     kind = "silent"
     catalogue = ("C5",)
@@ -1231,6 +1235,7 @@ class InitCacheInTransform(_MethodCallInTransform):
     """
 
     code = "NNX305"
+    fixes = ("pin",)
     symbol = "init-cache-in-transform"
     kind = "silent"
     catalogue = ("C6",)
@@ -1342,6 +1347,7 @@ class TransformOnInit(Rule):
     """
 
     code = "NNX306"
+    fixes = ("pin",)
     symbol = "transform-on-init"
     kind = "silent"
     catalogue = ("C7",)
@@ -1475,6 +1481,7 @@ class ScanBroadcastWrite(Rule):
     """
 
     code = "NNX307"
+    fixes = ("pin",)
     symbol = "scan-broadcast-write"
     kind = "silent"
     catalogue = ("C10",)
@@ -1630,6 +1637,7 @@ class LoopBodyReturnsNewModule(Rule):
     """
 
     code = "NNX308"
+    fixes = ("pin",)
     symbol = "loop-body-returns-new-module"
     kind = "raises"
     catalogue = ("C9",)

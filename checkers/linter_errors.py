@@ -23,6 +23,7 @@ class UnreadableFile(Rule):
     """
 
     code = "NNX001"
+    no_fix_reason = 'the file could not be read: there is no code to change'
     symbol = "unreadable-file"
     message = "{reason}"
     kind = "linter"
@@ -54,6 +55,7 @@ class SyntaxErrorInFile(Rule):
     """
 
     code = "NNX002"
+    no_fix_reason = 'the file does not parse: a fix could not keep it valid Python'
     symbol = "unparsable-file"
     message = "{reason}"
     kind = "linter"
@@ -86,6 +88,7 @@ class RuleCrashed(Rule):
     """
 
     code = "NNX003"
+    no_fix_reason = 'a rule failed: nothing is known about the code to change'
     symbol = "rule-crashed"
     message = "{reason}"
     kind = "linter"
@@ -114,6 +117,7 @@ class AnalysisSkipped(Rule):
     """
 
     code = "NNX004"
+    no_fix_reason = 'the file was not analysed: nothing is known about the code to change'
     symbol = "analysis-skipped"
     message = "{reason}"
     kind = "linter"

@@ -127,6 +127,7 @@ class StateAxesPrefix(_PrefixFilterRule):
     """
 
     code = "NNX201"
+    fixes = ("pin",)
     symbol = "state-axes-prefix"
     kind = "raises"
     catalogue = ("B1",)
@@ -282,6 +283,7 @@ class DiffStatePrefix(_PrefixFilterRule):
     """
 
     code = "NNX202"
+    fixes = ("pin",)
     symbol = "diff-state-prefix"
     kind = "raises"
     catalogue = ("B2", "C3")
@@ -394,6 +396,7 @@ class StateShardingPrefix(_PrefixFilterRule):
     """
 
     code = "NNX203"
+    fixes = ("pin",)
     symbol = "state-sharding-prefix"
     kind = "raises"
     catalogue = ("B3",)

@@ -886,6 +886,7 @@ class AliasedAttribute(_ClassAliasRule):
     """
 
     code = "NNX101"
+    fixes = ("pin",)
     symbol = "aliased-module-attribute"
     kind = "raises"
     catalogue = ("A1", "A2")
@@ -1103,6 +1104,7 @@ class RepeatedContainerElement(_ClassAliasRule):
     """
 
     code = "NNX102"
+    fixes = ("pin",)
     symbol = "repeated-container-element"
     kind = "raises"
     catalogue = ("A3",)
@@ -1297,6 +1299,7 @@ class DuplicateTransformArgument(_FamilyRule):
     """
 
     code = "NNX103"
+    fixes = ("pin",)
     symbol = "duplicate-transform-argument"
     kind = "raises"
     catalogue = ("A4",)
@@ -1445,6 +1448,7 @@ class TransformReturnsInput(_ReturnRule):
     """
 
     code = "NNX104"
+    fixes = ("pin",)
     symbol = "transform-returns-input"
     kind = "raises"
     catalogue = ("A5",)
@@ -1575,6 +1579,7 @@ class SharedRngs(_ClassAliasRule):
     """
 
     code = "NNX105"
+    fixes = ("pin", "fork-shared-rngs")
     symbol = "shared-rngs"
     kind = "raises"
     catalogue = ("A7",)
@@ -1698,6 +1703,7 @@ class TransformBuildsFromInput(_ReturnRule):
     """
 
     code = "NNX106"
+    fixes = ("pin",)
     symbol = "transform-builds-from-input"
     kind = "raises"
     catalogue = ("A8",)
@@ -1784,6 +1790,7 @@ class ArgumentHoldsArgument(_FamilyRule):
     """
 
     code = "NNX107"
+    fixes = ("pin",)
     symbol = "argument-holds-argument"
     kind = "raises"
     catalogue = ("A9",)
@@ -1928,6 +1935,7 @@ class TiedModelInLoop(_FamilyRule):
     """
 
     code = "NNX108"
+    fixes = ("pin",)
     symbol = "tied-model-in-loop"
     kind = "silent"
     catalogue = ("A6",)

@@ -33,6 +33,7 @@ class TransformMetadataKeyword(Rule):
     """
 
     code = "NNX601"
+    fixes = ("pin", "transform-metadata-layer")
     symbol = "transform-metadata-keyword"
     kind = "silent"
     catalogue = ("F1",)
