@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Tree Mode oracle for --confirm (default: tree_runtime; implies --confirm)")
     check.add_argument("--show-repro", action="store_true",
                        help="print each diagnostic's reproduction program (implies --confirm)")
+    check.add_argument("--fix", action="store_true",
+                       help="apply safe fixes (keep graph mode at the finding) and report what remains (needs libcst)")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix / --diff, also apply unsafe fixes (tree-native rewrites)")
+    check.add_argument("--diff", action="store_true",
+                       help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
@@ -103,6 +109,19 @@ def _check(args: argparse.Namespace) -> int:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     cache_dir = None if args.no_cache else (args.cache_dir or settings.root / ".nnx_lint_cache")
+    fix_summary = None
+    if args.fix or args.diff:
+        from nnx_lint.fixes import cli as fixes_cli
+
+        if not fixes_cli.libcst_available():
+            fixes_cli.print_missing()
+            return EXIT_ERROR
+        fixed, changed, diffs = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes, diff=args.diff)
+        fix_summary = fixes_cli.summary(fixed, args.diff)
+        if args.diff:
+            sys.stdout.write("".join(diffs))
+            print(fix_summary, file=sys.stderr)
+            return EXIT_FINDINGS if changed else EXIT_CLEAN
     try:
         result = run(args.paths, settings, jobs=args.jobs, cache_dir=cache_dir)
     except Exception as exc:  # an internal error must say so and exit 2, not look like findings
@@ -120,6 +139,12 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
+    if args.output_format == "json" and not args.statistics:
+        from nnx_lint.fixes.cli import attach_fixes
+
+        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes)
+    if fix_summary is not None:
+        print(fix_summary, file=sys.stderr)
     if args.statistics:
         from nnx_lint.reporters import render_statistics
 

@@ -70,6 +70,7 @@ def render_rule(rule: type[Rule]) -> str:
     else:
         reason = getattr(rule, "no_reproduction_reason", "") or "no reproduction builder exists for this rule yet"
         out += [f"No reproduction: {reason}.", ""]
+    out += _fix_section(rule)
     out += [
         "## Suppressing",
         "",
@@ -82,6 +83,24 @@ def render_rule(rule: type[Rule]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _fix_section(rule: type[Rule]) -> list[str]:
+    """The page's ``Fix`` section: each fix the rule offers and its applicability, or why none."""
+    from nnx_lint.fixes.catalog import CLASS_LEVEL_NOTE, FIX_KINDS
+
+    out = ["## Fix", ""]
+    if not rule.fixes:
+        return out + [f"No fix: {rule.no_fix_reason}.", ""]
+    for kind in rule.fixes:
+        applicability, text = FIX_KINDS[kind]
+        out.append(f"- `{kind}` ({applicability}): {text}.")
+    out.append("")
+    if rule.code in ("NNX101", "NNX102", "NNX105"):
+        out += [CLASS_LEVEL_NOTE, ""]
+    out += ["`nnx-lint check --fix` applies safe fixes, `--unsafe-fixes` adds unsafe ones, `--diff` shows them; "
+            "a fix that cannot be made at a finding (no known call to pin) is not offered there.", ""]
+    return out
 
 
 def render_index(rules: tuple[type[Rule], ...]) -> str:

@@ -27,7 +27,7 @@ _MARKS = {
 
 def render(result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False) -> str:
     if output_format == "json":
-        return render_json(result.diagnostics, result.confirmations)
+        return render_json(result.diagnostics, result.confirmations, result.fixes)
     if output_format == "github":
         return render_github(result.diagnostics)
     if output_format == "sarif":
@@ -73,7 +73,7 @@ def summary(result: RunResult) -> str:
     )
 
 
-def to_json_object(d: Diagnostic, confirmation=None) -> dict:
+def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
     """Ruff's JSON keys, plus ``symbol``, ``kind``, ``facts`` (and ``confirmation``)."""
     facts = {k: v for k, v in d.facts.items() if k != "traceback"}
     extra = {"confirmation": confirmation.to_dict()} if confirmation is not None else {}
@@ -87,16 +87,17 @@ def to_json_object(d: Diagnostic, confirmation=None) -> dict:
         "url": d.url,
         "kind": d.kind,
         "facts": facts,
-        "fix": None,
+        "fix": fix.to_json() if fix is not None else None,
         "noqa_row": d.line,
         "cell": d.facts.get("cell"),
         **extra,
     }
 
 
-def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
-    confirmations = confirmations or {}
-    return json.dumps([to_json_object(d, confirmations.get(i)) for i, d in enumerate(diagnostics)], indent=2)
+def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None) -> str:
+    confirmations, fixes = confirmations or {}, fixes or {}
+    return json.dumps([to_json_object(d, confirmations.get(i), fixes.get(i)) for i, d in enumerate(diagnostics)],
+                      indent=2)
 
 
 def render_github(diagnostics: list[Diagnostic]) -> str:

@@ -1,0 +1,126 @@
+"""``nnx-lint check --fix / --unsafe-fixes / --diff``: the command-line side of fixes.
+
+Kept apart from :mod:`nnx_lint.cli` (which only calls :func:`run_fixes` and
+:func:`attach_fixes`) so that linting never imports libcst.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+MISSING_LIBCST = "--fix needs libcst: pip install 'nnx-lint[fix]'"
+
+
+def libcst_available() -> bool:
+    return importlib.util.find_spec("libcst") is not None
+
+
+def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple[Counter, int, list[str]]:
+    """Fix every discovered file (or, with ``diff``, only compute the fixes).
+
+    Returns the applied fixes by code, the number of files changed (or that would change),
+    and the unified diffs (with ``diff``).
+    """
+    from nnx_lint.fixes.apply import fix_notebook, fix_source
+    from nnx_lint.prefilter import mentions_nnx
+    from nnx_lint.runner import _display_path, _rules_for, _selectors, discover
+
+    fixed: Counter = Counter()
+    changed = 0
+    diffs: list[str] = []
+    roots = sorted({str(settings.root.resolve()), str(Path.cwd().resolve())})
+    for file in discover(paths, settings):
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if not mentions_nnx(data):
+            continue
+        rules = list(_rules_for(_selectors(settings, file)))
+        display = _display_path(file)
+        try:
+            if file.suffix == ".ipynb":
+                new_data, counts = fix_notebook(str(file), data, rules, unsafe, roots)
+                before, after = data.decode("utf-8"), new_data.decode("utf-8")
+            else:
+                before = data.decode("utf-8")
+                outcome = fix_source(str(file), before, rules, unsafe, roots)
+                after, counts = outcome.text, outcome.fixed
+        except (UnicodeDecodeError, ValueError):
+            continue  # unreadable or malformed: the lint run reports it
+        if after == before:
+            continue
+        changed += 1
+        fixed.update(counts)
+        if diff:
+            diffs.append("".join(difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True),
+                fromfile=f"a/{display}", tofile=f"b/{display}")))
+        else:
+            # newline="" keeps the file's own line endings (the text was decoded without translation).
+            with open(file, "w", encoding="utf-8", newline="") as handle:
+                handle.write(after)
+    return fixed, changed, diffs
+
+
+def summary(fixed: Counter, diff: bool) -> str:
+    """``Fixed 3 diagnostics (NNX201: 2, NNX601: 1).`` (or ``Would fix ...`` with ``--diff``)."""
+    total = sum(fixed.values())
+    verb = "Would fix" if diff else "Fixed"
+    if not total:
+        return "No fixes available." if diff else "No fixes applied."
+    by_code = ", ".join(f"{code}: {count}" for code, count in sorted(fixed.items()))
+    return f"{verb} {total} diagnostic{'s' * (total != 1)} ({by_code})."
+
+
+def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
+    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst)."""
+    if not libcst_available():
+        return {}
+    from nnx_lint.fixes.apply import cell_edits, fix_for, parses
+    from nnx_lint.fixes.source import SourceIndex
+    from nnx_lint.notebooks import NotebookError, notebook_source
+
+    found: dict[int, object] = {}
+    by_path: dict[str, list[int]] = {}
+    for position, diagnostic in enumerate(diagnostics):
+        by_path.setdefault(diagnostic.path, []).append(position)
+    for path, positions in by_path.items():
+        try:
+            data = Path(path).read_bytes()
+            origin = None
+            if path.endswith(".ipynb"):
+                text, origin = notebook_source(data)
+            else:
+                text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError, NotebookError):
+            continue
+        if not parses(text):
+            continue
+        index = SourceIndex(text)
+        for position in positions:
+            diagnostic = diagnostics[position]
+            if origin is not None:
+                # Notebook diagnostics are in cell coordinates; the facts (pin sites) and the
+                # index are in module coordinates: map the line back before asking.
+                module_line = next((i + 1 for i, o in enumerate(origin)
+                                    if o.cell == diagnostic.facts.get("cell") and o.line == diagnostic.line), None)
+                if module_line is None:
+                    continue
+                span = module_line - diagnostic.line
+                from dataclasses import replace
+
+                diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
+            fix = fix_for(diagnostic, index, unsafe)
+            if fix is not None and origin is not None:
+                fix = cell_edits(fix, origin)
+            if fix is not None:
+                found[position] = fix
+    return found
+
+
+def print_missing() -> None:
+    print(f"nnx-lint: error: {MISSING_LIBCST}", file=sys.stderr)
