@@ -1457,8 +1457,16 @@ class TransformOnInit(Rule):
                             for d in node.decorators.nodes if isinstance(d, nodes.Call))
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
                             confidence="transform", split_rngs=split,
-                            pin=pin_sites(entry_pin_target(entry), module=self.context.module))
+                            pin=pin_sites(entry_pin_target(entry), *self._split_rngs_decorators(node),
+                                          module=self.context.module))
                 return
+
+
+    def _split_rngs_decorators(self, function: nodes.FunctionDef) -> list[NNXCall]:
+        """``@nnx.split_rngs(...)`` decorators: graph-mode splitting in place is part of the
+        pattern, so a pin keeps their graph mode too."""
+        calls = [self.context.nnx_call(d) for d in function.decorators.nodes if isinstance(d, nodes.Call)]
+        return [c for c in calls if c is not None and c.name == "split_rngs"]
 
 
 class ScanBroadcastWrite(Rule):
