@@ -6,7 +6,6 @@ Kept apart from :mod:`nnx_lint.cli` (which only calls :func:`run_fixes` and
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import sys
 from collections import Counter
 from pathlib import Path
@@ -15,7 +14,12 @@ MISSING_LIBCST = "--fix needs libcst: pip install 'nnx-lint[fix]'"
 
 
 def libcst_available() -> bool:
-    return importlib.util.find_spec("libcst") is not None
+    """Whether libcst can be imported (the ``fix`` extra is installed)."""
+    try:
+        import libcst  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple[Counter, int, list[str]]:
