@@ -212,3 +212,39 @@ def test_fixed_reproductions_give_graph_mode_results_in_tree_mode() -> None:
         assert observed["status"] == "ok", (proof.code, proof.fixed, observed)
         if proof.code not in _OUTER_GRAD_OBSERVED:
             assert observed["observation"] == expected["observation"], (proof.code, proof.fixed, observed)
+
+
+@pytest.mark.parametrize("call,api,pinned", [
+    ("nnx.jit(f)", "jit", "nnx.jit(f, graph=True, graph_updates=True)"),
+    ("nnx.jit(f, graph=True)", "jit", "nnx.jit(f, graph=True, graph_updates=True)"),
+    ("nnx.split(m)", "split", "nnx.split(m, graph=True)"),
+    ("nnx.vmap(\n    f,\n    in_axes=0,\n)", "vmap", "nnx.vmap(\n    f,\n    in_axes=0, graph=True, graph_updates=True,\n)"),
+    ("partial(nnx.scan, length=2)", "scan", "partial(nnx.scan, length=2, graph=True, graph_updates=True)"),
+    ("nnx.jit(f, graph=False)", "jit", None),  # the code chose Tree Mode: a pin never changes a choice
+    ("nnx.jit(f, graph_updates=False)", "jit", None),
+    ("nnx.jit(f, graph=use_graph)", "jit", None),
+    ("nnx.jit(f, **options)", "jit", None),
+    ("nnx.jit(f, graph=True, graph_updates=True)", "jit", None),
+    ("nnx.vjp(f, x)", "vjp", None),  # flax 0.12.8 rejects graph mode with graph updates on vjp
+])
+def test_pin_edit(call, api, pinned) -> None:
+    from nnx_lint.fixes.pin import pin_edit
+
+    text = f"x = 'é'; y = {call}\n"  # a non-ASCII character before the call: byte vs character columns
+    prefix = "x = 'é'; y = "
+    lines = call.splitlines()
+    site = {"line": 1, "column": len(prefix.encode()) + 1, "end_line": len(lines),
+            "end_column": (len(prefix.encode()) if len(lines) == 1 else 0) + len(lines[-1].encode()) + 1, "api": api}
+    edit = pin_edit(SourceIndex(text), site)
+    if pinned is None:
+        assert edit is None
+    else:
+        assert apply_edits(text, [edit]) == f"{prefix}{pinned}\n"
+
+
+def test_bare_decorator_pin() -> None:
+    from nnx_lint.fixes.pin import pin_edit
+
+    text = "class A:\n    @nnx.jit\n    def f(self):\n        pass\n"
+    edit = pin_edit(SourceIndex(text), {"line": 2, "column": 6, "end_line": 2, "end_column": 13, "api": "jit"})
+    assert apply_edits(text, [edit]) == text.replace("@nnx.jit", "@nnx.jit(graph=True, graph_updates=True)")

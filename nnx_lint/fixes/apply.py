@@ -35,9 +35,13 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
     names = ", ".join(dict.fromkeys(f"`nnx.{site['api']}` (line {site['line']})" for site in sites))
     if class_level:
         owner = diagnostic.facts.get("class_name") or diagnostic.facts.get("container") or "this object"
-        if not sites or None in edits or not diagnostic.facts.get("pin_every_use"):
+        if not sites:
             return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
-                                     "not every use in this file can be pinned, and uses in other files need it too")
+                                     "no use in a transform or graph API call is known in this file")
+        if None in edits or not diagnostic.facts.get("pin_every_use"):
+            return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
+                                     f"{names} can be pinned, but some use here cannot (e.g. `.eval()`, "
+                                     "`nnx.Optimizer`), and uses in other files need it too")
         return Fix(SAFE, f"Keep graph mode at every use of `{owner}` in this file: {names} "
                          "(uses in other files need the same pin)", tuple(e for e in edits if e))
     if not sites or None in edits:

@@ -4,7 +4,9 @@ The call gets ``graph=True, graph_updates=True`` (a transform) or ``graph=True``
 API); a bare decorator ``@nnx.jit`` becomes ``@nnx.jit(graph=True, graph_updates=True)``.
 flax 0.12.8 accepts these keywords on every transform and graph API except the ones in
 :data:`nnx_lint.nnx_api.NOT_PINNABLE`. Existing ``graph=`` / ``graph_updates=`` keywords
-are set to ``True`` rather than repeated.
+are kept: only missing flags are added, and a call that already gives a flag another value
+(``graph=False``, ``graph=use_graph``) or passes ``**kwargs`` gets no pin, because a pin
+spells out today's defaults and must never change the code's own choice.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ def pin_edit(index: SourceIndex, site: dict) -> Edit | None:
         return None
     node = index.node_at(site["line"], site["column"], site["end_line"], site["end_column"])
     if isinstance(node, cst.Call):
-        return index.replacement(node, _with_flags(node, flags))
+        pinned = _with_flags(node, flags)
+        return index.replacement(node, pinned) if pinned is not None else None
     if isinstance(node, (cst.Name, cst.Attribute)) and _is_decorator(index, node):
         call = cst.Call(func=node, args=[_flag(name) for name in flags])
         return index.replacement(node, call)
@@ -42,16 +45,21 @@ def _flag(name: str) -> cst.Arg:
     )
 
 
-def _with_flags(call: cst.Call, flags: tuple[str, ...]) -> cst.Call:
+def _with_flags(call: cst.Call, flags: tuple[str, ...]) -> cst.Call | None:
+    """``call`` with the missing flags added as ``True``; None if a flag is already given
+    another value (``graph=False``, ``graph=use_graph``): the code chose its mode, and a pin
+    may only spell out today's defaults, never change a choice."""
     args = list(call.args)
-    missing = list(flags)
-    for position, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value in missing:
-            missing.remove(arg.keyword.value)
-            if not (isinstance(arg.value, cst.Name) and arg.value.value == "True"):
-                args[position] = arg.with_changes(value=cst.Name("True"))
+    given = {arg.keyword.value: arg.value for arg in args if arg.keyword is not None}
+    for name in flags:
+        value = given.get(name)
+        if value is not None and not (isinstance(value, cst.Name) and value.value == "True"):
+            return None
+    if any(arg.star == "**" for arg in args):
+        return None  # the flags may come in through **kwargs: adding them could repeat a keyword
+    missing = [name for name in flags if name not in given]
     if not missing:
-        return call.with_changes(args=args)
+        return None
     new = [_flag(name) for name in missing]
     if args and isinstance(args[-1].comma, cst.Comma):
         # Keep the call's own trailing comma (and the line break after it) at the end.
