@@ -11,7 +11,7 @@ import textwrap
 from astroid import nodes
 
 from nnx_lint.calls import constant_bool
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import bound_values_of, explicit_tree, transformed_code
@@ -183,7 +183,7 @@ class SplitRngsContextManager(Rule):
             if call is not None and not self.context.keeps_graph_mode(call):
                 self.report(expression, usage=f"`with nnx.{call.name}(...)`", api=call.name,
                             error="TypeError: 'Rngs' object does not support the context manager protocol",
-                            form="with", pin=pin_sites(call))
+                            form="with", pin=pin_sites_in(self.context, call))
 
     def visit_call(self, node: nodes.Call) -> None:
         if self.context.qualified_name(node.func) != "flax.nnx.restore_rngs" or not node.args:
@@ -201,7 +201,7 @@ class SplitRngsContextManager(Rule):
             self.report(node, usage="`nnx.restore_rngs(...)` on the result of "
                         f"`nnx.{splitters[0].name}`", api=splitters[0].name,
                         error="AttributeError: the result is an Rngs, not backups", form="restore_rngs",
-                        pin=pin_sites(*splitters, module=self.context.module))
+                        pin=pin_sites_in(self.context, *splitters))
 
 
 class SplitRngsResultDiscarded(Rule):
@@ -273,7 +273,7 @@ class SplitRngsResultDiscarded(Rule):
         call = _rng_splitter(self.context, node.value)
         if call is None or not call.args or self.context.keeps_graph_mode(call):
             return
-        self.report(node.value, api=call.name, rngs=call.args[0].as_string(), pin=pin_sites(call))
+        self.report(node.value, api=call.name, rngs=call.args[0].as_string(), pin=pin_sites_in(self.context, call))
 
 
 _KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
@@ -430,7 +430,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         self.report(anchor, keywords=", ".join(f"`{k.arg}`" for k in keywords), transform=entry.transform,
                     effect=effect, keyword_names=[k.arg for k in keywords], positional=positional,
                     entry_line=entry.function.lineno, call_line=line, **self._variant(entry.transform, options),
-                    pin=pin_sites(entry_pin_target(entry), module=self.context.module))
+                    pin=pin_sites_in(self.context, entry_pin_target(entry)))
 
     @staticmethod
     def _variant(transform: str, options: dict) -> dict:
@@ -657,8 +657,8 @@ class NotPytreeObjectInNNXAPI(Rule):
                 continue
             error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None
                      else "TypeError: not a valid JAX type / cannot interpret as an abstract array")
-            pin = pin_sites(call if call is not None and call.is_graph_api else None,
-                            entry_pin_target(entry) if call is None else None, module=self.context.module)
+            pin = pin_sites_in(self.context, call if call is not None and call.is_graph_api else None,
+                               entry_pin_target(entry) if call is None else None)
             where = ({"function": call.name} if call is not None else
                      {"transform": entry.transform, "position": position, "n_args": len(arguments),
                       "transform_keywords": _literal_keywords(entry.call)})
@@ -929,7 +929,13 @@ class GraphOnlyAPI(Rule):
             self.report(node, api="nnx.cached_partial",
                         error="Tree Mode raises ValueError (cached_partial is a graph-mode-only API)",
                         instead="Call the transformed function with the object directly, or keep graph mode "
-                                "with `nnx.compat.cached_partial`", pin=pin_sites(call))
+                                "with `nnx.compat.cached_partial`", pin=self._cached_partial_pin(call))
+
+    def _cached_partial_pin(self, call) -> list[dict]:
+        """The call and the transform of the function it caches: flax's graph-mode
+        ``cached_partial`` needs a graph-mode transform inside."""
+        inner = transformed_code(self.context).transformed_callable(call.args[0]) if call.args else None
+        return pin_sites_in(self.context, call, entry_pin_target(inner))
 
 
 class GraphModeSetLate(Rule):

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from astroid import nodes
 
 from nnx_lint.flow import bound_values
-from nnx_lint.fixes.sites import pin_sites
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import unaffected_by_flip
 
@@ -42,8 +42,9 @@ class Registration:
     defvjp: nodes.Call
     #: Positions of ``nondiff_argnums`` (None: not a literal).
     nondiff: frozenset[int] | None = field(default_factory=frozenset)
-    #: The ``nnx.custom_vjp`` call or bare decorator (where a pin fix keeps graph mode).
-    transform_node: nodes.NodeNG | None = None
+    #: Where a pin fix keeps graph mode: the ``nnx.custom_vjp`` call or bare decorator (and
+    #: the transforms around it), as ``pin`` sites.
+    pin: list = field(default_factory=list)
 
     def diff_parameters(self, function: nodes.FunctionDef | None = None) -> list[tuple[int, nodes.AssignName]] | None:
         """``(tangent index, parameter)`` for the differentiated parameters of ``function``."""
@@ -67,8 +68,7 @@ class Registration:
             "primal_args": [a.name for a in self.primal.args.args or []],
             "nondiff_argnums": sorted(self.nondiff) if self.nondiff is not None else None,
             "defvjp_line": self.defvjp.lineno,
-            "pin": pin_sites((self.transform_node, "custom_vjp") if self.transform_node is not None else None,
-                             module=self.defvjp.root()),
+            "pin": self.pin,
         }
 
 
@@ -99,7 +99,7 @@ class _Analysis:
             return None
         fwd = _function(call.args[0] if call.args else _keyword(call, "fwd"))
         bwd = _function(call.args[1] if len(call.args) > 1 else _keyword(call, "bwd"))
-        return Registration(primal, fwd, bwd, call, nondiff, transform_node)
+        return Registration(primal, fwd, bwd, call, nondiff, pin_sites_in(self.context, (transform_node, "custom_vjp")))
 
     def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None, nodes.NodeNG] | None:
         try:

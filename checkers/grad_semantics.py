@@ -20,7 +20,7 @@ from typing import Any
 
 from astroid import nodes
 
-from nnx_lint.fixes.sites import pin_sites
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import bound_values
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.variables import (
@@ -426,7 +426,7 @@ def _describe(holdings: Holdings, categories) -> str:
 
 def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
     """Where a pin fix keeps graph mode: the grad transform applied here."""
-    return pin_sites((application.transform_node, application.transform), module=context.module)
+    return pin_sites_in(context, (application.transform_node, application.transform))
 
 
 class GradOverNonFloatState(Rule):

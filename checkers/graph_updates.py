@@ -19,7 +19,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import expressions_within
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, explicit_tree, root_name, transformed_code
@@ -92,9 +92,10 @@ def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...
     return f"nnx.jit({fn})({args})", note
 
 
-def _entry_pin(reach: Reach, module: nodes.Module) -> list[dict]:
-    """Where a pin fix keeps graph mode: the transform that traces the reached code, if in this file."""
-    return pin_sites(entry_pin_target(reach.entry), module=module)
+def _entry_pin(context, reach: Reach) -> list[dict]:
+    """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
+    transforms around it), if in this file."""
+    return pin_sites_in(context, entry_pin_target(reach.entry))
 
 
 class _TransformedCodeRule(Rule):
@@ -116,14 +117,14 @@ class _TransformedCodeRule(Rule):
                 if function.name == "__init__" and not isinstance(function, nodes.Lambda):
                     continue
                 for target, facts in self.findings_for(service, reach):
-                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(reach, node)})
+                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
             elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
                 if getattr(function, "name", "") == "__init__":
                     continue
                 for target, facts in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
                     where = f" (in {_relative(target)} line {target.lineno}, reached through this call)"
-                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(reach, node), "where": where,
+                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach), "where": where,
                                                    "file": target.root().file, "line": target.lineno})
                     break
         if self.use_heuristic:
@@ -133,7 +134,7 @@ class _TransformedCodeRule(Rule):
                 reach = service.heuristic(function)
                 if reach is not None and self.heuristic_applies(reach):
                     for target, facts in self.findings_for(service, reach):
-                        self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(reach, node)})
+                        self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
 
     def heuristic_applies(self, reach: Reach) -> bool:
         return True
@@ -868,7 +869,7 @@ class SowPopAcrossTransform(Rule):
             transform_line=transform_call.lineno,
             entry=getattr(entry.function, "name", "<lambda>"),
             confidence="transform",
-            pin=pin_sites(entry_pin_target(entry), module=self.context.module),
+            pin=pin_sites_in(self.context, entry_pin_target(entry)),
         )
 
 
@@ -1093,7 +1094,7 @@ class PerturbDiffStateRecipe(Rule):
         if diffstate is None:
             return
         self._reported_scopes.add(id(scope))
-        pin = pin_sites(*(g for g in _grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
+        pin = pin_sites_in(self.context, *(g for g in _grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
         self.report(node, api=call.name, diffstate_line=diffstate.lineno,
                     diffstate=diffstate.as_string(), confidence="transform", pin=pin)
 
@@ -1457,8 +1458,7 @@ class TransformOnInit(Rule):
                             for d in node.decorators.nodes if isinstance(d, nodes.Call))
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
                             confidence="transform", split_rngs=split,
-                            pin=pin_sites(entry_pin_target(entry), *self._split_rngs_decorators(node),
-                                          module=self.context.module))
+                            pin=pin_sites_in(self.context, entry_pin_target(entry), *self._split_rngs_decorators(node)))
                 return
 
 
@@ -1591,7 +1591,7 @@ class ScanBroadcastWrite(Rule):
             for target, parameter in _variable_writes(function, broadcast):
                 self.report(target, target_text=_target_of(target).as_string(), parameter=parameter,
                             transform="scan", scan_line=node.lineno, confidence="transform",
-                            pin=pin_sites(call))
+                            pin=pin_sites_in(self.context, call))
 
 
 def _variable_writes(function, names: set[str]) -> Iterator[tuple[nodes.NodeNG, str]]:
@@ -1744,7 +1744,7 @@ class LoopBodyReturnsNewModule(Rule):
                     continue  # the cond_fun returns a bool, not a carry
             for anchor, built in self._new_objects(service, entry.function):
                 self.report(anchor, transform=call.name, built=built, loop_line=node.lineno,
-                            confidence="transform", pin=pin_sites(call))
+                            confidence="transform", pin=pin_sites_in(self.context, call))
 
     def _new_objects(self, service: TransformedCode, function) -> Iterator[tuple[nodes.NodeNG, str]]:
         if isinstance(function, nodes.Lambda):

@@ -13,7 +13,7 @@ from typing import ClassVar
 from astroid import nodes
 
 from nnx_lint.calls import NNXCall
-from nnx_lint.fixes.sites import pin_sites
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import expressions_within, position_in
 from nnx_lint.nnx_api import PREFIX_KEYWORDS
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
@@ -63,7 +63,7 @@ class _PrefixFilterRule(Rule):
             filter_args=[a.as_string() for a in construction.args],
             form=_form(call),
             line_constructed=construction.lineno,
-            pin=pin_sites(call),
+            pin=pin_sites_in(self.context, call),
         )
 
     def leave_module(self, node: nodes.Module) -> None:

@@ -33,7 +33,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
 from nnx_lint.flow import bound_values, expressions_within
-from nnx_lint.fixes.sites import pin_sites
+from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
@@ -459,9 +459,10 @@ class _ClassAliasRule(_FamilyRule):
         """A class-level finding is fixed by pinning every use of the class (or object): the
         ``pin`` sites of the uses this file shows, and whether they are all of its uses here."""
         targets = self._pin_targets.get(key, [])
-        sites = pin_sites(*targets, module=self.context.module)
-        return {"pin": sites, "pin_every_use": bool(targets) and None not in targets
-                and len(sites) == len(dict.fromkeys(id(t.node) for t in targets))}
+        known = pin_sites(*targets, module=self.context.module)
+        every_use = (bool(targets) and None not in targets
+                     and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
+        return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
 
 
 def _alias_shape(alias: Alias) -> dict:
@@ -552,7 +553,6 @@ def _describe_use(use: TransformUse) -> dict:
         "transform": use.name,
         "function": _function_label(function),
         "form": "direct" if use.call is use.transform.node else "applied",
-        "pin": pin_sites(use.transform, module=use.call.root() if use.call is not None else None),
     }
 
 
@@ -608,7 +608,7 @@ class _ReturnRule(_FamilyRule):
                     seen.add(key)
                     message = _DUPLICATE_OUTPUT_MESSAGE if finding.facts.get("duplicate_output") else None
                     # Every transform applying this definition must keep graph mode.
-                    pin = pin_sites(*(u.transform for u in uses), module=self.context.module)
+                    pin = pin_sites_in(self.context, *(u.transform for u in uses))
                     self.report(finding.node, message=message, **{**finding.facts, "pin": pin})
 
     # -- analysis -------------------------------------------------------------------------
@@ -1413,6 +1413,7 @@ class DuplicateTransformArgument(_FamilyRule):
             first_view=_view_of(self.context, first.expression),
             second_view=_view_of(self.context, second.expression),
             confidence="static",
+            pin=pin_sites_in(self.context, use.transform),
         )
 
 
@@ -1909,6 +1910,7 @@ class ArgumentHoldsArgument(_FamilyRule):
                         held_position=other.label,
                         kind=_KIND_WORDS.get(kind, kind),
                         confidence="static",
+                        pin=pin_sites_in(self.context, use.transform),
                     )
                     return
 
@@ -2041,7 +2043,7 @@ class TiedModelInLoop(_FamilyRule):
                             first_path=join_path(alias.first_path), second_path=alias.second.display_path,
                             argument=_short(part), confidence="static",
                             kind=_KIND_WORDS.get(alias.kind, alias.kind), **_alias_shape(alias),
-                            pin=pin_sites(call))
+                            pin=pin_sites_in(self.context, call))
                 return
         refs = [(Argument(f"init_val[{i}]", i, part), self.classes.ref_of(part)) for i, part in enumerate(parts)]
         pair = _overlapping_pair(self.classes, refs)
@@ -2054,7 +2056,7 @@ class TiedModelInLoop(_FamilyRule):
                         kind=_KIND_WORDS.get(kinds[0], kinds[0]) if not first_part else
                         _KIND_WORDS.get(kinds[1], kinds[1]),
                         first_part=first_part, second_part=second_part, container_type=None,
-                        pin=pin_sites(call))
+                        pin=pin_sites_in(self.context, call))
 
 
 for _rule in (AliasedAttribute, RepeatedContainerElement, DuplicateTransformArgument, TransformReturnsInput,

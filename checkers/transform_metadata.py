@@ -5,7 +5,7 @@ from astroid import nodes
 
 import textwrap
 
-from nnx_lint.fixes.sites import pin_sites
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
@@ -156,7 +156,7 @@ class TransformMetadataKeyword(Rule):
             partition=partition,
             partition_text=f"{partition!r} " if partition else "",
             metadata=value.as_string(),
-            pin=pin_sites(call),
+            pin=pin_sites_in(self.context, call),
         )
 
     def _partition_name(self, value: nodes.NodeNG) -> str | None:

@@ -224,22 +224,25 @@ def test_fixed_reproductions_give_graph_mode_results_in_tree_mode() -> None:
     ("nnx.jit(f, graph_updates=False)", "jit", None),
     ("nnx.jit(f, graph=use_graph)", "jit", None),
     ("nnx.jit(f, **options)", "jit", None),
-    ("nnx.jit(f, graph=True, graph_updates=True)", "jit", None),
+    ("nnx.jit(f, graph=True, graph_updates=True)", "jit", "nnx.jit(f, graph=True, graph_updates=True)"),
     ("nnx.vjp(f, x)", "vjp", None),  # flax 0.12.8 rejects graph mode with graph updates on vjp
 ])
 def test_pin_edit(call, api, pinned) -> None:
-    from nnx_lint.fixes.pin import pin_edit
+    from nnx_lint.fixes.pin import CannotPin, pin_edit
 
     text = f"x = 'é'; y = {call}\n"  # a non-ASCII character before the call: byte vs character columns
     prefix = "x = 'é'; y = "
     lines = call.splitlines()
     site = {"line": 1, "column": len(prefix.encode()) + 1, "end_line": len(lines),
             "end_column": (len(prefix.encode()) if len(lines) == 1 else 0) + len(lines[-1].encode()) + 1, "api": api}
-    edit = pin_edit(SourceIndex(text), site)
+    index = SourceIndex(text)
     if pinned is None:
-        assert edit is None
+        with pytest.raises(CannotPin):
+            pin_edit(index, site)
+    elif pinned == call:
+        assert pin_edit(index, site) is None  # already pinned: nothing to do
     else:
-        assert apply_edits(text, [edit]) == f"{prefix}{pinned}\n"
+        assert apply_edits(text, [pin_edit(index, site)]) == f"{prefix}{pinned}\n"
 
 
 def test_bare_decorator_pin() -> None:

@@ -18,7 +18,7 @@ import libcst as cst
 
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
-from nnx_lint.fixes.pin import pin_edit
+from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
 from nnx_lint.fixes.source import SourceIndex
 from nnx_lint.rule import Rule
@@ -31,24 +31,26 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
     """Keep graph mode at every call of the diagnostic's ``pin`` fact (safe: today's behaviour)."""
     sites = diagnostic.facts.get("pin") or []
     class_level = "pin_every_use" in diagnostic.facts
-    edits = [pin_edit(index, site) for site in sites]
+    try:
+        edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
+        pinnable = bool(sites)
+    except CannotPin:
+        edits, pinnable = [], False
     names = ", ".join(dict.fromkeys(f"`nnx.{site['api']}` (line {site['line']})" for site in sites))
     if class_level:
         owner = diagnostic.facts.get("class_name") or diagnostic.facts.get("container") or "this object"
         if not sites:
             return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
                                      "no use in a transform or graph API call is known in this file")
-        if None in edits or not diagnostic.facts.get("pin_every_use"):
+        if not pinnable or not edits or not diagnostic.facts.get("pin_every_use"):
             return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
-                                     f"{names} can be pinned, but some use here cannot (e.g. `.eval()`, "
-                                     "`nnx.Optimizer`), and uses in other files need it too")
+                                     f"{names} are known, but not every use here can be pinned (e.g. `.eval()`, "
+                                     "`nnx.Optimizer`, a call that chooses its mode), and uses in other files need it too")
         return Fix(SAFE, f"Keep graph mode at every use of `{owner}` in this file: {names} "
-                         "(uses in other files need the same pin)", tuple(e for e in edits if e))
-    if not sites or None in edits:
-        return None
-    if not any(edits):
-        return None  # already pinned: the diagnostic comes from elsewhere (scope, another file)
-    return Fix(SAFE, f"Keep graph mode at {names}", tuple(e for e in edits if e))
+                         "(uses in other files need the same pin)", tuple(edits))
+    if not pinnable or not edits:
+        return None  # no pin possible, or already pinned: the diagnostic comes from elsewhere
+    return Fix(SAFE, f"Keep graph mode at {names}", tuple(edits))
 
 
 def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic) -> list[Fix]:

@@ -54,3 +54,31 @@ def entry_pin_target(entry: Any) -> NNXCall | tuple[nodes.NodeNG, str] | None:
     if entry.form == "decorator":
         return (entry.node, entry.transform)
     return None
+
+
+def pin_sites_in(context: Any, *targets: NNXCall | tuple[nodes.NodeNG, str] | None) -> list[dict[str, Any]]:
+    """Pin sites of ``targets`` and of every Tree Mode transform that encloses them, in the
+    linted file: a graph-mode transform nested in a Tree Mode one still loses its graph
+    updates at the outer boundary (``nnx.grad`` pinned inside an unpinned ``@nnx.jit``), so
+    keeping today's meaning means pinning outward."""
+    from nnx_lint.transformed import transformed_code
+
+    service = transformed_code(context)
+    expanded: list[NNXCall | tuple[nodes.NodeNG, str] | None] = []
+    for target in targets:
+        if target is None:
+            continue
+        expanded.append(target)
+        node = target.node if isinstance(target, NNXCall) else target[0]
+        seen: set[int] = set()
+        while True:
+            # A decorator runs where its function is defined, not inside it.
+            anchor = node.parent.parent if isinstance(node.parent, nodes.Decorators) else node
+            reach = service.reach_at(anchor)
+            entry = reach.entry if reach is not None else None
+            if entry is None or not entry.affected or id(entry.node) in seen:
+                break
+            seen.add(id(entry.node))
+            expanded.append(entry_pin_target(entry))
+            node = entry.node
+    return pin_sites(*expanded, module=context.module)
