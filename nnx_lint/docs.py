@@ -87,7 +87,7 @@ def render_rule(rule: type[Rule]) -> str:
 
 def _fix_section(rule: type[Rule]) -> list[str]:
     """The page's ``Fix`` section: each fix the rule offers and its applicability, or why none."""
-    from nnx_lint.fixes.catalog import CLASS_LEVEL_NOTE, FIX_KINDS
+    from nnx_lint.fixes.catalog import CLASS_LEVEL_NOTE, CLASS_LEVEL_RULES, FIX_KINDS
 
     out = ["## Fix", ""]
     if not rule.fixes:
@@ -96,7 +96,7 @@ def _fix_section(rule: type[Rule]) -> list[str]:
         applicability, text = FIX_KINDS[kind]
         out.append(f"- `{kind}` ({applicability}): {text}.")
     out.append("")
-    if rule.code in ("NNX101", "NNX102", "NNX105"):
+    if rule.code in CLASS_LEVEL_RULES:
         out += [CLASS_LEVEL_NOTE, ""]
     out += ["`nnx-lint check --fix` applies safe fixes, `--unsafe-fixes` adds unsafe ones, `--diff` shows them; "
             "a fix that cannot be made at a finding (no known call to pin) is not offered there.", ""]

@@ -32,6 +32,15 @@ def test_every_rule_has_a_fix_or_says_why_not() -> None:
     assert set(REWRITES) | {PIN} == set(FIX_KINDS)
 
 
+def test_class_level_rules_report_every_use() -> None:
+    from nnx_lint.fixes.catalog import CLASS_LEVEL_RULES
+
+    for code in CLASS_LEVEL_RULES:
+        rule = rule_by_code(code)
+        diagnostics = [d for case in rule.INVALID if not case.files for d in _lint(rule)(case.source)]
+        assert diagnostics and all("pin_every_use" in d.facts for d in diagnostics), code
+
+
 def _lint(rule):
     return lambda text: [d for d in lint_source(text, "case.py", [rule]) if d.code == rule.code]
 

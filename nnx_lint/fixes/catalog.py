@@ -24,7 +24,9 @@ FIX_KINDS: dict[str, tuple[str, str]] = {
                                               "tangents of the inputs' own types (the body decides how)"),
 }
 
-#: Rules whose finding is about a class or object: every use must be pinned.
+#: Rules whose finding is about a class or object (their diagnostics carry ``pin_every_use``):
+#: every use must be pinned.
+CLASS_LEVEL_RULES = frozenset({"NNX101", "NNX102", "NNX105"})
 CLASS_LEVEL_NOTE = ("The finding is about the class (or object), so every use of it must keep graph mode: the pin "
                     "is offered at each use this file shows (transform and graph API calls taking an instance), "
                     "and is display-only when some use cannot be pinned or none is known.")
