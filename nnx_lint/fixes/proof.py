@@ -60,3 +60,16 @@ def proofs_for(rule: type[Rule], diagnostics: list[Diagnostic], unsafe: bool) ->
         if outcome.text != original and outcome.fixed.get(rule.code):
             found.append(Proof(rule.code, original, outcome.text, unsafe))
     return found
+
+
+def case_program(source: str) -> str:
+    """A rule's own example case as a worker program: its module body runs inside ``run``,
+    eagerly, under the worker's mode (the cases are nnx-lint's test data, not user code)."""
+    return (
+        "TRACED = False\n"
+        f"SOURCE = {source!r}\n\n\n"
+        "def run(_oracle_nnx):\n"
+        "    namespace = {'__name__': '__nnx_lint_case__'}\n"
+        "    exec(compile(SOURCE, 'case.py', 'exec'), namespace)\n"
+        "    return 'ran'\n"
+    )
