@@ -286,3 +286,14 @@ def test_fixed_invalid_cases_run_in_tree_mode_as_in_graph_mode() -> None:
             rescued.add(item[0])
     # The cases whose pattern executes at module level raise in Tree Mode and run once pinned.
     assert {"NNX101", "NNX103", "NNX104", "NNX106", "NNX107", "NNX201", "NNX202", "NNX401", "NNX403"} <= rescued
+
+
+def test_fix_source_text_in_text_out(tmp_path) -> None:
+    from nnx_lint.fixes.apply import fix_source
+
+    source = "from flax import nnx\n\nsplit = lambda rngs: nnx.split_rngs(rngs, splits=2)\n\ndef f(rngs):\n    nnx.split_rngs(rngs, splits=2)\n"
+    path = str(tmp_path / "m.py")
+    # The lambda uses its result (no finding); the discarded call is pinned, or rewritten.
+    assert fix_source(path, source) == source.replace("    nnx.split_rngs(rngs, splits=2)\n",
+                                                      "    nnx.split_rngs(rngs, splits=2, graph=True, graph_updates=True)\n")
+    assert fix_source(path, source, unsafe=True).endswith("    rngs = nnx.split_rngs(rngs, splits=2)\n")

@@ -159,14 +159,20 @@ def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = Non
     return lint
 
 
-def fix_source(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
-               roots: list[str] | None = None) -> FixOutcome:
-    """Fix one Python file's text (also what stdin input goes through)."""
+def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
+             roots: list[str] | None = None) -> FixOutcome:
+    """Fix one Python file's text; the outcome says what was fixed."""
     if rules is None:
         from nnx_lint.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
     return fix_text(text, linter_for(path, rules, roots), unsafe)
+
+
+def fix_source(path: str, text: str, unsafe: bool = False) -> str:
+    """The fixed text of one Python source with the default rules (what stdin input goes
+    through: ``path`` names the file for the project's cross-file knowledge)."""
+    return fix_file(path, text, None, unsafe).text
 
 
 # -- notebooks ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
     Returns the applied fixes by code, the number of files changed (or that would change),
     and the unified diffs (with ``diff``).
     """
-    from nnx_lint.fixes.apply import fix_notebook, fix_source
+    from nnx_lint.fixes.apply import fix_file, fix_notebook
     from nnx_lint.prefilter import mentions_nnx
     from nnx_lint.runner import _display_path, _rules_for, _selectors, discover
 
@@ -51,7 +51,7 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
                 before, after = data.decode("utf-8"), new_data.decode("utf-8")
             else:
                 before = data.decode("utf-8")
-                outcome = fix_source(str(file), before, rules, unsafe, roots)
+                outcome = fix_file(str(file), before, rules, unsafe, roots)
                 after, counts = outcome.text, outcome.fixed
         except (UnicodeDecodeError, ValueError):
             continue  # unreadable or malformed: the lint run reports it
