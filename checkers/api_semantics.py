@@ -12,6 +12,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
 from nnx_lint.program_text import bounded_index, identifier_or, literal
@@ -103,6 +104,7 @@ class SplitRngsContextManager(Rule):
     """
 
     code = "NNX701"
+    fixes = ("pin",)
     symbol = "split-rngs-context-manager"
     kind = "raises"
     catalogue = ("H1",)
@@ -185,7 +187,7 @@ class SplitRngsContextManager(Rule):
             if call is not None and not self.context.keeps_graph_mode(call):
                 self.report(expression, usage=f"`with nnx.{call.name}(...)`", api=call.name,
                             error="TypeError: 'Rngs' object does not support the context manager protocol",
-                            form="with")
+                            form="with", pin=pin_sites_in(self.context, call))
 
     def visit_call(self, node: nodes.Call) -> None:
         if self.context.qualified_name(node.func) != "flax.nnx.restore_rngs" or not node.args:
@@ -202,7 +204,8 @@ class SplitRngsContextManager(Rule):
         if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):
             self.report(node, usage="`nnx.restore_rngs(...)` on the result of "
                         f"`nnx.{splitters[0].name}`", api=splitters[0].name,
-                        error="AttributeError: it is an Rngs, not backups", form="restore_rngs")
+                        error="AttributeError: it is an Rngs, not backups", form="restore_rngs",
+                        pin=pin_sites_in(self.context, *splitters))
 
 
 class SplitRngsResultDiscarded(Rule):
@@ -224,6 +227,7 @@ class SplitRngsResultDiscarded(Rule):
     """
 
     code = "NNX702"
+    fixes = ("pin", "keep-split-rngs-result")
     symbol = "split-rngs-result-discarded"
     kind = "silent"
     catalogue = ("H1",)
@@ -274,7 +278,7 @@ class SplitRngsResultDiscarded(Rule):
         call = _rng_splitter(self.context, node.value)
         if call is None or not call.args or self.context.keeps_graph_mode(call):
             return
-        self.report(node.value, api=call.name, rngs=call.args[0].as_string())
+        self.report(node.value, api=call.name, rngs=call.args[0].as_string(), pin=pin_sites_in(self.context, call))
 
 
 _KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
@@ -304,6 +308,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
     """
 
     code = "NNX703"
+    fixes = ("pin",)
     symbol = "kwargs-to-transformed-function"
     kind = "raises"
     catalogue = ("H2",)
@@ -429,7 +434,8 @@ class KeywordArgumentsToTransformedFunction(Rule):
         anchor = node
         self.report(anchor, keywords=", ".join(f"`{k.arg}`" for k in keywords), transform=entry.transform,
                     effect=effect, detail=detail, keyword_names=[k.arg for k in keywords], positional=positional,
-                    entry_line=entry.function.lineno, call_line=line, **self._variant(entry.transform, options))
+                    entry_line=entry.function.lineno, call_line=line, **self._variant(entry.transform, options),
+                    pin=pin_sites_in(self.context, entry_pin_target(entry)))
 
     @staticmethod
     def _variant(transform: str, options: dict) -> dict:
@@ -547,6 +553,7 @@ class NotPytreeObjectInNNXAPI(Rule):
     """
 
     code = "NNX704"
+    fixes = ("pin",)
     symbol = "not-pytree-in-nnx-api"
     kind = "raises"
     catalogue = ("H3", "H4")
@@ -658,11 +665,13 @@ class NotPytreeObjectInNNXAPI(Rule):
                 continue
             error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None
                      else "TypeError: not a valid JAX type / cannot interpret as an abstract array")
+            pin = pin_sites_in(self.context, call if call is not None and call.is_graph_api else None,
+                               entry_pin_target(entry) if call is None else None)
             where = ({"function": call.name} if call is not None else
                      {"transform": entry.transform, "position": position, "n_args": len(arguments),
                       "transform_keywords": _literal_keywords(entry.call)})
             self.report(argument, argument=argument.as_string(), class_name=ref.short_name, reason=reason,
-                        api=api, error=error, **where)
+                        api=api, error=error, **where, pin=pin)
 
     #: Graph APIs both Tree Mode implementations provide, called as ``nnx.<name>(m)``.
     _SHARED_GRAPH_APIS = {"split": "nnx.split(m)", "state": "nnx.state(m)", "variables": "nnx.variables(m)",
@@ -761,6 +770,7 @@ class ScalarInDataContainer(Rule):
     """
 
     code = "NNX705"
+    no_fix_reason = "the error comes from the container's contents, not from the mode of one call, so no call-site keyword keeps graph mode for it; keep the scalars out of the `nnx.data` container (or in `nnx.Variable`s / arrays), which needs the author's judgement"
     symbol = "scalar-in-data-container"
     kind = "raises"
     catalogue = ("H5",)
@@ -882,6 +892,7 @@ class GraphOnlyAPI(Rule):
     """
 
     code = "NNX706"
+    fixes = ("pin",)
     symbol = "graph-only-api"
     kind = "raises"
     catalogue = ("H8",)
@@ -937,7 +948,13 @@ class GraphOnlyAPI(Rule):
             self.report(node, api="nnx.cached_partial",
                         error="Tree Mode raises ValueError (cached_partial is a graph-mode-only API)",
                         instead="Call the transformed function with the object directly, or keep graph mode "
-                                "with `nnx.compat.cached_partial`")
+                                "with `nnx.compat.cached_partial`", pin=self._cached_partial_pin(call))
+
+    def _cached_partial_pin(self, call) -> list[dict]:
+        """The call and the transform of the function it caches: flax's graph-mode
+        ``cached_partial`` needs a graph-mode transform inside."""
+        inner = transformed_code(self.context).transformed_callable(call.args[0]) if call.args else None
+        return pin_sites_in(self.context, call, entry_pin_target(inner))
 
 
 class GraphModeSetLate(Rule):
@@ -966,6 +983,7 @@ class GraphModeSetLate(Rule):
     """
 
     code = "NNX707"
+    no_fix_reason = "the fix is to set the mode before the transforms are created, or to pin each transform; which of the two matches what the setting was meant to do needs the author's judgement"
     symbol = "graph-mode-set-late"
     kind = "silent"
     catalogue = ("G2",)

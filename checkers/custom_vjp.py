@@ -22,6 +22,7 @@ from typing import Any, Iterator
 from astroid import nodes
 
 from nnx_lint import nnx_api
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
@@ -43,6 +44,9 @@ class Registration:
     defvjp: nodes.Call
     #: Positions of ``nondiff_argnums`` (None: not a literal).
     nondiff: frozenset[int] | None = field(default_factory=frozenset)
+    #: Where a pin fix keeps graph mode: the ``nnx.custom_vjp`` call or bare decorator (and
+    #: the transforms around it), as ``pin`` sites.
+    pin: list = field(default_factory=list)
 
     def diff_parameters(self, function: nodes.FunctionDef | None = None) -> list[tuple[int, nodes.AssignName]] | None:
         """``(tangent index, parameter)`` for the differentiated parameters of ``function``."""
@@ -66,6 +70,7 @@ class Registration:
             "primal_args": [a.name for a in self.primal.args.args or []],
             "nondiff_argnums": sorted(self.nondiff) if self.nondiff is not None else None,
             "defvjp_line": self.defvjp.lineno,
+            "pin": self.pin,
         }
 
 
@@ -91,14 +96,14 @@ class _Analysis:
         found = self._primal(func.expr)
         if found is None:
             return None
-        primal, keeps_graph, nondiff = found
+        primal, keeps_graph, nondiff, transform_node = found
         if keeps_graph:
             return None
         fwd = _function(call.args[0] if call.args else _keyword(call, "fwd"))
         bwd = _function(call.args[1] if len(call.args) > 1 else _keyword(call, "bwd"))
-        return Registration(primal, fwd, bwd, call, nondiff)
+        return Registration(primal, fwd, bwd, call, nondiff, pin_sites_in(self.context, (transform_node, "custom_vjp")))
 
-    def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None] | None:
+    def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None, nodes.NodeNG] | None:
         try:
             _scope, assignments = lookup(name)
         except Exception:
@@ -108,14 +113,15 @@ class _Analysis:
                 for decorator in assignment.decorators.nodes:
                     found = self._transform(decorator)
                     if found is not None:
-                        return (assignment, *found)
+                        return (assignment, *found, decorator)
         for value in bound_values(name):
             if isinstance(value, nodes.Call):
                 nnx_call = self.context.nnx_call(value)
                 if nnx_call is not None and nnx_call.name == "custom_vjp" and nnx_call.args:
                     primal = _function(nnx_call.args[0])
                     if primal is not None:
-                        return primal, unaffected_by_flip(self.context, nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
+                        return (primal, unaffected_by_flip(self.context, nnx_call),
+                                _nondiff(nnx_call.keywords.get("nondiff_argnums")), value)
         return None
 
     def _transform(self, decorator: nodes.NodeNG) -> tuple[bool, frozenset[int] | None] | None:
@@ -395,6 +401,7 @@ class CustomVjpOldCotangent(Rule):
     """
 
     code = "NNX501"
+    fixes = ("pin", "new-custom-vjp-backward")
     symbol = "custom-vjp-old-cotangent"
     kind = "raises"
     catalogue = ("E1",)
@@ -592,6 +599,7 @@ class CustomVjpStateTangent(Rule):
     """
 
     code = "NNX502"
+    fixes = ("pin",)
     symbol = "custom-vjp-state-tangent"
     kind = "raises"
     catalogue = ("E2",)
@@ -763,6 +771,7 @@ class CustomVjpVariableUpdate(Rule):
     """
 
     code = "NNX503"
+    fixes = ("pin",)
     symbol = "custom-vjp-variable-update"
     kind = "silent"
     catalogue = ("E3", "E4")

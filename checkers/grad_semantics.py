@@ -20,6 +20,7 @@ from typing import Any
 
 from astroid import nodes
 
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.program_text import bounded_index, identifier_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
@@ -424,6 +425,11 @@ def _describe(holdings: Holdings, categories) -> str:
     return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
+def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
+    """Where a pin fix keeps graph mode: the grad transform applied here."""
+    return pin_sites_in(context, (application.transform_node, application.transform))
+
+
 class GradOverNonFloatState(Rule):
     """`nnx.grad` over a Module that holds RNG state or integer Variables.
 
@@ -450,6 +456,7 @@ class GradOverNonFloatState(Rule):
     """
 
     code = "NNX401"
+    fixes = ("pin",)
     symbol = "grad-over-non-float-state"
     kind = "raises"
     catalogue = ("D2",)
@@ -478,6 +485,7 @@ class GradOverNonFloatState(Rule):
                 non_float=_holding_facts(holdings, NON_DIFFERENTIABLE),
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
+                pin=_pin(self.context, application),
             )
 
     @classmethod
@@ -670,6 +678,7 @@ class GradIncludesNonParamState(Rule):
     """
 
     code = "NNX402"
+    fixes = ("pin",)
     symbol = "grad-includes-non-param-state"
     kind = "silent"
     catalogue = ("D1",)
@@ -715,6 +724,7 @@ class GradIncludesNonParamState(Rule):
                     gradient_via=use.via,
                     application_line=node.lineno,
                     **differentiated.facts(),
+                    pin=_pin(self.context, application),
                 )
 
     @classmethod
@@ -907,6 +917,7 @@ class GradsUsedAsState(Rule):
     """
 
     code = "NNX403"
+    fixes = ("pin",)
     symbol = "grads-used-as-state"
     kind = "raises"
     catalogue = ("D1",)
@@ -945,6 +956,7 @@ class GradsUsedAsState(Rule):
                     application_line=node.lineno,
                     **_usage_facts(self.context, where),
                     **differentiated.facts(),
+                    pin=_pin(self.context, application),
                 )
 
     @classmethod

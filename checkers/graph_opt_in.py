@@ -29,6 +29,7 @@ class GraphModeOptIn(Rule):
     """
 
     code = "NNX901"
+    no_fix_reason = "these opt-ins are the pins themselves: removing one is the Tree Mode migration of that code, which the other rules' findings guide"
     symbol = "graph-mode-opt-in"
     kind = "advisory"
     catalogue = ("G1",)

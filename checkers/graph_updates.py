@@ -19,6 +19,7 @@ from nnx_lint import nnx_api
 from nnx_lint.calls import NNXCall
 
 from nnx_lint.calls import constant_bool
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import expressions_within, lookup
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.program_text import choice_or, is_identifier
@@ -88,6 +89,12 @@ def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...
     return f"nnx.jit({fn})({args})", note
 
 
+def _entry_pin(context, reach: Reach) -> list[dict]:
+    """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
+    transforms around it), if in this file."""
+    return pin_sites_in(context, entry_pin_target(reach.entry))
+
+
 class _TransformedCodeRule(Rule):
     """Shared walk: every function of this file that runs under a Tree Mode transform
     (and, where ``use_heuristic`` says so, unreached Module methods), plus functions of
@@ -107,14 +114,14 @@ class _TransformedCodeRule(Rule):
                 if function.name == "__init__" and not isinstance(function, nodes.Lambda):
                     continue
                 for target, facts in self.findings_for(service, reach):
-                    self.report(target, **{**facts, **reach.facts()})
+                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
             elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
                 if getattr(function, "name", "") == "__init__":
                     continue
                 for target, facts in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
                     where = f" ({_relative(target)}:{target.lineno}, reached through this call)"
-                    self.report(reach.boundary, **{**facts, **reach.facts(), "where": where,
+                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach), "where": where,
                                                    "file": target.root().file, "line": target.lineno})
                     break
         if self.use_heuristic:
@@ -124,7 +131,7 @@ class _TransformedCodeRule(Rule):
                 reach = service.heuristic(function)
                 if reach is not None and self.heuristic_applies(reach):
                     for target, facts in self.findings_for(service, reach):
-                        self.report(target, **{**facts, **reach.facts()})
+                        self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
 
     def heuristic_applies(self, reach: Reach) -> bool:
         return True
@@ -258,6 +265,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     """
 
     code = "NNX301"
+    fixes = ("pin",)
     symbol = "graph-update-in-transform"
     kind = "silent"
     catalogue = ("C1", "C8", "C9")
@@ -694,6 +702,7 @@ class SowPopAcrossTransform(Rule):
     """
 
     code = "NNX302"
+    fixes = ("pin",)
     symbol = "sow-pop-across-transform"
     kind = "silent"
     catalogue = ("C2",)
@@ -858,6 +867,7 @@ class SowPopAcrossTransform(Rule):
             transform_line=transform_call.lineno,
             entry=getattr(entry.function, "name", "<lambda>"),
             confidence="transform",
+            pin=pin_sites_in(self.context, entry_pin_target(entry)),
         )
 
 
@@ -911,6 +921,12 @@ def _perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
 
 
 def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
+    uses = _grads_of(context, diffstate)
+    return bool(uses) and all(context.keeps_graph_mode(u) for u in uses)
+
+
+def _grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
+    """The ``grad`` / ``value_and_grad`` calls whose ``argnums`` holds ``diffstate``."""
     uses = []
     for call in diffstate.root().nodes_of_class(nodes.Call):
         found = context.nnx_call(call)
@@ -918,7 +934,7 @@ def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
             continue
         if any(e is diffstate for e, _ in expressions_within(found.keywords["argnums"])):
             uses.append(found)
-    return bool(uses) and all(context.keeps_graph_mode(u) for u in uses)
+    return uses
 
 
 class PerturbDiffStateRecipe(Rule):
@@ -947,6 +963,7 @@ class PerturbDiffStateRecipe(Rule):
     """
 
     code = "NNX303"
+    fixes = ("pin",)
     symbol = "perturb-diffstate-recipe"
     kind = "raises"
     catalogue = ("C3",)
@@ -1079,8 +1096,9 @@ class PerturbDiffStateRecipe(Rule):
         if diffstate is None:
             return
         self._reported_scopes.add(id(scope))
+        pin = pin_sites_in(self.context, *(g for g in _grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
         self.report(node, api=call.name, diffstate_line=diffstate.lineno,
-                    diffstate=diffstate.as_string(), confidence="transform")
+                    diffstate=diffstate.as_string(), confidence="transform", pin=pin)
 
 
 class _MethodCallInTransform(_TransformedCodeRule):
@@ -1127,6 +1145,7 @@ class EvalTrainInTransform(_MethodCallInTransform):
     """
 
     code = "NNX304"
+    fixes = ("pin",)
     symbol = "eval-train-in-transform"
     kind = "silent"
     catalogue = ("C5",)
@@ -1222,6 +1241,7 @@ class InitCacheInTransform(_MethodCallInTransform):
     """
 
     code = "NNX305"
+    fixes = ("pin",)
     symbol = "init-cache-in-transform"
     kind = "silent"
     catalogue = ("C6",)
@@ -1336,6 +1356,7 @@ class TransformOnInit(Rule):
     """
 
     code = "NNX306"
+    fixes = ("pin",)
     symbol = "transform-on-init"
     kind = "silent"
     catalogue = ("C7",)
@@ -1448,8 +1469,16 @@ class TransformOnInit(Rule):
                 split = any(self.context.nnx_call(d) is not None and self.context.nnx_call(d).name == "split_rngs"
                             for d in node.decorators.nodes if isinstance(d, nodes.Call))
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
-                            confidence="transform", split_rngs=split)
+                            confidence="transform", split_rngs=split,
+                            pin=pin_sites_in(self.context, entry_pin_target(entry), *self._split_rngs_decorators(node)))
                 return
+
+
+    def _split_rngs_decorators(self, function: nodes.FunctionDef) -> list[NNXCall]:
+        """``@nnx.split_rngs(...)`` decorators: graph-mode splitting in place is part of the
+        pattern, so a pin keeps their graph mode too."""
+        calls = [self.context.nnx_call(d) for d in function.decorators.nodes if isinstance(d, nodes.Call)]
+        return [c for c in calls if c is not None and c.name == "split_rngs"]
 
 
 class ScanBroadcastWrite(Rule):
@@ -1472,6 +1501,7 @@ class ScanBroadcastWrite(Rule):
     """
 
     code = "NNX307"
+    fixes = ("pin",)
     symbol = "scan-broadcast-write"
     kind = "silent"
     catalogue = ("C10",)
@@ -1575,7 +1605,8 @@ class ScanBroadcastWrite(Rule):
                 continue
             for target, parameter in _variable_writes(function, broadcast):
                 self.report(target, target_text=_target_of(target).as_string(), parameter=parameter,
-                            transform="scan", scan_line=node.lineno, confidence="transform")
+                            transform="scan", scan_line=node.lineno, confidence="transform",
+                            pin=pin_sites_in(self.context, call))
 
 
 def _variable_writes(function, names: set[str]) -> Iterator[tuple[nodes.NodeNG, str]]:
@@ -1629,6 +1660,7 @@ class LoopBodyReturnsNewModule(Rule):
     """
 
     code = "NNX308"
+    fixes = ("pin",)
     symbol = "loop-body-returns-new-module"
     kind = "raises"
     catalogue = ("C9",)
@@ -1727,7 +1759,7 @@ class LoopBodyReturnsNewModule(Rule):
                     continue  # the cond_fun returns a bool, not a carry
             for anchor, built in self._new_objects(service, entry.function):
                 self.report(anchor, transform=call.name, built=built, loop_line=node.lineno,
-                            confidence="transform")
+                            confidence="transform", pin=pin_sites_in(self.context, call))
 
     def _new_objects(self, service: TransformedCode, function) -> Iterator[tuple[nodes.NodeNG, str]]:
         if isinstance(function, nodes.Lambda):

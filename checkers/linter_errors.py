@@ -30,6 +30,7 @@ class UnreadableFile(Rule):
     """
 
     code = "NNX001"
+    no_fix_reason = 'the file could not be read: there is no code to change'
     symbol = "unreadable-file"
     message = "{reason}"
     help = "Save the file as UTF-8, or declare its real encoding in a `# -*- coding: ... -*-` line (PEP 263)"
@@ -62,6 +63,7 @@ class SyntaxErrorInFile(Rule):
     """
 
     code = "NNX002"
+    no_fix_reason = 'the file does not parse: a fix could not keep it valid Python'
     symbol = "unparsable-file"
     message = "{reason}"
     help = (
@@ -100,6 +102,7 @@ class RuleCrashed(Rule):
     """
 
     code = "NNX003"
+    no_fix_reason = 'a rule failed: nothing is known about the code to change'
     symbol = "rule-crashed"
     message = "{reason}"
     help = "This is a bug in nnx-lint: please report it with the traceback that `--verbose` prints"
@@ -135,6 +138,7 @@ class AnalysisSkipped(Rule):
     """
 
     code = "NNX004"
+    no_fix_reason = 'the file was not analysed: nothing is known about the code to change'
     symbol = "analysis-skipped"
     message = "{reason}"
     help = "Exclude generated files from linting (`exclude` under `[tool.nnx-lint]`); every other file is still linted"
@@ -176,6 +180,8 @@ class UnusedNoqa(Rule):
     default_enabled = False
     engine_reported = True
     no_reproduction_reason = "it reports on a suppression comment, not on a Tree Mode pattern"
+    no_fix_reason = ("the message names the codes to remove from the comment; removing them automatically "
+                     "(as Ruff's RUF100 fix does) is not built yet")
     VALID = [
         Valid(
             "other-tools-and-rules-not-run",

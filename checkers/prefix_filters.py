@@ -13,6 +13,7 @@ from typing import ClassVar
 from astroid import nodes
 
 from nnx_lint.calls import NNXCall
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import expressions_within, position_in
 from nnx_lint.nnx_api import PREFIX_KEYWORDS
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
@@ -63,6 +64,7 @@ class _PrefixFilterRule(Rule):
             filter_args=[a.as_string() for a in construction.args],
             form=_form(call),
             line_constructed=construction.lineno,
+            pin=pin_sites_in(self.context, call),
         )
 
     def leave_module(self, node: nodes.Module) -> None:
@@ -127,6 +129,7 @@ class StateAxesPrefix(_PrefixFilterRule):
     """
 
     code = "NNX201"
+    fixes = ("pin",)
     symbol = "state-axes-prefix"
     kind = "raises"
     catalogue = ("B1",)
@@ -285,6 +288,7 @@ class DiffStatePrefix(_PrefixFilterRule):
     """
 
     code = "NNX202"
+    fixes = ("pin",)
     symbol = "diff-state-prefix"
     kind = "raises"
     catalogue = ("B2", "C3")
@@ -400,6 +404,7 @@ class StateShardingPrefix(_PrefixFilterRule):
     """
 
     code = "NNX203"
+    fixes = ("pin",)
     symbol = "state-sharding-prefix"
     kind = "raises"
     catalogue = ("B3",)

@@ -32,6 +32,7 @@ from astroid import nodes
 
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
+from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.flow import bound_values, expressions_within, lookup
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
@@ -351,6 +352,9 @@ class _ClassAliasRule(_FamilyRule):
         self._object_uses: dict[Ref, list[bool]] = {}
         #: id(ClassDef) -> the NNX APIs its instances meet without graph mode (for --confirm)
         self._use_names: dict[int, list[str]] = {}
+        #: id(ClassDef) / Ref -> the NNX call a pin fix would set graph mode on, for each use
+        #: that does not keep it (None: a use no call keyword can pin, e.g. ``model.eval()``)
+        self._pin_targets: dict[object, list[NNXCall | None]] = {}
 
     def visit_classdef(self, node: nodes.ClassDef) -> None:
         self._classdefs.append(node)
@@ -362,7 +366,7 @@ class _ClassAliasRule(_FamilyRule):
             self._record_constructions_inside(call)
         if call is not None and call.args and (call.is_graph_api or call.name in _GRAPH_USE_APIS):
             keeps = call.is_compat or self.context.mode.call_mode(call).graph is True
-            self._record_use(call.args[0], keeps, call.name)
+            self._record_use(call.args[0], keeps, call.name, call if call.is_graph_api or call.is_transform else None)
             return
         if isinstance(node.func, nodes.Attribute) and node.func.attrname in _GRAPH_METHODS:
             if self.classes.class_of_self(node.func.expr) is not None:
@@ -375,7 +379,7 @@ class _ClassAliasRule(_FamilyRule):
         if use is not None:
             for argument in use.arguments:
                 for expression, _reference in expressions_within(argument.expression, depth=1):
-                    self._record_use(expression, use.accepts_shared_inputs, use.name)
+                    self._record_use(expression, use.accepts_shared_inputs, use.name, use.transform)
 
     def _record_constructions_inside(self, call) -> None:
         """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
@@ -390,15 +394,20 @@ class _ClassAliasRule(_FamilyRule):
                 if ref is not None and ref.definition is not None:
                     self._uses.setdefault(id(ref.definition), []).append(keeps)
 
-    def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None) -> None:
+    def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
+                    pin_target: NNXCall | None = None) -> None:
         if isinstance(expression, (nodes.Tuple, nodes.List, nodes.Dict)):
             return
         object_ref = self.classes.ref_of(expression)
         if object_ref is not None:
             self._object_uses.setdefault(object_ref, []).append(keeps)
+            if not keeps:
+                self._pin_targets.setdefault(object_ref, []).append(pin_target)
         ref = self.classes.class_of_self(expression)
         if ref is not None and ref.definition is not None:
             self._uses.setdefault(id(ref.definition), []).append(keeps)
+            if not keeps:
+                self._pin_targets.setdefault(id(ref.definition), []).append(pin_target)
             if not keeps and name:
                 self._use_names.setdefault(id(ref.definition), []).append(name)
 
@@ -454,7 +463,17 @@ class _ClassAliasRule(_FamilyRule):
             "confidence": "static",
             **_alias_shape(alias),
             "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
+            **self._pin_facts(id(classdef)),
         }
+
+    def _pin_facts(self, key: object) -> dict:
+        """A class-level finding is fixed by pinning every use of the class (or object): the
+        ``pin`` sites of the uses this file shows, and whether they are all of its uses here."""
+        targets = self._pin_targets.get(key, [])
+        known = pin_sites(*targets, module=self.context.module)
+        every_use = (bool(targets) and None not in targets
+                     and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
+        return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
 
 
 def _alias_shape(alias: Alias) -> dict:
@@ -602,7 +621,9 @@ class _ReturnRule(_FamilyRule):
                     seen.add(key)
                     duplicate = finding.facts.get("duplicate_output")
                     message, help_text = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
-                    self.report(finding.node, message=message, help=help_text, **finding.facts)
+                    # Every transform applying this definition must keep graph mode.
+                    pin = pin_sites_in(self.context, *(u.transform for u in uses))
+                    self.report(finding.node, message=message, help=help_text, **{**finding.facts, "pin": pin})
 
     # -- analysis -------------------------------------------------------------------------
     def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
@@ -879,6 +900,7 @@ class AliasedAttribute(_ClassAliasRule):
     """
 
     code = "NNX101"
+    fixes = ("pin",)
     symbol = "aliased-module-attribute"
     kind = "raises"
     catalogue = ("A1", "A2")
@@ -1099,6 +1121,7 @@ class RepeatedContainerElement(_ClassAliasRule):
     """
 
     code = "NNX102"
+    fixes = ("pin",)
     symbol = "repeated-container-element"
     kind = "raises"
     catalogue = ("A3",)
@@ -1247,7 +1270,7 @@ class RepeatedContainerElement(_ClassAliasRule):
             uses = self._object_uses.get(Ref(("new", container)))
             if uses and all(uses):
                 continue  # every use of this container keeps graph mode
-            self.report(container, **facts)
+            self.report(container, **facts, **self._pin_facts(Ref(("new", container))))
 
     def _in_class_store(self, node: nodes.NodeNG) -> bool:
         """Inside the value of a ``self.x = ...`` store of a method (the class replay covers it)."""
@@ -1309,6 +1332,7 @@ class DuplicateTransformArgument(_FamilyRule):
     """
 
     code = "NNX103"
+    fixes = ("pin",)
     symbol = "duplicate-transform-argument"
     kind = "raises"
     catalogue = ("A4",)
@@ -1426,6 +1450,7 @@ class DuplicateTransformArgument(_FamilyRule):
             first_view=_view_of(self.context, first.expression),
             second_view=_view_of(self.context, second.expression),
             confidence="static",
+            pin=pin_sites_in(self.context, use.transform),
         )
 
 
@@ -1461,6 +1486,7 @@ class TransformReturnsInput(_ReturnRule):
     """
 
     code = "NNX104"
+    fixes = ("pin",)
     symbol = "transform-returns-input"
     kind = "raises"
     catalogue = ("A5",)
@@ -1594,6 +1620,7 @@ class SharedRngs(_ClassAliasRule):
     """
 
     code = "NNX105"
+    fixes = ("pin", "fork-shared-rngs")
     symbol = "shared-rngs"
     kind = "raises"
     catalogue = ("A7",)
@@ -1720,6 +1747,7 @@ class TransformBuildsFromInput(_ReturnRule):
     """
 
     code = "NNX106"
+    fixes = ("pin",)
     symbol = "transform-builds-from-input"
     kind = "raises"
     catalogue = ("A8",)
@@ -1809,6 +1837,7 @@ class ArgumentHoldsArgument(_FamilyRule):
     """
 
     code = "NNX107"
+    fixes = ("pin",)
     symbol = "argument-holds-argument"
     kind = "raises"
     catalogue = ("A9",)
@@ -1930,6 +1959,7 @@ class ArgumentHoldsArgument(_FamilyRule):
                         held_position=other.label,
                         kind=_KIND_WORDS.get(kind, kind),
                         confidence="static",
+                        pin=pin_sites_in(self.context, use.transform),
                     )
                     return
 
@@ -1956,6 +1986,7 @@ class TiedModelInLoop(_FamilyRule):
     """
 
     code = "NNX108"
+    fixes = ("pin",)
     symbol = "tied-model-in-loop"
     kind = "silent"
     catalogue = ("A6",)
@@ -2061,7 +2092,8 @@ class TiedModelInLoop(_FamilyRule):
                 self.report(node, transform=call.name, what=what, class_name=cls.short_name,
                             first_path=join_path(alias.first_path), second_path=alias.second.display_path,
                             argument=_short(part), confidence="static",
-                            kind=_KIND_WORDS.get(alias.kind, alias.kind), **_alias_shape(alias))
+                            kind=_KIND_WORDS.get(alias.kind, alias.kind), **_alias_shape(alias),
+                            pin=pin_sites_in(self.context, call))
                 return
         refs = [(Argument(f"init_val[{i}]", i, part), self.classes.ref_of(part)) for i, part in enumerate(parts)]
         pair = _overlapping_pair(self.classes, refs)
@@ -2073,7 +2105,8 @@ class TiedModelInLoop(_FamilyRule):
                         second_path=second.label, argument=_short(init), confidence="static",
                         kind=_KIND_WORDS.get(kinds[0], kinds[0]) if not first_part else
                         _KIND_WORDS.get(kinds[1], kinds[1]),
-                        first_part=first_part, second_part=second_part, container_type=None)
+                        first_part=first_part, second_part=second_part, container_type=None,
+                        pin=pin_sites_in(self.context, call))
 
 
 for _rule in (AliasedAttribute, RepeatedContainerElement, DuplicateTransformArgument, TransformReturnsInput,

@@ -5,6 +5,7 @@ from astroid import nodes
 
 import textwrap
 
+from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.program_text import UnsafeFact, literal, shown
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 
@@ -33,6 +34,7 @@ class TransformMetadataKeyword(Rule):
     """
 
     code = "NNX601"
+    fixes = ("pin", "transform-metadata-layer")
     symbol = "transform-metadata-keyword"
     kind = "silent"
     catalogue = ("F1",)
@@ -163,6 +165,7 @@ class TransformMetadataKeyword(Rule):
             partition=partition,
             partition_text=f"{partition!r} " if partition else "",
             metadata=value.as_string(),
+            pin=pin_sites_in(self.context, call),
         )
 
     def _partition_name(self, value: nodes.NodeNG) -> str | None:

@@ -26,8 +26,9 @@ from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.source_lines import Reader, SourceLines, read_from_disk
 
 BASELINE_VERSION = 1
-#: Facts that say where, not what: they change when lines move, so they stay out of the hash.
-_POSITION_FACT = re.compile(r"(^|_)(line|lines|lineno|col|column|cell|traceback)($|_)")
+#: Facts that say where, not what: they change when lines move, so they stay out of the hash
+#: (``pin``: the spans a pin fix edits; ``ipynb``: the span in a notebook's JSON text).
+_POSITION_FACT = re.compile(r"(^|_)(line|lines|lineno|col|column|cell|traceback|pin|ipynb)($|_)")
 
 
 class BaselineError(Exception):

@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--show-fixes", action="store_true",
                        help="text format: print how to fix each diagnostic on an indented `help:` line")
     cli_ci.add_arguments(check)
+    check.add_argument("--fix", action="store_true",
+                       help="apply safe fixes (keep graph mode at the finding) and report what remains (needs libcst)")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix / --diff, also apply unsafe fixes (tree-native rewrites)")
+    check.add_argument("--diff", action="store_true",
+                       help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
@@ -78,6 +84,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_CLEAN
+
+
+def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
+    """``--fix`` / ``--diff`` (Ruff's model): fix files in place, then lint what remains
+    (None: carry on with the run); print the diff, or fix stdin to stdout (an exit status)."""
+    from nnx_lint.fixes import cli as fixes_cli
+
+    if not fixes_cli.libcst_available():
+        fixes_cli.print_missing()
+        return EXIT_ERROR
+    if cli_ci.reads_stdin(args):
+        from nnx_lint.single_file import read_stdin
+
+        output, fixed = fixes_cli.fix_stdin(read_stdin(), args.stdin_filename, settings,
+                                            unsafe=args.unsafe_fixes, diff=args.diff)
+        sys.stdout.write(output)
+        print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
+        return EXIT_FINDINGS if args.diff and fixed else EXIT_CLEAN
+    fixed, changed, diffs = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes, diff=args.diff)
+    print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
+    if args.diff:
+        sys.stdout.write("".join(diffs))
+        return EXIT_FINDINGS if changed else EXIT_CLEAN
+    return None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -123,6 +153,10 @@ def _check(args: argparse.Namespace) -> int:
         from nnx_lint.cache_store import default_cache_dir
 
         cache_dir = args.cache_dir or default_cache_dir(settings.root)
+    if args.fix or args.diff:
+        fixed = _apply_fixes(args, settings)
+        if fixed is not None:
+            return fixed  # --diff, and fixes of stdin: the output is the diff or the fixed source
     try:
         result = cli_ci.execute(args, settings, prepared,
                                 lambda paths, settings: run(paths, settings, jobs=args.jobs, cache_dir=cache_dir))
@@ -147,6 +181,10 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
+    if args.output_format == "json" and not (args.statistics or args.group_by):
+        from nnx_lint.fixes.cli import attach_fixes
+
+        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes)
     if args.statistics or args.group_by:
         from nnx_lint.reporters import render_statistics
 

@@ -76,6 +76,7 @@ def render_rule(rule: type[Rule]) -> str:
     else:
         reason = getattr(rule, "no_reproduction_reason", "") or "no reproduction builder exists for this rule yet"
         out += [f"No reproduction: {reason}.", ""]
+    out += _fix_section(rule)
     out += [
         "## Suppressing",
         "",
@@ -126,6 +127,24 @@ def _how_to_fix(rule: type[Rule]) -> list[str]:
     if concrete:
         out += ["`<name>` stands for a fact of the diagnostic. For the flagged cases on this page:", ""]
         out += [f"- `{case_id}`: {markdown_text(text)}" for text, case_id in concrete.items()] + [""]
+    return out
+
+
+def _fix_section(rule: type[Rule]) -> list[str]:
+    """The page's ``Fix`` section: each fix the rule offers and its applicability, or why none."""
+    from nnx_lint.fixes.catalog import CLASS_LEVEL_NOTE, CLASS_LEVEL_RULES, FIX_KINDS
+
+    out = ["## Fix", ""]
+    if not rule.fixes:
+        return out + [f"No fix: {rule.no_fix_reason}.", ""]
+    for kind in rule.fixes:
+        applicability, text = FIX_KINDS[kind]
+        out.append(f"- `{kind}` ({applicability}): {text}.")
+    out.append("")
+    if rule.code in CLASS_LEVEL_RULES:
+        out += [CLASS_LEVEL_NOTE, ""]
+    out += ["`nnx-lint check --fix` applies safe fixes, `--unsafe-fixes` adds unsafe ones, `--diff` shows them; "
+            "a fix that cannot be made at a finding (no known call to pin) is not offered there.", ""]
     return out
 
 

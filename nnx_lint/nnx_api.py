@@ -201,3 +201,24 @@ def short_name(qualified_name: str | None) -> str | None:
 def is_compat(qualified_name: str | None) -> bool:
     """Whether the name is one of the ``nnx.compat`` graph-mode partials."""
     return bool(qualified_name) and qualified_name.startswith(COMPAT + ".")
+
+
+#: APIs on which flax 0.12.8 rejects ``graph=True`` with ``graph_updates=True`` (checked by
+#: introspection: ``nnx.vjp`` / ``nnx.jvp`` / ``nnx.with_rngs`` raise NotImplementedError,
+#: ``nnx.jit_partial`` does not support ``graph_updates``): no pin fix can keep graph mode there.
+NOT_PINNABLE: frozenset[str] = frozenset({"vjp", "jvp", "with_rngs", "jit_partial"})
+
+
+def pin_flags(api: str) -> tuple[str, ...] | None:
+    """The keywords that keep graph mode at a call of ``api`` (None: no pin is possible).
+
+    >>> pin_flags("vmap"), pin_flags("split"), pin_flags("vjp")
+    (('graph', 'graph_updates'), ('graph',), None)
+    """
+    if api in NOT_PINNABLE:
+        return None
+    if api in TRANSFORMS:
+        return ("graph", "graph_updates")
+    if api in GRAPH_APIS:
+        return ("graph",)
+    return None

@@ -37,7 +37,7 @@ def render(
     result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False
 ) -> str:
     if output_format == "json":
-        return render_json(result.diagnostics, result.confirmations)
+        return render_json(result.diagnostics, result.confirmations, result.fixes)
     if output_format == "github":
         return render_github(result.diagnostics)
     if output_format == "sarif":
@@ -109,10 +109,11 @@ def summary(result: RunResult) -> str:
     )
 
 
-def to_json_object(d: Diagnostic, confirmation=None) -> dict:
+def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
     """Ruff's JSON keys, plus ``symbol``, ``kind``, ``help``, ``facts`` (and ``confirmation``).
 
-    ``help`` is the fix advice (null when there is none), apart from the short ``message``.
+    ``help`` is the fix advice (null when there is none), apart from the short ``message``;
+    ``fix`` is Ruff's fix object (applicability, message, edits) or null.
     """
     facts = {k: v for k, v in d.facts.items() if k != "traceback"}
     extra = {"confirmation": confirmation.to_dict()} if confirmation is not None else {}
@@ -127,16 +128,17 @@ def to_json_object(d: Diagnostic, confirmation=None) -> dict:
         "kind": d.kind,
         "help": d.help or None,
         "facts": facts,
-        "fix": None,
+        "fix": fix.to_json() if fix is not None else None,
         "noqa_row": d.line,
         "cell": d.facts.get("cell"),
         **extra,
     }
 
 
-def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
-    confirmations = confirmations or {}
-    return json.dumps([to_json_object(d, confirmations.get(i)) for i, d in enumerate(diagnostics)], indent=2)
+def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None) -> str:
+    confirmations, fixes = confirmations or {}, fixes or {}
+    return json.dumps([to_json_object(d, confirmations.get(i), fixes.get(i)) for i, d in enumerate(diagnostics)],
+                      indent=2)
 
 
 #: Workflow-command level per kind: what raises (or could not be analysed) fails the

@@ -184,6 +184,11 @@ class Rule:
     engine_reported: ClassVar[bool] = False
     VALID: ClassVar[list[Case]] = []
     INVALID: ClassVar[list[Case]] = []
+    #: The fixes this rule offers (:mod:`nnx_lint.fixes`), computed from each diagnostic:
+    #: ``"pin"`` keeps graph mode at the calls of its ``pin`` fact; any other name is a
+    #: tree-native rewrite (:mod:`nnx_lint.fixes.rewrites`). Empty: ``no_fix_reason`` says why.
+    fixes: ClassVar[tuple[str, ...]] = ()
+    no_fix_reason: ClassVar[str] = ""
 
     def __init__(self, context: FileContext) -> None:
         self.context = context

@@ -28,6 +28,8 @@ class RunResult:
     files_from_cache: int = 0
     #: Index in ``diagnostics`` -> verdict, filled by ``--confirm``.
     confirmations: dict = field(default_factory=dict)
+    #: Index in ``diagnostics`` -> :class:`nnx_lint.fixes.model.Fix`, for the JSON output.
+    fixes: dict = field(default_factory=dict)
 
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:

@@ -124,7 +124,8 @@ def test_json_has_a_help_key(project, capsys):
     rule = rule_by_code("NNX201")
     assert item["help"] == rule.help.format(transform="vmap")
     assert item["message"] == rule.message.format(argument="in_axes", transform="vmap")
-    assert item["fix"] is None, "the fix object (edits) is not the advice"
+    # The fix object is Ruff's (edits to apply), separate from the advice text.
+    assert item["fix"]["applicability"] == "safe" and item["fix"]["message"] != item["help"]
 
 
 def test_help_comes_back_from_the_cache_and_from_workers(project, capsys):

@@ -1,0 +1,244 @@
+"""Choosing each diagnostic's fix and applying fixes to a fixed point (files, notebooks).
+
+Like Ruff: each pass lints the text, takes the applicable fix of every diagnostic, applies
+those whose edits do not overlap an already chosen one (the rest wait for the next pass,
+when they are recomputed on the new text), and stops when a pass changes nothing or after
+:data:`MAX_PASSES`. A fix whose result would not parse is never applied.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
+from nnx_lint.fixes.pin import CannotPin, pin_edit
+from nnx_lint.fixes.rewrites import REWRITES
+from nnx_lint.fixes.source import SourceIndex
+from nnx_lint.rule import Rule
+
+#: Bound on the passes of :func:`fix_text` (Ruff stops at 100; fixes here rarely nest deeper than 2).
+MAX_PASSES = 10
+
+
+def pin_fix(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
+    """Keep graph mode at every call of the diagnostic's ``pin`` fact (safe: today's behaviour)."""
+    sites = diagnostic.facts.get("pin") or []
+    class_level = "pin_every_use" in diagnostic.facts
+    try:
+        edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
+        pinnable = bool(sites)
+    except CannotPin:
+        edits, pinnable = [], False
+    names = ", ".join(dict.fromkeys(f"`nnx.{site['api']}` (line {site['line']})" for site in sites))
+    if class_level:
+        owner = diagnostic.facts.get("class_name") or diagnostic.facts.get("container") or "this object"
+        if not sites:
+            return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
+                                     "no use in a transform or graph API call is known in this file")
+        if not pinnable or not edits or not diagnostic.facts.get("pin_every_use"):
+            return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
+                                     f"{names} are known, but not every use here can be pinned (e.g. `.eval()`, "
+                                     "`nnx.Optimizer`, a call that chooses its mode), and uses in other files need it too")
+        return Fix(SAFE, f"Keep graph mode at every use of `{owner}` in this file: {names} "
+                         "(uses in other files need the same pin)", tuple(edits))
+    if not pinnable or not edits:
+        return None  # no pin possible, or already pinned: the diagnostic comes from elsewhere
+    return Fix(SAFE, f"Keep graph mode at {names}", tuple(edits))
+
+
+def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic) -> list[Fix]:
+    """Every fix the rule offers for this diagnostic, in the rule's order."""
+    found = []
+    for kind in rule.fixes:
+        try:
+            fix = pin_fix(index, diagnostic) if kind == PIN else REWRITES[kind](index, diagnostic)
+        except Exception:  # a fix bug must never break linting or the file: no fix then
+            fix = None
+        if fix is not None:
+            found.append(fix)
+    return found
+
+
+def choose(fixes: list[Fix], unsafe: bool) -> Fix | None:
+    """The fix to show and apply: with ``unsafe``, a tree-native rewrite before a pin;
+    otherwise a safe fix first. Display-only fixes come last."""
+    order = (UNSAFE, SAFE) if unsafe else (SAFE, UNSAFE)
+    for applicability in (*order, DISPLAY_ONLY):
+        for fix in fixes:
+            if fix.applicability == applicability and (fix.edits or applicability == DISPLAY_ONLY):
+                return fix
+    return None
+
+
+def fix_for(diagnostic: Diagnostic, index: SourceIndex, unsafe: bool = False) -> Fix | None:
+    """The fix of one diagnostic (None: the rule has none, or none applies here)."""
+    from nnx_lint.registry import rule_by_code
+
+    rule = rule_by_code(diagnostic.code)
+    if rule is None:
+        return None
+    return choose(candidate_fixes(rule, index, diagnostic), unsafe)
+
+
+def parses(text: str) -> bool:
+    """Whether ``text`` is valid Python for both libcst and CPython's own parser."""
+    try:
+        cst.parse_module(text)
+        ast.parse(text)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
+        return False
+    return True
+
+
+@dataclass
+class FixOutcome:
+    """What fixing one text did."""
+
+    text: str
+    #: Applied fixes by diagnostic code.
+    fixed: Counter = field(default_factory=Counter)
+    passes: int = 0
+
+
+def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic], unsafe: bool,
+                 fixed: Counter) -> list[Edit]:
+    """One pass: the edits of the applicable, non-overlapping fixes that keep ``text`` parsing."""
+    chosen: list[Fix] = []
+    edits: list[Edit] = []
+    for diagnostic in diagnostics:
+        fix = fix_for(diagnostic, index, unsafe)
+        if fix is None or not fix.applies(unsafe):
+            continue
+        if set(fix.edits) <= set(edits):
+            fixed[diagnostic.code] += 1  # the same pin as an earlier diagnostic's
+            continue
+        if any(overlaps(fix, other) for other in chosen):
+            continue  # recomputed on the next pass
+        if not parses(apply_edits(text, [*edits, *fix.edits])):
+            continue
+        chosen.append(fix)
+        edits.extend(fix.edits)
+        fixed[diagnostic.code] += 1
+    return edits
+
+
+def fix_text(text: str, lint, unsafe: bool = False) -> FixOutcome:
+    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics."""
+    outcome = FixOutcome(text)
+    for _ in range(MAX_PASSES):
+        if not parses(outcome.text):
+            break
+        index = SourceIndex(outcome.text)
+        edits = select_edits(outcome.text, index, lint(outcome.text), unsafe, outcome.fixed)
+        if not edits:
+            break
+        outcome.text = apply_edits(outcome.text, edits)
+        outcome.passes += 1
+    return outcome
+
+
+def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = None):
+    """``lint(text)`` for a file at ``path``, with the project's cross-file knowledge."""
+    from nnx_lint.engine import lint_source
+    from nnx_lint.project import module_name_for, shared_project
+
+    project = shared_project([Path(r) for r in roots or [str(Path.cwd())]])
+    module_name, package_root = module_name_for(Path(path))
+
+    def lint(text: str) -> list[Diagnostic]:
+        project.start_file(path, package_root)
+        return lint_source(text, path, rules, project=project, module_name=module_name)
+
+    return lint
+
+
+def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
+             roots: list[str] | None = None) -> FixOutcome:
+    """Fix one Python file's text; the outcome says what was fixed."""
+    if rules is None:
+        from nnx_lint.registry import select_rules
+
+        rules = list(select_rules(None, (), ()))
+    return fix_text(text, linter_for(path, rules, roots), unsafe)
+
+
+def fix_source(path: str, text: str, unsafe: bool = False) -> str:
+    """The fixed text of one Python source with the default rules (what stdin input goes
+    through: ``path`` names the file for the project's cross-file knowledge)."""
+    return fix_file(path, text, None, unsafe).text
+
+
+# -- notebooks ------------------------------------------------------------------------------
+
+
+def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
+                 roots: list[str] | None = None) -> tuple[bytes, Counter]:
+    """Fix a notebook's code cells (linted as one module, edited cell by cell); everything
+    else in the document is written back as it was."""
+    from nnx_lint.notebooks import notebook_source
+
+    document = json.loads(data.decode("utf-8"))
+    lint = linter_for(path, rules, roots)
+    fixed: Counter = Counter()
+    changed = False
+    for _ in range(MAX_PASSES):
+        text, origin = notebook_source(json.dumps(document).encode("utf-8"))
+        if not parses(text):
+            break
+        index = SourceIndex(text)
+        edits = select_edits(text, index, lint(text), unsafe, fixed)
+        by_cell = _edits_by_cell(edits, origin, text)
+        if not by_cell:
+            break
+        for cell_number, cell_edits in by_cell.items():
+            cell = document["cells"][cell_number - 1]  # cells are numbered among all cells, as in Ruff
+            source = cell.get("source", "")
+            was_list = isinstance(source, list)
+            new = apply_edits("".join(source) if was_list else str(source), cell_edits)
+            cell["source"] = new.splitlines(keepends=True) if was_list else new
+        changed = True
+    if not changed:
+        return data, fixed
+    return _dump_like(document, data), fixed
+
+
+def _edits_by_cell(edits: list[Edit], origin, text: str) -> dict[int, list[Edit]]:
+    """Module edits as edits of cell sources; edits on blanked magics or across cells are dropped."""
+    by_cell: dict[int, list[Edit]] = {}
+    for edit in edits:
+        if edit.end_line > len(origin):
+            continue
+        start, end = origin[edit.line - 1], origin[edit.end_line - 1]
+        if start.cell != end.cell:
+            continue
+        by_cell.setdefault(start.cell, []).append(
+            Edit(start.line, edit.column, end.line, edit.end_column, edit.content))
+    return by_cell
+
+
+def cell_edits(fix: Fix, origin) -> Fix | None:
+    """A module-coordinate fix of a notebook in cell coordinates (None if it spans cells)."""
+    mapped = []
+    for edit in fix.edits:
+        if edit.end_line > len(origin) or origin[edit.line - 1].cell != origin[edit.end_line - 1].cell:
+            return None
+        mapped.append(Edit(origin[edit.line - 1].line, edit.column, origin[edit.end_line - 1].line,
+                           edit.end_column, edit.content))
+    return Fix(fix.applicability, fix.message, tuple(mapped))
+
+
+def _dump_like(document: dict, original: bytes) -> bytes:
+    """Serialise like the original file: its indentation and final newline (nbformat's style)."""
+    text = original.decode("utf-8")
+    indent = 1
+    for line in text.splitlines()[1:2]:
+        indent = len(line) - len(line.lstrip(" ")) or 1
+    dumped = json.dumps(document, indent=indent, ensure_ascii=False)
+    return (dumped + ("\n" if text.endswith("\n") else "")).encode("utf-8")

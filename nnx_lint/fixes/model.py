@@ -1,0 +1,96 @@
+"""The fix record: Ruff's model (applicability, message, text edits), no libcst needed.
+
+An :class:`Edit` replaces the text between two positions (1-based rows and columns, as
+the diagnostics use) with ``content``: an insertion when both positions are equal. A
+:class:`Fix` is applied as a whole (all its edits or none).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: Ruff's applicability levels: ``--fix`` applies ``safe`` fixes, ``--unsafe-fixes`` adds
+#: ``unsafe`` ones, ``display-only`` fixes are shown and never applied.
+SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
+APPLICABILITIES = (SAFE, UNSAFE, DISPLAY_ONLY)
+
+#: A rule's fix kinds (``Rule.fixes``): keep graph mode at the call, or a tree-native rewrite.
+PIN = "pin"
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace ``[line:column, end_line:end_column)`` with ``content``."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    @property
+    def start(self) -> tuple[int, int]:
+        return (self.line, self.column)
+
+    @property
+    def end(self) -> tuple[int, int]:
+        return (self.end_line, self.end_column)
+
+    def to_json(self) -> dict[str, Any]:
+        """Ruff's JSON edit: ``content``, ``location`` and ``end_location`` (row, column)."""
+        return {
+            "content": self.content,
+            "location": {"row": self.line, "column": self.column},
+            "end_location": {"row": self.end_line, "column": self.end_column},
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One diagnostic's fix: how safe it is, what it does, and its edits."""
+
+    applicability: str
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+    def applies(self, unsafe: bool) -> bool:
+        """Whether ``--fix`` (and ``--unsafe-fixes`` when ``unsafe``) applies this fix."""
+        if not self.edits:
+            return False
+        return self.applicability == SAFE or (unsafe and self.applicability == UNSAFE)
+
+    def to_json(self) -> dict[str, Any]:
+        """Ruff's JSON ``fix`` object."""
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [edit.to_json() for edit in sorted(self.edits)],
+        }
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """``text`` with non-overlapping ``edits`` applied (positions refer to ``text``).
+
+    >>> apply_edits("f(x)\\n", [Edit(1, 4, 1, 4, ", graph=True")])
+    'f(x, graph=True)\\n'
+    """
+    offsets = line_offsets(text)
+    result = text
+    for edit in sorted(edits, reverse=True):
+        start = offsets[edit.line - 1] + edit.column - 1
+        end = offsets[edit.end_line - 1] + edit.end_column - 1
+        result = result[:start] + edit.content + result[end:]
+    return result
+
+
+def line_offsets(text: str) -> list[int]:
+    """The character offset at which each line of ``text`` starts (one extra for the end)."""
+    offsets = [0]
+    for line in text.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    return offsets
+
+
+def overlaps(a: Fix, b: Fix) -> bool:
+    """Whether two fixes edit overlapping (or touching) ranges: they then go in separate passes."""
+    return any(x.start <= y.end and y.start <= x.end for x in a.edits for y in b.edits)
