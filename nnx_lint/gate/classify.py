@@ -150,6 +150,8 @@ def run_gate(options: GateOptions) -> GateOutcome:
             outcome.runs[mode.name] = record
             if record.status in ("failed-to-start", "no-report", "usage-error"):
                 break  # the same command will not do better in the other mode
+            if record.results.saw_session and record.results.flax_version is None:
+                break  # no flax: the other mode would run the very same code
         _check_runs(outcome)
         graph_run, tree_run = outcome.runs.get("graph"), outcome.runs.get("tree")
         if graph_run is None or tree_run is None or not (graph_run.results.tests or tree_run.results.tests

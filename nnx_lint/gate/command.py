@@ -57,6 +57,13 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
                       help="time budget for the whole gate; a run still going is stopped and reported as incomplete")
 
 
+def exit_status(problems: list[str], breaking: set[str], baseline: set[str]) -> int:
+    """The documented exit status (see the module docstring): problems win over breaks."""
+    if problems:
+        return EXIT_ERROR
+    return EXIT_BREAKS if breaking - baseline else EXIT_CLEAN
+
+
 def _flax_missing_here(command: list[str]) -> bool:
     """True when the command runs in this Python and flax is not installed in it."""
     first = command[0] if command else ""
@@ -130,11 +137,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         except BaselineError as exc:
             outcome.problems.append(str(exc))
         baseline = (baseline or set()) | {verdict.nodeid for verdict in breaking}
-    new_breaks = [verdict for verdict in breaking if verdict.nodeid not in (baseline or set())]
-    if outcome.problems:
-        status = EXIT_ERROR
-    else:
-        status = EXIT_BREAKS if new_breaks else EXIT_CLEAN
+    status = exit_status(outcome.problems, {verdict.nodeid for verdict in breaking}, baseline or set())
     if outcome.reruns_skipped:
         notes.append(f"{outcome.reruns_skipped} Tree-Mode-only failure(s) were not re-run alone: "
                      "they are listed as 'not isolated'")

@@ -51,6 +51,8 @@ class TestResult:
     collection error), ``skipped``, ``xfailed`` or ``xpassed``.
     """
 
+    __test__ = False  # not a pytest test class, whatever its name
+
     nodeid: str
     outcome: str = "passed"
     duration: float = 0.0

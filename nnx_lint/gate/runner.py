@@ -29,12 +29,8 @@ _KILL_GRACE_SECONDS = 3.0
 
 
 def is_pytest_command(command: list[str]) -> bool:
-    """True when ``command`` runs pytest (``pytest ...``, ``py.test``, ``python -m pytest``)."""
-    for index, argument in enumerate(command[:4]):
-        name = os.path.basename(argument)
-        if name in ("pytest", "py.test") or (argument == "-m" and command[index + 1:index + 2] == ["pytest"]):
-            return True
-    return False
+    """True when ``command`` runs pytest: ``pytest ...``, ``py.test ...`` or ``<python> -m pytest ...``."""
+    return bool(command) and (os.path.basename(command[0]) in ("pytest", "py.test") or command[1:3] == ["-m", "pytest"])
 
 
 def uses_junit(command: list[str]) -> bool:
@@ -74,11 +70,11 @@ def rerun_command(command: list[str], cwd: Path) -> list[str]:
 
 
 def _pytest_argument_start(command: list[str]) -> int:
-    for index, argument in enumerate(command[:4]):
-        if os.path.basename(argument) in ("pytest", "py.test"):
-            return index + 1
-        if argument == "-m" and command[index + 1:index + 2] == ["pytest"]:
-            return index + 2
+    """The index of pytest's first own argument in ``command``."""
+    if command and os.path.basename(command[0]) in ("pytest", "py.test"):
+        return 1
+    if command[1:3] == ["-m", "pytest"]:
+        return 3
     return len(command)
 
 

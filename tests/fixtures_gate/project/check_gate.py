@@ -17,9 +17,15 @@ def test_predicted_break():
 
 
 def test_passes():
-    """Passes in both modes."""
+    """Passes in both modes; holds a silent finding (NNX304) that the gate lists as run without failing."""
     block = models.Block(nnx.Rngs(0))
-    assert nnx.jit(lambda block, x: block(x))(block, jnp.ones(2)).shape == (2,)
+
+    @nnx.jit
+    def forward(block, x):
+        block.eval()
+        return block(x)
+
+    assert forward(block, jnp.ones(2)).shape == (2,)
 
 
 def test_fails_in_both_modes():
