@@ -289,6 +289,7 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     assert report["summary"]["reruns"] == 5  # three alone in Tree Mode, two alone in graph mode
     assert done.returncode == EXIT_CLEAN  # --write-baseline accepts what it wrote
     assert read_baseline(tmp_path / "base.json") == {"check_env.py::test_break", "check_env.py::test_pollute"}
+    assert "nnx-lint gate:" not in done.stderr  # no progress line when stderr is not a TTY
 
     (tmp_path / "partial.json").write_text(json.dumps(
         {"tool": "nnx-lint gate", "version": 1, "tree_mode_breaks": ["check_env.py::test_break", "check_env.py::old"]}))
@@ -428,3 +429,35 @@ def test_main_suite_does_not_collect_the_gate_fixture_project():
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            "tests/fixtures_gate"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 5, done.stdout  # 5: no tests collected
+
+
+# ---------------------------------------------------------------- run checks and progress
+
+
+def test_flax_missing_in_the_test_process_and_a_mode_that_did_not_take_effect_are_problems():
+    from nnx_lint.gate.classify import GateOutcome, _check_runs
+    from nnx_lint.gate.results import RunResults
+    from nnx_lint.gate.runner import RunRecord
+
+    outcome = GateOutcome()
+    outcome.runs["graph"] = RunRecord("graph", ["pytest"], "finished",
+                                      RunResults(finished=True, saw_session=True, flax_version=None))
+    outcome.runs["tree"] = RunRecord("tree", ["pytest"], "finished", RunResults(
+        finished=True, saw_session=True, flax_version="0.12.8",
+        flax_config={"nnx_graph_mode": True, "nnx_graph_updates": True}))
+    _check_runs(outcome)
+    assert any(problem.startswith("flax is not installed in the test command's Python") for problem in outcome.problems)
+    assert any("the Tree Mode run did not run in Tree Mode" in problem for problem in outcome.problems)
+
+
+def test_progress_line_only_when_enabled(capsys):
+    from nnx_lint.gate.runner import Progress
+
+    Progress(enabled=False).show("graph mode run", 3, 10)
+    assert capsys.readouterr().err == ""
+    progress = Progress(enabled=True)
+    progress.show("graph mode run", 3, 10)
+    progress.show("Tree Mode run", 4, None)
+    err = capsys.readouterr().err
+    assert "\rnnx-lint gate: graph mode run 3/10 tests, 0:00 elapsed" in err
+    assert "Tree Mode run 4/? tests" in err
