@@ -294,14 +294,19 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     (tmp_path / "partial.json").write_text(json.dumps(
         {"tool": "nnx-lint gate", "version": 1, "tree_mode_breaks": ["check_env.py::test_break", "check_env.py::old"]}))
     # Only two tests this time, to keep it cheap: the command's own selection is honoured.
-    done = _gate(root, ".", "--baseline", str(tmp_path / "partial.json"), "-n", "2", "--", sys.executable, "-m",
-                 "pytest", "-k", "test_break or test_pass")
+    # And the re-runs start cold (fresh processes) instead of forking from the warm server.
+    done = _gate(root, ".", "--baseline", str(tmp_path / "partial.json"), "-n", "2", "--no-warm-reruns",
+                 "--output-format", "json", "--", sys.executable, "-m", "pytest", "-k", "test_break or test_pass")
+    cold = json.loads(done.stdout)
+    assert [item["nodeid"] for item in cold["tree_breaks"]] == ["check_env.py::test_break"]
+    assert cold["tree_breaks"][0]["alone_graph"]["outcome"] == "passed"
     assert done.returncode == EXIT_CLEAN, done.stdout + done.stderr
-    assert "check_env.py::test_break [baseline]" in done.stdout
-    assert "test_pollute" not in done.stdout
-    assert "no longer breaking (1): check_env.py::old" in done.stdout
+    text = render(cold, "text")
+    assert "check_env.py::test_break [baseline]" in text
+    assert "test_pollute" not in text
+    assert "no longer breaking (1): check_env.py::old" in text
     if not gate_command.importlib.util.find_spec("xdist"):
-        assert "-n 2 ignored: pytest-xdist is not installed" in done.stdout
+        assert "-n 2 ignored: pytest-xdist is not installed" in text
 
     markdown = render(report, "markdown")
     assert markdown.startswith("## nnx-lint gate: ")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from nnx_lint.gate.modes import GRAPH, TREE
 from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
-from nnx_lint.gate.runner import (GateInterrupted, Progress, RunRecord, is_pytest_command, rerun_command, run_once,
-                                  uses_junit)
+from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
+                                  rerun_command, run_once, uses_junit, warm_python)
 
 VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
 
@@ -114,6 +114,8 @@ class GateOptions:
     jobs: int | None = None
     timeout: float | None = None
     progress: Progress | None = None
+    #: Fork re-runs from a server that imported flax once (``<python> -m pytest`` commands only).
+    warm: bool = True
 
 
 def _with_jobs(command: list[str], jobs: int | None) -> list[str]:
@@ -182,31 +184,51 @@ def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str
              options: GateOptions, deadline: float | None, progress: Progress, outcome: GateOutcome) -> None:
     can_rerun = is_pytest_command(options.command) and not uses_junit(options.command)
     base_command = rerun_command(options.command, options.cwd) if can_rerun else []
+    python = warm_python(base_command) if options.warm else None
+    servers: dict[str, WarmServer | None] = {}
     slowest = 0.0
-    for index, nodeid in enumerate(candidates):
-        if outcome.interrupted:
-            break
-        reason = "" if can_rerun else "re-runs need a pytest command"
-        if reason == "" and deadline is not None and time.monotonic() + 2 * slowest > deadline:
-            reason = "skipped: the time budget would be exceeded"
-        if reason:
-            outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
-            outcome.reruns_skipped += 1
-            continue
-        alone: dict[str, TestResult | None] = {}
-        for mode in (TREE, GRAPH):
-            if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
-                break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
-            progress.show(f"re-running alone ({mode.label}) {index + 1}/{len(candidates)}")
-            record = run_once(base_command + _rerun_target(nodeid, rootdir, options.cwd), mode, cwd=options.cwd,
-                              workdir=options.workdir, label=f"alone-{index}-{mode.name}", deadline=deadline)
-            slowest = max(slowest, record.elapsed)
-            outcome.reruns.append(record)
-            alone[mode.name] = _find(record.results, nodeid) if record.status in ("finished",) else None
-            if record.status == "timeout":
-                break
-        outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
-                                                    alone.get("graph")))
+    try:
+        for index, nodeid in enumerate(candidates):
+            reason = "" if can_rerun else "re-runs need a pytest command"
+            if reason == "" and deadline is not None and time.monotonic() + 2 * slowest > deadline:
+                reason = "skipped: the time budget would be exceeded"
+            if reason:
+                outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
+                outcome.reruns_skipped += 1
+                continue
+            alone: dict[str, TestResult | None] = {}
+            for mode in (TREE, GRAPH):
+                if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
+                    break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
+                progress.show(f"re-running alone ({mode.label}) {index + 1}/{len(candidates)}")
+                target = _rerun_target(nodeid, rootdir, options.cwd)
+                label = f"alone-{index}-{mode.name}"
+                record = None
+                if python is not None:
+                    if mode.name not in servers:
+                        servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir)
+                    server = servers[mode.name]
+                    if server is not None:
+                        record = server.run(base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
+                                            deadline=deadline)
+                        if record is None or record.status in ("no-report", "usage-error"):
+                            servers[mode.name] = None  # a broken server: the rest run cold
+                            server.close()
+                            record = None
+                if record is None:
+                    record = run_once(base_command + target, mode, cwd=options.cwd, workdir=options.workdir,
+                                      label=label, deadline=deadline)
+                slowest = max(slowest, record.elapsed)
+                outcome.reruns.append(record)
+                alone[mode.name] = _find(record.results, nodeid) if record.status == "finished" else None
+                if record.status == "timeout":
+                    break
+            outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
+                                                        alone.get("graph")))
+    finally:
+        for server in servers.values():
+            if server is not None:
+                server.close()
 
 
 def _check_runs(outcome: GateOutcome) -> None:

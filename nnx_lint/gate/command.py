@@ -53,6 +53,9 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
                       help="write the Tree Mode breaks found to FILE (and accept them in this run)")
     gate.add_argument("-n", "--numprocesses", dest="jobs", type=int, metavar="N",
                       help="pass -n N to pytest-xdist for the two full runs (needs pytest-xdist)")
+    gate.add_argument("--no-warm-reruns", action="store_true",
+                      help="start every isolated re-run as a fresh test command instead of forking it from a "
+                           "server that imported flax once")
     gate.add_argument("--timeout", type=float, metavar="SECONDS",
                       help="time budget for the whole gate; a run still going is stopped and reported as incomplete")
 
@@ -121,7 +124,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     workdir = Path(tempfile.mkdtemp(prefix="nnx-lint-gate-"))
     try:
         outcome = run_gate(GateOptions(command=command, cwd=Path.cwd(), workdir=workdir, jobs=jobs,
-                                       timeout=args.timeout, progress=Progress()))
+                                       timeout=args.timeout, progress=Progress(), warm=not args.no_warm_reruns))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     root = path.resolve() if path.is_dir() else path.resolve().parent

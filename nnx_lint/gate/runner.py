@@ -237,14 +237,20 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
         record.results = read_plugin_report(report)
         raise GateInterrupted(record) from None
     record.elapsed = time.monotonic() - started
-    record.returncode = process.returncode
+    return _finish(record, process.returncode, report, junit if junit_mode else None, output, cwd)
+
+
+def _finish(record: RunRecord, returncode: int | None, report: Path, junit: Path | None, output: Path,
+            cwd: Path) -> RunRecord:
+    """Read a run's results and decide its status from them and the exit status."""
+    record.returncode = returncode
     record.output_tail = _tail(output)
-    record.results = read_junit(junit, cwd) if junit_mode else read_plugin_report(report)
+    record.results = read_junit(junit, cwd) if junit is not None else read_plugin_report(report)
     if record.status != "finished":
         return record
-    if junit_mode:
+    if junit is not None:
         if not junit.exists():
-            record.status = "crashed" if (process.returncode or 0) < 0 else "no-report"
+            record.status = "crashed" if (returncode or 0) < 0 else "no-report"
         return record
     pytest_status = record.results.pytest_status
     if not record.results.finished:
@@ -256,6 +262,94 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
     elif pytest_status == 2:
         record.status = "interrupted"
     return record
+
+
+def warm_python(command: list[str]) -> str | None:
+    """The interpreter of a ``<python> -m pytest`` command (re-runs can then be forked warm)."""
+    return command[0] if len(command) >= 3 and command[1:3] == ["-m", "pytest"] else None
+
+
+class WarmServer:
+    """The client of ``nnx_lint.gate.warm``: one server per mode, one forked process per re-run."""
+
+    def __init__(self, python: str, mode: Mode, *, cwd: Path, workdir: Path):
+        self.mode, self.cwd, self.workdir = mode, cwd, workdir
+        self._buffer = b""
+        with open(workdir / f"warm-{mode.name}.out", "wb") as sink:
+            self.process = subprocess.Popen(
+                [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, workdir / "unused.jsonl"),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink, start_new_session=True)
+
+    def _reply(self, deadline: float | None) -> dict | None:
+        """The server's next reply, or None at the deadline or when the server is gone."""
+        import json
+        import select
+
+        descriptor = self.process.stdout.fileno()  # type: ignore[union-attr]
+        while b"\n" not in self._buffer:
+            wait = _POLL_SECONDS if deadline is None else max(0.0, min(_POLL_SECONDS, deadline - time.monotonic()))
+            ready, _, _ = select.select([descriptor], [], [], wait)
+            if ready:
+                chunk = os.read(descriptor, 65536)
+                if not chunk:
+                    return None
+                self._buffer += chunk
+            elif deadline is not None and time.monotonic() >= deadline:
+                return None
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def run(self, args: list[str], *, label: str, deadline: float | None) -> RunRecord | None:
+        """One re-run; None when the server is not usable (the caller then runs it cold)."""
+        import json
+
+        report, output = self.workdir / f"{label}.jsonl", self.workdir / f"{label}.out"
+        report.unlink(missing_ok=True)
+        record = RunRecord(mode=self.mode.name, command=["(warm)", *args], status="finished")
+        started = time.monotonic()
+        try:
+            self.process.stdin.write((json.dumps({"args": args, "report": str(report), "output": str(output)})  # type: ignore[union-attr]
+                                      + "\n").encode())
+            self.process.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError):
+            return None
+        pid = None
+        try:
+            started_reply = self._reply(None)
+            if started_reply is None:
+                return None
+            pid = int(started_reply["pid"])
+            ended = self._reply(deadline)
+            if ended is None:
+                _kill_pid_group(pid)
+                record.status = "timeout"
+                ended = self._reply(time.monotonic() + 10)
+        except KeyboardInterrupt:
+            if pid is not None:
+                _kill_pid_group(pid)
+            self.close()
+            record.status = "interrupted"
+            record.results = read_plugin_report(report)
+            raise GateInterrupted(record) from None
+        record.elapsed = time.monotonic() - started
+        returncode = None if ended is None else int(ended["exit"])
+        return _finish(record, returncode, report, None, output, self.cwd)
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()  # type: ignore[union-attr]
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            _kill_group(self.process)
+
+
+def _kill_pid_group(pid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(_KILL_GRACE_SECONDS if sig == signal.SIGTERM else 0)
 
 
 class GateInterrupted(Exception):
