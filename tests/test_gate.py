@@ -287,6 +287,7 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     assert [item["nodeid"] for item in report["order_dependent"]] == ["check_env.py::test_order"]
     assert report["tree_breaks"][0]["alone_tree"]["exception"]["category"] == "aliasing"
     assert report["summary"]["reruns"] == 5  # three alone in Tree Mode, two alone in graph mode
+    assert report["summary"]["warm_reruns"] == 5  # forked from the per-mode server
     assert done.returncode == EXIT_CLEAN  # --write-baseline accepts what it wrote
     assert read_baseline(tmp_path / "base.json") == {"check_env.py::test_break", "check_env.py::test_pollute"}
     assert "nnx-lint gate:" not in done.stderr  # no progress line when stderr is not a TTY
@@ -300,6 +301,7 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     cold = json.loads(done.stdout)
     assert [item["nodeid"] for item in cold["tree_breaks"]] == ["check_env.py::test_break"]
     assert cold["tree_breaks"][0]["alone_graph"]["outcome"] == "passed"
+    assert cold["summary"]["reruns"] == 2 and cold["summary"]["warm_reruns"] == 0
     assert done.returncode == EXIT_CLEAN, done.stdout + done.stderr
     text = render(cold, "text")
     assert "check_env.py::test_break [baseline]" in text

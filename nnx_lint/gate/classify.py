@@ -137,8 +137,12 @@ def _rerun_target(nodeid: str, rootdir: str | None, cwd: Path) -> list[str]:
     return (["--rootdir", str(base)] if rootdir else []) + [target]
 
 
-def run_gate(options: GateOptions) -> GateOutcome:
-    """Both full runs, then the isolated re-runs within the time budget."""
+def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None) -> GateOutcome:
+    """Both full runs, then the isolated re-runs within the time budget.
+
+    ``full_runs`` (``{"graph": ..., "tree": ...}``) supplies full runs made earlier, e.g. by a
+    measurement script that resumes from saved plugin reports; they are then not run again.
+    """
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     outcome = GateOutcome()
@@ -146,9 +150,9 @@ def run_gate(options: GateOptions) -> GateOutcome:
 
     try:
         for mode in (GRAPH, TREE):
-            record = run_once(_with_jobs(options.command, options.jobs), mode, cwd=options.cwd,
-                              workdir=options.workdir, label=f"full-{mode.name}", deadline=deadline,
-                              progress=progress, phase=f"{mode.label} run")
+            record = (full_runs or {}).get(mode.name) or run_once(
+                _with_jobs(options.command, options.jobs), mode, cwd=options.cwd, workdir=options.workdir,
+                label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run")
             outcome.runs[mode.name] = record
             if record.status in ("failed-to-start", "no-report", "usage-error"):
                 break  # the same command will not do better in the other mode

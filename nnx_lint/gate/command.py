@@ -19,6 +19,10 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nnx_lint.gate.classify import GateOutcome
 
 EXIT_CLEAN, EXIT_BREAKS, EXIT_ERROR = 0, 1, 2
 DEFAULT_COMMAND = ("{python}", "-m", "pytest")
@@ -78,7 +82,7 @@ def _flax_missing_here(command: list[str]) -> bool:
 def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -> int:
     """Run the gate as parsed by the CLI; returns the exit status."""
     from nnx_lint.config import ConfigError
-    from nnx_lint.gate.baseline import BaselineError, read_baseline, write_baseline
+    from nnx_lint.gate.baseline import BaselineError, read_baseline
     from nnx_lint.registry import UnknownSelector
 
     command = [part.replace("{python}", sys.executable) for part in DEFAULT_COMMAND] if not test_command else test_command
@@ -116,9 +120,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         print("nnx-lint: interrupted", file=sys.stderr)
         return EXIT_ERROR
 
-    from nnx_lint.gate.attribution import Attributor
     from nnx_lint.gate.classify import GateOptions, run_gate
-    from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
     from nnx_lint.gate.runner import Progress
 
     workdir = Path(tempfile.mkdtemp(prefix="nnx-lint-gate-"))
@@ -127,6 +129,21 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
                                        timeout=args.timeout, progress=Progress(), warm=not args.no_warm_reruns))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    status, output = finish(outcome, diagnostics, path, baseline, args, notes)
+    try:
+        print(output)
+    except BrokenPipeError:
+        pass
+    return status
+
+
+def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[str] | None,
+           args: argparse.Namespace, notes: list[str]) -> tuple[int, str]:
+    """Attribute the breaks, apply the baseline, and render: (exit status, report text)."""
+    from nnx_lint.gate.attribution import Attributor
+    from nnx_lint.gate.baseline import BaselineError, write_baseline
+    from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
+
     root = path.resolve() if path.is_dir() else path.resolve().parent
     attributor = Attributor(diagnostics, root)
     breaking = [verdict for verdict in outcome.verdicts if verdict.kind in BREAKING_KINDS]
@@ -150,12 +167,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     report = build_report(outcome, attributions, passing, root=root, baseline=baseline,
                           baseline_file=str(baseline_file) if baseline_file else None,
                           findings=len(diagnostics), exit_status=status, notes=notes)
-    output = render(report, args.output_format)
-    try:
-        print(output)
-    except BrokenPipeError:
-        pass
-    return status
+    return status, render(report, args.output_format)
 
 
 def _split_codes(values: list[str] | None) -> list[str] | None:

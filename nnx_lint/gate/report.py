@@ -93,6 +93,7 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
             "unexplained": sum(1 for a in attributed if not a.explained),
             "static_findings": findings,
             "reruns": len(outcome.reruns),
+            "warm_reruns": sum(1 for record in outcome.reruns if record.command[:1] == ["(warm)"]),
             "reruns_skipped": outcome.reruns_skipped,
             "interrupted": outcome.interrupted,
             "elapsed": round(outcome.elapsed, 1),
