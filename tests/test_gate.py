@@ -468,3 +468,33 @@ def test_progress_line_only_when_enabled(capsys):
     err = capsys.readouterr().err
     assert "\rnnx-lint gate: graph mode run 3/10 tests, 0:00 elapsed" in err
     assert "Tree Mode run 4/? tests" in err
+
+
+def test_findings_inside_passing_tests_by_node_id(tmp_path):
+    from nnx_lint.gate.attribution import Attributor
+    from nnx_lint.gate.classify import GateOutcome
+    from nnx_lint.gate.results import RunResults
+    from nnx_lint.gate.runner import RunRecord
+
+    (tmp_path / "t.py").write_text(textwrap.dedent("""\
+        class TestA:
+            def test_ok(self):
+                x = 1          # line 3
+
+            def test_bad(self):
+                y = 2          # line 6
+
+
+        def test_param():
+            z = 3              # line 10
+        """))
+    passed = {nodeid: TestResult(nodeid) for nodeid in ("t.py::TestA::test_ok", "t.py::test_param0")}
+    failed = {"t.py::TestA::test_bad": TestResult("t.py::TestA::test_bad", "failed")}
+    outcome = GateOutcome()
+    for mode in ("graph", "tree"):
+        outcome.runs[mode] = RunRecord(mode, ["pytest"], "finished", RunResults(tests={**passed, **failed}))
+    diagnostics = [_diagnostic(tmp_path / "t.py", line, kind) for line, kind in ((3, "NNX304"), (6, "NNX201"),
+                                                                               (10, "NNX601"))]
+    found = Attributor(diagnostics, tmp_path, cwd=tmp_path).findings_in_passing_tests(outcome, tmp_path)
+    assert [(item.diagnostic.code, item.nodeids) for item in found] == [
+        ("NNX304", ["t.py::TestA::test_ok"]), ("NNX601", ["t.py::test_param0"])]

@@ -214,7 +214,8 @@ class Attributor:
             if not diagnostics:
                 continue
             qualified = ".".join(part.partition("[")[0] for part in rest.split("::") if part != "()")
-            span = self.functions.named(file, qualified)
+            # absltest's parameterized tests are methods named ``test_x0``, ``test_x1``... made from ``test_x``.
+            span = self.functions.named(file, qualified) or self.functions.named(file, qualified.rstrip("0123456789"))
             if span is None:
                 continue
             for diagnostic in diagnostics:
