@@ -183,7 +183,8 @@ def test_attribution_at_near_same_function_and_unexplained(project):
     def summary(*diagnostics):
         return Attributor(list(diagnostics), project, cwd=project).attribute(failing).summary(project)
 
-    assert summary(_diagnostic(project / "models.py", 7)).startswith("explained by NNX201 at models.py:7 (at the failing")
+    assert summary(_diagnostic(project / "models.py", 7)).startswith(
+        "explained by NNX201 at models.py:7 (at the failing")
     assert "(near the failing frame" in summary(_diagnostic(project / "models.py", 5))
     assert "(in the same function as the failing frame" in summary(_diagnostic(project / "models.py", 2))
     assert summary(_diagnostic(project / "models.py", 11)) == "unexplained"
@@ -226,7 +227,8 @@ def test_exit_status_rules():
 
 
 def test_split_test_command_only_for_gate():
-    assert split_test_command(["gate", ".", "--", "pytest", "-x", "--", "y"]) == (["gate", "."], ["pytest", "-x", "--", "y"])
+    assert split_test_command(["gate", ".", "--", "pytest", "-x", "--", "y"]) == (
+        ["gate", "."], ["pytest", "-x", "--", "y"])
     assert split_test_command(["check", "--", "-a.py"]) == (["check", "--", "-a.py"], None)
 
 
@@ -283,7 +285,8 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     root = _write(tmp_path, ENVIRONMENT_PROJECT)
     done = _gate(root, ".", "--output-format", "json", "--write-baseline", str(tmp_path / "base.json"))
     report = json.loads(done.stdout)
-    assert [item["nodeid"] for item in report["tree_breaks"]] == ["check_env.py::test_break", "check_env.py::test_pollute"]
+    assert [item["nodeid"] for item in report["tree_breaks"]] == [
+        "check_env.py::test_break", "check_env.py::test_pollute"]
     assert [item["nodeid"] for item in report["order_dependent"]] == ["check_env.py::test_order"]
     assert report["tree_breaks"][0]["alone_tree"]["exception"]["category"] == "aliasing"
     assert report["summary"]["reruns"] == 5  # three alone in Tree Mode, two alone in graph mode
@@ -493,8 +496,8 @@ def test_findings_inside_passing_tests_by_node_id(tmp_path):
     outcome = GateOutcome()
     for mode in ("graph", "tree"):
         outcome.runs[mode] = RunRecord(mode, ["pytest"], "finished", RunResults(tests={**passed, **failed}))
-    diagnostics = [_diagnostic(tmp_path / "t.py", line, kind) for line, kind in ((3, "NNX304"), (6, "NNX201"),
-                                                                               (10, "NNX601"))]
+    cases = ((3, "NNX304"), (6, "NNX201"), (10, "NNX601"))
+    diagnostics = [_diagnostic(tmp_path / "t.py", line, code) for line, code in cases]
     found = Attributor(diagnostics, tmp_path, cwd=tmp_path).findings_in_passing_tests(outcome, tmp_path)
     assert [(item.diagnostic.code, item.nodeids) for item in found] == [
         ("NNX304", ["t.py::TestA::test_ok"]), ("NNX601", ["t.py::test_param0"])]

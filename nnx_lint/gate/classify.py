@@ -160,8 +160,9 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
                 break  # no flax: the other mode would run the very same code
         _check_runs(outcome)
         graph_run, tree_run = outcome.runs.get("graph"), outcome.runs.get("tree")
-        if graph_run is None or tree_run is None or not (graph_run.results.tests or tree_run.results.tests
-                                                          or graph_run.results.collect_errors):
+        if graph_run is None or tree_run is None:
+            return outcome
+        if not (graph_run.results.tests or tree_run.results.tests or graph_run.results.collect_errors):
             return outcome
         rootdir = tree_run.results.rootdir or graph_run.results.rootdir
         base = Path(rootdir) if rootdir else options.cwd

@@ -85,7 +85,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     from nnx_lint.gate.baseline import BaselineError, read_baseline
     from nnx_lint.registry import UnknownSelector
 
-    command = [part.replace("{python}", sys.executable) for part in DEFAULT_COMMAND] if not test_command else test_command
+    command = test_command or [part.replace("{python}", sys.executable) for part in DEFAULT_COMMAND]
     path: Path = args.path
     if not path.exists():
         print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
@@ -175,4 +175,3 @@ def _split_codes(values: list[str] | None) -> list[str] | None:
     from nnx_lint.cli import _split_codes as split
 
     return split(values)
-

@@ -19,8 +19,10 @@ from nnx_lint.gate.results import TestResult
 BREAKING_KINDS = ("tree-break", "not-isolated")
 _SECTIONS = (
     ("tree_breaks", "Breaks in Tree Mode", "fails alone in Tree Mode, passes alone in graph mode"),
-    ("not_isolated", "Failed only in the Tree Mode run, not isolated", "the re-runs alone were skipped or gave no result"),
-    ("order_dependent", "Order-dependent", "fails only in the full Tree Mode run; passes alone (an earlier test's pollution)"),
+    ("not_isolated", "Failed only in the Tree Mode run, not isolated",
+     "the re-runs alone were skipped or gave no result"),
+    ("order_dependent", "Order-dependent",
+     "fails only in the full Tree Mode run; passes alone (an earlier test's pollution)"),
     ("fails_in_both_modes", "Fails in both modes", "not a Tree Mode break"),
     ("graph_only", "Fails in graph mode only", "passes in Tree Mode"),
 )
@@ -163,13 +165,16 @@ def render_text(report: dict[str, Any]) -> str:
                 lines.append(f"      ({item['note']})")
     if report["findings_in_passing_tests"]:
         lines.append("")
-        lines.append(f"Static findings inside tests that pass in both modes ({len(report['findings_in_passing_tests'])}):")
-        for item in report["findings_in_passing_tests"]:
-            lines.append(f"  {item['path']}:{item['line']}: {item['code']} ({item['kind']}) in {', '.join(item['tests'][:3])}")
+        findings = report["findings_in_passing_tests"]
+        lines.append(f"Static findings inside tests that pass in both modes ({len(findings)}):")
+        for item in findings:
+            tests = ", ".join(item["tests"][:3])
+            lines.append(f"  {item['path']}:{item['line']}: {item['code']} ({item['kind']}) in {tests}")
     baseline = report.get("baseline")
     if baseline and baseline["fixed"]:
         lines.append("")
-        lines.append(f"In the baseline but no longer breaking ({len(baseline['fixed'])}): " + ", ".join(baseline["fixed"]))
+        fixed = baseline["fixed"]
+        lines.append(f"In the baseline but no longer breaking ({len(fixed)}): " + ", ".join(fixed))
     for note in report["notes"]:
         lines.append(f"note: {note}")
     for problem in report["problems"]:

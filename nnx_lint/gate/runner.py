@@ -308,8 +308,8 @@ class WarmServer:
         record = RunRecord(mode=self.mode.name, command=["(warm)", *args], status="finished")
         started = time.monotonic()
         try:
-            self.process.stdin.write((json.dumps({"args": args, "report": str(report), "output": str(output)})  # type: ignore[union-attr]
-                                      + "\n").encode())
+            request = json.dumps({"args": args, "report": str(report), "output": str(output)}) + "\n"
+            self.process.stdin.write(request.encode())  # type: ignore[union-attr]
             self.process.stdin.flush()  # type: ignore[union-attr]
         except (BrokenPipeError, OSError):
             return None
