@@ -172,10 +172,11 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
         verdicts, candidates = classify_full_runs(graph, tree)
         outcome.verdicts.extend(verdicts)
         _isolate(candidates, graph, tree, rootdir, options, deadline, progress, outcome)
-    except GateInterrupted as interrupted:
+    except (GateInterrupted, KeyboardInterrupt) as interrupted:
+        # Ctrl-C while a test command ran (GateInterrupted: that run was stopped) or in between.
         outcome.interrupted = True
-        record = interrupted.record
-        if record.mode not in outcome.runs and not outcome.verdicts:
+        record = getattr(interrupted, "record", None)
+        if record is not None and record.mode not in outcome.runs and not outcome.verdicts:
             outcome.runs[record.mode] = record
         outcome.problems.append("interrupted (Ctrl-C): the report is partial")
     finally:
