@@ -501,3 +501,12 @@ def test_findings_inside_passing_tests_by_node_id(tmp_path):
     found = Attributor(diagnostics, tmp_path, cwd=tmp_path).findings_in_passing_tests(outcome, tmp_path)
     assert [(item.diagnostic.code, item.nodeids) for item in found] == [
         ("NNX304", ["t.py::TestA::test_ok"]), ("NNX601", ["t.py::test_param0"])]
+
+
+def test_the_warm_server_is_fork_safe_after_importing_flax():
+    """The premise of warm re-runs, checked in a fresh process: no thread and no JAX backend after the imports."""
+    pytest.importorskip("flax")
+    program = ("import pytest, flax.nnx\nfrom nnx_lint.gate.warm import fork_unsafe_reason\n"
+               "import jax.numpy as jnp\nprint(fork_unsafe_reason())\njnp.ones(1)\nprint(fork_unsafe_reason())")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines() == ["None", "the JAX backend is already initialised"], done.stderr

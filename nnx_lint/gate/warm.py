@@ -48,14 +48,34 @@ def _child(args: list[str], report: str, output: str) -> None:
             os._exit(code)
 
 
+def fork_unsafe_reason() -> str | None:
+    """Why forking this process would be unsafe (threads, an initialised JAX backend), or None."""
+    import threading
+
+    if threading.active_count() > 1:
+        return f"{threading.active_count()} threads are running"
+    xla_bridge = sys.modules.get("jax._src.xla_bridge")
+    if xla_bridge is not None and getattr(xla_bridge, "_backends", None):
+        return "the JAX backend is already initialised"
+    return None
+
+
 def serve() -> None:
-    """Import once, then fork a child per request read from stdin."""
+    """Import once, then fork a child per request read from stdin.
+
+    If the imports left the process unsafe to fork, the server exits at once; the gate then
+    runs the re-runs as fresh processes.
+    """
     import pytest  # noqa: F401 - imported for the children
 
     try:
         import flax.nnx  # noqa: F401 - the expensive import every re-run would pay
     except Exception:  # noqa: BLE001 - without flax the children report it themselves
         pass
+    reason = fork_unsafe_reason()
+    if reason is not None:
+        print(f"nnx-lint gate: no warm re-runs: {reason} after importing flax", file=sys.stderr)
+        sys.exit(3)
     requests, replies = sys.stdin, sys.stdout
     for line in requests:
         request = json.loads(line)
