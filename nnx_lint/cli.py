@@ -3,6 +3,7 @@
     nnx-lint check [PATH ...]     lint files and directories (default: .)
     nnx-lint rule NNX201          print a rule's documentation
     nnx-lint rules                list every rule
+    nnx-lint gate [PATH] -- CMD   run the tests in graph mode and Tree Mode (nnx_lint/gate)
 
 Exit status: 0 clean, 1 findings, 2 usage, configuration or internal error.
 """
@@ -68,13 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
     commands.add_parser("rules", help="list every rule")
+    from nnx_lint.gate.command import add_gate_parser
+
+    add_gate_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    from nnx_lint.gate.command import split_test_command
+
+    argv, test_command = split_test_command(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     try:
+        if args.command == "gate":
+            from nnx_lint.gate.command import run_gate_command
+
+            return run_gate_command(args, test_command)
         if args.command == "check":
             return _check(args)
         if args.command == "rule":

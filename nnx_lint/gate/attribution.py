@@ -1,0 +1,259 @@
+"""Joining Tree Mode breaks with nnx-lint's static findings.
+
+For a failure, the *project frames* are the traceback frames whose file lies under the
+project path (and not in an installed package: ``site-packages``/``dist-packages``). The
+*deepest* project frame is the last one: where the project's code handed control to flax.
+
+A diagnostic explains a failure when, for some project frame (deepest first), it is
+
+- ``at`` the frame: the frame's line lies within the diagnostic's lines;
+- ``near`` it: same file, at most ``NEAR_LINES`` lines away (a transform is often built a
+  line or two before the line that calls it);
+- in the ``same function``: inside the innermost function (decorators included) that
+  contains the frame's line. Found with the standard library's ``ast`` on the file's text:
+  the project's code is parsed, never imported or executed.
+
+The first frame with any match wins, and within it the closest kind of match.
+"""
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.gate.classify import GateOutcome, Verdict
+from nnx_lint.gate.results import Failure, Frame
+
+#: How far (in lines) a diagnostic may be from a failing frame and still be "near" it.
+NEAR_LINES = 3
+MATCH_KINDS = ("at", "near", "same-function")
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+@dataclass
+class Match:
+    """A diagnostic that explains a failure, and how."""
+
+    diagnostic: Diagnostic
+    frame: Frame
+    how: str
+    deepest: bool
+
+    def describe(self, root: Path) -> str:
+        where = f"{_relative(self.diagnostic.path, root)}:{self.diagnostic.line}"
+        frame = f"{_relative(self.frame.file, root)}:{self.frame.line} in {self.frame.function}"
+        relation = {"at": "at", "near": "near", "same-function": "in the same function as"}[self.how]
+        which = "the failing frame" if self.deepest else "a frame of the call chain"
+        return f"{self.diagnostic.code} at {where} ({relation} {which}, {frame})"
+
+
+@dataclass
+class Attribution:
+    """Why one test breaks in Tree Mode, as far as the gate can tell."""
+
+    verdict: Verdict
+    failure: Failure | None
+    deepest: Frame | None
+    matches: list[Match] = field(default_factory=list)
+
+    @property
+    def explained(self) -> bool:
+        return bool(self.matches)
+
+    def summary(self, root: Path) -> str:
+        if not self.matches:
+            return "unexplained"
+        return "explained by " + self.matches[0].describe(root)
+
+
+@dataclass
+class PassingFinding:
+    """A static finding inside a test function that passed in both modes."""
+
+    diagnostic: Diagnostic
+    nodeids: list[str]
+
+
+def _relative(path: str, root: Path) -> str:
+    try:
+        return os.path.relpath(os.path.abspath(path), root)
+    except ValueError:
+        return path
+
+
+def _inside(path: str, root: Path) -> bool:
+    absolute = os.path.abspath(path)
+    root_text = str(root)
+    if absolute != root_text and not absolute.startswith(root_text.rstrip(os.sep) + os.sep):
+        return False
+    return not any(part in _INSTALLED for part in Path(absolute).relative_to(root).parts)
+
+
+def project_frames(failure: Failure | None, root: Path) -> list[Frame]:
+    """The failure's frames inside the project, outermost first."""
+    if failure is None:
+        return []
+    return [frame for frame in failure.frames if _inside(frame.file, root)]
+
+
+class _FunctionSpans:
+    """Line spans of the functions of the project's files (stdlib ``ast``, parsed once per file)."""
+
+    def __init__(self) -> None:
+        self._spans: dict[str, list[tuple[int, int, str, str]]] = {}
+
+    def spans(self, file: str) -> list[tuple[int, int, str, str]]:
+        """(first line incl. decorators, last line, qualified class prefix, name) per function."""
+        if file not in self._spans:
+            spans: list[tuple[int, int, str, str]] = []
+            try:
+                tree = ast.parse(Path(file).read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                tree = None
+            if tree is not None:
+                self._collect(tree, "", spans)
+            self._spans[file] = spans
+        return self._spans[file]
+
+    def _collect(self, node: ast.AST, owner: str, spans: list) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                spans.append((first, child.end_lineno or child.lineno, owner, child.name))
+                self._collect(child, owner, spans)
+            elif isinstance(child, ast.ClassDef):
+                self._collect(child, f"{owner}{child.name}.", spans)
+            else:
+                self._collect(child, owner, spans)
+
+    def enclosing(self, file: str, line: int) -> tuple[int, int] | None:
+        """The innermost function span containing ``line``."""
+        best = None
+        for first, last, _owner, _name in self.spans(file):
+            if first <= line <= last and (best is None or last - first < best[1] - best[0]):
+                best = (first, last)
+        return best
+
+    def named(self, file: str, qualified: str) -> tuple[int, int] | None:
+        """The span of the function ``Class.name`` (or ``name``) in ``file``."""
+        for first, last, owner, name in self.spans(file):
+            if f"{owner}{name}" == qualified:
+                return first, last
+        return None
+
+
+def _distance(diagnostic: Diagnostic, line: int) -> int:
+    end = max(diagnostic.end_line or diagnostic.line, diagnostic.line)
+    if diagnostic.line <= line <= end:
+        return 0
+    return diagnostic.line - line if line < diagnostic.line else line - end
+
+
+class Attributor:
+    """Matches failures against the static diagnostics of one project."""
+
+    def __init__(self, diagnostics: list[Diagnostic], root: Path, cwd: Path | None = None):
+        self.root = root.resolve()
+        base = cwd or Path.cwd()
+        self.by_file: dict[str, list[Diagnostic]] = {}
+        for diagnostic in diagnostics:
+            self.by_file.setdefault(str((base / diagnostic.path).resolve()), []).append(diagnostic)
+        self.functions = _FunctionSpans()
+
+    def _matches_at(self, frame: Frame, deepest: bool) -> list[Match]:
+        file = str(Path(frame.file).resolve())
+        candidates = self.by_file.get(file, [])
+        if not candidates:
+            return []
+        matches: list[Match] = []
+        function = self.functions.enclosing(file, frame.line) if frame.function != "<module>" else None
+        for diagnostic in candidates:
+            distance = _distance(diagnostic, frame.line)
+            if distance == 0:
+                matches.append(Match(diagnostic, frame, "at", deepest))
+            elif distance <= NEAR_LINES:
+                matches.append(Match(diagnostic, frame, "near", deepest))
+            elif function is not None and function[0] <= diagnostic.line <= function[1]:
+                matches.append(Match(diagnostic, frame, "same-function", deepest))
+        matches.sort(key=lambda m: (MATCH_KINDS.index(m.how), _distance(m.diagnostic, frame.line), m.diagnostic.code))
+        return matches
+
+    def attribute(self, verdict: Verdict) -> Attribution:
+        failure = verdict.failure
+        frames = project_frames(failure, self.root)
+        attribution = Attribution(verdict, failure, frames[-1] if frames else None)
+        for index, frame in enumerate(reversed(frames)):
+            matches = self._matches_at(frame, deepest=index == 0)
+            if matches:
+                attribution.matches = matches
+                break
+        return attribution
+
+    def findings_in_passing_tests(self, outcome: GateOutcome, rootdir: Path) -> list[PassingFinding]:
+        """Diagnostics inside the body of a test function that passed in both full runs.
+
+        Cheap because the node id names the function; anything wider (code those tests
+        called) would need coverage data, which the gate does not collect.
+        """
+        graph, tree = outcome.runs.get("graph"), outcome.runs.get("tree")
+        if graph is None or tree is None:
+            return []
+        found: dict[int, PassingFinding] = {}
+        for nodeid, result in tree.results.tests.items():
+            in_graph = graph.results.tests.get(nodeid)
+            if result.outcome != "passed" or in_graph is None or in_graph.outcome != "passed":
+                continue
+            path, _, rest = nodeid.partition("::")
+            if not rest:
+                continue
+            file = str((rootdir / path).resolve())
+            diagnostics = self.by_file.get(file)
+            if not diagnostics:
+                continue
+            qualified = ".".join(part.partition("[")[0] for part in rest.split("::") if part != "()")
+            # absltest's parameterized tests are methods named ``test_x0``, ``test_x1``... made from ``test_x``.
+            span = self.functions.named(file, qualified) or self.functions.named(file, qualified.rstrip("0123456789"))
+            if span is None:
+                continue
+            for diagnostic in diagnostics:
+                if span[0] <= diagnostic.line <= span[1]:
+                    found.setdefault(id(diagnostic), PassingFinding(diagnostic, [])).nodeids.append(nodeid)
+        return sorted(found.values(), key=lambda item: item.diagnostic.sort_key())
+
+
+def lint_project(path: Path, select: list[str] | None) -> list[Diagnostic]:
+    """nnx-lint's own diagnostics for ``path``, in-process and without the cache.
+
+    The cache is off so that nothing is written into the user's tree. ``--select`` replaces the
+    configuration's selection, exactly as for ``nnx-lint check``.
+    """
+    from nnx_lint.config import load_settings
+    from nnx_lint.registry import select_rules
+    from nnx_lint.runner import run
+
+    settings = load_settings(path, None)
+    if select is not None:
+        settings.select = select
+        settings.extend_select = []
+        select_rules(settings.select, settings.ignore, settings.extend_select)  # UnknownSelector for typos
+    return list(run([path], settings, cache_dir=None).diagnostics)
+
+
+def attribution_to_dict(attribution: Attribution, root: Path) -> dict[str, Any]:
+    """The JSON form of one attribution."""
+    failure = attribution.failure
+    return {
+        "deepest_frame": None if attribution.deepest is None else {
+            **attribution.deepest.to_dict(), "file": _relative(attribution.deepest.file, root)},
+        "exception": None if failure is None else {
+            "type": failure.type, "message": failure.message, "category": failure.category, "phase": failure.phase},
+        "explained": attribution.explained,
+        "summary": attribution.summary(root),
+        "matches": [{"code": m.diagnostic.code, "path": _relative(m.diagnostic.path, root), "line": m.diagnostic.line,
+                     "how": m.how, "deepest_frame": m.deepest, "kind": m.diagnostic.kind,
+                     "frame": {**m.frame.to_dict(), "file": _relative(m.frame.file, root)}}
+                    for m in attribution.matches],
+    }

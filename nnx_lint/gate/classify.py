@@ -1,0 +1,273 @@
+"""The gate's runs and verdicts: both full runs, then every Tree-Mode-only failure alone.
+
+Verdicts (``Verdict.kind``):
+
+- ``tree-break``: fails alone in Tree Mode and passes alone in graph mode;
+- ``order-dependent``: fails only in the full Tree Mode run; passes alone in Tree Mode
+  (an earlier test's pollution). Its graph-mode re-run is skipped: it cannot change the verdict;
+- ``both``: fails in both full runs, or fails alone in both modes;
+- ``not-isolated``: failed only in the full Tree Mode run, but its re-runs were skipped
+  (time budget) or could not produce a result. Counted like a break for the exit status;
+- ``graph-only``: fails in graph mode only (listed for completeness).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nnx_lint.gate.modes import GRAPH, TREE
+from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
+from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
+                                  rerun_command, run_once, uses_junit, warm_python)
+
+VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
+
+
+@dataclass
+class Verdict:
+    """What the gate concluded about one test."""
+
+    nodeid: str
+    kind: str
+    graph: TestResult | None = None
+    tree: TestResult | None = None
+    alone_tree: TestResult | None = None
+    alone_graph: TestResult | None = None
+    note: str = ""
+
+    @property
+    def failure(self) -> Failure | None:
+        """The Tree Mode failure to attribute: from the isolated run when there is one."""
+        for result in (self.alone_tree, self.tree):
+            if result is not None and result.failure is not None:
+                return result.failure
+        return None
+
+
+@dataclass
+class GateOutcome:
+    """Everything a gate run produced, before attribution."""
+
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    reruns: list[RunRecord] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    tests_total: int = 0
+    reruns_skipped: int = 0
+    interrupted: bool = False
+    problems: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    def of_kind(self, kind: str) -> list[Verdict]:
+        return [verdict for verdict in self.verdicts if verdict.kind == kind]
+
+
+def results_with_collect_errors(results: RunResults, base: Path) -> dict[str, TestResult]:
+    """The run's tests, plus one failing pseudo-test per module that could not be collected."""
+    tests = dict(results.tests)
+    for nodeid, message in results.collect_errors.items():
+        tests[nodeid] = TestResult(nodeid, outcome="error", failure=Failure(
+            type="CollectionError", message=message, phase="collect", frames=frames_from_text(message, base)))
+    return tests
+
+
+def classify_full_runs(graph: dict[str, TestResult], tree: dict[str, TestResult]) -> tuple[list[Verdict], list[str]]:
+    """Verdicts that need no re-run, and the node ids that fail only in the Tree Mode run."""
+    verdicts: list[Verdict] = []
+    candidates: list[str] = []
+    for nodeid in sorted(set(graph) | set(tree)):
+        in_graph, in_tree = graph.get(nodeid), tree.get(nodeid)
+        graph_fails = in_graph is not None and in_graph.failing
+        tree_fails = in_tree is not None and in_tree.failing
+        if graph_fails and tree_fails:
+            verdicts.append(Verdict(nodeid, "both", in_graph, in_tree))
+        elif tree_fails:
+            candidates.append(nodeid)
+        elif graph_fails and in_tree is not None:
+            verdicts.append(Verdict(nodeid, "graph-only", in_graph, in_tree))
+    return verdicts, candidates
+
+
+def verdict_from_reruns(nodeid: str, graph: TestResult | None, tree: TestResult, alone_tree: TestResult | None,
+                        alone_graph: TestResult | None) -> Verdict:
+    """The verdict on a Tree-Mode-only failure once it has been re-run alone."""
+    if alone_tree is None:
+        return Verdict(nodeid, "not-isolated", graph, tree, note="the Tree Mode re-run produced no result")
+    if not alone_tree.failing:
+        return Verdict(nodeid, "order-dependent", graph, tree, alone_tree,
+                       note=f"{alone_tree.outcome} alone in Tree Mode")
+    if alone_graph is None:
+        return Verdict(nodeid, "not-isolated", graph, tree, alone_tree, note="the graph-mode re-run produced no result")
+    if alone_graph.failing:
+        return Verdict(nodeid, "both", graph, tree, alone_tree, alone_graph,
+                       note="passes in the full graph-mode run but fails alone in graph mode too")
+    return Verdict(nodeid, "tree-break", graph, tree, alone_tree, alone_graph)
+
+
+@dataclass
+class GateOptions:
+    """How to run the tests."""
+
+    command: list[str]
+    cwd: Path
+    workdir: Path
+    jobs: int | None = None
+    timeout: float | None = None
+    progress: Progress | None = None
+    #: Fork re-runs from a server that imported flax once (``<python> -m pytest`` commands only).
+    warm: bool = True
+
+
+def _with_jobs(command: list[str], jobs: int | None) -> list[str]:
+    return command + ["-n", str(jobs)] if jobs and is_pytest_command(command) else command
+
+
+def _find(results: RunResults, nodeid: str) -> TestResult | None:
+    if nodeid in results.tests:
+        return results.tests[nodeid]
+    tests = list(results.tests.values())
+    return tests[0] if len(tests) == 1 else None
+
+
+def _rerun_target(nodeid: str, rootdir: str | None, cwd: Path) -> list[str]:
+    """The arguments that select exactly ``nodeid``: an absolute path under the same rootdir."""
+    base = Path(rootdir) if rootdir else cwd
+    path, separator, rest = nodeid.partition("::")
+    target = str((base / path).resolve()) + separator + rest
+    return (["--rootdir", str(base)] if rootdir else []) + [target]
+
+
+def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None) -> GateOutcome:
+    """Both full runs, then the isolated re-runs within the time budget.
+
+    ``full_runs`` (``{"graph": ..., "tree": ...}``) supplies full runs made earlier, e.g. by a
+    measurement script that resumes from saved plugin reports; they are then not run again.
+    """
+    started = time.monotonic()
+    deadline = started + options.timeout if options.timeout else None
+    outcome = GateOutcome()
+    progress = options.progress or Progress(enabled=False)
+
+    try:
+        for mode in (GRAPH, TREE):
+            record = (full_runs or {}).get(mode.name) or run_once(
+                _with_jobs(options.command, options.jobs), mode, cwd=options.cwd, workdir=options.workdir,
+                label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run")
+            outcome.runs[mode.name] = record
+            if record.status in ("failed-to-start", "no-report", "usage-error"):
+                break  # the same command will not do better in the other mode
+            if record.results.saw_session and record.results.flax_version is None:
+                break  # no flax: the other mode would run the very same code
+        _check_runs(outcome)
+        graph_run, tree_run = outcome.runs.get("graph"), outcome.runs.get("tree")
+        if graph_run is None or tree_run is None:
+            return outcome
+        if not (graph_run.results.tests or tree_run.results.tests or graph_run.results.collect_errors):
+            return outcome
+        rootdir = tree_run.results.rootdir or graph_run.results.rootdir
+        base = Path(rootdir) if rootdir else options.cwd
+        graph = results_with_collect_errors(graph_run.results, base)
+        tree = results_with_collect_errors(tree_run.results, base)
+        outcome.tests_total = len(set(graph) | set(tree))
+        verdicts, candidates = classify_full_runs(graph, tree)
+        outcome.verdicts.extend(verdicts)
+        _isolate(candidates, graph, tree, rootdir, options, deadline, progress, outcome)
+    except (GateInterrupted, KeyboardInterrupt) as interrupted:
+        # Ctrl-C while a test command ran (GateInterrupted: that run was stopped) or in between.
+        outcome.interrupted = True
+        record = getattr(interrupted, "record", None)
+        if record is not None and record.mode not in outcome.runs and not outcome.verdicts:
+            outcome.runs[record.mode] = record
+        outcome.problems.append("interrupted (Ctrl-C): the report is partial")
+    finally:
+        progress.clear()
+        outcome.elapsed = time.monotonic() - started
+    outcome.verdicts.sort(key=lambda verdict: (VERDICT_KINDS.index(verdict.kind), verdict.nodeid))
+    return outcome
+
+
+def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str, TestResult], rootdir: str | None,
+             options: GateOptions, deadline: float | None, progress: Progress, outcome: GateOutcome) -> None:
+    can_rerun = is_pytest_command(options.command) and not uses_junit(options.command)
+    base_command = rerun_command(options.command, options.cwd) if can_rerun else []
+    python = warm_python(base_command) if options.warm else None
+    servers: dict[str, WarmServer | None] = {}
+    slowest = 0.0
+    try:
+        for index, nodeid in enumerate(candidates):
+            reason = "" if can_rerun else "re-runs need a pytest command"
+            if reason == "" and deadline is not None and time.monotonic() + 2 * slowest > deadline:
+                reason = "skipped: the time budget would be exceeded"
+            if reason:
+                outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
+                outcome.reruns_skipped += 1
+                continue
+            alone: dict[str, TestResult | None] = {}
+            for mode in (TREE, GRAPH):
+                if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
+                    break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
+                progress.show(f"re-running alone ({mode.label}) {index + 1}/{len(candidates)}")
+                target = _rerun_target(nodeid, rootdir, options.cwd)
+                label = f"alone-{index}-{mode.name}"
+                record = None
+                if python is not None:
+                    if mode.name not in servers:
+                        servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir)
+                    server = servers[mode.name]
+                    if server is not None:
+                        record = server.run(base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
+                                            deadline=deadline)
+                        if record is None or record.status in ("no-report", "usage-error"):
+                            servers[mode.name] = None  # a broken server: the rest run cold
+                            server.close()
+                            record = None
+                if record is None:
+                    record = run_once(base_command + target, mode, cwd=options.cwd, workdir=options.workdir,
+                                      label=label, deadline=deadline)
+                slowest = max(slowest, record.elapsed)
+                outcome.reruns.append(record)
+                alone[mode.name] = _find(record.results, nodeid) if record.status == "finished" else None
+                if record.status == "timeout":
+                    break
+            outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
+                                                        alone.get("graph")))
+    finally:
+        for server in servers.values():
+            if server is not None:
+                server.close()
+
+
+def _check_runs(outcome: GateOutcome) -> None:
+    """Record what went wrong with the full runs, in words a user can act on."""
+    for mode in (GRAPH, TREE):
+        record = outcome.runs.get(mode.name)
+        if record is None:
+            continue
+        what = f"the {mode.label} run"
+        if record.status == "failed-to-start":
+            outcome.problems.append(f"the test command could not start: {record.output_tail}")
+        elif record.status == "timeout":
+            outcome.problems.append(f"{what} was stopped at the time budget: its results are incomplete")
+        elif record.status == "crashed":
+            outcome.problems.append(f"{what} crashed (exit status {record.returncode}) before pytest finished: "
+                                    f"results after the last reported test are missing")
+        elif record.status == "no-report":
+            outcome.problems.append(f"{what} produced no report (exit status {record.returncode}); is nnx-lint "
+                                    f"installed in the test command's Python? Output:\n{record.output_tail}")
+        elif record.status == "usage-error":
+            outcome.problems.append(f"{what}: pytest reported a usage or internal error (exit status "
+                                    f"{record.results.pytest_status}):\n{record.output_tail}")
+        elif record.status == "no-tests":
+            outcome.problems.append(f"{what} collected no tests")
+        elif record.status == "interrupted":
+            outcome.problems.append(f"{what} was interrupted")
+        results = record.results
+        if results.saw_session and results.flax_version is None:
+            outcome.problems.append("flax is not installed in the test command's Python: the modes mean nothing "
+                                    "without it")
+        if results.flax_config is not None and results.flax_config != mode.expected_config:
+            outcome.problems.append(f"{what} did not run in {mode.label}: flax.config was {results.flax_config} "
+                                    f"(the tests or a conftest override NNX_GRAPH_MODE / NNX_GRAPH_UPDATES)")
+        if mode is GRAPH and results.collect_errors:
+            outcome.problems.append(f"{len(results.collect_errors)} module(s) could not be collected in graph mode: "
+                                    + ", ".join(sorted(results.collect_errors)[:10]))

@@ -1,0 +1,177 @@
+"""``nnx-lint gate [PATH] [options] -- <test command>``: the CLI of the gate.
+
+Exit status:
+
+- 0: no test breaks in Tree Mode, or every break is in the baseline;
+- 1: at least one test breaks in Tree Mode (or failed only in the Tree Mode run and could
+  not be isolated) and is not in the baseline;
+- 2: usage or configuration error; the test command could not start; flax is not installed
+  in the test command's Python; a full run crashed, was stopped at the time budget, produced
+  no report or collected no tests; modules could not be collected in graph mode; the tests
+  did not run in the requested mode; Ctrl-C. This takes precedence over 1 (the report still
+  lists the breaks that were found).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nnx_lint.gate.classify import GateOutcome
+
+EXIT_CLEAN, EXIT_BREAKS, EXIT_ERROR = 0, 1, 2
+DEFAULT_COMMAND = ("{python}", "-m", "pytest")
+
+
+def split_test_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """Split ``gate ... -- cmd ...`` at the first ``--``: (the gate's arguments, the test command).
+
+    Only for the ``gate`` subcommand: other subcommands keep ``--`` for argparse.
+    """
+    if argv[:1] != ["gate"] or "--" not in argv:
+        return argv, None
+    index = argv.index("--")
+    return argv[:index], argv[index + 1:]
+
+
+def add_gate_parser(commands: argparse._SubParsersAction) -> None:
+    """Add the ``gate`` subcommand to the CLI's subparsers."""
+    gate = commands.add_parser(
+        "gate", help="run the project's tests in graph mode and Tree Mode and join the breaks with the findings",
+        description="Run the test command (default: python -m pytest) in graph mode and in Tree Mode, re-run "
+                    "each Tree-Mode-only failure alone in both modes, and explain each break with nnx-lint's "
+                    "findings. This EXECUTES the project's tests: run it only where you would run them. "
+                    "Usage: nnx-lint gate [PATH] [options] -- <test command>")
+    gate.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH",
+                      help="the project: linted for the attribution, and what counts as 'inside the project' "
+                           "in tracebacks (default: .)")
+    gate.add_argument("--select", action="append", help="only these rule codes or prefixes for the attribution")
+    gate.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
+    gate.add_argument("--baseline", type=Path, metavar="FILE", help="known Tree Mode breaks (test ids) to accept")
+    gate.add_argument("--write-baseline", type=Path, metavar="FILE",
+                      help="write the Tree Mode breaks found to FILE (and accept them in this run)")
+    gate.add_argument("-n", "--numprocesses", dest="jobs", type=int, metavar="N",
+                      help="pass -n N to pytest-xdist for the two full runs (needs pytest-xdist)")
+    gate.add_argument("--no-warm-reruns", action="store_true",
+                      help="start every isolated re-run as a fresh test command instead of forking it from a "
+                           "server that imported flax once")
+    gate.add_argument("--timeout", type=float, metavar="SECONDS",
+                      help="time budget for the whole gate; a run still going is stopped and reported as incomplete")
+
+
+def exit_status(problems: list[str], breaking: set[str], baseline: set[str]) -> int:
+    """The documented exit status (see the module docstring): problems win over breaks."""
+    if problems:
+        return EXIT_ERROR
+    return EXIT_BREAKS if breaking - baseline else EXIT_CLEAN
+
+
+def _flax_missing_here(command: list[str]) -> bool:
+    """True when the command runs in this Python and flax is not installed in it."""
+    first = command[0] if command else ""
+    if first != sys.executable:
+        return False  # another interpreter: the plugin reports flax's absence from inside it
+    return importlib.util.find_spec("flax") is None
+
+
+def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -> int:
+    """Run the gate as parsed by the CLI; returns the exit status."""
+    from nnx_lint.config import ConfigError
+    from nnx_lint.gate.baseline import BaselineError, read_baseline
+    from nnx_lint.registry import UnknownSelector
+
+    command = test_command or [part.replace("{python}", sys.executable) for part in DEFAULT_COMMAND]
+    path: Path = args.path
+    if not path.exists():
+        print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
+        return EXIT_ERROR
+    if args.timeout is not None and args.timeout <= 0:
+        print("nnx-lint: error: --timeout must be positive", file=sys.stderr)
+        return EXIT_ERROR
+    if args.jobs is not None and args.jobs < 1:
+        print("nnx-lint: error: -n must be at least 1", file=sys.stderr)
+        return EXIT_ERROR
+    notes: list[str] = []
+    jobs = args.jobs
+    if jobs is not None and importlib.util.find_spec("xdist") is None:
+        notes.append(f"-n {jobs} ignored: pytest-xdist is not installed, the tests ran in one process")
+        jobs = None
+    if _flax_missing_here(command):
+        print("nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
+              "and Tree Mode and needs it (pip install flax)", file=sys.stderr)
+        return EXIT_ERROR
+    baseline: set[str] | None = None
+    try:
+        if args.baseline is not None:
+            baseline = read_baseline(args.baseline)
+        select = _split_codes(args.select)
+        from nnx_lint.gate.attribution import lint_project
+
+        diagnostics = lint_project(path, select)
+    except (BaselineError, ConfigError, UnknownSelector) as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("nnx-lint: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+
+    from nnx_lint.gate.classify import GateOptions, run_gate
+    from nnx_lint.gate.runner import Progress
+
+    workdir = Path(tempfile.mkdtemp(prefix="nnx-lint-gate-"))
+    try:
+        outcome = run_gate(GateOptions(command=command, cwd=Path.cwd(), workdir=workdir, jobs=jobs,
+                                       timeout=args.timeout, progress=Progress(), warm=not args.no_warm_reruns))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    status, output = finish(outcome, diagnostics, path, baseline, args, notes)
+    try:
+        print(output)
+    except BrokenPipeError:
+        pass
+    return status
+
+
+def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[str] | None,
+           args: argparse.Namespace, notes: list[str]) -> tuple[int, str]:
+    """Attribute the breaks, apply the baseline, and render: (exit status, report text)."""
+    from nnx_lint.gate.attribution import Attributor
+    from nnx_lint.gate.baseline import BaselineError, write_baseline
+    from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
+
+    root = path.resolve() if path.is_dir() else path.resolve().parent
+    attributor = Attributor(diagnostics, root)
+    breaking = [verdict for verdict in outcome.verdicts if verdict.kind in BREAKING_KINDS]
+    attributions = {verdict.nodeid: attributor.attribute(verdict) for verdict in breaking}
+    tree_run = outcome.runs.get("tree")
+    rootdir = Path(tree_run.results.rootdir) if tree_run and tree_run.results.rootdir else Path.cwd()
+    passing = attributor.findings_in_passing_tests(outcome, rootdir)
+    if args.write_baseline is not None:
+        try:
+            write_baseline(args.write_baseline, {verdict.nodeid for verdict in breaking})
+        except BaselineError as exc:
+            outcome.problems.append(str(exc))
+        baseline = (baseline or set()) | {verdict.nodeid for verdict in breaking}
+    status = exit_status(outcome.problems, {verdict.nodeid for verdict in breaking}, baseline or set())
+    if outcome.reruns_skipped:
+        notes.append(f"{outcome.reruns_skipped} Tree-Mode-only failure(s) were not re-run alone: "
+                     "they are listed as 'not isolated'")
+    notes.append("findings are matched to test functions that passed by their node ids only; findings in code "
+                 "those tests called would need coverage data, which the gate does not collect")
+    baseline_file = args.baseline or args.write_baseline
+    report = build_report(outcome, attributions, passing, root=root, baseline=baseline,
+                          baseline_file=str(baseline_file) if baseline_file else None,
+                          findings=len(diagnostics), exit_status=status, notes=notes)
+    return status, render(report, args.output_format)
+
+
+def _split_codes(values: list[str] | None) -> list[str] | None:
+    # The same splitting as `nnx-lint check --select` (comma-separated, repeatable).
+    from nnx_lint.cli import _split_codes as split
+
+    return split(values)

@@ -1,0 +1,202 @@
+"""Per-test results of one run, read from the plugin's JSON lines or from junit XML."""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Outcomes that count as "the test broke".
+FAILING = frozenset({"failed", "error"})
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One traceback frame: absolute file, 1-based line, function name."""
+
+    file: str
+    line: int
+    function: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
+
+@dataclass
+class Failure:
+    """The exception that failed a test: type, message, stable category, frames."""
+
+    type: str
+    message: str
+    category: str | None = None
+    frames: list[Frame] = field(default_factory=list)
+    phase: str = "call"
+
+    @property
+    def short_type(self) -> str:
+        return self.type.rpartition(".")[2]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "category": self.category, "phase": self.phase,
+                "frames": [frame.to_dict() for frame in self.frames]}
+
+
+@dataclass
+class TestResult:
+    """One test's overall outcome in one run.
+
+    ``outcome`` is ``passed``, ``failed`` (the test body), ``error`` (setup/teardown or a
+    collection error), ``skipped``, ``xfailed`` or ``xpassed``.
+    """
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    nodeid: str
+    outcome: str = "passed"
+    duration: float = 0.0
+    failure: Failure | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in FAILING
+
+
+@dataclass
+class RunResults:
+    """Everything one run of the test command told us."""
+
+    tests: dict[str, TestResult] = field(default_factory=dict)
+    collect_errors: dict[str, str] = field(default_factory=dict)
+    collected: int | None = None
+    #: The run reached its end (the plugin's ``finished`` line, or a readable junit file).
+    finished: bool = False
+    flax_version: str | None = None
+    saw_session: bool = False
+    #: pytest's rootdir: node ids are relative to it.
+    rootdir: str | None = None
+    #: ``flax.config.nnx_graph_mode`` / ``nnx_graph_updates`` as the tests saw them (None: flax not imported).
+    flax_config: dict[str, bool] | None = None
+    pytest_status: int | None = None
+
+
+def _apply_phase(result: TestResult, record: dict[str, Any]) -> None:
+    phase, outcome = record.get("phase", "call"), record.get("outcome", "passed")
+    result.duration += float(record.get("duration") or 0.0)
+    if result.failing:
+        return  # the first failing phase decides (a teardown after a failed call adds nothing)
+    if outcome == "failed":
+        result.outcome = "failed" if phase == "call" else "error"
+        if record.get("wasxfail"):
+            result.outcome = "xpassed"  # a strict xfail that passed
+            return
+        exception = record.get("exception")
+        if exception:
+            result.failure = Failure(
+                type=str(exception.get("type", "Exception")), message=str(exception.get("message", "")),
+                category=exception.get("category"), phase=phase,
+                frames=[Frame(str(f["file"]), int(f["line"]), str(f["function"])) for f in exception.get("frames", [])],
+            )
+        else:
+            result.failure = Failure(type="Failure", message=str(record.get("message", ""))[-2000:], phase=phase)
+    elif outcome == "skipped":
+        if result.outcome == "passed":
+            result.outcome = "xfailed" if record.get("wasxfail") else "skipped"
+    elif outcome == "passed" and record.get("wasxfail") and phase == "call":
+        result.outcome = "xpassed"
+
+
+def read_plugin_report(path: Path) -> RunResults:
+    """Parse the plugin's JSON lines; a missing file or a torn last line is tolerated."""
+    results = RunResults()
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return results
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a crash or a kill
+        event = record.get("event")
+        if event == "session":
+            results.saw_session = True
+            results.flax_version = record.get("flax")
+            results.rootdir = record.get("rootdir")
+        elif event == "collected":
+            results.collected = max(results.collected or 0, int(record.get("count") or 0))
+        elif event == "collect_error":
+            results.collect_errors[str(record.get("nodeid"))] = str(record.get("message", ""))
+        elif event == "report":
+            nodeid = str(record.get("nodeid"))
+            test = results.tests.setdefault(nodeid, TestResult(nodeid))
+            _apply_phase(test, record)
+        elif event == "finished":
+            results.finished = True
+            results.flax_config = record.get("flax_config")
+            results.pytest_status = record.get("exitstatus")
+    return results
+
+
+# "File "x.py", line 3, in f" (Python) and "x.py:3: ValueError" (pytest's short style).
+_PYTHON_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+_PYTEST_FRAME = re.compile(r"^(?P<file>[^\s:][^:]*\.py):(?P<line>\d+): ", re.MULTILINE)
+
+
+def frames_from_text(text: str, base: Path) -> list[Frame]:
+    """Frames recovered from a traceback printed as text (junit's failure body)."""
+    frames: list[Frame] = []
+    for match in _PYTHON_FRAME.finditer(text):
+        frames.append(Frame(str((base / match["file"]).resolve()), int(match["line"]), match["function"]))
+    if not frames:
+        for match in _PYTEST_FRAME.finditer(text):
+            frames.append(Frame(str((base / match["file"]).resolve()), int(match["line"]), "?"))
+    return frames
+
+
+def category_from_text(type_name: str, message: str) -> str | None:
+    """The error category from a type NAME and message only (junit: the object is gone).
+
+    A stand-in exception class of the same name is given to ``tree_runtime``'s
+    ``error_category``; categories that depend on a flax subclass' hierarchy are lost.
+    """
+    try:
+        from tree_runtime._errors import error_category
+    except ImportError:
+        return None
+    short = type_name.rpartition(".")[2] or "Exception"
+    if not short.isidentifier():
+        return None
+    stand_in = type(short, (Exception,), {})
+    return error_category(stand_in(message))
+
+
+def read_junit(path: Path, base: Path) -> RunResults:
+    """Parse a junit XML file (pytest's ``--junitxml`` or any tool writing the same shape)."""
+    results = RunResults()
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return results
+    results.finished = True
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        file = case.get("file")
+        nodeid = f"{file}::{name}" if file else (f"{classname}::{name}" if classname else name)
+        test = TestResult(nodeid, duration=float(case.get("time") or 0.0))
+        for child in case:
+            tag = child.tag
+            if tag in ("failure", "error"):
+                text = (child.text or "") + "\n" + (child.get("message") or "")
+                type_name = child.get("type") or "Failure"
+                message = child.get("message") or ""
+                test.outcome = "failed" if tag == "failure" else "error"
+                test.failure = Failure(type=type_name, message=message, frames=frames_from_text(text, base),
+                                       category=category_from_text(type_name, message))
+                break
+            if tag == "skipped":
+                test.outcome = "xfailed" if (child.get("type") or "").endswith("xfail") else "skipped"
+        results.tests[nodeid] = test
+    results.collected = len(results.tests)
+    return results

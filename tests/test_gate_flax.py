@@ -1,0 +1,95 @@
+"""``nnx-lint gate`` on a real flax project: ``tests/fixtures_gate/project``.
+
+One gate run (module-scoped: each flax import costs seconds) on a copy of the fixture
+project, whose tests each show one thing the gate must tell apart:
+
+- ``test_predicted_break``: breaks in Tree Mode (StateAxes prefix filter), predicted by NNX201;
+- ``test_unpredicted_break``: breaks in Tree Mode (a shared Variable under a name known only at
+  run time), no static finding; it also leaves ``models.double`` replaced when it breaks;
+- ``test_passes``: passes in both modes (and holds a silent NNX304 finding);
+- ``test_fails_in_both_modes``;
+- ``test_polluted``: fails only in the full Tree Mode run, after ``test_unpredicted_break``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flax")
+
+PROJECT = Path(__file__).resolve().parent / "fixtures_gate" / "project"
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Every file and directory under ``root`` with the digest of its bytes."""
+    return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+            for path in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def gate_run(tmp_path_factory):
+    project = tmp_path_factory.mktemp("gate") / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _snapshot(project)
+    done = subprocess.run([sys.executable, "-m", "nnx_lint.cli", "gate", ".", "--output-format", "json"],
+                          cwd=project, capture_output=True, text=True, timeout=900)
+    return done, json.loads(done.stdout), before, _snapshot(project)
+
+
+def _ids(items: list[dict]) -> list[str]:
+    return [item["nodeid"].rpartition("::")[2] for item in items]
+
+
+def test_each_test_is_classified(gate_run):
+    done, report, _before, _after = gate_run
+    assert report["problems"] == [], report["problems"]
+    assert _ids(report["tree_breaks"]) == ["test_predicted_break", "test_unpredicted_break"]
+    assert _ids(report["order_dependent"]) == ["test_polluted"]
+    assert _ids(report["fails_in_both_modes"]) == ["test_fails_in_both_modes"]
+    assert report["not_isolated"] == [] and report["graph_only"] == []
+    assert report["summary"]["tests"] == 5
+    assert done.returncode == 1  # two breaks, no baseline
+
+
+def test_the_modes_really_took_effect(gate_run):
+    _done, report, _before, _after = gate_run
+    assert report["runs"]["graph"]["flax_config"] == {"nnx_graph_mode": True, "nnx_graph_updates": True}
+    assert report["runs"]["tree"]["flax_config"] == {"nnx_graph_mode": False, "nnx_graph_updates": False}
+
+
+def test_predicted_break_is_explained_by_nnx201(gate_run):
+    _done, report, _before, _after = gate_run
+    item = report["tree_breaks"][0]
+    attribution = item["attribution"]
+    assert attribution["exception"]["category"] == "prefix-filter"
+    assert attribution["deepest_frame"]["file"] == "models.py"
+    assert attribution["deepest_frame"]["function"] == "vmapped_forward"
+    assert attribution["explained"]
+    assert attribution["summary"].startswith("explained by NNX201 at models.py:21")
+    assert item["alone_graph"]["outcome"] == "passed" and item["alone_tree"]["outcome"] == "failed"
+
+
+def test_unpredicted_break_is_unexplained(gate_run):
+    _done, report, _before, _after = gate_run
+    attribution = report["tree_breaks"][1]["attribution"]
+    assert attribution["exception"]["category"] == "aliasing"
+    assert attribution["deepest_frame"]["file"] == "check_gate.py"
+    assert attribution["summary"] == "unexplained"
+    assert report["summary"]["explained"] == 1 and report["summary"]["unexplained"] == 1
+
+
+def test_silent_finding_in_a_passing_test_is_listed(gate_run):
+    _done, report, _before, _after = gate_run
+    assert [(item["code"], item["path"], item["tests"]) for item in report["findings_in_passing_tests"]] == [
+        ("NNX304", "check_gate.py", ["check_gate.py::test_passes"])]
+
+
+def test_the_working_tree_is_byte_identical_after_the_gate(gate_run):
+    _done, _report, before, after = gate_run
+    assert after == before
