@@ -47,17 +47,12 @@ def test_readme_counts_the_differential_programs():
     assert match and int(match.group(1)) == len(PROGRAMS)
 
 
-#: Pages that docs/migration.md links to and that other branches add (`nnx-lint gate`, the CI kit).
-#: Drop an entry once its page is on this branch: then the link is checked like every other.
-PAGES_ON_OTHER_BRANCHES = {"docs/gate.md"}
-
-
-@pytest.mark.parametrize("document", ["README.md", "docs/migration.md", "docs/notebooks.md", "docs/runtime.md"])
+@pytest.mark.parametrize("document", ["README.md", "docs/migration.md", "docs/notebooks.md", "docs/runtime.md",
+                                      "docs/security.md", "docs/gate.md", "docs/analysis.md", "docs/github-actions.md"])
 def test_relative_links_resolve(document):
     path = ROOT / document
     links = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", path.read_text())
-    missing = [link for link in links if not (path.parent / link).exists()
-               and (path.parent / link).resolve().relative_to(ROOT).as_posix() not in PAGES_ON_OTHER_BRANCHES]
+    missing = [link for link in links if not (path.parent / link).exists()]
     assert not missing, f"{document} links to missing files: {missing}"
 
 
