@@ -1,8 +1,8 @@
-"""Where a function of the linted file is called, and which argument each parameter gets.
+"""Where a function is called in its own module, and which argument each parameter gets.
 
 Real code rarely annotates ``def train(model, x)``; the class of ``model`` is what the
-callers pass (``train(Policy(rngs), x)``). This per-file service indexes, once, every
-call in the file whose callee is a plain name bound to a function defined in the file,
+callers pass (``train(Policy(rngs), x)``). The first question about a module indexes,
+once, every call in it whose callee is a plain name bound to a function defined there,
 so the value model can learn a parameter's class from its call sites.
 
 Calls through attributes (``obj.method(...)``), through other files, or with ``*args`` /
@@ -11,42 +11,39 @@ stays unknown, and rules stay silent on unknowns.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
 
 from astroid import nodes
 
 from nnx_lint.flow import lookup
 
-if TYPE_CHECKING:
-    from nnx_lint.engine import FileContext
-
 Function = nodes.FunctionDef
 
 
-class CallSites:
-    """Calls of the file's own functions, by the function called (a per-file service)."""
+def calls_of(function: Function) -> list[nodes.Call]:
+    """The calls in ``function``'s own module that call it by its name."""
+    module = function.root()
+    index = _INDEXES.get(module)
+    if index is None:
+        index = _INDEXES[module] = _index(module)
+    return index.get(id(function), [])
 
-    def __init__(self, context: FileContext) -> None:
-        self._module = context.module
-        self._calls: dict[int, list[nodes.Call]] | None = None
 
-    def calls_of(self, function: Function) -> list[nodes.Call]:
-        """The calls in this file that call ``function`` by its name."""
-        if self._calls is None:
-            self._calls = self._index()
-        return self._calls.get(id(function), [])
+#: One index per module, built on first use and dropped with the module's tree.
+_INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def _index(self) -> dict[int, list[nodes.Call]]:
-        defined = {function.name for function in self._module.nodes_of_class(nodes.FunctionDef)}
-        found: dict[int, list[nodes.Call]] = {}
-        for call in self._module.nodes_of_class(nodes.Call):
-            if not isinstance(call.func, nodes.Name) or call.func.name not in defined:
-                continue  # the cheap pre-filter: only names some def in this file binds
-            _scope, assignments = lookup(call.func)
-            targets = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
-            if len(targets) == 1 and len(assignments) == 1:
-                found.setdefault(id(targets[0]), []).append(call)
-        return found
+
+def _index(module: nodes.Module) -> dict[int, list[nodes.Call]]:
+    defined = {function.name for function in module.nodes_of_class(nodes.FunctionDef)}
+    found: dict[int, list[nodes.Call]] = {}
+    for call in module.nodes_of_class(nodes.Call):
+        if not isinstance(call.func, nodes.Name) or call.func.name not in defined:
+            continue  # the cheap pre-filter: only names some def in this module binds
+        _scope, assignments = lookup(call.func)
+        targets = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
+        if len(targets) == 1 and len(assignments) == 1:
+            found.setdefault(id(targets[0]), []).append(call)
+    return found
 
 
 def parameter_of(name: nodes.Name) -> tuple[Function, str] | None:

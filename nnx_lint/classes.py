@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint import nnx_api
-from nnx_lint.call_sites import CallSites, argument_for, parameter_of
+from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
@@ -88,6 +88,8 @@ class ClassModel:
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
+        #: Per function: the parameters it hands to an API that takes a Module (kind from use).
+        self._module_uses: dict[int, set[str]] = {}
         self._infos: dict[int, ClassInfo] = {}
         self._constructions: dict[int, Construction] = {}
         self._lines_of: dict[str, tuple[list[int], list[nodes.NodeNG]]] = {}
@@ -242,7 +244,7 @@ class ClassModel:
         if not isinstance(function, nodes.FunctionDef) or depth > _MAX_DEPTH:
             return None
         refs: set[ClassRef | None] = set()
-        for call in self.context.service(CallSites).calls_of(function):
+        for call in calls_of(function):
             argument = argument_for(function, call, parameter)
             if argument is not None and not _within(argument, function):
                 refs.add(self.class_of(argument, depth + 1))
@@ -448,13 +450,14 @@ class ClassModel:
     def _used_as_module(self, function: nodes.NodeNG, name: str) -> bool:
         """Whether ``function`` hands its parameter ``name`` to an API that takes a Module:
         the model of ``nnx.Optimizer`` / ``nnx.ModelAndOptimizer`` (kind from use)."""
-        for call in function.nodes_of_class(nodes.Call):
-            first = call.args[0] if call.args else None
-            if not (isinstance(first, nodes.Name) and first.name == name) or call.scope() is not function:
-                continue
-            if self._nnx_name(call) in _TAKES_A_MODULE:
-                return True
-        return False
+        key = id(function)
+        if key not in self._module_uses:  # one walk per function, whatever is asked of it
+            self._module_uses[key] = {
+                call.args[0].name for call in function.nodes_of_class(nodes.Call)
+                if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
+                and self._nnx_name(call) in _TAKES_A_MODULE
+            }
+        return name in self._module_uses[key]
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
         arguments = getattr(function, "args", None)
