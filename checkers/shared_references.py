@@ -78,7 +78,9 @@ class TransformUse:
     #: Expressions of the transformed function(s) (a Lambda, a Name, a FunctionDef, ...).
     functions: list[nodes.NodeNG] = field(default_factory=list)
     arguments: list[Argument] = field(default_factory=list)
-    #: graph=True and graph_updates=True (flags, compat or scope): all graph semantics kept.
+    #: The flip leaves this transform as it is: it keeps graph mode (graph=True and
+    #: graph_updates=True by flags, compat or scope) or already chooses Tree Mode explicitly
+    #: (graph=False / graph_updates=False). The call-site rules stay silent on it either way.
     keeps_graph: bool = False
     #: graph=True, whatever graph_updates is.
     graph_flag: bool = False
@@ -109,18 +111,18 @@ class TransformFinder:
 
     # -- the transform behind a callee expression -------------------------------------
     def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
-        """``(transform, function expression, keeps graph mode)`` when calling ``callee``
+        """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
         runs an NNX-transformed function; None otherwise."""
         if depth > 4:
             return None
         if isinstance(callee, nodes.Call):
             call = self.context.nnx_call(callee)
             if call is not None and call.name in FUNCTION_TRANSFORMS and call.args:
-                return call, call.args[0], self.context.keeps_graph_mode(call)
+                return call, call.args[0], not self.context.flip_changes(call)
             if isinstance(callee.func, nodes.Call) and callee.args:
                 factory = self.context.nnx_call(callee.func)
                 if factory is not None and factory.name in FUNCTION_TRANSFORMS and not factory.args:
-                    return factory, callee.args[0], self.context.keeps_graph_mode(factory)
+                    return factory, callee.args[0], not self.context.flip_changes(factory)
             return None
         if isinstance(callee, nodes.Name):
             try:
@@ -153,14 +155,14 @@ class TransformFinder:
             if isinstance(decorator, nodes.Call):
                 call = match_nnx_call(decorator, resolver)
                 if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
-                    return call, function, mode.keeps_graph_mode(call)
+                    return call, function, not mode.flip_changes(call)
                 continue
             name = resolver.qualified_name(decorator)
             if name and (name.startswith("flax.nnx.")):
                 short = name.rpartition(".")[2]
                 if short in FUNCTION_TRANSFORMS:
                     synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
-                    return synthetic, function, mode.keeps_graph_mode(synthetic)
+                    return synthetic, function, not mode.flip_changes(synthetic)
         return None
 
     def _mode_for(self, root: nodes.Module, resolver: NameResolver) -> ModeContext:
@@ -199,7 +201,7 @@ class TransformFinder:
 
     def _direct_use_of(self, call: NNXCall) -> TransformUse | None:
         args = call.args
-        keeps = self.context.keeps_graph_mode(call)
+        keeps = not self.context.flip_changes(call)
         if any(isinstance(a, nodes.Starred) for a in args):
             return None
         if call.name == "eval_shape" and args:
@@ -1313,10 +1315,11 @@ class DuplicateTransformArgument(_FamilyRule):
         arguments (keywords included) are the same Module / Variable / Rngs / State, or
         one is a part of the other (`model` and `model.encoder`, `model` and
         `nnx.state(model)`, `model` and a state group of `nnx.split(model)`). Objects are
-        followed through local assignments; unknown types stay silent. Respects the
-        transform's opt-in (`graph=True, graph_updates=True`, `nnx.compat.*`, scope); as
-        `graph=True` alone still accepts shared inputs (catalogue G3), it is an opt-in
-        too, except for `nnx.eval_shape` and `nnx.custom_vjp`, which reject them.
+        followed through local assignments; unknown types stay silent. Silent where the flip
+        changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
+        `nnx.compat.*`, scope) or already chooses Tree Mode (`graph=False` or
+        `graph_updates=False`; with `graph=True, graph_updates=False` `nnx.eval_shape` and
+        `nnx.custom_vjp` reject shared inputs today already, whatever the defaults).
 
     Why is this bad?:
         Tree Mode transforms reject Variable aliasing among their inputs: `ValueError:
