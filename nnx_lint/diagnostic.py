@@ -54,3 +54,9 @@ class Diagnostic:
 
     def with_path(self, path: str) -> Diagnostic:
         return Diagnostic(**{**asdict(self), "path": path})
+
+
+def analysed_whole(diagnostics) -> bool:
+    """Whether none of a file's ``diagnostics`` says it could not be analysed whole (kind
+    ``linter``: unreadable, unparsable, over its budget, or a rule failed)."""
+    return not any(d.kind == "linter" for d in diagnostics)

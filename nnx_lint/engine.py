@@ -16,7 +16,7 @@ from astroid import nodes
 from nnx_lint import bounds, parsing
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import ClassModel
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.noqa import apply_noqa
@@ -237,8 +237,8 @@ def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], projec
         return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
     project.register(module_name, module)
     diagnostics = lint_module(module, path, rule_classes, project)
-    if any(d.code.startswith("NNX00") for d in diagnostics):
-        return diagnostics  # a file not fully analysed: every noqa on it would look unused
+    if not analysed_whole(diagnostics):
+        return diagnostics  # every noqa on a file not analysed whole would look unused
     enabled = {cls.code for cls in rule_classes}
     return diagnostics + unused_noqa([d for d in diagnostics if d.code in enabled], text, rule_classes, path)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.eager import load_lint_path
 from nnx_lint import bounds
 from nnx_lint.engine import _linter_diagnostic, lint_module
@@ -86,7 +86,7 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     project = shared_project(settings.analysis_roots())  # the CLI's roots
     project.start_file(path, package_root)
     diagnostics = lint_module(module, path, rules, project)
-    if not any(d.code.startswith("NNX00") for d in diagnostics):  # a fully analysed file only
+    if analysed_whole(diagnostics):  # on a file not analysed whole every noqa would look unused
         diagnostics += unused_noqa(diagnostics, text, rules, path)
     return apply_noqa(diagnostics, text)
 

@@ -117,6 +117,7 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
     from nnx_lint.fixes.source import SourceIndex
     from nnx_lint.notebooks import NotebookError, notebook_source
 
+    from nnx_lint.diagnostic import analysed_whole
     from nnx_lint.registry import rule_by_code
 
     found: dict[int, object] = {}
@@ -126,7 +127,7 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
         if rule is not None and rule.fixes:  # only these need the file parsed again
             by_path.setdefault(diagnostic.path, []).append(position)
     # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
-    failed = {d.path for d in diagnostics if d.code in ("NNX001", "NNX002", "NNX003", "NNX004")}
+    failed = {d.path for d in diagnostics if not analysed_whole([d])}
     by_path = {path: positions for path, positions in by_path.items() if path not in failed}
     for path, positions in by_path.items():
         try:
