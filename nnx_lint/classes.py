@@ -184,11 +184,12 @@ class ClassModel:
         self_name = method.args.args[0].name
         stores: list[Store] = []
         for node in method.nodes_of_class((nodes.AssignAttr, nodes.Call)):
-            if isinstance(node, nodes.AssignAttr):
-                path = _self_path(node, self_name)
-                if path is not None:
-                    stores.append(Store(path, _assigned_value(node), node, method.name, classdef.name))
-            elif isinstance(node.func, nodes.Attribute) and isinstance(node.func.expr, nodes.Name):
+            stored = self_store(node, self_name)
+            if stored is not None:
+                path, value = stored
+                stores.append(Store(".".join(path), value, node, method.name, classdef.name))
+            elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Attribute) \
+                    and isinstance(node.func.expr, nodes.Name):
                 # self.helper(...) called during construction: follow it once.
                 if node.func.expr.name == self_name and node.func.attrname not in seen:
                     helper = classdef.locals.get(node.func.attrname)
@@ -711,6 +712,25 @@ class ClassModel:
         return aliases
 
 
+def self_store(node: nodes.NodeNG, self_name: str) -> tuple[tuple[str, ...], nodes.NodeNG | None] | None:
+    """``(path, value)`` when ``node`` stores on ``self``: the one definition of a store.
+
+    ``self.a.b = v`` (also in tuple unpacking and augmented assignment) gives
+    ``(("a", "b"), v)``; ``setattr(self, "a", v)`` with a literal name gives ``(("a",), v)``
+    (the name is one part, whatever characters it holds). Both store models of
+    this module (:attr:`ClassInfo.stores` and the construction replay) read stores here.
+    """
+    if isinstance(node, nodes.AssignAttr):
+        path = _self_path(node, self_name)
+        return (tuple(path.split(".")), _assigned_value(node)) if path is not None else None
+    if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name) and node.func.name == "setattr" \
+            and len(node.args) >= 3 and isinstance(node.args[0], nodes.Name) and node.args[0].name == self_name:
+        name = node.args[1]
+        if isinstance(name, nodes.Const) and isinstance(name.value, str):
+            return (name.value,), node.args[2]
+    return None
+
+
 def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     """``self.a.b = ...`` -> ``"a.b"``; None when the chain does not start at ``self``."""
     parts = [node.attrname]
@@ -1086,12 +1106,10 @@ class _Replay:
         events = self.result.events
         for node in _walk_nodes(method.body):
             here = outer | _guards(node, method)
-            if isinstance(node, nodes.AssignAttr):
-                path = _self_path(node, self_name)
-                if path is None:
-                    continue
-                value = _assigned_value(node)
-                self._store(tuple(path.split(".")), value, node, origin, here, substitutions)
+            stored = self_store(node, self_name)
+            if stored is not None:
+                path, value = stored
+                self._store(path, value, node, origin, here, substitutions)
             elif isinstance(node, nodes.DelAttr):
                 path = _self_path(node, self_name)
                 if path is not None:
@@ -1111,12 +1129,10 @@ class _Replay:
         is_self = lambda n: isinstance(n, nodes.Name) and n.name == self_name  # noqa: E731
         if isinstance(func, nodes.Name) and func.name in ("setattr", "delattr") and len(node.args) >= 2:
             target, name = node.args[0], node.args[1]
-            if is_self(target) and isinstance(name, nodes.Const) and isinstance(name.value, str):
-                if func.name == "delattr":
-                    self.result.events.append(StoreEvent((name.value,), None, node, origin or node, guards, deleted=True))
-                elif len(node.args) >= 3:
-                    self._store((name.value,), node.args[2], node, origin, guards, substitutions)
-            return
+            if func.name == "delattr" and is_self(target) and isinstance(name, nodes.Const) \
+                    and isinstance(name.value, str):
+                self.result.events.append(StoreEvent((name.value,), None, node, origin or node, guards, deleted=True))
+            return  # setattr is a store: handled by self_store in method()
         if not isinstance(func, nodes.Attribute):
             return
         # self.<path>.append(x): x placed in the list at <path>

@@ -1,0 +1,624 @@
+"""Which NNX transform runs when code calls something: the one transform resolver.
+
+Every rule family asks the same question: "calling this expression (or this decorated
+function) runs which NNX transform, with which flags, on which function, with which
+arguments?" This module answers it once per file (:func:`transform_resolver`).
+
+The forms recognised:
+
+* decorated: ``@nnx.jit``, ``@nnx.vmap(in_axes=...)``, ``@partial(nnx.scan, ...)`` on
+  functions and methods, in this file or another project file;
+* applied: ``nnx.jit(f)``, ``nnx.vmap(in_axes=0)(f)``, ``partial(nnx.jit, ...)(f)``, and
+  names bound to them (``step = nnx.jit(f)``, also imported from another project file);
+* stored: ``self._fwd = nnx.jit(f)`` in the class or a base class, then ``self._fwd(...)``;
+* ahead of time: ``nnx.jit(f).lower(...)`` / ``.trace(...)`` run the same input checks as
+  a call, so they are applications too;
+* ``model(x)`` when ``type(model).__call__`` is decorated with a transform;
+* direct: ``nnx.eval_shape(f, *args)``, ``nnx.cond``, ``nnx.switch``, ``nnx.fori_loop``,
+  ``nnx.while_loop`` (the function and its operands in one call);
+* ``f.defvjp(fwd, bwd)`` on a ``custom_vjp`` function.
+
+An :class:`Entry` is one function a transform traces; an :class:`Application` is one call
+that runs a transformed function, with its arguments labelled as flax labels them in its
+error paths (``args[0]``, ``kwargs['m']``, ``init_val``).
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from astroid import nodes
+
+from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
+from nnx_lint.flow import lookup
+from nnx_lint.mode import ModeContext
+from nnx_lint.names import NameResolver
+from nnx_lint.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
+
+if TYPE_CHECKING:
+    from nnx_lint.engine import FileContext
+
+#: NNX transforms that trace the functions given to them.
+TRACING_TRANSFORMS: frozenset[str] = frozenset(
+    """
+    jit jit_partial shard_map grad value_and_grad custom_vjp vjp jvp remat vmap pmap scan
+    while_loop fori_loop eval_shape cond switch checkify make_jaxpr cached_partial
+    """.split()
+)
+
+#: Which arguments of a transform are traced functions: positions and keyword names.
+_FUNCTION_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "cond": ((1, 2), ("true_fun", "false_fun")),
+    "switch": ((1,), ("branches",)),
+    "fori_loop": ((2,), ("body_fun",)),
+    "while_loop": ((0, 1), ("cond_fun", "body_fun")),
+}
+_DEFAULT_FUNCTION_ARGUMENTS = ((0,), ("f", "fun", "func"))
+
+_MAX_DEPTH = 12
+_MAX_FUNCTIONS = 400
+_MAX_ALIAS_DEPTH = 4
+
+Function = nodes.FunctionDef | nodes.AsyncFunctionDef | nodes.Lambda
+_FUNCTION_TYPES = (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A function traced directly by an NNX transform."""
+
+    function: Function
+    #: Short transform name: ``jit``, ``vmap``, ...
+    transform: str
+    #: The decorator or call node that applies the transform.
+    node: nodes.NodeNG
+    #: The NNX call (None for a bare decorator such as ``@nnx.jit``).
+    call: NNXCall | None
+    #: Whether the transform keeps graph mode (opt-in): then graph updates still propagate.
+    keeps_graph: bool
+    #: ``decorator``, ``call`` or ``defvjp``.
+    form: str
+    #: Whether the transform already pins Tree Mode (``graph=False`` or
+    #: ``graph_updates=False``): its behaviour does not change when the defaults flip.
+    explicit_tree: bool = False
+
+    @property
+    def affected(self) -> bool:
+        """Whether flipping the defaults changes this transform (no opt-in, no explicit pin)."""
+        return not self.keeps_graph and not self.explicit_tree
+
+    @property
+    def is_compat(self) -> bool:
+        return self.call is not None and self.call.is_compat
+
+
+#: Transforms whose first argument is the function they transform.
+FUNCTION_TRANSFORMS = frozenset(
+    {"jit", "vmap", "pmap", "grad", "value_and_grad", "remat", "checkify", "shard_map", "scan", "custom_vjp"}
+)
+#: Transforms applied directly to a function and its operands.
+DIRECT_TRANSFORMS = frozenset({"eval_shape", "cond", "switch", "fori_loop", "while_loop"})
+#: Methods of a transformed function that check and trace their inputs like a call does
+#: (measured with flax 0.12.8: ``nnx.jit(f).lower(m, m)`` raises the duplicate error too).
+AHEAD_OF_TIME_METHODS = frozenset({"lower", "trace"})
+
+
+@dataclass
+class Argument:
+    """One argument of a transformed call, labelled like flax's error paths."""
+
+    label: str
+    index: int | None
+    expression: nodes.NodeNG
+
+
+@dataclass
+class Application:
+    """One call that runs an NNX-transformed function."""
+
+    transform: NNXCall
+    #: The call that runs the transformed function (for direct forms: the NNX call itself).
+    call: nodes.Call | None
+    #: Expressions of the transformed function(s) (a Lambda, a Name, a FunctionDef, ...).
+    functions: list[nodes.NodeNG] = field(default_factory=list)
+    arguments: list[Argument] = field(default_factory=list)
+    #: The flip leaves this transform as it is: it keeps graph mode (graph=True and
+    #: graph_updates=True by flags, compat or scope) or already chooses Tree Mode explicitly
+    #: (graph=False / graph_updates=False). The call-site rules stay silent on it either way.
+    keeps_graph: bool = False
+    #: graph=True, whatever graph_updates is.
+    graph_flag: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.transform.name
+
+    @property
+    def accepts_shared_inputs(self) -> bool:
+        """Whether this transform accepts one Variable reachable twice among its inputs.
+
+        With ``graph=True`` inputs may share Variables even when ``graph_updates=False``
+        (flax's own tests rely on it) -- except ``eval_shape`` and ``custom_vjp``, which
+        check their inputs for aliasing as soon as ``graph_updates=False``.
+        """
+        if self.keeps_graph:
+            return True
+        return self.graph_flag and self.name not in ("eval_shape", "custom_vjp")
+
+
+class ModuleTools:
+    """Name resolution and mode context for one module (the linted one or another file)."""
+
+    def __init__(self, module: nodes.Module, resolver: NameResolver, mode: ModeContext) -> None:
+        self.module = module
+        self.resolver = resolver
+        self.mode = mode
+        self._calls: dict[int, NNXCall | None] = {}
+
+    def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
+        if not isinstance(node, nodes.Call):
+            return None
+        key = id(node)
+        if key not in self._calls:
+            self._calls[key] = match_nnx_call(node, self.resolver)
+        return self._calls[key]
+
+
+_PROJECT_TOOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+
+def transform_resolver(context: FileContext) -> TransformResolver:
+    """The (memoised) :class:`TransformResolver` of one linted file."""
+    return context.service(TransformResolver)
+
+
+class TransformResolver:
+    """Per-file answers to "which NNX transform does this run, on what?"."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.module = context.module
+        self._own_tools = ModuleTools(context.module, context.resolver, context.mode)
+        self._entries: list[Entry] | None = None
+        self._entries_by_function: dict[int, list[Entry]] = {}
+        self._callables: dict[int, Entry | None] = {}
+        self._modes: dict[int, ModeContext] = {}
+
+    # -- tools per module -----------------------------------------------------------------
+    def tools(self, node: nodes.NodeNG) -> ModuleTools:
+        """Resolver, mode context and NNX-call matching for the module holding ``node``."""
+        root = node.root()
+        if root is self.module:
+            return self._own_tools
+        per_project = _PROJECT_TOOLS.setdefault(self.context.project, {})
+        key = id(root)
+        if key not in per_project or per_project[key].module is not root:
+            resolver = NameResolver(root, self.context.project)
+            per_project[key] = ModuleTools(root, resolver, ModeContext(root, resolver))
+        return per_project[key]
+
+    def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
+        if node is None:
+            return None
+        return self.tools(node).resolver.qualified_name(node)
+
+    def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
+        return self.tools(node).nnx_call(node)
+
+    # -- entries ----------------------------------------------------------------------------
+    @property
+    def entries(self) -> list[Entry]:
+        """Every function of this file an NNX transform traces (incl. graph-mode opt-ins)."""
+        if self._entries is None:
+            self._entries = []
+            for node in self.module.nodes_of_class((nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Call)):
+                if isinstance(node, nodes.Call):
+                    self._entries.extend(self._call_entries(node))
+                elif node.decorators is not None:
+                    self._entries.extend(self._decorator_entries(node))
+            for entry in self._entries:
+                self._entries_by_function.setdefault(id(entry.function), []).append(entry)
+        return self._entries
+
+    def entries_of(self, function: Function) -> list[Entry]:
+        """The entries tracing ``function`` directly (empty if none)."""
+        self.entries  # noqa: B018 - computes the index
+        return self._entries_by_function.get(id(function), [])
+
+    def _decorator_entries(self, function: nodes.FunctionDef) -> Iterator[Entry]:
+        for decorator in function.decorators.nodes:
+            entry = self._decorator_entry(function, decorator)
+            if entry is not None:
+                yield entry
+
+    def _decorator_entry(self, function: Function, decorator: nodes.NodeNG) -> Entry | None:
+        tools = self.tools(decorator)
+        if isinstance(decorator, nodes.Call):
+            call = tools.nnx_call(decorator)
+            if call is None or call.name not in TRACING_TRANSFORMS:
+                return None
+            return Entry(function, call.name, decorator, call, tools.mode.keeps_graph_mode(call), "decorator",
+                         explicit_tree(call))
+        name = tools.resolver.qualified_name(decorator)
+        transform = short_name(name)
+        if transform not in TRACING_TRANSFORMS:
+            return None
+        keeps = is_compat(name) or tools.mode.scope_keeps_graph_mode(decorator, transform=True)
+        return Entry(function, transform, decorator, None, keeps, "decorator")
+
+    def _call_entries(self, node: nodes.Call) -> Iterator[Entry]:
+        tools = self.tools(node)
+        call = tools.nnx_call(node)
+        if call is not None and call.name in TRACING_TRANSFORMS:
+            keeps = tools.mode.keeps_graph_mode(call)
+            for argument in _function_arguments(call):
+                for function in self.functions_of(argument):
+                    yield Entry(function, call.name, node, call, keeps, "call", explicit_tree(call))
+            return
+        # `nnx.vmap(in_axes=0)(f)` / `partial(nnx.jit, ...)(f)`: a transform factory applied to f.
+        factory = tools.nnx_call(node.func) if isinstance(node.func, nodes.Call) else None
+        if factory is not None and factory.name in TRACING_TRANSFORMS and node.args and not _function_arguments(factory):
+            keeps = tools.mode.keeps_graph_mode(factory)
+            for function in self.functions_of(node.args[0]):
+                yield Entry(function, factory.name, node, factory, keeps, "call", explicit_tree(factory))
+            return
+        # `f.defvjp(fwd, bwd)` on a custom_vjp function: fwd and bwd are traced too.
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname == "defvjp":
+            custom = self.transformed_callable(node.func.expr)
+            if custom is not None and custom.transform == "custom_vjp":
+                for argument in node.args:
+                    for function in self.functions_of(argument):
+                        yield Entry(function, "custom_vjp", node, custom.call, custom.keeps_graph, "defvjp",
+                                    custom.explicit_tree)
+
+    def functions_of(self, expression: nodes.NodeNG | None, depth: int = 0) -> list[Function]:
+        """The function definitions an expression denotes (lambda, name, method, partial)."""
+        if expression is None or depth > _MAX_ALIAS_DEPTH:
+            return []
+        if isinstance(expression, nodes.Lambda):
+            return [expression]
+        if isinstance(expression, (nodes.List, nodes.Tuple)):  # switch branches
+            return [f for element in expression.elts for f in self.functions_of(element, depth + 1)]
+        if isinstance(expression, nodes.Call):
+            qualified = self.qualified_name(expression.func)
+            if qualified == "functools.partial" and expression.args:
+                return self.functions_of(expression.args[0], depth + 1)
+            return []
+        if isinstance(expression, nodes.Name):
+            try:
+                _scope, assignments = lookup(expression)
+            except Exception:
+                assignments = []
+            found: list[Function] = []
+            for assignment in assignments:
+                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                    found.append(assignment)
+                elif isinstance(assignment, nodes.AssignName):
+                    for value in bound_values_of(assignment):
+                        found.extend(self.functions_of(value, depth + 1))
+                elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
+                    definition = self._project_definition(self.qualified_name(expression))
+                    if definition is not None:
+                        found.append(definition)
+            return found
+        if isinstance(expression, nodes.Attribute):
+            owner = self.context.classes.class_of_self(expression.expr)
+            if owner is not None and owner.definition is not None:
+                method = self.method_of(owner.definition, expression.attrname)
+                return [method] if method is not None else []
+            definition = self._project_definition(self.qualified_name(expression))
+            return [definition] if definition is not None else []
+        return []
+
+    def _project_definition(self, qualified_name: str | None) -> nodes.FunctionDef | None:
+        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
+            return None
+        definition = self.context.project.definition(qualified_name)
+        return definition if isinstance(definition, (nodes.FunctionDef, nodes.AsyncFunctionDef)) else None
+
+    def method_of(self, classdef: nodes.ClassDef, name: str, depth: int = 0) -> nodes.FunctionDef | None:
+        """A method of a project class, looked up through its project base classes."""
+        found = classdef.locals.get(name)
+        if found and isinstance(found[-1], (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            return found[-1]
+        if depth > 6:
+            return None
+        for base in self.context.classes.info(classdef).bases:
+            if base.definition is not None:
+                method = self.method_of(base.definition, name, depth + 1)
+                if method is not None:
+                    return method
+        return None
+
+    # -- transformed callables ----------------------------------------------------------------
+    def transformed_callable(self, expression: nodes.NodeNG) -> Entry | None:
+        """If calling ``expression`` calls a transformed function, its :class:`Entry`.
+
+        ``nnx.vmap(f, ...)`` (inline), a name bound to ``nnx.jit(f)``, a function decorated
+        with a transform (this file or another project file), ``self.decorated_method``.
+        """
+        key = id(expression)
+        if key in self._callables:
+            return self._callables[key]
+        self._callables[key] = None  # guards recursion
+        found = self._transformed_callable(expression, 0)
+        self._callables[key] = found
+        return found
+
+    def _transformed_callable(self, expression: nodes.NodeNG, depth: int) -> Entry | None:
+        if depth > _MAX_ALIAS_DEPTH:
+            return None
+        if isinstance(expression, nodes.Call):
+            entries = list(self._call_entries(expression))
+            return entries[0] if entries else None
+        if isinstance(expression, nodes.Name):
+            try:
+                _scope, assignments = lookup(expression)
+            except Exception:
+                return None
+            for assignment in assignments:
+                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and assignment.decorators:
+                    for decorator in assignment.decorators.nodes:
+                        entry = self._decorator_entry(assignment, decorator)
+                        if entry is not None:
+                            return entry
+                elif isinstance(assignment, nodes.AssignName):
+                    for value in bound_values_of(assignment):
+                        entry = self._transformed_callable(value, depth + 1)
+                        if entry is not None:
+                            return entry
+                elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
+                    return self._imported_callable(self.qualified_name(expression))
+            return self._decorated_call_method(expression)
+        if isinstance(expression, nodes.Attribute):
+            for function in self.functions_of(expression):
+                if isinstance(function, nodes.FunctionDef) and function.decorators:
+                    for decorator in function.decorators.nodes:
+                        entry = self._decorator_entry(function, decorator)
+                        if entry is not None:
+                            return entry
+            return (self._imported_callable(self.qualified_name(expression))
+                    or self._decorated_call_method(expression)
+                    or self._stored_transform(expression, depth))
+        return None
+
+    def _stored_transform(self, expression: nodes.Attribute, depth: int) -> Entry | None:
+        """``self._fwd(...)`` where the class (or a base class) stored ``self._fwd = nnx.jit(f)``."""
+        owner = self.context.classes.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        for store in self.context.classes.info(owner.definition).stores_of(expression.attrname):
+            entry = self._transformed_callable(store.value, depth + 1) if store.value is not None else None
+            if entry is not None:
+                return entry
+        return None
+
+    def _decorated_call_method(self, expression: nodes.NodeNG) -> Entry | None:
+        """``model(x)`` where ``Cls.__call__`` is decorated with a transform."""
+        if _is_class_reference(expression):
+            return None
+        ref = self.context.classes.class_of_self(expression)
+        if ref is None or ref.definition is None:
+            return None
+        method = self.method_of(ref.definition, "__call__")
+        if method is None or not method.decorators:
+            return None
+        for decorator in method.decorators.nodes:
+            entry = self._decorator_entry(method, decorator)
+            if entry is not None:
+                return entry
+        return None
+
+    def _imported_callable(self, qualified_name: str | None) -> Entry | None:
+        if not qualified_name or qualified_name.startswith(("flax.", "jax.")):
+            return None
+        module_name, _, attribute = qualified_name.rpartition(".")
+        module = self.context.project.load(module_name) if module_name else None
+        if module is None:
+            return None
+        for assignment in reversed(module.locals.get(attribute, [])):
+            if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and assignment.decorators:
+                for decorator in assignment.decorators.nodes:
+                    entry = self._decorator_entry(assignment, decorator)
+                    if entry is not None:
+                        return entry
+            elif isinstance(assignment, nodes.AssignName):
+                for value in bound_values_of(assignment):
+                    if isinstance(value, nodes.Call):
+                        entries = list(self._call_entries(value))
+                        if entries:
+                            return entries[0]
+            return None
+        return None
+
+    # -- applications ------------------------------------------------------------------------
+    def application(self, node: nodes.Call) -> Application | None:
+        """The :class:`Application` if ``node`` runs an NNX-transformed function.
+
+        Arguments are labelled as flax labels them (``args[0]``, ``kwargs['m']``,
+        ``operands[0]``, ``init_val``); a starred argument ends the positional ones.
+        """
+        direct = self.nnx_call(node)
+        if direct is not None and direct.name in DIRECT_TRANSFORMS and not direct.via_partial:
+            use = self._direct_application(direct)
+            if use is not None:
+                use.graph_flag = self.graph_flag(direct)
+            return use
+        found = self.transformed(node.func)
+        if found is None:
+            return None
+        transform, function, keeps = found
+        arguments = _positional(node.args, "args")
+        arguments += [Argument(f"kwargs[{k.arg!r}]", None, k.value) for k in node.keywords or [] if k.arg]
+        return Application(transform, node, [function], arguments, keeps, self.graph_flag(transform))
+
+    def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
+        """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
+        runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise."""
+        if depth > _MAX_ALIAS_DEPTH:
+            return None
+        if isinstance(callee, nodes.Call):
+            call = self.nnx_call(callee)
+            if call is not None and call.name in FUNCTION_TRANSFORMS and call.args:
+                return call, call.args[0], not self._mode_of(call.node).flip_changes(call)
+            if isinstance(callee.func, nodes.Call) and callee.args:
+                factory = self.nnx_call(callee.func)
+                if factory is not None and factory.name in FUNCTION_TRANSFORMS and not factory.args:
+                    return factory, callee.args[0], not self._mode_of(factory.node).flip_changes(factory)
+            return None
+        if isinstance(callee, nodes.Name):
+            try:
+                _scope, assignments = lookup(callee)
+            except Exception:
+                return None
+            if len(assignments) != 1:
+                return None
+            assignment = assignments[0]
+            if isinstance(assignment, nodes.FunctionDef):
+                return self.decorated(assignment)
+            if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign):
+                if len(assignment.parent.targets) == 1 and assignment.parent.targets[0] is assignment:
+                    return self.transformed(assignment.parent.value, depth + 1)
+            if isinstance(assignment, nodes.ImportFrom):
+                return self._imported_transformed(self.qualified_name(callee), depth)
+            return None
+        if isinstance(callee, nodes.Attribute):
+            if callee.attrname in AHEAD_OF_TIME_METHODS:
+                return self.transformed(callee.expr, depth + 1)
+            return self._stored_transformed(callee, depth)
+        return None
+
+    def _imported_transformed(self, qualified_name: str | None, depth: int):
+        """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another
+        project module."""
+        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
+            return None
+        definition = self.context.project.definition(qualified_name)
+        if isinstance(definition, nodes.FunctionDef):
+            return self.decorated(definition)
+        module_name, _, attribute = qualified_name.rpartition(".")
+        module = self.context.project.load(module_name) if module_name else None
+        assignments = module.locals.get(attribute, []) if module is not None else []
+        if len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName):
+            for value in bound_values_of(assignments[0]):
+                return self.transformed(value, depth + 1)
+        return None
+
+    def _stored_transformed(self, expression: nodes.Attribute, depth: int):
+        """``self._fwd`` where the class (or a base class, also in another file) stored
+        ``self._fwd = nnx.jit(f)``: every store must be the same kind of transform."""
+        owner = self.context.classes.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        stores = self.context.classes.info(owner.definition).stores_of(expression.attrname)
+        found = [self.transformed(store.value, depth + 1) if store.value is not None else None for store in stores]
+        if not found or any(f is None for f in found):
+            return None
+        return found[0] if len({f[0].name for f in found}) == 1 else None
+
+    def decorated(self, function: nodes.FunctionDef) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
+        """The NNX transform decorating ``function`` (innermost first), if any."""
+        if not function.decorators:
+            return None
+        tools = self.tools(function)
+        for decorator in reversed(function.decorators.nodes):
+            if isinstance(decorator, nodes.Call):
+                call = tools.nnx_call(decorator)
+                if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
+                    return call, function, not tools.mode.flip_changes(call)
+                continue
+            name = tools.resolver.qualified_name(decorator)
+            if name and (name.startswith("flax.nnx.")):
+                short = name.rpartition(".")[2]
+                if short in FUNCTION_TRANSFORMS:
+                    synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
+                    return synthetic, function, not tools.mode.flip_changes(synthetic)
+        return None
+
+    def _mode_of(self, node: nodes.NodeNG) -> ModeContext:
+        return self.tools(node).mode
+
+    def graph_flag(self, transform: NNXCall) -> bool:
+        """Whether ``graph=True`` is in force for ``transform`` (its own module's mode)."""
+        return self._mode_of(transform.node).call_mode(transform).graph is True
+
+    def _direct_application(self, call: NNXCall) -> Application | None:
+        args = call.args
+        keeps = not self._mode_of(call.node).flip_changes(call)
+        if any(isinstance(a, nodes.Starred) for a in args):
+            return None
+        if call.name == "eval_shape" and args:
+            return Application(call, call.node, [args[0]], _positional(args[1:], "args"), keeps)
+        if call.name == "cond" and len(args) >= 3:
+            return Application(call, call.node, list(args[1:3]), _positional(args[3:], "operands"), keeps)
+        if call.name == "switch" and len(args) >= 2:
+            branches = list(args[1].elts) if isinstance(args[1], (nodes.List, nodes.Tuple)) else []
+            return Application(call, call.node, branches, _positional(args[2:], "operands"), keeps)
+        if call.name == "fori_loop":
+            body = args[2] if len(args) > 2 else call.keywords.get("body_fun")
+            init = args[3] if len(args) > 3 else call.keywords.get("init_val")
+            if init is not None:
+                return Application(call, call.node, [body] if body is not None else [],
+                                   [Argument("init_val", 0, init)], keeps)
+        if call.name == "while_loop":
+            functions = [a for a in args[:2]]
+            init = args[2] if len(args) > 2 else call.keywords.get("init_val")
+            if init is not None:
+                return Application(call, call.node, functions, [Argument("init_val", 0, init)], keeps)
+        return None
+
+
+
+def _positional(args: list[nodes.NodeNG], label: str) -> list[Argument]:
+    result = []
+    for index, argument in enumerate(args):
+        if isinstance(argument, nodes.Starred):
+            break
+        result.append(Argument(f"{label}[{index}]", index, argument))
+    return result
+
+
+def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
+    """The values one ``AssignName`` binds by plain assignment (see :func:`flow.bound_values`)."""
+    parent = assignment.parent
+    if isinstance(parent, nodes.Assign) and assignment in parent.targets:
+        return [parent.value]
+    if isinstance(parent, nodes.AnnAssign) and parent.value is not None:
+        return [parent.value]
+    if isinstance(parent, nodes.NamedExpr):
+        return [parent.value]
+    if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+        value = parent.parent.value
+        if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
+            return [value.elts[parent.elts.index(assignment)]]
+    return []
+
+
+def _is_class_reference(expression: nodes.NodeNG) -> bool:
+    """``Model`` in ``Model.method(...)`` is the class itself, not an instance."""
+    if isinstance(expression, nodes.Name):
+        try:
+            _scope, assignments = lookup(expression)
+        except Exception:
+            return False
+        return any(isinstance(a, nodes.ClassDef) for a in assignments)
+    return False
+
+
+def explicit_tree(call: NNXCall | None) -> bool:
+    """Whether an NNX call pins Tree Mode itself: a literal ``graph=False`` or
+    ``graph_updates=False`` (its meaning does not depend on the defaults)."""
+    if call is None:
+        return False
+    return any(flag in call.keywords and constant_bool(call.keywords[flag]) is False
+               for flag in ("graph", "graph_updates"))
+
+
+def _function_arguments(call: NNXCall) -> list[nodes.NodeNG]:
+    positions, keywords = _FUNCTION_ARGUMENTS.get(call.name, _DEFAULT_FUNCTION_ARGUMENTS)
+    found = [call.args[i] for i in positions if i < len(call.args) and not isinstance(call.args[i], nodes.Starred)]
+    found.extend(call.keywords[k] for k in keywords if k in call.keywords)
+    return found
