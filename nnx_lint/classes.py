@@ -242,15 +242,23 @@ class ClassModel:
         Callers whose argument is unknown are passed over (the known ones still run);
         callers that disagree leave the parameter unknown.
         """
+        candidates = self.call_site_classes(function, parameter, depth)
+        return candidates[0][0] if len(candidates) == 1 else None
+
+    def call_site_classes(self, function: nodes.NodeNG, parameter: str, depth: int = 0) -> list[tuple[ClassRef, nodes.Call]]:
+        """Every known class this file's calls of ``function`` pass for ``parameter``, each
+        with the first call that passes it (in source order): the candidates a rule checks
+        one by one ("flag if one of them breaks, and name it")."""
         if not isinstance(function, nodes.FunctionDef) or depth > _MAX_DEPTH:
-            return None
-        refs: set[ClassRef | None] = set()
+            return []
+        found: dict[ClassRef, nodes.Call] = {}
         for call in calls_of(function):
             argument = argument_for(function, call, parameter)
             if argument is not None and not _within(argument, function):
-                refs.add(self.class_of(argument, depth + 1))
-        refs.discard(None)
-        return refs.pop() if len(refs) == 1 else None
+                ref = self.class_of(argument, depth + 1)
+                if ref is not None:
+                    found.setdefault(ref, call)
+        return list(found.items())
 
     def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:
         """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""

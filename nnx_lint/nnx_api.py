@@ -119,6 +119,18 @@ MODE_SETTERS: dict[str, str] = {f"{NNX}.set_graph_mode": "graph", f"{NNX}.set_gr
 #: ``flax.config`` keys that set the same flags as the setters.
 MODE_CONFIG_KEYS: dict[str, str] = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
 
+#: ``flax.nnx`` functions whose result is an ``nnx.State`` (``nnx.clone`` keeps its argument's
+#: type and is followed instead; ``nnx.split`` gives States after its GraphDef).
+STATE_PRODUCERS: frozenset[str] = frozenset(
+    f"{NNX}.{name}" for name in ("state", "variables", "State", "filter_state", "to_tree", "from_flat_state")
+)
+#: ``flax.nnx`` functions returning ``(GraphDef, State, ...)``.
+SPLITS: frozenset[str] = frozenset({f"{NNX}.split", f"{NNX}.split_state"})
+#: ``flax.nnx`` State classes (an annotation with one of these says "this is a State").
+STATE_CLASSES: frozenset[str] = frozenset({f"{NNX}.State", f"{NNX}.GraphState"})
+#: ``flax.nnx`` Module classes that hold other values like a list or dict does.
+CONTAINER_MODULES: frozenset[str] = frozenset({f"{NNX}.List", f"{NNX}.Dict", f"{NNX}.Sequential"})
+
 #: Top-level packages that are never read as project code, even when a checkout of one is
 #: the linted tree (its own files would shadow the library nnx-lint knows as data).
 EXTERNAL_PACKAGES: frozenset[str] = frozenset({"flax", "jax", "jaxlib", "optax", "numpy", "orbax", "chex", "equinox"})

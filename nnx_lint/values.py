@@ -1,0 +1,199 @@
+"""The value model: what an expression is, for every rule family.
+
+Rules ask one service (:func:`value_model`) what a value is instead of working it out
+themselves: its candidate classes, whether it is an ``nnx.State``, whether it may be a
+Module, what a stored attribute holds, and the evidence that a parameter is a Module. The
+answers are built on :class:`nnx_lint.classes.ClassModel` (classes, stores, identity)
+and :class:`nnx_lint.variables.VariableModel` (what a Module holds), so an inference
+improvement made there (a new store form, call-site classes, ...) reaches every rule
+through here.
+
+Unknown is an answer: a rule that needs a fact stays silent when the model cannot give it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from astroid import nodes
+
+from nnx_lint import nnx_api
+from nnx_lint.call_sites import parameter_of
+from nnx_lint.classes import ClassRef
+from nnx_lint.flow import lookup
+
+if TYPE_CHECKING:
+    from nnx_lint.engine import FileContext
+
+_MAX_DEPTH = 4
+#: Variable types of flax.nnx, qualified (a stored value of one of these is a Variable).
+VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
+#: Classes whose instances are list- or dict-like containers of other values.
+CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "builtins.dict", "list", "dict"})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One class a value may have, with where that is known from."""
+
+    ref: ClassRef
+    #: ``class`` (annotation, construction, store), or ``call site`` (a caller passes it).
+    evidence: str
+    #: For ``call site``: the call that passes an instance of this class.
+    call: nodes.Call | None = None
+
+
+def value_model(context: FileContext) -> ValueModel:
+    """The (memoised) :class:`ValueModel` of one linted file."""
+    return context.service(ValueModel)
+
+
+class ValueModel:
+    """Per-file answers to "what is this value?"."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.classes = context.classes
+
+    # -- classes ------------------------------------------------------------------------------
+    def candidates(self, expression: nodes.NodeNG) -> list[Candidate]:
+        """The classes ``expression`` may have: the one known class, or, for an unannotated
+        parameter whose callers disagree, every class some caller passes (each with its call)."""
+        ref = self.classes.class_of_self(expression)
+        if ref is not None:
+            return [Candidate(ref, "class")]
+        if isinstance(expression, nodes.Name):
+            found = _parameter(expression)
+            if found is not None:
+                return [Candidate(ref, "call site", call)
+                        for ref, call in self.classes.call_site_classes(*found)]
+        return []
+
+    def is_variable_class(self, ref: ClassRef, depth: int = 0) -> bool:
+        """Whether ``ref`` is a flax Variable type or a project subclass of one."""
+        if ref.qualified_name in VARIABLE_TYPES:
+            return True
+        if ref.definition is None or depth > 6:
+            return False
+        return any(self.is_variable_class(base, depth + 1) for base in self.classes.info(ref.definition).bases)
+
+    def may_be_module(self, ref: ClassRef | None) -> bool:
+        """Whether an instance of ``ref`` may be an NNX Module (unknown classes may be)."""
+        if ref is None:
+            return True
+        if self.is_variable_class(ref):
+            return False
+        if ref.definition is not None:
+            return self.classes.info(ref.definition).is_nnx_module
+        return ref.qualified_name.startswith("flax.nnx.")
+
+    def stored_kind(self, value: nodes.NodeNG | None) -> str:
+        """What a stored value is: ``container`` (list, dict, ``nnx.List``, ...), ``variable``
+        (a Variable construction) or ``other``."""
+        if isinstance(value, (nodes.List, nodes.Dict, nodes.ListComp, nodes.DictComp)):
+            return "container"
+        if isinstance(value, nodes.Call):
+            ref = self.classes.class_of(value)
+            name = ref.qualified_name if ref else None
+            if name in CONTAINER_TYPES:
+                return "container"
+            if ref is not None and self.is_variable_class(ref):
+                return "variable"
+        return "other"
+
+    def stored_kinds(self, owner: nodes.NodeNG, attribute: str, ref: ClassRef | None = None) -> set[str]:
+        """:meth:`stored_kind` of every store of ``owner.attribute`` during construction
+        (empty when the class or the attribute is unknown)."""
+        ref = ref or self.classes.class_of_self(owner)
+        if ref is None or ref.definition is None:
+            return set()
+        return {self.stored_kind(store.value) for store in self.classes.info(ref.definition).stores_of(attribute)}
+
+    # -- States -------------------------------------------------------------------------------
+    def is_state(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
+        """Whether ``expression`` is an ``nnx.State``: ``nnx.state(...)``, ``nnx.split(...)[1]``,
+        a name bound (on every path) to one, an attribute stored as one, a ``State`` annotation."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(expression, nodes.Call):
+            name = self.context.qualified_name(expression.func)
+            if name == "flax.nnx.clone":
+                return bool(expression.args) and self.is_state(expression.args[0], depth + 1)
+            return name in nnx_api.STATE_PRODUCERS
+        if isinstance(expression, nodes.Subscript):
+            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in nnx_api.SPLITS:
+                return _is_int(expression.slice) and expression.slice.value >= 1
+            return False
+        if isinstance(expression, nodes.Attribute):  # self.params, stored as a State
+            owner = self.classes.class_of_self(expression.expr)
+            if owner is None or owner.definition is None:
+                return False
+            stores = self.classes.info(owner.definition).stores_of(expression.attrname)
+            return bool(stores) and all(self._stored_state(store, depth) for store in stores)
+        if isinstance(expression, nodes.Name):
+            annotation = self.classes.class_of(expression)
+            if annotation is not None and annotation.qualified_name in nnx_api.STATE_CLASSES:
+                return True
+            try:
+                _scope, assignments = lookup(expression)
+            except Exception:
+                return False
+            return bool(assignments) and all(self._binds_state(a, depth) for a in assignments)
+        return False
+
+    def _stored_state(self, store, depth: int) -> bool:
+        parent = store.target.parent
+        if isinstance(parent, nodes.AnnAssign):
+            name = self.classes._resolver_for(parent).qualified_name(parent.annotation)
+            if name in nnx_api.STATE_CLASSES:
+                return True
+        value = store.value
+        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
+            value = value.args[0]
+        return value is not None and self.is_state(value, depth + 1)
+
+    def _binds_state(self, assignment: nodes.NodeNG, depth: int) -> bool:
+        if not isinstance(assignment, nodes.AssignName):
+            return False
+        parent = assignment.parent
+        if isinstance(parent, (nodes.Assign, nodes.AnnAssign)) and parent.value is not None:
+            return self.is_state(parent.value, depth + 1)
+        if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+            value = parent.parent.value
+            index = parent.elts.index(assignment)
+            if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in nnx_api.SPLITS:
+                return index >= 1 and not any(isinstance(e, nodes.Starred) for e in parent.elts[:index])
+            if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
+                return self.is_state(value.elts[index], depth + 1)
+        return False
+
+    # -- Modules ------------------------------------------------------------------------------
+    def module_evidence(self, function: nodes.FunctionDef, parameter: nodes.AssignName) -> str | None:
+        """Evidence that a parameter of ``function`` is a Module (not a State or an array):
+        ``annotation``, ``attribute access in the primal`` or ``called in the primal``."""
+        arguments = function.args
+        index = (arguments.args or []).index(parameter)
+        annotation = arguments.annotations[index] if index < len(arguments.annotations) else None
+        if annotation is not None:
+            ref = self.classes.resolve(self.classes._resolver_for(annotation).qualified_name(annotation))
+            if ref is None or ref.qualified_name in nnx_api.STATE_CLASSES:
+                return None
+            if ref.definition is not None:
+                return "annotation" if self.classes.info(ref.definition).is_nnx_module else None
+            return "annotation" if ref.qualified_name.startswith("flax.nnx.") else None
+        for node in function.nodes_of_class((nodes.Attribute, nodes.Call)):
+            target = node.expr if isinstance(node, nodes.Attribute) else node.func
+            if isinstance(target, nodes.Name) and target.name == parameter.name:
+                return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"
+        return None
+
+
+def _parameter(name: nodes.Name):
+    try:
+        return parameter_of(name)
+    except Exception:  # astroid lookups on damaged trees: unknown
+        return None
+
+
+def _is_int(node: nodes.NodeNG | None) -> bool:
+    return isinstance(node, nodes.Const) and type(node.value) is int

@@ -1,0 +1,164 @@
+"""The value model (nnx_lint.values) and the transform resolver (nnx_lint.transforms)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from astroid import nodes
+
+from nnx_lint import parsing
+from nnx_lint.engine import FileContext
+from nnx_lint.project import Project
+from nnx_lint.transforms import transform_resolver
+from nnx_lint.values import value_model
+
+
+def _context(tmp_path: Path, source: str, files: dict[str, str] | None = None) -> FileContext:
+    for relative, text in (files or {}).items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    text = textwrap.dedent(source)
+    path = tmp_path / "main.py"
+    path.write_text(text)
+    project = Project([tmp_path])
+    project.start_file(str(path))
+    module = parsing.build(text, str(path), "main", project.is_project_module)
+    project.register("main", module)
+    return FileContext(module, str(path), project)
+
+
+def _marked(context: FileContext, marker: str) -> nodes.NodeNG:
+    """The expression statement / call on the line ending with ``# <marker>``."""
+    line = next(i for i, text in enumerate(context.module.file_bytes.decode().splitlines(), 1)
+                if text.rstrip().endswith(f"# {marker}"))
+    for node in context.module.nodes_of_class(nodes.Call):
+        if node.lineno == line:
+            return node
+    raise LookupError(marker)
+
+
+HEADER = """
+import jax.numpy as jnp
+from flax import nnx
+
+class Policy(nnx.Module):
+    def __init__(self, rngs):
+        self.fc = nnx.Linear(3, 2, rngs=rngs)
+
+class Critic(nnx.Module):
+    def __init__(self, rngs):
+        self.fc = nnx.Linear(3, 1, rngs=rngs)
+"""
+
+
+def test_candidates_list_every_class_the_callers_pass_with_the_first_call(tmp_path):
+    context = _context(tmp_path, HEADER + """
+def update(model):
+    use(model)  # here
+
+update(Policy(nnx.Rngs(0)))
+update(Critic(nnx.Rngs(0)))
+update(Policy(nnx.Rngs(1)))
+""")
+    argument = _marked(context, "here").args[0]
+    candidates = value_model(context).candidates(argument)
+    assert [(c.ref.short_name, c.evidence, c.call.lineno) for c in candidates] == [
+        ("Policy", "call site", 16), ("Critic", "call site", 17)]
+
+
+def test_a_known_class_is_the_only_candidate(tmp_path):
+    context = _context(tmp_path, HEADER + """
+def update(model: Critic):
+    use(model)  # here
+
+update(Policy(nnx.Rngs(0)))
+""")
+    candidates = value_model(context).candidates(_marked(context, "here").args[0])
+    assert [(c.ref.short_name, c.evidence) for c in candidates] == [("Critic", "class")]
+
+
+def test_states_are_recognised_through_splits_names_and_stores(tmp_path):
+    context = _context(tmp_path, HEADER + """
+class Holder:
+    def __init__(self, model):
+        self.params = nnx.state(model)
+        self.model = model
+
+def f(model):
+    _, params, rest = nnx.split(model, nnx.Param, ...)
+    copy = nnx.clone(params)
+    h = Holder(model)
+    use(params, rest, copy, nnx.split(model)[1], h.params)  # states
+    use(model, nnx.split(model)[0], h.model)  # not states
+""")
+    model = value_model(context)
+    states = _marked(context, "states").args
+    others = _marked(context, "not states").args
+    assert [model.is_state(a) for a in states] == [True, True, True, True, True]  # h.params: stored as a State
+    assert [model.is_state(a) for a in others] == [False, False, False]
+
+
+def test_stored_kinds_name_containers_and_variables(tmp_path):
+    context = _context(tmp_path, HEADER + """
+class Counter(nnx.Module):
+    def __init__(self):
+        self.count = nnx.Variable(jnp.array(0))
+        self.items = []
+        self.blocks = nnx.List([])
+        self.name = "x"
+        setattr(self, "steps", nnx.BatchStat(jnp.array(0)))
+
+def f(c: Counter):
+    use(c)  # here
+""")
+    model = value_model(context)
+    owner = _marked(context, "here").args[0]
+    assert {a: model.stored_kinds(owner, a) for a in ("count", "items", "blocks", "name", "steps", "missing")} == {
+        "count": {"variable"}, "items": {"container"}, "blocks": {"container"}, "name": {"other"},
+        "steps": {"variable"}, "missing": set()}
+
+
+def test_the_resolver_sees_stored_transforms_and_ahead_of_time_calls(tmp_path):
+    context = _context(tmp_path, """
+from flax import nnx
+
+def forward(model, x):
+    return model(x)
+
+class Extractor:
+    def __init__(self):
+        self._fwd = nnx.jit(forward)
+
+    def features(self, model, x):
+        self._fwd(model, x)  # stored
+        nnx.jit(forward).lower(model, x)  # lowered
+        nnx.jit(forward, graph=False)(model, x)  # pinned
+        self.features(model, x)  # plain
+""")
+    resolver = transform_resolver(context)
+    stored = resolver.application(_marked(context, "stored"))
+    assert stored.name == "jit" and [a.label for a in stored.arguments] == ["args[0]", "args[1]"]
+    assert not stored.keeps_graph
+    lowered = resolver.application(_marked(context, "lowered"))
+    assert lowered.name == "jit" and lowered.arguments[0].expression.as_string() == "model"
+    assert resolver.application(_marked(context, "pinned")).keeps_graph  # Tree Mode chosen: unchanged by the flip
+    assert resolver.application(_marked(context, "plain")) is None
+
+
+def test_the_resolver_follows_a_transform_bound_in_another_file(tmp_path):
+    context = _context(tmp_path, """
+from steps import train_step
+
+def run(model, x):
+    train_step(model, x)  # call
+""", files={"steps.py": """
+from flax import nnx
+
+def _step(model, x):
+    return model(x)
+
+train_step = nnx.value_and_grad(_step)
+"""})
+    application = transform_resolver(context).application(_marked(context, "call"))
+    assert application is not None and application.name == "value_and_grad"
