@@ -504,9 +504,29 @@ class ClassModel:
         if self._derives_from(ref.definition, RNG_CLASSES):
             return "rngs"
         info = self.info(ref.definition)
-        if info.is_nnx_module and any(not _is_static_value(store.value) for store in info.stores):
+        if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
             return "module"
-        return None  # a Module storing only constants holds no Variables
+        return None  # a Module storing only constants and plain arrays holds no Variables
+
+    def _may_hold_variables(self, value: nodes.NodeNG | None, depth: int = 0) -> bool:
+        """Whether a stored value may be or hold an NNX Variable: unknown values may.
+
+        Literals, functions and plain arrays (``jnp.array(1.0)``, ``np.zeros(3)``,
+        ``jax.random.normal(...)``) never do: sharing them runs in Tree Mode (a pytree may
+        hold one array twice), so a class storing only those is not stateful. A construction
+        of a project class holds Variables exactly when that class does.
+        """
+        if _is_static_value(value):
+            return False
+        if isinstance(value, nodes.Call) and depth <= _MAX_DEPTH:
+            name = self._resolver_for(value).qualified_name(value.func) or ""
+            if name.startswith(_ARRAY_MODULES):
+                return False
+            ref = self.resolve(name, at=value)
+            if ref is not None and ref.definition is not None and not self._derives_from(
+                    ref.definition, VARIABLE_CLASSES | RNG_CLASSES):
+                return self.class_kind(ref, value) is not None
+        return True
 
     def _derives_from(self, classdef: nodes.ClassDef, short_names: frozenset[str], depth: int = 0) -> bool:
         for base in self.info(classdef).bases:
@@ -932,6 +952,10 @@ class Construction:
 def _is_static(function: nodes.FunctionDef) -> bool:
     decorators = function.decorators.nodes if function.decorators else []
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
+
+
+#: Modules whose functions return plain arrays (never Variables).
+_ARRAY_MODULES = ("jax.numpy.", "numpy.", "jax.random.", "jax.lax.", "jax.nn.")
 
 
 def _is_static_value(value: nodes.NodeNG | None) -> bool:
