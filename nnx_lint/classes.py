@@ -632,6 +632,11 @@ class ClassModel:
                 for entry in value.args[:1]:
                     self._expand(entry, prefix, substitutions, items, depth + 1, inner)
                 return
+            if _is_builtin_dict(value.func) and not value.args:
+                for keyword in value.keywords or []:  # dict(a=x, b=y): a dict literal
+                    if keyword.arg:
+                        self._element(keyword.value, prefix + (keyword.arg,), substitutions, items, depth, inner)
+                return
             if name in FLAX_STORED_ARGUMENTS:
                 for position, keyword, path in FLAX_STORED_ARGUMENTS[name]:
                     argument = _argument(value, position, keyword)
@@ -750,7 +755,7 @@ def self_store(node: nodes.NodeNG, self_name: str) -> tuple[tuple[str, ...], nod
     """
     if isinstance(node, nodes.AssignAttr):
         path = _self_path(node, self_name)
-        return (tuple(path.split(".")), _assigned_value(node)) if path is not None else None
+        return (tuple(path.split(".")), assigned_value(node)) if path is not None else None
     if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name) and node.func.name == "setattr" \
             and len(node.args) >= 3 and isinstance(node.args[0], nodes.Name) and node.args[0].name == self_name:
         name = node.args[1]
@@ -771,7 +776,8 @@ def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     return None
 
 
-def _assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
+def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
+    """The value stored into ``target`` (also one element of a tuple-to-tuple assignment)."""
     parent = target.parent
     if isinstance(parent, (nodes.Assign, nodes.AnnAssign, nodes.AugAssign)):
         return parent.value
@@ -952,6 +958,17 @@ class Construction:
 def _is_static(function: nodes.FunctionDef) -> bool:
     decorators = function.decorators.nodes if function.decorators else []
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
+
+
+def _is_builtin_dict(function: nodes.NodeNG) -> bool:
+    """``dict`` not rebound in this file (the name resolver leaves builtins unresolved)."""
+    if not isinstance(function, nodes.Name) or function.name != "dict":
+        return False
+    try:
+        scope, _assignments = lookup(function)
+    except Exception:
+        return False
+    return isinstance(scope, nodes.Module) and scope.name == "builtins"
 
 
 #: Modules whose functions return plain arrays (never Variables).

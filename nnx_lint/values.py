@@ -19,7 +19,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import parameter_of
-from nnx_lint.classes import ClassRef
+from nnx_lint.classes import STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import lookup
 
 if TYPE_CHECKING:
@@ -30,6 +30,27 @@ _MAX_DEPTH = 4
 VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
 #: Classes whose instances are list- or dict-like containers of other values.
 CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "builtins.dict", "list", "dict"})
+
+
+@dataclass(frozen=True)
+class SharedPair:
+    """One object reachable at two places inside one value (``[v, v]``, ``Foo(a=v, b=v)``)."""
+
+    #: Paths inside the value, flax-style: ``[0]``, ``['b']``, ``a``.
+    first_path: str
+    second_path: str
+    #: The shared object and what it is (``module``, ``variable``, ``rngs``, ``state``).
+    ref: Ref
+    kind: str
+
+
+@dataclass(frozen=True)
+class Tie:
+    """``m2.kernel = m1.kernel`` outside a class body: after it, two objects share a part."""
+
+    target: Ref
+    value: Ref
+    node: nodes.NodeNG
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,7 @@ class ValueModel:
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self.classes = context.classes
+        self._ties: dict[int, list[Tie]] = {}
 
     # -- classes ------------------------------------------------------------------------------
     def candidates(self, expression: nodes.NodeNG) -> list[Candidate]:
@@ -108,6 +130,64 @@ class ValueModel:
         if ref is None or ref.definition is None:
             return set()
         return {self.stored_kind(store.value) for store in self.classes.info(ref.definition).stores_of(attribute)}
+
+    # -- identity -----------------------------------------------------------------------------
+    def shared_within(self, expression: nodes.NodeNG) -> SharedPair | None:
+        """The first object that ``expression`` holds at two places, when it holds Variables.
+
+        Covers list, tuple and dict literals, ``dict(...)``, ``nnx.List``/``nnx.Dict``/
+        ``nnx.Sequential`` and constructions of project classes through what their
+        ``__init__`` stores (``Foo(a=v, b=v)`` with ``self.a = a; self.b = b``), followed
+        through local names, and ties made before it (``m2.kernel = m1.kernel``, then
+        ``[m1, m2]``). Arrays and unknown objects never count.
+        """
+        items = self.classes.stored_items(expression)
+        for position, (path_b, ref_b, _container) in enumerate(items):
+            if ref_b is None or not path_b:
+                continue
+            for path_a, ref_a, _ in items[:position]:
+                if ref_a is None or not path_a or _prefix_related(path_a, path_b):
+                    continue
+                if ref_a.overlaps(ref_b):
+                    shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
+                else:
+                    tie = self.tie_between(ref_a, ref_b, expression)
+                    if tie is None:
+                        continue
+                    shared = tie.value
+                kind = self.classes.kind_of(shared)
+                if kind in STATEFUL_KINDS:
+                    return SharedPair(join_path(path_a), join_path(path_b), shared, kind)
+        return None
+
+    def tie_between(self, a: Ref, b: Ref, at: nodes.NodeNG) -> Tie | None:
+        """A tie made before ``at`` in its scope that makes ``a`` and ``b`` share a part:
+        ``m2.kernel = m1.kernel`` ties ``m2`` and ``m1`` (and ``m2`` and ``m1.kernel``)."""
+        for tie in self.ties_in(at.scope()):
+            if (tie.node.lineno or 0) >= (at.lineno or 0):
+                break
+            for first, second in ((a, b), (b, a)):
+                if _within_ref(tie.target, first) and tie.value.overlaps(second):
+                    return tie
+        return None
+
+    def ties_in(self, scope: nodes.NodeNG) -> list[Tie]:
+        """Attribute stores in ``scope`` (a function or module, not a class body's methods'
+        ``self``) whose value is a known stateful object, in source order."""
+        key = id(scope)
+        if key not in self._ties:
+            ties = []
+            for node in scope.nodes_of_class(nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+                if node.scope() is not scope:
+                    continue
+                target = self.classes.ref_of(node.expr)
+                value = self.classes.ref_of(assigned_value(node))
+                if target is None or value is None or target.origin == "self":
+                    continue
+                if self.classes.kind_of(value) in STATEFUL_KINDS:
+                    ties.append(Tie(target.child(node.attrname), value, node))
+            self._ties[key] = sorted(ties, key=lambda t: (t.node.lineno or 0, t.node.col_offset or 0))
+        return self._ties[key]
 
     # -- States -------------------------------------------------------------------------------
     def is_state(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
@@ -193,6 +273,16 @@ def _parameter(name: nodes.Name):
         return parameter_of(name)
     except Exception:  # astroid lookups on damaged trees: unknown
         return None
+
+
+def _within_ref(inner: Ref, outer: Ref) -> bool:
+    """Whether ``inner`` is ``outer`` or a part of it."""
+    return inner.root == outer.root and inner.path[:len(outer.path)] == outer.path
+
+
+def _prefix_related(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
 
 
 def _is_int(node: nodes.NodeNG | None) -> bool:

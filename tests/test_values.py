@@ -162,3 +162,45 @@ train_step = nnx.value_and_grad(_step)
 """})
     application = transform_resolver(context).application(_marked(context, "call"))
     assert application is not None and application.name == "value_and_grad"
+
+
+def test_shared_within_finds_one_object_held_twice_by_a_value(tmp_path):
+    context = _context(tmp_path, HEADER + """
+class Pair(nnx.Module):
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+def f(x):
+    v = nnx.Param(jnp.ones(2))
+    p1, p2 = nnx.Param(jnp.ones(2)), nnx.Param(jnp.ones(2))
+    lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    use([v, v], dict(a=[p1, p2], b=p1), Pair(a=lin, b=lin), (lin, lin.kernel))  # shared
+    use([x, x], [p1, p2], Pair(a=lin, b=nnx.clone(lin)), {"a": jnp.ones(2), "b": jnp.ones(2)})  # distinct
+""")
+    model = value_model(context)
+    found = [model.shared_within(a) for a in _marked(context, "shared").args]
+    assert [(p.first_path, p.second_path, p.kind) for p in found] == [
+        ("[0]", "[1]", "variable"), ("a[0]", "b", "variable"), ("a", "b", "module"), ("[0]", "[1]", "module")]
+    assert [model.shared_within(a) for a in _marked(context, "distinct").args] == [None, None, None, None]
+
+
+def test_ties_after_construction_make_two_objects_share(tmp_path):
+    context = _context(tmp_path, HEADER + """
+def f(x):
+    m1 = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    m2 = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+    m3 = nnx.Linear(2, 2, rngs=nnx.Rngs(2))
+    use([m1, m2])  # before
+    m2.kernel = m1.kernel
+    m3.bias = jnp.zeros(2)
+    use([m1, m2], [m2, m3], [m1, m3])  # after
+""")
+    model = value_model(context)
+    assert model.shared_within(_marked(context, "before").args[0]) is None
+    after = [model.shared_within(a) for a in _marked(context, "after").args]
+    assert after[0] is not None and (after[0].first_path, after[0].second_path, after[0].kind) == ("[0]", "[1]", "variable")
+    assert after[1:] == [None, None]
+    m1, m2 = (context.classes.ref_of(e) for e in _marked(context, "after").args[0].elts)
+    tie = model.tie_between(m1, m2, _marked(context, "after"))
+    assert tie is not None and tie.node.as_string() == "m2.kernel"
