@@ -209,7 +209,8 @@ class ClassModel:
                 # nnx.clone(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): same class as m
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
-            return self.resolve(name, at=expression) or self._local_class(expression.func)
+            return (self.resolve(name, at=expression) or self._local_class(expression.func)
+                    or self._factory_class(expression, name, depth))
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
             if annotated is not None:
@@ -259,6 +260,35 @@ class ClassModel:
                 if ref is not None:
                     found.setdefault(ref, call)
         return list(found.items())
+
+    def _factory_class(self, call: nodes.Call, qualified_name: str | None, depth: int) -> ClassRef | None:
+        """``make_model(...)`` where the project function returns one class on every path
+        (``return Model(...)``, also through a local name): that class."""
+        function = self._function_called(call, qualified_name)
+        if function is None:
+            return None
+        returns = [node.value for node in function.nodes_of_class(
+            nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)) if node.scope() is function]
+        if not returns or any(value is None for value in returns):
+            return None
+        refs = {self.class_of(value, depth + 1) for value in returns}
+        return refs.pop() if len(refs) == 1 and None not in refs else None
+
+    def _function_called(self, call: nodes.Call, qualified_name: str | None) -> nodes.FunctionDef | None:
+        """The plain project function (not a method) ``call`` calls by name, if known."""
+        if isinstance(call.func, nodes.Name):
+            try:
+                _scope, assignments = lookup(call.func)
+            except Exception:
+                return None
+            if len(assignments) == 1 and isinstance(assignments[0], nodes.FunctionDef) \
+                    and not isinstance(assignments[0].parent, nodes.ClassDef):
+                return assignments[0]
+        if qualified_name and qualified_name.split(".")[0] not in nnx_api.EXTERNAL_PACKAGES:
+            definition = self.context.project.definition(qualified_name)
+            if isinstance(definition, nodes.FunctionDef):
+                return definition
+        return None
 
     def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:
         """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""
