@@ -579,9 +579,11 @@ class ClassModel:
         if head.startswith("<"):
             return "state"
         if cls.definition is not None:
-            kinds = set()
-            for store in self.info(cls.definition).stores_of(head):
-                kinds.add(self.kind_of(_extend(self.ref_of(store.value), path[1:]), depth + 1))
+            # Alternative stores (`if`/`else`) mean "may be": the one stateful kind some
+            # branch that can run gives is the answer; branches that never run don't count.
+            kinds = {self.kind_of(_extend(self.ref_of(store.value), path[1:]), depth + 1)
+                     for store in self.info(cls.definition).stores_of(head) if not _never_runs(store.target)}
+            kinds.discard(None)
             return kinds.pop() if len(kinds) == 1 else None
         if len(path) == 1:
             if head in FLAX_VARIABLE_ATTRIBUTES.get(cls.short_name, ()):
@@ -988,6 +990,26 @@ class Construction:
 def _is_static(function: nodes.FunctionDef) -> bool:
     decorators = function.decorators.nodes if function.decorators else []
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
+
+
+def _never_runs(node: nodes.NodeNG) -> bool:
+    """Whether ``node`` sits in a branch that cannot run: ``if False:``, ``if 0:``, the
+    ``else`` of ``if True:``, ``if TYPE_CHECKING:``."""
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, (nodes.FunctionDef, nodes.ClassDef, nodes.Module)):
+        if isinstance(parent, nodes.If):
+            test = parent.test
+            constant = test.value if isinstance(test, nodes.Const) else None
+            if isinstance(test, nodes.Name) and test.name == "TYPE_CHECKING":
+                constant = True  # the body is for type checkers only
+                if child in parent.body:
+                    return True
+            if isinstance(test, nodes.Const) and child in parent.body and not constant:
+                return True
+            if isinstance(test, nodes.Const) and child in parent.orelse and constant:
+                return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _is_builtin_dict(function: nodes.NodeNG) -> bool:
