@@ -291,6 +291,10 @@ class TransformedCode:
                     method = self.transforms.method_of(ref.definition, "__call__")
                     if method is not None:
                         yield method, func
+                elif ref is None and reach is not None and self._unknown_external(func, reach):
+                    method = self.single_receiver_method("__call__")
+                    if method is not None:
+                        yield method, func
             return
         if isinstance(func, nodes.Attribute):
             receiver = func.expr
@@ -313,6 +317,34 @@ class TransformedCode:
             definition = self.transforms._project_definition(qualified)
             if definition is not None:
                 yield definition, None
+            elif ref is None and reach is not None and self._unknown_external(receiver, reach):
+                method = self.single_receiver_method(func.attrname)
+                if method is not None:
+                    yield method, receiver
+
+    def single_receiver_method(self, name: str) -> nodes.FunctionDef | None:
+        """The method ``name`` when exactly one NNX Module class of this file defines it.
+
+        ``m(x)`` / ``m.step()`` on a parameter whose class is unknown can only run a project
+        method when one class has it: then that method is followed (a single receiver).
+        Two or more classes defining it leave the call unresolved.
+        """
+        if not hasattr(self, "_receivers"):
+            self._receivers: dict[str, nodes.FunctionDef | None] = {}
+        if name not in self._receivers:
+            found = []
+            for classdef in self.module.nodes_of_class(nodes.ClassDef):
+                method = classdef.locals.get(name)
+                if method and isinstance(method[-1], nodes.FunctionDef) \
+                        and self.context.classes.info(classdef).is_nnx_module:
+                    found.append(method[-1])
+            self._receivers[name] = found[0] if len(found) == 1 else None
+        return self._receivers[name]
+
+    def _unknown_external(self, expression: nodes.NodeNG, reach: Reach) -> bool:
+        """A plain name for an object from outside the transform (a parameter), class unknown."""
+        return isinstance(expression, nodes.Name) and expression.name in reach.external \
+            and _binds_parameter(expression)
 
     # -- classes ---------------------------------------------------------------------------------
     def class_of(self, expression: nodes.NodeNG, reach: Reach | None = None):
