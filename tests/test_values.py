@@ -204,3 +204,43 @@ def f(x):
     m1, m2 = (context.classes.ref_of(e) for e in _marked(context, "after").args[0].elts)
     tie = model.tie_between(m1, m2, _marked(context, "after"))
     assert tie is not None and tie.node.as_string() == "m2.kernel"
+
+
+def test_helper_summaries_see_graph_calls_and_returned_parameters(tmp_path):
+    from nnx_lint.summaries import helper_summaries
+
+    context = _context(tmp_path, """
+from flax import nnx
+from helpers import take_sown_elsewhere
+
+def take_sown(model):
+    return nnx.pop(model, nnx.Intermediate)
+
+def outer(m, other):
+    take_sown(m)
+    return other
+
+def rebinds(model):
+    model = None
+    return nnx.pop(model, nnx.Intermediate)
+
+def f(model, x):
+    take_sown(model)  # direct
+    outer(x, model)  # nested
+    take_sown_elsewhere(model)  # imported
+    rebinds(model)  # rebound
+""", files={"helpers.py": """
+from flax import nnx
+
+def take_sown_elsewhere(module):
+    return nnx.state(module, nnx.Intermediate)
+"""})
+    summaries = helper_summaries(context)
+    direct = summaries.graph_calls_through(_marked(context, "direct"))
+    assert [(a.as_string(), g.call.name, g.chain) for a, g in direct] == [("model", "pop", ("take_sown",))]
+    nested = summaries.graph_calls_through(_marked(context, "nested"))
+    assert [(a.as_string(), g.chain) for a, g in nested] == [("x", ("outer", "take_sown"))]
+    assert [a.as_string() for a in summaries.returned_arguments(_marked(context, "nested"))] == ["model"]
+    imported = summaries.graph_calls_through(_marked(context, "imported"))
+    assert [(a.as_string(), g.call.name) for a, g in imported] == [("model", "state")]
+    assert summaries.graph_calls_through(_marked(context, "rebound")) == []
