@@ -38,6 +38,8 @@ def locations(
     it was read from (resolved), against which other files' paths are written; ``main``:
     the finding's own ``(line, column)``, which is not repeated, nor is any location twice.
     """
+    if not specs:
+        return ()
     found: list[Related] = []
     seen = {(path, *main)}
     for target, message in specs or ():
