@@ -1,7 +1,7 @@
 """The one record every front-end reports."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from nnx_lint import DOCS_URL
@@ -10,6 +10,46 @@ from nnx_lint import DOCS_URL
 #: and ``silent``-ly computes something else. ``linter`` marks NNX0xx (the file itself
 #: could not be analysed), ``advisory`` marks NNX9xx (not a break, off by default).
 KINDS = ("raises", "silent", "linter", "advisory")
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place a finding involves (the issue's "related locations"): a store site, the
+    ``StateAxes`` built here and used there, the ``grad`` created here whose result is used there.
+
+    The diagnostic itself is reported where the fix goes; these are the other lines a reader
+    needs. ``path`` is displayed like the diagnostic's own (another project file is named
+    relative in the same way); ``line``/``column`` are 1-based as in :class:`Diagnostic`.
+    In a notebook, ``cell`` is the cell (counted as for the diagnostic), ``line`` the line in
+    it, and ``ipynb`` the span ``(line, column, end line, end column)`` in the ``.ipynb`` JSON
+    text where GitHub and SARIF point; both are None elsewhere. ``message`` says what
+    happens here, in a few words; it may quote analysed text, so every reporter escapes it.
+    """
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    cell: int | None = None
+    ipynb: tuple[int, int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ipynb is not None and not isinstance(self.ipynb, tuple):
+            object.__setattr__(self, "ipynb", tuple(self.ipynb))  # a JSON list from the cache
+
+    def file_span(self) -> tuple[int, int, int, int]:
+        """(line, column, end line, end column) in the file as stored (a notebook's JSON text)."""
+        return self.ipynb if self.ipynb is not None else (self.line, self.column, self.end_line, self.end_column)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (cache, workers)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Related:
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -34,6 +74,14 @@ class Diagnostic:
     kind: str
     facts: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     help: str = ""
+    #: The other lines the finding involves (:class:`Related`); like ``facts``, they take no part
+    #: in equality, so deduplication, noqa and baselines see the same findings as without them.
+    related: tuple[Related, ...] = field(default=(), compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # Accept the plain-data form too (``Diagnostic(**d.to_dict())``, a JSON list of dicts).
+        related = tuple(r if isinstance(r, Related) else Related.from_dict(r) for r in self.related)
+        object.__setattr__(self, "related", related)
 
     @property
     def url(self) -> str:
@@ -53,7 +101,12 @@ class Diagnostic:
         return cls(**data)
 
     def with_path(self, path: str) -> Diagnostic:
-        return Diagnostic(**{**asdict(self), "path": path})
+        """The same finding reported under ``path`` (the same file named another way): related
+        locations in this file follow it, those in other files are re-based alike."""
+        from nnx_lint.related import rebase
+
+        related = tuple(replace(r, path=rebase(r.path, self.path, path)) for r in self.related)
+        return replace(self, path=path, facts=dict(self.facts), related=related)
 
 
 def analysed_whole(diagnostics) -> bool:

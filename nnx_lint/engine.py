@@ -22,6 +22,8 @@ from nnx_lint.names import NameResolver
 from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
+from nnx_lint.related import RelatedSpec
+from nnx_lint.related import locations as related_locations
 from nnx_lint.rule import Rule
 from nnx_lint.unused_noqa import unused_noqa
 
@@ -85,16 +87,20 @@ class FileContext:
 
     def report(
         self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None,
-        help: str | None = None,
+        help: str | None = None, related: Iterable[RelatedSpec] | None = None,
     ) -> None:
+        """Record a diagnostic of ``rule`` at ``node``; ``related`` names the other lines it
+        involves, as ``(node or Related, "what happens there")`` pairs."""
         text, help_text = rule.render(facts, message=message, help=help)
         line = node.lineno or 1
         column = (node.col_offset or 0) + 1
         end_line = node.end_lineno or line
         end_column = (node.end_col_offset or node.col_offset or 0) + 1
+        others = related_locations(related, self.module, self.path, self.project.current_file, (line, column))
         self.diagnostics.append(
             Diagnostic(
-                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text
+                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text,
+                others,
             )
         )
 

@@ -101,7 +101,7 @@ def _findings(diagnostics: list[Diagnostic], confirmations: dict, status_words: 
         d = diagnostics[index]
         cell = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
         row = [markdown_cell(f"{d.path}:{cell}{d.line}:{d.column}"), f"[{d.code}]({d.url})", d.kind,
-               markdown_cell(d.message)]
+               markdown_cell(d.message) + _also_at(d)]
         if confirmations:
             verdict = confirmations.get(index)
             row.append(status_words[verdict.status] if verdict is not None else "")
@@ -110,6 +110,14 @@ def _findings(diagnostics: list[Diagnostic], confirmations: dict, status_words: 
     more = len(diagnostics) - MAX_FINDINGS
     note = f"\n\n{more} more findings are not listed (see the text or JSON output)." if more > 0 else ""
     return "### Findings\n\n" + _table(headings, rows) + note
+
+
+def _also_at(d: Diagnostic) -> str:
+    """The related locations, on their own lines of the message cell (``<br>`` is the one
+    line break a table cell can hold; the text itself is escaped)."""
+    from nnx_lint.related import position
+
+    return "".join(f"<br>also at {markdown_cell(position(r))}: {markdown_cell(r.message)}" for r in d.related)
 
 
 def _table(headings: list[str], rows: list[list[str]]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import Diagnostic, Related
 from nnx_lint.lines import physical_lines
 
 
@@ -89,17 +89,37 @@ def map_to_cells(
     locator = IpynbLocator(notebook_text) if notebook_text is not None and diagnostics else None
     mapped = []
     for diagnostic in diagnostics:
-        start = origin[min(diagnostic.line, len(origin)) - 1] if origin else CellLine(1, diagnostic.line)
-        end = origin[min(diagnostic.end_line, len(origin)) - 1] if origin else start
-        same_cell = end.cell == start.cell
-        end_line, end_column = (end.line, diagnostic.end_column) if same_cell else (start.line, diagnostic.column)
-        facts = {**diagnostic.facts, "cell": start.cell}
-        if locator is not None:
-            span = _ipynb_span(locator, start, diagnostic.column, CellLine(start.cell, end_line), end_column)
-            if span is not None:
-                facts[IPYNB_SPAN] = span
-        mapped.append(replace(diagnostic, line=start.line, end_line=end_line, end_column=end_column, facts=facts))
+        cell, line, end_line, end_column, span = _to_cell(
+            origin, locator, diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column)
+        facts = {**diagnostic.facts, "cell": cell}
+        if span is not None:
+            facts[IPYNB_SPAN] = span
+        # Related locations in the notebook itself are mapped alike (those in other files stay).
+        related = tuple(_related_to_cell(r, origin, locator) if r.path == diagnostic.path else r
+                        for r in diagnostic.related)
+        mapped.append(replace(diagnostic, line=line, end_line=end_line, end_column=end_column, facts=facts,
+                              related=related))
     return mapped
+
+
+def _to_cell(origin: list[CellLine], locator, line: int, column: int, end_line: int, end_column: int):
+    """A module span as ``(cell, line, end line, end column, ipynb span or None)``; a span
+    that runs into a later cell is cut to its first line."""
+    start = origin[min(line, len(origin)) - 1] if origin else CellLine(1, line)
+    end = origin[min(end_line, len(origin)) - 1] if origin else start
+    same_cell = end.cell == start.cell
+    end_line, end_column = (end.line, end_column) if same_cell else (start.line, column)
+    span = None
+    if locator is not None:
+        span = _ipynb_span(locator, start, column, CellLine(start.cell, end_line), end_column)
+    return start.cell, start.line, end_line, end_column, span
+
+
+def _related_to_cell(related: Related, origin: list[CellLine], locator) -> Related:
+    cell, line, end_line, end_column, span = _to_cell(
+        origin, locator, related.line, related.column, related.end_line, related.end_column)
+    ipynb = (span["line"], span["column"], span["end_line"], span["end_column"]) if span is not None else None
+    return replace(related, cell=cell, line=line, end_line=end_line, end_column=end_column, ipynb=ipynb)
 
 
 def _ipynb_span(locator, start: CellLine, column: int, end: CellLine, end_column: int) -> dict[str, int] | None:

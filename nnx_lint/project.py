@@ -64,6 +64,11 @@ class Project:
         self._own = None
         self.dependencies = {}
 
+    @property
+    def current_file(self) -> str | None:
+        """The file being analysed, resolved (None before :meth:`start_file`)."""
+        return str(self._current_file) if self._current_file is not None else None
+
     def add_root(self, root: Path) -> None:
         root = root.resolve()
         if root not in self.roots:

@@ -51,11 +51,13 @@ def render(
 
 def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False) -> str:
     """``path:line:col: CODE message`` per diagnostic (``path:cell N:line:col`` in notebooks)
-    and a summary; ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line.
+    and a summary; each related location follows on an indented ``also at path:line:col:
+    message`` line, and ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line.
     Text from the analysed code — file names, the names quoted in messages and help,
     evidence — is passed through :func:`~nnx_lint.escaping.printable`, so each field is one
     visible line and no control character reaches the terminal."""
     from nnx_lint.escaping import printable, printable_lines
+    from nnx_lint.related import position
 
     lines = []
     for index, d in enumerate(result.diagnostics):
@@ -64,6 +66,8 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
+        for other in d.related:
+            line += f"\n    also at {printable(position(other))}: {printable(other.message)}"
         if show_fixes and d.help:
             line += f"\n    help: {printable(d.help)}"
         if verdict is not None:
@@ -113,7 +117,8 @@ def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
     """Ruff's JSON keys, plus ``symbol``, ``kind``, ``help``, ``facts`` (and ``confirmation``).
 
     ``help`` is the fix advice (null when there is none), apart from the short ``message``;
-    ``fix`` is Ruff's fix object (applicability, message, edits) or null.
+    ``fix`` is Ruff's fix object (applicability, message, edits) or null; ``related`` lists
+    the other lines the finding involves (:func:`related_json`).
     """
     facts = {k: v for k, v in d.facts.items() if k != "traceback"}
     extra = {"confirmation": confirmation.to_dict()} if confirmation is not None else {}
@@ -131,7 +136,20 @@ def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
         "fix": fix.to_json() if fix is not None else None,
         "noqa_row": d.line,
         "cell": d.facts.get("cell"),
+        "related": [related_json(r) for r in d.related],
         **extra,
+    }
+
+
+def related_json(related) -> dict:
+    """A related location in the JSON output: ``filename``, ``location`` and ``end_location``
+    as for the diagnostic, ``message``, and ``cell`` (null outside notebooks)."""
+    return {
+        "filename": related.path,
+        "location": {"row": related.line, "column": related.column},
+        "end_location": {"row": related.end_line, "column": related.end_column},
+        "message": related.message,
+        "cell": related.cell,
     }
 
 
@@ -159,6 +177,8 @@ def render_github(diagnostics: list[Diagnostic]) -> str:
     from nnx_lint.escaping import printable, workflow_data, workflow_property
     from nnx_lint.notebooks import file_span
 
+    from nnx_lint.related import position
+
     lines = []
     for d in diagnostics:
         line, column, end_line, end_column = file_span(d)
@@ -167,7 +187,11 @@ def render_github(diagnostics: list[Diagnostic]) -> str:
             "line": line, "col": column, "endLine": end_line, "endColumn": end_column,
         }
         rendered = ",".join(f"{key}={workflow_property(str(value))}" for key, value in properties.items())
-        lines.append(f"::{_GITHUB_LEVELS[d.kind]} {rendered}::{workflow_data(printable(f'{d.code} {d.message}'))}")
+        # An annotation has one location: the related ones are lines of its message (each
+        # escaped on its own, so only these line breaks reach the annotation).
+        message = "\n".join([printable(f"{d.code} {d.message}")]
+                             + [printable(f"also at {position(r)}: {r.message}") for r in d.related])
+        lines.append(f"::{_GITHUB_LEVELS[d.kind]} {rendered}::{workflow_data(message)}")
     return "\n".join(lines)
 
 
@@ -176,8 +200,6 @@ _SARIF_LEVELS = {"raises": "error", "silent": "error", "linter": "warning", "adv
 
 def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
     """SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, Azure DevOps)."""
-    from urllib.parse import quote
-
     import nnx_lint
     from nnx_lint.notebooks import file_span
     from nnx_lint.registry import rule_by_code
@@ -206,6 +228,7 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             properties["help"] = d.help
         if index in confirmations:
             properties["confirmation"] = confirmations[index].to_dict()
+        related = {"relatedLocations": _sarif_related(d.related)} if d.related else {}
         results.append({
             "ruleId": d.code,
             "ruleIndex": codes.index(d.code),
@@ -213,12 +236,12 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {
-                    # A URI reference: a file name's spaces, '%', '#', line breaks are percent-encoded.
-                    "artifactLocation": {"uri": quote(d.path.replace("\\", "/"), safe="/")},
+                    "artifactLocation": {"uri": _sarif_uri(d.path)},
                     "region": {"startLine": line, "startColumn": column,
                                "endLine": end_line, "endColumn": end_column},
                 }
             }],
+            **related,
             "properties": properties,
         })
     document = {
@@ -230,6 +253,31 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
         }],
     }
     return json.dumps(document, indent=2)
+
+
+def _sarif_uri(path: str) -> str:
+    """A URI reference: a file name's spaces, '%', '#', line breaks are percent-encoded."""
+    from urllib.parse import quote
+
+    return quote(path.replace("\\", "/"), safe="/")
+
+
+def _sarif_related(related) -> list[dict]:
+    """``relatedLocations`` (SARIF 2.1.0 §3.27.22): each a location with an ``id`` unique in
+    its result, a physical location (a notebook's in its JSON text, as for the result) and
+    what happens there."""
+    found = []
+    for number, other in enumerate(related):
+        line, column, end_line, end_column = other.file_span()
+        found.append({
+            "id": number,
+            "physicalLocation": {
+                "artifactLocation": {"uri": _sarif_uri(other.path)},
+                "region": {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column},
+            },
+            "message": {"text": other.message},
+        })
+    return found
 
 
 def _sarif_rule_help(rule) -> dict:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nnx_lint.program_text import literal
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from astroid import nodes
 
     from nnx_lint.engine import FileContext
@@ -193,12 +195,15 @@ class Rule:
     def __init__(self, context: FileContext) -> None:
         self.context = context
 
-    def report(self, node: nodes.NodeNG, message: str | None = None, help: str | None = None, **facts: Any) -> None:
+    def report(self, node: nodes.NodeNG, message: str | None = None, help: str | None = None, *,
+               related: Iterable[tuple[Any, str]] | None = None, **facts: Any) -> None:
         """Report a diagnostic of this rule at ``node``; message and help are formatted from facts.
 
         ``message`` / ``help`` replace the class templates for this one diagnostic.
+        ``related``: the other lines the finding involves, ``[(node, "what happens there"), ...]``
+        (:mod:`nnx_lint.related`).
         """
-        self.context.report(self, node, facts, message=message, help=help)
+        self.context.report(self, node, facts, message=message, help=help, related=related)
 
     @classmethod
     def render(cls, facts: dict[str, Any], message: str | None = None, help: str | None = None) -> tuple[str, str]:

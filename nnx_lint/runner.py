@@ -131,7 +131,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         cached = cache.lookup(key, digest, run_fingerprint, digest_of) if data is not None else None
         if cached is not None:
             result.files_from_cache += 1
-            result.diagnostics.extend(Diagnostic.from_dict({**d, "path": display}) for d in cached)
+            # Stored as displayed then: re-displayed now (related paths in other files follow).
+            result.diagnostics.extend(Diagnostic.from_dict(d).with_path(display) for d in cached)
             continue
         pending.append((str(file), display, selectors, roots))
         keys.append((key, digest, run_fingerprint))

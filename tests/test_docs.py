@@ -48,7 +48,8 @@ def test_readme_counts_the_differential_programs():
 
 
 @pytest.mark.parametrize("document", ["README.md", "docs/migration.md", "docs/notebooks.md", "docs/runtime.md",
-                                      "docs/security.md", "docs/gate.md", "docs/analysis.md", "docs/github-actions.md"])
+                                      "docs/security.md", "docs/gate.md", "docs/analysis.md", "docs/github-actions.md",
+                                      "docs/related-locations.md"])
 def test_relative_links_resolve(document):
     path = ROOT / document
     links = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", path.read_text())
