@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 _MAX_DEPTH = 4
 #: Variable types of flax.nnx, qualified (a stored value of one of these is a Variable).
 VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
+#: Functions whose result has the structure of one argument (name -> its position):
+#: ``jax.tree.map(f, tree, *rest)`` and ``optax.apply_updates(params, updates)``.
+STRUCTURE_KEEPING: dict[str, int] = {
+    "jax.tree.map": 1, "jax.tree_util.tree_map": 1, "jax.tree_map": 1, "optax.apply_updates": 0,
+}
 #: Classes whose instances are list- or dict-like containers of other values.
 CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "builtins.dict", "list", "dict"})
 
@@ -192,13 +197,17 @@ class ValueModel:
     # -- States -------------------------------------------------------------------------------
     def is_state(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
         """Whether ``expression`` is an ``nnx.State``: ``nnx.state(...)``, ``nnx.split(...)[1]``,
-        a name bound (on every path) to one, an attribute stored as one, a ``State`` annotation."""
+        a name bound (on every path) to one, an attribute stored as one, a ``State`` annotation,
+        ``jax.tree.map(f, state)`` (the structure of its first tree)."""
         if depth > _MAX_DEPTH:
             return False
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
             if name == "flax.nnx.clone":
                 return bool(expression.args) and self.is_state(expression.args[0], depth + 1)
+            if name in STRUCTURE_KEEPING:  # jax.tree.map(f, state, ...) has the first tree's structure
+                position = STRUCTURE_KEEPING[name]
+                return len(expression.args) > position and self.is_state(expression.args[position], depth + 1)
             return name in nnx_api.STATE_PRODUCERS
         if isinstance(expression, nodes.Subscript):
             if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in nnx_api.SPLITS:
