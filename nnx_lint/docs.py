@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from nnx_lint.catalogue import PATTERNS, anchor
 from nnx_lint.rule import Rule
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
@@ -20,6 +21,15 @@ _KIND_TEXT = {
     "linter": "Reported by nnx-lint itself: the file could not be analysed.",
     "advisory": "Advisory, **off by default**: not a break.",
 }
+
+
+def pattern_link(pattern_id: str) -> str:
+    """A Markdown link from a rule page to one pattern of ``docs/catalogue.md``.
+
+    >>> pattern_link("A1")
+    '[A1: Tied Variable into a transform](../catalogue.md#a1)'
+    """
+    return f"[{pattern_id}: {PATTERNS[pattern_id]}](../catalogue.md#{anchor(pattern_id)})"
 
 
 def _code_block(source: str) -> str:
@@ -42,7 +52,7 @@ def render_rule(rule: type[Rule]) -> str:
         f"- Enabled by default: {'yes' if rule.default_enabled else 'no (select it with `' + _turn_on(rule) + '`)'}",
     ]
     if rule.catalogue:
-        facts.append(f"- Catalogue rows: {', '.join(rule.catalogue)}")
+        facts.append(f"- Patterns ([catalogue](../catalogue.md)): {', '.join(map(pattern_link, rule.catalogue))}")
     out += facts + [""]
     out += ["## What it does", "", sections.get("What it does", ""), ""]
     out += ["## Why is this bad?", "", sections.get("Why is this bad?", ""), ""]
