@@ -183,3 +183,13 @@ head -c 1000000 /dev/zero > "$3/weight"
     result = subprocess.run(["bash", str(checkout / ".ci" / "run")], env=env, capture_output=True, text=True)
     assert (result.returncode == 0) == tests_pass, result.stderr
     assert list(temp.iterdir()) == [], "the virtualenv was left behind"
+
+
+def test_runtime_programs_tag_patterns_that_exist():
+    """The differential programs are tagged with catalogue ids (`@program("A1", ...)`): each must be a pattern."""
+    from nnx_lint.catalogue import PATTERNS
+
+    text = (ROOT / "tests" / "runtime" / "runtime_programs.py").read_text()
+    tags = {tag for args in re.findall(r"@program\(([^)]*)\)", text) for tag in re.findall(r'"([A-Z]\d+)"', args)}
+    assert "A1" in tags and "C10" in tags
+    assert tags <= set(PATTERNS), tags - set(PATTERNS)
