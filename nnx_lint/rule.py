@@ -179,7 +179,7 @@ class Rule:
     #: (JSON ``help``, SARIF ``help``, ``--show-fixes``, the rule page's "How to fix").
     help: ClassVar[str] = ""
     kind: ClassVar[str]
-    #: Catalogue rows (``../shared/spec/catalogue.md``) the rule covers.
+    #: Ids of the patterns the rule covers, as in ``docs/catalogue.md`` (:mod:`nnx_lint.catalogue`).
     catalogue: ClassVar[tuple[str, ...]] = ()
     default_enabled: ClassVar[bool] = True
     #: NNX0xx rules are reported by the engine itself, not by visit methods.

@@ -47,14 +47,85 @@ def test_readme_counts_the_differential_programs():
     assert match and int(match.group(1)) == len(PROGRAMS)
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/migration.md", "docs/notebooks.md", "docs/runtime.md",
-                                      "docs/security.md", "docs/gate.md", "docs/analysis.md", "docs/github-actions.md",
-                                      "docs/related-locations.md"])
+DOCUMENTS = sorted(["README.md", *(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))])
+
+
+def _anchors(path: Path) -> set[str]:
+    """The fragments a Markdown file offers: explicit ``<a id>`` anchors and GitHub's heading slugs."""
+    text = path.read_text()
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', text))
+    for heading in re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", text, flags=re.DOTALL), flags=re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
 def test_relative_links_resolve(document):
+    """Every relative link names a file that exists and, with a ``#fragment`` into Markdown, an anchor in it."""
     path = ROOT / document
-    links = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", path.read_text())
-    missing = [link for link in links if not (path.parent / link).exists()]
+    links = re.findall(r"\]\(([^)#:\s]*)(#[^)\s]*)?\)", path.read_text())
+    missing = [target for target, _ in links if target and not (path.parent / target).exists()]
     assert not missing, f"{document} links to missing files: {missing}"
+    broken = [target + fragment for target, fragment in links
+              if fragment and (target or document).endswith(".md") and (path.parent / target).is_file()
+              and fragment[1:] not in _anchors(path.parent / target)]
+    assert not broken, f"{document} links to missing anchors: {broken}"
+
+
+def test_documents_cover_every_page():
+    """The link test runs over the rule pages and the catalogue too."""
+    assert "docs/catalogue.md" in DOCUMENTS and "docs/rules/NNX101.md" in DOCUMENTS
+
+
+def _catalogue_sections() -> dict[str, tuple[str, str]]:
+    """Pattern id -> (title, section text) as docs/catalogue.md has them, in order."""
+    text = (ROOT / "docs" / "catalogue.md").read_text()
+    found = re.findall(r'<a id="(\w+)"></a>\n\n### (\w+)\. ([^\n]+)\n(.*?)(?=\n<a id=|\n## |\Z)', text, flags=re.DOTALL)
+    assert all(anchor == pattern_id.lower() for anchor, pattern_id, _, _ in found)
+    return {pattern_id: (title, body) for _, pattern_id, title, body in found}
+
+
+def test_catalogue_headings_are_the_pattern_table():
+    """Rule pages take titles from nnx_lint.catalogue; the document's headings must say the same, in order."""
+    from nnx_lint.catalogue import PATTERNS
+
+    sections = _catalogue_sections()
+    assert list(sections) == list(PATTERNS)
+    assert {pattern_id: title for pattern_id, (title, _) in sections.items()} == PATTERNS
+
+
+def test_every_pattern_a_rule_cites_is_in_the_catalogue():
+    from nnx_lint.registry import all_rules
+
+    sections = _catalogue_sections()
+    unknown = {rule.code: pattern_id for rule in all_rules() for pattern_id in rule.catalogue
+               if pattern_id not in sections}
+    assert not unknown, f"rules cite patterns docs/catalogue.md does not have: {unknown}"
+
+
+def test_catalogue_names_the_rules_that_cite_each_pattern():
+    """A pattern's "Flagged by" line and its row in the summary table list exactly the rules citing it."""
+    from nnx_lint.registry import all_rules
+
+    text = (ROOT / "docs" / "catalogue.md").read_text()
+    for pattern_id, (_, body) in _catalogue_sections().items():
+        citing = {rule.code for rule in all_rules() if pattern_id in rule.catalogue}
+        flagged_by = re.search(r"^- \*\*Flagged by:\*\* (.*)$", body, flags=re.MULTILINE)
+        assert flagged_by, pattern_id
+        assert set(re.findall(r"\[(NNX\d{3})\]\(rules/", flagged_by.group(1))) == citing, pattern_id
+        assert citing or re.match(r"(No rule|Nothing to flag)\S*: \w", flagged_by.group(1)), f"{pattern_id}: say why not"
+        row = re.search(rf"^\| \[{pattern_id}\]\(#{pattern_id.lower()}\) \|.*$", text, flags=re.MULTILINE)
+        assert row and set(re.findall(r"\[(NNX\d{3})\]", row.group(0))) == citing, pattern_id
+
+
+def test_rule_pages_link_to_their_patterns():
+    from nnx_lint.docs import render_rule
+    from nnx_lint.registry import rule_by_code
+
+    page = render_rule(rule_by_code("NNX101"))
+    assert "[A1: Tied Variable into a transform](../catalogue.md#a1)" in page
+    assert "[A2: " in page and "Catalogue rows" not in page
 
 
 def test_migration_guide_covers_its_topics_in_order():
@@ -112,3 +183,13 @@ head -c 1000000 /dev/zero > "$3/weight"
     result = subprocess.run(["bash", str(checkout / ".ci" / "run")], env=env, capture_output=True, text=True)
     assert (result.returncode == 0) == tests_pass, result.stderr
     assert list(temp.iterdir()) == [], "the virtualenv was left behind"
+
+
+def test_runtime_programs_tag_patterns_that_exist():
+    """The differential programs are tagged with catalogue ids (`@program("A1", ...)`): each must be a pattern."""
+    from nnx_lint.catalogue import PATTERNS
+
+    text = (ROOT / "tests" / "runtime" / "runtime_programs.py").read_text()
+    tags = {tag for args in re.findall(r"@program\(([^)]*)\)", text) for tag in re.findall(r'"([A-Z]\d+)"', args)}
+    assert "A1" in tags and "C10" in tags
+    assert tags <= set(PATTERNS), tags - set(PATTERNS)

@@ -47,7 +47,19 @@ def test_flip_scripts(name):
 
 
 def test_every_flip_script_has_an_expectation():
-    assert {p.name for p in SCRIPTS.glob("*.py")} - {"_harness.py"} == set(_SCRIPT_EXPECTED)
+    assert {p.name for p in SCRIPTS.glob("*.py")} == set(_SCRIPT_EXPECTED)
+
+
+@pytest.mark.parametrize("path", sorted(SCRIPTS.glob("*.py")), ids=lambda p: p.name)
+def test_flip_scripts_import_only_flax_jax_and_the_standard_library(path):
+    """A flip script runs with only flax installed: no helper module beside it."""
+    import ast
+    import sys
+
+    tree = ast.parse(path.read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= {"flax", "jax", "optax"} | set(sys.stdlib_module_names), imported
 
 
 def test_layer_table_rows():

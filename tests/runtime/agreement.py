@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 warnings.filterwarnings("ignore")
 
-from runtime_harness import agrees  # noqa: E402
+from runtime_deviations import agrees  # noqa: E402
 from runtime_programs import PROGRAMS  # noqa: E402
 
 

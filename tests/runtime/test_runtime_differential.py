@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("flax")
 
-from runtime_harness import agrees, assert_same, run_on_flax, run_on_runtime  # noqa: E402
+from runtime_deviations import agrees, assert_same, run_on_flax, run_on_runtime  # noqa: E402
 from runtime_programs import PROGRAMS  # noqa: E402
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
