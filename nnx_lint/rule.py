@@ -204,7 +204,7 @@ class Rule:
     def render(cls, facts: dict[str, Any], message: str | None = None, help: str | None = None) -> tuple[str, str]:
         """The ``(message, help)`` of a diagnostic, formatted from its facts: the one place that does it.
 
-        >>> from checkers.prefix_filters import StateAxesPrefix
+        >>> from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
         >>> message, help = StateAxesPrefix.render({"argument": "in_axes", "transform": "vmap"})
         >>> message
         '`nnx.StateAxes` in `in_axes` of `nnx.vmap`: Tree Mode raises ValueError (prefix filters are rejected)'
@@ -217,7 +217,7 @@ class Rule:
     def generic_help(cls) -> str:
         """The help template with each fact shown as ``<name>`` (rule pages, SARIF rule help).
 
-        >>> from checkers.prefix_filters import StateAxesPrefix
+        >>> from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
         >>> "nnx.compat.<transform>" in StateAxesPrefix.generic_help()
         True
         """

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import doctest
 
-from checkers.shared_references import AliasedAttribute, SharedRngs
+from checkers.shared_references.nnx101_aliased_module_attribute import AliasedAttribute
+from checkers.shared_references.nnx105_shared_rngs import SharedRngs
 from nnx_lint import confirmation, program_text
 from nnx_lint.confirmation import confirm, reproduction_for
 from nnx_lint.diagnostic import Diagnostic

@@ -1,13 +1,14 @@
-"""NNX6xx: the ``transform_metadata=`` keyword of vmap/scan/pmap — catalogue F1."""
+"""NNX601 ``transform-metadata-keyword``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from astroid import nodes
-
 import textwrap
+
+from astroid import nodes
 
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.program_text import UnsafeFact, literal, shown
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
 

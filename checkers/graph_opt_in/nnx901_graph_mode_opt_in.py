@@ -1,4 +1,4 @@
-"""NNX9xx: advisory, off by default — code that still opts into graph mode (catalogue G1)."""
+"""NNX901 ``graph-mode-opt-in``: the rule, its examples."""
 from __future__ import annotations
 
 from astroid import nodes
@@ -6,6 +6,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.rule import Invalid, Rule, Valid
+
 
 _SETTERS = frozenset(nnx_api.MODE_SETTERS)
 
