@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 from astroid import nodes
 
 from checkers.api_semantics.analysis import _rng_splitter
 from checkers.api_semantics.reproduction import _FORK_NOTE
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
@@ -26,6 +28,17 @@ _CREATE = _code("""
 
     rngs = nnx.Rngs(0)
 """)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitRngsContextManagerFacts(Facts):
+    """What ``NNX701`` reports (the diagnostic's ``facts``, in this order)."""
+
+    usage: str
+    api: str
+    error: str
+    form: str
+    pin: list
 
 
 class SplitRngsContextManager(Rule):
@@ -50,6 +63,7 @@ class SplitRngsContextManager(Rule):
     """
 
     code = "NNX701"
+    facts_type = SplitRngsContextManagerFacts
     fixes = ("pin",)
     symbol = "split-rngs-context-manager"
     kind = "raises"

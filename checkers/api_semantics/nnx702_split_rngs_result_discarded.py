@@ -1,12 +1,24 @@
 """NNX702 ``split-rngs-result-discarded``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.api_semantics.analysis import _rng_splitter
 from checkers.api_semantics.reproduction import _FORK_NOTE
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitRngsResultDiscardedFacts(Facts):
+    """What ``NNX702`` reports (the diagnostic's ``facts``, in this order)."""
+
+    api: str
+    rngs: str
+    pin: list
 
 
 class SplitRngsResultDiscarded(Rule):
@@ -28,6 +40,7 @@ class SplitRngsResultDiscarded(Rule):
     """
 
     code = "NNX702"
+    facts_type = SplitRngsResultDiscardedFacts
     fixes = ("pin", "keep-split-rngs-result")
     symbol = "split-rngs-result-discarded"
     kind = "silent"

@@ -1,8 +1,11 @@
 """NNX703 ``kwargs-to-transformed-function``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
@@ -10,6 +13,25 @@ from nnx_lint.transformed import transformed_code
 
 
 _KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeywordArgumentsToTransformedFunctionFacts(Facts):
+    """What ``NNX703`` reports (the diagnostic's ``facts``, in this order)."""
+
+    keywords: str
+    transform: str
+    effect: str
+    detail: str
+    keyword_names: list
+    positional: int
+    entry_line: int | None
+    call_line: int
+    variant: str
+    in_axes_length: int = ABSENT
+    in_axes: int | None = ABSENT
+    argnums: list = ABSENT
+    pin: list
 
 
 class KeywordArgumentsToTransformedFunction(Rule):
@@ -36,6 +58,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
     """
 
     code = "NNX703"
+    facts_type = KeywordArgumentsToTransformedFunctionFacts
     fixes = ("pin",)
     symbol = "kwargs-to-transformed-function"
     kind = "raises"

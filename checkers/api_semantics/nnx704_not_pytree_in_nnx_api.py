@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 from astroid import nodes
 
 from nnx_lint.calls import constant_bool
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
@@ -86,6 +88,23 @@ def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherit
     return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class NotPytreeObjectInNNXAPIFacts(Facts):
+    """What ``NNX704`` reports (the diagnostic's ``facts``, in this order)."""
+
+    argument: str
+    class_name: str
+    reason: str
+    api: str
+    error: str
+    function: str = ABSENT
+    transform: str = ABSENT
+    position: int = ABSENT
+    n_args: int = ABSENT
+    transform_keywords: dict = ABSENT
+    pin: list
+
+
 class NotPytreeObjectInNNXAPI(Rule):
     """An object that is not a pytree (`pytree=False`, `nnx.Object`, `nnx.bridge.Module`)
     passed to an NNX transform or graph API.
@@ -111,6 +130,7 @@ class NotPytreeObjectInNNXAPI(Rule):
     """
 
     code = "NNX704"
+    facts_type = NotPytreeObjectInNNXAPIFacts
     fixes = ("pin",)
     symbol = "not-pytree-in-nnx-api"
     kind = "raises"

@@ -1,13 +1,24 @@
 """NNX705 ``scalar-in-data-container``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
+from nnx_lint.facts import Facts
 from nnx_lint.program_text import literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 
 
 _SCALAR_TYPES = (int, float, bool, str)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalarInDataContainerFacts(Facts):
+    """What ``NNX705`` reports (the diagnostic's ``facts``, in this order)."""
+
+    scalars: str
+    scalar_values: list
 
 
 class ScalarInDataContainer(Rule):
@@ -31,6 +42,7 @@ class ScalarInDataContainer(Rule):
     """
 
     code = "NNX705"
+    facts_type = ScalarInDataContainerFacts
     no_fix_reason = "the error comes from the container's contents, not from the mode of one call, so no call-site keyword keeps graph mode for it; keep the scalars out of the `nnx.data` container (or in `nnx.Variable`s / arrays), which needs the author's judgement"
     symbol = "scalar-in-data-container"
     kind = "raises"

@@ -1,11 +1,24 @@
 """NNX706 ``graph-only-api``: the rule, its examples."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.rule import Invalid, Rule, Valid, raises
 from nnx_lint.transformed import transformed_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphOnlyAPIFacts(Facts):
+    """What ``NNX706`` reports (the diagnostic's ``facts``, in this order)."""
+
+    api: str
+    error: str
+    instead: str
+    pin: list = ABSENT
 
 
 class GraphOnlyAPI(Rule):
@@ -30,6 +43,7 @@ class GraphOnlyAPI(Rule):
     """
 
     code = "NNX706"
+    facts_type = GraphOnlyAPIFacts
     fixes = ("pin",)
     symbol = "graph-only-api"
     kind = "raises"

@@ -1,9 +1,12 @@
 """NNX707 ``graph-mode-set-late``: the rule, its examples."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from nnx_lint import nnx_api
+from nnx_lint.facts import Facts
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.rule import Invalid, Rule, Valid, differs
 from nnx_lint.transformed import transformed_code
@@ -13,6 +16,19 @@ _SETTERS = nnx_api.MODE_SETTERS
 
 
 _CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphModeSetLateFacts(Facts):
+    """What ``NNX707`` reports (the diagnostic's ``facts``, in this order)."""
+
+    setter: str
+    when: str
+    effect: str
+    detail: str
+    instead: str
+    in_thread: bool
+    transforms: list
 
 
 class GraphModeSetLate(Rule):
@@ -41,6 +57,7 @@ class GraphModeSetLate(Rule):
     """
 
     code = "NNX707"
+    facts_type = GraphModeSetLateFacts
     no_fix_reason = "the fix is to set the mode before the transforms are created, or to pin each transform; which of the two matches what the setting was meant to do needs the author's judgement"
     symbol = "graph-mode-set-late"
     kind = "silent"

@@ -1,11 +1,31 @@
 """NNX501 ``custom-vjp-old-cotangent``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.custom_vjp.analysis import _analysis, _cotangent_parameter, old_destructures
 from checkers.custom_vjp.reproduction import _other_arguments, _tangents, _TREE_BWD, _vjp_program
+from nnx_lint.facts import Facts
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomVjpOldCotangentFacts(Facts):
+    """What ``NNX501`` reports (the diagnostic's ``facts``, in this order)."""
+
+    shape: str
+    cotangent: str
+    destructuring: str
+    confidence: str
+    primal: str
+    fwd: str | None
+    bwd: str | None
+    primal_args: list
+    nondiff_argnums: list | None
+    defvjp_line: int
+    pin: list
 
 
 class CustomVjpOldCotangent(Rule):
@@ -33,6 +53,7 @@ class CustomVjpOldCotangent(Rule):
     """
 
     code = "NNX501"
+    facts_type = CustomVjpOldCotangentFacts
     fixes = ("pin", "new-custom-vjp-backward")
     symbol = "custom-vjp-old-cotangent"
     kind = "raises"

@@ -1,6 +1,8 @@
 """NNX502 ``custom-vjp-state-tangent``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.custom_vjp.analysis import (
@@ -11,8 +13,27 @@ from checkers.custom_vjp.analysis import (
     old_parts,
 )
 from checkers.custom_vjp.reproduction import _other_arguments, _tangents, _TREE_BWD, _vjp_program
+from nnx_lint.facts import Facts
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomVjpStateTangentFacts(Facts):
+    """What ``NNX502`` reports (the diagnostic's ``facts``, in this order)."""
+
+    tangent: str
+    argument: str
+    tangent_index: int
+    module_evidence: str
+    confidence: str
+    primal: str
+    fwd: str | None
+    bwd: str | None
+    primal_args: list
+    nondiff_argnums: list | None
+    defvjp_line: int
+    pin: list
 
 
 class CustomVjpStateTangent(Rule):
@@ -41,6 +62,7 @@ class CustomVjpStateTangent(Rule):
     """
 
     code = "NNX502"
+    facts_type = CustomVjpStateTangentFacts
     fixes = ("pin",)
     symbol = "custom-vjp-state-tangent"
     kind = "raises"

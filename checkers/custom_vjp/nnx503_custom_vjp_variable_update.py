@@ -1,13 +1,33 @@
 """NNX503 ``custom-vjp-variable-update``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from astroid import nodes
 
 from checkers.custom_vjp.analysis import _analysis, _body_nodes
 from checkers.custom_vjp.reproduction import _TREE_BWD, _vjp_program
+from nnx_lint.facts import Facts
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomVjpVariableUpdateFacts(Facts):
+    """What ``NNX503`` reports (the diagnostic's ``facts``, in this order)."""
+
+    write: str
+    argument: str
+    role: str
+    function: str
+    bwd_declares_updates_g: bool
+    primal: str
+    fwd: str | None
+    bwd: str | None
+    primal_args: list
+    nondiff_argnums: list | None
+    defvjp_line: int
+    pin: list
 
 
 class CustomVjpVariableUpdate(Rule):
@@ -35,6 +55,7 @@ class CustomVjpVariableUpdate(Rule):
     """
 
     code = "NNX503"
+    facts_type = CustomVjpVariableUpdateFacts
     fixes = ("pin",)
     symbol = "custom-vjp-variable-update"
     kind = "silent"

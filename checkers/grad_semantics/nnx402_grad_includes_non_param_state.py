@@ -1,10 +1,13 @@
 """NNX402 ``grad-includes-non-param-state``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from astroid import nodes
 
 from checkers.grad_semantics.analysis import _analysis, _describe, _holding_facts, _pin
 from checkers.grad_semantics.reproduction import _application, _dedent, _SHARED_VARIABLE_TYPES
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE
 
@@ -15,6 +18,27 @@ NORM_CONSUMERS = frozenset({
     "optax.global_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_norm", "optax.tree.norm",
     "jax.tree.reduce", "jax.tree_util.tree_reduce",
 })
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradIncludesNonParamStateFacts(Facts):
+    """What ``NNX402`` reports (the diagnostic's ``facts``, in this order)."""
+
+    consumer: str
+    transform: str
+    argnums: list
+    holding: str
+    non_param: list
+    gradient_via: list
+    application_line: int
+    argument: str
+    position: int
+    class_: str | None = field(metadata={'key': 'class'})
+    class_qualified_name: str
+    class_evidence: str
+    confidence: str
+    variable_types: list = ABSENT
+    pin: list
 
 
 class GradIncludesNonParamState(Rule):
@@ -46,6 +70,7 @@ class GradIncludesNonParamState(Rule):
     """
 
     code = "NNX402"
+    facts_type = GradIncludesNonParamStateFacts
     fixes = ("pin",)
     symbol = "grad-includes-non-param-state"
     kind = "silent"

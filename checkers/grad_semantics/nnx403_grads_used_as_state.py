@@ -1,15 +1,44 @@
 """NNX403 ``grads-used-as-state``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from astroid import nodes
 
 from checkers.grad_semantics.analysis import _analysis, _pin, STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import _application, _dedent
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import identifier_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 from nnx_lint.variables import TREE_MAPS
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradsUsedAsStateFacts(Facts):
+    """What ``NNX403`` reports (the diagnostic's ``facts``, in this order)."""
+
+    usage: str
+    error: str
+    type_name: str
+    transform: str
+    argnums: list
+    has_aux: bool
+    argnums_is_tuple: bool
+    gradient_via: list
+    application_line: int
+    usage_kind: str
+    method: str = ABSENT
+    key: str | int | None = ABSENT
+    function: str = ABSENT
+    argument: str
+    position: int
+    class_: str | None = field(metadata={'key': 'class'})
+    class_qualified_name: str | None
+    class_evidence: str
+    confidence: str
+    variable_types: list = ABSENT
+    pin: list
 
 
 class GradsUsedAsState(Rule):
@@ -40,6 +69,7 @@ class GradsUsedAsState(Rule):
     """
 
     code = "NNX403"
+    facts_type = GradsUsedAsStateFacts
     fixes = ("pin",)
     symbol = "grads-used-as-state"
     kind = "raises"

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import ClassVar
 
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _entry_pin, _is_variable_class, _relative, VARIABLE_TYPES
 from nnx_lint.calls import constant_bool
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.rule import Rule
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, transformed_code
 
@@ -82,8 +84,29 @@ class _TransformedCodeRule(Rule):
         return ref.qualified_name.startswith("flax.nnx."), ref.short_name
 
 
+@dataclass(frozen=True, kw_only=True)
+class MethodCallFacts(Facts):
+    """What NNX304 and NNX305 report: the method call, then the reach, in this order."""
+
+    method: str
+    receiver: str
+    object_class: str | None
+    where: str
+    transform: str
+    traced_by: str
+    entry: str | None
+    entry_line: int | None
+    call_chain: list
+    confidence: str
+    pin: list
+    file: str = ABSENT
+    line: int = ABSENT
+
+
 class _MethodCallInTransform(_TransformedCodeRule):
     """Calls of given methods on an outside object in transformed code."""
+
+    facts_type = MethodCallFacts
 
     methods: ClassVar[frozenset[str]]
 

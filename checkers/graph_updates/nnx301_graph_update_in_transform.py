@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _is_variable_class, _VALUE_ATTRIBUTES, VARIABLE_TYPES
 from checkers.graph_updates.base import _TransformedCodeRule
 from checkers.graph_updates.reproduction import _RESERVED, _under
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import is_identifier
 from nnx_lint.rule import Invalid, Reproduction, Valid, differs
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes
@@ -69,6 +71,32 @@ def _class_is_known(context, owner_expression: nodes.NodeNG, ref=None) -> bool:
     return ref is not None and ref.definition is not None
 
 
+@dataclass(frozen=True, kw_only=True)
+class GraphUpdateInTransformFacts(Facts):
+    """What ``NNX301`` reports (the diagnostic's ``facts``, in this order)."""
+
+    change: str
+    change_kind: str
+    target_text: str
+    attribute: str
+    object_class: str | None
+    instead: str
+    where: str
+    statement: str = ABSENT
+    method: str = ABSENT
+    value_shape: str = ABSENT
+    op: str = ABSENT
+    transform: str
+    traced_by: str
+    entry: str | None
+    entry_line: int | None
+    call_chain: list
+    confidence: str
+    pin: list
+    file: str = ABSENT
+    line: int = ABSENT
+
+
 class GraphUpdateInTransform(_TransformedCodeRule):
     """Structural or static change to a Module inside transformed code.
 
@@ -101,6 +129,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     """
 
     code = "NNX301"
+    facts_type = GraphUpdateInTransformFacts
     fixes = ("pin",)
     symbol = "graph-update-in-transform"
     kind = "silent"

@@ -1,13 +1,31 @@
 """NNX302 ``sow-pop-across-transform``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _perturb_recipe_diffstate, _sown_collection, _uses_capture
 from checkers.graph_updates.reproduction import _code, _under
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.transformed import TransformedCode, root_name, transformed_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class SowPopAcrossTransformFacts(Facts):
+    """What ``NNX302`` reports (the diagnostic's ``facts``, in this order)."""
+
+    api: str
+    model: str
+    collection: str
+    collection_lower: str
+    transform: str
+    transform_line: int
+    entry: str
+    confidence: str
+    pin: list
 
 
 class SowPopAcrossTransform(Rule):
@@ -34,6 +52,7 @@ class SowPopAcrossTransform(Rule):
     """
 
     code = "NNX302"
+    facts_type = SowPopAcrossTransformFacts
     fixes = ("pin",)
     symbol = "sow-pop-across-transform"
     kind = "silent"

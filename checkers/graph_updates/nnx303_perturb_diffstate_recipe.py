@@ -1,6 +1,8 @@
 """NNX303 ``perturb-diffstate-recipe``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.graph_updates.analysis import (
@@ -10,8 +12,20 @@ from checkers.graph_updates.analysis import (
     _uses_capture,
 )
 from checkers.graph_updates.reproduction import _code
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerturbDiffStateRecipeFacts(Facts):
+    """What ``NNX303`` reports (the diagnostic's ``facts``, in this order)."""
+
+    api: str
+    diffstate_line: int
+    diffstate: str
+    confidence: str
+    pin: list
 
 
 class PerturbDiffStateRecipe(Rule):
@@ -40,6 +54,7 @@ class PerturbDiffStateRecipe(Rule):
     """
 
     code = "NNX303"
+    facts_type = PerturbDiffStateRecipeFacts
     fixes = ("pin",)
     symbol = "perturb-diffstate-recipe"
     kind = "raises"

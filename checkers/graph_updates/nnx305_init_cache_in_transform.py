@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-
 from astroid import nodes
 
 from checkers.graph_updates.base import _MethodCallInTransform

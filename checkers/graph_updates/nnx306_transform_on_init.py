@@ -1,15 +1,29 @@
 """NNX306 ``transform-on-init``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.graph_updates.reproduction import _code
 from nnx_lint.calls import NNXCall
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.program_text import choice_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.transformed import transformed_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformOnInitFacts(Facts):
+    """What ``NNX306`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    class_name: str
+    confidence: str
+    split_rngs: bool
+    pin: list
 
 
 class TransformOnInit(Rule):
@@ -32,6 +46,7 @@ class TransformOnInit(Rule):
     """
 
     code = "NNX306"
+    facts_type = TransformOnInitFacts
     fixes = ("pin",)
     symbol = "transform-on-init"
     kind = "silent"

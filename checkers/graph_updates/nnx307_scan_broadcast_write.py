@@ -2,16 +2,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _VALUE_ATTRIBUTES
 from checkers.graph_updates.reproduction import _code, _RESERVED
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.program_text import is_identifier
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.transformed import body_nodes, explicit_tree, root_name, transformed_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScanBroadcastWriteFacts(Facts):
+    """What ``NNX307`` reports (the diagnostic's ``facts``, in this order)."""
+
+    target_text: str
+    parameter: str
+    transform: str
+    scan_line: int
+    confidence: str
+    pin: list
 
 
 class ScanBroadcastWrite(Rule):
@@ -34,6 +48,7 @@ class ScanBroadcastWrite(Rule):
     """
 
     code = "NNX307"
+    facts_type = ScanBroadcastWriteFacts
     fixes = ("pin",)
     symbol = "scan-broadcast-write"
     kind = "silent"

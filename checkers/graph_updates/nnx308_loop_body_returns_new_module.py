@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from astroid import nodes
 
 from checkers.graph_updates.analysis import VARIABLE_TYPES
 from checkers.graph_updates.reproduction import _code
 from nnx_lint.calls import NNXCall
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
@@ -16,6 +18,17 @@ from nnx_lint.transformed import TransformedCode, body_nodes, transformed_code
 
 #: `while_loop` is left out: graph mode raises on a new carry there too (same-reference check).
 _LOOPS = frozenset({"fori_loop"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopBodyReturnsNewModuleFacts(Facts):
+    """What ``NNX308`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    built: str
+    loop_line: int
+    confidence: str
+    pin: list
 
 
 class LoopBodyReturnsNewModule(Rule):
@@ -40,6 +53,7 @@ class LoopBodyReturnsNewModule(Rule):
     """
 
     code = "NNX308"
+    facts_type = LoopBodyReturnsNewModuleFacts
     fixes = ("pin",)
     symbol = "loop-body-returns-new-module"
     kind = "raises"

@@ -1,21 +1,40 @@
 """The prefix filters family's base rule classes."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from astroid import nodes
 
 from checkers.prefix_filters.analysis import _form, _is_dead_local
 from nnx_lint.calls import NNXCall
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import expressions_within, position_in
 from nnx_lint.nnx_api import PREFIX_KEYWORDS
 from nnx_lint.rule import Rule
 
 
+@dataclass(frozen=True, kw_only=True)
+class PrefixFilterFacts(Facts):
+    """What the NNX2xx rules report. A filter that reaches no transform in the file is reported
+    where it is constructed: ``transform``, ``argument`` and ``position`` are None, ``form`` is
+    ``"construction"`` and there is no ``pin``."""
+
+    filter: str
+    transform: str | None
+    argument: str | None
+    position: int | None
+    filter_args: list
+    form: str
+    line_constructed: int
+    pin: list = ABSENT
+
+
 class _PrefixFilterRule(Rule):
     """Shared logic: find one filter class in the prefix arguments of NNX transforms."""
 
+    facts_type = PrefixFilterFacts
     filter_name: ClassVar[str]
     unused_message: ClassVar[str]
     unused_help: ClassVar[str]

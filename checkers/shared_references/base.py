@@ -1,6 +1,8 @@
 """The shared references family's base rule classes."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
@@ -28,6 +30,7 @@ from checkers.shared_references.analysis import (
 )
 from nnx_lint.calls import NNXCall
 from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.flow import bound_values, expressions_within
 from nnx_lint.rule import Rule
@@ -57,8 +60,31 @@ class _FamilyRule(Rule):
         return self.classes.kind_of(self.classes.ref_of(expression))
 
 
+@dataclass(frozen=True, kw_only=True)
+class ClassAliasFacts(Facts):
+    """What the class-alias rules (NNX101, NNX102, NNX105) report, in this order."""
+
+    class_name: str
+    first_path: str
+    second_path: str
+    kind: str
+    shared: str
+    container: str | None
+    conditional: bool
+    stored_in: str | None
+    confidence: str
+    first_part: str
+    second_part: str
+    container_type: str | None
+    used_with: str | None
+    pin: list
+    pin_every_use: bool
+
+
 class _ClassAliasRule(_FamilyRule):
     """Replays each NNX class of the file and reports the aliases of one category."""
+
+    facts_type = ClassAliasFacts
 
     category: str
 

@@ -1,6 +1,8 @@
 """NNX103 ``duplicate-transform-argument``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
@@ -14,8 +16,29 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import _FamilyRule
 from checkers.shared_references.reproduction import _applied, _BOX, _code, _shared_object, _viewed
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class DuplicateTransformArgumentFacts(Facts):
+    """What ``NNX103`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    first: str
+    second: str
+    first_position: str
+    second_position: str
+    kinds: list
+    first_part: str
+    second_part: str
+    first_view: str | None
+    second_view: str | None
+    confidence: str
+    pin: list
 
 
 class DuplicateTransformArgument(_FamilyRule):
@@ -48,6 +71,7 @@ class DuplicateTransformArgument(_FamilyRule):
     """
 
     code = "NNX103"
+    facts_type = DuplicateTransformArgumentFacts
     fixes = ("pin",)
     symbol = "duplicate-transform-argument"
     kind = "raises"

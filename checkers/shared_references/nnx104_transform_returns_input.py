@@ -1,6 +1,8 @@
 """NNX104 ``transform-returns-input``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from checkers.shared_references.analysis import _DUPLICATE
 from checkers.shared_references.base import _ReturnRule
 from checkers.shared_references.reproduction import (
@@ -11,8 +13,30 @@ from checkers.shared_references.reproduction import (
     _shared_object,
     _viewed,
 )
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformReturnsInputFacts(Facts):
+    """What ``NNX104`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    parameter: str | None
+    position: int | None
+    returned: str
+    kind: str
+    has_aux: bool
+    evidence: str
+    confidence: str
+    part: str = ABSENT
+    view: str | None = ABSENT
+    duplicate_output: bool = ABSENT
+    views: list = ABSENT
+    pin: list
 
 
 class TransformReturnsInput(_ReturnRule):
@@ -47,6 +71,7 @@ class TransformReturnsInput(_ReturnRule):
     """
 
     code = "NNX104"
+    facts_type = TransformReturnsInputFacts
     fixes = ("pin",)
     symbol = "transform-returns-input"
     kind = "raises"

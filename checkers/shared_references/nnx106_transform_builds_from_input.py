@@ -1,10 +1,34 @@
 """NNX106 ``transform-builds-from-input``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from checkers.shared_references.base import _ReturnRule
 from checkers.shared_references.reproduction import _BOX, _code, _emit_tree, _shared_object, _tree_of
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import bounded_index, identifier_or, set_attribute
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformBuildsFromInputFacts(Facts):
+    """What ``NNX106`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    parameter: str
+    position: int
+    returned: str | None
+    kind: str
+    has_aux: bool
+    evidence: str
+    confidence: str
+    part: str = ABSENT
+    view: str | None = ABSENT
+    class_name: str
+    stored_path: str
+    pin: list
 
 
 class TransformBuildsFromInput(_ReturnRule):
@@ -30,6 +54,7 @@ class TransformBuildsFromInput(_ReturnRule):
     """
 
     code = "NNX106"
+    facts_type = TransformBuildsFromInputFacts
     fixes = ("pin",)
     symbol = "transform-builds-from-input"
     kind = "raises"

@@ -1,6 +1,8 @@
 """NNX107 ``argument-holds-argument``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.shared_references.analysis import _describe_use, _DUPLICATE, _KIND_WORDS, _short
@@ -14,8 +16,27 @@ from checkers.shared_references.reproduction import (
     _tree_of,
 )
 from nnx_lint.classes import STATEFUL_KINDS, join_path
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgumentHoldsArgumentFacts(Facts):
+    """What ``NNX107`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    holder: str
+    holder_class: str
+    holder_position: str
+    held: str
+    held_path: str
+    held_position: str
+    kind: str
+    confidence: str
+    pin: list
 
 
 class ArgumentHoldsArgument(_FamilyRule):
@@ -41,6 +62,7 @@ class ArgumentHoldsArgument(_FamilyRule):
     """
 
     code = "NNX107"
+    facts_type = ArgumentHoldsArgumentFacts
     fixes = ("pin",)
     symbol = "argument-holds-argument"
     kind = "raises"

@@ -1,6 +1,8 @@
 """NNX108 ``tied-model-in-loop``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
@@ -22,9 +24,28 @@ from checkers.shared_references.reproduction import (
     _tree_of,
 )
 from nnx_lint.classes import join_path
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.program_text import bounded_index, identifier_or, is_identifier, set_attribute
 from nnx_lint.rule import Invalid, Reproduction, Valid, differs
+
+
+@dataclass(frozen=True, kw_only=True)
+class TiedModelInLoopFacts(Facts):
+    """What ``NNX108`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    what: str
+    class_name: str | None
+    first_path: str
+    second_path: str
+    argument: str
+    confidence: str
+    kind: str
+    first_part: str
+    second_part: str
+    container_type: str | None
+    pin: list
 
 
 class TiedModelInLoop(_FamilyRule):
@@ -49,6 +70,7 @@ class TiedModelInLoop(_FamilyRule):
     """
 
     code = "NNX108"
+    facts_type = TiedModelInLoopFacts
     fixes = ("pin",)
     symbol = "tied-model-in-loop"
     kind = "silent"
