@@ -3,8 +3,8 @@
     python -m nnx_lint.scaffold NNX709 split-rngs-keyword api_semantics --api split_rngs --error TypeError
 
 writes ``checkers/api_semantics/nnx709_split_rngs_keyword.py`` (a rule that flags calls of
-``nnx.split_rngs`` outside graph mode, with its facts dataclass, one VALID and one INVALID case
-and ``no_reproduction_reason``) and ``tests/fixtures/api_semantics/NNX709_basic.py``. The
+``nnx.split_rngs`` outside graph mode, with its facts dataclass, one VALID and one INVALID case,
+``no_reproduction_reason`` and ``no_fix_reason``) and ``tests/fixtures/api_semantics/NNX709_basic.py``. The
 result passes the invariants, case, fixture and parity tests as written (after
 ``python -m nnx_lint.docs``); the author then narrows the detection, writes the real
 docstring, message and cases, and adds a reproduction builder (CONTRIBUTING.md).
@@ -43,8 +43,8 @@ class {rule_class}(Rule):
     """`nnx.{api}(...)` raises `{error}` under Tree Mode.
 
     What it does:
-        Flags calls of `nnx.{api}`, unless graph mode is kept (`nnx.compat.{api}`,
-        `graph=True, graph_updates=True`, a graph-mode scope).
+        Flags calls of `nnx.{api}`, unless graph mode is kept there (explicit graph-mode
+        flags, a graph-mode scope).
 
     Why is this bad?:
         Under Tree Mode, `nnx.{api}(...)` raises `{error}`.
@@ -58,15 +58,16 @@ class {rule_class}(Rule):
     symbol = "{symbol}"
     kind = "raises"
     message = "`nnx.{{api}}(...)`: Tree Mode raises {error}"
-    help = "Keep graph mode here with `nnx.compat.{{api}}`"
+    help = "Migrate this call to Tree Mode, or keep graph mode for it"
     no_reproduction_reason = "no reproduction builder has been written for this rule"
+    no_fix_reason = "no fix has been written for this rule"
     VALID = [
         Valid(
-            "graph-mode-kept",
+            "look-alike",
             """
-            from flax import nnx
+            from mylib import {api}
 
-            nnx.compat.{api}()
+            {api}()
             """,
         ),
     ]
@@ -90,9 +91,10 @@ class {rule_class}(Rule):
 '''
 
 FIXTURE = '''from flax import nnx
+from mylib import {api} as local_{api}
 
 nnx.{api}()  # {code}
-nnx.compat.{api}()
+local_{api}()
 '''
 
 

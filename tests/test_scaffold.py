@@ -36,11 +36,12 @@ def test_the_scaffolded_rule_passes_its_own_cases_and_fixture(scratch, monkeypat
     rule = _load_rule(module, monkeypatch)
     assert (rule.code, rule.symbol, rule.facts_type.__name__) == ("NNX799", "graph-only-helper", "GraphOnlyHelperFacts")
     assert not rule.has_reproduction() and rule.no_reproduction_reason
+    assert not rule.fixes and rule.no_fix_reason
     for case in rule.VALID + rule.INVALID:
         found = {(d.line, d.code) for d in lint_bytes(case.source.encode(), "case.py", [rule])}
         assert found == case.expected(), case.id
     found = {(d.line, d.code) for d in lint_bytes(fixture.read_bytes(), str(fixture), [rule])}
-    assert found == fixture_expectations(fixture) == {(3, "NNX799")}
+    assert found == fixture_expectations(fixture) == {(4, "NNX799")}
     diagnostic = lint_bytes(rule.INVALID[0].source.encode(), "case.py", [rule])[0]
     assert diagnostic.facts == {"api": "cached_partial"}
     assert diagnostic.message == "`nnx.cached_partial(...)`: Tree Mode raises ValueError"
