@@ -1,8 +1,10 @@
 """The rule framework: one class per rule, carrying its own examples.
 
-A rule subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``help``, ``kind``,
-a docstring with the sections ``What it does``, ``Why is this bad?`` and ``References``,
-and ``VALID`` / ``INVALID`` example cases. The docs page's ``Example`` and ``Use
+A rule is one module of a family package (``checkers/<family>/nnx201_state_axes_prefix.py``).
+It subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``help``, ``kind``,
+``facts_type`` (its frozen facts dataclass, :mod:`nnx_lint.facts`), a docstring with the
+sections ``What it does``, ``Why is this bad?`` and ``References``, ``VALID`` / ``INVALID``
+example cases, and either :meth:`Rule.reproduce` or ``no_reproduction_reason``. The docs page's ``Example`` and ``Use
 instead`` sections are rendered from the first INVALID case and the first VALID case,
 so every example shown to users is also a test.
 
