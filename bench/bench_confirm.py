@@ -61,7 +61,7 @@ def main() -> int:
     warm, _ = timed([*base, "--confirm"], target)
 
     from nnx_lint.confirmation import run_programs
-    from checkers.prefix_filters import StateAxesPrefix
+    from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
 
     program = StateAxesPrefix.reproduce({"transform": "vmap", "argument": "in_axes"}).program()
     start = time.perf_counter()

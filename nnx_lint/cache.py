@@ -29,17 +29,18 @@ def source_fingerprint(*packages: Path) -> str:
     """nnx-lint's version plus the size and mtime of the packages' source files (catches dev edits)."""
     hasher = hashlib.sha256(nnx_lint.__version__.encode())
     for package in packages:
-        for source in sorted(package.glob("*.py")):
+        # Recursive: the rules live in family subpackages (``checkers/<family>/``).
+        for source in sorted(package.rglob("*.py")):
             stat = source.stat()
-            hasher.update(f"{source.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+            hasher.update(f"{source.relative_to(package).as_posix()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
     return hasher.hexdigest()[:16]
 
 
 def code_fingerprint() -> str:
     """The fingerprint of the linter itself: the engine and the rules."""
-    import checkers
+    from nnx_lint.registry import rules_directory
 
-    return source_fingerprint(Path(nnx_lint.__file__).parent, Path(checkers.__file__).parent)
+    return source_fingerprint(Path(nnx_lint.__file__).parent, rules_directory())
 
 
 @dataclass

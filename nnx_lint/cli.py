@@ -19,12 +19,6 @@ from nnx_lint import cli_ci
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def _split_codes(values: list[str] | None) -> list[str] | None:
-    if values is None:
-        return None
-    return [code.strip() for value in values for code in value.split(",") if code.strip()]
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nnx-lint",
@@ -122,7 +116,7 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from nnx_lint.config import ConfigError, load_settings
+    from nnx_lint.config import ConfigError, load_settings, split_codes
     from nnx_lint.escaping import printable
     from nnx_lint.registry import UnknownSelector, select_rules
     from nnx_lint.reporters import render
@@ -141,12 +135,12 @@ def _check(args: argparse.Namespace) -> int:
         settings = load_settings(cli_ci.config_start(args), args.config)
         if args.select is not None:
             # Like Ruff: a selection on the command line replaces the file's whole selection.
-            settings.select = _split_codes(args.select)
+            settings.select = split_codes(args.select)
             settings.extend_select = []
         if args.ignore is not None:
-            settings.ignore = _split_codes(args.ignore) or []
+            settings.ignore = split_codes(args.ignore) or []
         if args.extend_select is not None:
-            settings.extend_select = settings.extend_select + (_split_codes(args.extend_select) or [])
+            settings.extend_select = settings.extend_select + (split_codes(args.extend_select) or [])
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).
         if settings.select is not None or settings.ignore or settings.extend_select:

@@ -87,6 +87,13 @@ class Settings:
         return found
 
 
+def split_codes(values: list[str] | None) -> list[str] | None:
+    """Rule selectors from repeatable, comma-separated options (``--select NNX1,NNX201``)."""
+    if values is None:
+        return None
+    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+
+
 def _relative_posix(path: Path, root: Path) -> str:
     relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
     if relative.startswith(".."):

@@ -99,11 +99,12 @@ def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
     (:func:`~nnx_lint.program_text.carried_fact_text`), gives no reproduction, never a run.
     """
     rule = rule_by_code(diagnostic.code)
-    builder = getattr(rule, "reproduce", None)
-    if rule is None or builder is None:
-        return getattr(rule, "no_reproduction_reason", "") or "this rule has no reproduction builder yet"
+    if rule is None:
+        return "this rule has no reproduction builder yet"
+    if not rule.has_reproduction():
+        return rule.no_reproduction_reason or "this rule has no reproduction builder yet"
     try:
-        reproduction = builder(diagnostic.facts)
+        reproduction = rule.reproduce(rule.facts_from(diagnostic.facts))
     except UnsafeFact as exc:
         return f"no reproduction: {exc}"
     except Exception as exc:  # a builder bug is an `error`, never a silent drop
@@ -116,7 +117,7 @@ def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
         return f"no reproduction: {exc}"
 
     def rebuild(facts: dict) -> list[str] | None:
-        other = builder(facts)
+        other = rule.reproduce(rule.facts_from(facts))
         return _programs(other, rule) if isinstance(other, Reproduction) else None
 
     refused = carried_fact_text(programs, diagnostic.facts, rebuild)

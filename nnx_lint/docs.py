@@ -76,7 +76,7 @@ def render_rule(rule: type[Rule]) -> str:
         for case in more_valid:
             out += [f"Not flagged (`{case.id}`):", "", _code_block(case.source), ""]
     out += ["## Confirmation", ""]
-    if hasattr(rule, "reproduce"):
+    if rule.has_reproduction():
         out += [
             "`nnx-lint check --confirm` backs each finding of this rule with a minimal reproduction built "
             "from the diagnostic's facts and run under Tree Mode (`tree_runtime`, or flax with "
@@ -84,7 +84,7 @@ def render_rule(rule: type[Rule]) -> str:
             "",
         ]
     else:
-        reason = getattr(rule, "no_reproduction_reason", "") or "no reproduction builder exists for this rule yet"
+        reason = rule.no_reproduction_reason or "no reproduction builder exists for this rule yet"
         out += [f"No reproduction: {reason}.", ""]
     out += _fix_section(rule)
     out += [

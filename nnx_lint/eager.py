@@ -21,6 +21,7 @@ from nnx_lint.registry import all_rules
 #: the lint (result cache, reporters, confirmation). Every other module is on the lint path.
 NOT_ON_THE_LINT_PATH = frozenset({
     "cli", "pylint", "flake8", "runner", "reporters", "docs", "confirmation", "sandbox", "cache", "cache_store",
+    "scaffold",
 })
 
 #: Standard-library modules that lint-time code imports inside functions (a test keeps this

@@ -14,7 +14,6 @@ The order of work puts first what hides or blocks everything else:
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -71,14 +70,14 @@ def family_of(code: str) -> str:
 
 
 def family_title(family: str) -> str:
-    """A family's one-line title, from its ``checkers`` module's docstring (the one place
+    """A family's one-line title, from its ``checkers`` package's docstring (the one place
     that says what the family is): ``NNX2xx`` -> ``prefix filters (StateAxes, ...)``."""
-    from nnx_lint.registry import all_rules
+    from nnx_lint.registry import all_rules, family_package
 
     rule = next((r for r in all_rules() if r.code.startswith(family[:4])), None)
     if rule is None:
         return family
-    first_line = (sys.modules[rule.__module__].__doc__ or family).strip().splitlines()[0]
+    first_line = (family_package(rule).__doc__ or family).strip().splitlines()[0]
     title = first_line.split(": ", 1)[-1].replace("``", "")
     for end in (" — ", ". "):
         title = title.split(end, 1)[0]

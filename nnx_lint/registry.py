@@ -1,15 +1,20 @@
 """Rule discovery and selection.
 
-Rules are found by importing every module of the ``checkers`` package and collecting
-the :class:`~nnx_lint.rule.Rule` subclasses that define a ``code``. Nothing is listed
-by hand; the invariants a list would give are enforced by tests.
+Rules are found by importing every module of the ``checkers`` package and of its family
+subpackages (``checkers/<family>/<rule>.py``) and collecting the :class:`~nnx_lint.rule.Rule`
+subclasses that define a ``code``. Nothing is listed by hand; the invariants a list would
+give are enforced by tests. This is the one module of ``nnx_lint`` that imports ``checkers``
+(a test keeps it so): everything else reaches the rules through it.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
 
 from nnx_lint.rule import Rule
 
@@ -19,13 +24,28 @@ def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class, sorted by code."""
     import checkers
 
-    for module_info in pkgutil.iter_modules(checkers.__path__, prefix="checkers."):
+    # walk_packages imports each package to look inside it, so every family module is loaded.
+    for module_info in pkgutil.walk_packages(checkers.__path__, prefix="checkers."):
         importlib.import_module(module_info.name)
     found: dict[str, type[Rule]] = {}
     for rule in _subclasses(Rule):
         if "code" in vars(rule) and rule.__module__.startswith("checkers."):
             found.setdefault(rule.code + rule.__qualname__, rule)
     return tuple(sorted(found.values(), key=lambda r: r.code))
+
+
+def rules_directory() -> Path:
+    """The directory of the ``checkers`` package (the cache fingerprints its sources)."""
+    import checkers
+
+    return Path(checkers.__file__).parent
+
+
+def family_package(rule: type[Rule]) -> ModuleType:
+    """The family package a rule's module belongs to (``checkers.prefix_filters``): its
+    docstring says what the family is."""
+    all_rules()
+    return sys.modules[rule.__module__.rpartition(".")[0]]
 
 
 def _subclasses(cls: type) -> Iterable[type]:

@@ -1,8 +1,10 @@
 """The rule framework: one class per rule, carrying its own examples.
 
-A rule subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``help``, ``kind``,
-a docstring with the sections ``What it does``, ``Why is this bad?`` and ``References``,
-and ``VALID`` / ``INVALID`` example cases. The docs page's ``Example`` and ``Use
+A rule is one module of a family package (``checkers/<family>/nnx201_state_axes_prefix.py``).
+It subclasses :class:`Rule` and sets ``code``, ``symbol``, ``message``, ``help``, ``kind``,
+``facts_type`` (its frozen facts dataclass, :mod:`nnx_lint.facts`), a docstring with the
+sections ``What it does``, ``Why is this bad?`` and ``References``, ``VALID`` / ``INVALID``
+example cases, and either :meth:`Rule.reproduce` or ``no_reproduction_reason``. The docs page's ``Example`` and ``Use
 instead`` sections are rendered from the first INVALID case and the first VALID case,
 so every example shown to users is also a test.
 
@@ -16,8 +18,10 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nnx_lint.facts import Facts, facts_from_dict
 from nnx_lint.program_text import literal
 
 if TYPE_CHECKING:
@@ -191,25 +195,65 @@ class Rule:
     #: tree-native rewrite (:mod:`nnx_lint.fixes.rewrites`). Empty: ``no_fix_reason`` says why.
     fixes: ClassVar[tuple[str, ...]] = ()
     no_fix_reason: ClassVar[str] = ""
+    #: The rule's facts dataclass (:mod:`nnx_lint.facts`); None only for engine-reported rules.
+    facts_type: ClassVar[type[Facts] | None] = None
+    #: Why ``--confirm`` has no reproduction for this rule's diagnostics: set exactly when the
+    #: rule does not override :meth:`reproduce` (a test keeps the two in step).
+    no_reproduction_reason: ClassVar[str] = ""
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
 
-    def report(self, node: nodes.NodeNG, message: str | None = None, help: str | None = None, *,
-               related: Iterable[tuple[Any, str]] | None = None, **facts: Any) -> None:
-        """Report a diagnostic of this rule at ``node``; message and help are formatted from facts.
+    def report(
+        self, node: nodes.NodeNG, facts: Facts | None = None, *, message: str | None = None,
+        help: str | None = None, related: Iterable[tuple[Any, str]] | None = None, **fields: Any,
+    ) -> None:
+        """Report a diagnostic of this rule at ``node``, with its typed facts.
 
-        ``message`` / ``help`` replace the class templates for this one diagnostic.
-        ``related``: the other lines the finding involves, ``[(node, "what happens there"), ...]``
-        (:mod:`nnx_lint.related`).
+        The facts are a ``facts_type`` instance, or the facts by their stored names as
+        keywords (the dataclass is built here, so a fact the rule does not declare, or a
+        missing one, fails loudly). Message and help are
+        formatted from the facts; ``message`` / ``help`` replace the class templates for this
+        one diagnostic. ``related``: the other lines the finding involves,
+        ``[(node, "what happens there"), ...]`` (:mod:`nnx_lint.related`).
         """
-        self.context.report(self, node, facts, message=message, help=help, related=related)
+        if facts is None:
+            if self.facts_type is None:
+                raise TypeError(f"{type(self).__name__} declares no facts_type")
+            facts = facts_from_dict(self.facts_type, fields, reported=False)
+        elif fields:
+            raise TypeError("report() takes a facts instance or fact keywords, not both")
+        self.context.report(self, node, facts.as_dict(), message=message, help=help, related=related)
 
     @classmethod
-    def render(cls, facts: dict[str, Any], message: str | None = None, help: str | None = None) -> tuple[str, str]:
+    def facts_from(cls, stored: Mapping[str, Any]) -> Facts:
+        """The typed facts of a stored diagnostic's ``facts`` dict (a cached or worker
+        diagnostic): the one way back from the stored form (:func:`nnx_lint.facts.facts_from_dict`)."""
+        if cls.facts_type is None:
+            raise TypeError(f"{cls.__name__} declares no facts_type")
+        return facts_from_dict(cls.facts_type, stored)
+
+    @classmethod
+    def reproduce(cls, facts: Mapping[str, Any]) -> Reproduction | str | None:
+        """A minimal program showing this diagnostic's pattern under Tree Mode (``--confirm``).
+
+        ``facts`` are the diagnostic's typed facts (:meth:`facts_from`); builders read them
+        as attributes or by key. A rule with a builder overrides this; it may return a
+        string, the reason this one diagnostic has no reproduction. The base returns None:
+        the rule has no builder, and ``no_reproduction_reason`` says why.
+        """
+        return None
+
+    @classmethod
+    def has_reproduction(cls) -> bool:
+        """Whether the rule has a reproduction builder (overrides :meth:`reproduce`)."""
+        return getattr(cls.reproduce, "__func__", None) is not Rule.reproduce.__func__
+
+    @classmethod
+    def render(cls, facts: Mapping[str, Any], message: str | None = None, help: str | None = None) -> tuple[str, str]:
         """The ``(message, help)`` of a diagnostic, formatted from its facts: the one place that does it.
 
-        >>> from checkers.prefix_filters import StateAxesPrefix
+        >>> from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
         >>> message, help = StateAxesPrefix.render({"argument": "in_axes", "transform": "vmap"})
         >>> message
         '`nnx.StateAxes` in `in_axes` of `nnx.vmap`: Tree Mode raises ValueError (prefix filters are rejected)'
@@ -222,7 +266,7 @@ class Rule:
     def generic_help(cls) -> str:
         """The help template with each fact shown as ``<name>`` (rule pages, SARIF rule help).
 
-        >>> from checkers.prefix_filters import StateAxesPrefix
+        >>> from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
         >>> "nnx.compat.<transform>" in StateAxesPrefix.generic_help()
         True
         """

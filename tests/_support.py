@@ -6,7 +6,7 @@ from pathlib import Path
 
 from nnx_lint.engine import lint_bytes
 from nnx_lint.project import Project, module_name_for
-from nnx_lint.registry import all_rules
+from nnx_lint.registry import all_rules, family_package
 from nnx_lint.rule import Rule, expected_markers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -14,8 +14,8 @@ FIXTURES = REPO / "tests" / "fixtures"
 
 
 def family_of(rule: type[Rule]) -> str:
-    """The family a rule belongs to: its checkers module name (``prefix_filters``)."""
-    return rule.__module__.rpartition(".")[2]
+    """The family a rule belongs to: its checkers package name (``prefix_filters``)."""
+    return family_package(rule).__name__.rpartition(".")[2]
 
 
 def family_rules(family: str) -> list[type[Rule]]:

@@ -13,7 +13,7 @@ import sys
 import pytest
 from _support import REPO
 
-from checkers.prefix_filters import StateAxesPrefix
+from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
 from nnx_lint.pylint import pylint_message_id
 from nnx_lint.registry import all_rules
 

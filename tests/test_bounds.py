@@ -431,7 +431,7 @@ def test_redefining_a_class_many_times_costs_linear_work():
 
 
 def test_the_documented_limits_are_the_limits_in_force():
-    from checkers.linter_errors import AnalysisSkipped
+    from checkers.linter_errors.nnx004_analysis_skipped import AnalysisSkipped
 
     limits = bounds.Limits()
     doc = " ".join((AnalysisSkipped.__doc__ or "").split())

@@ -24,11 +24,11 @@ from nnx_lint.rule import Reproduction  # noqa: E402
 CASES = [
     (rule, case, diagnostic)
     for rule in all_rules()
-    if hasattr(rule, "reproduce")
+    if rule.has_reproduction()
     for case in rule.INVALID
     for diagnostic in lint_bytes(case.source.encode(), "case.py", [rule])
 ]
-REPRODUCTIONS = [rule.reproduce(diagnostic.facts) for rule, _case, diagnostic in CASES]
+REPRODUCTIONS = [rule.reproduce(rule.facts_from(diagnostic.facts)) for rule, _case, diagnostic in CASES]
 IDS = [f"{rule.code}-{case.id}-{diagnostic.line}" for rule, case, diagnostic in CASES]
 MAIN = [r.program() for r in REPRODUCTIONS]
 CONTROLS = [r.program(r.control) for r in REPRODUCTIONS if r.control]
@@ -75,10 +75,24 @@ def test_graph_mode_behaves_as_the_builder_says(graph_mode_outcomes, index):
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
 def test_every_rule_has_a_builder_or_says_why(rule):
-    reason = getattr(rule, "no_reproduction_reason", "")
-    assert hasattr(rule, "reproduce") != bool(reason), (
+    reason = rule.no_reproduction_reason
+    assert rule.has_reproduction() != bool(reason.strip()), (
         f"{rule.code}: a rule has a reproduction builder, or (only then) a reason why none can exist"
     )
+    if reason:  # shown as "No reproduction: {reason}." on the rule page and by --confirm
+        assert len(reason.split()) >= 4 and not reason.endswith("."), reason
+    else:
+        assert rule.reproduce(rule.facts_from(_first_diagnostic(rule).facts)) is not None
+
+
+def _first_diagnostic(rule):
+    return next(d for case in rule.INVALID for d in lint_bytes(case.source.encode(), "case.py", [rule]))
+
+
+def test_the_base_rule_has_no_builder():
+    from nnx_lint.rule import Rule
+
+    assert Rule.reproduce({}) is None and not Rule.has_reproduction()
 
 
 def test_judge_distinguishes_wrong_errors():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from checkers.prefix_filters import StateAxesPrefix
+from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
 from nnx_lint.engine import lint_bytes, lint_source
 from nnx_lint.registry import all_rules
 from nnx_lint.rule import Rule

@@ -206,14 +206,14 @@ def test_fixed_reproductions_give_graph_mode_results_in_tree_mode() -> None:
 
     proofs = []
     for rule in FIXABLE:
-        if not hasattr(rule, "reproduce"):
+        if not rule.has_reproduction():
             continue
         diagnostics = [d for case in rule.INVALID if not case.files for d in _lint(rule)(case.source)]
         proofs += proofs_for(rule, diagnostics, unsafe=False) + proofs_for(rule, diagnostics, unsafe=True)
     proven = {proof.code for proof in proofs}
     # Every rule with a pin and a reproduction builder is proven this way, except where the
     # reproduction's own pattern is not one the rule's fix can reach (NNX105: the stream case).
-    assert proven >= {r.code for r in FIXABLE if hasattr(r, "reproduce")} - {"NNX105"}, proven
+    assert proven >= {r.code for r in FIXABLE if r.has_reproduction()} - {"NNX105"}, proven
     graph = run_programs([p.original for p in proofs], "flax-graph", 900)
     tree = run_programs([p.fixed for p in proofs], "flax", 900)
     for proof, expected, observed in zip(proofs, graph, tree):

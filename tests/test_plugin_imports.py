@@ -105,7 +105,7 @@ def test_every_late_import_on_the_lint_path_is_loaded_with_the_plugin():
     from nnx_lint.eager import NOT_ON_THE_LINT_PATH
 
     late = set()
-    for path in [*sorted((REPO / "nnx_lint").glob("*.py")), *sorted((REPO / "checkers").glob("*.py"))]:
+    for path in [*sorted((REPO / "nnx_lint").glob("*.py")), *sorted((REPO / "checkers").rglob("*.py"))]:
         if path.parent.name == "nnx_lint" and path.stem in NOT_ON_THE_LINT_PATH:
             continue
         late |= _late_imports(path)

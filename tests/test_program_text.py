@@ -3,14 +3,18 @@ from __future__ import annotations
 
 import doctest
 
-from checkers.shared_references import AliasedAttribute, SharedRngs
+from checkers.shared_references.nnx101_aliased_module_attribute import AliasedAttribute
+from checkers.shared_references.nnx105_shared_rngs import SharedRngs
 from nnx_lint import confirmation, program_text
 from nnx_lint.confirmation import confirm, reproduction_for
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.rule import Reproduction
 
+# Every fact a class-alias diagnostic carries (reproduction_for reads them as typed facts).
 _ALIAS_FACTS = {"class_name": "Tied", "first_path": "a", "second_path": "b", "kind": "Module",
-                "first_part": "", "second_part": "", "used_with": "jit"}
+                "shared": "nnx.Linear(...)", "container": None, "conditional": False, "stored_in": "__init__",
+                "confidence": "static", "first_part": "", "second_part": "", "container_type": None,
+                "used_with": "jit", "pin": [], "pin_every_use": False}
 
 
 def _diagnostic(rule, facts) -> Diagnostic:
@@ -30,8 +34,8 @@ def test_a_non_name_setattr_path_is_stored_by_setattr_with_a_literal():
 
 
 def test_an_unusable_stream_key_is_no_reproduction_and_never_runs(monkeypatch):
-    facts = {"class_name": "Model", "first_path": "rngs", "second_path": "noise.rngs", "kind": "Rngs",
-             "first_part": "", "second_part": "['a=0, b=__import__(\"os\").system(\"id\") or 0, c']"}
+    facts = {**_ALIAS_FACTS, "class_name": "Model", "first_path": "rngs", "second_path": "noise.rngs",
+             "kind": "Rngs", "first_part": "", "second_part": "['a=0, b=__import__(\"os\").system(\"id\") or 0, c']"}
     diagnostic = _diagnostic(SharedRngs, facts)
     reason = reproduction_for(diagnostic)
     assert isinstance(reason, str) and reason.startswith("no reproduction: the Rngs stream")

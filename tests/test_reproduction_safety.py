@@ -48,7 +48,7 @@ SHAPES = ["import", "lambda", "None", "class", "", " ", "é", "a" * 5000, "with"
 CASES = [
     (rule, diagnostic)
     for rule in all_rules()
-    if hasattr(rule, "reproduce")
+    if rule.has_reproduction()
     for case in rule.INVALID
     for diagnostic in lint_bytes(case.source.encode(), "case.py", [rule])
 ]
@@ -62,7 +62,7 @@ def _marker_outside_strings(program: str) -> list[int]:
 def _built(rule, facts) -> Reproduction | str:
     """What the builder gives: a Reproduction, or the reason (a returned or raised one)."""
     try:
-        return rule.reproduce(facts)
+        return rule.reproduce(rule.facts_from(facts))
     except UnsafeFact as exc:
         return str(exc)
 
@@ -98,7 +98,7 @@ def test_there_are_cases_and_string_facts():
 def test_unmodified_facts_still_give_a_guarded_reproduction(index):
     """Recall: every INVALID case's diagnostic has a reproduction, and the guard lets it run."""
     rule, diagnostic = CASES[index]
-    assert isinstance(rule.reproduce(diagnostic.facts), Reproduction)
+    assert isinstance(rule.reproduce(rule.facts_from(diagnostic.facts)), Reproduction)
     assert isinstance(reproduction_for(diagnostic), Reproduction), reproduction_for(diagnostic)
 
 

@@ -12,16 +12,14 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from checkers.shared_references import (  # noqa: E402
-    AliasedAttribute,
-    ArgumentHoldsArgument,
-    DuplicateTransformArgument,
-    RepeatedContainerElement,
-    SharedRngs,
-    TiedModelInLoop,
-    TransformBuildsFromInput,
-    TransformReturnsInput,
-)
+from checkers.shared_references.nnx101_aliased_module_attribute import AliasedAttribute  # noqa: E402
+from checkers.shared_references.nnx102_repeated_container_element import RepeatedContainerElement  # noqa: E402
+from checkers.shared_references.nnx103_duplicate_transform_argument import DuplicateTransformArgument  # noqa: E402
+from checkers.shared_references.nnx104_transform_returns_input import TransformReturnsInput  # noqa: E402
+from checkers.shared_references.nnx105_shared_rngs import SharedRngs  # noqa: E402
+from checkers.shared_references.nnx106_transform_builds_from_input import TransformBuildsFromInput  # noqa: E402
+from checkers.shared_references.nnx107_argument_holds_argument import ArgumentHoldsArgument  # noqa: E402
+from checkers.shared_references.nnx108_tied_model_in_loop import TiedModelInLoop  # noqa: E402
 from nnx_lint.confirmation import judge, run_programs  # noqa: E402
 
 VARIANTS = [

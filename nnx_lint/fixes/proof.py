@@ -47,7 +47,7 @@ def proofs_for(rule: type[Rule], diagnostics: list[Diagnostic], unsafe: bool) ->
     found, seen = [], set()
     for diagnostic in diagnostics:
         try:
-            reproduction = rule.reproduce(diagnostic.facts)  # type: ignore[attr-defined]
+            reproduction = rule.reproduce(rule.facts_from(diagnostic.facts))
         except Exception:
             continue
         if not isinstance(reproduction, Reproduction):

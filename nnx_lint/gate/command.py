@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nnx_lint.config import split_codes
+
 if TYPE_CHECKING:
     from nnx_lint.gate.classify import GateOutcome
 
@@ -109,7 +111,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     try:
         if args.baseline is not None:
             baseline = read_baseline(args.baseline)
-        select = _split_codes(args.select)
+        select = split_codes(args.select)
         from nnx_lint.gate.attribution import lint_project
 
         diagnostics = lint_project(path, select)
@@ -169,9 +171,3 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
                           findings=len(diagnostics), exit_status=status, notes=notes)
     return status, render(report, args.output_format)
 
-
-def _split_codes(values: list[str] | None) -> list[str] | None:
-    # The same splitting as `nnx-lint check --select` (comma-separated, repeatable).
-    from nnx_lint.cli import _split_codes as split
-
-    return split(values)

@@ -1,15 +1,29 @@
-"""NNX6xx: the ``transform_metadata=`` keyword of vmap/scan/pmap — catalogue F1."""
+"""NNX601 ``transform-metadata-keyword``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
 
 from astroid import nodes
 
-import textwrap
-
+from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.program_text import UnsafeFact, literal, shown
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 
+
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformMetadataKeywordFacts(Facts):
+    """What ``NNX601`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    partition: str | None
+    partition_text: str
+    metadata: str
+    pin: list
 
 
 class TransformMetadataKeyword(Rule):
@@ -34,6 +48,7 @@ class TransformMetadataKeyword(Rule):
     """
 
     code = "NNX601"
+    facts_type = TransformMetadataKeywordFacts
     fixes = ("pin", "transform-metadata-layer")
     symbol = "transform-metadata-keyword"
     kind = "silent"

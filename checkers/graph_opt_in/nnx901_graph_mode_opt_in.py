@@ -1,13 +1,24 @@
-"""NNX9xx: advisory, off by default — code that still opts into graph mode (catalogue G1)."""
+"""NNX901 ``graph-mode-opt-in``: the rule, its examples."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
+from nnx_lint.facts import Facts
 from nnx_lint.rule import Invalid, Rule, Valid
 
+
 _SETTERS = frozenset(nnx_api.MODE_SETTERS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphModeOptInFacts(Facts):
+    """What ``NNX901`` reports (the diagnostic's ``facts``, in this order)."""
+
+    what: str
 
 
 class GraphModeOptIn(Rule):
@@ -29,6 +40,7 @@ class GraphModeOptIn(Rule):
     """
 
     code = "NNX901"
+    facts_type = GraphModeOptInFacts
     no_fix_reason = "these opt-ins are the pins themselves: removing one is the Tree Mode migration of that code, which the other rules' findings guide"
     symbol = "graph-mode-opt-in"
     kind = "advisory"

@@ -1,0 +1,95 @@
+"""NNX702 ``split-rngs-result-discarded``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.api_semantics.analysis import _rng_splitter
+from checkers.api_semantics.reproduction import _FORK_NOTE
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitRngsResultDiscardedFacts(Facts):
+    """What ``NNX702`` reports (the diagnostic's ``facts``, in this order)."""
+
+    api: str
+    rngs: str
+    pin: list
+
+
+class SplitRngsResultDiscarded(Rule):
+    """`nnx.split_rngs(rngs, ...)` / `nnx.fork_rngs(rngs, ...)` with the result discarded.
+
+    What it does:
+        Flags a call `nnx.split_rngs(rngs, ...)` or `nnx.fork_rngs(rngs, ...)` used as a
+        statement (its result unused), unless graph mode is kept.
+
+    Why is this bad?:
+        Graph mode splits `rngs` in place; Tree Mode returns a new split `Rngs` and leaves
+        `rngs` unsplit (only its counter advances). Nothing raises: the code that follows
+        silently uses unsplit keys (identical layers in a `vmap`ped init, a wrong key
+        shape). Use the returned value.
+
+    References:
+        - Catalogue row H1 (`r70_split_rngs_context.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX702"
+    facts_type = SplitRngsResultDiscardedFacts
+    fixes = ("pin", "keep-split-rngs-result")
+    symbol = "split-rngs-result-discarded"
+    kind = "silent"
+    catalogue = ("H1",)
+    message = "The result of `nnx.{api}(...)` is discarded: Tree Mode silently leaves `{rngs}` unsplit"
+    help = (
+        "In Tree Mode `nnx.{api}` returns a new split `Rngs`. Use the returned value (`{rngs} = "
+        "nnx.{api}({rngs}, ...)` or pass it on)"
+    )
+    VALID = [
+        Valid(
+            "result-used",
+            """
+            from flax import nnx
+
+            def run(rngs):
+                split = nnx.split_rngs(rngs, splits=4)
+                nnx.compat.split_rngs(rngs, splits=4)
+                nnx.split_rngs(rngs, splits=4, graph=True, graph_updates=True)
+                return split
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "discarded",
+            """
+            from flax import nnx
+
+            def run(rngs, create):
+                nnx.split_rngs(rngs, splits=4)  # NNX702
+                return create(rngs)
+            """,
+            tree_mode=differs("rngs.params.key keeps shape () instead of (4,)"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The split with its result discarded; the observation is the shape of the
+        ``params`` key of the same ``rngs`` afterwards. The control keeps the result."""
+        note = _FORK_NOTE if facts.get("api") == "fork_rngs" else ""
+        main = "rngs = nnx.Rngs(0)\n" + note + "nnx.split_rngs(rngs, splits=4)  # result discarded\n" + \
+            "return list(rngs.params.key.shape)\n"
+        control = "rngs = nnx.Rngs(0)\nrngs = nnx.split_rngs(rngs, splits=4)\nreturn list(rngs.params.key.shape)\n"
+        return Reproduction(main, expect_tree=[], expect_graph=[4], control=control)
+
+    def visit_expr(self, node: nodes.Expr) -> None:
+        call = _rng_splitter(self.context, node.value)
+        if call is None or not call.args or self.context.keeps_graph_mode(call):
+            return
+        self.report(node.value, api=call.name, rngs=call.args[0].as_string(), pin=pin_sites_in(self.context, call))

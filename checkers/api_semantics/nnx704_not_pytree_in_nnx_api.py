@@ -1,0 +1,324 @@
+"""NNX704 ``not-pytree-in-nnx-api``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from nnx_lint.calls import constant_bool
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
+from nnx_lint.flow import lookup
+from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
+from nnx_lint.program_text import bounded_index, identifier_or, literal
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.transformed import explicit_tree, transformed_code
+
+
+def _literal_keywords(call) -> dict:
+    """The transform's keywords that are Python literals (``argnums=1``, ``in_axes=(None, 0)``)."""
+    import ast
+
+    found = {}
+    for name, value in (call.keywords.items() if call is not None else ()):
+        try:
+            found[name] = ast.literal_eval(value.as_string())
+        except (ValueError, SyntaxError, TypeError):
+            continue
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in found.items()
+            if isinstance(v, (int, str, tuple, type(None)))}
+
+
+def _passed_through(transform: str, keywords: dict, position: int) -> bool:
+    """Whether JAX passes argument ``position`` through the transform untouched (not traced):
+    a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
+    Such an argument may be a non-pytree in Tree Mode too."""
+    if transform in ("vmap", "pmap"):
+        axes = keywords.get("in_axes", 0)
+        if axes is None:
+            return True
+        return isinstance(axes, list) and position < len(axes) and axes[position] is None
+    if transform == "jit":
+        static = keywords.get("static_argnums")
+        static = [static] if isinstance(static, int) else (static or [])
+        return position in static
+    if transform in ("grad", "value_and_grad"):
+        argnums = keywords.get("argnums", 0)
+        argnums = [argnums] if isinstance(argnums, int) else argnums
+        return isinstance(argnums, list) and position not in argnums
+    return False
+
+
+def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
+    if isinstance(base, nodes.Attribute) and base.attrname == "Module":
+        return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
+    if isinstance(base, nodes.Name):
+        try:
+            _scope, assignments = lookup(base)
+        except Exception:
+            return False
+        for assignment in assignments:
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith("flax.nnx.bridge"):
+                return any((alias or original) == base.name and original == "Module"
+                           for original, alias in assignment.names)
+    return False
+
+
+def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherited: bool = False) -> str | None:
+    """Why instances of a project class are not pytrees (``pytree=False``, ``nnx.Object``
+    or ``nnx.bridge.Module`` subclass), or None."""
+    if depth > 6:
+        return None
+    if not inherited:
+        for keyword in classdef.keywords or []:
+            if keyword.arg == "pytree" and constant_bool(keyword.value) is False:
+                return "declared with pytree=False"
+    for base in classdef.bases:
+        if _is_bridge_module(context, base):
+            return "an nnx.bridge.Module subclass"
+        name = context.qualified_name(base)
+        if name == "flax.nnx.Object":
+            return "an nnx.Object subclass"
+    for ref in context.classes.info(classdef).bases:
+        if ref.definition is not None and ref.definition.root() is classdef.root():
+            reason = not_pytree_reason(context, ref.definition, depth + 1, inherited=True)
+            if reason is not None:
+                return reason
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotPytreeObjectInNNXAPIFacts(Facts):
+    """What ``NNX704`` reports (the diagnostic's ``facts``, in this order)."""
+
+    argument: str
+    class_name: str
+    reason: str
+    api: str
+    error: str
+    function: str = ABSENT
+    transform: str = ABSENT
+    position: int = ABSENT
+    n_args: int = ABSENT
+    transform_keywords: dict = ABSENT
+    pin: list
+
+
+class NotPytreeObjectInNNXAPI(Rule):
+    """An object that is not a pytree (`pytree=False`, `nnx.Object`, `nnx.bridge.Module`)
+    passed to an NNX transform or graph API.
+
+    What it does:
+        Flags an instance of a class declared with `pytree=False`, of an `nnx.Object`
+        subclass or of an `nnx.bridge.Module` subclass (class known from a construction, an
+        annotation or `self`) passed to an NNX graph API (`nnx.split`, `nnx.state`,
+        `nnx.clone`, `nnx.Optimizer`, ...) or to a transformed function, unless graph mode is
+        kept (`graph=True`, `nnx.compat.*`).
+
+    Why is this bad?:
+        Tree Mode handles objects as JAX pytrees, and these classes are not registered as
+        pytrees. `nnx.split` raises `ValueError: Cannot use 'flatten' with graph=False on a
+        'X' instance that has pytree=False`; `nnx.jit` raises `TypeError: Error interpreting
+        argument ... as an abstract array`; `nnx.grad` raises `TypeError: ... is not a valid
+        JAX type`. Drop `pytree=False` (subclass `nnx.Module`), or keep graph mode for these
+        calls (`nnx.compat.jit`, `graph=True`).
+
+    References:
+        - Catalogue rows H3, H4 (`r76_pytree_false_module.py`, `r79_linen_bridge_module.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX704"
+    facts_type = NotPytreeObjectInNNXAPIFacts
+    fixes = ("pin",)
+    symbol = "not-pytree-in-nnx-api"
+    kind = "raises"
+    catalogue = ("H3", "H4")
+    message = "`{argument}` ({class_name}, {reason}) passed to `{api}`: Tree Mode raises (not a pytree)"
+    help = (
+        "Tree Mode treats objects as pytrees and this class is not one ({error}). Make it a pytree "
+        "(plain `nnx.Module` subclass) or keep graph mode for this call (`graph=True` / `nnx.compat`)"
+    )
+    VALID = [
+        Valid(
+            "pytree-module-and-compat",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Modern(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w
+
+            class Legacy(nnx.Module, pytree=False):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w
+
+            def run():
+                a = nnx.jit(lambda m, x: m(x))(Modern(), jnp.ones(2))
+                b = nnx.compat.jit(lambda m, x: m(x))(Legacy(), jnp.ones(2))
+                legacy = Legacy()
+                return a, b, type(nnx.split(legacy, graph=True)[1]).__name__, legacy(jnp.ones(2))
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "legacy-into-split-jit-grad",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Legacy(nnx.Module, pytree=False):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w
+
+            def run():
+                m = Legacy()
+                nnx.split(m)  # NNX704
+                nnx.jit(lambda m, x: m(x))(m, jnp.ones(2))  # NNX704
+                nnx.grad(lambda m: m(jnp.ones(2)).sum())(m)  # NNX704
+            """,
+            tree_mode=raises("ValueError", "Cannot use 'flatten' with graph=False"),
+        ),
+        Invalid(
+            "bridge-module-into-split",
+            """
+            import jax.numpy as jnp
+            from flax.nnx import bridge
+            from flax import nnx
+
+            class Dense(bridge.Module):
+                features: int
+
+                @bridge.compact
+                def __call__(self, x):
+                    w = self.param('w', nnx.initializers.lecun_normal(), (x.shape[-1], self.features))
+                    return x @ w
+
+            def run(x):
+                m = Dense(3)
+                bridge.lazy_init(m, x)
+                return nnx.split(m)  # NNX704
+            """,
+            tree_mode=raises("ValueError", "has pytree=False"),
+        ),
+    ]
+
+    _GRAPH_API_CLASSES = frozenset({"flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer"})
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        arguments: list[nodes.NodeNG] = []
+        api = None
+        if call is not None and call.is_graph_api and not call.via_partial:
+            if self.context.keeps_graph_mode(call) or explicit_tree(call):
+                return
+            arguments, api = list(call.args[:1]), f"nnx.{call.name}"
+        elif call is not None and call.qualified_name in self._GRAPH_API_CLASSES:
+            if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
+                return
+            arguments, api = list(call.args[:1]), f"nnx.{call.name}"
+        elif call is None:
+            entry = transformed_code(self.context).transformed_callable(node.func)
+            if entry is None or not entry.affected:
+                return
+            arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
+        literal = _literal_keywords(entry.call) if call is None else {}
+        for position, argument in enumerate(arguments):
+            if call is None and _passed_through(entry.transform, literal, position):
+                continue  # JAX never flattens it: flax runs this in Tree Mode
+            ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
+            if ref is None or ref.definition is None:
+                continue
+            reason = not_pytree_reason(self.context, ref.definition)
+            if reason is None:
+                continue
+            error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None
+                     else "TypeError: not a valid JAX type / cannot interpret as an abstract array")
+            pin = pin_sites_in(self.context, call if call is not None and call.is_graph_api else None,
+                               entry_pin_target(entry) if call is None else None)
+            where = ({"function": call.name} if call is not None else
+                     {"transform": entry.transform, "position": position, "n_args": len(arguments),
+                      "transform_keywords": _literal_keywords(entry.call)})
+            self.report(argument, argument=argument.as_string(), class_name=ref.short_name, reason=reason,
+                        api=api, error=error, **where, pin=pin)
+
+    #: Graph APIs both Tree Mode implementations provide, called as ``nnx.<name>(m)``.
+    _SHARED_GRAPH_APIS = {"split": "nnx.split(m)", "state": "nnx.state(m)", "variables": "nnx.variables(m)",
+                          "graphdef": "nnx.graphdef(m)", "clone": "nnx.clone(m)",
+                          "iter_graph": "list(nnx.iter_graph(m))", "iter_modules": "list(nnx.iter_modules(m))",
+                          "view": "nnx.view(m)"}
+    #: Transforms reproduced as ``nnx.<t>(f, **keywords)(*args)`` (the keywords that decide
+    #: which arguments JAX traces are kept from the finding).
+    _SHARED_TRANSFORMS = {"jit": ("static_argnums", "static_argnames"), "grad": ("argnums",),
+                          "value_and_grad": ("argnums",), "vmap": ("in_axes",), "remat": (),
+                          "eval_shape": ()}
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged class stands in as a ``pytree=False`` Module (``Legacy``) and is passed
+        where the finding passes it: to the flagged graph API (``function``; an API the two
+        Tree Mode implementations do not share is reproduced with ``nnx.split``, noted in the
+        program), or as positional argument ``position`` of ``n_args`` to a function
+        transformed by the flagged ``transform`` with the finding's literal ``argnums`` /
+        ``in_axes`` / ``static_argnums`` (so an argument JAX passes through untouched, e.g.
+        under ``in_axes=None``, runs cleanly and is not confirmed — as in flax). An
+        ``nnx.Object`` or ``nnx.bridge.Module`` subclass is reproduced the same way: both are
+        Pytrees created with ``pytree=False`` (bridge.Module's ``__init_subclass__`` forces
+        it), the mechanism Tree Mode rejects; tree_runtime has neither class. Expected:
+        ``non-pytree``; graph mode runs it. Control: the same class without ``pytree=False``.
+        """
+        # Notes name only what is known: the class if it is a plain name, the API or
+        # transform if it is one of flax's (the facts are the analysed code's text).
+        note = ""
+        if facts.get("reason") and "pytree=False" not in str(facts.get("reason")):
+            subclass = next((f"a subclass of {base}" for base in ("nnx.bridge.Module", "nnx.Object")
+                             if base in str(facts["reason"])), "a Pytree subclass")
+            note = (f"# found: {identifier_or(facts.get('class_name'), 'a class')} ({subclass}); such "
+                    "classes are Pytrees with pytree=False, reproduced here directly\n")
+        transform = facts.get("transform")
+        if transform is None:
+            function = facts.get("function")
+            use = cls._SHARED_GRAPH_APIS.get(function)
+            if use is None:
+                found = f"nnx.{function}" if function in GRAPH_APIS else "another graph API"
+                note += f"# found: {found}; nnx.split flattens its argument the same way\n"
+                use = "nnx.split(m)"
+            call = f"m = Model()\n{use}\nreturn 'ok'\n"
+        else:
+            if transform not in cls._SHARED_TRANSFORMS:
+                found = f"nnx.{transform}" if transform in TRANSFORMS else "another transform"
+                note += f"# found: {found}; nnx.jit traces its arguments the same way\n"
+                transform = "jit"
+            keywords = {k: v for k, v in (facts.get("transform_keywords") or {}).items()
+                        if k in cls._SHARED_TRANSFORMS[transform]}
+            if transform == "vmap" and keywords.get("in_axes", 0) is None:
+                keywords["axis_size"] = 2
+            position = bounded_index(facts.get("position") or 0, "the argument position")
+            n_args = max(bounded_index(facts.get("n_args") or 1, "the argument count"), position + 1)
+            args = ", ".join("m" if i == position else "x" for i in range(n_args))
+            kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
+            if transform == "eval_shape":
+                apply = f"nnx.eval_shape(f, {args})"
+            else:
+                apply = f"nnx.{transform}(f{kw})({args})"
+            call = (f"m, x = Model(), jnp.ones((2, 2))\n"
+                    f"f = lambda *a: jnp.sum(a[{position}](jnp.ones(2)))\n"
+                    f"{apply}\nreturn 'ok'\n")
+        model = textwrap.dedent("""\
+            class Model(nnx.Module{pytree}):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                def __call__(self, x):
+                    return x * self.w[...]
+            """)
+        return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
+                            control=model.format(pytree="") + call)

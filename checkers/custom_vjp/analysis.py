@@ -1,0 +1,366 @@
+"""Analysis helpers shared by several custom vjp rules."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from astroid import nodes
+
+from nnx_lint import nnx_api
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.flow import bound_values, lookup
+from nnx_lint.variables import unaffected_by_flip
+
+
+_CUSTOM_VJP = frozenset({"flax.nnx.custom_vjp", "flax.nnx.compat.custom_vjp"})
+
+
+_STATE_PRODUCERS = frozenset({"flax.nnx.state", "flax.nnx.State", "flax.nnx.variables", "flax.nnx.filter_state"})
+
+
+_SPLITS = frozenset({"flax.nnx.split", "flax.nnx.split_state"})
+
+
+_MODE_PROBES = frozenset(nnx_api.MODE_SETTERS)
+
+
+@dataclass
+class Registration:
+    """``f.defvjp(fwd, bwd)`` for an ``nnx.custom_vjp`` function ``f``."""
+
+    primal: nodes.FunctionDef
+    fwd: nodes.FunctionDef | None
+    bwd: nodes.FunctionDef | None
+    defvjp: nodes.Call
+    #: Positions of ``nondiff_argnums`` (None: not a literal).
+    nondiff: frozenset[int] | None = field(default_factory=frozenset)
+    #: Where a pin fix keeps graph mode: the ``nnx.custom_vjp`` call or bare decorator (and
+    #: the transforms around it), as ``pin`` sites.
+    pin: list = field(default_factory=list)
+
+    def diff_parameters(self, function: nodes.FunctionDef | None = None) -> list[tuple[int, nodes.AssignName]] | None:
+        """``(tangent index, parameter)`` for the differentiated parameters of ``function``."""
+        function = function or self.primal
+        if self.nondiff is None or function.args.vararg:
+            return None
+        parameters = function.args.args or []
+        found, index = [], 0
+        for position, parameter in enumerate(parameters):
+            if position in self.nondiff:
+                continue
+            found.append((index, parameter))
+            index += 1
+        return found
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "primal": self.primal.name,
+            "fwd": self.fwd.name if self.fwd else None,
+            "bwd": self.bwd.name if self.bwd else None,
+            "primal_args": [a.name for a in self.primal.args.args or []],
+            "nondiff_argnums": sorted(self.nondiff) if self.nondiff is not None else None,
+            "defvjp_line": self.defvjp.lineno,
+            "pin": self.pin,
+        }
+
+
+class _Analysis:
+    """Per-file: the ``nnx.custom_vjp`` registrations (shared by the NNX5xx rules)."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self._memo: dict[int, Registration | None] = {}
+
+    def registration(self, call: nodes.Call) -> Registration | None:
+        key = id(call)
+        if key not in self._memo:
+            self._memo[key] = self._registration(call)
+        return self._memo[key]
+
+    def _registration(self, call: nodes.Call) -> Registration | None:
+        func = call.func
+        if not (isinstance(func, nodes.Attribute) and func.attrname == "defvjp" and isinstance(func.expr, nodes.Name)):
+            return None
+        if _under_mode_probe(call, self.context):
+            return None
+        found = self._primal(func.expr)
+        if found is None:
+            return None
+        primal, keeps_graph, nondiff, transform_node = found
+        if keeps_graph:
+            return None
+        fwd = _function(call.args[0] if call.args else _keyword(call, "fwd"))
+        bwd = _function(call.args[1] if len(call.args) > 1 else _keyword(call, "bwd"))
+        return Registration(primal, fwd, bwd, call, nondiff, pin_sites_in(self.context, (transform_node, "custom_vjp")))
+
+    def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None, nodes.NodeNG] | None:
+        try:
+            _scope, assignments = lookup(name)
+        except Exception:
+            return None
+        for assignment in assignments:
+            if isinstance(assignment, nodes.FunctionDef) and assignment.decorators:
+                for decorator in assignment.decorators.nodes:
+                    found = self._transform(decorator)
+                    if found is not None:
+                        return (assignment, *found, decorator)
+        for value in bound_values(name):
+            if isinstance(value, nodes.Call):
+                nnx_call = self.context.nnx_call(value)
+                if nnx_call is not None and nnx_call.name == "custom_vjp" and nnx_call.args:
+                    primal = _function(nnx_call.args[0])
+                    if primal is not None:
+                        return (primal, unaffected_by_flip(self.context, nnx_call),
+                                _nondiff(nnx_call.keywords.get("nondiff_argnums")), value)
+        return None
+
+    def _transform(self, decorator: nodes.NodeNG) -> tuple[bool, frozenset[int] | None] | None:
+        if isinstance(decorator, nodes.Call):
+            nnx_call = self.context.nnx_call(decorator)
+            if nnx_call is None or nnx_call.name != "custom_vjp":
+                return None
+            return unaffected_by_flip(self.context, nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
+        name = self.context.qualified_name(decorator)
+        if name in _CUSTOM_VJP:
+            keeps = name == "flax.nnx.compat.custom_vjp" or unaffected_by_flip(self.context, node=decorator)
+            return keeps, frozenset()
+        return None
+
+    # -- helpers for rules --------------------------------------------------------------------
+    def state_tangent(self, expression: nodes.NodeNG, bwd: nodes.FunctionDef, old_parts: set[str], depth: int = 0) -> str | None:
+        """How ``expression`` (a bwd tangent) is an ``nnx.State``, or None."""
+        if depth > 4:
+            return None
+        if isinstance(expression, nodes.Call):
+            name = self.context.qualified_name(expression.func)
+            if name in _STATE_PRODUCERS:
+                return name.replace("flax.nnx.", "nnx.") + "(...)"
+            if name == "flax.nnx.clone" and expression.args:
+                inner = self.state_tangent(expression.args[0], bwd, old_parts, depth + 1)
+                return f"nnx.clone({inner})" if inner else None
+            if name in ("jax.tree.map", "jax.tree_util.tree_map") and len(expression.args) >= 2:
+                inner = self.state_tangent(expression.args[1], bwd, old_parts, depth + 1)
+                return f"jax.tree.map(..., {inner})" if inner else None
+            return None
+        if isinstance(expression, nodes.Subscript):
+            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in _SPLITS:
+                return "nnx.split(...) State"
+            return None
+        if isinstance(expression, nodes.Name):
+            if expression.name in old_parts:
+                return f"{expression.name} (the old protocol's State cotangent)"
+            for value, kind in _bindings(expression):
+                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in _SPLITS:
+                    return "nnx.split(...) State"
+                if kind == "value":
+                    found = self.state_tangent(value, bwd, old_parts, depth + 1)
+                    if found:
+                        return found
+            if _string_indexed(expression.name, bwd):
+                return f"{expression.name}['...'] (indexed like a State)"
+        return None
+
+    def is_module_parameter(self, registration: Registration, parameter: nodes.AssignName) -> str | None:
+        """Evidence that a primal parameter is a Module (not a State/array), or None."""
+        primal = registration.primal
+        index = (primal.args.args or []).index(parameter)
+        annotation = primal.args.annotations[index] if index < len(primal.args.annotations) else None
+        if annotation is not None:
+            name = self.context.classes._resolver_for(annotation).qualified_name(annotation)
+            ref = self.context.classes.resolve(name)
+            if ref is None or ref.qualified_name in ("flax.nnx.State", "flax.nnx.GraphState"):
+                return None
+            if ref.definition is not None:
+                return "annotation" if self.context.classes.info(ref.definition).is_nnx_module else None
+            return "annotation" if ref.qualified_name.startswith("flax.nnx.") else None
+        for node in primal.nodes_of_class((nodes.Attribute, nodes.Call)):
+            target = node.expr if isinstance(node, nodes.Attribute) else node.func
+            if isinstance(target, nodes.Name) and target.name == parameter.name:
+                return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"
+        return None
+
+
+def _analysis(context) -> _Analysis:
+    """The file's shared analysis (one per FileContext)."""
+    return context.service(_Analysis)
+
+
+def _keyword(call: nodes.Call, name: str) -> nodes.NodeNG | None:
+    for keyword in call.keywords or []:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _function(node: nodes.NodeNG | None) -> nodes.FunctionDef | None:
+    if not isinstance(node, nodes.Name):
+        return None
+    try:
+        _scope, assignments = lookup(node)
+    except Exception:
+        return None
+    functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
+    return functions[0] if len(functions) == 1 and len(assignments) == 1 else None
+
+
+def _nondiff(node: nodes.NodeNG | None) -> frozenset[int] | None:
+    if node is None:
+        return frozenset()
+    if isinstance(node, (nodes.Tuple, nodes.List)):
+        values = [e.value for e in node.elts if isinstance(e, nodes.Const) and isinstance(e.value, int)]
+        return frozenset(values) if len(values) == len(node.elts) else None
+    if isinstance(node, nodes.Const) and isinstance(node.value, int):
+        return frozenset({node.value})
+    return None
+
+
+def _body_nodes(function: nodes.FunctionDef, kinds) -> Iterator[nodes.NodeNG]:
+    """Nodes of ``kinds`` in ``function``'s own body (not in nested functions/lambdas)."""
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            yield node
+        for child in node.get_children():
+            if not isinstance(child, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda, nodes.ClassDef)):
+                stack.append(child)
+
+
+def _mentions_isinstance_tuple(test: nodes.NodeNG, name: str) -> bool:
+    for call in test.nodes_of_class(nodes.Call):
+        if isinstance(call.func, nodes.Name) and call.func.name == "isinstance" and call.args:
+            if isinstance(call.args[0], nodes.Name) and call.args[0].name == name:
+                return True
+    return False
+
+
+def _guarded_by_protocol_check(node: nodes.NodeNG, cotangent: str, function: nodes.FunctionDef) -> bool:
+    """Inside ``if isinstance(g, tuple):`` / ``a if isinstance(g, tuple) else b`` (either branch)."""
+    current = node.parent
+    while current is not None and current is not function:
+        if isinstance(current, (nodes.If, nodes.IfExp)) and _mentions_isinstance_tuple(current.test, cotangent):
+            return True
+        current = current.parent
+    return False
+
+
+def _under_mode_probe(node: nodes.NodeNG, context) -> bool:
+    """Inside ``if nnx.set_graph_updates.current_value():`` (code written for both protocols)."""
+    current = node.parent
+    while current is not None:
+        if isinstance(current, (nodes.If, nodes.IfExp)):
+            for attribute in current.test.nodes_of_class(nodes.Attribute):
+                if attribute.attrname == "current_value" and context.qualified_name(attribute.expr) in _MODE_PROBES:
+                    return True
+        current = current.parent
+    return False
+
+
+def _string_indexed(name: str, function: nodes.FunctionDef) -> bool:
+    """``name['x']`` in ``function`` outside a branch on ``isinstance(g, tuple)``."""
+    cotangent = _cotangent_parameter(function)
+    for subscript in _body_nodes(function, nodes.Subscript):
+        if (
+            isinstance(subscript.value, nodes.Name)
+            and subscript.value.name == name
+            and isinstance(subscript.slice, nodes.Const)
+            and isinstance(subscript.slice.value, str)
+            and not (cotangent is not None and _guarded_by_protocol_check(subscript, cotangent.name, function))
+        ):
+            return True
+    return False
+
+
+def _bindings(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:
+    """``(value, "value")`` for ``name = value``; ``(call, "split")`` for ``_, name, ... = nnx.split(...)``."""
+    try:
+        _scope, assignments = lookup(name)
+    except Exception:
+        return []
+    found = []
+    for assignment in assignments:
+        if not isinstance(assignment, nodes.AssignName):
+            continue
+        parent = assignment.parent
+        if isinstance(parent, nodes.Assign) and assignment in parent.targets:
+            found.append((parent.value, "value"))
+        elif isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+            if parent.elts.index(assignment) >= 1:
+                found.append((parent.parent.value, "split"))
+    return found
+
+
+def _returns_tuple(function: nodes.FunctionDef) -> bool | None:
+    """Whether the primal returns a tuple: True/False when every return says so, else None."""
+    verdicts = set()
+    for statement in _body_nodes(function, nodes.Return):
+        value = statement.value
+        if isinstance(value, nodes.Tuple):
+            verdicts.add(True)
+        elif isinstance(value, (nodes.BinOp, nodes.UnaryOp, nodes.Const, nodes.Compare)):
+            verdicts.add(False)
+        elif isinstance(value, nodes.Call) and isinstance(value.func, nodes.Attribute) and isinstance(value.func.expr, nodes.Name) and value.func.expr.name in ("jnp", "np", "jax"):
+            verdicts.add(False)
+        else:
+            verdicts.add(None)
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _cotangent_parameter(bwd: nodes.FunctionDef) -> nodes.AssignName | None:
+    if bwd.args.vararg or not bwd.args.args or len(bwd.args.args) < 2:
+        return None
+    return bwd.args.args[-1]
+
+
+def _is_cotangent(node: nodes.NodeNG, parameter: nodes.AssignName) -> bool:
+    if not isinstance(node, nodes.Name) or node.name != parameter.name:
+        return False
+    try:
+        _scope, assignments = lookup(node)
+    except Exception:
+        return False
+    return parameter in assignments
+
+
+def old_destructures(bwd: nodes.FunctionDef, primal: nodes.FunctionDef) -> Iterator[tuple[nodes.Assign, str, str]]:
+    """``(assign, shape, confidence)`` for old-protocol destructurings of the cotangent."""
+    parameter = _cotangent_parameter(bwd)
+    if parameter is None:
+        return
+    for assign in _body_nodes(bwd, nodes.Assign):
+        if not _is_cotangent(assign.value, parameter) or len(assign.targets) != 1:
+            continue
+        target = assign.targets[0]
+        if not isinstance(target, (nodes.Tuple, nodes.List)) or len(target.elts) != 2:
+            continue
+        if _guarded_by_protocol_check(assign, parameter.name, bwd):
+            continue
+        first = target.elts[0]
+        shape = f"{target.as_string()} = {parameter.name}"
+        returns_tuple = _returns_tuple(primal)
+        if isinstance(first, (nodes.Tuple, nodes.List)):
+            if returns_tuple is not True:
+                yield assign, shape, "static"
+        elif returns_tuple is False:
+            yield assign, shape, "static"
+        elif isinstance(first, nodes.AssignName) and "update" in first.name and returns_tuple is None:
+            yield assign, shape, "heuristic"
+
+
+def old_parts(bwd: nodes.FunctionDef, primal: nodes.FunctionDef) -> set[str]:
+    """Names bound to the old protocol's ``input_updates_g`` parts (States)."""
+    names: set[str] = set()
+    for assign, _shape, _confidence in old_destructures(bwd, primal):
+        first = assign.targets[0].elts[0]
+        for name in first.nodes_of_class(nodes.AssignName):
+            names.add(name.name)
+    changed = True
+    while changed:  # (m_updates_g,) = input_updates_g
+        changed = False
+        for assign in _body_nodes(bwd, nodes.Assign):
+            if isinstance(assign.value, nodes.Name) and assign.value.name in names:
+                for name in assign.targets[0].nodes_of_class(nodes.AssignName):
+                    if name.name not in names:
+                        names.add(name.name)
+                        changed = True
+    return names

@@ -1,0 +1,51 @@
+"""Reproduction builders and program pieces shared by several custom vjp rules."""
+from __future__ import annotations
+
+from nnx_lint.program_text import bounded_index
+
+
+#: The FLIP's bwd (r40_custom_vjp_fix.py): ``g`` is the output cotangent, Module-typed tangent.
+_TREE_BWD = """
+    def f_bwd(res, g):
+        cos_x, m = res
+        m_g = nnx.clone(m)
+        m_g.x[...] = cos_x * g
+        return ({tangents},)
+"""
+
+
+def _other_arguments(facts: dict, index: int) -> list[str]:
+    """Names of the primal's other (array) arguments; the Module is at ``index``."""
+    names = [n for n in facts.get("primal_args") or [] if isinstance(n, str) and n.isidentifier()]
+    count = max(bounded_index(len(names), "the number of primal arguments"), index + 1)
+    return [f"a{i}" for i in range(count) if i != index]
+
+
+def _tangents(others: list[str], index: int) -> str:
+    """``m_g`` at ``index``, zero tangents for the scalar array arguments."""
+    return ", ".join("m_g" if i == index else "jnp.zeros(())" for i in range(len(others) + 1))
+
+
+def _vjp_program(others: list[str], bwd: str, index: int = 0, primal_write: str = "", fwd_write: str = "") -> str:
+    """A one-Param Module ``Foo`` through ``nnx.custom_vjp`` ``f`` with ``bwd``, differentiated by ``nnx.grad``."""
+    import textwrap
+
+    parameters = list(others)
+    parameters.insert(index, "m")
+    signature = ", ".join(parameters)
+    extra = "".join(f" + {name}" for name in others)
+    values = ", ".join("Foo()" if name == "m" else "jnp.ones(())" for name in parameters)
+    program = f"""
+class Foo(nnx.Module):
+    def __init__(self):
+        self.x = nnx.Param(jnp.array(1.0))
+
+@nnx.custom_vjp
+def f({signature}):{primal_write}
+    return jnp.sin(m.x[...]){extra}
+
+def f_fwd({signature}):{fwd_write}
+    return f({signature}), (jnp.cos(m.x[...]), m)
+"""
+    return (textwrap.dedent(program).strip("\n") + "\n\n" + textwrap.dedent(bwd).strip("\n") + "\n\n"
+            + f"f.defvjp(f_fwd, f_bwd)\ngrads = nnx.grad(f, argnums={index})({values})\nreturn type(grads).__name__\n")

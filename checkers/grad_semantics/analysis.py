@@ -1,0 +1,417 @@
+"""Analysis helpers shared by several grad semantics rules."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from astroid import nodes
+
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.flow import bound_values, lookup
+from nnx_lint.variables import (
+    TREE_MAPS,
+    GradApplication,
+    GradientFlow,
+    Holdings,
+    unaffected_by_flip,
+    variable_model,
+)
+
+
+#: ``nnx.State`` methods that a Module-typed gradient does not have.
+STATE_METHODS = frozenset({
+    "items", "keys", "values", "flat_state", "to_pure_dict", "replace_by_pure_dict", "filter",
+    "split", "merge", "get", "raw_mapping",
+})
+
+
+#: Functions that need a ``State``/Mapping argument (position of that argument).
+STATE_FUNCTIONS = {
+    "flax.nnx.to_pure_dict": 0,
+    "flax.nnx.to_flat_state": 0,
+    "flax.nnx.filter_state": 0,
+    "flax.nnx.split_state": 0,
+    "flax.nnx.replace_by_pure_dict": 0,
+    "flax.nnx.merge_state": None,  # any position
+    "flax.nnx.traversals.flatten_mapping": 0,
+    "flax.traversals.flatten_mapping": 0,
+    "flax.nnx.statelib.to_flat_state": 0,
+    "flax.nnx.update": "rest",   # nnx.update(model, grads)
+    "flax.nnx.merge": "rest",    # nnx.merge(graphdef, grads)
+    "builtins.dict": 0,
+    "dict": 0,
+}
+
+
+#: Consumers that reduce over every leaf (name -> position of the tree argument).
+WHOLE_TREE_CONSUMERS = {
+    **dict.fromkeys((
+        "optax.global_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_norm", "optax.tree.norm",
+        "jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves", "jax.tree.flatten",
+        "jax.tree_util.tree_flatten", "jax.flatten_util.ravel_pytree",
+    ), 0),
+    "jax.tree.reduce": 1,
+    "jax.tree_util.tree_reduce": 1,
+}
+
+
+_STATE_PRODUCERS = frozenset({
+    "flax.nnx.state", "flax.nnx.variables", "flax.nnx.State", "flax.nnx.filter_state", "flax.nnx.clone",
+    "flax.nnx.to_tree", "flax.nnx.from_flat_state",
+})
+
+
+_SPLITS = frozenset({"flax.nnx.split", "flax.nnx.split_state"})
+
+
+_STATE_TYPES = frozenset({"flax.nnx.State", "flax.nnx.GraphState"})
+
+
+#: Module classes of flax whose gradients are indexable or iterable like a State.
+_CONTAINER_MODULES = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential", "flax.nnx.State"})
+
+
+@dataclass
+class Differentiated:
+    """What is known about one differentiated argument of an application."""
+
+    position: int
+    argument: nodes.NodeNG
+    class_name: str | None
+    qualified_name: str | None
+    holdings: Holdings | None
+    #: "class" (constructor/annotation of the argument), "loss-annotation", "called-in-loss"
+    evidence: str
+    #: attribute names the class defines (methods), to avoid State-method false positives
+    class_attributes: frozenset[str]
+
+    def facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {
+            "argument": self.argument.as_string(),
+            "position": self.position,
+            "class": self.class_name,
+            "class_qualified_name": self.qualified_name,
+            "class_evidence": self.evidence,
+            "confidence": "heuristic" if self.evidence == "called-in-loss" else "static",
+        }
+        if self.holdings is not None:
+            facts["variable_types"] = self.holdings.variable_types()
+            if self.holdings.unknown:
+                facts["unknown_parts"] = sorted(set(self.holdings.unknown))[:10]
+        return facts
+
+
+class _Analysis:
+    """Per-file analysis of grad applications, shared by the NNX4xx rules."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self.variables = variable_model(context)
+        self.flow = GradientFlow(context)
+        self._memo: dict[int, tuple[GradApplication, list[Differentiated]] | None] = {}
+
+    def application(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
+        key = id(call)
+        if key not in self._memo:
+            self._memo[key] = self._analyse(call)
+        return self._memo[key]
+
+    def differentiated_at(self, call: nodes.Call) -> Iterator[tuple[GradApplication, Differentiated]]:
+        """``(application, argument)`` for each differentiated argument if ``call`` applies a grad."""
+        analysed = self.application(call)
+        if analysed is not None:
+            application, arguments = analysed
+            for differentiated in arguments:
+                yield application, differentiated
+
+    # -- which calls apply a grad-transformed function ------------------------------------
+    def _analyse(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
+        application = self._application(call)
+        if application is None or application.keeps_graph or application.argnums is None:
+            return None
+        if any(isinstance(a, nodes.Starred) for a in call.args):
+            return None
+        found = []
+        for position in application.argnums:
+            if position < len(call.args):
+                differentiated = self._differentiated(application, position, call.args[position])
+                if differentiated is not None:
+                    found.append(differentiated)
+        return application, found
+
+    def _application(self, call: nodes.Call) -> GradApplication | None:
+        func = call.func
+        if isinstance(func, nodes.Call):
+            return self._from_transform_call(call, func)
+        if isinstance(func, nodes.Name):
+            for value in bound_values(func):
+                if isinstance(value, nodes.Call):
+                    found = self._from_transform_call(call, value)
+                    if found is not None:
+                        return found
+            try:
+                _scope, assignments = lookup(func)
+            except Exception:
+                return None
+            for assignment in assignments:
+                if isinstance(assignment, nodes.FunctionDef) and assignment.decorators:
+                    found = self._from_decorated(call, assignment)
+                    if found is not None:
+                        return found
+        return None
+
+    def _from_transform_call(self, call: nodes.Call, transform: nodes.Call) -> GradApplication | None:
+        nnx_call = self.context.nnx_call(transform)
+        if nnx_call is None or nnx_call.name not in ("grad", "value_and_grad") or nnx_call.via_partial:
+            return None
+        args = nnx_call.args
+        loss = args[0] if args else nnx_call.keywords.get("f")
+        argnums = nnx_call.keywords.get("argnums", args[1] if len(args) > 1 else None)
+        has_aux = nnx_call.keywords.get("has_aux", args[2] if len(args) > 2 else None)
+        return self._make(call, nnx_call.name, transform, unaffected_by_flip(self.context, nnx_call),
+                          argnums, has_aux, self._function_of(loss))
+
+    def _from_decorated(self, call: nodes.Call, function: nodes.FunctionDef) -> GradApplication | None:
+        for decorator in function.decorators.nodes:
+            if isinstance(decorator, nodes.Call):
+                nnx_call = self.context.nnx_call(decorator)
+                if nnx_call is None or nnx_call.name not in ("grad", "value_and_grad"):
+                    continue
+                return self._make(call, nnx_call.name, decorator, unaffected_by_flip(self.context, nnx_call),
+                                  nnx_call.keywords.get("argnums"), nnx_call.keywords.get("has_aux"), function)
+            name = self.context.qualified_name(decorator)
+            if name in ("flax.nnx.grad", "flax.nnx.value_and_grad", "flax.nnx.compat.grad", "flax.nnx.compat.value_and_grad"):
+                keeps = ".compat." in name or unaffected_by_flip(self.context, node=decorator)
+                return self._make(call, name.rpartition(".")[2], decorator, keeps, None, None, function)
+        return None
+
+    @staticmethod
+    def _make(call, transform, node, keeps, argnums_node, has_aux_node, loss) -> GradApplication:
+        argnums: tuple[int, ...] | None
+        is_tuple = False
+        if argnums_node is None:
+            argnums = (0,)
+        elif _is_int(argnums_node):
+            argnums = (argnums_node.value,)
+        elif isinstance(argnums_node, (nodes.Tuple, nodes.List)) and all(_is_int(e) for e in argnums_node.elts):
+            argnums, is_tuple = tuple(e.value for e in argnums_node.elts), True
+        else:
+            argnums = None  # DiffState (NNX202) or computed
+        if has_aux_node is None:
+            has_aux: bool | None = False
+        elif isinstance(has_aux_node, nodes.Const) and isinstance(has_aux_node.value, bool):
+            has_aux = has_aux_node.value
+        else:
+            has_aux = None
+        return GradApplication(call, transform, node, keeps, argnums, is_tuple, has_aux, loss)
+
+    @staticmethod
+    def _function_of(node: nodes.NodeNG | None) -> nodes.NodeNG | None:
+        if isinstance(node, nodes.Lambda):
+            return node
+        if isinstance(node, nodes.Name):
+            try:
+                _scope, assignments = lookup(node)
+            except Exception:
+                return None
+            functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
+            if len(functions) == 1:
+                return functions[0]
+        return None
+
+    # -- what the differentiated argument is -----------------------------------------------
+    def _differentiated(self, application: GradApplication, position: int, argument: nodes.NodeNG) -> Differentiated | None:
+        if self.is_state_value(argument):
+            return None
+        classes = self.context.classes
+        ref = classes.class_of(argument)
+        evidence = "class"
+        if ref is None:
+            ref = self._loss_annotation(application.loss, position)
+            evidence = "loss-annotation"
+        if ref is not None:
+            if ref.qualified_name in _CONTAINER_MODULES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
+                return None
+            if ref.definition is not None:
+                if not classes.info(ref.definition).is_nnx_module:
+                    return None
+                holdings = self.variables.holdings(ref.definition)
+                attributes = frozenset(_class_attributes(ref.definition, classes))
+            else:
+                holdings = self.variables.holdings_of_ref(ref, argument if isinstance(argument, nodes.Call) else None)
+                if holdings is None:
+                    return None  # an external class: not known to be a Module
+                attributes = frozenset()
+            return Differentiated(position, argument, ref.short_name, ref.qualified_name, holdings, evidence, attributes)
+        if _is_called_in(application.loss, position):
+            return Differentiated(position, argument, None, None, None, "called-in-loss", frozenset())
+        return None
+
+    def _loss_annotation(self, loss: nodes.NodeNG | None, position: int):
+        if not isinstance(loss, nodes.FunctionDef):
+            return None
+        arguments = loss.args
+        if position >= len(arguments.args) or arguments.annotations[position] is None:
+            return None
+        annotation = arguments.annotations[position]
+        return self.context.classes.resolve(self.context.classes._resolver_for(annotation).qualified_name(annotation))
+
+    # -- State values -----------------------------------------------------------------------
+    def is_state_value(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
+        """``nnx.state(...)``, ``nnx.split(...)[1]``, a name bound to one, ...: an ``nnx.State``."""
+        if depth > 4:
+            return False
+        if isinstance(expression, nodes.Call):
+            name = self.context.qualified_name(expression.func)
+            if name == "flax.nnx.clone":
+                return bool(expression.args) and self.is_state_value(expression.args[0], depth + 1)
+            return name in _STATE_PRODUCERS
+        if isinstance(expression, nodes.Subscript):
+            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in _SPLITS:
+                return _is_int(expression.slice) and expression.slice.value >= 1
+            return False
+        if isinstance(expression, nodes.Attribute):  # self.params, stored as a State
+            owner = self.context.classes.class_of_self(expression.expr)
+            if owner is None or owner.definition is None:
+                return False
+            stores = self.context.classes.info(owner.definition).stores_of(expression.attrname)
+            return bool(stores) and all(self._stored_state(store, depth) for store in stores)
+        if isinstance(expression, nodes.Name):
+            annotation = self.context.classes.class_of(expression)
+            if annotation is not None and annotation.qualified_name in _STATE_TYPES:
+                return True
+            try:
+                _scope, assignments = lookup(expression)
+            except Exception:
+                return False
+            if not assignments:
+                return False
+            for assignment in assignments:
+                if not self._binds_state(assignment, depth):
+                    return False
+            return True
+        return False
+
+    def _stored_state(self, store, depth: int) -> bool:
+        parent = store.target.parent
+        if isinstance(parent, nodes.AnnAssign):
+            name = self.context.classes._resolver_for(parent).qualified_name(parent.annotation)
+            if name in _STATE_TYPES:
+                return True
+        value = store.value
+        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
+            value = value.args[0]
+        return value is not None and self.is_state_value(value, depth + 1)
+
+    def _binds_state(self, assignment: nodes.NodeNG, depth: int) -> bool:
+        if not isinstance(assignment, nodes.AssignName):
+            return False
+        parent = assignment.parent
+        if isinstance(parent, (nodes.Assign, nodes.AnnAssign)) and parent.value is not None:
+            return self.is_state_value(parent.value, depth + 1)
+        if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+            value = parent.parent.value
+            index = parent.elts.index(assignment)
+            if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in _SPLITS:
+                return index >= 1 and not any(isinstance(e, nodes.Starred) for e in parent.elts[:index])
+            if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
+                return self.is_state_value(value.elts[index], depth + 1)
+        return False
+
+    # -- consumers --------------------------------------------------------------------------
+    def state_usage(self, use: nodes.NodeNG, differentiated: Differentiated) -> tuple[str, str, nodes.NodeNG] | None:
+        """``(usage, error, node)`` when the gradient ``use`` is used as an ``nnx.State`` here."""
+        parent = use.parent
+        text = use.name if isinstance(use, nodes.Name) else use.as_string()
+        type_name = differentiated.class_name or "Module"
+        if isinstance(parent, nodes.Subscript) and parent.value is use:
+            return (f"{text}[{parent.slice.as_string()}]", f"TypeError: '{type_name}' object is not subscriptable", parent)
+        if isinstance(parent, nodes.Attribute) and parent.expr is use and parent.attrname in STATE_METHODS:
+            if parent.attrname in differentiated.class_attributes:
+                return None
+            if isinstance(parent.parent, nodes.Call) and parent.parent.func is parent:
+                return (f"{text}.{parent.attrname}()",
+                        f"AttributeError: '{type_name}' object has no attribute '{parent.attrname}'", parent.parent)
+            return None
+        if isinstance(parent, (nodes.For, nodes.Comprehension)) and parent.iter is use:
+            return (f"for ... in {text}", f"TypeError: '{type_name}' object is not iterable", use)
+        if isinstance(parent, nodes.Call) and use in parent.args:
+            name = self.context.qualified_name(parent.func)
+            index = parent.args.index(use)
+            where = STATE_FUNCTIONS.get(name or "", False)
+            if where is not False and (where is None or where == index or (where == "rest" and index >= 1)):
+                short = name.replace("flax.nnx.", "nnx.").replace("builtins.", "")
+                return (f"{short}({text})", "raises (needs a State/Mapping)", parent)
+            if name in TREE_MAPS or name == "optax.apply_updates":
+                trees = parent.args[1:] if name in TREE_MAPS else parent.args
+                others = [t for t in trees if t is not use]
+                if any(self.is_state_value(other) for other in others):
+                    short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
+                    return (f"{short}(..., {text})",
+                            "ValueError: pytree structure error: different types, against an nnx.State", parent)
+        return None
+
+    def whole_tree_usage(self, use: nodes.NodeNG) -> tuple[str, nodes.NodeNG] | None:
+        """``(consumer, node)`` when the gradient ``use`` is reduced over all its leaves here."""
+        parent = use.parent
+        if isinstance(parent, nodes.Call) and use in parent.args:
+            name = self.context.qualified_name(parent.func)
+            if name in WHOLE_TREE_CONSUMERS and parent.args.index(use) == WHOLE_TREE_CONSUMERS[name]:
+                return name, parent
+        return None
+
+
+def _analysis(context) -> _Analysis:
+    """The file's grad analysis, shared by the NNX4xx rules (one per FileContext)."""
+    return context.service(_Analysis)
+
+
+def _is_int(node: nodes.NodeNG | None) -> bool:
+    return isinstance(node, nodes.Const) and isinstance(node.value, int) and not isinstance(node.value, bool)
+
+
+def _is_called_in(loss: nodes.NodeNG | None, position: int) -> bool:
+    """Whether the loss function calls its parameter ``position`` (``m(x)``): a Module, not a State."""
+    if not isinstance(loss, (nodes.FunctionDef, nodes.Lambda)):
+        return False
+    arguments = loss.args.args or []
+    if position >= len(arguments):
+        return False
+    parameter = arguments[position]
+    for call in loss.nodes_of_class(nodes.Call):
+        if isinstance(call.func, nodes.Name) and call.func.name == parameter.name:
+            try:
+                _scope, assignments = lookup(call.func)
+            except Exception:
+                continue
+            if parameter in assignments:
+                return True
+    return False
+
+
+def _class_attributes(classdef: nodes.ClassDef, classes, depth: int = 0) -> set[str]:
+    names = set(classdef.locals)
+    if depth < 6:
+        for base in classes.info(classdef).bases:
+            if base.definition is not None:
+                names |= _class_attributes(base.definition, classes, depth + 1)
+    return names
+
+
+def _holding_facts(holdings: Holdings, categories) -> list[dict]:
+    return [h.as_fact() for h in holdings.of(categories)][:12]
+
+
+def _describe(holdings: Holdings, categories) -> str:
+    parts = []
+    for holding in holdings.of(categories)[:4]:
+        dtype = {"integer": " (int)", "float": " (float)", "unknown-dtype": " (dtype unknown)"}.get(holding.category, "")
+        parts.append(f"{holding.path or '<self>'}: {holding.variable_type}{dtype}")
+    more = len(holdings.of(categories)) - 4
+    return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
+
+
+def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
+    """Where a pin fix keeps graph mode: the grad transform applied here."""
+    return pin_sites_in(context, (application.transform_node, application.transform))

@@ -1,0 +1,254 @@
+"""NNX401 ``grad-over-non-float-state``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from astroid import nodes
+
+from checkers.grad_semantics.analysis import _analysis, _describe, _holding_facts, _pin
+from checkers.grad_semantics.reproduction import _dedent, _SHARED_VARIABLE_TYPES
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.program_text import bounded_index
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.variables import NON_DIFFERENTIABLE
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradOverNonFloatStateFacts(Facts):
+    """What ``NNX401`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    argnums: list
+    has_aux: bool
+    holding: str
+    non_float: list
+    transform_line: int
+    argument: str
+    position: int
+    class_: str | None = field(metadata={'key': 'class'})
+    class_qualified_name: str
+    class_evidence: str
+    confidence: str
+    variable_types: list = ABSENT
+    unknown_parts: list = ABSENT
+    pin: list
+
+
+class GradOverNonFloatState(Rule):
+    """`nnx.grad` over a Module that holds RNG state or integer Variables.
+
+    What it does:
+        Flags an application of `nnx.grad` / `nnx.value_and_grad` (default or integer
+        `argnums`) whose differentiated argument is a Module known to hold RNG state
+        (`nnx.Dropout(..., rngs=rngs)`, a stored `nnx.Rngs` / `RngStream`, `nnx.RNN`,
+        `nnx.MultiHeadAttention(dropout_rate>0, rngs=...)`) or integer/bool leaves
+        (`nnx.Variable(jnp.array(0))`, a plain int array attribute). What the class holds is
+        followed through its submodules, project classes in other files, and containers.
+
+    Why is this bad?:
+        Graph mode differentiated only the `Param`s of the argument. Tree Mode differentiates
+        the whole argument, and `jax.grad` raises `TypeError: grad requires real- or
+        complex-valued inputs ... but got uint32` (`int32`) on the RNG counter / integer
+        leaves. Split the model by `nnx.Param` and differentiate only the params: `graphdef,
+        params, rest = nnx.split(model, nnx.Param, ...)`, `nnx.grad(loss)(params, rest)`
+        with `nnx.merge(graphdef, params, rest)` inside the loss (updates of `rest`, such as
+        RNG counters, still propagate). Keep graph mode with `nnx.compat.grad` instead.
+
+    References:
+        - [Catalogue row D2](../tree-mode.md#grad) — `repros/r31_grad_nonfloat_variables.py`
+        - [FLIP 5310, "nnx.grad"](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX401"
+    facts_type = GradOverNonFloatStateFacts
+    fixes = ("pin",)
+    symbol = "grad-over-non-float-state"
+    kind = "raises"
+    catalogue = ("D2",)
+    message = (
+        "`nnx.{transform}` differentiates all of `{argument}`, and `{class}` holds non-float state: "
+        "Tree Mode raises TypeError"
+    )
+    help = (
+        "In Tree Mode jax.grad sees every leaf of `{argument}`, including its integer/key state "
+        "({holding}). Split by `nnx.Param` (`graphdef, params, rest = nnx.split(model, nnx.Param, "
+        "...)`) and pass `(params, rest)` with `nnx.merge` inside the loss, or keep graph mode with "
+        "`nnx.compat.{transform}`"
+    )
+
+    def visit_call(self, node: nodes.Call) -> None:
+        for application, differentiated in _analysis(self.context).differentiated_at(node):
+            holdings = differentiated.holdings
+            if holdings is None or not holdings.of(NON_DIFFERENTIABLE):
+                continue
+            self.report(
+                node,
+                transform=application.transform,
+                argnums=list(application.argnums or ()),
+                has_aux=application.has_aux,
+                holding=_describe(holdings, NON_DIFFERENTIABLE),
+                non_float=_holding_facts(holdings, NON_DIFFERENTIABLE),
+                transform_line=application.transform_node.lineno,
+                **differentiated.facts(),
+                pin=_pin(self.context, application),
+            )
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged application on a Linear plus the non-float state the facts name.
+
+        Variants by facts: the holding's category (``rng``: a ``Dropout`` with stored
+        ``rngs``, i.e. ``RngKey``/``RngCount``; ``integer``: an int32 Variable of the
+        flagged Variable type), ``transform`` (``grad`` / ``value_and_grad``), ``has_aux``,
+        and the differentiated argument's ``position`` among the ``argnums`` (the other
+        differentiated positions get float arrays). Control: the FLIP recipe, split by
+        ``nnx.Param`` and differentiate ``(params, rest)``.
+        """
+        transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
+        categories = {h.get("category") for h in facts.get("non_float") or []}
+        types = [h.get("type") for h in facts.get("non_float") or [] if h.get("category") == "integer"]
+        if "rng" in categories or not types:
+            holding, call = "self.drop = nnx.Dropout(0.5, rngs=rngs)", "self.drop(self.lin(x))"
+        else:
+            variable = types[0] if types[0] in _SHARED_VARIABLE_TYPES else "Variable"
+            holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
+        position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
+        argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+                   if isinstance(a, int)] or [position]
+        count = max(argnums + [position]) + 1
+        arguments = ", ".join("model" if i == position else "x" for i in range(count))
+        parameters = ", ".join(f"a{i}" for i in range(count))
+        argnums_text = repr(argnums[0]) if len(argnums) == 1 else repr(tuple(argnums))
+        value = f"jnp.sum(a{position}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
+        if facts.get("has_aux"):
+            value, aux = f"({value}, 0.0)", ", has_aux=True"
+        else:
+            aux = ""
+        model = f"""
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    {holding}
+                def __call__(self, x):
+                    return {call}
+
+            model, x = Model(nnx.Rngs(0)), jnp.ones((1, 2))
+        """
+        use = f"""
+            def loss({parameters}):
+                return {value}
+
+            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments})
+            return type(out).__name__
+        """
+        fixed_value = value.replace(f"jnp.sum(a{position}(x))", f"jnp.sum(nnx.merge(graphdef, a{position}, rest)(x))")
+        control = f"""
+            graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+            def loss({parameters}, rest):  # rest (RNG counters, ...) passed, not differentiated
+                return {fixed_value}
+
+            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments.replace("model", "params")}, rest)
+            return type(out).__name__
+        """
+        return Reproduction(_dedent(model) + _dedent(use), expect_error="grad-non-float",
+                            control=_dedent(model) + _dedent(control))
+
+    VALID = [
+        Valid(
+            "split-params-fix",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class WithDropout(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.drop = nnx.Dropout(0.5, rngs=rngs)
+                def __call__(self, x):
+                    return self.drop(self.lin(x))
+
+            model, x = WithDropout(nnx.Rngs(0)), jnp.ones((1, 2))
+            graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+            def loss(params, rest):
+                return jnp.sum(nnx.merge(graphdef, params, rest)(x))
+            grads = nnx.grad(loss)(params, rest)
+            """,
+        ),
+        Valid(
+            "dropout-without-stored-rngs",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.drop = nnx.Dropout(0.5)          # rngs passed at call time
+                def __call__(self, x, rngs):
+                    return self.drop(self.lin(x), rngs=rngs)
+
+            model = Net(nnx.Rngs(0))
+            grads = nnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)), nnx.Rngs(1))))(model)
+            """,
+        ),
+        Valid(
+            "compat-grad",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Counter(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.steps = nnx.Variable(jnp.array(0))
+                def __call__(self, x):
+                    return self.lin(x)
+
+            model = Counter(nnx.Rngs(0))
+            grads = nnx.compat.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)))))(model)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "dropout-with-rngs",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class WithDropout(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.drop = nnx.Dropout(0.5, rngs=rngs)
+                def __call__(self, x):
+                    return self.drop(self.lin(x))
+
+            model = WithDropout(nnx.Rngs(0))
+            grads = nnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)))))(model)  # NNX401
+            """,
+            tree_mode=raises("TypeError", "grad requires real- or complex-valued inputs"),
+        ),
+        Invalid(
+            "int-counter-value-and-grad",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class WithCounter(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.steps = nnx.Variable(jnp.array(0))
+                def __call__(self, x):
+                    return self.lin(x)
+
+            def train_step(model: WithCounter, x):
+                def loss_fn(model):
+                    return jnp.sum(model(x))
+                grad_fn = nnx.value_and_grad(loss_fn)
+                loss, grads = grad_fn(model)  # NNX401
+                return loss
+            """,
+            tree_mode=raises("TypeError", "grad requires real- or complex-valued inputs"),
+        ),
+    ]

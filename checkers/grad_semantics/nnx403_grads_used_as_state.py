@@ -1,0 +1,294 @@
+"""NNX403 ``grads-used-as-state``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from astroid import nodes
+
+from checkers.grad_semantics.analysis import _analysis, _pin, STATE_FUNCTIONS, STATE_METHODS
+from checkers.grad_semantics.reproduction import _application, _dedent
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.program_text import identifier_or
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.variables import TREE_MAPS
+
+
+@dataclass(frozen=True, kw_only=True)
+class GradsUsedAsStateFacts(Facts):
+    """What ``NNX403`` reports (the diagnostic's ``facts``, in this order)."""
+
+    usage: str
+    error: str
+    type_name: str
+    transform: str
+    argnums: list
+    has_aux: bool
+    argnums_is_tuple: bool
+    gradient_via: list
+    application_line: int
+    usage_kind: str
+    method: str = ABSENT
+    key: str | int | None = ABSENT
+    function: str = ABSENT
+    argument: str
+    position: int
+    class_: str | None = field(metadata={'key': 'class'})
+    class_qualified_name: str | None
+    class_evidence: str
+    confidence: str
+    variable_types: list = ABSENT
+    pin: list
+
+
+class GradsUsedAsState(Rule):
+    """The gradient of a Module is used as an `nnx.State` (indexing, `.items()`, `to_pure_dict`, ...).
+
+    What it does:
+        Follows the result of `nnx.grad` / `nnx.value_and_grad` (default or integer
+        `argnums`) over a Module argument through assignments, `value_and_grad` / `has_aux`
+        unpacking and `jax.tree.map(f, grads)`, and flags uses that need an `nnx.State`:
+        `grads['linear']['kernel']`, `grads.items()` / `.keys()` / `.values()` /
+        `.flat_state()`, iteration, `nnx.to_pure_dict(grads)`, `nnx.to_flat_state`,
+        `traversals.flatten_mapping(grads)`, `nnx.update(model, grads)`,
+        `jax.tree.map(f, <State>, grads)` and `optax.apply_updates(<State>, grads)`. The
+        argument is a Module when its class is known (constructor, annotation, the loss
+        function's parameter annotation) or, as a heuristic, when the loss function calls it.
+
+    Why is this bad?:
+        Graph mode returned an `nnx.State`; Tree Mode returns the argument's own type. The
+        uses above raise: `TypeError: 'Net' object is not subscriptable`, `AttributeError:
+        'Net' object has no attribute 'items'` / `'_mapping'`, `ValueError: pytree structure
+        error: different types`. Accept the Module-typed gradient (`grads.linear.kernel`,
+        `optimizer.update(model, grads)`), convert it with `nnx.state(grads, nnx.Param)`, or
+        split by `nnx.Param` and differentiate `(params, rest)` to get a `State` again.
+
+    References:
+        - [Catalogue row D1](../tree-mode.md#grad) — `repros/r30_grad_default_argnums_type.py`
+        - [FLIP 5310, "nnx.grad"](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX403"
+    facts_type = GradsUsedAsStateFacts
+    fixes = ("pin",)
+    symbol = "grads-used-as-state"
+    kind = "raises"
+    catalogue = ("D1",)
+    message = "`{usage}` uses the `nnx.{transform}` result as an `nnx.State`: Tree Mode raises (it is a `{type_name}`)"
+    help = (
+        "In Tree Mode the gradient is a `{type_name}` object ({error}). Use attribute access / "
+        "`optimizer.update(model, grads)`, convert with `nnx.state(grads, nnx.Param)`, or split by "
+        "`nnx.Param` and differentiate `(params, rest)`"
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._reported: set[int] = set()
+
+    def visit_call(self, node: nodes.Call) -> None:
+        analysis = _analysis(self.context)
+        for application, differentiated in analysis.differentiated_at(node):
+            for use in analysis.flow.uses(application, differentiated.position):
+                found = analysis.state_usage(use.name, differentiated)
+                if found is None:
+                    continue
+                usage, error, where = found
+                if where.lineno in self._reported:
+                    continue  # one per line, also when several applications reach it
+                self._reported.add(where.lineno)
+                self.report(
+                    where,
+                    usage=usage,
+                    error=error,
+                    type_name=differentiated.class_name or "Module",
+                    transform=application.transform,
+                    argnums=list(application.argnums or ()),
+                    has_aux=application.has_aux,
+                    argnums_is_tuple=application.argnums_is_tuple,
+                    gradient_via=use.via,
+                    application_line=node.lineno,
+                    **_usage_facts(self.context, where),
+                    **differentiated.facts(),
+                    pin=_pin(self.context, application),
+                )
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction | str:
+        """A Module gradient used as a State in the flagged way (the graph-mode habit).
+
+        Variants by facts: ``usage_kind`` (``subscript`` with the flagged string key as the
+        submodule's name, ``method`` with the flagged State method, ``iteration``,
+        ``function`` with the flagged function, ``tree-map`` against an ``nnx.State`` of the
+        Params — what ``optax.apply_updates`` does too), ``transform``, ``has_aux``, the
+        differentiated ``position`` and ``argnums`` (tuple or int). The expected error
+        category follows the usage (``not-subscriptable``, ``tree-structure``,
+        ``other:AttributeError`` for a missing State method, ``other:TypeError`` for
+        iteration). Control: the same use of ``nnx.state(grads, nnx.Param)``. Uses on which
+        the two Tree Mode implementations raise different errors (``nnx.update``,
+        ``nnx.to_flat_state``, ``nnx.merge``, ...) have no shared reproduction: the builder
+        returns the reason instead.
+        """
+        kind = facts.get("usage_kind")
+        key = identifier_or(facts.get("key"), "linear")
+        if kind == "subscript":
+            use, expected = f"G[{key!r}]", "not-subscriptable"
+        elif kind == "method":
+            method = facts.get("method")
+            if method not in _METHOD_CALLS:
+                return (f"`State.{method}()` is not a method both Tree Mode implementations' States provide "
+                        "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles")
+            use, expected = _METHOD_CALLS[method], "other:AttributeError"
+        elif kind == "iteration":
+            use, expected = "[path for path in G]", "other:TypeError"
+        elif kind == "function" and facts.get("function") in _FUNCTION_CALLS:
+            use, expected = _FUNCTION_CALLS[facts["function"]]
+        elif kind == "tree-map":
+            use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
+        elif facts.get("function") in _RUNTIME_LACKS:
+            return (f"`{facts.get('usage')}`: tree_runtime has no `{facts.get('function')}`, so no program "
+                    "can run under both Tree Mode implementations")
+        else:
+            return (f"`{facts.get('usage')}` raises in both Tree Mode implementations, but with different "
+                    "exception types (no shared error category), so no reproduction can be confirmed by both")
+        program = f"""
+            class Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.{key} = nnx.Linear(2, 2, rngs=rngs)
+                def __call__(self, x):
+                    return self.{key}(x)
+
+            model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
+        """
+        program = _dedent(program) + "\n" + _application(facts, "jnp.sum({m}(x))")
+        body = _dedent(program) + f"return type({use.replace('G', 'grads')}).__name__\n"
+        control = _dedent(program) + f"return type({use.replace('G', 'nnx.state(grads, nnx.Param)')}).__name__\n"
+        return Reproduction(body, expect_error=expected, control=control)
+
+    VALID = [
+        Valid(
+            "r30-fix",
+            """
+            import jax, jax.numpy as jnp, optax
+            from flax import nnx
+
+            class Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.linear = nnx.Linear(2, 2, rngs=rngs)
+                    self.bn = nnx.BatchNorm(2, use_running_average=True, rngs=rngs)
+                def __call__(self, x):
+                    return self.bn(self.linear(x))
+
+            def run():
+                model, x = Net(nnx.Rngs(0)), jnp.ones((4, 2))
+                graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+                grads = nnx.grad(lambda p, r: jnp.sum(nnx.merge(graphdef, p, r)(x) ** 2))(params, rest)
+                k1 = grads['linear']['kernel'].shape
+                g_model = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+                k2 = nnx.state(g_model, nnx.Param)['linear']['kernel'].shape
+                nnx.update(model, jax.tree.map(lambda p, g: p - 0.1 * g, params, grads))
+                nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param).update(model, grads)
+                return type(grads).__name__, k1, k2
+            """,
+        ),
+        Valid(
+            "module-typed-gradient",
+            """
+            import jax, jax.numpy as jnp
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            grads = nnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)))))(model)
+            kernel_grad = grads.kernel[...]
+            scaled = jax.tree.map(lambda g: 0.1 * g, grads)
+            new_model = jax.tree.map(lambda p, g: p - g, model, scaled)
+            """,
+        ),
+        Valid(
+            "compat-grad-keeps-state",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            grads = nnx.compat.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)))))(model)
+            kernel_grad = grads['kernel']
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "subscript-items-pure-dict",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.linear = nnx.Linear(2, 2, rngs=rngs)
+                def __call__(self, x):
+                    return self.linear(x)
+
+            model = Net(nnx.Rngs(0))
+            grads = nnx.grad(lambda m: jnp.sum(m(jnp.ones((1, 2)))))(model)
+            kernel = grads['linear']['kernel']  # NNX403
+            names = [path for path, _ in grads.items()]  # NNX403
+            plain = nnx.to_pure_dict(grads)  # NNX403
+            """,
+            tree_mode=raises("TypeError", "object is not subscriptable"),
+        ),
+        Invalid(
+            "manual-sgd-against-param-state",
+            """
+            import jax
+            from flax import nnx
+
+            def train_step(model, x, y):
+                def loss_fn(model):
+                    return ((model(x) - y) ** 2).mean()
+                loss, grads = nnx.value_and_grad(loss_fn)(model)
+                params = nnx.state(model, nnx.Param)
+                nnx.update(model, jax.tree.map(lambda p, g: p - 0.1 * g, params, grads))  # NNX403
+                return loss
+            """,
+            tree_mode=raises("ValueError", "pytree structure error"),
+        ),
+    ]
+
+
+#: NNX403 reproductions: State methods (called on ``G``) that both implementations' States have.
+_METHOD_CALLS = {
+    "items": "G.items()", "keys": "G.keys()", "values": "G.values()", "flat_state": "G.flat_state()",
+    "get": "G.get('linear')", "filter": "G.filter(nnx.Param)",
+}
+
+
+#: NNX403: State functions that tree_runtime does not provide.
+_RUNTIME_LACKS = frozenset({
+    "flax.nnx.filter_state", "flax.nnx.replace_by_pure_dict", "flax.nnx.traversals.flatten_mapping",
+    "flax.traversals.flatten_mapping", "flax.nnx.statelib.to_flat_state",
+})
+
+
+#: NNX403 reproductions: functions on which both implementations raise the same category.
+_FUNCTION_CALLS = {
+    "flax.nnx.to_pure_dict": ("nnx.to_pure_dict(G)", "other:AttributeError"),
+    "builtins.dict": ("dict(G)", "other:TypeError"),
+    "dict": ("dict(G)", "other:TypeError"),
+}
+
+
+def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
+    """What kind of State use ``where`` is (for the reproduction)."""
+    if isinstance(where, nodes.Subscript):
+        key = where.slice.value if isinstance(where.slice, nodes.Const) else None
+        return {"usage_kind": "subscript", "key": key if isinstance(key, (str, int)) else None}
+    if isinstance(where, nodes.Call):
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and not context.qualified_name(where.func):
+            return {"usage_kind": "method", "method": where.func.attrname}
+        name = context.qualified_name(where.func) or ""
+        if name in TREE_MAPS or name == "optax.apply_updates":
+            return {"usage_kind": "tree-map", "function": name}
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and name not in STATE_FUNCTIONS:
+            return {"usage_kind": "method", "method": where.func.attrname}
+        return {"usage_kind": "function", "function": name}
+    return {"usage_kind": "iteration"}

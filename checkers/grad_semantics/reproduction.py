@@ -1,0 +1,51 @@
+"""Reproduction builders and program pieces shared by several grad semantics rules."""
+from __future__ import annotations
+
+from nnx_lint.program_text import bounded_index
+
+
+def _application(facts: dict, forward: str) -> str:
+    """Reproduction code that applies the flagged transform and binds ``grads``.
+
+    Uses the facts' ``transform``, ``has_aux``, ``argnums`` (int or tuple) and the
+    differentiated ``position``; ``model`` and ``x`` must exist, the other differentiated
+    positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
+    """
+    transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
+    position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
+    argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+               if isinstance(a, int)] or [position]
+    if position not in argnums:
+        argnums = [position]
+    count = max(argnums) + 1
+    arguments = ", ".join("model" if i == position else "x" for i in range(count))
+    parameters = ", ".join(f"a{i}" for i in range(count))
+    value = forward.format(m=f"a{position}") + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
+    tuple_argnums = bool(facts.get("argnums_is_tuple")) or len(argnums) > 1
+    argnums_text = repr(tuple(argnums)) if tuple_argnums else repr(argnums[0])
+    has_aux = bool(facts.get("has_aux"))
+    if has_aux:
+        value = f"({value}, 0.0)"
+    result = "grads"
+    if transform == "value_and_grad":
+        result = "(_, aux), grads" if has_aux else "_, grads"
+    elif has_aux:
+        result = "grads, aux"
+    pick = f"[{argnums.index(position)}]" if tuple_argnums else ""
+    return _dedent(f"""
+        def loss({parameters}):
+            return {value}
+
+        {result} = nnx.{transform}(loss, argnums={argnums_text}{", has_aux=True" if has_aux else ""})({arguments})
+        grads = grads{pick}
+    """)
+
+
+#: Variable types that both ``flax.nnx`` and ``tree_runtime`` provide.
+_SHARED_VARIABLE_TYPES = frozenset({"Variable", "BatchStat", "Cache", "Intermediate", "Param", "Perturbation"})
+
+
+def _dedent(code: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(code).strip("\n") + "\n"

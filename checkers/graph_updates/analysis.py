@@ -1,0 +1,85 @@
+"""Analysis helpers shared by several graph updates rules."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from nnx_lint import nnx_api
+from nnx_lint.calls import NNXCall
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
+from nnx_lint.flow import expressions_within
+from nnx_lint.transformed import Reach
+
+
+#: Variable types of flax.nnx (a stored value of one of these is a Variable attribute).
+VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
+
+
+_VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
+
+
+def _entry_pin(context, reach: Reach) -> list[dict]:
+    """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
+    transforms around it), if in this file."""
+    return pin_sites_in(context, entry_pin_target(reach.entry))
+
+
+def _is_variable_class(context, ref, depth: int = 0) -> bool:
+    if ref.qualified_name in VARIABLE_TYPES:
+        return True
+    if ref.definition is None or depth > 6:
+        return False
+    return any(_is_variable_class(context, base, depth + 1) for base in context.classes.info(ref.definition).bases)
+
+
+def _relative(node: nodes.NodeNG) -> str:
+    path = node.root().file or node.root().name
+    return path.rsplit("/", 1)[-1]
+
+
+def _sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
+    for expression in filters:
+        name = context.qualified_name(expression)
+        if name in ("flax.nnx.Intermediate", "flax.nnx.Perturbation"):
+            return name.rpartition(".")[2]
+    return None
+
+
+def _uses_capture(context, scope: nodes.NodeNG) -> bool:
+    for call in scope.nodes_of_class(nodes.Call):
+        found = context.nnx_call(call)
+        if found is not None and found.name == "capture":
+            return True
+    return False
+
+
+def _perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
+    """A `nnx.DiffState(..., (..., nnx.Perturbation))` in the scope of ``node`` (or the
+    module) that does not feed only graph-mode `grad`s."""
+    for scope in dict.fromkeys((node.scope(), node.root())):
+        for call in scope.nodes_of_class(nodes.Call):
+            if call.scope() is not scope:
+                continue
+            found = context.nnx_call(call)
+            if found is None or found.name != "DiffState" or len(found.args) < 2:
+                continue
+            if any(context.qualified_name(e) == "flax.nnx.Perturbation" for e, _ in expressions_within(found.args[1])):
+                if not _feeds_only_graph_mode(context, call):
+                    return call
+    return None
+
+
+def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
+    uses = _grads_of(context, diffstate)
+    return bool(uses) and all(context.keeps_graph_mode(u) for u in uses)
+
+
+def _grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
+    """The ``grad`` / ``value_and_grad`` calls whose ``argnums`` holds ``diffstate``."""
+    uses = []
+    for call in diffstate.root().nodes_of_class(nodes.Call):
+        found = context.nnx_call(call)
+        if found is None or found.name not in ("grad", "value_and_grad") or "argnums" not in found.keywords:
+            continue
+        if any(e is diffstate for e, _ in expressions_within(found.keywords["argnums"])):
+            uses.append(found)
+    return uses

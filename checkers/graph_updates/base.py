@@ -1,0 +1,128 @@
+"""The graph updates family's base rule classes."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from astroid import nodes
+
+from checkers.graph_updates.analysis import _entry_pin, _is_variable_class, _relative, VARIABLE_TYPES
+from nnx_lint.calls import constant_bool
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.rule import Rule
+from nnx_lint.transformed import Reach, TransformedCode, body_nodes, transformed_code
+
+
+class _TransformedCodeRule(Rule):
+    """Shared walk: every function of this file that runs under a Tree Mode transform
+    (and, where ``use_heuristic`` says so, unreached Module methods), plus functions of
+    other project files reached from here (reported at the call that leaves this file)."""
+
+    use_heuristic: ClassVar[bool] = False
+    follow_files: ClassVar[bool] = True
+
+    def leave_module(self, node: nodes.Module) -> None:
+        service = transformed_code(self.context)
+        reported_boundaries: set[int] = set()
+        reached: set[int] = set()
+        for reach in service.reaches():
+            function = reach.function
+            if function.root() is node:
+                reached.add(id(function))
+                if function.name == "__init__" and not isinstance(function, nodes.Lambda):
+                    continue
+                for target, facts in self.findings_for(service, reach):
+                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
+            elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
+                if getattr(function, "name", "") == "__init__":
+                    continue
+                for target, facts in self.findings_for(service, reach):
+                    reported_boundaries.add(id(reach.boundary))
+                    where = f" ({_relative(target)}:{target.lineno}, reached through this call)"
+                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach), "where": where,
+                                                   "file": target.root().file, "line": target.lineno})
+                    break
+        if self.use_heuristic:
+            for function in node.nodes_of_class(nodes.FunctionDef):
+                if id(function) in reached:
+                    continue
+                reach = service.heuristic(function)
+                if reach is not None and self.heuristic_applies(reach):
+                    for target, facts in self.findings_for(service, reach):
+                        self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
+
+    def heuristic_applies(self, reach: Reach) -> bool:
+        return True
+
+    def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
+        raise NotImplementedError
+
+    # helpers shared by the rules
+    _current: Reach | None = None
+
+    def findings_for(self, service: TransformedCode, reach: Reach):
+        self._current = reach
+        try:
+            yield from self.findings(service, reach)
+        finally:
+            self._current = None
+
+    def owner_class(self, service: TransformedCode, expression: nodes.NodeNG):
+        """The class of the object whose attribute is touched, when known."""
+        return service.class_of(expression, self._current)
+
+    def is_module_like(self, service: TransformedCode, expression: nodes.NodeNG) -> tuple[bool, str | None]:
+        """(may be an NNX Module, its class name or None): unknown classes count as maybe."""
+        ref = self.owner_class(service, expression)
+        if ref is None:
+            return True, None
+        if ref.qualified_name in VARIABLE_TYPES or _is_variable_class(self.context, ref):
+            return False, ref.short_name
+        if ref.definition is not None:
+            return self.context.classes.info(ref.definition).is_nnx_module, ref.short_name
+        return ref.qualified_name.startswith("flax.nnx."), ref.short_name
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodCallFacts(Facts):
+    """What NNX304 and NNX305 report: the method call, then the reach, in this order."""
+
+    method: str
+    receiver: str
+    object_class: str | None
+    where: str
+    transform: str
+    traced_by: str
+    entry: str | None
+    entry_line: int | None
+    call_chain: list
+    confidence: str
+    pin: list
+    file: str = ABSENT
+    line: int = ABSENT
+
+
+class _MethodCallInTransform(_TransformedCodeRule):
+    """Calls of given methods on an outside object in transformed code."""
+
+    facts_type = MethodCallFacts
+
+    methods: ClassVar[frozenset[str]]
+
+    def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
+        for node in body_nodes(reach.function):
+            if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Attribute):
+                continue
+            if node.func.attrname not in self.methods:
+                continue
+            receiver = node.func.expr
+            if not service.is_external(receiver, reach.external):
+                continue
+            maybe, cls = self.is_module_like(service, receiver)
+            if not maybe:
+                continue
+            if any(k.arg == "graph" and constant_bool(k.value) is not False for k in node.keywords or []):
+                continue
+            yield node, {"method": node.func.attrname, "receiver": receiver.as_string(), "object_class": cls,
+                         "where": ""}

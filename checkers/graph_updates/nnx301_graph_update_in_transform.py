@@ -1,0 +1,543 @@
+"""NNX301 ``graph-update-in-transform``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.graph_updates.analysis import _is_variable_class, _VALUE_ATTRIBUTES, VARIABLE_TYPES
+from checkers.graph_updates.base import _TransformedCodeRule
+from checkers.graph_updates.reproduction import _RESERVED, _under
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.program_text import is_identifier
+from nnx_lint.rule import Invalid, Reproduction, Valid, differs
+from nnx_lint.transformed import Reach, TransformedCode, body_nodes
+
+
+_CONTAINER_TYPES = frozenset(
+    {"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential", "builtins.list", "builtins.dict", "list", "dict"}
+)
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"})
+
+
+def _attribute(facts: dict, default: str) -> str:
+    """The flagged attribute name, when it can be used in a generated program."""
+    name = facts.get("attribute")
+    if is_identifier(name) and not name.startswith("_") and name not in _RESERVED:
+        return name
+    return default
+
+
+def _stored_kinds(context, owner_expression: nodes.NodeNG, attribute: str, ref=None) -> set[str]:
+    """What ``owner.attribute`` holds after construction: ``variable``, ``container``,
+    ``other`` (or empty when the class or the attribute is unknown)."""
+    ref = ref or context.classes.class_of_self(owner_expression)
+    if ref is None or ref.definition is None:
+        return set()
+    kinds = set()
+    for store in context.classes.info(ref.definition).stores_of(attribute):
+        kinds.add(_value_kind(context, store.value))
+    return kinds
+
+
+def _value_kind(context, value: nodes.NodeNG | None) -> str:
+    if isinstance(value, (nodes.List, nodes.Dict, nodes.ListComp, nodes.DictComp)):
+        return "container"
+    if isinstance(value, nodes.Call):
+        ref = context.classes.class_of(value)
+        name = ref.qualified_name if ref else None
+        if name in _CONTAINER_TYPES:
+            return "container"
+        if ref is not None and (name in VARIABLE_TYPES or _is_variable_class(context, ref)):
+            return "variable"
+    return "other"
+
+
+def _literal_shape(value: nodes.NodeNG | None) -> str:
+    """``tuple`` / ``list`` / ``dict`` when the assigned value is (or extends) such a literal."""
+    for node in (value, getattr(value, "left", None), getattr(value, "right", None)):
+        for literal, name in ((nodes.Tuple, "tuple"), (nodes.List, "list"), (nodes.Dict, "dict")):
+            if isinstance(node, literal):
+                return name
+    return "other"
+
+
+def _class_is_known(context, owner_expression: nodes.NodeNG, ref=None) -> bool:
+    ref = ref or context.classes.class_of_self(owner_expression)
+    return ref is not None and ref.definition is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphUpdateInTransformFacts(Facts):
+    """What ``NNX301`` reports (the diagnostic's ``facts``, in this order)."""
+
+    change: str
+    change_kind: str
+    target_text: str
+    attribute: str
+    object_class: str | None
+    instead: str
+    where: str
+    statement: str = ABSENT
+    method: str = ABSENT
+    value_shape: str = ABSENT
+    op: str = ABSENT
+    transform: str
+    traced_by: str
+    entry: str | None
+    entry_line: int | None
+    call_chain: list
+    confidence: str
+    pin: list
+    file: str = ABSENT
+    line: int = ABSENT
+
+
+class GraphUpdateInTransform(_TransformedCodeRule):
+    """Structural or static change to a Module inside transformed code.
+
+    What it does:
+        Flags, in code that runs inside a Tree Mode NNX transform (a function decorated by
+        or passed to `nnx.jit`, `vmap`, `scan`, `grad`, `cond` branches, loop bodies, ...,
+        and the functions and Module methods it calls, also in other project files), changes
+        to objects that came from outside the transform: assigning or augmenting a
+        non-Variable attribute (`self.count += 1`, `m.training = False`), adding, deleting
+        (`del`, `delattr`) or rebinding attributes and submodules, rebinding a Variable
+        attribute to a new Variable or a plain array, and `append`/`insert`/`pop`/item
+        assignment on list or dict attributes. Writes through Variables (`v[...] = x`,
+        `v[...] += 1`, `v.set_value(x)`, and the deprecated `v.value = x`) stay silent,
+        and so do changes to modules constructed inside the transform, graph-mode opt-ins
+        (`graph=True, graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and
+        transforms that already pin Tree Mode (`graph_updates=False`). The `confidence` fact says whether the code is
+        the transformed function itself (`transform`) or reached through calls (`called`).
+
+    Why is this bad?:
+        Tree Mode transforms run the function on a pytree copy of their inputs and write
+        back only Variable values. Every other change is silently dropped: the counter
+        stays 0, the flag stays set, the appended layer never appears. Keep dynamic state in
+        Variables (`self.count = nnx.Variable(jnp.array(0))`, then `self.count[...] += 1`),
+        flip static flags outside the transform, and build new Variables or modules as
+        outputs of the transform and attach them outside.
+
+    References:
+        - Catalogue rows C1, C8, C9 (`r20_structural_updates_in_jit.py`, `r28_static_container_mutation.py`, `r72_control_flow.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX301"
+    facts_type = GraphUpdateInTransformFacts
+    fixes = ("pin",)
+    symbol = "graph-update-in-transform"
+    kind = "silent"
+    catalogue = ("C1", "C8", "C9")
+    message = "{change} `{target_text}` under {traced_by}{where}: Tree Mode silently drops it"
+    help = "Only Variable value updates propagate out of Tree Mode transforms. {instead}"
+    VALID = [
+        Valid(
+            "state-in-variables",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                    self.count = nnx.Variable(jnp.array(0))
+                    self.extra = nnx.data(None)
+                    self.training = True
+
+            def run():
+                m = M()
+
+                @nnx.jit
+                def step(m):
+                    m.count[...] += 1
+                    m.w[...] = m.w[...] * 2
+                    return nnx.Param(m.w[...] * 0)
+
+                new = step(m)
+                m.extra = new
+                m.training = False
+                nnx.jit(lambda m: m.extra[...].sum())(m)
+                return int(m.count[...]), m.extra[...], m.training
+            """,
+        ),
+        Valid(
+            "cond-and-loop-in-place",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+                    self.flag = nnx.Variable(jnp.array(False))
+
+            def run():
+                m = M()
+                def t(m): m.w[...] += 1; m.flag[...] = True
+                def f(m): m.w[...] -= 1; m.flag[...] = True
+                nnx.cond(True, t, f, m)
+                def body(i, m):
+                    m.w[...] += 1; return m
+                nnx.fori_loop(0, 3, body, M())
+            """,
+        ),
+        Valid(
+            "new-module-built-inside-and-opt-ins",
+            """
+            from flax import nnx
+
+            class Counter(nnx.Module):
+                def __init__(self):
+                    self.count = 0
+
+                def bump(self):
+                    self.count += 1
+
+            @nnx.jit
+            def make():
+                c = Counter()
+                c.bump()
+                c.tag = 'fresh'
+                return c
+
+            @nnx.jit(graph=True, graph_updates=True)
+            def old_style(c):
+                c.bump()
+
+            compat_step = nnx.compat.jit(lambda c: c.bump())
+
+            def eager(c: Counter):
+                c.bump()
+                c.count = 0
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "method-counter-under-jit",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                    self.count = 0
+
+                def bump(self):
+                    self.count += 1  # NNX301
+
+            @nnx.jit
+            def step(m: M):
+                m.bump()
+                return m.w[...].sum()
+            """,
+            tree_mode=differs("m.count stays 0 after step(m) (graph mode: 1)"),
+        ),
+        Invalid(
+            "lambda-structural-changes",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                    self.layers = nnx.List([nnx.Linear(2, 2, rngs=nnx.Rngs(0))])
+                    self.training = True
+
+            def run(m):
+                nnx.jit(lambda m: setattr(m, 'training', False))(m)  # NNX301
+                @nnx.jit
+                def step(m: M):
+                    m.extra = nnx.Param(jnp.zeros(3))  # NNX301
+                    m.w = nnx.Param(m.w[...] + 1)  # NNX301
+                    m.layers.append(nnx.Linear(2, 2, rngs=nnx.Rngs(1)))  # NNX301
+                    del m.training  # NNX301
+                step(m)
+            """,
+            tree_mode=differs("no attribute change made inside nnx.jit is visible on m afterwards"),
+        ),
+        Invalid(
+            "static-tuple-and-cond-branch",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.ones(2))
+                    self.tags = ('a',)
+                    self.flag = False
+
+            @nnx.jit
+            def step(m):
+                m.tags = m.tags + ('b',)  # NNX301
+                return m.w[...].sum()
+
+            def branch(m):
+                m.w[...] += 1
+                m.flag = True  # NNX301
+
+            def run(m):
+                nnx.cond(True, branch, branch, m)
+            """,
+            tree_mode=differs("m.tags stays ('a',) and m.flag stays False"),
+        ),
+    ]
+
+    #: How each container method is reproduced (on a list / a dict of one Linear).
+    _LIST_CHANGES = {
+        "append": "OBJ.ATTR.append(nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+        "extend": "OBJ.ATTR.extend([nnx.Linear(2, 2, rngs=nnx.Rngs(1))])",
+        "insert": "OBJ.ATTR.insert(0, nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+        "pop": "OBJ.ATTR.pop()",
+        "remove": "OBJ.ATTR.remove(OBJ.ATTR[0])",
+        "clear": "OBJ.ATTR.clear()",
+    }
+    _DICT_CHANGES = {
+        "update": "OBJ.ATTR.update({'b': nnx.Linear(2, 2, rngs=nnx.Rngs(1))})",
+        "setdefault": "OBJ.ATTR.setdefault('b', nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+        "popitem": "OBJ.ATTR.popitem()",
+    }
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The flagged kind of change (``change_kind``) on the flagged attribute, made under the
+        flagged transform (in a method when the finding was reached through calls); the
+        observation is the caller's attribute afterwards. The control makes the same change
+        the Tree Mode way (outside the transform, or as a Variable value write)."""
+        kind = facts.get("change_kind") or "assign"
+        setter = (facts.get("change") or "").startswith(("Setting", "Deleting")) and "`" not in (facts.get("change") or "")
+        attr = _attribute(facts, {"augment": "count", "add-attribute": "extra", "assign-variable": "extra",
+                                  "rebind-variable": "w2", "rebind-container": "tags", "container-mutation": "layers",
+                                  "container-item": "layers"}.get(kind, "training"))
+        one_linear = "nnx.List([nnx.Linear(2, 2, rngs=nnx.Rngs(0))])"
+        op = facts.get("op") if facts.get("op") in ("+=", "-=", "*=") else "+="
+        graph_count = {"+=": 3, "-=": -1, "*=": 2}[op]
+        control_change = None
+        if kind == "augment":
+            init, change = "1", f"OBJ.ATTR {op} 2"
+            observe, tree, graph = "m.ATTR", 1, graph_count
+            control_init, control_change = "nnx.Variable(jnp.array(1))", f"OBJ.ATTR[...] {op} 2"
+            control_observe = "int(m.ATTR[...])"
+        elif kind == "rebind-variable" and facts.get("op"):
+            # `m.v += 1` on a Variable: flax 0.12.8 raises in graph mode too (no in-place Variable ops)
+            init, change = "nnx.Param(jnp.ones(2))", f"OBJ.ATTR {op} 1"
+            observe = "list(m.ATTR.shape)"
+            tree = graph = None
+            control_init, control_change, control_observe = init, f"OBJ.ATTR[...] {op} 1", "list(m.ATTR.shape)"
+        elif kind == "rebind-variable":
+            init, change = "nnx.Param(jnp.ones(2))", "OBJ.ATTR = nnx.Param(jnp.zeros(3))"
+            observe, tree, graph = "list(m.ATTR.shape)", [2], [3]
+            control_init, control_change, control_observe = init, "OBJ.ATTR.value = jnp.zeros(3)", observe
+        elif kind in ("add-attribute", "assign-variable"):
+            init = None
+            change = ("setattr(OBJ, 'ATTR', nnx.Param(jnp.zeros(3)))" if setter
+                      else "OBJ.ATTR = nnx.Param(jnp.zeros(3))")
+            observe, tree, graph = "hasattr(m, 'ATTR')", False, True
+        elif kind == "delete":
+            init, change = "True", "delattr(OBJ, 'ATTR')" if setter else "del OBJ.ATTR"
+            observe, tree, graph = "hasattr(m, 'ATTR')", True, False
+        elif kind == "rebind-container" or (kind == "assign" and facts.get("value_shape") in ("tuple", "list")):
+            init, change = "('a',)", "OBJ.ATTR = OBJ.ATTR + ('b',)"
+            observe, tree, graph = "list(m.ATTR)", ["a"], ["a", "b"]
+        elif kind == "container-mutation" and facts.get("method") in cls._DICT_CHANGES:
+            init = "nnx.Dict({'a': nnx.Linear(2, 2, rngs=nnx.Rngs(0))})"
+            change = cls._DICT_CHANGES[facts["method"]]
+            observe, tree = "sorted(m.ATTR)", ["a"]
+            graph = [] if facts["method"] == "popitem" else ["a", "b"]
+        elif kind == "container-mutation":
+            method = facts.get("method") if facts.get("method") in cls._LIST_CHANGES else "append"
+            init, change = one_linear, cls._LIST_CHANGES[method]
+            observe, tree = "len(m.ATTR)", 1
+            graph = 2 if method in ("append", "extend", "insert") else 0
+        elif kind == "container-item" and facts.get("statement") == "delete":
+            init, change = one_linear, "del OBJ.ATTR[0]"
+            observe, tree, graph = "len(m.ATTR)", 1, 0
+        elif kind == "container-item":
+            init, change = one_linear, "OBJ.ATTR[0] = nnx.Linear(2, 5, rngs=nnx.Rngs(1))"
+            observe, tree, graph = "m.ATTR[0].out_features", 2, 5
+        else:  # assign: a static flag
+            init = "True"
+            change = "setattr(OBJ, 'ATTR', False)" if setter else "OBJ.ATTR = False"
+            observe, tree, graph = "m.ATTR", True, False
+        if control_change is None:  # the rewrite: the same change outside the transform, which only reads
+            control_init, control_observe = init, observe
+        in_method = len(facts.get("call_chain") or []) > 1
+
+        def program(init_value, change_text, observation, outside=False, transform=facts.get("transform")):
+            init_line = f"\n        self.{attr} = {init_value}" if init_value is not None else ""
+            body = change_text.replace("ATTR", attr)
+            if in_method and not outside:
+                method = f"\n\n    def change(self):\n        {body.replace('OBJ', 'self')}"
+                function = "def change(m):\n    m.change()\n"
+            else:
+                method = ""
+                function = f"def change(m):\n    {body.replace('OBJ', 'm')}\n"
+            header = (f"class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))"
+                      f"{init_line}{method}\n\n\nm = M()\n")
+            if outside:
+                statement, note = _under(transform, "read")
+                run = (f"{function.replace('def change(m):', 'def change_outside(m):')}change_outside(m)  "
+                       "# the change, outside the transform\n"
+                       f"def read(m):\n    return m.w[...].sum()\n{note}{statement}\n")
+            else:
+                statement, note = _under(transform, "change")
+                run = f"{function}{note}{statement}\n"
+            return header + run + f"return {observation.replace('ATTR', attr)}\n"
+
+        main = program(init, change, observe)
+        if control_change is not None:
+            control = program(control_init, control_change, control_observe, transform="jit")
+            if kind == "augment":  # a Variable's value is abstract under the trace: evaluate it concretely
+                control = "with jax.ensure_compile_time_eval():\n" + textwrap.indent(control, "    ")
+        else:
+            control = program(control_init, change, control_observe, outside=True)
+        if tree is None:
+            return Reproduction(main, expect_error="variable-inplace", control=control)
+        return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)
+
+    def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
+        if reach.entry is not None and reach.entry.transform == "eval_shape":
+            return  # graph mode drops changes made under eval_shape too: the flip changes nothing
+        external = reach.external
+        for node in body_nodes(reach.function):
+            if isinstance(node, nodes.AssignAttr) and node.attrname not in _VALUE_ATTRIBUTES:
+                statement = node.parent
+                while isinstance(statement, (nodes.Tuple, nodes.List, nodes.Starred)):
+                    statement = statement.parent
+                if isinstance(statement, (nodes.Assign, nodes.AugAssign, nodes.AnnAssign)):
+                    found = self._assignment(service, node, statement, external)
+                    if found:
+                        yield statement, found
+            elif isinstance(node, nodes.DelAttr) and service.is_external(node.expr, external):
+                maybe, cls = self.is_module_like(service, node.expr)
+                if maybe:
+                    yield node.parent if isinstance(node.parent, nodes.Delete) else node, self._facts(
+                        "Deleting attribute", node.expr, node.attrname, cls, "delete",
+                        "Set it to `None` outside the transform, or keep the slot and change its value.")
+            elif isinstance(node, nodes.Call):
+                found = self._call(service, node, external)
+                if found:
+                    yield node, found
+            elif isinstance(node, (nodes.Assign, nodes.AugAssign, nodes.Delete)):
+                targets = node.targets if isinstance(node, (nodes.Assign, nodes.Delete)) else [node.target]
+                for target in targets:
+                    if isinstance(target, nodes.Subscript) and isinstance(target.value, nodes.Attribute):
+                        owner = target.value
+                        if service.is_external(owner.expr, external) and _stored_kinds(
+                                self.context, owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
+                            yield node, {**self._facts(
+                                "Item assignment on list/dict attribute", owner.expr, owner.attrname, None,
+                                "container-item", "Build the new container outside the transform, or keep the "
+                                "entries in Variables and update their values."),
+                                "statement": type(node).__name__.lower()}
+
+    def _assignment(self, service, target: nodes.AssignAttr, statement, external) -> dict | None:
+        owner = target.expr
+        if not service.is_external(owner, external):
+            return None
+        if not isinstance(statement, nodes.AugAssign) and _value_kind(self.context, statement.value) == "variable" \
+                and self._popped_in_same_trace(service):
+            return None  # a Variable created and popped in the same trace (sow-like): nothing has to propagate
+        maybe, cls = self.is_module_like(service, owner)
+        if not maybe:
+            return None
+        owner_ref = self.owner_class(service, owner)
+        kinds = _stored_kinds(self.context, owner, target.attrname, owner_ref)
+        value = statement.value if not isinstance(statement, nodes.AugAssign) else None
+        new_kind = _value_kind(self.context, value) if value is not None else None
+        if isinstance(statement, nodes.AugAssign):
+            found = self._augmented(owner, target, statement, cls, kinds)
+            found["op"] = statement.op
+            return found
+        found = self._plain_assignment(owner, target, statement, cls, kinds, value, new_kind, owner_ref)
+        found["value_shape"] = _literal_shape(value)
+        return found
+
+    def _augmented(self, owner, target, statement, cls, kinds) -> dict:
+        if kinds == {"variable"}:
+            return self._facts("Augmented assignment rebinding Variable attribute", owner, target.attrname, cls,
+                               "rebind-variable", f"Update the value in place: `{owner.as_string()}."
+                               f"{target.attrname}[...] {statement.op} ...`.")
+        return self._facts("Augmented assignment of non-Variable attribute", owner, target.attrname, cls, "augment",
+                               "Keep the state in a Variable (`nnx.Variable(jnp.array(0))` in `__init__`) and "
+                           "update it with `[...] " + statement.op + " ...`.")
+
+    def _plain_assignment(self, owner, target, statement, cls, kinds, value, new_kind, owner_ref) -> dict:
+        if new_kind == "variable" and not kinds and not _class_is_known(self.context, owner, owner_ref):
+            return self._facts("Assigning a new Variable to attribute", owner, target.attrname, cls,
+                               "assign-variable", "Create the Variable in `__init__` and write its value inside "
+                               "the transform (`[...] = ...`), or return it as an output and attach it outside.")
+        if (new_kind == "variable" and kinds) or kinds == {"variable"}:
+            return self._facts("Rebinding Variable attribute", owner, target.attrname, cls, "rebind-variable",
+                               f"Write the value instead: `{owner.as_string()}.{target.attrname}[...] = ...` "
+                               "(or `.set_value(...)` for a new shape).")
+        if _class_is_known(self.context, owner, owner_ref) and not kinds:
+            return self._facts("Adding attribute", owner, target.attrname, cls, "add-attribute",
+                               "Declare the slot in `__init__` (e.g. `nnx.data(None)`), return the new value as an "
+                               "output of the transform and attach it outside.")
+        if kinds == {"container"} or isinstance(value, (nodes.List, nodes.Dict, nodes.Tuple)):
+            return self._facts("Rebinding container attribute", owner, target.attrname, cls, "rebind-container",
+                               "Build the new container outside the transform.")
+        return self._facts("Assigning non-Variable attribute", owner, target.attrname, cls, "assign",
+                           "Flip static flags outside the transform (or use `nnx.view`), keep dynamic state in "
+                           "Variables, and return new objects as outputs.")
+
+    def _call(self, service, node: nodes.Call, external) -> dict | None:
+        func = node.func
+        if isinstance(func, nodes.Name) and func.name in ("setattr", "delattr") and node.args:
+            if service.qualified_name(func) not in (None, "builtins.setattr", "builtins.delattr", "setattr", "delattr"):
+                return None
+            owner = node.args[0]
+            if not service.is_external(owner, external):
+                return None
+            maybe, cls = self.is_module_like(service, owner)
+            if not maybe:
+                return None
+            name_node = node.args[1] if len(node.args) > 1 else None
+            attribute = name_node.value if isinstance(name_node, nodes.Const) and isinstance(name_node.value, str) else "?"
+            if func.name == "delattr":
+                return self._facts("Deleting attribute", owner, attribute, cls, "delete",
+                                   "Set it to `None` outside the transform, or keep the slot and change its value.")
+            return self._facts("Setting attribute", owner, attribute, cls, "assign",
+                               "Flip static flags outside the transform, keep dynamic state in Variables, "
+                               "and return new objects as outputs.")
+        if isinstance(func, nodes.Attribute) and func.attrname in _MUTATORS and isinstance(func.expr, nodes.Attribute):
+            owner = func.expr
+            if service.is_external(owner.expr, external) and _stored_kinds(
+                    self.context, owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
+                return {**self._facts(f"`.{func.attrname}()` on list/dict attribute", owner.expr, owner.attrname,
+                                      None, "container-mutation", "Build the new container outside the transform "
+                                      "(a static list mutated in a trace changes only once, at trace time)."),
+                        "method": func.attrname}
+        return None
+
+    def _popped_in_same_trace(self, service: TransformedCode) -> bool:
+        entry = self._current.entry if self._current is not None else None
+        if entry is None:
+            return False
+        for node in entry.function.nodes_of_class(nodes.Call):  # nested loss functions included
+            call = service.nnx_call(node)
+            if call is not None and call.name == "pop":
+                return True
+        return False
+
+    @staticmethod
+    def _facts(change, owner, attribute, cls, kind, instead) -> dict:
+        return {
+            "change": change,
+            "change_kind": kind,
+            "target_text": f"{owner.as_string()}.{attribute}",
+            "attribute": attribute,
+            "object_class": cls,
+            "instead": instead,
+            "where": "",
+        }

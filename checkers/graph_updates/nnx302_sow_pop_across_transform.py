@@ -1,0 +1,239 @@
+"""NNX302 ``sow-pop-across-transform``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.graph_updates.analysis import _perturb_recipe_diffstate, _sown_collection, _uses_capture
+from checkers.graph_updates.reproduction import _code, _under
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.transformed import TransformedCode, root_name, transformed_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class SowPopAcrossTransformFacts(Facts):
+    """What ``NNX302`` reports (the diagnostic's ``facts``, in this order)."""
+
+    api: str
+    model: str
+    collection: str
+    collection_lower: str
+    transform: str
+    transform_line: int
+    entry: str
+    confidence: str
+    pin: list
+
+
+class SowPopAcrossTransform(Rule):
+    """`nnx.pop` / `nnx.state` of sown intermediates after a transformed forward pass.
+
+    What it does:
+        Flags `nnx.pop(model, nnx.Intermediate)` (also `nnx.Perturbation`, and
+        `nnx.state(model, nnx.Intermediate)`) when `model` was passed, earlier in the same
+        function, to a function transformed by a Tree Mode NNX transform (`step(model, x)`
+        with `step = nnx.jit(...)` or decorated, `nnx.jit(f)(model, x)`). Popping inside the
+        transform that ran the forward pass stays silent.
+
+    Why is this bad?:
+        `self.sow(...)` creates a new `Intermediate` attribute on first use. Inside a Tree
+        Mode transform that attribute lands on the per-call copy and is dropped, so
+        `nnx.pop` after the call silently returns an empty State (`{}`) — or, when an eager
+        call created the attribute first, a mix that depends on call order. Use
+        `y, intermediates = nnx.capture(model, nnx.Intermediate)(x)` inside the transform
+        (or around it) instead.
+
+    References:
+        - Catalogue row C2 (`r21_sow_pop.py`, rewrite `r21_sow_pop_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX302"
+    facts_type = SowPopAcrossTransformFacts
+    fixes = ("pin",)
+    symbol = "sow-pop-across-transform"
+    kind = "silent"
+    catalogue = ("C2",)
+    message = (
+        "`nnx.{api}({model}, nnx.{collection})` after `{model}` ran under `nnx.{transform}` (line "
+        "{transform_line}) is silently empty in Tree Mode"
+    )
+    help = (
+        "In Tree Mode the {collection} attributes sown inside the transform are dropped. Use `out, "
+        "{collection_lower} = nnx.capture({model}, nnx.{collection})(...)` inside the transform (or "
+        "around the transformed call) instead"
+    )
+    VALID = [
+        Valid(
+            "capture-inside-and-around",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Foo(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                def __call__(self, x):
+                    y = self.lin(x)
+                    self.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))
+                    return y
+
+            def run():
+                x = jnp.ones((1, 2))
+                model = Foo(nnx.Rngs(0))
+                @nnx.jit
+                def forward(m, x):
+                    return nnx.capture(m, nnx.Intermediate)(x)
+                y, interms = forward(model, x)
+                y2, interms2 = nnx.capture(nnx.jit(lambda m, x: m(x)), nnx.Intermediate)(model, x)
+                return dict(interms), dict(interms2)
+            """,
+        ),
+        Valid(
+            "pop-in-same-transform-and-eager",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def train_step(model, x):
+                y = model(x)
+                intermediates = nnx.pop(model, nnx.Intermediate)
+                return y, intermediates
+
+            def eager(model, x):
+                model(x)
+                return nnx.pop(model, nnx.Intermediate)
+
+            def opted_in(model, x):
+                nnx.compat.jit(lambda m, x: m(x))(model, x)
+                return nnx.pop(model, nnx.Intermediate)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "pop-after-jit",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            def run(m2, x):
+                nnx.jit(lambda m, x: m(x))(m2, x)
+                jitted = nnx.pop(m2, nnx.Intermediate)  # NNX302
+                return jitted
+            """,
+            tree_mode=differs("nnx.pop returns an empty State ({}) instead of the sown value"),
+        ),
+        Invalid(
+            "decorated-step-then-state",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def forward(model, x):
+                return model(x)
+
+            def evaluate(model, batches):
+                for x in batches:
+                    forward(model, x)
+                    acts = nnx.state(model, nnx.Intermediate)  # NNX302
+                return acts
+            """,
+            tree_mode=differs("nnx.state(model, nnx.Intermediate) is empty after the jitted call"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A module that sows (or perturbs) in ``__call__``, run once through the flagged
+        transform, then ``nnx.pop``/``nnx.state`` of the collection: the observation is the
+        names found. The control captures inside the transform with ``nnx.capture``."""
+        collection = "Perturbation" if facts.get("collection") == "Perturbation" else "Intermediate"
+        api = "state" if facts.get("api") == "state" else "pop"
+        record = ("x = self.perturb('grad_of_x', x)\n" + " " * 20 + "y = self.lin(x)" if collection == "Perturbation"
+                  else "y = self.lin(x)\n" + " " * 20 + "self.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
+        name = "grad_of_x" if collection == "Perturbation" else "y_mean"
+        transform = facts.get("transform")
+        if transform in ("vmap", "pmap"):
+            transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
+        model = _code(f"""
+            class Foo(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+                def __call__(self, x):
+                    {record}
+                    return y
+
+
+            model = Foo(nnx.Rngs(0))
+            x = jnp.ones((1, 2))
+        """)
+        statement, note = _under(transform, "forward", "model, x", loss="jnp.sum(model(x))")
+        main = model + _code("""
+            def forward(m, x):
+                return m(x)
+        """) + note + statement + "\n" + \
+            f"return sorted(nnx.{api}(model, nnx.{collection}).keys())\n"
+        control = model + _code(f"""
+            @nnx.jit
+            def forward(m, x):
+                return nnx.capture(m, nnx.{collection})(x)
+
+            y, captured = forward(model, x)
+            return sorted(captured.keys())
+        """)
+        return Reproduction(main, expect_tree=[], expect_graph=[name], control=control)
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in ("pop", "state") or len(call.args) < 2:
+            return
+        collection = _sown_collection(self.context, call.args[1:])
+        if collection is None:
+            return
+        model = root_name(call.args[0])
+        if model is None or not isinstance(call.args[0], nodes.Name):
+            return
+        if collection == "Perturbation" and _perturb_recipe_diffstate(self.context, node) is not None:
+            return  # NNX303 tells the whole perturb story
+        service = transformed_code(self.context)
+        scope = node.scope()
+        if _uses_capture(self.context, scope):
+            return
+        found = _earlier_transformed_call(self.context, service, scope, node, model.name)
+        if found is None:
+            return
+        transform_call, entry = found
+        self.report(
+            node,
+            api=call.name,
+            model=model.name,
+            collection=collection,
+            collection_lower=collection.lower() + "s",
+            transform=entry.transform,
+            transform_line=transform_call.lineno,
+            entry=getattr(entry.function, "name", "<lambda>"),
+            confidence="transform",
+            pin=pin_sites_in(self.context, entry_pin_target(entry)),
+        )
+
+
+def _earlier_transformed_call(context, service: TransformedCode, scope, node: nodes.Call, model: str):
+    """The last call before ``node`` in ``scope`` that passes ``model`` to a Tree Mode
+    transformed function, with its entry."""
+    best = None
+    for call in scope.nodes_of_class(nodes.Call):
+        if call.lineno is None or call.lineno >= node.lineno or call.scope() is not scope:
+            continue
+        if not any(isinstance(a, nodes.Name) and a.name == model for a in call.args):
+            continue
+        entry = service.transformed_callable(call.func)
+        if entry is None or not entry.affected:
+            continue
+        if best is None or call.lineno > best[0].lineno:
+            best = (call, entry)
+    return best

@@ -1,0 +1,172 @@
+"""NNX306 ``transform-on-init``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.graph_updates.reproduction import _code
+from nnx_lint.calls import NNXCall
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
+from nnx_lint.nnx_api import TRANSFORMS
+from nnx_lint.program_text import choice_or
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.transformed import transformed_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformOnInitFacts(Facts):
+    """What ``NNX306`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    class_name: str
+    confidence: str
+    split_rngs: bool
+    pin: list
+
+
+class TransformOnInit(Rule):
+    """An NNX transform decorating `__init__`.
+
+    What it does:
+        Flags an NNX transform (`@nnx.vmap`, `@nnx.scan`, `@nnx.pmap`, `@nnx.jit`, ...)
+        decorating a class's `__init__`, unless it keeps graph mode.
+
+    Why is this bad?:
+        The graph-mode idiom builds stacked layers in place on the traced `self`. A Tree Mode
+        transform runs `__init__` on a copy, so every attribute it creates is dropped:
+        the object silently has no `linear` at all and the first use raises `AttributeError`.
+        Transform a factory that returns the layer and assign the stacked output:
+        `self.linear = nnx.vmap(make, in_axes=0)(rngs.split(n))`.
+
+    References:
+        - Catalogue row C7 (`r27_vmapped_init_method.py`, rewrite `r27_vmapped_init_method_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX306"
+    facts_type = TransformOnInitFacts
+    fixes = ("pin",)
+    symbol = "transform-on-init"
+    kind = "silent"
+    catalogue = ("C7",)
+    message = (
+        "`@nnx.{transform}` on `{class_name}.__init__`: Tree Mode silently drops the attributes "
+        "`__init__` creates on `self`"
+    )
+    help = (
+        "They are created on the traced `self`, and the object ends up without them. Transform a "
+        "factory that returns the layer and assign its output: `self.x = nnx.{transform}(make, "
+        "...)(...)`"
+    )
+    VALID = [
+        Valid(
+            "factory",
+            """
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs):
+                    @nnx.vmap(in_axes=0, out_axes=0)
+                    def make(rngs):
+                        return nnx.Linear(3, 3, rngs=rngs)
+                    self.linear = make(rngs.split(4))
+
+                def __call__(self, x):
+                    @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry)
+                    def body(layer, x):
+                        return layer(x)
+                    return body(self.linear, x)
+            """,
+        ),
+        Valid(
+            "compat-decorator",
+            """
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                @nnx.split_rngs(splits=4)
+                @nnx.compat.vmap(in_axes=(0, 0), out_axes=0)
+                def __init__(self, rngs):
+                    self.linear = nnx.Linear(3, 3, rngs=rngs)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "vmapped-init",
+            """
+            from flax import nnx
+
+            class Stack(nnx.Module):
+                @nnx.split_rngs(splits=4)
+                @nnx.vmap(in_axes=(0, 0), out_axes=0)  # NNX306
+                def __init__(self, rngs):
+                    self.linear = nnx.Linear(3, 3, rngs=rngs)
+            """,
+            tree_mode=differs("Stack(nnx.Rngs(0)) has no attribute 'linear'"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
+        finding has it) building a layer on ``self``; the observation is whether the object
+        has the layer. The control transforms a factory and assigns its output."""
+        transform = choice_or(facts.get("transform") or "vmap", TRANSFORMS, "jit")
+        note = ""
+        if transform in ("vmap", "pmap", "scan"):
+            if transform != "vmap":
+                note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
+                        "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
+            if facts.get("split_rngs", True):
+                decorators, construct = "@nnx.split_rngs(splits=4)\n    @nnx.vmap(in_axes=(0, 0), out_axes=0)", \
+                    "Stack(nnx.Rngs(0))"
+            else:
+                decorators, construct = "@nnx.vmap(in_axes=(0, 0), out_axes=0)", "Stack(nnx.Rngs(0).split(4))"
+        else:
+            if transform != "jit":
+                note = f"# found: @nnx.{transform} on __init__; the same per-call copy of `self` under nnx.jit\n"
+            decorators, construct = "@nnx.jit", "Stack(nnx.Rngs(0))"
+        main = note + (
+            "class Stack(nnx.Module):\n"
+            f"    {decorators}\n"
+            "    def __init__(self, rngs):\n"
+            "        self.linear = nnx.Linear(3, 3, rngs=rngs)  # created on the traced `self`\n\n\n"
+            f"m = {construct}\n"
+            "return hasattr(m, 'linear')\n"
+        )
+        control = _code("""
+            class Stack(nnx.Module):
+                def __init__(self, rngs):
+                    @nnx.vmap(in_axes=0, out_axes=0)
+                    def make(rngs):
+                        return nnx.Linear(3, 3, rngs=rngs)
+
+                    self.linear = make(rngs.split(4))  # the stacked layer is an output of the transform
+
+
+            m = Stack(nnx.Rngs(0))
+            return hasattr(m, 'linear')
+        """)
+        return Reproduction(main, expect_tree=False, expect_graph=True, control=control)
+
+    def visit_functiondef(self, node: nodes.FunctionDef) -> None:
+        if node.name != "__init__" or not isinstance(node.parent, nodes.ClassDef) or node.decorators is None:
+            return
+        for entry in transformed_code(self.context).entries_of(node):
+            if entry.form == "decorator" and entry.affected:
+                split = any(self.context.nnx_call(d) is not None and self.context.nnx_call(d).name == "split_rngs"
+                            for d in node.decorators.nodes if isinstance(d, nodes.Call))
+                self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
+                            confidence="transform", split_rngs=split,
+                            pin=pin_sites_in(self.context, entry_pin_target(entry), *self._split_rngs_decorators(node)))
+                return
+
+
+    def _split_rngs_decorators(self, function: nodes.FunctionDef) -> list[NNXCall]:
+        """``@nnx.split_rngs(...)`` decorators: graph-mode splitting in place is part of the
+        pattern, so a pin keeps their graph mode too."""
+        calls = [self.context.nnx_call(d) for d in function.decorators.nodes if isinstance(d, nodes.Call)]
+        return [c for c in calls if c is not None and c.name == "split_rngs"]

@@ -1,0 +1,218 @@
+"""NNX308 ``loop-body-returns-new-module``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.graph_updates.analysis import VARIABLE_TYPES
+from checkers.graph_updates.reproduction import _code
+from nnx_lint.calls import NNXCall
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.flow import lookup
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.transformed import TransformedCode, body_nodes, transformed_code
+
+
+#: `while_loop` is left out: graph mode raises on a new carry there too (same-reference check).
+_LOOPS = frozenset({"fori_loop"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopBodyReturnsNewModuleFacts(Facts):
+    """What ``NNX308`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    built: str
+    loop_line: int
+    confidence: str
+    pin: list
+
+
+class LoopBodyReturnsNewModule(Rule):
+    """A `fori_loop` body that returns a new Module as the carry.
+
+    What it does:
+        Flags a `return` in the body function of `nnx.fori_loop` whose value is a newly
+        built object: a Module construction (`return Model(...)`), `nnx.clone(...)` or
+        `nnx.merge(...)`, directly or through a local name. `nnx.while_loop` bodies stay
+        silent: graph mode already rejects a new carry there (`requires body function's
+        input and output to have the same reference`), so nothing changes.
+
+    Why is this bad?:
+        Graph mode accepted any carry of the same structure. Tree Mode loops check that the
+        carried Variables keep their identity across iterations and raise `ValueError:
+        fori_loop Variable identity must be preserved across iterations.` Update the input
+        module in place (`m.w[...] = ...`) and return it.
+
+    References:
+        - Catalogue row C9 (`r72_control_flow.py`, rewrite `r72_control_flow_fix.py`)
+        - [FLIP 5310](https://github.com/google/flax/issues/5310)
+    """
+
+    code = "NNX308"
+    facts_type = LoopBodyReturnsNewModuleFacts
+    fixes = ("pin",)
+    symbol = "loop-body-returns-new-module"
+    kind = "raises"
+    catalogue = ("C9",)
+    message = "The `nnx.{transform}` body returns a new object ({built}) as the carry: Tree Mode raises ValueError"
+    help = (
+        "Tree Mode requires the carried Variables to keep their identity. Update the input module in "
+        "place and return it"
+    )
+    VALID = [
+        Valid(
+            "in-place-body",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+
+            def run():
+                def body(i, m):
+                    m.w[...] += 1
+                    return m
+                m2 = nnx.fori_loop(0, 3, body, M())
+                kept = nnx.compat.fori_loop(0, 3, lambda i, m: nnx.clone(m), M())
+                return m2, kept
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "body-returns-new-module",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+
+            def body_new(i, m):
+                new = M()
+                new.w[...] = m.w[...] + 1
+                return new  # NNX308
+
+            def run():
+                a = nnx.fori_loop(0, 3, body_new, M())
+                b = nnx.while_loop(lambda m: m.w[...] < 3, lambda m: nnx.clone(m), M())  # broken in both modes
+                return a, b
+            """,
+            tree_mode=raises("ValueError", "Variable identity must be preserved across iterations"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A ``fori_loop`` body returning the flagged kind of new object (a Module
+        construction, ``nnx.clone``, ``nnx.merge`` of new state); Tree Mode rejects it. The
+        control updates the input in place and returns it."""
+        built = facts.get("built") or ""
+        if "clone" in built:
+            body = "def body(i, m):\n    return nnx.clone(m)\n"
+        elif "merge" in built:
+            body = ("def body(i, m):\n    graphdef, state = nnx.split(m)\n"
+                    "    return nnx.merge(graphdef, jax.tree.map(lambda a: a + 1, state))\n")
+        else:
+            body = "def body(i, m):\n    new = M()\n    new.w[...] = m.w[...] + 1\n    return new\n"
+        model = _code("""
+            class M(nnx.Module):
+                def __init__(self):
+                    self.w = nnx.Param(jnp.zeros(()))
+
+
+        """)
+        main = model + "\n\n" + body + "return list(nnx.fori_loop(0, 3, body, M()).w.shape)\n"
+        control = model + "\n\n" + _code("""
+            def body(i, m):
+                m.w[...] += 1
+                return m
+
+            return list(nnx.fori_loop(0, 3, body, M()).w.shape)
+        """)
+        return Reproduction(main, expect_error="carry-identity", control=control)
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in _LOOPS:
+            return
+        service = transformed_code(self.context)
+        for entry in service.entries:
+            if entry.call is None or entry.call.node is not node or not entry.affected:
+                continue
+            if call.name == "while_loop":
+                body = call.args[1] if len(call.args) > 1 else call.keywords.get("body_fun")
+                if not any(f is entry.function for f in service.functions_of(body)):
+                    continue  # the cond_fun returns a bool, not a carry
+            for anchor, built in self._new_objects(service, entry.function):
+                self.report(anchor, transform=call.name, built=built, loop_line=node.lineno,
+                            confidence="transform", pin=pin_sites_in(self.context, call))
+
+    def _new_objects(self, service: TransformedCode, function) -> Iterator[tuple[nodes.NodeNG, str]]:
+        if isinstance(function, nodes.Lambda):
+            returns = [(function.body, function.body)]
+        else:
+            returns = [(r, r.value) for r in body_nodes(function) if isinstance(r, nodes.Return) and r.value is not None]
+        for anchor, value in returns:
+            built = self._built(value, 0)
+            if built is not None:
+                yield anchor, built
+
+    def _is_round_trip(self, merge: NNXCall) -> bool:
+        """``nnx.merge(*nnx.split(m))`` or ``g, s = nnx.split(m); nnx.merge(g, s)``: the
+        same Variables come back (the state is not replaced), so the carry keeps its identity."""
+        if not merge.args:
+            return False
+        for argument in merge.args:
+            if isinstance(argument, nodes.Starred):
+                split = self.context.nnx_call(argument.value)
+                if split is None or split.name != "split":
+                    return False
+            elif isinstance(argument, nodes.Name):
+                if not self._unpacked_from_split(argument):
+                    return False
+            else:
+                return False
+        return True
+
+    def _unpacked_from_split(self, name: nodes.Name) -> bool:
+        try:
+            _scope, assignments = lookup(name)
+        except Exception:
+            return False
+        for assignment in assignments:
+            parent = assignment.parent
+            if not (isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign)):
+                return False
+            split = self.context.nnx_call(parent.parent.value)
+            if split is None or split.name != "split":
+                return False
+        return bool(assignments)
+
+    def _built(self, value: nodes.NodeNG, depth: int) -> str | None:
+        if isinstance(value, nodes.Name) and depth < 3:
+            from nnx_lint.flow import bound_values
+
+            found = {self._built(v, depth + 1) for v in bound_values(value)}
+            found.discard(None)
+            return found.pop() if len(found) == 1 else None
+        if not isinstance(value, nodes.Call):
+            return None
+        call = self.context.nnx_call(value)
+        if call is not None and call.name == "merge" and self._is_round_trip(call):
+            return None  # merge(*split(m)) keeps m's Variables: their identity is preserved
+        if call is not None and call.name in ("clone", "merge"):
+            return f"`nnx.{call.name}(...)`"
+        ref = self.context.classes.class_of(value)
+        if ref is None or ref.qualified_name in VARIABLE_TYPES:
+            return None
+        if ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module:
+            return f"`{ref.short_name}(...)`"
+        return None

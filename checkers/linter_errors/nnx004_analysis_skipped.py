@@ -1,0 +1,40 @@
+"""NNX004 ``analysis-skipped``: the rule, its examples."""
+from __future__ import annotations
+
+from nnx_lint.rule import Invalid, Rule, Valid
+
+
+_DEEP_EXPRESSION = "x = " + "1 + " * 5000 + "1\n"
+
+
+class AnalysisSkipped(Rule):
+    """The file is too large, over its analysis budget, or too deeply nested to analyse.
+
+    What it does:
+        Reports a file that nnx-lint will not analyse because of its cost: source over
+        4 MiB (a notebook over 16 MiB on disk, or with over 4 MiB of code); source over
+        the analysis budget of 400 000 tokens and lines, checked before any tree is
+        built (the largest file of google/flax has 75 000); an analysis that ran over
+        60 seconds (then stopped, with no other diagnostic for the file); and a file
+        nested so deeply that Python's parser hits its recursion limit (very long
+        generated expressions). Only the first 4 MiB + 1 byte of a file are ever read.
+
+    Why is this bad?:
+        Such files are usually generated; nnx-lint gives up on them rather than stall,
+        exhaust memory or crash, so that time and memory per file stay bounded. Every
+        other file is still linted.
+
+    References:
+        - [sys.setrecursionlimit](https://docs.python.org/3/library/sys.html#sys.setrecursionlimit)
+    """
+
+    code = "NNX004"
+    no_fix_reason = 'the file was not analysed: nothing is known about the code to change'
+    symbol = "analysis-skipped"
+    message = "{reason}"
+    help = "Exclude generated files from linting (`exclude` under `[tool.nnx-lint]`); every other file is still linted"
+    kind = "linter"
+    engine_reported = True
+    no_reproduction_reason = "it reports on the file itself, not on a Tree Mode pattern"
+    VALID = [Valid("short-expression", "from flax import nnx\nx = 1 + 1 + 1\n")]
+    INVALID = [Invalid("generated-deep-expression", "from flax import nnx  # NNX004\n" + _DEEP_EXPRESSION)]

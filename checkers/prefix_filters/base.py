@@ -1,0 +1,98 @@
+"""The prefix filters family's base rule classes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from astroid import nodes
+
+from checkers.prefix_filters.analysis import _form, _is_dead_local
+from nnx_lint.calls import NNXCall
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.flow import expressions_within, position_in
+from nnx_lint.nnx_api import PREFIX_KEYWORDS
+from nnx_lint.rule import Rule
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefixFilterFacts(Facts):
+    """What the NNX2xx rules report. A filter that reaches no transform in the file is reported
+    where it is constructed: ``transform``, ``argument`` and ``position`` are None, ``form`` is
+    ``"construction"`` and there is no ``pin``."""
+
+    filter: str
+    transform: str | None
+    argument: str | None
+    position: int | None
+    filter_args: list
+    form: str
+    line_constructed: int
+    pin: list = ABSENT
+
+
+class _PrefixFilterRule(Rule):
+    """Shared logic: find one filter class in the prefix arguments of NNX transforms."""
+
+    facts_type = PrefixFilterFacts
+    filter_name: ClassVar[str]
+    unused_message: ClassVar[str]
+    unused_help: ClassVar[str]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._constructions: list[nodes.Call] = []
+        self._consumed: set[int] = set()
+
+    def _is_filter(self, node: nodes.NodeNG) -> bool:
+        call = self.context.nnx_call(node)
+        return call is not None and call.name == self.filter_name and not call.via_partial
+
+    def visit_call(self, node: nodes.Call) -> None:
+        if self._is_filter(node):
+            self._constructions.append(node)
+            return
+        call = self.context.nnx_call(node)
+        if call is None or not call.is_transform:
+            return
+        affected = self.context.flip_changes(call)
+        for argument in sorted(PREFIX_KEYWORDS & call.keywords.keys()):
+            value = call.keywords[argument]
+            for expression, reference in expressions_within(value):
+                if not self._is_filter(expression):
+                    continue
+                self._consumed.add(id(expression))
+                if affected:
+                    self._report_use(call, argument, value, expression, reference)
+
+    def _report_use(self, call: NNXCall, argument: str, value, construction: nodes.Call, reference) -> None:
+        self.report(
+            reference,
+            filter=self.filter_name,
+            transform=call.name,
+            argument=argument,
+            position=position_in(value, reference),
+            filter_args=[a.as_string() for a in construction.args],
+            form=_form(call),
+            line_constructed=construction.lineno,
+            pin=pin_sites_in(self.context, call),
+        )
+
+    def leave_module(self, node: nodes.Module) -> None:
+        for construction in self._constructions:
+            if id(construction) in self._consumed or _is_dead_local(construction):
+                continue
+            if self.context.mode.scope_keeps_graph_mode(construction):
+                continue
+            self.report(
+                construction,
+                message=self.unused_message,
+                help=self.unused_help,
+                filter=self.filter_name,
+                transform=None,
+                argument=None,
+                position=None,
+                filter_args=[a.as_string() for a in construction.args],
+                form="construction",
+                line_constructed=construction.lineno,
+            )

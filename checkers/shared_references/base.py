@@ -1,0 +1,462 @@
+"""The shared references family's base rule classes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.shared_references.analysis import (
+    _alias_shape,
+    CARRY_TRANSFORMS,
+    _category,
+    _describe_use,
+    _DUPLICATE_OUTPUT_HELP,
+    _DUPLICATE_OUTPUT_MESSAGE,
+    function_definition,
+    _function_label,
+    _GRAPH_METHODS,
+    _GRAPH_USE_APIS,
+    _has_aux,
+    _inside,
+    _KIND_WORDS,
+    parameter_names,
+    returned_values,
+    _ReturnFinding,
+    _short,
+    TransformFinder,
+    TransformUse,
+    _used_as_module,
+    _view_of,
+)
+from nnx_lint.calls import NNXCall
+from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import pin_sites, pin_sites_in
+from nnx_lint.flow import bound_values, expressions_within
+from nnx_lint.rule import Rule
+
+
+_SPEC = "[FLIP 5310](https://github.com/google/flax/issues/5310)"
+
+
+class _FamilyRule(Rule):
+    """Services every NNX1xx rule uses (no ``code``: not a rule itself)."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        # The family's docstrings cite the spec as ``{spec}``: one link text for all of them.
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__:
+            cls.__doc__ = cls.__doc__.replace("{spec}", _SPEC)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.finder = TransformFinder(context)
+
+    @property
+    def classes(self):
+        return self.context.classes
+
+    def kind_of_expression(self, expression: nodes.NodeNG | None) -> str | None:
+        return self.classes.kind_of(self.classes.ref_of(expression))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassAliasFacts(Facts):
+    """What the class-alias rules (NNX101, NNX102, NNX105) report, in this order."""
+
+    class_name: str
+    first_path: str
+    second_path: str
+    kind: str
+    shared: str
+    container: str | None
+    conditional: bool
+    stored_in: str | None
+    confidence: str
+    first_part: str
+    second_part: str
+    container_type: str | None
+    used_with: str | None
+    pin: list
+    pin_every_use: bool
+
+
+class _ClassAliasRule(_FamilyRule):
+    """Replays each NNX class of the file and reports the aliases of one category."""
+
+    facts_type = ClassAliasFacts
+
+    category: str
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classdefs: list[nodes.ClassDef] = []
+        #: id(ClassDef) -> [keeps graph mode?] for each use of an instance in this file
+        self._uses: dict[int, list[bool]] = {}
+        #: the same per object (Ref), for containers built outside classes
+        self._object_uses: dict[Ref, list[bool]] = {}
+        #: id(ClassDef) -> the NNX APIs its instances meet without graph mode (for --confirm)
+        self._use_names: dict[int, list[str]] = {}
+        #: id(ClassDef) / Ref -> the NNX call a pin fix would set graph mode on, for each use
+        #: that does not keep it (None: a use no call keyword can pin, e.g. ``model.eval()``)
+        self._pin_targets: dict[object, list[NNXCall | None]] = {}
+
+    def visit_classdef(self, node: nodes.ClassDef) -> None:
+        self._classdefs.append(node)
+
+    def visit_call(self, node: nodes.Call) -> None:
+        """Record how instances of project classes are used (for the class opt-in)."""
+        call = self.context.nnx_call(node)
+        if call is not None:
+            self._record_constructions_inside(call)
+        if call is not None and call.args and (call.is_graph_api or call.name in _GRAPH_USE_APIS):
+            keeps = call.is_compat or self.context.mode.call_mode(call).graph is True
+            self._record_use(call.args[0], keeps, call.name, call if call.is_graph_api or call.is_transform else None)
+            return
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in _GRAPH_METHODS:
+            if self.classes.class_of_self(node.func.expr) is not None:
+                keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
+                keeps = isinstance(keyword, nodes.Const) and keyword.value is True
+                keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
+                self._record_use(node.func.expr, keeps, node.func.attrname)
+            return
+        use = self.finder.use_of(node)
+        if use is not None:
+            for argument in use.arguments:
+                for expression, _reference in expressions_within(argument.expression, depth=1):
+                    self._record_use(expression, use.accepts_shared_inputs, use.name, use.transform)
+
+    def _record_constructions_inside(self, call) -> None:
+        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
+        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
+        if not lambdas:
+            return
+        mode = self.context.mode.call_mode(call)
+        keeps = mode.graph is True and (mode.graph_updates is True or call.name not in ("eval_shape", "custom_vjp"))
+        for function in lambdas:
+            for inner in function.body.nodes_of_class(nodes.Call):
+                ref = self.classes.class_of(inner)
+                if ref is not None and ref.definition is not None:
+                    self._uses.setdefault(id(ref.definition), []).append(keeps)
+
+    def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
+                    pin_target: NNXCall | None = None) -> None:
+        if isinstance(expression, (nodes.Tuple, nodes.List, nodes.Dict)):
+            return
+        object_ref = self.classes.ref_of(expression)
+        if object_ref is not None:
+            self._object_uses.setdefault(object_ref, []).append(keeps)
+            if not keeps:
+                self._pin_targets.setdefault(object_ref, []).append(pin_target)
+        ref = self.classes.class_of_self(expression)
+        if ref is not None and ref.definition is not None:
+            self._uses.setdefault(id(ref.definition), []).append(keeps)
+            if not keeps:
+                self._pin_targets.setdefault(id(ref.definition), []).append(pin_target)
+            if not keeps and name:
+                self._use_names.setdefault(id(ref.definition), []).append(name)
+
+    def leave_module(self, node: nodes.Module) -> None:
+        reported: set[tuple[int, int]] = set()
+        for classdef in self._classdefs:
+            info = self.classes.info(classdef)
+            if not info.is_nnx_module:
+                continue
+            uses = self._uses.get(id(classdef))
+            if uses and all(uses):
+                continue  # every use in this file opts the class into graph mode
+            construction = self.classes.construction(classdef)
+            for alias in construction.aliases:
+                if _category(alias) != self.category:
+                    continue
+                where = self._location(classdef, alias)
+                if where is None or (where.lineno, where.col_offset) in reported:
+                    continue
+                if self.context.mode.scope_keeps_graph_mode(where, transform=True):
+                    continue
+                reported.add((where.lineno, where.col_offset))
+                self.report(where, **self._facts(classdef, alias))
+
+    def _location(self, classdef: nodes.ClassDef, alias: Alias) -> nodes.NodeNG | None:
+        second = alias.second
+        where = second.container if self.category == "container" and second.container is not None else second.origin
+        if not _inside(where, classdef):
+            where = second.origin
+        if where.root() is not self.context.module or not _inside(where, classdef):
+            return None
+        if not _inside(second.node, classdef) and alias.first is not None and not _inside(alias.first.node, classdef):
+            # Both stores come from a base class: reported there, unless only our arguments tie them.
+            owner = second.node.frame()
+            owner = owner.parent if isinstance(owner, nodes.FunctionDef) else None
+            if isinstance(owner, nodes.ClassDef):
+                base = self.classes.construction(owner)
+                if any(a.second.node is second.node for a in base.aliases):
+                    return None
+        return where
+
+    def _facts(self, classdef: nodes.ClassDef, alias: Alias) -> dict:
+        second = alias.second
+        return {
+            "class_name": classdef.name,
+            "first_path": join_path(alias.first_path),
+            "second_path": second.display_path,
+            "kind": _KIND_WORDS.get(alias.kind, alias.kind),
+            "shared": alias.ref.describe(),
+            "container": _short(second.container) if second.container is not None else None,
+            "conditional": bool(second.guards),
+            "stored_in": second.node.frame().name if hasattr(second.node.frame(), "name") else None,
+            "confidence": "static",
+            **_alias_shape(alias),
+            "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
+            **self._pin_facts(id(classdef)),
+        }
+
+    def _pin_facts(self, key: object) -> dict:
+        """A class-level finding is fixed by pinning every use of the class (or object): the
+        ``pin`` sites of the uses this file shows, and whether they are all of its uses here."""
+        targets = self._pin_targets.get(key, [])
+        known = pin_sites(*targets, module=self.context.module)
+        every_use = (bool(targets) and None not in targets
+                     and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
+        return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
+
+
+class _ReturnRule(_FamilyRule):
+    """Collects transformed function definitions; analyses their returns at the end."""
+
+    finding_code: str
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._definitions: dict[int, tuple[nodes.NodeNG, list[TransformUse]]] = {}
+
+    def _register(self, definition: nodes.NodeNG | None, use: TransformUse) -> None:
+        if definition is None or use.keeps_graph or use.name in CARRY_TRANSFORMS:
+            return
+        entry = self._definitions.setdefault(id(definition), (definition, []))
+        entry[1].append(use)
+
+    def visit_functiondef(self, node: nodes.FunctionDef) -> None:
+        found = self.finder.decorated(node)
+        if found is not None:
+            transform, function, keeps = found
+            self._register(node, TransformUse(transform, None, [node], [], keeps, self.finder.graph_flag(transform)))
+
+    def visit_call(self, node: nodes.Call) -> None:
+        use = self.finder.use_of(node)
+        if use is None:
+            return
+        for function in use.functions:
+            self._register(function_definition(function, self.context), use)
+        # bare transform objects applied later are registered through their call sites
+
+    def leave_module(self, node: nodes.Module) -> None:
+        seen: set[tuple[int, int]] = set()
+        for definition, uses in self._definitions.values():
+            for finding in self._findings(definition, uses):
+                key = (finding.node.lineno, finding.node.col_offset)
+                if finding.code == self.code and key not in seen:
+                    seen.add(key)
+                    duplicate = finding.facts.get("duplicate_output")
+                    message, help_text = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
+                    # Every transform applying this definition must keep graph mode.
+                    pin = pin_sites_in(self.context, *(u.transform for u in uses))
+                    self.report(finding.node, message=message, help=help_text, **{**finding.facts, "pin": pin})
+
+    # -- analysis -------------------------------------------------------------------------
+    def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
+        use = uses[0]
+        findings: list[_ReturnFinding] = []
+        if isinstance(definition, nodes.ClassDef):
+            for call_use in uses:
+                findings.extend(self._constructor_findings(definition, call_use))
+            return findings
+        parameters = parameter_names(definition)
+        # graph=True (even with graph_updates=False) still accepts duplicate outputs.
+        check_duplicates = not all(u.graph_flag for u in uses)
+        for value in returned_values(definition):
+            duplicate = self._duplicate_output(definition, value, uses) if check_duplicates else None
+            if duplicate is not None:
+                findings.append(duplicate)
+            for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+                ref = known_ref or self.classes.ref_of(expression)
+                if ref is None or ref.root[0] != "param" or ref.root[1] is not definition:
+                    continue
+                name = ref.root[2]
+                if name not in parameters:
+                    continue
+                index = parameters.index(name)
+                kind, evidence = self._parameter_kind(definition, name, index, ref, uses, is_view)
+                if kind not in STATEFUL_KINDS:
+                    continue
+                facts = {
+                    **_describe_use(use),
+                    "function": _function_label(definition),
+                    "parameter": name,
+                    "position": index,
+                    "returned": _short(expression),
+                    "kind": _KIND_WORDS.get(kind, kind),
+                    "has_aux": _has_aux(use),
+                    "evidence": evidence,
+                    "confidence": "static" if evidence in ("annotation", "call-site", "state-view") else "heuristic",
+                    "part": join_path(tuple(p for p in ref.path if not p.startswith("<"))),
+                    "view": _view_of(self.context, expression) if is_view else None,
+                }
+                if constructed_in is not None:
+                    construction, stored_path = constructed_in
+                    cls = self.classes.class_of(construction)
+                    facts.update({
+                        "class_name": cls.short_name if cls else _short(construction.func),
+                        "stored_path": join_path(stored_path),
+                        "returned": _short(construction),
+                    })
+                    findings.append(_ReturnFinding("NNX106", construction, facts))
+                else:
+                    findings.append(_ReturnFinding("NNX104", expression, facts))
+        return findings
+
+    def _returned_parts(self, value: nodes.NodeNG, definition: nodes.NodeNG, depth: int = 0):
+        """``(expression, its ref if known, is a state view, construction storing it)`` per returned part."""
+        if depth > 4:
+            return
+        if isinstance(value, (nodes.Tuple, nodes.List)):
+            for element in value.elts:
+                yield from self._returned_parts(element, definition, depth + 1)
+        elif isinstance(value, nodes.Dict):
+            for _key, element in value.items:
+                yield from self._returned_parts(element, definition, depth + 1)
+        elif isinstance(value, nodes.IfExp):
+            yield from self._returned_parts(value.body, definition, depth + 1)
+            yield from self._returned_parts(value.orelse, definition, depth + 1)
+        elif isinstance(value, nodes.Starred):
+            yield from self._returned_parts(value.value, definition, depth + 1)
+        elif isinstance(value, nodes.Call):
+            name = self.context.qualified_name(value.func)
+            nnx_name = name[len("flax.nnx."):] if name and name.startswith("flax.nnx.") else None
+            if nnx_name in ("state", "variables") and value.args:
+                yield value, self.classes.ref_of(value.args[0]), True, None
+            elif name in ("builtins.dict", "dict") or (isinstance(value.func, nodes.Name) and value.func.name == "dict"):
+                for keyword in value.keywords or []:
+                    yield from self._returned_parts(keyword.value, definition, depth + 1)
+            else:
+                cls = self.classes.class_of(value)
+                if cls is not None and cls.definition is not None:
+                    for path, ref, _container in self.classes.stored_items(value)[1:]:
+                        if ref is not None and ref.root[0] == "param" and ref.root[1] is definition:
+                            yield value, ref, False, (value, path)
+        elif isinstance(value, nodes.Subscript) and isinstance(value.value, nodes.Call):
+            name = self.context.qualified_name(value.value.func)
+            if name == "flax.nnx.split" and value.value.args:
+                index = value.slice
+                if isinstance(index, nodes.Const) and isinstance(index.value, int) and index.value >= 1:
+                    yield value, self.classes.ref_of(value.value.args[0]), True, None
+            else:
+                yield value, None, False, None
+        elif isinstance(value, nodes.Name):
+            bindings = bound_values(value)
+            binding = bindings[0] if len(bindings) == 1 else None
+            if binding is not None and _inside(binding, definition) and self._is_composite(binding):
+                yield from self._returned_parts(binding, definition, depth + 1)
+            else:
+                yield value, None, False, None
+        elif isinstance(value, (nodes.Attribute, nodes.Subscript)):
+            yield value, None, False, None
+
+    def _is_composite(self, value: nodes.NodeNG) -> bool:
+        """Values whose parts :meth:`_returned_parts` enters (not plain objects)."""
+        if isinstance(value, (nodes.Tuple, nodes.List, nodes.Dict, nodes.IfExp, nodes.Subscript)):
+            return True
+        if isinstance(value, nodes.Call):
+            name = self.context.qualified_name(value.func) or ""
+            if name in ("flax.nnx.state", "flax.nnx.variables") or name in ("builtins.dict", "dict"):
+                return True
+            cls = self.classes.class_of(value)
+            return cls is not None and cls.definition is not None
+        return False
+
+    def _duplicate_output(self, definition, value, uses) -> _ReturnFinding | None:
+        """The same object (or an object and its state) returned twice: `return model, nnx.state(model)`."""
+        parts = []
+        for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+            if constructed_in is None:
+                ref = known_ref or self.classes.ref_of(expression)
+                if ref is not None:
+                    parts.append((expression, ref, is_view))
+        for i, (first, first_ref, first_view) in enumerate(parts):
+            for second, second_ref, second_view in parts[i + 1:]:
+                if not first_ref.overlaps(second_ref) or first is second:
+                    continue
+                kinds = [self.classes.kind_of(first_ref), self.classes.kind_of(second_ref)]
+                if not (first_view or second_view or all(k in STATEFUL_KINDS for k in kinds)):
+                    continue
+                return _ReturnFinding("NNX104", value, {
+                    **_describe_use(uses[0]),
+                    "function": _function_label(definition),
+                    "parameter": None,
+                    "position": None,
+                    "returned": f"{_short(first, 30)}` and `{_short(second, 30)}",
+                    "kind": "State" if (first_view or second_view) else _KIND_WORDS.get(kinds[0], kinds[0]),
+                    "has_aux": _has_aux(uses[0]),
+                    "evidence": "state-view" if (first_view or second_view) else "annotation",
+                    "confidence": "static",
+                    "duplicate_output": True,
+                    "views": [_view_of(self.context, first) if first_view else None,
+                              _view_of(self.context, second) if second_view else None],
+                })
+        return None
+
+    def _parameter_kind(self, definition, name, index, ref: Ref, uses, is_view):
+        if is_view:
+            return "state", "state-view"
+        kind = self.classes.kind_of(ref)
+        if kind is not None:
+            return kind, "annotation"
+        call_kinds = set()
+        for use in uses:
+            for argument in use.arguments:
+                if argument.index == index and argument.label.startswith(("args", "operands")):
+                    argument_ref = self.classes.ref_of(argument.expression)
+                    call_kinds.add(self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
+                                   if argument_ref else None)
+        call_kinds.discard(None)
+        if len(call_kinds) == 1:
+            return call_kinds.pop(), "call-site"
+        if not ref.path and _used_as_module(self.context, definition, name):
+            return "module", "usage"
+        return None, None
+
+    def _constructor_findings(self, classdef: nodes.ClassDef, use: TransformUse) -> list[_ReturnFinding]:
+        init = self.classes.init_of(classdef)
+        if init is None or use.call is None:
+            return []
+        stored = self.classes.construction(classdef).stored_parameters()
+        positional = [p.name for p in list(init.args.posonlyargs or []) + list(init.args.args or [])][1:]
+        findings = []
+        for argument in use.arguments:
+            if argument.label.startswith("kwargs"):
+                parameter = argument.label[len("kwargs['"):-2]
+            elif argument.index is not None and argument.index < len(positional):
+                parameter = positional[argument.index]
+            else:
+                continue
+            if parameter not in stored:
+                continue
+            kind = self.classes.kind_of(self.classes.ref_of(argument.expression)) or self.classes.kind_of(
+                Ref(("param", init, parameter)))
+            if kind not in STATEFUL_KINDS:
+                continue
+            path, part = stored[parameter][0]
+            findings.append(_ReturnFinding("NNX106", use.call, {
+                **_describe_use(use),
+                "function": classdef.name,
+                "class_name": classdef.name,
+                "parameter": parameter,
+                "position": argument.index,
+                "returned": None,
+                "stored_path": join_path(path),
+                "kind": _KIND_WORDS.get(kind, kind),
+                "has_aux": False,
+                "evidence": "call-site",
+                "confidence": "static",
+            }))
+        return findings

@@ -1,0 +1,224 @@
+"""NNX104 ``transform-returns-input``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkers.shared_references.analysis import _DUPLICATE
+from checkers.shared_references.base import _ReturnRule
+from checkers.shared_references.reproduction import (
+    _applied,
+    _BOX,
+    _code,
+    _REPRO_TRANSFORMS,
+    _shared_object,
+    _viewed,
+)
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.program_text import bounded_index
+from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformReturnsInputFacts(Facts):
+    """What ``NNX104`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    parameter: str | None
+    position: int | None
+    returned: str
+    kind: str
+    has_aux: bool
+    evidence: str
+    confidence: str
+    part: str = ABSENT
+    view: str | None = ABSENT
+    duplicate_output: bool = ABSENT
+    views: list = ABSENT
+    pin: list
+
+
+class TransformReturnsInput(_ReturnRule):
+    """An NNX-transformed function returns (part of) its input.
+
+    What it does:
+        Looks at the `return` values of functions given to NNX transforms (decorated,
+        wrapped, lambdas, direct forms like `nnx.eval_shape(lambda m: m, model)` and
+        `nnx.cond`) and flags a returned parameter, a returned Variable / submodule of
+        it (`model.layer`, `model.kernel`), `nnx.state(param)` / `nnx.variables(param)` /
+        a state group of `nnx.split(param)`, also inside a returned tuple, list, dict
+        (`has_aux` outputs included). The parameter must be known to hold NNX state: an
+        annotation, the arguments at the call sites in this file, a state view, or (marked
+        `"confidence": "heuristic"`) a body that calls it or writes its Variables.
+        `nnx.scan` / `fori_loop` / `while_loop` bodies return their carry by design and
+        are skipped. Also flags one object returned twice, or an object with its state
+        (`return model, nnx.state(model)` after building `model` inside): Tree Mode rejects
+        duplicate outputs too (`graph=True` alone still accepts them). Returning arrays (`m.kernel[...]`, `m(x)`), `nnx.clone(...)` or
+        `nnx.graphdef(m)` stays silent. Respects the transform's opt-in.
+
+    Why is this bad?:
+        Tree Mode transforms reject input Variables returned as outputs: `ValueError:
+        Duplicate Param(...) found at paths: .args[0].bias, .out.bias ... does not support
+        Variable aliasing`. Inputs are updated in place, so returning them is unnecessary;
+        return arrays or `nnx.clone(...)` copies instead. A very common graph-mode idiom
+        hit by this is `return loss, (logits, nnx.state(model, nnx.BatchStat))` under
+        `has_aux=True`.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A5
+        - {spec}
+    """
+
+    code = "NNX104"
+    facts_type = TransformReturnsInputFacts
+    fixes = ("pin",)
+    symbol = "transform-returns-input"
+    kind = "raises"
+    catalogue = ("A5",)
+    message = (
+        "`nnx.{transform}`-transformed `{function}` returns `{returned}`, (part of) its input "
+        "`{parameter}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "Tree Mode rejects input Variables returned as outputs (ValueError: Duplicate ...). Inputs are "
+        "updated in place: don't return them; return arrays or `nnx.clone(...)` copies"
+    )
+    VALID = [
+        Valid(
+            "in-place-clone-arrays-r05-fix",
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                x = jnp.ones((1, 2))
+                @nnx.jit
+                def step(m):
+                    m.kernel[...] += 1.0
+                    return m(x).sum()
+                loss = step(model)
+                snap = nnx.jit(lambda m: nnx.clone(nnx.state(m)))(model)
+                pure = nnx.jit(lambda m: jax.tree.map(lambda v: v[...], nnx.state(m),
+                               is_leaf=lambda v: isinstance(v, nnx.Variable)))(model)
+                (l, aux), g = nnx.value_and_grad(lambda m: (m(x).sum(), nnx.clone(nnx.state(m, nnx.Param))),
+                                                 has_aux=True)(model)
+                return loss, snap, pure, aux
+            """,
+        ),
+        Valid(
+            "scan-carry-and-arrays",
+            """
+            from flax import nnx
+
+            @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))
+            def body(model, x):
+                return model, model(x)
+
+            @nnx.jit
+            def forward(model, x):
+                return model(x), model.kernel[...], x, nnx.graphdef(model)
+
+            @nnx.jit(graph=True, graph_updates=True)
+            def identity(model: nnx.Linear):
+                return model
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "returns-r05",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            x = jnp.ones((1, 2))
+            nnx.jit(lambda m: m)(model)  # NNX104
+            nnx.jit(lambda m: m.kernel)(model)  # NNX104
+            nnx.jit(lambda m: nnx.state(m))(model)  # NNX104
+            nnx.value_and_grad(lambda m: (jnp.sum(m(x)), nnx.state(m)), has_aux=True)(model)  # NNX104
+            nnx.eval_shape(lambda m: m, model)  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "train-step-returns-model",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def train_step(model: nnx.Module, batch):
+                loss = model(batch).mean()
+                return loss, model  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "returns-model-and-its-state",
+            """
+            from flax import nnx
+
+            @nnx.jit
+            def create(rngs):
+                model = nnx.Linear(2, 2, rngs=rngs)
+                state = nnx.state(model)
+                return model, state  # NNX104
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The finding's transform over a function returning the same kind of part of its
+        input at the same position: the input, an attribute (`m.kernel`), `nnx.state(m)` /
+        a split group, inside `has_aux` aux for grad / value_and_grad; or an object built
+        inside and returned with its state. Control: `nnx.clone(...)` of the returned part."""
+        return _returned_input_reproduction(facts)
+    finding_code = "NNX104"
+
+
+def _returned_input_reproduction(facts: dict) -> Reproduction:
+    """NNX104: the transformed function returns the finding's kind of part of its input
+    (the input itself, an attribute, ``nnx.state`` / a split group, in ``has_aux`` aux),
+    or builds an object and returns it twice."""
+    transform = facts.get("transform")
+    if facts.get("duplicate_output"):
+        views = facts.get("views") or [None, "state"]
+        returned = ", ".join(_viewed("m", None, view) for view in views)
+        body = _code(f"""
+            def create():
+                m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                return {returned}
+            nnx.jit(create)()
+            return 'ran'
+            """)
+        control = _code("""
+            def create():
+                return nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            model = nnx.jit(create)()
+            return len(nnx.state(model))
+            """)
+        return Reproduction(body, expect_error="aliasing", control=control)
+    part, view = facts.get("part"), facts.get("view")
+    kind = facts.get("kind")
+    if kind == "State":
+        kind = "Module"
+    holder = _shared_object(kind if not part else "Module", [part])
+    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = bounded_index(position, "the argument position")
+    label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
+    parameter = f"p{position}"
+    returned = _viewed(parameter, part, view)
+    if facts.get("has_aux") or transform in ("grad", "value_and_grad"):
+        transform = transform if transform in ("grad", "value_and_grad") else "value_and_grad"
+    elif transform not in _REPRO_TRANSFORMS:
+        transform = "jit"
+    definition, call = _applied(transform, {label: "model"}, result=returned)
+    fixed_definition, fixed_call = _applied(transform, {label: "model"}, result=f"nnx.clone({returned})")
+    body = _code(_BOX, f"model = {holder}", definition, call, "return 'ran'")
+    control = _code(_BOX, f"model = {holder}", fixed_definition, fixed_call, "return 'ran'")
+    return Reproduction(body, expect_error="aliasing", control=control)

@@ -1,0 +1,135 @@
+"""NNX105 ``shared-rngs``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from checkers.shared_references.base import _ClassAliasRule
+from checkers.shared_references.reproduction import _class_alias_reproduction
+from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+class SharedRngs(_ClassAliasRule):
+    """One `nnx.Rngs` (or a stream of it) stored by several modules of one model.
+
+    What it does:
+        Replays each NNX Module class's construction (as NNX101) and flags the store that
+        makes one `Rngs` object — an `rngs` parameter (by name or `nnx.Rngs` annotation),
+        or a stream of it (`rngs.dropout`, `rngs['noise']`) — reachable at a second path:
+        a module that keeps `self.rngs = rngs` and passes the same `rngs` to a child that
+        keeps it too, two children that both keep it, or a list of such children built in
+        a loop. Storing `rngs.fork()` or a fresh `nnx.Rngs(...)` is the fix and stays
+        silent; passing `rngs` to flax layers is fine (`nnx.Linear` only draws from it,
+        `nnx.Dropout` / `nnx.MultiHeadAttention` store a fork). Opt-in policy as NNX101.
+
+    Why is this bad?:
+        An `Rngs` holds `RngKey` / `RngCount` Variables. Stored twice, they are shared
+        references: every Tree Mode transform raises `ValueError: Duplicate RngCount(...)
+        found at paths: .args[0].noise.rngs.noise.count, .args[0].rngs.noise.count`. Give
+        each module its own stream state with `rngs.fork()`.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A7, A8
+        - {spec}
+    """
+
+    code = "NNX105"
+    fixes = ("pin", "fork-shared-rngs")
+    symbol = "shared-rngs"
+    kind = "raises"
+    catalogue = ("A7",)
+    category = "rngs"
+    message = (
+        "`{class_name}` stores the same Rngs (`{shared}`) at `self.{first_path}` and "
+        "`self.{second_path}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "Tree Mode rejects the shared RngKey/RngCount in every NNX transform (ValueError: Duplicate "
+        "RngCount ...). Store `rngs.fork()` instead, so each module has its own stream state"
+    )
+    VALID = [
+        Valid(
+            "fork-r84-fix",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Noise(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs.fork()
+                def __call__(self, x):
+                    return x + self.rngs.noise.normal(x.shape)
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.noise = Noise(rngs)
+                    self.rngs = rngs.fork()
+                def __call__(self, x):
+                    return self.noise(x) * self.rngs.noise.uniform(x.shape)
+
+            model = Model(nnx.Rngs(noise=0))
+            y1 = nnx.jit(lambda m, x: m(x))(model, jnp.ones(2))
+            """,
+        ),
+        Valid(
+            "flax-layers-draw-or-fork",
+            """
+            from flax import nnx
+
+            class Block(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs):
+                    self.rngs = rngs
+                    self.linear = nnx.Linear(2, 2, rngs=rngs)
+                    self.dropout = nnx.Dropout(0.1, rngs=rngs)
+                    self.attention = nnx.MultiHeadAttention(2, 2, 2, rngs=rngs, decode=False)
+                    self.key = rngs.params()
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "parent-and-child-r84",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Noise(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs
+                def __call__(self, x):
+                    return x + self.rngs.noise.normal(x.shape)
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs
+                    self.noise = Noise(rngs)  # NNX105
+
+            model = Model(nnx.Rngs(noise=0))
+            y = nnx.jit(lambda m, x: m(x))(model, jnp.ones(2))
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+        Invalid(
+            "stream-and-children-in-loop",
+            """
+            from flax import nnx
+
+            class Sampler(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs):
+                    self.stream = rngs.dropout
+
+            class Model(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs, n: int):
+                    self.rngs = rngs
+                    self.sampler = Sampler(rngs)  # NNX105
+                    self.blocks = nnx.List()
+                    for _ in range(n):
+                        self.blocks.append(Sampler(rngs))  # NNX105
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The class storing one `nnx.Rngs` (or a stream of it, as the facts' parts say)
+        at both paths, through nnx.jit or the API the file uses it with. Control: the
+        second path stores `rngs.fork()` (the r84 fix)."""
+        return _class_alias_reproduction(facts, "fork")

@@ -1,0 +1,152 @@
+"""NNX106 ``transform-builds-from-input``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkers.shared_references.base import _ReturnRule
+from checkers.shared_references.reproduction import _BOX, _code, _emit_tree, _shared_object, _tree_of
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.program_text import bounded_index, identifier_or, set_attribute
+from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformBuildsFromInputFacts(Facts):
+    """What ``NNX106`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    parameter: str
+    position: int
+    returned: str | None
+    kind: str
+    has_aux: bool
+    evidence: str
+    confidence: str
+    part: str = ABSENT
+    view: str | None = ABSENT
+    class_name: str
+    stored_path: str
+    pin: list
+
+
+class TransformBuildsFromInput(_ReturnRule):
+    """A transform builds a Module that stores the transform's own input (`nnx.jit(Model)(rngs)`).
+
+    What it does:
+        Flags `nnx.jit(Model)(rngs)`, `nnx.eval_shape(Model, rngs)`,
+        `nnx.eval_shape(lambda r: Model(r), rngs)` and transformed factory functions
+        returning `Model(rngs)`, where `Model` (a project class, replayed as in NNX101)
+        keeps that argument as it is (`self.rngs = rngs`, or passes it to a child that
+        does). Creating the `Rngs` inside the transformed function
+        (`nnx.eval_shape(lambda: Model(nnx.Rngs(0)))`) or storing `rngs.fork()` stays
+        silent. Respects the transform's opt-in.
+
+    Why is this bad?:
+        The output then holds the input's Variables, which Tree Mode transforms reject:
+        `ValueError: Duplicate RngCount(...) found at paths: .args[0].default.count,
+        .out.rngs.default.count ... does not support Variable aliasing`.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A8
+        - {spec}
+    """
+
+    code = "NNX106"
+    facts_type = TransformBuildsFromInputFacts
+    fixes = ("pin",)
+    symbol = "transform-builds-from-input"
+    kind = "raises"
+    catalogue = ("A8",)
+    message = (
+        "`nnx.{transform}` builds `{class_name}`, which keeps its input `{parameter}` at "
+        "`.{stored_path}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "The output aliases the input {kind}, which Tree Mode rejects (ValueError: Duplicate ...). "
+        "Create the Rngs inside the transformed function, or store `rngs.fork()` in `{class_name}`"
+    )
+    VALID = [
+        Valid(
+            "rngs-created-inside-or-forked",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.rngs = rngs
+
+            class Forked(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.rngs = rngs.fork()
+
+            a = nnx.jit(lambda: Model(nnx.Rngs(0)))()
+            b = nnx.eval_shape(lambda: Model(rngs=nnx.Rngs(0)))
+            c = nnx.jit(Forked)(nnx.Rngs(0))
+            d = nnx.eval_shape(Forked, nnx.Rngs(0))
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "jit-and-eval-shape-r85",
+            """
+            from flax import nnx
+
+            class Model(nnx.Module):
+                def __init__(self, rngs):
+                    self.lin = nnx.Linear(2, 2, rngs=rngs)
+                    self.rngs = rngs
+
+            a = nnx.jit(Model)(nnx.Rngs(0))  # NNX106
+            b = nnx.eval_shape(Model, nnx.Rngs(0))  # NNX106
+            c = nnx.eval_shape(lambda r: Model(r), nnx.Rngs(0))  # NNX106
+
+            @nnx.jit
+            def create(rngs: nnx.Rngs):
+                return Model(rngs)  # NNX106
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """`nnx.jit` / `nnx.eval_shape` applied to the class itself or to a function
+        building it, given an argument of the finding's kind at the finding's position,
+        which the class stores at `stored_path`. Control: the argument created inside."""
+        return _builds_from_input_reproduction(facts)
+    finding_code = "NNX106"
+
+
+def _builds_from_input_reproduction(facts: dict) -> Reproduction:
+    """NNX106: a transform builds the finding's class from an argument the class stores."""
+    class_name = identifier_or(facts.get("class_name"), "Model")
+    kind = facts.get("kind") or "Rngs"
+    argument = _shared_object(kind, [])
+    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = bounded_index(position, "the argument position")
+    parameters = [f"p{i}" for i in range(position)] + ["arg"]
+    stored = facts.get("stored_path") or "rngs"
+    tree = _tree_of([(stored, "arg")])
+    stores = "\n".join("        " + set_attribute("self", name, _emit_tree(child)) for name, child in tree.items()
+                       if isinstance(name, str)) or "        pass"
+    model = f"class {class_name}(nnx.Module):\n    def __init__(self, {', '.join(parameters)}):\n{stores}\n"
+    arguments = ", ".join(["jnp.ones(2)"] * position + [argument])
+    transform = facts.get("transform") if facts.get("transform") in ("jit", "eval_shape") else "jit"
+    direct = facts.get("function") == facts.get("class_name")
+    function = class_name if direct else f"lambda {', '.join(parameters)}: {class_name}({', '.join(parameters)})"
+    if transform == "eval_shape":
+        call = f"nnx.eval_shape({function}, {arguments})"
+    else:
+        call = f"nnx.jit({function})({arguments})"
+    body = _code(_BOX, model, call, "return 'ran'")
+    # the rewrite: create the argument inside the transformed function
+    inside = ", ".join(["jnp.ones(2)"] * position + [argument])
+    fixed = (f"nnx.eval_shape(lambda: {class_name}({inside}))" if transform == "eval_shape"
+             else f"nnx.jit(lambda: {class_name}({inside}))()")
+    control = _code(_BOX, model, fixed, "return 'ran'")
+    return Reproduction(body, expect_error="aliasing", control=control)

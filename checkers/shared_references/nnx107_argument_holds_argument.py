@@ -1,0 +1,212 @@
+"""NNX107 ``argument-holds-argument``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.shared_references.analysis import _describe_use, _DUPLICATE, _KIND_WORDS, _short
+from checkers.shared_references.base import _FamilyRule
+from checkers.shared_references.reproduction import (
+    _applied,
+    _BOX,
+    _code,
+    _emit_tree,
+    _shared_object,
+    _tree_of,
+)
+from nnx_lint.classes import STATEFUL_KINDS, join_path
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgumentHoldsArgumentFacts(Facts):
+    """What ``NNX107`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    function: str
+    form: str
+    holder: str
+    holder_class: str
+    holder_position: str
+    held: str
+    held_path: str
+    held_position: str
+    kind: str
+    confidence: str
+    pin: list
+
+
+class ArgumentHoldsArgument(_FamilyRule):
+    """A transform argument holds another argument (`ModelAndOptimizer` passed with its model).
+
+    What it does:
+        Flags a call of an NNX-transformed function where one argument was built holding
+        another one: `nnx.ModelAndOptimizer(model, tx)` (it keeps `.model`) passed next to
+        `model`, a project container class (a `TrainState`-like `nnx.Pytree`) that keeps
+        the model, or a model that keeps the `rngs` also passed. `nnx.Optimizer` does not
+        hold the model and stays silent. Respects the transform's opt-in.
+
+    Why is this bad?:
+        The held object is reachable twice among the inputs; Tree Mode transforms raise
+        `ValueError: Duplicate Param(...) found at paths: .args[0].bias,
+        .args[1].model.bias ... does not support Variable aliasing`. Use `nnx.Optimizer`
+        (which does not hold the model) with `optimizer.update(model, grads)`, or pass only
+        the holder.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A9, A7
+        - {spec}
+    """
+
+    code = "NNX107"
+    facts_type = ArgumentHoldsArgumentFacts
+    fixes = ("pin",)
+    symbol = "argument-holds-argument"
+    kind = "raises"
+    catalogue = ("A9",)
+    message = (
+        "`{holder}` holds `{held}` at `.{held_path}`; both passed to `nnx.{transform}`-transformed "
+        "`{function}`: Tree Mode raises ValueError"
+    )
+    help = (
+        "`{holder}` is {holder_position} and `{held}` is {held_position}: Tree Mode rejects the "
+        "duplicate Variables (ValueError: Duplicate ...). Pass only one of them; for optimizers use "
+        "`nnx.Optimizer` (it does not hold the model) with `optimizer.update(model, grads)`"
+    )
+    VALID = [
+        Valid(
+            "optimizer-r81-fix",
+            """
+            import jax.numpy as jnp
+            import optax
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param)
+                @nnx.jit
+                def train_step(model, optimizer, x):
+                    grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+                    optimizer.update(model, grads)
+                train_step(model, optimizer, jnp.ones((1, 2)))
+                return int(optimizer.step[...])
+            """,
+        ),
+        Valid(
+            "holder-alone",
+            """
+            import optax
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+
+            @nnx.jit
+            def train_step(optimizer, x):
+                return optimizer.model(x)
+
+            train_step(optimizer, None)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "model-and-optimizer-r81",
+            """
+            import jax.numpy as jnp
+            import optax
+            from flax import nnx
+
+            def run():
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+                @nnx.jit
+                def train_step(model, optimizer, x):
+                    grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
+                    optimizer.update(grads)
+                train_step(model, optimizer, jnp.ones((1, 2)))  # NNX107
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "model-keeps-rngs-also-passed",
+            """
+            from flax import nnx
+
+            class Noisy(nnx.Module):
+                def __init__(self, rngs):
+                    self.rngs = rngs
+
+            rngs = nnx.Rngs(0)
+            model = Noisy(rngs)
+            nnx.jit(lambda m, r: None)(model, rngs)  # NNX107
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The holder (a real `nnx.ModelAndOptimizer`, else a Module keeping the held
+        object at `held_path`) and the held object at the finding's positions of the
+        finding's transform. Control: `nnx.Optimizer` (the r81 fix) or an independent copy."""
+        return _argument_holds_argument_reproduction(facts)
+
+    def visit_call(self, node: nodes.Call) -> None:
+        use = self.finder.use_of(node)
+        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
+            return
+        refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
+        for holder, holder_ref in refs:
+            if holder_ref is None or holder_ref.root[0] != "new" or holder_ref.path:
+                continue
+            construction = holder_ref.root[1]
+            for path, held_ref, _container in self.classes.stored_items(construction)[1:]:
+                if held_ref is None:
+                    continue
+                for other, other_ref in refs:
+                    if other is holder or other_ref is None or not other_ref.overlaps(held_ref):
+                        continue
+                    kind = self.classes.kind_of(other_ref)
+                    if kind not in STATEFUL_KINDS:
+                        continue
+                    cls = self.classes.class_of(construction)
+                    self.report(
+                        node,
+                        **_describe_use(use),
+                        holder=_short(holder.expression),
+                        holder_class=cls.short_name if cls else None,
+                        holder_position=holder.label,
+                        held=_short(other.expression),
+                        held_path=join_path(path),
+                        held_position=other.label,
+                        kind=_KIND_WORDS.get(kind, kind),
+                        confidence="static",
+                        pin=pin_sites_in(self.context, use.transform),
+                    )
+                    return
+
+
+def _argument_holds_argument_reproduction(facts: dict) -> Reproduction:
+    """NNX107: an argument built holding another argument, both passed to the transform."""
+    kind = facts.get("kind") or "Module"
+    held = _shared_object(kind, [])
+    holder_label, held_label = facts.get("holder_position") or "args[1]", facts.get("held_position") or "args[0]"
+    if facts.get("holder_class") == "ModelAndOptimizer":
+        setup = f"import optax\nheld = {held}\nholder = nnx.ModelAndOptimizer(held, optax.sgd(0.1))"
+        fixed_setup = f"import optax\nheld = {held}\nholder = nnx.Optimizer(held, optax.sgd(0.1), wrt=nnx.Param)"
+    else:
+        path = facts.get("held_path") or "model"
+        tree = _tree_of([(path, "held")])
+        setup = f"held = {held}\nholder = {_emit_tree(tree)}"
+        fixed_setup = f"held = {held}\nholder = {_emit_tree(_tree_of([(path, 'nnx.clone(held)')]))}"
+    definition, call = _applied(facts.get("transform"), {holder_label: "holder", held_label: "held"})
+    # the rewrite differentiates the model only (an nnx.Optimizer holds integer state)
+    fixed_definition, fixed_call = _applied(facts.get("transform"), {holder_label: "holder", held_label: "held"},
+                                            differentiated=[held_label])
+    body = _code(_BOX, setup, definition, call, "return 'ran'")
+    control = _code(_BOX, fixed_setup, fixed_definition, fixed_call, "return 'ran'")
+    return Reproduction(body, expect_error="aliasing", control=control)

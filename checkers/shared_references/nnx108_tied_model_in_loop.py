@@ -1,0 +1,305 @@
+"""NNX108 ``tied-model-in-loop``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.shared_references.analysis import (
+    _alias_shape,
+    Argument,
+    _KIND_WORDS,
+    _overlapping_pair,
+    _relative_parts,
+    _short,
+)
+from checkers.shared_references.base import _FamilyRule
+from checkers.shared_references.reproduction import (
+    _access,
+    _BOX,
+    _code,
+    _emit_tree,
+    _index_of,
+    _path_parts,
+    _tree_of,
+)
+from nnx_lint.classes import join_path
+from nnx_lint.facts import Facts
+from nnx_lint.fixes.sites import pin_sites_in
+from nnx_lint.program_text import bounded_index, identifier_or, is_identifier, set_attribute
+from nnx_lint.rule import Invalid, Reproduction, Valid, differs
+
+
+@dataclass(frozen=True, kw_only=True)
+class TiedModelInLoopFacts(Facts):
+    """What ``NNX108`` reports (the diagnostic's ``facts``, in this order)."""
+
+    transform: str
+    what: str
+    class_name: str | None
+    first_path: str
+    second_path: str
+    argument: str
+    confidence: str
+    kind: str
+    first_part: str
+    second_part: str
+    container_type: str | None
+    pin: list
+
+
+class TiedModelInLoop(_FamilyRule):
+    """A model with shared Variables carried through `nnx.fori_loop` / `nnx.while_loop`.
+
+    What it does:
+        Flags `nnx.fori_loop(...)` / `nnx.while_loop(...)` whose `init_val` is (or
+        contains) an instance of a class with aliased attributes (the NNX101 / NNX102 /
+        NNX105 findings), or contains one object twice. Respects the loop's opt-in
+        (`graph=True, graph_updates=True`, `nnx.compat.*`, scope).
+
+    Why is this bad?:
+        Unlike every other NNX transform, Tree Mode `fori_loop` / `while_loop` do not
+        check for aliasing: each alias is carried as an independent copy and written back
+        in path order, so the last alias wins and the other updates are silently lost
+        (`a=1.0 b=1.0` instead of `3.0` in the catalogue's reproduction); inside the body
+        the aliases diverge. Untie the model (store the Variable once) before looping.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A6
+        - {spec}
+    """
+
+    code = "NNX108"
+    facts_type = TiedModelInLoopFacts
+    fixes = ("pin",)
+    symbol = "tied-model-in-loop"
+    kind = "silent"
+    catalogue = ("A6",)
+    message = "`nnx.{transform}` carries {what}: Tree Mode silently loses some updates"
+    help = (
+        "Tree Mode loops do not check aliasing: each alias is carried as an independent copy and all but "
+        "one of the updates are silently lost. Untie the model (store the Variable once and tie by use) "
+        "before looping"
+    )
+    VALID = [
+        Valid(
+            "untied-model-loop",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Untied(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Param(jnp.ones(()))
+                def __call__(self, x):
+                    self.a[...] += 1.0
+                    return x * self.a[...] * self.a[...]
+
+            m = Untied()
+            m = nnx.fori_loop(0, 2, lambda i, m: (m(jnp.ones(())), m)[1], m)
+            """,
+        ),
+        Valid(
+            "opted-in-loop",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Tied(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Param(jnp.ones(())); self.b = self.a
+
+            m = Tied()
+            m = nnx.compat.fori_loop(0, 2, lambda i, m: m, m)
+            m = nnx.while_loop(lambda m: m.a[...] < 3, lambda m: m, m, graph=True, graph_updates=True)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "tied-model-r75",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Tied(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Param(jnp.ones(())); self.b = self.a
+                def __call__(self, x):
+                    self.a[...] += 1.0
+                    return x * self.a[...] * self.b[...]
+
+            x = jnp.ones(())
+            m = Tied()
+            m = nnx.fori_loop(0, 2, lambda i, m: (m(x), m)[1], m)  # NNX108
+            m = nnx.while_loop(lambda m: m.a[...] < 3, lambda m: (m(x), m)[1], m)  # NNX108
+            """,
+            tree_mode=differs("the tied attributes end at a=1.0 b=1.0 instead of 3.0 (updates lost)"),
+        ),
+        Invalid(
+            "same-object-twice-in-carry",
+            """
+            from flax import nnx
+
+            model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            state = nnx.fori_loop(0, 3, lambda i, c: c, (model, model))  # NNX108
+            """,
+            tree_mode=differs("each copy is updated independently; the last one written back wins"),
+        ),
+    ]
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """The tied class (or the carry holding one object twice) in the finding's loop;
+        see :func:`_tied_loop_reproduction` for why both Tree Mode oracles observe the lost
+        update although tree_runtime raises where flax stays silent (deviation A6).
+        Control: the object stored (carried) once."""
+        return _tied_loop_reproduction(facts)
+
+    def visit_call(self, node: nodes.Call) -> None:
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in ("fori_loop", "while_loop"):
+            return
+        use = self.finder.use_of(node)
+        if use is None or use.keeps_graph or not use.arguments:
+            return
+        init = use.arguments[0].expression
+        parts = list(init.elts) if isinstance(init, (nodes.Tuple, nodes.List)) else [init]
+        for part in parts:
+            cls = self.classes.class_of(part)
+            if cls is None or cls.definition is None:
+                continue
+            aliases = self.classes.construction(cls.definition).aliases
+            if aliases:
+                alias = aliases[0]
+                what = (f"`{_short(part)}`, a `{cls.short_name}` whose `{join_path(alias.first_path)}` and "
+                        f"`{join_path(alias.second.path)}` are one object")
+                self.report(node, transform=call.name, what=what, class_name=cls.short_name,
+                            first_path=join_path(alias.first_path), second_path=alias.second.display_path,
+                            argument=_short(part), confidence="static",
+                            kind=_KIND_WORDS.get(alias.kind, alias.kind), **_alias_shape(alias),
+                            pin=pin_sites_in(self.context, call))
+                return
+        refs = [(Argument(f"init_val[{i}]", i, part), self.classes.ref_of(part)) for i, part in enumerate(parts)]
+        pair = _overlapping_pair(self.classes, refs)
+        if pair is not None:
+            first, ref_a, second, ref_b, kinds = pair
+            first_part, second_part = _relative_parts(ref_a, ref_b)
+            what = f"`{_short(first.expression)}` and `{_short(second.expression)}`, one object twice"
+            self.report(node, transform=call.name, what=what, class_name=None, first_path=first.label,
+                        second_path=second.label, argument=_short(init), confidence="static",
+                        kind=_KIND_WORDS.get(kinds[0], kinds[0]) if not first_part else
+                        _KIND_WORDS.get(kinds[1], kinds[1]),
+                        first_part=first_part, second_part=second_part, container_type=None,
+                        pin=pin_sites_in(self.context, call))
+
+
+def _tied_loop_reproduction(facts: dict) -> Reproduction:
+    """NNX108: the finding's tied model (or a carry holding one object twice) in the loop.
+
+    The body updates the alias that comes first in flattening order (sorted attribute
+    names, list positions): Tree Mode writes the carried copies back in that order, so the
+    other alias's stale copy overwrites the update. The observation is the value of both
+    aliases after the loop: graph mode gives the updated value at both, flax in Tree Mode
+    silently gives the initial one at both. tree_runtime follows the FLIP and rejects the
+    aliased carry (aliasing ValueError "Duplicate ..." before anything runs); the program
+    catches exactly that error and observes the untouched model, so both Tree Mode
+    implementations observe the same lost update (docs/runtime.md, deviation A6).
+    ``traced=False``: the observation is the loop's concrete values, which abstract
+    tracing cannot show.
+    """
+    kind = facts.get("kind") or "Variable"
+    transform = facts.get("transform") if facts.get("transform") in ("fori_loop", "while_loop") else "fori_loop"
+    first_part, second_part = facts.get("first_part"), facts.get("second_part")
+    first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
+    carry = first.startswith("init_val[") and second.startswith("init_val[")
+    if kind == "Rngs":
+        stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
+        shared = f"nnx.Rngs({stream}=0)"
+        update, observe, start, updated = "{}()", "int({}.count[...])", 0, 2
+
+        def leaf(base: str, part: str | None) -> str:  # the stream: stored as such, or of the Rngs
+            return base if part else f"{base}.{stream}"
+    else:
+        # a scalar Param reached from both aliases: at the deeper part, else `.w` of a Box
+        deepest = max([first_part or "", second_part or ""], key=len)
+        if deepest:
+            shared = _emit_tree(_tree_of([(deepest, "nnx.Param(jnp.ones(()))")]))
+        else:
+            shared = "nnx.Param(jnp.ones(()))" if kind == "Variable" else "Box(w=nnx.Param(jnp.ones(())))"
+        update, observe, start, updated = "{}[...] += 1.0", "float(jnp.sum({}[...]))", 1.0, 3.0
+
+        def leaf(base: str, part: str | None) -> str:
+            # `base` holds `shared` reached at `part`: go on to the Param
+            own = part or ""
+            rest = deepest[len(own):].lstrip(".") if deepest else ("" if kind == "Variable" else "w")
+            return _access(base, rest)
+
+    if carry:
+        parts = {bounded_index(_index_of(first)[1], "the carry position"): first_part,
+                 bounded_index(_index_of(second)[1], "the carry position"): second_part}
+        positions = sorted(parts)
+        size = max(positions) + 1
+
+        def make(tied: bool) -> str:
+            items = [_access("shared", parts[i]) if i in parts else "jnp.ones(())" for i in range(size)]
+            if not tied:  # the rewrite: carry the object once
+                items = [item for i, item in enumerate(items) if i != positions[-1]]
+            return f"shared = {shared}\nmodel = ({', '.join(items)},)"
+
+        targets = [leaf(f"model[{p}]", parts[p]) for p in (positions[0], positions[-1])]
+        body_target = leaf(f"m[{positions[0]}]", parts[positions[0]])
+    else:
+        class_name = identifier_or(facts.get("class_name"), "Model")
+
+        def flattening_order(item):
+            return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in _path_parts(item[0])]
+
+        ordered = sorted([(first, first_part), (second, second_part)], key=flattening_order)
+        tree = _tree_of([(path, _access("shared", part)) for path, part in ordered])
+
+        def make(tied: bool) -> str:
+            stores = tree if tied else tree_without(tree, ordered[1][0])  # the rewrite: store it once
+            lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
+            lines += ["        " + set_attribute("self", name, _emit_tree(child)) for name, child in stores.items()
+                      if isinstance(name, str)]
+            return "\n".join(lines) + f"\n\nmodel = {class_name}()"
+
+        targets = [leaf(_access("model", path), part) for path, part in ordered]
+        body_target = leaf(_access("m", ordered[0][0]), ordered[0][1])
+    value = observe.format(body_target).replace("int(", "(").replace("float(", "(")
+    loop = ("nnx.fori_loop(0, 2, body, model)" if transform == "fori_loop"
+            else f"nnx.while_loop(lambda m: {value} < {updated!r}, body, model)")
+
+    def program(tied: bool) -> str:
+        observed = targets if tied else [targets[0], targets[0]]
+        return _code(_BOX, make(tied), f"""
+            def body(*args):
+                m = args[-1]
+                {update.format(body_target)}
+                return m
+
+            try:
+                {loop}
+            except ValueError as error:  # tree_runtime (FLIP): the aliased carry is rejected
+                if "Duplicate" not in str(error):
+                    raise
+            return [{observe.format(observed[0])}, {observe.format(observed[1])}]
+            """)
+
+    return Reproduction(program(True), expect_tree=[start, start], expect_graph=[updated, updated],
+                        control=program(False), traced=False)
+
+
+def tree_without(tree: dict, path: str) -> dict:
+    """A copy of a nested store tree without the store at ``path``."""
+    import copy
+
+    result = copy.deepcopy(tree)
+    parts = _path_parts(path)
+    node = result
+    for part in parts[:-1]:
+        node = node.get(part, {})
+    if isinstance(node, dict):
+        node.pop(parts[-1], None)
+    return result

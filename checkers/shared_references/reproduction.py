@@ -1,0 +1,261 @@
+"""Reproduction builders and program pieces shared by several shared references rules."""
+from __future__ import annotations
+
+import re
+import textwrap
+
+from nnx_lint.program_text import (
+    UnsafeFact,
+    access,
+    bounded_index,
+    identifier,
+    is_identifier,
+    keyword_arguments,
+    set_attribute,
+    shown,
+)
+from nnx_lint.rule import Reproduction
+
+
+# ---------------------------------------------------------------------------------------
+# Reproduction builders (nnx-lint --confirm): programs with the finding's shape
+# ---------------------------------------------------------------------------------------
+#
+# Every program uses only names both `tree_runtime` and `flax.nnx` provide. A finding's
+# attribute paths are rebuilt with `Box`, a plain Module whose constructor stores its
+# keyword arguments, `nnx.List` for `[i]` positions and `nnx.Sequential` where the finding
+# names one; the shared object is a flax layer of the finding's kind.
+#
+# Paths, keys and names come from the analysed code: they reach the program only through
+# `nnx_lint.program_text` (safe names as names, other keys as `repr` literals, indices as
+# validated ints); a fact it cannot place safely means no reproduction (`UnsafeFact`).
+
+_BOX = '''
+class Box(nnx.Module):
+    """A plain Module storing its keyword arguments: the finding's attribute paths."""
+
+    def __init__(self, **children):
+        for name, child in children.items():
+            setattr(self, name, child)
+'''
+
+
+_PATH_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(\d+)\]|\[(?:'([^']*)'|\"([^\"]*)\")\]")
+
+
+#: Transforms the reproductions run as they are (both tree_runtime and flax implement
+#: them); any other transform (pmap, shard_map, checkify, custom_vjp, ...) is reproduced
+#: with nnx.jit: the input/output aliasing check is the same in every Tree Mode transform.
+_REPRO_TRANSFORMS = frozenset({"jit", "vmap", "grad", "value_and_grad", "remat", "eval_shape", "cond", "switch"})
+
+
+#: Graph APIs the reproductions can pass a model through (both implementations reject
+#: shared references there).
+_REPRO_GRAPH_APIS = {
+    "split": "nnx.split(model)",
+    "state": "nnx.state(model)",
+    "graphdef": "nnx.graphdef(model)",
+    "clone": "nnx.clone(model)",
+    "iter_graph": "list(nnx.iter_graph(model))",
+}
+
+
+def _path_parts(path: str | None) -> list:
+    """``"blocks[0].stream"`` -> ``["blocks", 0, "stream"]`` (strings: attributes or keys;
+    neither is checked here: :func:`nnx_lint.program_text.access` places them safely).
+    A path of another shape is no path the program can rebuild: :class:`UnsafeFact`."""
+    parts: list = []
+    position = 0
+    text = path or ""
+    while position < len(text):
+        match = _PATH_TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            raise UnsafeFact(f"{shown(path)} is not an attribute path")
+        name, number, key_a, key_b = match.groups()
+        if number is not None:
+            parts.append(bounded_index(int(number), f"the index in the path {shown(path)}"))
+        else:
+            parts.append(name if name is not None else (key_a or key_b or ""))
+        position = match.end()
+    return parts
+
+
+def _access(base: str, path: str | None) -> str:
+    """Source text reaching ``path`` from ``base``."""
+    return access(base, _path_parts(path))
+
+
+def _emit_tree(tree, container_type: str | None = None) -> str:
+    """Source text building a nested tree: dict of str -> Box, of int -> List/Sequential."""
+    if not isinstance(tree, dict):
+        return tree
+    if tree and all(isinstance(k, int) for k in tree):
+        items = [_emit_tree(tree[i], container_type) if i in tree else
+                 ("nnx.relu" if container_type == "Sequential" else "Box()") for i in range(max(tree) + 1)]
+        if container_type == "Sequential":
+            return "nnx.Sequential(" + ", ".join(items) + ")"
+        return "nnx.List([" + ", ".join(items) + "])"
+    if container_type == "Sequential" and list(tree) == ["layers"] and isinstance(tree["layers"], dict) \
+            and tree["layers"] and all(isinstance(k, int) for k in tree["layers"]):
+        return _emit_tree(tree["layers"], container_type)
+    arguments = keyword_arguments({name: _emit_tree(child, container_type) for name, child in tree.items()
+                                   if isinstance(name, str)})
+    return f"Box({arguments})"
+
+
+def _tree_of(stores: list[tuple[str, str]]) -> dict:
+    """``[(path, expression)]`` -> nested dict (later stores at one path win)."""
+    tree: dict = {}
+    for path, expression in stores:
+        parts = _path_parts(path)
+        if not parts:
+            continue
+        node = tree
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = expression
+    return tree
+
+
+def _shared_object(kind: str | None, parts: list[str | None], scalar: bool = False) -> str:
+    """A fresh object of ``kind`` that has every attribute path in ``parts``."""
+    wanted = [p for p in parts if p]
+    if kind == "Rngs":
+        streams = [_path_parts(p)[0] for p in wanted if _path_parts(p) and isinstance(_path_parts(p)[0], str)]
+        stream = identifier(streams[0], "the Rngs stream") if streams else "default"
+        return f"nnx.Rngs({stream}=0)"
+    if kind == "Variable" and not wanted:
+        return "nnx.Param(jnp.ones(()))" if scalar else "nnx.Param(jnp.ones((2, 2)))"
+    if not wanted or all(p in ("kernel", "bias") for p in wanted):
+        return "Box(w=nnx.Param(jnp.ones(())))" if scalar else "nnx.Linear(2, 2, rngs=nnx.Rngs(0))"
+    if all(p == "embedding" for p in wanted):
+        return "nnx.Embed(4, 2, rngs=nnx.Rngs(0))"
+    return _emit_tree(_tree_of([(p, "nnx.Linear(2, 2, rngs=nnx.Rngs(0))") for p in wanted]))
+
+
+def _viewed(expression: str, part: str | None, view: str | None) -> str:
+    """``expression`` reached at ``part``, then seen through ``view`` (state / split group)."""
+    text = _access(expression, part)
+    if view == "state":
+        return f"nnx.state({text})"
+    if view == "split":
+        return f"nnx.split({text})[1]"
+    return text
+
+
+def _index_of(label: str | None) -> tuple[str, int | str]:
+    """``"args[1]"`` -> ``("args", 1)``; ``"kwargs['x']"`` -> ``("kwargs", "x")``."""
+    match = re.match(r"(\w+)\[(?:(\d+)|'([^']*)'|\"([^\"]*)\")\]", label or "")
+    if match is None:
+        return "args", 0
+    group, number, key_a, key_b = match.groups()
+    return group, bounded_index(int(number), "the argument position") if number is not None else (key_a or key_b)
+
+
+def _applied(transform: str | None, placed: dict, function: str = "f", result: str = "None",
+             differentiated: list[str] | None = None) -> tuple[str, str]:
+    """``(definition, call)``: ``function`` taking the values in ``placed`` (label -> source)
+    at their positions (free positions get an array), transformed by ``transform``.
+
+    The function returns ``result`` (source over the parameters ``p0, p1, ...`` and
+    keyword parameters), except for grad/value_and_grad, which return a scalar loss
+    (and ``result`` as aux), differentiating the values at ``differentiated`` (default: all).
+    """
+    transform = transform if transform in _REPRO_TRANSFORMS else "jit"
+    positional: dict[int, str] = {}
+    diff_indices: list[int] = []
+    keywords: dict[str, str] = {}
+    for label, source in placed.items():
+        group, index = _index_of(label)
+        if group == "kwargs" and transform == "jit" and is_identifier(index):
+            keywords[index] = source
+        else:
+            position = index if isinstance(index, int) else len(positional)
+            positional[position] = source
+            if differentiated is None or label in differentiated:
+                diff_indices.append(position)
+    # vmap needs one mapped argument: an array after the others
+    count = (max(positional) + 1) if positional else 0
+    arguments = [positional.get(i, "jnp.ones(2)") for i in range(count)]
+    parameters = [f"p{i}" for i in range(count)] + list(keywords)
+    if transform == "vmap":
+        arguments.append("jnp.ones(2)")
+        parameters.append("x")
+    signature = ", ".join(parameters)
+    body = "jnp.sum(jnp.ones(()))" if transform in ("grad", "value_and_grad") else result
+    if transform in ("grad", "value_and_grad") and result != "None":
+        body = f"(jnp.sum(jnp.ones(())), {result})"
+    definition = f"def {function}({signature}):\n    return {body}\n"
+    passed = ", ".join(arguments + [f"{k}={v}" for k, v in keywords.items()])
+    if transform == "vmap":
+        axes = ", ".join(["None"] * (len(arguments) - 1) + ["0"])
+        out = ", out_axes=None" if result != "None" else ""  # a returned input is not mapped
+        call = f"nnx.vmap({function}, in_axes=({axes},){out})({passed})"
+    elif transform in ("grad", "value_and_grad"):
+        # every object differentiated (graph mode rejects one object both differentiated and not)
+        indices = sorted(diff_indices) or [0]
+        argnums = str(indices[0]) if len(indices) == 1 else "(" + ", ".join(map(str, indices)) + ")"
+        aux = ", has_aux=True" if result != "None" else ""
+        call = f"nnx.{transform}({function}, argnums={argnums}{aux})({passed})"
+    elif transform == "eval_shape":
+        call = f"nnx.eval_shape({function}{', ' if passed else ''}{passed})"
+    elif transform == "cond":
+        call = f"nnx.cond(True, {function}, {function}{', ' if passed else ''}{passed})"
+    elif transform == "switch":
+        call = f"nnx.switch(0, [{function}, {function}]{', ' if passed else ''}{passed})"
+    else:
+        call = f"nnx.{transform}({function})({passed})"
+    return definition, call
+
+
+def _code(*blocks: str) -> str:
+    return "\n".join(textwrap.dedent(block).strip("\n") for block in blocks if block) + "\n"
+
+
+def _class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
+    """NNX101 / NNX102 / NNX105: the finding's class (or container), with one object
+    stored at both paths, passed through the API the file uses it with (else nnx.jit).
+
+    ``tie_fix`` is the control's Tree Mode rewrite: ``"once"`` (store it once, tie by
+    use), ``"distinct"`` (a distinct object at the second path) or ``"fork"``.
+    """
+    kind = facts.get("kind")
+    first_part, second_part = facts.get("first_part"), facts.get("second_part")
+    shared = _shared_object(kind, [first_part, second_part])
+    container_type = facts.get("container_type")
+    first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
+
+    def build(second_value: str | None) -> str:
+        stores = [(first, _access("shared", first_part))]
+        if second_value is not None:
+            stores.append((second, second_value))
+        tree = _tree_of(stores)
+        class_name = facts.get("class_name")
+        if is_identifier(class_name) and all(isinstance(k, str) for k in tree):
+            lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
+            lines += ["        " + set_attribute("self", name, _emit_tree(child, container_type))
+                      for name, child in tree.items()]
+            return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
+        return f"shared = {shared}\nmodel = {_emit_tree(tree, container_type)}\n"
+
+    use = facts.get("used_with")
+    if use in _REPRO_GRAPH_APIS:
+        apply = f"{_REPRO_GRAPH_APIS[use]}\nreturn 'ran'"
+    elif use in _REPRO_TRANSFORMS:
+        definition, call = _applied(use, {"args[0]": "model"})
+        apply = f"{definition}{call}\nreturn 'ran'"
+    else:  # no use in the file, or one reproduced by nnx.jit (see _REPRO_TRANSFORMS)
+        definition, call = _applied("jit", {"args[0]": "model"})
+        apply = f"{definition}{call}\nreturn 'ran'"
+    if tie_fix == "once":
+        fixed = None
+    elif tie_fix == "fork":
+        fixed = _access("shared.fork()", second_part)
+    else:
+        fixed = _access(_shared_object(kind, [first_part, second_part]), second_part)
+    body = _code(_BOX, build(_access("shared", second_part)), apply)
+    control = _code(_BOX, build(fixed), apply)
+    return Reproduction(body, expect_error="aliasing", control=control)
