@@ -1,6 +1,8 @@
 """The one record every front-end reports."""
 from __future__ import annotations
 
+import os
+
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -103,8 +105,6 @@ class Diagnostic:
     def with_path(self, path: str) -> Diagnostic:
         """The same finding reported under ``path`` (the same file named another way): related
         locations in this file follow it, those in other files are re-based alike."""
-        from nnx_lint.related import rebase
-
         related = tuple(replace(r, path=rebase(r.path, self.path, path)) for r in self.related)
         return replace(self, path=path, facts=dict(self.facts), related=related)
 
@@ -113,3 +113,22 @@ def analysed_whole(diagnostics) -> bool:
     """Whether none of a file's ``diagnostics`` says it could not be analysed whole (kind
     ``linter``: unreadable, unparsable, over its budget, or a rule failed)."""
     return not any(d.kind == "linter" for d in diagnostics)
+
+
+def rebase(related_path: str, old: str, new: str) -> str:
+    """A related location's path once its finding's path ``old`` is displayed as ``new``
+    (a cached finding read from another working directory): the linted file itself
+    becomes ``new``, another file keeps its place relative to it.
+
+    >>> rebase("src/base.py", "src/model.py", "/p/src/model.py")
+    '/p/src/base.py'
+    >>> rebase("src/model.py", "src/model.py", "model.py")
+    'model.py'
+    """
+    if related_path == old or old == new:
+        return new if related_path == old else related_path
+    try:
+        relative = os.path.relpath(related_path, os.path.dirname(old) or os.curdir)
+    except ValueError:
+        return related_path
+    return os.path.normpath(os.path.join(os.path.dirname(new), relative))

@@ -91,23 +91,6 @@ def _relative_to_cwd(path: str) -> str:
         return path
 
 
-def rebase(related_path: str, old: str, new: str) -> str:
-    """A related location's path once its finding's path ``old`` is displayed as ``new``
-    (a cached finding read from another working directory): the linted file itself
-    becomes ``new``, another file keeps its place relative to it.
-
-    >>> rebase("src/base.py", "src/model.py", "/p/src/model.py")
-    '/p/src/base.py'
-    >>> rebase("src/model.py", "src/model.py", "model.py")
-    'model.py'
-    """
-    if related_path == old or old == new:
-        return new if related_path == old else related_path
-    try:
-        relative = os.path.relpath(related_path, os.path.dirname(old) or os.curdir)
-    except ValueError:
-        return related_path
-    return os.path.normpath(os.path.join(os.path.dirname(new), relative))
 
 
 def position(related: Related) -> str:

@@ -90,7 +90,7 @@ def test_report_refuses_a_fact_the_rule_does_not_declare():
     reported = []
 
     class Context:
-        def report(self, rule, node, facts, message=None, help=None):
+        def report(self, rule, node, facts, message=None, help=None, related=None):
             reported.append(facts)
 
     instance = rule(Context())

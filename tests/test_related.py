@@ -7,6 +7,8 @@ message, so tests can make it hostile), and class ``Base`` of the project module
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import json
 import os
 import pickle
@@ -23,14 +25,21 @@ from nnx_lint.engine import lint_bytes, lint_source
 from nnx_lint.project import Project
 from nnx_lint.registry import all_rules
 from nnx_lint.reporters import render_github, render_json, render_sarif, render_text
+from nnx_lint.facts import Facts
 from nnx_lint.rule import Rule
 from nnx_lint.runner import RunResult
+
+
+@dataclass(frozen=True)
+class ProbeFacts(Facts):
+    """The probe reports no facts."""
 
 
 class RelatedProbe(Rule):
     """Test-only: ``probe(...)`` with its related lines (not in checkers/, never discovered)."""
 
     code = "NNX998"
+    facts_type = ProbeFacts
     symbol = "related-probe"
     message = "probe called"
     kind = "advisory"
@@ -112,8 +121,14 @@ def test_with_path_moves_this_files_locations_and_rebases_the_others():
 def test_path_doctests():
     import doctest
 
+    from nnx_lint import diagnostic
+
     failures, tried = doctest.testmod(related_module)
-    assert tried >= 4 and not failures
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    for test in finder.find(diagnostic.rebase, "rebase", globs={"rebase": diagnostic.rebase}):
+        runner.run(test)
+    assert tried + runner.tries >= 4 and not failures and not runner.failures
 
 
 # -- the rule API -------------------------------------------------------------------------------------
