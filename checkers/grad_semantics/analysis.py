@@ -1,20 +1,22 @@
 """Analysis helpers shared by several grad semantics rules."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import bound_values, lookup
+from nnx_lint.flow import lookup
+from nnx_lint.transforms import transform_resolver
+from nnx_lint.values import value_model
 from nnx_lint.variables import (
     TREE_MAPS,
     GradApplication,
     GradientFlow,
     Holdings,
-    unaffected_by_flip,
     variable_model,
 )
 
@@ -55,21 +57,8 @@ WHOLE_TREE_CONSUMERS = {
     "jax.tree_util.tree_reduce": 1,
 }
 
-
-_STATE_PRODUCERS = frozenset({
-    "flax.nnx.state", "flax.nnx.variables", "flax.nnx.State", "flax.nnx.filter_state", "flax.nnx.clone",
-    "flax.nnx.to_tree", "flax.nnx.from_flat_state",
-})
-
-
-_SPLITS = frozenset({"flax.nnx.split", "flax.nnx.split_state"})
-
-
-_STATE_TYPES = frozenset({"flax.nnx.State", "flax.nnx.GraphState"})
-
-
 #: Module classes of flax whose gradients are indexable or iterable like a State.
-_CONTAINER_MODULES = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential", "flax.nnx.State"})
+_CONTAINER_MODULES = nnx_api.CONTAINER_MODULES | nnx_api.STATE_CLASSES
 
 
 @dataclass
@@ -81,7 +70,8 @@ class Differentiated:
     class_name: str | None
     qualified_name: str | None
     holdings: Holdings | None
-    #: "class" (constructor/annotation of the argument), "loss-annotation", "called-in-loss"
+    #: "class" (constructor/annotation of the argument), "loss-annotation", "called-in-loss",
+    #: or "call site line N" (one of several classes the callers pass)
     evidence: str
     #: attribute names the class defines (methods), to avoid State-method false positives
     class_attributes: frozenset[str]
@@ -108,22 +98,34 @@ class _Analysis:
     def __init__(self, context) -> None:
         self.context = context
         self.variables = variable_model(context)
+        self.values = value_model(context)
+        self.transforms = transform_resolver(context)
         self.flow = GradientFlow(context)
-        self._memo: dict[int, tuple[GradApplication, list[Differentiated]] | None] = {}
+        self._memo: dict[int, tuple[GradApplication, list[list[Differentiated]]] | None] = {}
 
-    def application(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
+    def application(self, call: nodes.Call) -> tuple[GradApplication, list[list[Differentiated]]] | None:
+        """The grad application ``call`` is, with the candidates for each differentiated argument."""
         key = id(call)
         if key not in self._memo:
             self._memo[key] = self._analyse(call)
         return self._memo[key]
 
-    def differentiated_at(self, call: nodes.Call) -> Iterator[tuple[GradApplication, Differentiated]]:
-        """``(application, argument)`` for each differentiated argument if ``call`` applies a grad."""
+    def differentiated_at(self, call: nodes.Call, breaks: Callable[[Differentiated], bool] | None = None,
+                          ) -> Iterator[tuple[GradApplication, Differentiated]]:
+        """``(application, argument)`` for each differentiated argument if ``call`` applies a grad.
+
+        When several classes reach an argument (callers of an unannotated parameter that
+        disagree), each is a candidate: with ``breaks`` the first candidate for which it holds
+        is yielded (the rule flags if one of them breaks, and names it), else the first one.
+        """
         analysed = self.application(call)
-        if analysed is not None:
-            application, arguments = analysed
-            for differentiated in arguments:
-                yield application, differentiated
+        if analysed is None:
+            return
+        application, arguments = analysed
+        for candidates in arguments:
+            chosen = next((c for c in candidates if breaks is None or breaks(c)), None)
+            if chosen is not None:
+                yield application, chosen
 
     # -- which calls apply a grad-transformed function ------------------------------------
     def _analyse(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
@@ -135,56 +137,44 @@ class _Analysis:
         found = []
         for position in application.argnums:
             if position < len(call.args):
-                differentiated = self._differentiated(application, position, call.args[position])
-                if differentiated is not None:
-                    found.append(differentiated)
+                candidates = self._candidates(application, position, call.args[position])
+                if candidates:
+                    found.append(candidates)
         return application, found
 
+    def _candidates(self, application: GradApplication, position: int, argument: nodes.NodeNG) -> list[Differentiated]:
+        """What the argument may be: the one known class, or every class the callers of an
+        unannotated parameter pass (evidence ``call site line N``)."""
+        single = self._differentiated(application, position, argument)
+        if single is not None and single.evidence != "called-in-loss":
+            return [single]
+        if not self.is_state_value(argument):
+            several = [self._of_class(position, argument, candidate.ref, f"call site line {candidate.call.lineno}")
+                       for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
+            several = [d for d in several if d is not None]
+            if len(several) > 1:
+                return several
+        return [single] if single is not None else []
+
     def _application(self, call: nodes.Call) -> GradApplication | None:
-        func = call.func
-        if isinstance(func, nodes.Call):
-            return self._from_transform_call(call, func)
-        if isinstance(func, nodes.Name):
-            for value in bound_values(func):
-                if isinstance(value, nodes.Call):
-                    found = self._from_transform_call(call, value)
-                    if found is not None:
-                        return found
-            try:
-                _scope, assignments = lookup(func)
-            except Exception:
-                return None
-            for assignment in assignments:
-                if isinstance(assignment, nodes.FunctionDef) and assignment.decorators:
-                    found = self._from_decorated(call, assignment)
-                    if found is not None:
-                        return found
-        return None
-
-    def _from_transform_call(self, call: nodes.Call, transform: nodes.Call) -> GradApplication | None:
-        nnx_call = self.context.nnx_call(transform)
-        if nnx_call is None or nnx_call.name not in ("grad", "value_and_grad") or nnx_call.via_partial:
+        """The grad application ``call`` is, through the one transform resolver: an inline
+        ``nnx.grad(loss)(m)``, a name bound to one, a decorated function (also imported), a
+        ``partial(nnx.grad, ...)`` factory, a stored ``self._grad_fn``."""
+        found = self.transforms.transformed(call.func)
+        if found is None:
             return None
-        args = nnx_call.args
-        loss = args[0] if args else nnx_call.keywords.get("f")
-        argnums = nnx_call.keywords.get("argnums", args[1] if len(args) > 1 else None)
-        has_aux = nnx_call.keywords.get("has_aux", args[2] if len(args) > 2 else None)
-        return self._make(call, nnx_call.name, transform, unaffected_by_flip(self.context, nnx_call),
-                          argnums, has_aux, self._function_of(loss))
-
-    def _from_decorated(self, call: nodes.Call, function: nodes.FunctionDef) -> GradApplication | None:
-        for decorator in function.decorators.nodes:
-            if isinstance(decorator, nodes.Call):
-                nnx_call = self.context.nnx_call(decorator)
-                if nnx_call is None or nnx_call.name not in ("grad", "value_and_grad"):
-                    continue
-                return self._make(call, nnx_call.name, decorator, unaffected_by_flip(self.context, nnx_call),
-                                  nnx_call.keywords.get("argnums"), nnx_call.keywords.get("has_aux"), function)
-            name = self.context.qualified_name(decorator)
-            if name in ("flax.nnx.grad", "flax.nnx.value_and_grad", "flax.nnx.compat.grad", "flax.nnx.compat.value_and_grad"):
-                keeps = ".compat." in name or unaffected_by_flip(self.context, node=decorator)
-                return self._make(call, name.rpartition(".")[2], decorator, keeps, None, None, function)
-        return None
+        transform, function, keeps = found
+        if transform.name not in ("grad", "value_and_grad"):
+            return None
+        args, keywords = transform.args, transform.keywords
+        if isinstance(function, nodes.FunctionDef) and function.decorators \
+                and transform.node in function.decorators.nodes:
+            loss = function  # @nnx.grad / @nnx.grad(argnums=...): the decorated function
+        else:
+            loss = self._function_of(args[0] if args else keywords.get("f"))
+        argnums = keywords.get("argnums", args[1] if len(args) > 1 else None)
+        has_aux = keywords.get("has_aux", args[2] if len(args) > 2 else None)
+        return self._make(call, transform.name, transform.node, keeps, argnums, has_aux, loss)
 
     @staticmethod
     def _make(call, transform, node, keeps, argnums_node, has_aux_node, loss) -> GradApplication:
@@ -231,22 +221,27 @@ class _Analysis:
             ref = self._loss_annotation(application.loss, position)
             evidence = "loss-annotation"
         if ref is not None:
-            if ref.qualified_name in _CONTAINER_MODULES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
-                return None
-            if ref.definition is not None:
-                if not classes.info(ref.definition).is_nnx_module:
-                    return None
-                holdings = self.variables.holdings(ref.definition)
-                attributes = frozenset(_class_attributes(ref.definition, classes))
-            else:
-                holdings = self.variables.holdings_of_ref(ref, argument if isinstance(argument, nodes.Call) else None)
-                if holdings is None:
-                    return None  # an external class: not known to be a Module
-                attributes = frozenset()
-            return Differentiated(position, argument, ref.short_name, ref.qualified_name, holdings, evidence, attributes)
+            return self._of_class(position, argument, ref, evidence)
         if _is_called_in(application.loss, position):
             return Differentiated(position, argument, None, None, None, "called-in-loss", frozenset())
         return None
+
+    def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
+        """The argument as an instance of ``ref``, when that class is (or may be) a Module."""
+        classes = self.context.classes
+        if ref.qualified_name in _CONTAINER_MODULES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
+            return None
+        if ref.definition is not None:
+            if not classes.info(ref.definition).is_nnx_module:
+                return None
+            holdings = self.variables.holdings(ref.definition)
+            attributes = frozenset(_class_attributes(ref.definition, classes))
+        else:
+            holdings = self.variables.holdings_of_ref(ref, argument if isinstance(argument, nodes.Call) else None)
+            if holdings is None:
+                return None  # an external class: not known to be a Module
+            attributes = frozenset()
+        return Differentiated(position, argument, ref.short_name, ref.qualified_name, holdings, evidence, attributes)
 
     def _loss_annotation(self, loss: nodes.NodeNG | None, position: int):
         if not isinstance(loss, nodes.FunctionDef):
@@ -258,66 +253,9 @@ class _Analysis:
         return self.context.classes.resolve(self.context.classes._resolver_for(annotation).qualified_name(annotation))
 
     # -- State values -----------------------------------------------------------------------
-    def is_state_value(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
-        """``nnx.state(...)``, ``nnx.split(...)[1]``, a name bound to one, ...: an ``nnx.State``."""
-        if depth > 4:
-            return False
-        if isinstance(expression, nodes.Call):
-            name = self.context.qualified_name(expression.func)
-            if name == "flax.nnx.clone":
-                return bool(expression.args) and self.is_state_value(expression.args[0], depth + 1)
-            return name in _STATE_PRODUCERS
-        if isinstance(expression, nodes.Subscript):
-            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in _SPLITS:
-                return _is_int(expression.slice) and expression.slice.value >= 1
-            return False
-        if isinstance(expression, nodes.Attribute):  # self.params, stored as a State
-            owner = self.context.classes.class_of_self(expression.expr)
-            if owner is None or owner.definition is None:
-                return False
-            stores = self.context.classes.info(owner.definition).stores_of(expression.attrname)
-            return bool(stores) and all(self._stored_state(store, depth) for store in stores)
-        if isinstance(expression, nodes.Name):
-            annotation = self.context.classes.class_of(expression)
-            if annotation is not None and annotation.qualified_name in _STATE_TYPES:
-                return True
-            try:
-                _scope, assignments = lookup(expression)
-            except Exception:
-                return False
-            if not assignments:
-                return False
-            for assignment in assignments:
-                if not self._binds_state(assignment, depth):
-                    return False
-            return True
-        return False
-
-    def _stored_state(self, store, depth: int) -> bool:
-        parent = store.target.parent
-        if isinstance(parent, nodes.AnnAssign):
-            name = self.context.classes._resolver_for(parent).qualified_name(parent.annotation)
-            if name in _STATE_TYPES:
-                return True
-        value = store.value
-        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
-            value = value.args[0]
-        return value is not None and self.is_state_value(value, depth + 1)
-
-    def _binds_state(self, assignment: nodes.NodeNG, depth: int) -> bool:
-        if not isinstance(assignment, nodes.AssignName):
-            return False
-        parent = assignment.parent
-        if isinstance(parent, (nodes.Assign, nodes.AnnAssign)) and parent.value is not None:
-            return self.is_state_value(parent.value, depth + 1)
-        if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
-            value = parent.parent.value
-            index = parent.elts.index(assignment)
-            if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in _SPLITS:
-                return index >= 1 and not any(isinstance(e, nodes.Starred) for e in parent.elts[:index])
-            if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
-                return self.is_state_value(value.elts[index], depth + 1)
-        return False
+    def is_state_value(self, expression: nodes.NodeNG) -> bool:
+        """Whether ``expression`` is an ``nnx.State`` (:meth:`nnx_lint.values.ValueModel.is_state`)."""
+        return self.values.is_state(expression)
 
     # -- consumers --------------------------------------------------------------------------
     def state_usage(self, use: nodes.NodeNG, differentiated: Differentiated) -> tuple[str, str, nodes.NodeNG] | None:

@@ -69,6 +69,11 @@ class GradOverNonFloatState(Rule):
         "`nnx.{transform}` differentiates all of `{argument}`, and `{class}` holds non-float state: "
         "Tree Mode raises TypeError"
     )
+    #: When callers pass several classes, the one that breaks is named with its call's line.
+    call_site_message = (
+        "`nnx.{transform}` differentiates all of `{argument}`, called with `{class}` ({class_evidence}), "
+        "which holds non-float state: Tree Mode raises TypeError"
+    )
     help = (
         "In Tree Mode jax.grad sees every leaf of `{argument}`, including its integer/key state "
         "({holding}). Split by `nnx.Param` (`graphdef, params, rest = nnx.split(model, nnx.Param, "
@@ -77,12 +82,12 @@ class GradOverNonFloatState(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        for application, differentiated in _analysis(self.context).differentiated_at(node):
+        breaks = lambda d: d.holdings is not None and bool(d.holdings.of(NON_DIFFERENTIABLE))  # noqa: E731
+        for application, differentiated in _analysis(self.context).differentiated_at(node, breaks):
             holdings = differentiated.holdings
-            if holdings is None or not holdings.of(NON_DIFFERENTIABLE):
-                continue
             self.report(
                 node,
+                message=self.call_site_message if differentiated.evidence.startswith("call site") else None,
                 transform=application.transform,
                 argnums=list(application.argnums or ()),
                 has_aux=application.has_aux,

@@ -91,13 +91,12 @@ class GradIncludesNonParamState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
-        for application, differentiated in analysis.differentiated_at(node):
+        non_param = {FLOAT_STATE, UNKNOWN_DTYPE}
+        # unknown contents, or NNX401's (raises first), do not count
+        breaks = lambda d: d.holdings is not None and not d.holdings.of(NON_DIFFERENTIABLE) \
+            and bool(d.holdings.of(non_param))  # noqa: E731
+        for application, differentiated in analysis.differentiated_at(node, breaks):
             holdings = differentiated.holdings
-            if holdings is None or holdings.of(NON_DIFFERENTIABLE):
-                continue  # unknown contents, or NNX401's (raises first)
-            non_param = {FLOAT_STATE, UNKNOWN_DTYPE}
-            if not holdings.of(non_param):
-                continue
             read = [h for h in holdings.of(non_param) if h.read]
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.whole_tree_usage(use.name)

@@ -1,204 +1,15 @@
 """Analysis helpers shared by several shared references rules."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from astroid import nodes
 
-from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
 from nnx_lint.flow import bound_values, lookup
-from nnx_lint.mode import ModeContext
-from nnx_lint.names import NameResolver
-
-
-#: Transforms whose first argument is the function they transform.
-FUNCTION_TRANSFORMS = frozenset(
-    {"jit", "vmap", "pmap", "grad", "value_and_grad", "remat", "checkify", "shard_map", "scan", "custom_vjp"}
-)
-
-
-#: Transforms applied directly to a function and its operands.
-DIRECT_TRANSFORMS = frozenset({"eval_shape", "cond", "switch", "fori_loop", "while_loop"})
+from nnx_lint.transforms import Application, Argument
 
 
 #: Transforms whose function returns its carry by design (not output aliasing).
 CARRY_TRANSFORMS = frozenset({"scan", "fori_loop", "while_loop"})
-
-
-@dataclass
-class Argument:
-    """One argument of a transformed call, labelled like flax's error paths."""
-
-    label: str
-    index: int | None
-    expression: nodes.NodeNG
-
-
-@dataclass
-class TransformUse:
-    """One application of an NNX-transformed function."""
-
-    transform: NNXCall
-    #: The call that runs the transformed function (for direct forms: the NNX call itself).
-    call: nodes.Call | None
-    #: Expressions of the transformed function(s) (a Lambda, a Name, a FunctionDef, ...).
-    functions: list[nodes.NodeNG] = field(default_factory=list)
-    arguments: list[Argument] = field(default_factory=list)
-    #: The flip leaves this transform as it is: it keeps graph mode (graph=True and
-    #: graph_updates=True by flags, compat or scope) or already chooses Tree Mode explicitly
-    #: (graph=False / graph_updates=False). The call-site rules stay silent on it either way.
-    keeps_graph: bool = False
-    #: graph=True, whatever graph_updates is.
-    graph_flag: bool = False
-
-    @property
-    def name(self) -> str:
-        return self.transform.name
-
-    @property
-    def accepts_shared_inputs(self) -> bool:
-        """Whether this transform accepts one Variable reachable twice among its inputs.
-
-        Catalogue G3 (and flax's own tests): with `graph=True` inputs may share Variables
-        even when `graph_updates=False` — except `eval_shape` and `custom_vjp`, which
-        check their inputs for aliasing as soon as `graph_updates=False`.
-        """
-        if self.keeps_graph:
-            return True
-        return self.graph_flag and self.name not in ("eval_shape", "custom_vjp")
-
-
-class TransformFinder:
-    """Per-file: recognises applications of NNX-transformed functions."""
-
-    def __init__(self, context) -> None:
-        self.context = context
-        self._modes: dict[int, ModeContext] = {}
-
-    # -- the transform behind a callee expression -------------------------------------
-    def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
-        """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
-        runs an NNX-transformed function; None otherwise."""
-        if depth > 4:
-            return None
-        if isinstance(callee, nodes.Call):
-            call = self.context.nnx_call(callee)
-            if call is not None and call.name in FUNCTION_TRANSFORMS and call.args:
-                return call, call.args[0], not self.context.flip_changes(call)
-            if isinstance(callee.func, nodes.Call) and callee.args:
-                factory = self.context.nnx_call(callee.func)
-                if factory is not None and factory.name in FUNCTION_TRANSFORMS and not factory.args:
-                    return factory, callee.args[0], not self.context.flip_changes(factory)
-            return None
-        if isinstance(callee, nodes.Name):
-            try:
-                _scope, assignments = lookup(callee)
-            except Exception:
-                return None
-            if len(assignments) != 1:
-                return None
-            assignment = assignments[0]
-            if isinstance(assignment, nodes.FunctionDef):
-                return self.decorated(assignment)
-            if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign):
-                if len(assignment.parent.targets) == 1 and assignment.parent.targets[0] is assignment:
-                    return self.transformed(assignment.parent.value, depth + 1)
-            if isinstance(assignment, nodes.ImportFrom):
-                name = self.context.qualified_name(callee)
-                definition = self.context.project.definition(name) if name else None
-                if isinstance(definition, nodes.FunctionDef):
-                    return self.decorated(definition)
-        return None
-
-    def decorated(self, function: nodes.FunctionDef) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
-        """The NNX transform decorating ``function`` (innermost first), if any."""
-        if not function.decorators:
-            return None
-        root = function.root()
-        resolver = self.context.resolver if root is self.context.module else NameResolver(root, self.context.project)
-        mode = self._mode_for(root, resolver)
-        for decorator in reversed(function.decorators.nodes):
-            if isinstance(decorator, nodes.Call):
-                call = match_nnx_call(decorator, resolver)
-                if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
-                    return call, function, not mode.flip_changes(call)
-                continue
-            name = resolver.qualified_name(decorator)
-            if name and (name.startswith("flax.nnx.")):
-                short = name.rpartition(".")[2]
-                if short in FUNCTION_TRANSFORMS:
-                    synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
-                    return synthetic, function, not mode.flip_changes(synthetic)
-        return None
-
-    def _mode_for(self, root: nodes.Module, resolver: NameResolver) -> ModeContext:
-        if root is self.context.module:
-            return self.context.mode
-        key = id(root)
-        if key not in self._modes:
-            self._modes[key] = ModeContext(root, resolver)
-        return self._modes[key]
-
-    # -- applications -------------------------------------------------------------------
-    def use_of(self, node: nodes.Call) -> TransformUse | None:
-        """The :class:`TransformUse` if ``node`` applies a transformed function."""
-        direct = self.context.nnx_call(node)
-        if direct is not None and direct.name in DIRECT_TRANSFORMS and not direct.via_partial:
-            return self._direct_use(direct)
-        found = self.transformed(node.func)
-        if found is None:
-            return None
-        transform, function, keeps = found
-        arguments = _positional(node.args, "args")
-        arguments += [Argument(f"kwargs[{k.arg!r}]", None, k.value) for k in node.keywords or [] if k.arg]
-        return TransformUse(transform, node, [function], arguments, keeps, self.graph_flag(transform))
-
-    def graph_flag(self, transform: NNXCall) -> bool:
-        """Whether ``graph=True`` is in force for ``transform`` (its own module's mode)."""
-        root = transform.node.root()
-        resolver = self.context.resolver if root is self.context.module else NameResolver(root, self.context.project)
-        return self._mode_for(root, resolver).call_mode(transform).graph is True
-
-    def _direct_use(self, call: NNXCall) -> TransformUse | None:
-        use = self._direct_use_of(call)
-        if use is not None:
-            use.graph_flag = self.graph_flag(call)
-        return use
-
-    def _direct_use_of(self, call: NNXCall) -> TransformUse | None:
-        args = call.args
-        keeps = not self.context.flip_changes(call)
-        if any(isinstance(a, nodes.Starred) for a in args):
-            return None
-        if call.name == "eval_shape" and args:
-            return TransformUse(call, call.node, [args[0]], _positional(args[1:], "args"), keeps)
-        if call.name == "cond" and len(args) >= 3:
-            return TransformUse(call, call.node, list(args[1:3]), _positional(args[3:], "operands"), keeps)
-        if call.name == "switch" and len(args) >= 2:
-            branches = list(args[1].elts) if isinstance(args[1], (nodes.List, nodes.Tuple)) else []
-            return TransformUse(call, call.node, branches, _positional(args[2:], "operands"), keeps)
-        if call.name == "fori_loop":
-            body = args[2] if len(args) > 2 else call.keywords.get("body_fun")
-            init = args[3] if len(args) > 3 else call.keywords.get("init_val")
-            if init is not None:
-                return TransformUse(call, call.node, [body] if body is not None else [],
-                                    [Argument("init_val", 0, init)], keeps)
-        if call.name == "while_loop":
-            functions = [a for a in args[:2]]
-            init = args[2] if len(args) > 2 else call.keywords.get("init_val")
-            if init is not None:
-                return TransformUse(call, call.node, functions, [Argument("init_val", 0, init)], keeps)
-        return None
-
-
-def _positional(args: list[nodes.NodeNG], label: str) -> list[Argument]:
-    result = []
-    for index, argument in enumerate(args):
-        if isinstance(argument, nodes.Starred):
-            break
-        result.append(Argument(f"{label}[{index}]", index, argument))
-    return result
 
 
 def function_definition(expression: nodes.NodeNG | None, context=None) -> nodes.NodeNG | None:
@@ -374,7 +185,7 @@ def _view_of(context, expression: nodes.NodeNG) -> str | None:
     return None
 
 
-def _describe_use(use: TransformUse) -> dict:
+def _describe_use(use: Application) -> dict:
     function = use.functions[0] if use.functions else None
     return {
         "transform": use.name,
@@ -401,7 +212,7 @@ class _ReturnFinding:
         self.code, self.node, self.facts = code, node, facts
 
 
-def _has_aux(use: TransformUse) -> bool:
+def _has_aux(use: Application) -> bool:
     value = use.transform.keywords.get("has_aux")
     return isinstance(value, nodes.Const) and value.value is True
 

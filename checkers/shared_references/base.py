@@ -23,8 +23,6 @@ from checkers.shared_references.analysis import (
     returned_values,
     _ReturnFinding,
     _short,
-    TransformFinder,
-    TransformUse,
     _used_as_module,
     _view_of,
 )
@@ -34,6 +32,7 @@ from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.flow import bound_values, expressions_within
 from nnx_lint.rule import Rule
+from nnx_lint.transforms import Application, transform_resolver
 
 
 _SPEC = "[FLIP 5310](https://github.com/google/flax/issues/5310)"
@@ -50,7 +49,7 @@ class _FamilyRule(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self.finder = TransformFinder(context)
+        self.finder = transform_resolver(context)
 
     @property
     def classes(self):
@@ -120,7 +119,7 @@ class _ClassAliasRule(_FamilyRule):
                 keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
                 self._record_use(node.func.expr, keeps, node.func.attrname)
             return
-        use = self.finder.use_of(node)
+        use = self.finder.application(node)
         if use is not None:
             for argument in use.arguments:
                 for expression, _reference in expressions_within(argument.expression, depth=1):
@@ -228,9 +227,9 @@ class _ReturnRule(_FamilyRule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._definitions: dict[int, tuple[nodes.NodeNG, list[TransformUse]]] = {}
+        self._definitions: dict[int, tuple[nodes.NodeNG, list[Application]]] = {}
 
-    def _register(self, definition: nodes.NodeNG | None, use: TransformUse) -> None:
+    def _register(self, definition: nodes.NodeNG | None, use: Application) -> None:
         if definition is None or use.keeps_graph or use.name in CARRY_TRANSFORMS:
             return
         entry = self._definitions.setdefault(id(definition), (definition, []))
@@ -240,10 +239,10 @@ class _ReturnRule(_FamilyRule):
         found = self.finder.decorated(node)
         if found is not None:
             transform, function, keeps = found
-            self._register(node, TransformUse(transform, None, [node], [], keeps, self.finder.graph_flag(transform)))
+            self._register(node, Application(transform, None, [node], [], keeps, self.finder.graph_flag(transform)))
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.use_of(node)
+        use = self.finder.application(node)
         if use is None:
             return
         for function in use.functions:
@@ -264,7 +263,7 @@ class _ReturnRule(_FamilyRule):
                     self.report(finding.node, message=message, help=help_text, **{**finding.facts, "pin": pin})
 
     # -- analysis -------------------------------------------------------------------------
-    def _findings(self, definition: nodes.NodeNG, uses: list[TransformUse]) -> list[_ReturnFinding]:
+    def _findings(self, definition: nodes.NodeNG, uses: list[Application]) -> list[_ReturnFinding]:
         use = uses[0]
         findings: list[_ReturnFinding] = []
         if isinstance(definition, nodes.ClassDef):
@@ -425,7 +424,7 @@ class _ReturnRule(_FamilyRule):
             return "module", "usage"
         return None, None
 
-    def _constructor_findings(self, classdef: nodes.ClassDef, use: TransformUse) -> list[_ReturnFinding]:
+    def _constructor_findings(self, classdef: nodes.ClassDef, use: Application) -> list[_ReturnFinding]:
         init = self.classes.init_of(classdef)
         if init is None or use.call is None:
             return []

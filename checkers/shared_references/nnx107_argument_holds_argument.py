@@ -156,7 +156,7 @@ class ArgumentHoldsArgument(_FamilyRule):
         return _argument_holds_argument_reproduction(facts)
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.use_of(node)
+        use = self.finder.application(node)
         if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
         refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]

@@ -160,7 +160,7 @@ class TiedModelInLoop(_FamilyRule):
         call = self.context.nnx_call(node)
         if call is None or call.name not in ("fori_loop", "while_loop"):
             return
-        use = self.finder.use_of(node)
+        use = self.finder.application(node)
         if use is None or use.keeps_graph or not use.arguments:
             return
         init = use.arguments[0].expression
