@@ -8,17 +8,9 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import bound_values, lookup
-from nnx_lint.variables import unaffected_by_flip
-
-
-_CUSTOM_VJP = frozenset({"flax.nnx.custom_vjp", "flax.nnx.compat.custom_vjp"})
-
-
-_STATE_PRODUCERS = frozenset({"flax.nnx.state", "flax.nnx.State", "flax.nnx.variables", "flax.nnx.filter_state"})
-
-
-_SPLITS = frozenset({"flax.nnx.split", "flax.nnx.split_state"})
+from nnx_lint.flow import lookup
+from nnx_lint.transforms import transform_resolver
+from nnx_lint.values import value_model
 
 
 _MODE_PROBES = frozenset(nnx_api.MODE_SETTERS)
@@ -69,6 +61,8 @@ class _Analysis:
 
     def __init__(self, context) -> None:
         self.context = context
+        self.transforms = transform_resolver(context)
+        self.values = value_model(context)
         self._memo: dict[int, Registration | None] = {}
 
     def registration(self, call: nodes.Call) -> Registration | None:
@@ -94,37 +88,16 @@ class _Analysis:
         return Registration(primal, fwd, bwd, call, nondiff, pin_sites_in(self.context, (transform_node, "custom_vjp")))
 
     def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None, nodes.NodeNG] | None:
-        try:
-            _scope, assignments = lookup(name)
-        except Exception:
+        """``(primal, unaffected by the flip, nondiff_argnums, transform node)`` when ``name``
+        is an ``nnx.custom_vjp`` function, through the one transform resolver."""
+        found = self.transforms.transformed(name)
+        if found is None or found[0].name != "custom_vjp":
             return None
-        for assignment in assignments:
-            if isinstance(assignment, nodes.FunctionDef) and assignment.decorators:
-                for decorator in assignment.decorators.nodes:
-                    found = self._transform(decorator)
-                    if found is not None:
-                        return (assignment, *found, decorator)
-        for value in bound_values(name):
-            if isinstance(value, nodes.Call):
-                nnx_call = self.context.nnx_call(value)
-                if nnx_call is not None and nnx_call.name == "custom_vjp" and nnx_call.args:
-                    primal = _function(nnx_call.args[0])
-                    if primal is not None:
-                        return (primal, unaffected_by_flip(self.context, nnx_call),
-                                _nondiff(nnx_call.keywords.get("nondiff_argnums")), value)
-        return None
-
-    def _transform(self, decorator: nodes.NodeNG) -> tuple[bool, frozenset[int] | None] | None:
-        if isinstance(decorator, nodes.Call):
-            nnx_call = self.context.nnx_call(decorator)
-            if nnx_call is None or nnx_call.name != "custom_vjp":
-                return None
-            return unaffected_by_flip(self.context, nnx_call), _nondiff(nnx_call.keywords.get("nondiff_argnums"))
-        name = self.context.qualified_name(decorator)
-        if name in _CUSTOM_VJP:
-            keeps = name == "flax.nnx.compat.custom_vjp" or unaffected_by_flip(self.context, node=decorator)
-            return keeps, frozenset()
-        return None
+        transform, function, keeps = found
+        primal = function if isinstance(function, nodes.FunctionDef) else _function(function)
+        if primal is None:
+            return None
+        return primal, keeps, _nondiff(transform.keywords.get("nondiff_argnums")), transform.node
 
     # -- helpers for rules --------------------------------------------------------------------
     def state_tangent(self, expression: nodes.NodeNG, bwd: nodes.FunctionDef, old_parts: set[str], depth: int = 0) -> str | None:
@@ -133,7 +106,7 @@ class _Analysis:
             return None
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
-            if name in _STATE_PRODUCERS:
+            if name in nnx_api.STATE_PRODUCERS:
                 return name.replace("flax.nnx.", "nnx.") + "(...)"
             if name == "flax.nnx.clone" and expression.args:
                 inner = self.state_tangent(expression.args[0], bwd, old_parts, depth + 1)
@@ -143,14 +116,14 @@ class _Analysis:
                 return f"jax.tree.map(..., {inner})" if inner else None
             return None
         if isinstance(expression, nodes.Subscript):
-            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in _SPLITS:
+            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in nnx_api.SPLITS:
                 return "nnx.split(...) State"
             return None
         if isinstance(expression, nodes.Name):
             if expression.name in old_parts:
                 return f"{expression.name} (the old protocol's State cotangent)"
             for value, kind in _bindings(expression):
-                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in _SPLITS:
+                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in nnx_api.SPLITS:
                     return "nnx.split(...) State"
                 if kind == "value":
                     found = self.state_tangent(value, bwd, old_parts, depth + 1)
@@ -161,23 +134,8 @@ class _Analysis:
         return None
 
     def is_module_parameter(self, registration: Registration, parameter: nodes.AssignName) -> str | None:
-        """Evidence that a primal parameter is a Module (not a State/array), or None."""
-        primal = registration.primal
-        index = (primal.args.args or []).index(parameter)
-        annotation = primal.args.annotations[index] if index < len(primal.args.annotations) else None
-        if annotation is not None:
-            name = self.context.classes._resolver_for(annotation).qualified_name(annotation)
-            ref = self.context.classes.resolve(name)
-            if ref is None or ref.qualified_name in ("flax.nnx.State", "flax.nnx.GraphState"):
-                return None
-            if ref.definition is not None:
-                return "annotation" if self.context.classes.info(ref.definition).is_nnx_module else None
-            return "annotation" if ref.qualified_name.startswith("flax.nnx.") else None
-        for node in primal.nodes_of_class((nodes.Attribute, nodes.Call)):
-            target = node.expr if isinstance(node, nodes.Attribute) else node.func
-            if isinstance(target, nodes.Name) and target.name == parameter.name:
-                return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"
-        return None
+        """Evidence that a primal parameter is a Module (:meth:`nnx_lint.values.ValueModel.module_evidence`)."""
+        return self.values.module_evidence(registration.primal, parameter)
 
 
 def _analysis(context) -> _Analysis:
