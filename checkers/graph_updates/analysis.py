@@ -3,15 +3,10 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
 from nnx_lint.calls import NNXCall
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import expressions_within
 from nnx_lint.transformed import Reach
-
-
-#: Variable types of flax.nnx (a stored value of one of these is a Variable attribute).
-VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
 
 
 _VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
@@ -21,14 +16,6 @@ def _entry_pin(context, reach: Reach) -> list[dict]:
     """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
     transforms around it), if in this file."""
     return pin_sites_in(context, entry_pin_target(reach.entry))
-
-
-def _is_variable_class(context, ref, depth: int = 0) -> bool:
-    if ref.qualified_name in VARIABLE_TYPES:
-        return True
-    if ref.definition is None or depth > 6:
-        return False
-    return any(_is_variable_class(context, base, depth + 1) for base in context.classes.info(ref.definition).bases)
 
 
 def _relative(node: nodes.NodeNG) -> str:

@@ -7,9 +7,10 @@ from typing import ClassVar
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import _entry_pin, _is_variable_class, _relative, VARIABLE_TYPES
+from checkers.graph_updates.analysis import _entry_pin, _relative
 from nnx_lint.calls import constant_bool
 from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.values import value_model
 from nnx_lint.rule import Rule
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, transformed_code
 
@@ -75,13 +76,7 @@ class _TransformedCodeRule(Rule):
     def is_module_like(self, service: TransformedCode, expression: nodes.NodeNG) -> tuple[bool, str | None]:
         """(may be an NNX Module, its class name or None): unknown classes count as maybe."""
         ref = self.owner_class(service, expression)
-        if ref is None:
-            return True, None
-        if ref.qualified_name in VARIABLE_TYPES or _is_variable_class(self.context, ref):
-            return False, ref.short_name
-        if ref.definition is not None:
-            return self.context.classes.info(ref.definition).is_nnx_module, ref.short_name
-        return ref.qualified_name.startswith("flax.nnx."), ref.short_name
+        return value_model(self.context).may_be_module(ref), ref.short_name if ref is not None else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,18 +7,14 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import _is_variable_class, _VALUE_ATTRIBUTES, VARIABLE_TYPES
+from checkers.graph_updates.analysis import _VALUE_ATTRIBUTES
 from checkers.graph_updates.base import _TransformedCodeRule
 from checkers.graph_updates.reproduction import _RESERVED, _under
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import is_identifier
+from nnx_lint.values import value_model
 from nnx_lint.rule import Invalid, Reproduction, Valid, differs
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes
-
-
-_CONTAINER_TYPES = frozenset(
-    {"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential", "builtins.list", "builtins.dict", "list", "dict"}
-)
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"})
@@ -30,31 +26,6 @@ def _attribute(facts: dict, default: str) -> str:
     if is_identifier(name) and not name.startswith("_") and name not in _RESERVED:
         return name
     return default
-
-
-def _stored_kinds(context, owner_expression: nodes.NodeNG, attribute: str, ref=None) -> set[str]:
-    """What ``owner.attribute`` holds after construction: ``variable``, ``container``,
-    ``other`` (or empty when the class or the attribute is unknown)."""
-    ref = ref or context.classes.class_of_self(owner_expression)
-    if ref is None or ref.definition is None:
-        return set()
-    kinds = set()
-    for store in context.classes.info(ref.definition).stores_of(attribute):
-        kinds.add(_value_kind(context, store.value))
-    return kinds
-
-
-def _value_kind(context, value: nodes.NodeNG | None) -> str:
-    if isinstance(value, (nodes.List, nodes.Dict, nodes.ListComp, nodes.DictComp)):
-        return "container"
-    if isinstance(value, nodes.Call):
-        ref = context.classes.class_of(value)
-        name = ref.qualified_name if ref else None
-        if name in _CONTAINER_TYPES:
-            return "container"
-        if ref is not None and (name in VARIABLE_TYPES or _is_variable_class(context, ref)):
-            return "variable"
-    return "other"
 
 
 def _literal_shape(value: nodes.NodeNG | None) -> str:
@@ -432,8 +403,8 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                 for target in targets:
                     if isinstance(target, nodes.Subscript) and isinstance(target.value, nodes.Attribute):
                         owner = target.value
-                        if service.is_external(owner.expr, external) and _stored_kinds(
-                                self.context, owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
+                        if service.is_external(owner.expr, external) and value_model(self.context).stored_kinds(
+                                owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
                             yield node, {**self._facts(
                                 "Item assignment on list/dict attribute", owner.expr, owner.attrname, None,
                                 "container-item", "Build the new container outside the transform, or keep the "
@@ -444,16 +415,16 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         owner = target.expr
         if not service.is_external(owner, external):
             return None
-        if not isinstance(statement, nodes.AugAssign) and _value_kind(self.context, statement.value) == "variable" \
+        if not isinstance(statement, nodes.AugAssign) and value_model(self.context).stored_kind(statement.value) == "variable" \
                 and self._popped_in_same_trace(service):
             return None  # a Variable created and popped in the same trace (sow-like): nothing has to propagate
         maybe, cls = self.is_module_like(service, owner)
         if not maybe:
             return None
         owner_ref = self.owner_class(service, owner)
-        kinds = _stored_kinds(self.context, owner, target.attrname, owner_ref)
+        kinds = value_model(self.context).stored_kinds(owner, target.attrname, owner_ref)
         value = statement.value if not isinstance(statement, nodes.AugAssign) else None
-        new_kind = _value_kind(self.context, value) if value is not None else None
+        new_kind = value_model(self.context).stored_kind(value) if value is not None else None
         if isinstance(statement, nodes.AugAssign):
             found = self._augmented(owner, target, statement, cls, kinds)
             found["op"] = statement.op
@@ -512,8 +483,8 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                                "and return new objects as outputs.")
         if isinstance(func, nodes.Attribute) and func.attrname in _MUTATORS and isinstance(func.expr, nodes.Attribute):
             owner = func.expr
-            if service.is_external(owner.expr, external) and _stored_kinds(
-                    self.context, owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
+            if service.is_external(owner.expr, external) and value_model(self.context).stored_kinds(
+                    owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
                 return {**self._facts(f"`.{func.attrname}()` on list/dict attribute", owner.expr, owner.attrname,
                                       None, "container-mutation", "Build the new container outside the transform "
                                       "(a static list mutated in a trace changes only once, at trace time)."),

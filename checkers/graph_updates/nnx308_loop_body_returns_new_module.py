@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import VARIABLE_TYPES
+from nnx_lint.values import VARIABLE_TYPES
 from checkers.graph_updates.reproduction import _code
 from nnx_lint.calls import NNXCall
 from nnx_lint.facts import Facts
