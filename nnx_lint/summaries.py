@@ -14,7 +14,8 @@ A summary is computed once per function (memoised per file) and records:
 * the parameters it returns unchanged (``return model``, ``return x, model``).
 
 Helpers are plain functions of this file or another project file, called by name.
-Methods, ``*args`` calls and parameters rebound in the body are not summarised.
+Methods, functions decorated with an NNX transform (their body runs traced), ``*args``
+calls and parameters rebound in the body are not summarised.
 """
 from __future__ import annotations
 
@@ -69,7 +70,14 @@ class HelperSummaries:
         self._summaries: dict[int, Summary] = {}
 
     def helper_of(self, call: nodes.Call) -> nodes.FunctionDef | None:
-        """The plain project function ``call`` calls by name (this file or imported)."""
+        """The plain project function ``call`` calls by name (this file or imported); a
+        function decorated with an NNX transform is not a plain helper (its body is traced)."""
+        function = self._function_called(call)
+        if function is None or self.transforms.decorated(function) is not None:
+            return None
+        return function
+
+    def _function_called(self, call: nodes.Call) -> nodes.FunctionDef | None:
         func = call.func
         if not isinstance(func, (nodes.Name, nodes.Attribute)):
             return None

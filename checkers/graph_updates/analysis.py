@@ -7,6 +7,7 @@ from nnx_lint.calls import NNXCall
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import expressions_within
 from nnx_lint.transformed import Reach
+from nnx_lint.transforms import transform_resolver
 
 
 _VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
@@ -24,8 +25,10 @@ def _relative(node: nodes.NodeNG) -> str:
 
 
 def _sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
+    """``Intermediate`` / ``Perturbation`` when the filters name one (in whatever module they sit)."""
+    resolver = transform_resolver(context)
     for expression in filters:
-        name = context.qualified_name(expression)
+        name = resolver.qualified_name(expression)
         if name in ("flax.nnx.Intermediate", "flax.nnx.Perturbation"):
             return name.rpartition(".")[2]
     return None

@@ -7,9 +7,10 @@ from astroid import nodes
 
 from checkers.graph_updates.analysis import _perturb_recipe_diffstate, _sown_collection, _uses_capture
 from checkers.graph_updates.reproduction import _code, _under
-from nnx_lint.facts import Facts
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import TransformedCode, root_name, transformed_code
 
 
@@ -26,6 +27,8 @@ class SowPopAcrossTransformFacts(Facts):
     entry: str
     confidence: str
     pin: list
+    #: The project helpers the pop happens in, outermost first (only when through helpers).
+    helpers: list = ABSENT
 
 
 class SowPopAcrossTransform(Rule):
@@ -60,6 +63,11 @@ class SowPopAcrossTransform(Rule):
     message = (
         "`nnx.{api}({model}, nnx.{collection})` after `{model}` ran under `nnx.{transform}` (line "
         "{transform_line}) is silently empty in Tree Mode"
+    )
+    #: The pop happens inside project helpers (:mod:`nnx_lint.summaries`).
+    helper_message = (
+        "`{helpers[0]}(...)` runs `nnx.{api}(..., nnx.{collection})` on `{model}` after it ran under "
+        "`nnx.{transform}` (line {transform_line}): silently empty in Tree Mode"
     )
     help = (
         "In Tree Mode the {collection} attributes sown inside the transform are dropped. Use `out, "
@@ -190,13 +198,21 @@ class SowPopAcrossTransform(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in ("pop", "state") or len(call.args) < 2:
+        if call is not None:
+            if call.name in ("pop", "state") and len(call.args) >= 2:
+                self._check(node, call, call.args[0], ())
             return
+        for argument, graph_call in helper_summaries(self.context).graph_calls_through(node):
+            if graph_call.call.name in ("pop", "state") and len(graph_call.call.args) >= 2:
+                self._check(node, graph_call.call, argument, graph_call.chain)
+
+    def _check(self, node: nodes.Call, call, argument: nodes.NodeNG, helpers: tuple[str, ...]) -> None:
+        """``call`` pops/reads sown state of ``argument`` (at ``node``, directly or in helpers)."""
         collection = _sown_collection(self.context, call.args[1:])
         if collection is None:
             return
-        model = root_name(call.args[0])
-        if model is None or not isinstance(call.args[0], nodes.Name):
+        model = root_name(argument)
+        if model is None or not isinstance(argument, nodes.Name):
             return
         if collection == "Perturbation" and _perturb_recipe_diffstate(self.context, node) is not None:
             return  # NNX303 tells the whole perturb story
@@ -208,8 +224,7 @@ class SowPopAcrossTransform(Rule):
         if found is None:
             return
         transform_call, entry = found
-        self.report(
-            node,
+        facts = dict(
             api=call.name,
             model=model.name,
             collection=collection,
@@ -220,6 +235,17 @@ class SowPopAcrossTransform(Rule):
             confidence="transform",
             pin=pin_sites_in(self.context, entry_pin_target(entry)),
         )
+        if not helpers:
+            self.report(node, **facts)
+            return
+        self.report(node, message=self.helper_message, helpers=list(helpers), **facts,
+                    related=[(call.node, f"`nnx.{call.name}` of the sown {collection_word(collection)} "
+                                         f"in `{helpers[-1]}`")])
+
+
+def collection_word(collection: str) -> str:
+    """``intermediates`` / ``perturbations``."""
+    return collection.lower() + "s"
 
 
 def _earlier_transformed_call(context, service: TransformedCode, scope, node: nodes.Call, model: str):
