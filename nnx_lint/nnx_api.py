@@ -81,6 +81,12 @@ GRAPH_APIS: frozenset[str] = frozenset(
     """.split()
 )
 
+#: Graph APIs that, in Tree Mode, reject a Variable reachable twice in their argument
+#: (measured with flax 0.12.8 on ``[v, v]``: ValueError "Duplicate Param"; ``to_tree`` runs).
+ALIAS_CHECKING_GRAPH_APIS: frozenset[str] = frozenset(
+    {"split", "state", "graphdef", "clone", "variables", "flatten", "iter_graph"}
+)
+
 #: Keyword arguments of NNX transforms that accept prefix trees (and so, in graph
 #: mode, the prefix filters ``StateAxes`` / ``DiffState`` / ``StateSharding``).
 PREFIX_KEYWORDS: frozenset[str] = frozenset(

@@ -16,7 +16,10 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import _FamilyRule
 from checkers.shared_references.reproduction import _applied, _BOX, _code, _shared_object, _viewed
-from nnx_lint.facts import Facts
+from nnx_lint.classes import STATEFUL_KINDS
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.nnx_api import ALIAS_CHECKING_GRAPH_APIS
+from nnx_lint.values import value_model
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 
@@ -39,6 +42,11 @@ class DuplicateTransformArgumentFacts(Facts):
     second_view: str | None
     confidence: str
     pin: list
+    #: ``within``: one argument holds the object twice (``[v, v]``, ``Pair(a=m, b=m)``);
+    #: ``tie``: two objects share a part after ``m2.kernel = m1.kernel``.
+    sharing: str = ABSENT
+    #: For ``tie``: the statement that tied them.
+    tie: str = ABSENT
 
 
 class DuplicateTransformArgument(_FamilyRule):
@@ -51,7 +59,11 @@ class DuplicateTransformArgument(_FamilyRule):
         arguments (keywords included) are the same Module / Variable / Rngs / State, or
         one is a part of the other (`model` and `model.encoder`, `model` and
         `nnx.state(model)`, `model` and a state group of `nnx.split(model)`). Objects are
-        followed through local assignments; unknown types stay silent. Silent where the flip
+        followed through local assignments; unknown types stay silent.
+        Also flagged: one argument that holds an object twice (`[v, v]`, `dict(a=p, b=p)`,
+        `Pair(a=m, b=m)` when `Pair.__init__` stores both), also given to a graph API that
+        checks aliasing (`nnx.split`, `nnx.state`, `nnx.graphdef`, `nnx.clone`, ...), and two
+        arguments tied after construction (`m2.kernel = m1.kernel` before the call). Silent where the flip
         changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
         `nnx.compat.*`, scope) or already chooses Tree Mode (`graph=False` or
         `graph_updates=False`; with `graph=True, graph_updates=False` `nnx.eval_shape` and
@@ -156,6 +168,28 @@ class DuplicateTransformArgument(_FamilyRule):
             """,
             tree_mode=raises("ValueError", _DUPLICATE),
         ),
+        Invalid(
+            "one-value-holds-it-twice-or-tied",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Pair(nnx.Module):
+                def __init__(self, a, b):
+                    self.a = a
+                    self.b = b
+
+            def run():
+                v = nnx.Param(jnp.ones(2))
+                nnx.split([v, v])  # NNX103
+                lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                nnx.jit(lambda p: None)(Pair(a=lin, b=lin))  # NNX103
+                other = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+                other.kernel = lin.kernel
+                nnx.jit(lambda a, b: None)(lin, other)  # NNX103
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
     ]
 
     @classmethod
@@ -167,35 +201,118 @@ class DuplicateTransformArgument(_FamilyRule):
         `nnx.clone(...)` at the second position."""
         return _duplicate_argument_reproduction(facts)
 
+    #: One argument holds the object twice.
+    within_message = (
+        "`{first}` holds one {kinds[0]} at `{first_position}` and `{second_position}`, passed to "
+        "`nnx.{transform}`: Tree Mode raises ValueError"
+    )
+    #: Two arguments tied after construction.
+    tie_message = (
+        "`{first}` and `{second}` share a {kinds[1]} (tied by `{tie}`), both passed to `nnx.{transform}`-"
+        "transformed `{function}`: Tree Mode raises ValueError"
+    )
+
     def visit_call(self, node: nodes.Call) -> None:
         use = self.finder.application(node)
-        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
+        if use is None:
+            self._graph_api_call(node)
+            return
+        if use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
         refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
         pair = _overlapping_pair(self.classes, refs)
-        if pair is None:
+        if pair is not None:
+            first, ref_a, second, ref_b, kinds = pair
+            first_part, second_part = _relative_parts(ref_a, ref_b)
+            self.report(
+                node,
+                **_describe_use(use),
+                first=_short(first.expression),
+                second=_short(second.expression),
+                first_position=first.label,
+                second_position=second.label,
+                kinds=[_KIND_WORDS.get(k, k) for k in kinds],
+                first_part=first_part,
+                second_part=second_part,
+                first_view=_view_of(self.context, first.expression),
+                second_view=_view_of(self.context, second.expression),
+                confidence="static",
+                pin=pin_sites_in(self.context, use.transform),
+            )
             return
-        first, ref_a, second, ref_b, kinds = pair
-        first_part, second_part = _relative_parts(ref_a, ref_b)
+        if self._tied_pair(node, use, refs) or use.name in ("cond", "switch"):
+            return
+        for argument in use.arguments:
+            if self._within(node, argument.expression, argument.label, _describe_use(use), use.transform):
+                return
+
+    def _tied_pair(self, node: nodes.Call, use, refs) -> bool:
+        """Two arguments that share a part through a tie made before the call."""
+        values = value_model(self.context)
+        for i, (first, ref_a) in enumerate(refs):
+            for second, ref_b in refs[i + 1:]:
+                if ref_a is None or ref_b is None:
+                    continue
+                tie = values.tie_between(ref_a, ref_b, node)
+                if tie is None:
+                    continue
+                kinds = [self.classes.kind_of(ref_a), self.classes.kind_of(tie.value)]
+                if not all(kind in STATEFUL_KINDS for kind in kinds):
+                    continue
+                self._report_tie(node, use, first, second, kinds, tie.node.parent)
+                return True
+        return False
+
+    def _report_tie(self, node, use, first, second, kinds, statement) -> None:
         self.report(
-            node,
-            **_describe_use(use),
-            first=_short(first.expression),
-            second=_short(second.expression),
-            first_position=first.label,
-            second_position=second.label,
-            kinds=[_KIND_WORDS.get(k, k) for k in kinds],
-            first_part=first_part,
-            second_part=second_part,
-            first_view=_view_of(self.context, first.expression),
-            second_view=_view_of(self.context, second.expression),
-            confidence="static",
-            pin=pin_sites_in(self.context, use.transform),
+            node, message=self.tie_message, **_describe_use(use),
+            first=_short(first.expression), second=_short(second.expression),
+            first_position=first.label, second_position=second.label,
+            kinds=[_KIND_WORDS.get(k, k) for k in kinds], first_part="", second_part="",
+            first_view=None, second_view=None, confidence="static",
+            pin=pin_sites_in(self.context, use.transform), sharing="tie", tie=_short(statement),
+            related=[(statement, "the tie: after it both objects hold this Variable")],
         )
+
+    def _graph_api_call(self, node: nodes.Call) -> None:
+        """``nnx.split([v, v])``: a graph API given a value that holds one object twice."""
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in ALIAS_CHECKING_GRAPH_APIS or not call.args or call.via_partial:
+            return
+        if not self.context.flip_changes(call):
+            return
+        self._within(node, call.args[0], "args[0]", {"transform": call.name, "function": None, "form": "graph API"},
+                     call)
+
+    def _within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict, pin_target) -> bool:
+        shared = value_model(self.context).shared_within(expression)
+        if shared is None:
+            return False
+        kind = _KIND_WORDS.get(shared.kind, shared.kind)
+        self.report(
+            node, message=self.within_message, **described,
+            first=_short(expression), second=_short(expression),
+            first_position=_element_label(label, shared.first_path),
+            second_position=_element_label(label, shared.second_path),
+            kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
+            confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
+        )
+        return True
+
+
+def _element_label(label: str, path: str) -> str:
+    """``args[0]`` and ``[1]`` -> ``args[0][1]``; ``a`` -> ``args[0].a`` (flax's path style)."""
+    return f"{label}{path}" if path.startswith("[") else f"{label}.{path}"
 
 
 def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
-    """NNX103: one object (or it and its part / its state) at the finding's two positions."""
+    """NNX103: one object (or it and its part / its state) at the finding's two positions;
+    for ``sharing="within"`` one list holding it twice, for ``sharing="tie"`` two Linears
+    tied by ``b.kernel = a.kernel`` (the user's own pattern, not a substitute)."""
+    if facts.get("sharing") == "within":
+        return _within_reproduction(facts)
+    if facts.get("sharing") == "tie":
+        return _tie_reproduction(facts)
     kinds = facts.get("kinds") or ["Module", "Module"]
     first_part, second_part = facts.get("first_part"), facts.get("second_part")
     kind = kinds[0] if not first_part else (kinds[1] if not second_part else "Module")
@@ -210,3 +327,37 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
     body = _code(_BOX, f"shared = {shared}", definition, call, "return 'ran'")
     control = _code(_BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
     return Reproduction(body, expect_error="aliasing", control=control)
+
+
+def _within_reproduction(facts: dict) -> Reproduction:
+    """A list holding one object of the finding's kind twice, given to the finding's transform
+    or graph API. Control: the second element an independent ``nnx.clone``."""
+    kinds = facts.get("kinds") or ["Module"]
+    shared = _shared_object(kinds[0] if kinds[0] in ("Variable", "Module", "Rngs") else "Module", [])
+    api = facts.get("transform")
+
+    def program(holder: str) -> str:
+        if facts.get("form") == "graph API":
+            name = api if api in _GRAPH_API_CALLS else "split"
+            return _code(f"shared = {shared}", f"holder = {holder}", f"nnx.{name}(holder)", "return 'ran'")
+        definition, call = _applied(api, {"args[0]": "holder"})
+        return _code(_BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
+
+    return Reproduction(program("[shared, shared]"), expect_error="aliasing",
+                        control=program("[shared, nnx.clone(shared)]"))
+
+
+def _tie_reproduction(facts: dict) -> Reproduction:
+    """Two Linears, the second's kernel tied to the first's, both given to the finding's
+    transform at the finding's positions. Control: the same without the tie."""
+    first_label = facts.get("first_position") or "args[0]"
+    second_label = facts.get("second_position") or "args[1]"
+    definition, call = _applied(facts.get("transform"), {first_label: "a", second_label: "b"})
+    models = "a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\nb = nnx.Linear(2, 2, rngs=nnx.Rngs(1))"
+    body = _code(_BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
+    control = _code(_BOX, models, definition, call, "return 'ran'")
+    return Reproduction(body, expect_error="aliasing", control=control)
+
+
+#: Graph APIs a ``within`` reproduction calls (all check aliasing in Tree Mode).
+_GRAPH_API_CALLS = frozenset({"split", "state", "graphdef", "clone"})
