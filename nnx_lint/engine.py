@@ -17,6 +17,7 @@ from nnx_lint import bounds, parsing
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import ClassModel
 from nnx_lint.diagnostic import Diagnostic, analysed_whole
+from nnx_lint.expected_errors import expects_error
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.noqa import apply_noqa
@@ -90,7 +91,11 @@ class FileContext:
         help: str | None = None, related: Iterable[RelatedSpec] | None = None,
     ) -> None:
         """Record a diagnostic of ``rule`` at ``node``; ``related`` names the other lines it
-        involves, as ``(node or Related, "what happens there")`` pairs."""
+        involves, as ``(node or Related, "what happens there")`` pairs. A "Tree Mode raises"
+        finding inside an assertion that the code raises is not recorded
+        (:mod:`nnx_lint.expected_errors`)."""
+        if rule.kind == "raises" and expects_error(node):
+            return
         text, help_text = rule.render(facts, message=message, help=help)
         line = node.lineno or 1
         column = (node.col_offset or 0) + 1

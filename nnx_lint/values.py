@@ -20,7 +20,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import parameter_of
 from nnx_lint.classes import STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
-from nnx_lint.flow import lookup
+from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -47,6 +47,9 @@ class SharedPair:
     #: The shared object and what it is (``module``, ``variable``, ``rngs``, ``state``).
     ref: Ref
     kind: str
+    #: The container expression the second place sits in (``nnx.List([...])``, a list
+    #: literal, ...), None for constructor arguments.
+    container: nodes.NodeNG | None = None
 
 
 @dataclass(frozen=True)
@@ -147,12 +150,15 @@ class ValueModel:
         ``[m1, m2]``). Arrays and unknown objects never count.
         """
         items = self.classes.stored_items(expression)
-        for position, (path_b, ref_b, _container) in enumerate(items):
+        internal = self._class_internal_pairs(expression)
+        for position, (path_b, ref_b, container) in enumerate(items):
             if ref_b is None or not path_b:
                 continue
             for path_a, ref_a, _ in items[:position]:
                 if ref_a is None or not path_a or _prefix_related(path_a, path_b):
                     continue
+                if frozenset((path_a, path_b)) in internal:
+                    continue  # the class itself stores one argument twice: its own rules say so
                 if ref_a.overlaps(ref_b):
                     shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
                 else:
@@ -162,8 +168,27 @@ class ValueModel:
                     shared = tie.value
                 kind = self.classes.kind_of(shared)
                 if kind in STATEFUL_KINDS:
-                    return SharedPair(join_path(path_a), join_path(path_b), shared, kind)
+                    return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
         return None
+
+    def _class_internal_pairs(self, expression: nodes.NodeNG) -> set[frozenset]:
+        """Path pairs a project construction (``Cls(...)`` or a name bound to one) shares by
+        its own code: one ``__init__`` parameter stored at two paths. Those are reported at
+        the class (NNX101/NNX105), not at every value built from it."""
+        value = expression
+        if isinstance(value, nodes.Name):
+            bound = bound_values(value)
+            value = bound[0] if len(bound) == 1 else None
+        if not isinstance(value, nodes.Call):
+            return set()
+        ref = self.classes.class_of(value)
+        if ref is None or ref.definition is None:
+            return set()
+        pairs = set()
+        for entries in self.classes.construction(ref.definition).stored_parameters().values():
+            paths = [path for path, _part in entries]
+            pairs.update(frozenset((a, b)) for i, a in enumerate(paths) for b in paths[i + 1:])
+        return pairs
 
     def tie_between(self, a: Ref, b: Ref, at: nodes.NodeNG) -> Tie | None:
         """A tie made before ``at`` in its scope that makes ``a`` and ``b`` share a part:

@@ -286,8 +286,8 @@ class DuplicateTransformArgument(_FamilyRule):
 
     def _within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict, pin_target) -> bool:
         shared = value_model(self.context).shared_within(expression)
-        if shared is None:
-            return False
+        if shared is None or self._nnx_container(shared.container):
+            return False  # an nnx.List/Dict/Sequential holding it twice is NNX102's finding
         kind = _KIND_WORDS.get(shared.kind, shared.kind)
         self.report(
             node, message=self.within_message, **described,
@@ -298,6 +298,11 @@ class DuplicateTransformArgument(_FamilyRule):
             confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
         )
         return True
+
+
+    def _nnx_container(self, container: nodes.NodeNG | None) -> bool:
+        call = self.context.nnx_call(container) if isinstance(container, nodes.Call) else None
+        return call is not None and call.name in ("List", "Dict", "Sequential")
 
 
 def _element_label(label: str, path: str) -> str:
