@@ -43,7 +43,12 @@ class GradOverNonFloatState(Rule):
         (`nnx.Dropout(..., rngs=rngs)`, a stored `nnx.Rngs` / `RngStream`, `nnx.RNN`,
         `nnx.MultiHeadAttention(dropout_rate>0, rngs=...)`) or integer/bool leaves
         (`nnx.Variable(jnp.array(0))`, a plain int array attribute). What the class holds is
-        followed through its submodules, project classes in other files, and containers.
+        followed through its submodules, project classes in other files, and containers
+        (also Variables stored with `setattr(self, "name", ...)`). The argument's class comes
+        from its annotation, its construction, a project factory that returns one class
+        (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`);
+        when callers pass several classes, the finding names the one that breaks and the
+        line of its call.
 
     Why is this bad?:
         Graph mode differentiated only the `Param`s of the argument. Tree Mode differentiates

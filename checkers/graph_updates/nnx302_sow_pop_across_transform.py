@@ -38,8 +38,11 @@ class SowPopAcrossTransform(Rule):
         Flags `nnx.pop(model, nnx.Intermediate)` (also `nnx.Perturbation`, and
         `nnx.state(model, nnx.Intermediate)`) when `model` was passed, earlier in the same
         function, to a function transformed by a Tree Mode NNX transform (`step(model, x)`
-        with `step = nnx.jit(...)` or decorated, `nnx.jit(f)(model, x)`). Popping inside the
-        transform that ran the forward pass stays silent.
+        with `step = nnx.jit(...)` or decorated, `nnx.jit(f)(model, x)`). Also when the pop
+        happens inside a project helper (`take_sown(model)` with `def take_sown(m): return
+        nnx.pop(m, nnx.Intermediate)`, also through helpers it calls and in other files):
+        the finding is at the helper's call, with the pop as a related location. Popping
+        inside the transform that ran the forward pass stays silent.
 
     Why is this bad?:
         `self.sow(...)` creates a new `Intermediate` attribute on first use. Inside a Tree

@@ -24,7 +24,11 @@ class AliasedAttribute(_ClassAliasRule):
         use of the class in this file (instances passed to NNX transforms, graph APIs,
         `nnx.Optimizer`, `.eval()` / `.train()`, or built in a lambda given to an NNX
         call) keeps graph mode (`graph=True`, `nnx.compat.*`). Modules that store only
-        constants hold no Variables and may be shared. A
+        constants and plain arrays (`jnp.array(...)`, numpy, `jax.random`) hold no
+        Variables and may be shared: Tree Mode accepts one array reachable twice. Stores on
+        alternative branches (`if`/`else`) mean "may be": the finding holds when a branch
+        that can run stores a Variable (branches under `if False:` / `if TYPE_CHECKING:`
+        never count). A
         rename followed by `del` / `delattr` of the old name, an attribute overwritten
         before the constructor ends, ties made at call time (`self.embed.attend(x)`,
         `embedding.T` in `__call__`) and copies (`nnx.clone`) stay silent.
