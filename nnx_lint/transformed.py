@@ -23,7 +23,7 @@ cached_partial`` (not ``split_rngs``/``fork_rngs``/``with_rngs``: they trace not
 **Opt-ins**: an entry whose transform keeps graph mode (``graph=True, graph_updates=True``,
 ``nnx.compat.*``, a graph-mode ``with``/decorator/module setting, all through
 :mod:`nnx_lint.mode`) still propagates graph updates, so it does not make its function
-"transformed code". It is listed in :attr:`TransformedCode.entries` with
+"transformed code". It is listed in :attr:`nnx_lint.transforms.TransformResolver.entries` with
 ``keeps_graph=True`` but never starts a :class:`Reach`. Neither does a transform that pins
 Tree Mode itself (a literal ``graph=False`` or ``graph_updates=False``,
 ``Entry.explicit_tree``): its semantics do not change when the defaults flip, so there is
@@ -75,7 +75,6 @@ from nnx_lint.transforms import (
     Function,
     _is_class_reference,
     bound_values_of,
-    explicit_tree,  # noqa: F401 - TODO(packages merge): rules import it from nnx_lint.transforms
     transform_resolver,
 )
 
@@ -134,29 +133,6 @@ class TransformedCode:
         #: Which transform runs where: entries, transformed callables (the one resolver).
         self.transforms = transform_resolver(context)
         self._reaches: dict[int, Reach] | None = None
-
-    # TODO(packages merge): the rules call these on the resolver directly; then these go.
-    @property
-    def entries(self) -> list[Entry]:
-        return self.transforms.entries
-
-    def transformed_callable(self, expression: nodes.NodeNG) -> Entry | None:
-        return self.transforms.transformed_callable(expression)
-
-    def functions_of(self, expression: nodes.NodeNG | None) -> list[Function]:
-        return self.transforms.functions_of(expression)
-
-    def method_of(self, classdef: nodes.ClassDef, name: str) -> nodes.FunctionDef | None:
-        return self.transforms.method_of(classdef, name)
-
-    def entries_of(self, function: Function) -> list[Entry]:
-        return self.transforms.entries_of(function)
-
-    def nnx_call(self, node: nodes.NodeNG):
-        return self.transforms.nnx_call(node)
-
-    def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
-        return self.transforms.qualified_name(node)
 
     # -- reach ------------------------------------------------------------------------------------
     def reach(self, function: Function) -> Reach | None:

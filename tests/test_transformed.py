@@ -76,7 +76,7 @@ def test_decorator_forms_are_entries(tmp_path):
             @nn.remat
             def __call__(self, x): ...
     """)
-    entries = {(e.function.name, e.transform) for e in service.entries}
+    entries = {(e.function.name, e.transform) for e in service.transforms.entries}
     assert entries == {("a", "jit"), ("b", "jit"), ("c", "scan"), ("d", "vmap"), ("__call__", "remat")}
     assert "self" in service.reach(_function(module, "M.__call__")).external
 
@@ -105,9 +105,9 @@ def test_wrapper_forms_are_entries(tmp_path):
         sm = partial(nnx.shard_map, mesh=None)(h)
         lam = nnx.eval_shape(lambda m: m)
     """)
-    traced = {getattr(e.function, "name", None) for e in service.entries}
+    traced = {getattr(e.function, "name", None) for e in service.transforms.entries}
     assert {"loss", "t", "f", "body", "cond_fun", "loop", "g", "h", "<lambda>"} <= traced
-    assert all(not e.keeps_graph for e in service.entries)
+    assert all(not e.keeps_graph for e in service.transforms.entries)
 
 
 def test_opt_ins_do_not_reach(tmp_path):
@@ -125,7 +125,7 @@ def test_opt_ins_do_not_reach(tmp_path):
         with nnx.set_graph_mode(True), nnx.set_graph_updates(True):
             nnx.jit(d)
     """)
-    keeps = {e.function.name: e.keeps_graph for e in service.entries}
+    keeps = {e.function.name: e.keeps_graph for e in service.transforms.entries}
     assert keeps == {"a": True, "b": True, "c": False, "d": True}
     reached = _reached(service, module)
     assert set(reached) == {"c"}
@@ -277,8 +277,8 @@ def test_calls_across_files(tmp_path):
     assert inner.boundary is not None and inner.boundary.root() is module and inner.boundary.lineno == 9
     assert "self" in inner.external
     calls = {c.func.as_string(): c for c in module.nodes_of_class(nodes.Call)}
-    assert service.transformed_callable(calls["vmapped"].func).transform == "vmap"
-    assert service.transformed_callable(calls["layers.jitted"].func).transform == "jit"
+    assert service.transforms.transformed_callable(calls["vmapped"].func).transform == "vmap"
+    assert service.transforms.transformed_callable(calls["layers.jitted"].func).transform == "jit"
 
 
 def test_transformed_callables(tmp_path):
@@ -302,7 +302,7 @@ def test_transformed_callables(tmp_path):
             print(x)
     """)
     calls = [c for c in _function(module, "run").nodes_of_class(nodes.Call)]
-    found = [service.transformed_callable(c.func) for c in calls]
+    found = [service.transforms.transformed_callable(c.func) for c in calls]
     assert [e.transform if e else None for e in found] == ["grad", "jit", "scan", None, "vmap", None]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.transformed import explicit_tree
+from nnx_lint.transforms import explicit_tree
 
 
 _RNG_SPLITTERS = frozenset({"split_rngs", "fork_rngs"})

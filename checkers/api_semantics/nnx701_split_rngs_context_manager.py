@@ -58,7 +58,7 @@ class SplitRngsContextManager(Rule):
         `create(nnx.split_rngs(rngs, splits=4))`, `rngs.split(4)` or `nnx.with_rngs`.
 
     References:
-        - Catalogue row H1 (`r70_split_rngs_context.py`, rewrite `r70_split_rngs_fix.py`)
+        - Patterns in the catalogue: [H1](../catalogue.md#h1)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

@@ -35,7 +35,7 @@ class SplitRngsResultDiscarded(Rule):
         shape). Use the returned value.
 
     References:
-        - Catalogue row H1 (`r70_split_rngs_context.py`)
+        - Patterns in the catalogue: [H1](../catalogue.md#h1)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

@@ -9,7 +9,7 @@ from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.transformed import transformed_code
+from nnx_lint.transforms import transform_resolver
 
 
 _KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
@@ -53,7 +53,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         arguments positionally.
 
     References:
-        - Catalogue row H2 (`r78_kwargs_semantics.py`, rewrite `r78_kwargs_semantics_fix.py`)
+        - Patterns in the catalogue: [H2](../catalogue.md#h2)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -170,7 +170,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return
         if self.context.nnx_call(node) is not None:
             return  # creating a transform, not calling a transformed function
-        entry = transformed_code(self.context).transformed_callable(node.func)
+        entry = transform_resolver(self.context).transformed_callable(node.func)
         if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
             return
         positional = len(node.args)

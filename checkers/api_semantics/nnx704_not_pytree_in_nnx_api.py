@@ -13,7 +13,7 @@ from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
 from nnx_lint.program_text import bounded_index, identifier_or, literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.transformed import explicit_tree, transformed_code
+from nnx_lint.transforms import explicit_tree, transform_resolver
 
 
 def _literal_keywords(call) -> dict:
@@ -125,7 +125,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         calls (`nnx.compat.jit`, `graph=True`).
 
     References:
-        - Catalogue rows H3, H4 (`r76_pytree_false_module.py`, `r79_linen_bridge_module.py`)
+        - Patterns in the catalogue: [H3](../catalogue.md#h3), [H4](../catalogue.md#h4)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -227,7 +227,7 @@ class NotPytreeObjectInNNXAPI(Rule):
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
         elif call is None:
-            entry = transformed_code(self.context).transformed_callable(node.func)
+            entry = transform_resolver(self.context).transformed_callable(node.func)
             if entry is None or not entry.affected:
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"

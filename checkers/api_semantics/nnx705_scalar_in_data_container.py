@@ -37,7 +37,7 @@ class ScalarInDataContainer(Rule):
         attributes, `nnx.static(...)`, or `nnx.List`/`nnx.Dict` elements.
 
     References:
-        - Catalogue row H5 (`r82_python_scalars_in_data.py`, rewrite `r82_python_scalars_in_data_fix.py`)
+        - Patterns in the catalogue: [H5](../catalogue.md#h5)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

@@ -8,7 +8,7 @@ from astroid import nodes
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.rule import Invalid, Rule, Valid, raises
-from nnx_lint.transformed import transformed_code
+from nnx_lint.transforms import transform_resolver
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +38,7 @@ class GraphOnlyAPI(Rule):
         `NotImplementedError`. Use `nnx.vjp` / `nnx.jvp` (Tree Mode).
 
     References:
-        - Catalogue row H8 (`r80_mode_exclusive_apis.py`)
+        - Patterns in the catalogue: [H8](../catalogue.md#h8)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -105,5 +105,5 @@ class GraphOnlyAPI(Rule):
     def _cached_partial_pin(self, call) -> list[dict]:
         """The call and the transform of the function it caches: flax's graph-mode
         ``cached_partial`` needs a graph-mode transform inside."""
-        inner = transformed_code(self.context).transformed_callable(call.args[0]) if call.args else None
+        inner = transform_resolver(self.context).transformed_callable(call.args[0]) if call.args else None
         return pin_sites_in(self.context, call, entry_pin_target(inner))

@@ -52,7 +52,7 @@ class GraphModeSetLate(Rule):
         environment variable), or pin it per transform with `graph=` / `graph_updates=`.
 
     References:
-        - Catalogue row G2 (`r61_mode_resolution_timing.py`, rewrite `r61_mode_resolution_timing_fix.py`)
+        - Patterns in the catalogue: [G2](../catalogue.md#g2)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -173,7 +173,7 @@ class GraphModeSetLate(Rule):
                     continue
                 for keyword in call.keywords or []:
                     if keyword.arg == "target":
-                        for function in service.functions_of(keyword.value):
+                        for function in service.transforms.functions_of(keyword.value):
                             self._thread_targets.add(id(function))
         return self._thread_targets
 

@@ -47,8 +47,7 @@ class CustomVjpOldCotangent(Rule):
         `updates_g` parameter if it needs the cotangents of Variable updates.
 
     References:
-        - [Catalogue row E1](../tree-mode.md#custom-vjp) — `repros/r40_custom_vjp_old_bwd.py`,
-          `repros/r40_custom_vjp_fix.py`
+        - [Tree Mode in brief](../tree-mode.md#custom-vjp) — patterns [E1](../catalogue.md#e1)
         - [FLIP 5310, "nnx.custom_vjp"](https://github.com/google/flax/issues/5310)
     """
 
@@ -91,7 +90,7 @@ class CustomVjpOldCotangent(Rule):
         float arrays for the others). The graph-mode bwd returns ``State`` tangents, so it
         runs in graph mode. Tree Mode: ``g`` is the 0-d output cotangent, unpacking it
         raises ``TypeError: iteration over a 0-d array`` (``vjp-structure``). Control: the
-        FLIP bwd (r40_custom_vjp_fix.py), ``g`` used directly and a Module-typed tangent.
+        FLIP bwd (its Tree Mode rewrite), ``g`` used directly and a Module-typed tangent.
         """
         others = _other_arguments(facts, 0)
         nested = str(facts.get("destructuring") or "").startswith("((")

@@ -56,8 +56,7 @@ class CustomVjpStateTangent(Rule):
         `m_g.x[...] = ...` and return `(m_g,)`.
 
     References:
-        - [Catalogue row E2](../tree-mode.md#custom-vjp) — `repros/r41_custom_vjp_state_tangent.py`,
-          `repros/r40_custom_vjp_fix.py`
+        - [Tree Mode in brief](../tree-mode.md#custom-vjp) — patterns [E2](../catalogue.md#e2)
         - [FLIP 5310, "nnx.custom_vjp"](https://github.com/google/flax/issues/5310)
     """
 
@@ -124,7 +123,7 @@ class CustomVjpStateTangent(Rule):
         (``tangent_index``) and the other arguments (float arrays). Tree Mode: ``TypeError:
         Custom VJP bwd rule must produce an output with the same container (pytree)
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
-        bwd returning a Module-typed tangent (r40_custom_vjp_fix.py).
+        bwd returning a Module-typed tangent (its Tree Mode rewrite).
         """
         index = (bounded_index(facts.get("tangent_index"), "the tangent index")
                  if isinstance(facts.get("tangent_index"), int) else 0)

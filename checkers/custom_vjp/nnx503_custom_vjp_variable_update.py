@@ -49,8 +49,7 @@ class CustomVjpVariableUpdate(Rule):
         `def bwd(res, g, *, updates_g)` and add the update cotangents to the tangents.
 
     References:
-        - [Catalogue rows E3, E4](../tree-mode.md#custom-vjp) —
-          `repros/r42_custom_vjp_variable_update.py`, `repros/r43_custom_vjp_updates_g.py`
+        - [Tree Mode in brief](../tree-mode.md#custom-vjp) — patterns [E3](../catalogue.md#e3), [E4](../catalogue.md#e4)
         - [FLIP 5310, "nnx.custom_vjp"](https://github.com/google/flax/issues/5310)
     """
 

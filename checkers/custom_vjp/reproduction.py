@@ -4,7 +4,7 @@ from __future__ import annotations
 from nnx_lint.program_text import bounded_index
 
 
-#: The FLIP's bwd (r40_custom_vjp_fix.py): ``g`` is the output cotangent, Module-typed tangent.
+#: The FLIP's bwd (its Tree Mode rewrite): ``g`` is the output cotangent, Module-typed tangent.
 _TREE_BWD = """
     def f_bwd(res, g):
         cos_x, m = res

@@ -60,7 +60,7 @@ class GradOverNonFloatState(Rule):
         RNG counters, still propagate). Keep graph mode with `nnx.compat.grad` instead.
 
     References:
-        - [Catalogue row D2](../tree-mode.md#grad) — `repros/r31_grad_nonfloat_variables.py`
+        - [Tree Mode in brief](../tree-mode.md#grad) — patterns [D2](../catalogue.md#d2)
         - [FLIP 5310, "nnx.grad"](https://github.com/google/flax/issues/5310)
     """
 

@@ -65,7 +65,7 @@ class GradIncludesNonParamState(Rule):
         `(params, rest)`.
 
     References:
-        - [Catalogue row D1](../tree-mode.md#grad) — `repros/r30_grad_default_argnums_type.py`
+        - [Tree Mode in brief](../tree-mode.md#grad) — patterns [D1](../catalogue.md#d1)
         - [FLIP 5310, "nnx.grad"](https://github.com/google/flax/issues/5310)
     """
 

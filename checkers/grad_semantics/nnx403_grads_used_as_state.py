@@ -64,7 +64,7 @@ class GradsUsedAsState(Rule):
         split by `nnx.Param` and differentiate `(params, rest)` to get a `State` again.
 
     References:
-        - [Catalogue row D1](../tree-mode.md#grad) — `repros/r30_grad_default_argnums_type.py`
+        - [Tree Mode in brief](../tree-mode.md#grad) — patterns [D1](../catalogue.md#d1)
         - [FLIP 5310, "nnx.grad"](https://github.com/google/flax/issues/5310)
     """
 

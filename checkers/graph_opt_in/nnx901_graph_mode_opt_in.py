@@ -36,7 +36,7 @@ class GraphModeOptIn(Rule):
         supported forever.
 
     References:
-        - [Tree Mode in brief: opting in](../tree-mode.md#opting-in-to-graph-mode) — catalogue row G1
+        - [Tree Mode in brief: opting in](../tree-mode.md#opting-in-to-graph-mode) — patterns [G1](../catalogue.md#g1)
     """
 
     code = "NNX901"

@@ -97,7 +97,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         outputs of the transform and attach them outside.
 
     References:
-        - Catalogue rows C1, C8, C9 (`r20_structural_updates_in_jit.py`, `r28_static_container_mutation.py`, `r72_control_flow.py`)
+        - Patterns in the catalogue: [C1](../catalogue.md#c1), [C8](../catalogue.md#c8), [C9](../catalogue.md#c9)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -467,7 +467,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     def _call(self, service, node: nodes.Call, external) -> dict | None:
         func = node.func
         if isinstance(func, nodes.Name) and func.name in ("setattr", "delattr") and node.args:
-            if service.qualified_name(func) not in (None, "builtins.setattr", "builtins.delattr", "setattr", "delattr"):
+            if service.transforms.qualified_name(func) not in (None, "builtins.setattr", "builtins.delattr", "setattr", "delattr"):
                 return None
             owner = node.args[0]
             if not service.is_external(owner, external):
@@ -498,7 +498,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         if entry is None:
             return False
         for node in entry.function.nodes_of_class(nodes.Call):  # nested loss functions included
-            call = service.nnx_call(node)
+            call = service.transforms.nnx_call(node)
             if call is not None and call.name == "pop":
                 return True
         return False

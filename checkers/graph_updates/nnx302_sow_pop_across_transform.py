@@ -53,7 +53,7 @@ class SowPopAcrossTransform(Rule):
         (or around it) instead.
 
     References:
-        - Catalogue row C2 (`r21_sow_pop.py`, rewrite `r21_sow_pop_fix.py`)
+        - Patterns in the catalogue: [C2](../catalogue.md#c2)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -260,7 +260,7 @@ def _earlier_transformed_call(context, service: TransformedCode, scope, node: no
             continue
         if not any(isinstance(a, nodes.Name) and a.name == model for a in call.args):
             continue
-        entry = service.transformed_callable(call.func)
+        entry = service.transforms.transformed_callable(call.func)
         if entry is None or not entry.affected:
             continue
         if best is None or call.lineno > best[0].lineno:

@@ -49,7 +49,7 @@ class PerturbDiffStateRecipe(Rule):
         init=perturbs)(x)` inside the loss.
 
     References:
-        - Catalogue row C3 (`r22_perturb_diffstate.py`, rewrite `r22_perturb_diffstate_fix.py`)
+        - Patterns in the catalogue: [C3](../catalogue.md#c3)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

@@ -22,7 +22,7 @@ class EvalTrainInTransform(_MethodCallInTransform):
         `nnx.view(model, deterministic=True)` in.
 
     References:
-        - Catalogue row C5 (`r24_eval_train_view.py`)
+        - Patterns in the catalogue: [C5](../catalogue.md#c5)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

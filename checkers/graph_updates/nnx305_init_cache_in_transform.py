@@ -41,7 +41,7 @@ class InitCacheInTransform(_MethodCallInTransform):
         update it inside.
 
     References:
-        - Catalogue row C6 (`r25_init_cache_in_jit.py`)
+        - Patterns in the catalogue: [C6](../catalogue.md#c6)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -58,7 +58,7 @@ class InitCacheInTransform(_MethodCallInTransform):
                 continue  # `cache = model.init_cache(...)`: a functional cache, returned not stored
             ref = self.owner_class(service, node.func.expr)
             if ref is not None and ref.definition is not None:
-                method = service.method_of(ref.definition, "init_cache")
+                method = service.transforms.method_of(ref.definition, "init_cache")
                 if method is not None and not _stores_on_self(method):
                     continue
             yield node, facts

@@ -12,7 +12,7 @@ from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.nnx_api import TRANSFORMS
 from nnx_lint.program_text import choice_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.transformed import transformed_code
+from nnx_lint.transforms import transform_resolver
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,7 +41,7 @@ class TransformOnInit(Rule):
         `self.linear = nnx.vmap(make, in_axes=0)(rngs.split(n))`.
 
     References:
-        - Catalogue row C7 (`r27_vmapped_init_method.py`, rewrite `r27_vmapped_init_method_fix.py`)
+        - Patterns in the catalogue: [C7](../catalogue.md#c7)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -155,7 +155,7 @@ class TransformOnInit(Rule):
     def visit_functiondef(self, node: nodes.FunctionDef) -> None:
         if node.name != "__init__" or not isinstance(node.parent, nodes.ClassDef) or node.decorators is None:
             return
-        for entry in transformed_code(self.context).entries_of(node):
+        for entry in transform_resolver(self.context).entries_of(node):
             if entry.form == "decorator" and entry.affected:
                 split = any(self.context.nnx_call(d) is not None and self.context.nnx_call(d).name == "split_rngs"
                             for d in node.decorators.nodes if isinstance(d, nodes.Call))

@@ -13,7 +13,8 @@ from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.program_text import is_identifier
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.transformed import body_nodes, explicit_tree, root_name, transformed_code
+from nnx_lint.transformed import body_nodes, root_name, transformed_code
+from nnx_lint.transforms import explicit_tree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +44,7 @@ class ScanBroadcastWrite(Rule):
         if it should accumulate, or compute without writing to it.
 
     References:
-        - Catalogue row C10 (`r26_scan_broadcast_and_identity.py`)
+        - Patterns in the catalogue: [C10](../catalogue.md#c10)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -141,7 +142,7 @@ class ScanBroadcastWrite(Rule):
         if self.context.keeps_graph_mode(call) or explicit_tree(call):
             return
         in_axes = call.keywords["in_axes"]
-        functions = [e.function for e in service.entries if e.call is not None and e.call.node is node]
+        functions = [e.function for e in service.transforms.entries if e.call is not None and e.call.node is node]
         for function in dict.fromkeys(functions):
             parameters = [a.name for a in (function.args.posonlyargs or []) + (function.args.args or [])]
             if isinstance(in_axes, nodes.Const) and in_axes.value is None:

@@ -48,7 +48,7 @@ class LoopBodyReturnsNewModule(Rule):
         module in place (`m.w[...] = ...`) and return it.
 
     References:
-        - Catalogue row C9 (`r72_control_flow.py`, rewrite `r72_control_flow_fix.py`)
+        - Patterns in the catalogue: [C9](../catalogue.md#c9)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -144,12 +144,12 @@ class LoopBodyReturnsNewModule(Rule):
         if call is None or call.name not in _LOOPS:
             return
         service = transformed_code(self.context)
-        for entry in service.entries:
+        for entry in service.transforms.entries:
             if entry.call is None or entry.call.node is not node or not entry.affected:
                 continue
             if call.name == "while_loop":
                 body = call.args[1] if len(call.args) > 1 else call.keywords.get("body_fun")
-                if not any(f is entry.function for f in service.functions_of(body)):
+                if not any(f is entry.function for f in service.transforms.functions_of(body)):
                     continue  # the cond_fun returns a bool, not a carry
             for anchor, built in self._new_objects(service, entry.function):
                 self.report(anchor, transform=call.name, built=built, loop_line=node.lineno,

@@ -20,7 +20,7 @@ class StateAxesPrefix(_PrefixFilterRule):
         graph_updates=False` — at decoration time, so often when the module is imported.
 
     References:
-        - [Tree Mode in brief: prefix filters](../tree-mode.md#prefix-filters) — catalogue row B1
+        - [Tree Mode in brief: prefix filters](../tree-mode.md#prefix-filters) — patterns [B1](../catalogue.md#b1)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

@@ -21,7 +21,7 @@ class DiffStatePrefix(_PrefixFilterRule):
         filter and pass the groups as separate arguments.
 
     References:
-        - [Tree Mode in brief: prefix filters](../tree-mode.md#prefix-filters) — catalogue rows B2, C3
+        - [Tree Mode in brief: prefix filters](../tree-mode.md#prefix-filters) — patterns [B2](../catalogue.md#b2), [C3](../catalogue.md#c3)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

@@ -22,7 +22,7 @@ class StateShardingPrefix(_PrefixFilterRule):
         call site together with its transform (graph-mode transforms reject `nnx.prefix` trees).
 
     References:
-        - [Tree Mode in brief: prefix filters](../tree-mode.md#prefix-filters) — catalogue row B3
+        - [Tree Mode in brief: prefix filters](../tree-mode.md#prefix-filters) — patterns [B3](../catalogue.md#b3)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 

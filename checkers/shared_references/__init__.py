@@ -1,4 +1,4 @@
-"""NNX1xx: shared references and aliasing — catalogue rows A1-A9.
+"""NNX1xx: shared references and aliasing — catalogue patterns A1-A9.
 
 Tree Mode forbids any Variable being reachable twice: every NNX transform checks its
 inputs and outputs for Variable aliasing, and every graph API checks the object it

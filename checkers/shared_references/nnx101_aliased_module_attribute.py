@@ -42,7 +42,7 @@ class AliasedAttribute(_ClassAliasRule):
         `nnx.fori_loop` / `nnx.while_loop` the aliases silently diverge (NNX108).
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A1, A2
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A1](../catalogue.md#a1), [A2](../catalogue.md#a2)
         - {spec}
     """
 

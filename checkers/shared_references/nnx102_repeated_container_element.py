@@ -35,7 +35,7 @@ class RepeatedContainerElement(_ClassAliasRule):
         parameters across depth, store the block once and apply it repeatedly.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A3
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A3](../catalogue.md#a3)
         - {spec}
     """
 

@@ -78,7 +78,7 @@ class DuplicateTransformArgument(_FamilyRule):
         groups (`nnx.split(m, nnx.Param, ...)`) are fine.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A4
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A4](../catalogue.md#a4)
         - {spec}
     """
 

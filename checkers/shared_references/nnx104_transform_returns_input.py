@@ -66,7 +66,7 @@ class TransformReturnsInput(_ReturnRule):
         `has_aux=True`.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A5
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A5](../catalogue.md#a5)
         - {spec}
     """
 

@@ -26,7 +26,7 @@ class SharedRngs(_ClassAliasRule):
         each module its own stream state with `rngs.fork()`.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A7, A8
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A7](../catalogue.md#a7), [A8](../catalogue.md#a8)
         - {spec}
     """
 

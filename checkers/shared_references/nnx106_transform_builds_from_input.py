@@ -49,7 +49,7 @@ class TransformBuildsFromInput(_ReturnRule):
         .out.rngs.default.count ... does not support Variable aliasing`.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A8
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A8](../catalogue.md#a8)
         - {spec}
     """
 

@@ -57,7 +57,7 @@ class ArgumentHoldsArgument(_FamilyRule):
         the holder.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue rows A9, A7
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A9](../catalogue.md#a9), [A7](../catalogue.md#a7)
         - {spec}
     """
 

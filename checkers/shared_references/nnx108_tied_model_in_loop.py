@@ -65,7 +65,7 @@ class TiedModelInLoop(_FamilyRule):
         the aliases diverge. Untie the model (store the Variable once) before looping.
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — catalogue row A6
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A6](../catalogue.md#a6)
         - {spec}
     """
 

@@ -43,7 +43,7 @@ class TransformMetadataKeyword(Rule):
         under the transform instead, with the same axes.
 
     References:
-        - [Tree Mode in brief: transform_metadata](../tree-mode.md#transform-metadata) — catalogue row F1
+        - [Tree Mode in brief: transform_metadata](../tree-mode.md#transform-metadata) — patterns [F1](../catalogue.md#f1)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
