@@ -26,6 +26,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
+from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
@@ -834,45 +835,6 @@ RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.
 MODULE_CLASSES = nnx_api.MODULE_CLASSES
-#: Variable attributes of flax layers (``self.head.kernel = self.embed.embedding``).
-FLAX_VARIABLE_ATTRIBUTES: dict[str, frozenset[str]] = {
-    "Linear": frozenset({"kernel", "bias"}),
-    "LinearGeneral": frozenset({"kernel", "bias"}),
-    "Einsum": frozenset({"kernel", "bias"}),
-    "LoRALinear": frozenset({"kernel", "bias"}),
-    "Conv": frozenset({"kernel", "bias"}),
-    "ConvTranspose": frozenset({"kernel", "bias"}),
-    "Embed": frozenset({"embedding"}),
-    "LayerNorm": frozenset({"scale", "bias"}),
-    "RMSNorm": frozenset({"scale"}),
-    "BatchNorm": frozenset({"scale", "bias", "mean", "var"}),
-    "GroupNorm": frozenset({"scale", "bias"}),
-    "InstanceNorm": frozenset({"scale", "bias"}),
-    "LoRA": frozenset({"lora_a", "lora_b"}),
-    "PReLU": frozenset({"negative_slope"}),
-}
-#: Submodule attributes of flax classes.
-FLAX_SUBMODULE_ATTRIBUTES: dict[str, frozenset[str]] = {
-    "Sequential": frozenset({"layers"}),
-    "ModelAndOptimizer": frozenset({"model"}),
-    "LoRA": frozenset({"base_module"}),
-    "WeightNorm": frozenset({"layer_instance"}),
-    "SpectralNorm": frozenset({"layer_instance"}),
-    "RNN": frozenset({"cell"}),
-    "Bidirectional": frozenset({"forward_rnn", "backward_rnn"}),
-    "MultiHeadAttention": frozenset({"query", "key", "value", "out"}),
-}
-#: Constructor arguments flax classes keep as they are: (position, keyword, stored path).
-FLAX_STORED_ARGUMENTS: dict[str, tuple[tuple[int | None, str, tuple[str, ...]], ...]] = {
-    "LoRA": ((None, "base_module", ("base_module",)),),
-    "WeightNorm": ((0, "layer_instance", ("layer_instance",)),),
-    "SpectralNorm": ((0, "layer_instance", ("layer_instance",)),),
-    "RNN": ((0, "cell", ("cell",)),),
-    "Bidirectional": ((0, "forward_rnn", ("forward_rnn",)), (1, "backward_rnn", ("backward_rnn",))),
-    "ModelAndOptimizer": ((0, "model", ("model",)),),
-}
-
-
 @dataclass(frozen=True)
 class Ref:
     """A statically known object: where it comes from (``root``) and a path within it.

@@ -5,7 +5,7 @@ names, transforms and graph APIs, Variable types and what their values are, the
 ``Rngs`` objects, the layer classes that hold Variables, the mode setters and the
 packages that are never "the project". ``tests/test_flax_table.py`` checks it against
 the installed flax by introspection. (What each built-in layer stores, measured per
-constructor argument, is :data:`nnx_lint.variables.FLAX_LAYERS`.)
+constructor argument, is :mod:`nnx_lint.flax_layers`.)
 
 Qualified names are canonical: ``flax.nnx.<public name>`` for anything reachable
 from ``flax.nnx`` (whatever internal module defines it), ``flax.nnx.compat.<name>``

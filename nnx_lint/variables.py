@@ -26,23 +26,23 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import bound_values, lookup
+from nnx_lint.flax_layers import (  # noqa: F401 - the categories are part of this module's API
+    FLAX_LAYERS,
+    FLOAT_STATE,
+    INTEGER,
+    NON_DIFFERENTIABLE,
+    NON_PARAM,
+    PARAM,
+    RNG,
+    UNKNOWN_DTYPE,
+    LayerSpec,
+)
 
 if TYPE_CHECKING:
     from nnx_lint.classes import ClassRef
     from nnx_lint.engine import FileContext
 
 # Categories of a held leaf.
-PARAM = "param"            #: a float ``Param`` (or ``Param`` subclass such as ``LoRAParam``)
-RNG = "rng"                #: ``RngKey`` (key data) / ``RngCount`` (uint32) of a stored Rngs/RngStream
-INTEGER = "integer"        #: an integer or bool Variable / array leaf
-FLOAT_STATE = "float"      #: a float leaf that is not a ``Param`` (BatchStat, Cache, float Variable, array)
-UNKNOWN_DTYPE = "unknown-dtype"  #: a non-Param Variable whose dtype the code does not show
-
-#: Categories that make ``jax.grad`` raise ``TypeError`` (non-inexact dtype).
-NON_DIFFERENTIABLE = frozenset({RNG, INTEGER})
-#: Categories that receive gradients in Tree Mode but not in graph mode.
-NON_PARAM = frozenset({RNG, INTEGER, FLOAT_STATE, UNKNOWN_DTYPE})
-
 _MAX_DEPTH = 8
 
 
@@ -105,60 +105,6 @@ def _join(prefix: str, path: str) -> str:
         return prefix
     return f"{prefix}.{path}"
 
-
-# -- built-in flax layers -----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """What a ``flax.nnx`` layer holds after ``__init__`` (flax 0.12.8).
-
-    ``leaves``: ``(path, variable_type, category)`` always held.
-    ``rng_when``: when it stores an RngStream (``RngKey`` + ``RngCount``):
-    ``"rngs-given"`` (a non-None ``rngs=``), ``"dropout-rate"`` (MultiHeadAttention:
-    ``dropout_rate > 0`` and ``keep_rngs`` not False), ``"keep-rngs"`` (RNN cells:
-    ``keep_rngs=True``), ``"unless-rngs-false"`` (RNN: ``rngs=True`` is the default).
-    ``children``: positional argument indexes / keyword names holding submodules.
-    ``all_positional``: every positional argument is a submodule (Sequential).
-    """
-
-    leaves: tuple[tuple[str, str, str], ...] = ()
-    rng_when: str | None = None
-    #: Non-Param leaves read by the forward pass: "always", or "use_running_average" (only
-    #: when constructed with ``use_running_average=True``; else decided at call time).
-    read_when: str | None = None
-    rng_path: str = "rngs"
-    children: tuple[int | str, ...] = ()
-    all_positional: bool = False
-
-
-_PARAMS = (("", "Param", PARAM),)
-_CELL = LayerSpec(_PARAMS, rng_when="keep-rngs")
-
-#: ``flax.nnx.<Layer>`` -> what an instance holds. Measured on flax 0.12.8 (CPU): each layer
-#: constructed, its leaves listed with their Variable type and dtype, and ``nnx.grad``
-#: applied in Tree Mode (TypeError exactly for the rows with RNG state).
-FLAX_LAYERS: dict[str, LayerSpec] = {
-    **{f"flax.nnx.{name}": LayerSpec(_PARAMS) for name in (
-        "Linear", "LinearGeneral", "Einsum", "Conv", "ConvTranspose", "Embed", "LayerNorm",
-        "RMSNorm", "GroupNorm", "InstanceNorm", "PReLU", "LoRALinear",
-    )},
-    "flax.nnx.LoRA": LayerSpec((("", "LoRAParam", PARAM),), children=("base_module",)),
-    "flax.nnx.BatchNorm": LayerSpec(
-        _PARAMS + (("mean", "BatchStat", FLOAT_STATE), ("var", "BatchStat", FLOAT_STATE)),
-        read_when="use_running_average",
-    ),
-    "flax.nnx.SpectralNorm": LayerSpec((("batch_stats", "BatchStat", FLOAT_STATE),), children=(0, "layer_instance")),
-    "flax.nnx.WeightNorm": LayerSpec((("scales", "array", FLOAT_STATE),), children=(0, "layer_instance"), read_when="always"),
-    "flax.nnx.Dropout": LayerSpec(rng_when="rngs-given"),
-    "flax.nnx.MultiHeadAttention": LayerSpec(_PARAMS, rng_when="dropout-rate"),
-    "flax.nnx.LSTMCell": _CELL,
-    "flax.nnx.OptimizedLSTMCell": _CELL,
-    "flax.nnx.GRUCell": _CELL,
-    "flax.nnx.SimpleCell": _CELL,
-    "flax.nnx.RNN": LayerSpec(rng_when="unless-rngs-false", children=(0, "cell")),
-    "flax.nnx.Bidirectional": LayerSpec(children=(0, 1, "forward_rnn", "backward_rnn")),
-    "flax.nnx.Sequential": LayerSpec(all_positional=True),
-}
 
 #: Variable types by qualified name: ``Param`` (and subclasses) vs state whose category
 #: depends on the stored value's dtype.

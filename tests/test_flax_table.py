@@ -11,7 +11,7 @@ import inspect
 import pytest
 
 from nnx_lint import nnx_api
-from nnx_lint.variables import FLAX_LAYERS
+from nnx_lint.flax_layers import FLAX_LAYERS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 
 nnx = pytest.importorskip("flax.nnx")
 
@@ -77,3 +77,45 @@ def test_layer_table_names_flax_modules():
 
 def test_external_packages_hold_flax_and_jax():
     assert {"flax", "jax"} <= nnx_api.EXTERNAL_PACKAGES
+
+
+def _instance(name: str):
+    """One instance of a flax layer, built with small arguments."""
+    rngs = nnx.Rngs(0)
+    lin = lambda: nnx.Linear(2, 2, rngs=rngs)  # noqa: E731
+    builders = {
+        "Linear": lin, "LinearGeneral": lambda: nnx.LinearGeneral(2, 2, rngs=rngs),
+        "Einsum": lambda: nnx.Einsum("ab,bc->ac", (2, 2), (2,), rngs=rngs),
+        "LoRALinear": lambda: nnx.LoRALinear(2, 2, lora_rank=1, rngs=rngs),
+        "Conv": lambda: nnx.Conv(2, 2, (3,), rngs=rngs), "ConvTranspose": lambda: nnx.ConvTranspose(2, 2, (3,), rngs=rngs),
+        "Embed": lambda: nnx.Embed(4, 2, rngs=rngs), "LayerNorm": lambda: nnx.LayerNorm(2, rngs=rngs),
+        "RMSNorm": lambda: nnx.RMSNorm(2, rngs=rngs), "BatchNorm": lambda: nnx.BatchNorm(2, rngs=rngs),
+        "GroupNorm": lambda: nnx.GroupNorm(2, num_groups=1, rngs=rngs),
+        "InstanceNorm": lambda: nnx.InstanceNorm(2, rngs=rngs), "LoRA": lambda: nnx.LoRA(2, 1, 2, base_module=lin(), rngs=rngs),
+        "PReLU": lambda: nnx.PReLU(), "Sequential": lambda: nnx.Sequential(lin()),
+        "ModelAndOptimizer": None, "WeightNorm": lambda: nnx.WeightNorm(lin(), rngs=rngs),
+        "SpectralNorm": lambda: nnx.SpectralNorm(lin(), rngs=rngs),
+        "RNN": lambda: nnx.RNN(nnx.LSTMCell(2, 2, rngs=rngs), rngs=rngs),
+        "Bidirectional": lambda: nnx.Bidirectional(nnx.RNN(nnx.LSTMCell(2, 2, rngs=rngs), rngs=rngs),
+                                                   nnx.RNN(nnx.LSTMCell(2, 2, rngs=rngs), rngs=rngs)),
+        "MultiHeadAttention": lambda: nnx.MultiHeadAttention(2, 2, decode=False, rngs=rngs),
+    }
+    builder = builders.get(name)
+    return builder() if builder is not None else None
+
+
+@pytest.mark.parametrize("name", sorted(FLAX_VARIABLE_ATTRIBUTES))
+def test_variable_attribute_table_names_variables_flax_stores(name):
+    layer = _instance(name)
+    for attribute in FLAX_VARIABLE_ATTRIBUTES[name]:
+        value = getattr(layer, attribute, None)
+        assert value is None or isinstance(value, nnx.Variable), (name, attribute, type(value))
+    assert any(isinstance(getattr(layer, a, None), nnx.Variable) for a in FLAX_VARIABLE_ATTRIBUTES[name]), name
+
+
+@pytest.mark.parametrize("name", sorted(set(FLAX_SUBMODULE_ATTRIBUTES) - {"ModelAndOptimizer"}))
+def test_submodule_attribute_table_names_modules_flax_stores(name):
+    layer = _instance(name)
+    for attribute in FLAX_SUBMODULE_ATTRIBUTES[name]:
+        value = getattr(layer, attribute)
+        assert isinstance(value, (nnx.Module, list, nnx.List)), (name, attribute, type(value))
