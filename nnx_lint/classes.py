@@ -278,10 +278,7 @@ class ClassModel:
     def _function_called(self, call: nodes.Call, qualified_name: str | None) -> nodes.FunctionDef | None:
         """The plain project function (not a method) ``call`` calls by name, if known."""
         if isinstance(call.func, nodes.Name):
-            try:
-                _scope, assignments = lookup(call.func)
-            except Exception:
-                return None
+            _scope, assignments = lookup(call.func)
             if len(assignments) == 1 and isinstance(assignments[0], nodes.FunctionDef) \
                     and not isinstance(assignments[0].parent, nodes.ClassDef):
                 return assignments[0]
@@ -295,10 +292,7 @@ class ClassModel:
         """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""
         if not isinstance(expression, nodes.Name):
             return None
-        try:
-            _scope, assignments = lookup(expression)
-        except Exception:
-            return None
+        _scope, assignments = lookup(expression)
         if len(assignments) == 1 and isinstance(assignments[0], nodes.ClassDef):
             return self.ref_of_definition(assignments[0])
         return None
@@ -317,10 +311,7 @@ class ClassModel:
         return self.class_of(expression)
 
     def _annotation_of(self, name: nodes.Name) -> ClassRef | None:
-        try:
-            _scope, assignments = lookup(name)
-        except Exception:
-            return None
+        _scope, assignments = lookup(name)
         for assignment in assignments:
             if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Arguments):
                 arguments = assignment.parent
@@ -361,10 +352,7 @@ class ClassModel:
         if expression is None or depth > _MAX_REF_DEPTH:
             return None
         if isinstance(expression, nodes.Name):
-            try:
-                _scope, assignments = lookup(expression)
-            except Exception:
-                return None
+            _scope, assignments = lookup(expression)
             refs = set()
             for assignment in assignments:
                 ref = self._ref_of_binding(assignment, depth + 1)
@@ -978,10 +966,7 @@ def _is_builtin_dict(function: nodes.NodeNG) -> bool:
     """``dict`` not rebound in this file (the name resolver leaves builtins unresolved)."""
     if not isinstance(function, nodes.Name) or function.name != "dict":
         return False
-    try:
-        scope, _assignments = lookup(function)
-    except Exception:
-        return False
+    scope, _assignments = lookup(function)
     return isinstance(scope, nodes.Module) and scope.name == "builtins"
 
 

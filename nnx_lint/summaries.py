@@ -85,10 +85,7 @@ class HelperSummaries:
         if qualified and (qualified.split(".")[0] in EXTERNAL_PACKAGES or qualified.startswith("builtins.")):
             return None
         if isinstance(func, nodes.Name):
-            try:
-                _scope, assignments = lookup(func)
-            except Exception:
-                return None
+            _scope, assignments = lookup(func)
             if len(assignments) == 1 and isinstance(assignments[0], nodes.FunctionDef):
                 function = assignments[0]
                 return None if isinstance(function.parent, nodes.ClassDef) else function

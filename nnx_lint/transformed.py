@@ -398,10 +398,7 @@ class TransformedCode:
             return False
         if root.name in external and _binds_parameter(root):
             return True
-        try:
-            _scope, assignments = lookup(root)
-        except Exception:
-            return False
+        _scope, assignments = lookup(root)
         for assignment in assignments:
             if not isinstance(assignment, nodes.AssignName):
                 continue
@@ -455,10 +452,7 @@ def body_nodes(function: Function) -> Iterator[nodes.NodeNG]:
 
 
 def _binds_parameter(name: nodes.Name) -> bool:
-    try:
-        _scope, assignments = lookup(name)
-    except Exception:
-        return False
+    _scope, assignments = lookup(name)
     return bool(assignments) and all(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments)
                                      for a in assignments)
 

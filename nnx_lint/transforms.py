@@ -288,10 +288,7 @@ class TransformResolver:
                 return self.functions_of(expression.args[0], depth + 1)
             return []
         if isinstance(expression, nodes.Name):
-            try:
-                _scope, assignments = lookup(expression)
-            except Exception:
-                assignments = []
+            _scope, assignments = lookup(expression)
             found: list[Function] = []
             for assignment in assignments:
                 if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
@@ -355,10 +352,7 @@ class TransformResolver:
             entries = list(self._call_entries(expression))
             return entries[0] if entries else None
         if isinstance(expression, nodes.Name):
-            try:
-                _scope, assignments = lookup(expression)
-            except Exception:
-                return None
+            _scope, assignments = lookup(expression)
             for assignment in assignments:
                 if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and assignment.decorators:
                     for decorator in assignment.decorators.nodes:
@@ -470,10 +464,7 @@ class TransformResolver:
                     return factory, callee.args[0], not self._mode_of(factory.node).flip_changes(factory)
             return None
         if isinstance(callee, nodes.Name):
-            try:
-                _scope, assignments = lookup(callee)
-            except Exception:
-                return None
+            _scope, assignments = lookup(callee)
             if len(assignments) != 1:
                 return None
             assignment = assignments[0]
@@ -600,10 +591,7 @@ def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
 def _is_class_reference(expression: nodes.NodeNG) -> bool:
     """``Model`` in ``Model.method(...)`` is the class itself, not an instance."""
     if isinstance(expression, nodes.Name):
-        try:
-            _scope, assignments = lookup(expression)
-        except Exception:
-            return False
+        _scope, assignments = lookup(expression)
         return any(isinstance(a, nodes.ClassDef) for a in assignments)
     return False
 

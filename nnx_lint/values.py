@@ -248,10 +248,7 @@ class ValueModel:
             annotation = self.classes.class_of(expression)
             if annotation is not None and annotation.qualified_name in nnx_api.STATE_CLASSES:
                 return True
-            try:
-                _scope, assignments = lookup(expression)
-            except Exception:
-                return False
+            _scope, assignments = lookup(expression)
             return bool(assignments) and all(self._binds_state(a, depth) for a in assignments)
         return False
 

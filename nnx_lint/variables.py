@@ -366,10 +366,7 @@ class VariableModel:
     # -- rngs ---------------------------------------------------------------------------
     def _is_rngs_parameter(self, name: nodes.Name) -> bool:
         """A function parameter that is an ``nnx.Rngs``: annotated so, or named ``rngs``."""
-        try:
-            _scope, assignments = lookup(name)
-        except Exception:
-            return False
+        _scope, assignments = lookup(name)
         for assignment in assignments:
             if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Arguments):
                 ref = self.context.classes.class_of(name)
@@ -693,10 +690,7 @@ class GradientFlow:
         function: nodes.FunctionDef | None = None
         offset = 0
         if isinstance(call.func, nodes.Name):
-            try:
-                _scope, assignments = lookup(call.func)
-            except Exception:
-                return None
+            _scope, assignments = lookup(call.func)
             functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
             if len(functions) == 1 and len(assignments) == 1:
                 function = functions[0]
@@ -723,10 +717,7 @@ class GradientFlow:
         for name in frame.nodes_of_class(nodes.Name):
             if name.name != assignment.name or (name.lineno or 0) < (assignment.lineno or 0):
                 continue
-            try:
-                _scope, assignments = lookup(name)
-            except Exception:
-                continue
+            _scope, assignments = lookup(name)
             if assignment in assignments:
                 uses.append(name)
         return uses

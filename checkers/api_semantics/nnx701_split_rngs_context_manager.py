@@ -155,10 +155,7 @@ class SplitRngsContextManager(Rule):
         argument = node.args[0]
         if not isinstance(argument, nodes.Name):
             return
-        try:
-            _scope, assignments = lookup(argument)
-        except Exception:
-            return
+        _scope, assignments = lookup(argument)
         values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
         splitters = [_rng_splitter(self.context, v) for v in values]
         if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):

@@ -54,10 +54,7 @@ def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
     if isinstance(base, nodes.Attribute) and base.attrname == "Module":
         return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
     if isinstance(base, nodes.Name):
-        try:
-            _scope, assignments = lookup(base)
-        except Exception:
-            return False
+        _scope, assignments = lookup(base)
         for assignment in assignments:
             if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith("flax.nnx.bridge"):
                 return any((alias or original) == base.name and original == "Module"

@@ -153,10 +153,7 @@ def _keyword(call: nodes.Call, name: str) -> nodes.NodeNG | None:
 def _function(node: nodes.NodeNG | None) -> nodes.FunctionDef | None:
     if not isinstance(node, nodes.Name):
         return None
-    try:
-        _scope, assignments = lookup(node)
-    except Exception:
-        return None
+    _scope, assignments = lookup(node)
     functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
     return functions[0] if len(functions) == 1 and len(assignments) == 1 else None
 
@@ -231,10 +228,7 @@ def _string_indexed(name: str, function: nodes.FunctionDef) -> bool:
 
 def _bindings(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:
     """``(value, "value")`` for ``name = value``; ``(call, "split")`` for ``_, name, ... = nnx.split(...)``."""
-    try:
-        _scope, assignments = lookup(name)
-    except Exception:
-        return []
+    _scope, assignments = lookup(name)
     found = []
     for assignment in assignments:
         if not isinstance(assignment, nodes.AssignName):
@@ -273,10 +267,7 @@ def _cotangent_parameter(bwd: nodes.FunctionDef) -> nodes.AssignName | None:
 def _is_cotangent(node: nodes.NodeNG, parameter: nodes.AssignName) -> bool:
     if not isinstance(node, nodes.Name) or node.name != parameter.name:
         return False
-    try:
-        _scope, assignments = lookup(node)
-    except Exception:
-        return False
+    _scope, assignments = lookup(node)
     return parameter in assignments
 
 

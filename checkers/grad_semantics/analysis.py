@@ -201,10 +201,7 @@ class _Analysis:
         if isinstance(node, nodes.Lambda):
             return node
         if isinstance(node, nodes.Name):
-            try:
-                _scope, assignments = lookup(node)
-            except Exception:
-                return None
+            _scope, assignments = lookup(node)
             functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
             if len(functions) == 1:
                 return functions[0]
@@ -319,10 +316,7 @@ def _is_called_in(loss: nodes.NodeNG | None, position: int) -> bool:
     parameter = arguments[position]
     for call in loss.nodes_of_class(nodes.Call):
         if isinstance(call.func, nodes.Name) and call.func.name == parameter.name:
-            try:
-                _scope, assignments = lookup(call.func)
-            except Exception:
-                continue
+            _scope, assignments = lookup(call.func)
             if parameter in assignments:
                 return True
     return False

@@ -176,8 +176,5 @@ def _target_of(statement):
 
 
 def _is_parameter_of(name: nodes.Name, function) -> bool:
-    try:
-        scope, assignments = lookup(name)
-    except Exception:
-        return False
+    scope, assignments = lookup(name)
     return scope is function and any(isinstance(a.parent, nodes.Arguments) for a in assignments)

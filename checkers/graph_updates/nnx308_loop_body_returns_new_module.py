@@ -183,10 +183,7 @@ class LoopBodyReturnsNewModule(Rule):
         return True
 
     def _unpacked_from_split(self, name: nodes.Name) -> bool:
-        try:
-            _scope, assignments = lookup(name)
-        except Exception:
-            return False
+        _scope, assignments = lookup(name)
         for assignment in assignments:
             parent = assignment.parent
             if not (isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign)):

@@ -18,10 +18,7 @@ def function_definition(expression: nodes.NodeNG | None, context=None) -> nodes.
     if isinstance(expression, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
         return expression
     if isinstance(expression, nodes.Name):
-        try:
-            _scope, assignments = lookup(expression)
-        except Exception:
-            return None
+        _scope, assignments = lookup(expression)
         if len(assignments) != 1:
             return None
         assignment = assignments[0]
