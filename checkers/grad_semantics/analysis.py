@@ -347,3 +347,10 @@ def _describe(holdings: Holdings, categories) -> str:
 def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
     """Where a pin fix keeps graph mode: the grad transform applied here."""
     return pin_sites_in(context, (application.transform_node, application.transform))
+
+
+def _grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:
+    """The grad's creation and its application, as related locations of a finding."""
+    sites = [(application.transform_node, f"the `nnx.{application.transform}` is created here"),
+             (application.call, "and applied here")]
+    return [(node, text) for node, text in sites if node is not None]

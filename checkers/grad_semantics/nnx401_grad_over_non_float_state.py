@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import _analysis, _describe, _holding_facts, _pin
+from checkers.grad_semantics.analysis import _analysis, _grad_sites, _describe, _holding_facts, _pin
 from checkers.grad_semantics.reproduction import _dedent, _SHARED_VARIABLE_TYPES
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import bounded_index
@@ -101,6 +101,7 @@ class GradOverNonFloatState(Rule):
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
                 pin=_pin(self.context, application),
+                related=_grad_sites(application),
             )
 
     @classmethod

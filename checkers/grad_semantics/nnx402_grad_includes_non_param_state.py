@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import _analysis, _describe, _holding_facts, _pin
+from checkers.grad_semantics.analysis import _analysis, _grad_sites, _describe, _holding_facts, _pin
 from checkers.grad_semantics.reproduction import _application, _dedent, _SHARED_VARIABLE_TYPES
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
@@ -117,6 +117,7 @@ class GradIncludesNonParamState(Rule):
                     application_line=node.lineno,
                     **differentiated.facts(),
                     pin=_pin(self.context, application),
+                    related=_grad_sites(application),
                 )
 
     @classmethod

@@ -6,7 +6,7 @@ from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import _analysis, _pin, STATE_FUNCTIONS, STATE_METHODS
+from checkers.grad_semantics.analysis import _analysis, _grad_sites, _pin, STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import _application, _dedent
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import identifier_or
@@ -110,6 +110,7 @@ class GradsUsedAsState(Rule):
                     **_usage_facts(self.context, where),
                     **differentiated.facts(),
                     pin=_pin(self.context, application),
+                    related=_grad_sites(application),
                 )
 
     @classmethod

@@ -76,6 +76,8 @@ class _PrefixFilterRule(Rule):
             form=_form(call),
             line_constructed=construction.lineno,
             pin=pin_sites_in(self.context, call),
+            related=[(construction, f"the `nnx.{self.filter_name}` is constructed here"),
+                     (call.node, f"used by `nnx.{call.name}` here")],
         )
 
     def leave_module(self, node: nodes.Module) -> None:

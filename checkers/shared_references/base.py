@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
+    _self_text,
     _alias_shape,
     CARRY_TRANSFORMS,
     _category,
@@ -27,7 +28,7 @@ from checkers.shared_references.analysis import (
     _view_of,
 )
 from nnx_lint.calls import NNXCall
-from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
+from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
 from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.flow import bound_values, expressions_within
@@ -57,6 +58,38 @@ class _FamilyRule(Rule):
 
     def kind_of_expression(self, expression: nodes.NodeNG | None) -> str | None:
         return self.classes.kind_of(self.classes.ref_of(expression))
+
+
+def _self_path_parts(target: nodes.AssignAttr) -> tuple[str, ...]:
+    """``("noise",)`` for ``self.noise = ...``; ``("a", "b")`` for ``self.a.b = ...``."""
+    parts = [target.attrname]
+    current = target.expr
+    while isinstance(current, nodes.Attribute):
+        parts.insert(0, current.attrname)
+        current = current.expr
+    return tuple(parts)
+
+
+def _use_sites(uses: list[Application]) -> list[tuple[nodes.NodeNG, str]]:
+    """Where each transform applying the definition is (its decorator or call) and where the
+    transformed function is called, as related locations."""
+    sites: list[tuple[nodes.NodeNG, str]] = []
+    for use in uses:
+        sites.append((use.transform.node, f"transformed by `nnx.{use.name}` here"))
+        if use.call is not None and use.call is not use.transform.node:
+            sites.append((use.call, "called here"))
+    return sites
+
+
+def _store_sites(alias: Alias, where: nodes.NodeNG) -> list[tuple[nodes.NodeNG, str]]:
+    """Every store the finding involves (also in a child's or base class's ``__init__``, in
+    any file), as related locations; the reported line itself is left out."""
+    sites = []
+    if alias.first is not None:
+        sites.append((alias.first.node, f"`{_self_text(alias.first_path)}` stored here"))
+    if alias.second.node is not where:
+        sites.append((alias.second.node, f"`{_self_text(alias.second.path)}` stored here"))
+    return sites
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,7 +207,27 @@ class _ClassAliasRule(_FamilyRule):
                 if self.context.mode.scope_keeps_graph_mode(where, transform=True):
                     continue
                 reported.add((where.lineno, where.col_offset))
-                self.report(where, **self._facts(classdef, alias))
+                sites = _store_sites(alias, where) + self._child_store_sites(alias)
+                self.report(where, related=sites, **self._facts(classdef, alias))
+
+    def _child_store_sites(self, alias: Alias) -> list[tuple[nodes.NodeNG, str]]:
+        """Where a child class keeps the shared argument (``self.noise = Noise(rngs)`` and
+        ``Noise.__init__`` stores ``self.rngs = rngs``), in whatever file the child lives."""
+        sites = []
+        for event in (alias.first, alias.second):
+            value = assigned_value(event.node) if event is not None and isinstance(event.node, nodes.AssignAttr) else None
+            if event is None or not isinstance(value, nodes.Call):
+                continue
+            child = self.classes.class_of(value)
+            if child is None or child.definition is None:
+                continue
+            own = len(_self_path_parts(event.node))
+            rest = event.path[own:]
+            for inner in self.classes.construction(child.definition).events:
+                if inner.path == rest and not inner.deleted:
+                    sites.append((inner.node, f"`{_self_text(rest)}` stored here, in `{child.short_name}`"))
+                    break
+        return sites
 
     def _location(self, classdef: nodes.ClassDef, alias: Alias) -> nodes.NodeNG | None:
         second = alias.second
@@ -260,7 +313,8 @@ class _ReturnRule(_FamilyRule):
                     message, help_text = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
                     # Every transform applying this definition must keep graph mode.
                     pin = pin_sites_in(self.context, *(u.transform for u in uses))
-                    self.report(finding.node, message=message, help=help_text, **{**finding.facts, "pin": pin})
+                    self.report(finding.node, message=message, help=help_text, related=_use_sites(uses),
+                                **{**finding.facts, "pin": pin})
 
     # -- analysis -------------------------------------------------------------------------
     def _findings(self, definition: nodes.NodeNG, uses: list[Application]) -> list[_ReturnFinding]:

@@ -186,6 +186,8 @@ class ArgumentHoldsArgument(_FamilyRule):
                         kind=_KIND_WORDS.get(kind, kind),
                         confidence="static",
                         pin=pin_sites_in(self.context, use.transform),
+                        related=[(construction, f"`{_short(holder.expression)}` is built holding it here"),
+                                 (use.transform.node, f"transformed by `nnx.{use.name}` here")],
                     )
                     return
 
