@@ -225,12 +225,40 @@ class ClassModel:
         if isinstance(expression, nodes.Attribute):
             owner = self.class_of_self(expression.expr)
             if owner is not None and owner.definition is not None:
+                construction = self._construction_call(expression.expr)
                 values = {
-                    self.class_of(store.value, depth + 1)
+                    self._stored_class(store, construction, owner.definition, depth)
                     for store in self.info(owner.definition).stores_of(expression.attrname)
                 }
                 values.discard(None)
                 return values.pop() if len(values) == 1 else None
+        return None
+
+    def _stored_class(self, store: Store, construction: nodes.Call | None, owner: nodes.ClassDef,
+                      depth: int) -> ClassRef | None:
+        """The class of a stored value; a constructor argument stored as it is (``self.model
+        = model``) has the class of what the construction passes (``Bundle(net).model``)."""
+        found = self.class_of(store.value, depth + 1)
+        if found is not None or construction is None or not isinstance(store.value, nodes.Name):
+            return found
+        init = store.value.scope()
+        if init is not self.init_of(owner):
+            return None  # stored by a helper or a base __init__: its arguments are not the call's
+        parameters = [a.name for a in init.args.args or []][1:]
+        if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
+            return None
+        bound = _bind_arguments(init, construction)
+        argument = bound.get(store.value.name)
+        return self.class_of(argument, depth + 1) if argument is not None else None
+
+    def _construction_call(self, expression: nodes.NodeNG) -> nodes.Call | None:
+        """``Bundle(net)`` for itself or for a name bound (once) to it."""
+        if isinstance(expression, nodes.Call):
+            return expression
+        if isinstance(expression, nodes.Name):
+            values = bound_values(expression)
+            if len(values) == 1 and isinstance(values[0], nodes.Call):
+                return values[0]
         return None
 
     def _class_from_call_sites(self, name: nodes.Name, depth: int) -> ClassRef | None:
@@ -403,6 +431,10 @@ class ClassModel:
             return base.child(_view_part(filters)) if filters else base
         if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
             return Ref(("new", call))
+        if call.args and self._resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
+                and not any(self._field_holds_variables(call.args[0], k.arg) for k in call.keywords or []):
+            # dataclasses.replace(c, steps=...) keeps every other field: it still holds c's objects
+            return self._raw_ref(call.args[0], depth + 1)
         # Any other call: one object per evaluation — what it is stays unknown (kind None),
         # but two names bound to the same call result denote the same object.
         return Ref(("new", call))
@@ -525,7 +557,27 @@ class ClassModel:
         info = self.info(ref.definition)
         if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
             return "module"
+        if not info.is_nnx_module and any(self._field_kind(ref.definition, name) for name in _fields(ref.definition)):
+            return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
         return None  # a Module storing only constants and plain arrays holds no Variables
+
+    def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
+        """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""
+        annotation = _fields(classdef).get(name)
+        if annotation is None:
+            return None
+        ref = self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+        kind = self.class_kind(ref) if ref is not None and ref.definition is not classdef else None
+        if kind is None and ref is not None and ref.qualified_name in ("flax.nnx.Module", "flax.nnx.Pytree"):
+            kind = "module"
+        return kind if kind in STATEFUL_KINDS else None
+
+    def _field_holds_variables(self, holder: nodes.NodeNG, field: str | None) -> bool:
+        """Whether replacing ``field`` of ``holder``'s dataclass replaces a stateful object
+        (unknown classes and fields count as not)."""
+        ref = self.class_of(holder)
+        return field is not None and ref is not None and ref.definition is not None \
+            and self._field_kind(ref.definition, field) is not None
 
     def _may_hold_variables(self, value: nodes.NodeNG | None, depth: int = 0) -> bool:
         """Whether a stored value may be or hold an NNX Variable: unknown values may.
@@ -940,6 +992,17 @@ class Construction:
 def _is_static(function: nodes.FunctionDef) -> bool:
     decorators = function.decorators.nodes if function.decorators else []
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
+
+
+def _fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
+    """Annotated class-body fields of a dataclass-decorated class (name -> annotation)."""
+    decorators = classdef.decorators.nodes if classdef.decorators else []
+    names = {d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", None)
+             for d in (dd.func if isinstance(dd, nodes.Call) else dd for dd in decorators)}
+    if not names & {"dataclass", "struct", "pytree_dataclass"}:
+        return {}
+    return {statement.target.name: statement.annotation for statement in classdef.body
+            if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName)}
 
 
 def _never_runs(node: nodes.NodeNG) -> bool:

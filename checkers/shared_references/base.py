@@ -391,6 +391,8 @@ class _ReturnRule(_FamilyRule):
             elif name in ("builtins.dict", "dict") or (isinstance(value.func, nodes.Name) and value.func.name == "dict"):
                 for keyword in value.keywords or []:
                     yield from self._returned_parts(keyword.value, definition, depth + 1)
+            elif (held := self.classes.ref_of(value)) is not None and held.root[0] == "param":
+                yield value, held, False, None  # dataclasses.replace(c, steps=...): still holds c's objects
             else:
                 cls = self.classes.class_of(value)
                 if cls is not None and cls.definition is not None:
