@@ -51,8 +51,9 @@ def render(
 
 def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False) -> str:
     """``path:line:col: CODE message`` per diagnostic (``path:cell N:line:col`` in notebooks)
-    and a summary; each related location follows on an indented ``also at path:line:col:
-    message`` line, and ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line.
+    and a summary; ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line,
+    then come the confirmation's ``evidence:``, each related location on an indented ``also at
+    path:line:col: message`` line, and the reproduction.
     Text from the analysed code — file names, the names quoted in messages and help,
     evidence — is passed through :func:`~nnx_lint.escaping.printable`, so each field is one
     visible line and no control character reaches the terminal."""
@@ -66,13 +67,13 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
-        for other in d.related:
-            line += f"\n    also at {printable(position(other))}: {printable(other.message)}"
         if show_fixes and d.help:
             line += f"\n    help: {printable(d.help)}"
+        if verdict is not None and (verdict.status != "unavailable" or verbose):
+            line += f"\n    evidence: {printable(verdict.evidence)}"
+        for other in d.related:
+            line += f"\n    also at {printable(position(other))}: {printable(other.message)}"
         if verdict is not None:
-            if verdict.status != "unavailable" or verbose:
-                line += f"\n    evidence: {printable(verdict.evidence)}"
             if show_repro and verdict.program:
                 line += "\n" + _repro_block(d, verdict.program)
         lines.append(line)

@@ -208,8 +208,8 @@ class DuplicateTransformArgument(_FamilyRule):
     )
     #: Two arguments tied after construction.
     tie_message = (
-        "`{first}` and `{second}` share a {kinds[1]} (tied by `{tie}`), both passed to `nnx.{transform}`-"
-        "transformed `{function}`: Tree Mode raises ValueError"
+        "`{first}` and `{second}` share a {kinds[1]} (`{tie}`), both given to `nnx.{transform}`: "
+        "Tree Mode raises ValueError"
     )
 
     def visit_call(self, node: nodes.Call) -> None:
