@@ -1,0 +1,252 @@
+"""Recall and false-alarm rate of nnx-lint on flax's own ``tests/nnx``, opt-ins removed.
+
+    python bench/flax_tests_recall.py FLAX_CHECKOUT [--out DIR] [--json FILE] [--timeout S]
+                                      [--reuse-runs DIR] [--keep-runs DIR]
+
+``FLAX_CHECKOUT`` is a flax source tree whose ``tests/nnx`` matches the installed flax (e.g. the
+tests of the 0.12.8 tag). The script:
+
+1. copies ``tests/nnx`` to ``--out`` (default: a temporary directory, removed at the end) and
+   removes the explicit graph-mode opt-ins there (``bench/remove_opt_ins.py`` says what, and why);
+2. lints the copy in-process (``nnx_lint.gate.attribution.lint_project``: default rules, no cache);
+3. runs the copy with the gate (``nnx_lint.gate.classify.run_gate``): full runs in graph mode and
+   in Tree Mode, then every Tree-Mode-only failure alone in both modes;
+4. counts per test id (absltest's parameterized instances are separate ids):
+   *breaking* = the gate's ``tree-break`` verdict (fails alone in Tree Mode, passes alone in graph
+   mode); *passing* = passed in both full runs. Order-dependent, not isolated, failing in both
+   modes, failing in graph mode only and skipped tests are in neither (their counts are printed);
+5. a test is *flagged* when a diagnostic (not of kind ``linter``) lies in the body of its test
+   function (``Attributor.diagnostics_in_test``). Two other joins are printed beside it:
+   ``+helpers`` (also the same file's functions, classes and test-class methods the test uses,
+   transitively, and the class' ``setUp``) and, for breaks only, ``traceback`` (the gate's
+   attribution: a diagnostic at, near or in the same function as a frame of the failure);
+6. groups the misses (breaking, not flagged) by exception type and normalised first message line,
+   and the false alarms (passing, flagged) by rule code.
+
+This EXECUTES flax's tests (as the gate does). It is measurement tooling, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from nnx_lint.gate.attribution import Attributor, lint_project  # noqa: E402
+from nnx_lint.gate.classify import GateOptions, GateOutcome, run_gate  # noqa: E402
+from nnx_lint.gate.modes import GRAPH, TREE  # noqa: E402
+from nnx_lint.gate.results import read_plugin_report  # noqa: E402
+from nnx_lint.gate.runner import Progress, RunRecord  # noqa: E402
+from remove_opt_ins import remove_opt_ins_in_tree  # noqa: E402
+
+TESTS = Path("tests") / "nnx"
+JOINS = ("body", "helpers", "traceback")
+
+
+def nnx_names() -> frozenset[str]:
+    """The public names of the installed ``flax.nnx`` (``nnx.compat.X`` is rewritten only when ``nnx.X`` exists)."""
+    from flax import nnx
+
+    return frozenset(name for name in dir(nnx) if not name.startswith("_"))
+
+
+def prepare(checkout: Path, out: Path) -> dict[str, Counter[str]]:
+    """Copy ``tests/nnx`` under ``out`` and remove its opt-ins; the changes per file."""
+    target = out / TESTS
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(checkout / TESTS, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (out / "tests" / "__init__.py").touch()
+    return remove_opt_ins_in_tree(target, nnx_names())
+
+
+def saved_runs(directory: Path) -> dict[str, RunRecord]:
+    """Full runs saved by ``--keep-runs`` (the plugin's JSON lines), to skip running them again."""
+    runs = {}
+    for mode in (GRAPH, TREE):
+        results = read_plugin_report(directory / f"full-{mode.name}.jsonl")
+        runs[mode.name] = RunRecord(mode=mode.name, command=["(saved)"], status="finished" if results.finished else
+                                    "crashed", results=results)
+    return runs
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_ADDRESS = re.compile(r"0x[0-9a-f]+")
+
+
+def message_pattern(type_name: str, message: str) -> str:
+    """``Type: first line`` with numbers, quoted text and addresses replaced: failures that differ only there group."""
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    first = _ADDRESS.sub("0x…", first)
+    first = _QUOTED.sub("'…'", first)
+    first = _NUMBER.sub("N", first)
+    return f"{type_name.rpartition('.')[2]}: {first[:110]}"
+
+
+def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict[str, Any]:
+    """The counts, rates, misses and false alarms (see the module docstring)."""
+    graph, tree = outcome.runs["graph"].results.tests, outcome.runs["tree"].results.tests
+    verdicts = {verdict.nodeid: verdict for verdict in outcome.verdicts}
+    excluded: Counter[str] = Counter()
+    breaking, passing = [], []
+    for nodeid in sorted(set(graph) | set(tree) | set(verdicts)):
+        verdict = verdicts.get(nodeid)
+        if verdict is not None:
+            if verdict.kind == "tree-break":
+                breaking.append(nodeid)
+            else:
+                excluded[verdict.kind] += 1
+            continue
+        outcomes = {graph[nodeid].outcome if nodeid in graph else "missing",
+                    tree[nodeid].outcome if nodeid in tree else "missing"}
+        if outcomes == {"passed"}:
+            passing.append(nodeid)
+        else:
+            excluded["/".join(sorted(outcomes))] += 1
+
+    def flagged(nodeid: str, join: str) -> list:
+        if join == "traceback":
+            verdict = verdicts.get(nodeid)
+            if verdict is None:
+                return []
+            return [match.diagnostic for match in attributor.attribute(verdict).matches]
+        return attributor.diagnostics_in_test(nodeid, rootdir, helpers=join == "helpers")
+
+    def real(diagnostics: list) -> list:
+        return [diagnostic for diagnostic in diagnostics if diagnostic.kind != "linter"]
+
+    found = {join: {nodeid: real(flagged(nodeid, join)) for nodeid in breaking + passing} for join in JOINS}
+    rates: dict[str, Any] = {}
+    for join in JOINS:
+        hit = [n for n in breaking if found[join][n]]
+        alarms = [n for n in passing if found[join][n]] if join != "traceback" else None
+        rates[join] = {"flagged_breaking": len(hit), "recall": _ratio(len(hit), len(breaking)),
+                       "flagged_passing": None if alarms is None else len(alarms),
+                       "false_alarm_rate": None if alarms is None else _ratio(len(alarms), len(passing))}
+    misses: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for nodeid in breaking:
+        if found["body"][nodeid]:
+            continue
+        failure = verdicts[nodeid].failure
+        pattern = message_pattern(failure.type, failure.message) if failure else "(no exception recorded)"
+        misses[pattern].append({"nodeid": nodeid, "category": failure.category if failure else None,
+                                "message": _first_line(failure.message) if failure else "",
+                                "flagged_with_helpers": bool(found["helpers"][nodeid]),
+                                "explained_by_traceback": bool(found["traceback"][nodeid])})
+    alarms_by_rule: dict[str, list[str]] = defaultdict(list)
+    for nodeid in passing:
+        for code in sorted({diagnostic.code for diagnostic in found["body"][nodeid]}):
+            alarms_by_rule[code].append(nodeid)
+    return {
+        "tests": len(set(graph) | set(tree)),
+        "breaking": len(breaking), "passing": len(passing), "excluded": dict(excluded),
+        "rates": rates,
+        "misses": sorted(({"pattern": pattern, "count": len(items), "tests": items} for pattern, items in misses.items()),
+                         key=lambda group: -group["count"]),
+        "false_alarms_by_rule": {code: nodeids for code, nodeids in
+                                 sorted(alarms_by_rule.items(), key=lambda item: -len(item[1]))},
+        "breaking_tests": {n: sorted({d.code for d in found["body"][n]}) for n in breaking},
+    }
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:300]
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [f"tests: {result['tests']}   breaking in Tree Mode: {result['breaking']}   "
+             f"passing in both modes: {result['passing']}",
+             "excluded: " + ", ".join(f"{kind} {count}" for kind, count in sorted(result["excluded"].items())),
+             "",
+             f"{'join':<10} {'flagged breaking':>17} {'recall':>8} {'flagged passing':>16} {'false alarms':>13}"]
+    for join in JOINS:
+        rate = result["rates"][join]
+        passing = "-" if rate["flagged_passing"] is None else str(rate["flagged_passing"])
+        lines.append(f"{join:<10} {rate['flagged_breaking']:>17} {_percent(rate['recall']):>8} {passing:>16} "
+                     f"{_percent(rate['false_alarm_rate']) if rate['false_alarm_rate'] is not None else '-':>13}")
+    lines += ["", "misses (breaking, not flagged in the body), by exception pattern:"]
+    for group in result["misses"]:
+        examples = ", ".join(item["nodeid"].rpartition("/")[2] for item in group["tests"][:3])
+        lines.append(f"  {group['count']:>4}  {group['pattern']}\n        e.g. {examples}")
+    lines += ["", "false alarms (passing, flagged in the body), by rule:"]
+    for code, nodeids in result["false_alarms_by_rule"].items():
+        lines.append(f"  {len(nodeids):>4}  {code}  e.g. {', '.join(n.rpartition('/')[2] for n in nodeids[:3])}")
+    lines += ["", "opt-ins removed: " + ", ".join(f"{what} {count}" for what, count in
+                                                  sorted(result["opt_ins_removed"].items()))]
+    lines.append(f"time: lint {result['seconds']['lint']} s, tests {result['seconds']['tests']} s")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout", type=Path, help="a flax source tree with tests/nnx matching the installed flax")
+    parser.add_argument("--out", type=Path, help="where to write the transformed copy (default: a temporary dir)")
+    parser.add_argument("--json", type=Path, help="write the full result as JSON")
+    parser.add_argument("--timeout", type=float, default=3 * 3600, help="time budget of the gate (seconds)")
+    parser.add_argument("--keep-runs", type=Path, help="keep the gate's run reports in this directory")
+    parser.add_argument("--reuse-runs", type=Path, help="reuse the full runs kept earlier with --keep-runs")
+    args = parser.parse_args(argv)
+    if not (args.checkout / TESTS).is_dir():
+        parser.error(f"{args.checkout / TESTS} is not a directory")
+    out = args.out or Path(tempfile.mkdtemp(prefix="flax-tests-recall-"))
+    out.mkdir(parents=True, exist_ok=True)
+    workdir = args.keep_runs or Path(tempfile.mkdtemp(prefix="flax-tests-recall-runs-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        changes = prepare(args.checkout, out)
+        started = time.monotonic()
+        diagnostics = lint_project(out / TESTS, None)
+        lint_seconds = time.monotonic() - started
+        started = time.monotonic()
+        outcome = run_gate(
+            GateOptions(command=[sys.executable, "-m", "pytest", str(TESTS), "-q"], cwd=out, workdir=workdir,
+                        timeout=args.timeout, progress=Progress()),
+            full_runs=saved_runs(args.reuse_runs) if args.reuse_runs else None)
+        test_seconds = time.monotonic() - started
+        for problem in outcome.problems:
+            print(f"gate: {problem}", file=sys.stderr)
+        if "graph" not in outcome.runs or "tree" not in outcome.runs:
+            return 2
+        rootdir = Path(outcome.runs["tree"].results.rootdir or out)
+        result = measure(outcome, Attributor(diagnostics, out, cwd=out), rootdir)
+        totals: Counter[str] = Counter()
+        for counts in changes.values():
+            totals.update(counts)
+        result["opt_ins_removed"] = dict(totals)
+        result["opt_ins_removed_per_file"] = {path: dict(counts) for path, counts in changes.items()}
+        result["diagnostics"] = Counter(d.code for d in diagnostics)
+        result["seconds"] = {"lint": round(lint_seconds, 1), "tests": round(test_seconds, 1)}
+        result["reruns"] = len(outcome.reruns)
+        result["problems"] = outcome.problems
+        print(render(result))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
+    finally:
+        if args.out is None:
+            shutil.rmtree(out, ignore_errors=True)
+        if args.keep_runs is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
