@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -51,6 +53,8 @@ from remove_opt_ins import remove_opt_ins_in_tree  # noqa: E402
 
 TESTS = Path("tests") / "nnx"
 JOINS = ("body", "helpers", "traceback")
+#: The gate outcome kept by ``--keep-runs`` (this script's own file, read back by ``--reuse-runs``).
+OUTCOME = "gate-outcome.pickle"
 
 
 def nnx_names() -> frozenset[str]:
@@ -148,8 +152,10 @@ def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict
     for nodeid in passing:
         for code in sorted({diagnostic.code for diagnostic in found["body"][nodeid]}):
             alarms_by_rule[code].append(nodeid)
+    unmapped = [nodeid for nodeid in breaking + passing if attributor.test_function(nodeid, rootdir) is None]
     return {
         "tests": len(set(graph) | set(tree)),
+        "not_mapped_to_a_function": unmapped,
         "breaking": len(breaking), "passing": len(passing), "excluded": dict(excluded),
         "rates": rates,
         "misses": sorted(({"pattern": pattern, "count": len(items), "tests": items} for pattern, items in misses.items()),
@@ -176,6 +182,8 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"tests: {result['tests']}   breaking in Tree Mode: {result['breaking']}   "
              f"passing in both modes: {result['passing']}",
              "excluded: " + ", ".join(f"{kind} {count}" for kind, count in sorted(result["excluded"].items())),
+             f"breaking or passing tests whose test function was not found (never flagged): "
+             f"{len(result['not_mapped_to_a_function'])}",
              "",
              f"{'join':<10} {'flagged breaking':>17} {'recall':>8} {'flagged passing':>16} {'false alarms':>13}"]
     for join in JOINS:
@@ -196,6 +204,10 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", type=Path, help="a flax source tree with tests/nnx matching the installed flax")
@@ -203,8 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the full result as JSON")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="time budget of the gate (seconds)")
     parser.add_argument("--keep-runs", type=Path, help="keep the gate's run reports in this directory")
-    parser.add_argument("--reuse-runs", type=Path, help="reuse the full runs kept earlier with --keep-runs")
+    parser.add_argument("--reuse-runs", type=Path,
+                        help="reuse the gate outcome (or at least the full runs) kept earlier with --keep-runs; "
+                             "the transformed copy must be at the same --out")
     args = parser.parse_args(argv)
+    # The gate stops its test command's process group on Ctrl-C; make ``kill PID`` of this script do the same.
+    signal.signal(signal.SIGTERM, _interrupt)
     if not (args.checkout / TESTS).is_dir():
         parser.error(f"{args.checkout / TESTS} is not a directory")
     out = args.out or Path(tempfile.mkdtemp(prefix="flax-tests-recall-"))
@@ -217,11 +233,18 @@ def main(argv: list[str] | None = None) -> int:
         diagnostics = lint_project(out / TESTS, None)
         lint_seconds = time.monotonic() - started
         started = time.monotonic()
-        outcome = run_gate(
-            GateOptions(command=[sys.executable, "-m", "pytest", str(TESTS), "-q"], cwd=out, workdir=workdir,
-                        timeout=args.timeout, progress=Progress()),
-            full_runs=saved_runs(args.reuse_runs) if args.reuse_runs else None)
-        test_seconds = time.monotonic() - started
+        saved = args.reuse_runs / OUTCOME if args.reuse_runs else None
+        if saved is not None and saved.exists():
+            # The whole gate outcome (full runs and re-runs) of an earlier run on the same transformed copy.
+            outcome = pickle.loads(saved.read_bytes())
+        else:
+            outcome = run_gate(
+                GateOptions(command=[sys.executable, "-m", "pytest", str(TESTS), "-q"], cwd=out, workdir=workdir,
+                            timeout=args.timeout, progress=Progress()),
+                full_runs=saved_runs(args.reuse_runs) if args.reuse_runs else None)
+            if not outcome.interrupted:
+                (workdir / OUTCOME).write_bytes(pickle.dumps(outcome))
+        test_seconds = time.monotonic() - started if saved is None else outcome.elapsed
         for problem in outcome.problems:
             print(f"gate: {problem}", file=sys.stderr)
         if "graph" not in outcome.runs or "tree" not in outcome.runs:

@@ -546,5 +546,7 @@ def test_diagnostics_in_test_joins_the_body_and_optionally_the_same_file_code_th
     # absltest's parameterized instance test_a0 is the function test_a.
     with_helpers = attributor.diagnostics_in_test("t.py::TestA::test_a0", tmp_path, helpers=True)
     assert sorted(d.code for d in with_helpers) == ["NNX101", "NNX103", "NNX104", "NNX105", "NNX107"]
+    # ... and absltest's named instance test_a_graph too.
+    assert [d.code for d in attributor.diagnostics_in_test("t.py::TestA::test_a_graph", tmp_path)] == ["NNX107"]
     assert attributor.diagnostics_in_test("t.py", tmp_path, helpers=True) == []
     assert attributor.diagnostics_in_test("t.py::TestA::test_missing", tmp_path) == []

@@ -185,6 +185,17 @@ class _FunctionSpans:
 _SET_UP = ("setUp", "setup_method")
 
 
+def _generated_from(qualified: str):
+    """``qualified``, then the names a test framework may have generated it from (see ``test_function``)."""
+    yield qualified
+    owner, dot, name = qualified.rpartition(".")
+    if name.rstrip("0123456789") != name:
+        yield owner + dot + name.rstrip("0123456789")
+    while name.count("_") > 1:
+        name = name.rpartition("_")[0]
+        yield owner + dot + name
+
+
 def _node_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
     return min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno or node.lineno
 
@@ -268,19 +279,19 @@ class Attributor:
                 found.setdefault(id(diagnostic), PassingFinding(diagnostic, [])).nodeids.append(nodeid)
         return sorted(found.values(), key=lambda item: item.diagnostic.sort_key())
 
-    def _test_function(self, nodeid: str, rootdir: Path) -> tuple[str, str] | None:
+    def test_function(self, nodeid: str, rootdir: Path) -> tuple[str, str] | None:
         """(absolute file, qualified name as defined) of the test function a node id names."""
         path, _, rest = nodeid.partition("::")
         if not rest:
             return None
         file = str((rootdir / path).resolve())
         qualified = ".".join(part.partition("[")[0] for part in rest.split("::") if part != "()")
-        if self.functions.named(file, qualified) is None:
-            # absltest's parameterized tests are methods named ``test_x0``, ``test_x1``... made from ``test_x``.
-            qualified = qualified.rstrip("0123456789")
-            if self.functions.named(file, qualified) is None:
-                return None
-        return file, qualified
+        # absltest's parameterized tests are methods made from ``test_x``: ``test_x0``, ``test_x1``...
+        # (``parameters``, ``product``) or ``test_x_name`` (``named_parameters``).
+        for candidate in _generated_from(qualified):
+            if self.functions.named(file, candidate) is not None:
+                return file, candidate
+        return None
 
     def diagnostics_in_test(self, nodeid: str, rootdir: Path, *, helpers: bool = False) -> list[Diagnostic]:
         """The diagnostics inside the body (decorators included) of the test function ``nodeid`` names.
@@ -289,7 +300,7 @@ class Attributor:
         ``_FunctionSpans.helpers``). Node ids are relative to ``rootdir``; one without a
         function (a module's collection error) has none.
         """
-        function = self._test_function(nodeid, rootdir)
+        function = self.test_function(nodeid, rootdir)
         if function is None:
             return []
         file, qualified = function
