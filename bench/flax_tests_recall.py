@@ -45,7 +45,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nnx_lint.gate.attribution import Attributor, lint_project  # noqa: E402
-from nnx_lint.gate.classify import GateOptions, GateOutcome, run_gate  # noqa: E402
+from nnx_lint.gate.classify import (GateOptions, GateOutcome, classify_full_runs, results_with_collect_errors,  # noqa: E402
+                                    Verdict, run_gate, verdict_from_reruns)
 from nnx_lint.gate.modes import GRAPH, TREE  # noqa: E402
 from nnx_lint.gate.results import read_plugin_report  # noqa: E402
 from nnx_lint.gate.runner import Progress, RunRecord  # noqa: E402
@@ -65,13 +66,39 @@ def nnx_names() -> frozenset[str]:
 
 
 def prepare(checkout: Path, out: Path) -> dict[str, Counter[str]]:
-    """Copy ``tests/nnx`` under ``out`` and remove its opt-ins; the changes per file."""
+    """Copy ``tests/nnx`` under ``out`` and remove its opt-ins; the changes per file.
+
+    A copy already there that is exactly what the transform makes is left alone (no file is
+    rewritten under tests that may still be running from it); any other is replaced.
+    """
     target = out / TESTS
+    if target.exists() and _copy_is_current(checkout / TESTS, target):
+        with tempfile.TemporaryDirectory() as scratch:
+            shutil.copytree(checkout / TESTS, Path(scratch) / "nnx", ignore=shutil.ignore_patterns("__pycache__"))
+            return remove_opt_ins_in_tree(Path(scratch) / "nnx", nnx_names())
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(checkout / TESTS, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (out / "tests" / "__init__.py").touch()
     return remove_opt_ins_in_tree(target, nnx_names())
+
+
+def _copy_is_current(source: Path, target: Path) -> bool:
+    from remove_opt_ins import remove_opt_ins
+
+    names = nnx_names()
+    sources = sorted(path.relative_to(source) for path in source.rglob("*.py"))
+    if sources != sorted(path.relative_to(target) for path in target.rglob("*.py")):
+        return False
+    for relative in sources:
+        text = (source / relative).read_text(encoding="utf-8")
+        try:
+            text = remove_opt_ins(text, names)[0]
+        except Exception:  # a file libcst cannot parse is copied unchanged
+            pass
+        if (target / relative).read_text(encoding="utf-8") != text:
+            return False
+    return True
 
 
 def saved_runs(directory: Path) -> dict[str, RunRecord]:
@@ -82,6 +109,32 @@ def saved_runs(directory: Path) -> dict[str, RunRecord]:
         if results.finished and results.pytest_status in (0, 1):
             runs[mode.name] = RunRecord(mode=mode.name, command=["(saved)"], status="finished", results=results)
     return runs
+
+
+def outcome_from_saved_reruns(directory: Path, runs: dict[str, RunRecord]) -> GateOutcome:
+    """The gate's outcome rebuilt from the reports a run (finished, stopped or still going) left in ``directory``.
+
+    The gate re-runs the Tree-Mode-only failures in the order ``classify_full_runs`` lists them and
+    names the reports ``alone-<index>-<mode>.jsonl``; a candidate whose re-runs are not all there
+    gets no verdict (``measure`` then counts it from the full runs).
+    """
+    outcome = GateOutcome(runs=runs)
+    rootdir = runs["tree"].results.rootdir or runs["graph"].results.rootdir
+    base = Path(rootdir) if rootdir else directory
+    graph = results_with_collect_errors(runs["graph"].results, base)
+    tree = results_with_collect_errors(runs["tree"].results, base)
+    verdicts, candidates = classify_full_runs(graph, tree)
+    outcome.verdicts.extend(verdicts)
+    for index, nodeid in enumerate(candidates):
+        alone = {}
+        for mode in (TREE, GRAPH):
+            results = read_plugin_report(directory / f"alone-{index}-{mode.name}.jsonl")
+            alone[mode.name] = results.tests.get(nodeid) if results.finished else None
+        if alone["tree"] is None or (alone["tree"].failing and alone["graph"] is None):
+            continue  # not re-run (yet)
+        outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone["tree"],
+                                                    alone["graph"]))
+    return outcome
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
@@ -103,21 +156,30 @@ def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict
     graph, tree = outcome.runs["graph"].results.tests, outcome.runs["tree"].results.tests
     verdicts = {verdict.nodeid: verdict for verdict in outcome.verdicts}
     excluded: Counter[str] = Counter()
-    breaking, passing = [], []
+    breaking, passing, unisolated = [], [], []
     for nodeid in sorted(set(graph) | set(tree) | set(verdicts)):
         verdict = verdicts.get(nodeid)
         if verdict is not None:
             if verdict.kind == "tree-break":
                 breaking.append(nodeid)
+            elif verdict.kind == "not-isolated":
+                unisolated.append(nodeid)
             else:
                 excluded[verdict.kind] += 1
             continue
-        outcomes = {graph[nodeid].outcome if nodeid in graph else "missing",
-                    tree[nodeid].outcome if nodeid in tree else "missing"}
-        if outcomes == {"passed"}:
+        in_graph = graph[nodeid].outcome if nodeid in graph else "missing"
+        in_tree = tree[nodeid].outcome if nodeid in tree else "missing"
+        if in_graph == in_tree == "passed":
             passing.append(nodeid)
+        elif in_graph == "passed" and nodeid in tree and tree[nodeid].failing:
+            unisolated.append(nodeid)  # the gate was stopped before re-running it alone
+            verdicts[nodeid] = Verdict(nodeid, "not-isolated", graph[nodeid], tree[nodeid])
         else:
-            excluded["/".join(sorted(outcomes))] += 1
+            excluded[f"graph {in_graph} / tree {in_tree}"] += 1
+    # A Tree-Mode-only failure that was not re-run alone counts as breaking (as the gate's exit status
+    # does); how many there are is reported, and the recall of the isolated breaks alone beside it.
+    isolated = list(breaking)
+    breaking = sorted(breaking + unisolated)
 
     def flagged(nodeid: str, join: str) -> list:
         if join == "traceback":
@@ -144,7 +206,8 @@ def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict
             continue
         failure = verdicts[nodeid].failure
         pattern = message_pattern(failure.type, failure.message) if failure else "(no exception recorded)"
-        misses[pattern].append({"nodeid": nodeid, "category": failure.category if failure else None,
+        misses[pattern].append({"nodeid": nodeid, "isolated": verdicts[nodeid].kind == "tree-break",
+                                "category": failure.category if failure else None,
                                 "message": _first_line(failure.message) if failure else "",
                                 "flagged_with_helpers": bool(found["helpers"][nodeid]),
                                 "explained_by_traceback": bool(found["traceback"][nodeid])})
@@ -152,11 +215,16 @@ def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict
     for nodeid in passing:
         for code in sorted({diagnostic.code for diagnostic in found["body"][nodeid]}):
             alarms_by_rule[code].append(nodeid)
+    isolated_hits = sum(1 for n in isolated if found["body"][n])
+    rates["body, isolated breaks only"] = {"flagged_breaking": isolated_hits, "recall": _ratio(isolated_hits, len(isolated)),
+                                           "flagged_passing": rates["body"]["flagged_passing"],
+                                           "false_alarm_rate": rates["body"]["false_alarm_rate"]}
     unmapped = [nodeid for nodeid in breaking + passing if attributor.test_function(nodeid, rootdir) is None]
     return {
         "tests": len(set(graph) | set(tree)),
         "not_mapped_to_a_function": unmapped,
-        "breaking": len(breaking), "passing": len(passing), "excluded": dict(excluded),
+        "breaking": len(breaking), "breaking_isolated": len(isolated), "breaking_not_isolated": len(unisolated),
+        "passing": len(passing), "excluded": dict(excluded),
         "rates": rates,
         "misses": sorted(({"pattern": pattern, "count": len(items), "tests": items} for pattern, items in misses.items()),
                          key=lambda group: -group["count"]),
@@ -179,17 +247,18 @@ def _percent(value: float | None) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    lines = [f"tests: {result['tests']}   breaking in Tree Mode: {result['breaking']}   "
+    lines = [f"tests: {result['tests']}   breaking in Tree Mode: {result['breaking']} ({result['breaking_isolated']} "
+             f"confirmed alone, {result['breaking_not_isolated']} from the full runs only)   "
              f"passing in both modes: {result['passing']}",
              "excluded: " + ", ".join(f"{kind} {count}" for kind, count in sorted(result["excluded"].items())),
              f"breaking or passing tests whose test function was not found (never flagged): "
              f"{len(result['not_mapped_to_a_function'])}",
              "",
-             f"{'join':<10} {'flagged breaking':>17} {'recall':>8} {'flagged passing':>16} {'false alarms':>13}"]
-    for join in JOINS:
+             f"{'join':<28} {'flagged breaking':>17} {'recall':>8} {'flagged passing':>16} {'false alarms':>13}"]
+    for join in result["rates"]:
         rate = result["rates"][join]
         passing = "-" if rate["flagged_passing"] is None else str(rate["flagged_passing"])
-        lines.append(f"{join:<10} {rate['flagged_breaking']:>17} {_percent(rate['recall']):>8} {passing:>16} "
+        lines.append(f"{join:<28} {rate['flagged_breaking']:>17} {_percent(rate['recall']):>8} {passing:>16} "
                      f"{_percent(rate['false_alarm_rate']) if rate['false_alarm_rate'] is not None else '-':>13}")
     lines += ["", "misses (breaking, not flagged in the body), by exception pattern:"]
     for group in result["misses"]:
@@ -218,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-runs", type=Path,
                         help="reuse the gate outcome (or at least the full runs) kept earlier with --keep-runs; "
                              "the transformed copy must be at the same --out")
+    parser.add_argument("--partial", action="store_true",
+                        help="with --reuse-runs: measure from the full runs and whatever re-runs a stopped (or "
+                             "still running) measurement left there, without running anything")
     parser.add_argument("--deselect", action="append", metavar="NODEID",
                         help="leave this test out of both full runs (e.g. one that leaves the process unable to "
                              "run the next tests in Tree Mode); repeatable")
@@ -240,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         if saved is not None and saved.exists():
             # The whole gate outcome (full runs and re-runs) of an earlier run on the same transformed copy.
             outcome = pickle.loads(saved.read_bytes())
+        elif args.reuse_runs is not None and args.partial:
+            outcome = outcome_from_saved_reruns(args.reuse_runs, saved_runs(args.reuse_runs))
         else:
             # --tb=native: pytest's own traceback filtering hits the recursion limit in a process that a
             # RecursionError in Tree Mode has left near it, and ends the session (INTERNALERROR).
@@ -252,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 full_runs=saved_runs(args.reuse_runs) if args.reuse_runs else None)
             if not outcome.interrupted:
                 (workdir / OUTCOME).write_bytes(pickle.dumps(outcome))
-        test_seconds = time.monotonic() - started if saved is None else outcome.elapsed
+        test_seconds = outcome.elapsed
         for problem in outcome.problems:
             print(f"gate: {problem}", file=sys.stderr)
         if "graph" not in outcome.runs or "tree" not in outcome.runs:
