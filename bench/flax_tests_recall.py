@@ -49,7 +49,7 @@ from nnx_lint.gate.classify import (GateOptions, GateOutcome, classify_full_runs
                                     Verdict, run_gate, verdict_from_reruns)
 from nnx_lint.gate.modes import GRAPH, TREE  # noqa: E402
 from nnx_lint.gate.results import read_plugin_report  # noqa: E402
-from nnx_lint.gate.runner import Progress, RunRecord  # noqa: E402
+from nnx_lint.gate.runner import Progress, RunRecord, run_once  # noqa: E402
 from remove_opt_ins import remove_opt_ins_in_tree  # noqa: E402
 
 TESTS = Path("tests") / "nnx"
@@ -105,10 +105,74 @@ def saved_runs(directory: Path) -> dict[str, RunRecord]:
     """The complete full runs saved by ``--keep-runs`` (the plugin's JSON lines); missing modes are run again."""
     runs = {}
     for mode in (GRAPH, TREE):
+        merged = directory / f"full-{mode.name}.pickle"
+        if merged.exists():  # made by per_file_runs
+            runs[mode.name] = pickle.loads(merged.read_bytes())
+            continue
         results = read_plugin_report(directory / f"full-{mode.name}.jsonl")
         if results.finished and results.pytest_status in (0, 1):
             runs[mode.name] = RunRecord(mode=mode.name, command=["(saved)"], status="finished", results=results)
     return runs
+
+
+def per_file_runs(command: list[str], files: list[str], modes: list, *, cwd: Path, workdir: Path,
+                  deadline: float | None) -> dict[str, RunRecord]:
+    """Full runs made of one pytest process per test file, merged into one record per mode.
+
+    flax's tests pollute later tests in the same process in Tree Mode (summary_test.py leaves
+    ``RngStream`` patched for every later module), so one process for the whole directory counts
+    hundreds of order effects as failures; the gate would then re-run each alone.
+    """
+    runs = {}
+    for mode in modes:
+        merged = RunRecord(mode=mode.name, command=command + ["<one file at a time>"], status="finished")
+        merged.results.finished = True
+        for index, file in enumerate(files):
+            record = run_once(command + [file], mode, cwd=cwd, workdir=workdir, label=f"file-{index}-{mode.name}",
+                              deadline=deadline)
+            _merge(merged, record, file)
+            for attempt in range(1, MAX_RESTARTS + 1):
+                remaining = _after_first_recursion_error(record)
+                if not remaining:
+                    break
+                # A RecursionError in Tree Mode leaves the process failing every later test with one:
+                # run the tests after it again in a fresh process.
+                record = run_once(command + remaining, mode, cwd=cwd, workdir=workdir, deadline=deadline,
+                                  label=f"file-{index}-{mode.name}-restart-{attempt}")
+                _merge(merged, record, file)
+        (workdir / f"full-{mode.name}.pickle").write_bytes(pickle.dumps(merged))
+        runs[mode.name] = merged
+    return runs
+
+
+#: How many times one file's run is restarted after a RecursionError.
+MAX_RESTARTS = 40
+
+
+def _after_first_recursion_error(record: RunRecord) -> list[str]:
+    """The node ids reported after the first test that failed with a RecursionError, if any did."""
+    order = list(record.results.tests)
+    for position, nodeid in enumerate(order):
+        failure = record.results.tests[nodeid].failure
+        if failure is not None and failure.short_type == "RecursionError":
+            return order[position + 1:]
+    return []
+
+
+def _merge(merged: RunRecord, record: RunRecord, file: str) -> None:
+    results = merged.results
+    results.tests.update(record.results.tests)
+    results.collect_errors.update(record.results.collect_errors)
+    results.collected = (results.collected or 0) + (record.results.collected or 0)
+    results.saw_session = results.saw_session or record.results.saw_session
+    results.flax_version = results.flax_version or record.results.flax_version
+    results.rootdir = results.rootdir or record.results.rootdir
+    results.flax_config = results.flax_config or record.results.flax_config
+    results.pytest_status = max(results.pytest_status or 0, record.results.pytest_status or 0)
+    merged.elapsed += record.elapsed
+    if record.status not in ("finished", "no-tests"):
+        merged.status = record.status
+        merged.output_tail = f"{file}: {record.output_tail}"
 
 
 def outcome_from_saved_reruns(directory: Path, runs: dict[str, RunRecord]) -> GateOutcome:
@@ -287,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-runs", type=Path,
                         help="reuse the gate outcome (or at least the full runs) kept earlier with --keep-runs; "
                              "the transformed copy must be at the same --out")
+    parser.add_argument("--per-file", action="store_true",
+                        help="make each full run one pytest process per test file (flax's tests pollute later "
+                             "modules in Tree Mode); the re-runs alone are the gate's as usual")
     parser.add_argument("--partial", action="store_true",
                         help="with --reuse-runs: measure from the full runs and whatever re-runs a stopped (or "
                              "still running) measurement left there, without running anything")
@@ -320,10 +387,16 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, "-m", "pytest", str(TESTS), "-q", "--tb=native"]
             for nodeid in args.deselect or ():
                 command += ["--deselect", nodeid]
+            full_runs = saved_runs(args.reuse_runs) if args.reuse_runs else {}
+            if args.per_file:
+                files = sorted(str(path.relative_to(out)) for path in (out / TESTS).rglob("*_test.py"))
+                missing = [mode for mode in (GRAPH, TREE) if mode.name not in full_runs]
+                full_runs.update(per_file_runs(command, files, missing, cwd=out, workdir=workdir,
+                                               deadline=time.monotonic() + args.timeout))
             outcome = run_gate(
                 GateOptions(command=command, cwd=out, workdir=workdir,
-                            timeout=args.timeout, progress=Progress()),
-                full_runs=saved_runs(args.reuse_runs) if args.reuse_runs else None)
+                            timeout=max(1.0, args.timeout - (time.monotonic() - started)), progress=Progress()),
+                full_runs=full_runs)
             if not outcome.interrupted:
                 (workdir / OUTCOME).write_bytes(pickle.dumps(outcome))
         test_seconds = outcome.elapsed
