@@ -45,8 +45,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nnx_lint.gate.attribution import Attributor, lint_project  # noqa: E402
-from nnx_lint.gate.classify import (GateOptions, GateOutcome, classify_full_runs, results_with_collect_errors,  # noqa: E402
-                                    Verdict, run_gate, verdict_from_reruns)
+from nnx_lint.gate.classify import (GateOptions, GateOutcome, Verdict, classify_full_runs,  # noqa: E402
+                                    results_with_collect_errors, run_gate, verdict_from_reruns)
 from nnx_lint.gate.modes import GRAPH, TREE  # noqa: E402
 from nnx_lint.gate.results import read_plugin_report  # noqa: E402
 from nnx_lint.gate.runner import Progress, RunRecord, run_once  # noqa: E402
@@ -280,7 +280,8 @@ def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict
         for code in sorted({diagnostic.code for diagnostic in found["body"][nodeid]}):
             alarms_by_rule[code].append(nodeid)
     isolated_hits = sum(1 for n in isolated if found["body"][n])
-    rates["body, isolated breaks only"] = {"flagged_breaking": isolated_hits, "recall": _ratio(isolated_hits, len(isolated)),
+    rates["body, isolated breaks only"] = {"flagged_breaking": isolated_hits,
+                                           "recall": _ratio(isolated_hits, len(isolated)),
                                            "flagged_passing": rates["body"]["flagged_passing"],
                                            "false_alarm_rate": rates["body"]["false_alarm_rate"]}
     unmapped = [nodeid for nodeid in breaking + passing if attributor.test_function(nodeid, rootdir) is None]
@@ -290,8 +291,8 @@ def measure(outcome: GateOutcome, attributor: Attributor, rootdir: Path) -> dict
         "breaking": len(breaking), "breaking_isolated": len(isolated), "breaking_not_isolated": len(unisolated),
         "passing": len(passing), "excluded": dict(excluded),
         "rates": rates,
-        "misses": sorted(({"pattern": pattern, "count": len(items), "tests": items} for pattern, items in misses.items()),
-                         key=lambda group: -group["count"]),
+        "misses": sorted(({"pattern": pattern, "count": len(items), "tests": items}
+                          for pattern, items in misses.items()), key=lambda group: -group["count"]),
         "false_alarms_by_rule": {code: nodeids for code, nodeids in
                                  sorted(alarms_by_rule.items(), key=lambda item: -len(item[1]))},
         "breaking_tests": {n: sorted({d.code for d in found["body"][n]}) for n in breaking},
