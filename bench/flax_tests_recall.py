@@ -390,9 +390,11 @@ def main(argv: list[str] | None = None) -> int:
                 command += ["--deselect", nodeid]
             full_runs = saved_runs(args.reuse_runs) if args.reuse_runs else {}
             if args.per_file:
-                files = sorted(str(path.relative_to(out)) for path in (out / TESTS).rglob("*_test.py"))
+                files = sorted(str(path.relative_to(out)) for pattern in ("*_test.py", "test_*.py")
+                               for path in (out / TESTS).rglob(pattern))
                 missing = [mode for mode in (GRAPH, TREE) if mode.name not in full_runs]
-                full_runs.update(per_file_runs(command, files, missing, cwd=out, workdir=workdir,
+                per_file_command = [argument for argument in command if argument != str(TESTS)]
+                full_runs.update(per_file_runs(per_file_command, files, missing, cwd=out, workdir=workdir,
                                                deadline=time.monotonic() + args.timeout))
             outcome = run_gate(
                 GateOptions(command=command, cwd=out, workdir=workdir,
