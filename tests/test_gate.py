@@ -510,3 +510,43 @@ def test_the_warm_server_is_fork_safe_after_importing_flax():
                "import jax.numpy as jnp\nprint(fork_unsafe_reason())\njnp.ones(1)\nprint(fork_unsafe_reason())")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
     assert done.stdout.splitlines() == ["None", "the JAX backend is already initialised"], done.stderr
+
+
+def test_diagnostics_in_test_joins_the_body_and_optionally_the_same_file_code_the_test_uses(tmp_path):
+    """The body join sees only the test function; the helpers join follows names, ``self.`` methods and setUp."""
+    (tmp_path / "t.py").write_text(textwrap.dedent("""\
+        def build():
+            return 1           # line 2
+
+        def unused():
+            return 2           # line 5
+
+        class Model:
+            def go(self):
+                return build() # line 9
+
+        class TestA:
+            def setUp(self):
+                self.x = 0     # line 13
+
+            def helper(self):
+                return Model() # line 16
+
+            def other(self):
+                return 3       # line 19
+
+            def test_a(self):
+                self.helper()  # line 22
+        """))
+    cases = ((2, "NNX101"), (5, "NNX102"), (9, "NNX103"), (13, "NNX104"), (16, "NNX105"), (19, "NNX106"),
+             (22, "NNX107"))
+    diagnostics = [_diagnostic(tmp_path / "t.py", line, code) for line, code in cases]
+    attributor = Attributor(diagnostics, tmp_path, cwd=tmp_path)
+    assert [d.code for d in attributor.diagnostics_in_test("t.py::TestA::test_a", tmp_path)] == ["NNX107"]
+    # absltest's parameterized instance test_a0 is the function test_a.
+    with_helpers = attributor.diagnostics_in_test("t.py::TestA::test_a0", tmp_path, helpers=True)
+    assert sorted(d.code for d in with_helpers) == ["NNX101", "NNX103", "NNX104", "NNX105", "NNX107"]
+    # ... and absltest's named instance test_a_graph too.
+    assert [d.code for d in attributor.diagnostics_in_test("t.py::TestA::test_a_graph", tmp_path)] == ["NNX107"]
+    assert attributor.diagnostics_in_test("t.py", tmp_path, helpers=True) == []
+    assert attributor.diagnostics_in_test("t.py::TestA::test_missing", tmp_path) == []

@@ -104,15 +104,21 @@ class _FunctionSpans:
 
     def __init__(self) -> None:
         self._spans: dict[str, list[tuple[int, int, str, str]]] = {}
+        self._trees: dict[str, ast.Module | None] = {}
+
+    def tree(self, file: str) -> ast.Module | None:
+        if file not in self._trees:
+            try:
+                self._trees[file] = ast.parse(Path(file).read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                self._trees[file] = None
+        return self._trees[file]
 
     def spans(self, file: str) -> list[tuple[int, int, str, str]]:
         """(first line incl. decorators, last line, qualified class prefix, name) per function."""
         if file not in self._spans:
             spans: list[tuple[int, int, str, str]] = []
-            try:
-                tree = ast.parse(Path(file).read_bytes())
-            except (OSError, SyntaxError, ValueError):
-                tree = None
+            tree = self.tree(file)
             if tree is not None:
                 self._collect(tree, "", spans)
             self._spans[file] = spans
@@ -143,6 +149,69 @@ class _FunctionSpans:
             if f"{owner}{name}" == qualified:
                 return first, last
         return None
+
+    def helpers(self, file: str, qualified: str) -> list[tuple[int, int]]:
+        """Spans of the same file's code that the function ``qualified`` uses, transitively.
+
+        A static stand-in for coverage, limited to one file: the module-level functions and
+        classes it names, and, for a method, the methods of its class it reaches through
+        ``self.``/``cls.`` plus the class' per-test set-up (``setUp``, ``setup_method``).
+        """
+        tree = self.tree(file)
+        start = self.named(file, qualified)
+        if tree is None or start is None:
+            return []
+        owner = qualified.rpartition(".")[0]
+        top_level = {node.name: _node_span(node) for node in tree.body
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        methods = {name: (first, last) for first, last, prefix, name in self.spans(file)
+                   if owner and prefix == owner + "."}
+        pending = [start] + [methods[name] for name in _SET_UP if name in methods]
+        seen = {start}
+        found: list[tuple[int, int]] = []
+        while pending:
+            span = pending.pop()
+            if span != start:
+                found.append(span)
+            for name, via_self in _names_used(tree, span):
+                target = methods.get(name) if via_self else top_level.get(name)
+                if target is not None and target not in seen:
+                    seen.add(target)
+                    pending.append(target)
+        return sorted(set(found) - {start})
+
+
+#: Methods a test framework runs before each test method of the class.
+_SET_UP = ("setUp", "setup_method")
+
+
+def _generated_from(qualified: str):
+    """``qualified``, then the names a test framework may have generated it from (see ``test_function``)."""
+    yield qualified
+    owner, dot, name = qualified.rpartition(".")
+    if name.rstrip("0123456789") != name:
+        yield owner + dot + name.rstrip("0123456789")
+    while name.count("_") > 1:
+        name = name.rpartition("_")[0]
+        yield owner + dot + name
+
+
+def _node_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
+    return min([node.lineno] + [d.lineno for d in node.decorator_list]), node.end_lineno or node.lineno
+
+
+def _names_used(tree: ast.Module, span: tuple[int, int]) -> set[tuple[str, bool]]:
+    """(name, reached through ``self.``/``cls.``) for the names loaded within ``span``."""
+    used: set[tuple[str, bool]] = set()
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", None)
+        if line is None or not span[0] <= line <= span[1]:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            used.add((node.id, False))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            used.add((node.attr, True))
+    return used
 
 
 def _distance(diagnostic: Diagnostic, line: int) -> int:
@@ -206,22 +275,43 @@ class Attributor:
             in_graph = graph.results.tests.get(nodeid)
             if result.outcome != "passed" or in_graph is None or in_graph.outcome != "passed":
                 continue
-            path, _, rest = nodeid.partition("::")
-            if not rest:
-                continue
-            file = str((rootdir / path).resolve())
-            diagnostics = self.by_file.get(file)
-            if not diagnostics:
-                continue
-            qualified = ".".join(part.partition("[")[0] for part in rest.split("::") if part != "()")
-            # absltest's parameterized tests are methods named ``test_x0``, ``test_x1``... made from ``test_x``.
-            span = self.functions.named(file, qualified) or self.functions.named(file, qualified.rstrip("0123456789"))
-            if span is None:
-                continue
-            for diagnostic in diagnostics:
-                if span[0] <= diagnostic.line <= span[1]:
-                    found.setdefault(id(diagnostic), PassingFinding(diagnostic, [])).nodeids.append(nodeid)
+            for diagnostic in self.diagnostics_in_test(nodeid, rootdir):
+                found.setdefault(id(diagnostic), PassingFinding(diagnostic, [])).nodeids.append(nodeid)
         return sorted(found.values(), key=lambda item: item.diagnostic.sort_key())
+
+    def test_function(self, nodeid: str, rootdir: Path) -> tuple[str, str] | None:
+        """(absolute file, qualified name as defined) of the test function a node id names."""
+        path, _, rest = nodeid.partition("::")
+        if not rest:
+            return None
+        file = str((rootdir / path).resolve())
+        qualified = ".".join(part.partition("[")[0] for part in rest.split("::") if part != "()")
+        # absltest's parameterized tests are methods made from ``test_x``: ``test_x0``, ``test_x1``...
+        # (``parameters``, ``product``) or ``test_x_name`` (``named_parameters``).
+        for candidate in _generated_from(qualified):
+            if self.functions.named(file, candidate) is not None:
+                return file, candidate
+        return None
+
+    def diagnostics_in_test(self, nodeid: str, rootdir: Path, *, helpers: bool = False) -> list[Diagnostic]:
+        """The diagnostics inside the body (decorators included) of the test function ``nodeid`` names.
+
+        With ``helpers``, also those inside the same file's code the test uses (see
+        ``_FunctionSpans.helpers``). Node ids are relative to ``rootdir``; one without a
+        function (a module's collection error) has none.
+        """
+        function = self.test_function(nodeid, rootdir)
+        if function is None:
+            return []
+        file, qualified = function
+        diagnostics = self.by_file.get(file)
+        if not diagnostics:
+            return []
+        spans = [self.functions.named(file, qualified)]
+        if helpers:
+            spans += self.functions.helpers(file, qualified)
+        return [diagnostic for diagnostic in diagnostics
+                if any(first <= diagnostic.line <= last for first, last in spans)]
 
 
 def lint_project(path: Path, select: list[str] | None) -> list[Diagnostic]:
