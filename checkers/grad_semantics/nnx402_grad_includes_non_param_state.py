@@ -38,6 +38,7 @@ class GradIncludesNonParamStateFacts(Facts):
     class_evidence: str
     confidence: str
     variable_types: list = ABSENT
+    unknown_parts: list = ABSENT
     pin: list
 
 
