@@ -150,7 +150,7 @@ class ClassModel:
         resolver = self._resolver_for(classdef)
         for base in classdef.bases:
             name = resolver.qualified_name(base)
-            ref = self._resolve_in(classdef, name)
+            ref = self._resolve_in(classdef, name) or self._local_class(base)
             if ref is None:
                 continue
             info.bases.append(ref)
@@ -716,7 +716,8 @@ class ClassModel:
                     if argument is not None:
                         self._element(argument, prefix + path, substitutions, items, depth, container)
                 return
-            cls = self.resolve(self._resolver_for(value).qualified_name(value.func))
+            cls = (self.resolve(self._resolver_for(value).qualified_name(value.func))
+                   or self._local_class(value.func))
             if cls is not None and cls.definition is not None:
                 init = self.init_of(cls.definition)
                 if init is None:
@@ -1304,7 +1305,7 @@ class _Replay:
                     return self.model.init_of(base.definition)
             return None
         name = self.model._resolver_for(expression).qualified_name(expression)
-        ref = self.model.resolve(name)
+        ref = self.model.resolve(name) or self.model._local_class(expression)
         if ref is not None and ref.definition is not None:
             return self.model.init_of(ref.definition)
         return None
