@@ -721,6 +721,7 @@ class ClassModel:
             if cls is not None and cls.definition is not None:
                 init = self.init_of(cls.definition)
                 if init is None:
+                    self._dataclass_fields(value, cls.definition, prefix, substitutions, items, container)
                     return
                 stored = self.construction(cls.definition, depth + 1).stored_parameters()
                 bound = _bind_arguments(init, value)
@@ -749,6 +750,18 @@ class ClassModel:
             # `Child(rngs) if rate > 0 else Identity()`: what either branch would store
             for branch in (value.body, value.orelse):
                 self._expand(branch, prefix, substitutions, items, depth + 1, container)
+
+    def _dataclass_fields(self, call: nodes.Call, classdef: nodes.ClassDef, prefix, substitutions, items,
+                          container) -> None:
+        """``Foo(a=v, b=v)`` for a dataclass (no ``__init__`` in the source): each argument is
+        stored at its field, positional arguments in field order."""
+        fields = list(_fields(classdef))
+        bound = dict(zip(fields, call.args))
+        bound.update({k.arg: k.value for k in call.keywords or [] if k.arg in fields})
+        if any(isinstance(a, nodes.Starred) for a in call.args):
+            return
+        for name, argument in bound.items():
+            items.append((prefix + (name,), self.ref_of(argument, substitutions), container))
 
     def _element(self, element, path, substitutions, items, depth, container) -> None:
         items.append((path, self.ref_of(element, substitutions), container))

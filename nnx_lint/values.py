@@ -169,6 +169,24 @@ class ValueModel:
                 kind = self.classes.kind_of(shared)
                 if kind in STATEFUL_KINDS:
                     return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
+        return self._tied_within(expression)
+
+    def _tied_within(self, expression: nodes.NodeNG) -> SharedPair | None:
+        """One object given two attributes of the value after construction (``child.a = v``
+        then ``child.d = v``), before ``expression`` uses it."""
+        root = self.classes.ref_of(expression)
+        if root is None or isinstance(expression, nodes.Call):
+            return None
+        inside = [tie for tie in self.ties_in(expression.scope())
+                  if (tie.node.lineno or 0) < (expression.lineno or 0) and _within_ref(tie.target, root)]
+        for position, second in enumerate(inside):
+            for first in inside[:position]:
+                path_a, path_b = first.target.path[len(root.path):], second.target.path[len(root.path):]
+                if _prefix_related(path_a, path_b) or not first.value.overlaps(second.value):
+                    continue
+                kind = self.classes.kind_of(first.value)
+                if kind in STATEFUL_KINDS:
+                    return SharedPair(join_path(path_a), join_path(path_b), first.value, kind, None)
         return None
 
     def _class_internal_pairs(self, expression: nodes.NodeNG) -> set[frozenset]:

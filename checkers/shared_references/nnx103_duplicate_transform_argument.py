@@ -240,7 +240,7 @@ class DuplicateTransformArgument(_FamilyRule):
                 pin=pin_sites_in(self.context, use.transform),
             )
             return
-        if self._tied_pair(node, use, refs) or use.name in ("cond", "switch"):
+        if self._tied_pair(node, use, refs):
             return
         for argument in use.arguments:
             if self._within(node, argument.expression, argument.label, _describe_use(use), use.transform):
