@@ -197,6 +197,11 @@ class _ClassAliasRule(_FamilyRule):
             uses = self._uses.get(id(classdef))
             if uses and all(uses):
                 continue  # every use in this file opts the class into graph mode
+            if not uses and not isinstance(classdef.parent, nodes.Module):
+                # A latent risk, not a break: a class local to a function (a test builds it)
+                # whose instances never reach a transform, graph API or Optimizer here, and
+                # which no other file can import. Module-level classes are always reported.
+                continue
             construction = self.classes.construction(classdef)
             for alias in construction.aliases:
                 if _category(alias) != self.category:

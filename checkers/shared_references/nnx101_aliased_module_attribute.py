@@ -20,7 +20,10 @@ class AliasedAttribute(_ClassAliasRule):
         `nnx.WeightNorm(layer)`). It reports the second store and names both paths.
 
         Policy: the class is what needs fixing, so the class is reported wherever it is
-        used. Silent when the store is in a scope that keeps graph mode, or when every
+        used. A class defined inside a function (tests do this) whose instances never reach
+        an NNX transform, graph API or `nnx.Optimizer` in the file is a latent risk, not a
+        break (that code runs in Tree Mode), and no other file can import it: it is not
+        reported. Module-level classes are always reported, because other files may use them. Silent when the store is in a scope that keeps graph mode, or when every
         use of the class in this file (instances passed to NNX transforms, graph APIs,
         `nnx.Optimizer`, `.eval()` / `.train()`, or built in a lambda given to an NNX
         call) keeps graph mode (`graph=True`, `nnx.compat.*`). Modules that store only
