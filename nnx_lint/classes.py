@@ -293,7 +293,7 @@ class ClassModel:
     def _factory_class(self, call: nodes.Call, qualified_name: str | None, depth: int) -> ClassRef | None:
         """``make_model(...)`` where the project function returns one class on every path
         (``return Model(...)``, also through a local name): that class."""
-        function = self._function_called(call, qualified_name)
+        function = self.function_called(call, qualified_name)
         if function is None:
             return None
         returns = [node.value for node in function.nodes_of_class(
@@ -303,17 +303,24 @@ class ClassModel:
         refs = {self.class_of(value, depth + 1) for value in returns}
         return refs.pop() if len(refs) == 1 and None not in refs else None
 
-    def _function_called(self, call: nodes.Call, qualified_name: str | None) -> nodes.FunctionDef | None:
-        """The plain project function (not a method) ``call`` calls by name, if known."""
+    def function_called(self, call: nodes.Call, qualified_name: str | None = None) -> nodes.FunctionDef | None:
+        """The plain project function (not a method) ``call`` calls by name, in this file or
+        imported from another project file; None for methods, builtins and libraries."""
+        if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
+            return None
+        if qualified_name is None:
+            qualified_name = self._resolver_for(call).qualified_name(call.func)
+        if qualified_name and (qualified_name.split(".")[0] in nnx_api.EXTERNAL_PACKAGES
+                               or qualified_name.startswith("builtins.")):
+            return None
         if isinstance(call.func, nodes.Name):
             _scope, assignments = lookup(call.func)
-            if len(assignments) == 1 and isinstance(assignments[0], nodes.FunctionDef) \
-                    and not isinstance(assignments[0].parent, nodes.ClassDef):
-                return assignments[0]
-        if qualified_name and qualified_name.split(".")[0] not in nnx_api.EXTERNAL_PACKAGES:
-            definition = self.context.project.definition(qualified_name)
-            if isinstance(definition, nodes.FunctionDef):
-                return definition
+            if len(assignments) == 1 and isinstance(assignments[0], nodes.FunctionDef):
+                function = assignments[0]
+                return None if isinstance(function.parent, nodes.ClassDef) else function
+        definition = self.context.project.definition(qualified_name) if qualified_name else None
+        if isinstance(definition, nodes.FunctionDef) and not isinstance(definition.parent, nodes.ClassDef):
+            return definition
         return None
 
     def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:

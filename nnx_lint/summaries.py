@@ -26,8 +26,6 @@ from astroid import nodes
 
 from nnx_lint.call_sites import argument_for
 from nnx_lint.calls import NNXCall
-from nnx_lint.flow import lookup
-from nnx_lint.nnx_api import EXTERNAL_PACKAGES
 from nnx_lint.transforms import transform_resolver
 
 if TYPE_CHECKING:
@@ -72,27 +70,10 @@ class HelperSummaries:
     def helper_of(self, call: nodes.Call) -> nodes.FunctionDef | None:
         """The plain project function ``call`` calls by name (this file or imported); a
         function decorated with an NNX transform is not a plain helper (its body is traced)."""
-        function = self._function_called(call)
+        function = self.context.classes.function_called(call)
         if function is None or self.transforms.decorated(function) is not None:
             return None
         return function
-
-    def _function_called(self, call: nodes.Call) -> nodes.FunctionDef | None:
-        func = call.func
-        if not isinstance(func, (nodes.Name, nodes.Attribute)):
-            return None
-        qualified = self.transforms.qualified_name(func)
-        if qualified and (qualified.split(".")[0] in EXTERNAL_PACKAGES or qualified.startswith("builtins.")):
-            return None
-        if isinstance(func, nodes.Name):
-            _scope, assignments = lookup(func)
-            if len(assignments) == 1 and isinstance(assignments[0], nodes.FunctionDef):
-                function = assignments[0]
-                return None if isinstance(function.parent, nodes.ClassDef) else function
-        definition = self.context.project.definition(qualified) if qualified else None
-        if isinstance(definition, nodes.FunctionDef) and not isinstance(definition.parent, nodes.ClassDef):
-            return definition
-        return None
 
     def summary(self, function: nodes.FunctionDef, depth: int = 0) -> Summary:
         """The summary of one helper (memoised; cycles summarise as empty)."""
