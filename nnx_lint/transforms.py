@@ -511,23 +511,30 @@ class TransformResolver:
         return found[0] if len({f[0].name for f in found}) == 1 else None
 
     def decorated(self, function: nodes.FunctionDef) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
-        """The NNX transform decorating ``function`` (innermost first), if any."""
+        """The NNX transform decorating ``function`` closest to it (innermost), if any."""
+        found = self.decorations(function)
+        return found[-1] if found else None
+
+    def decorations(self, function: nodes.FunctionDef) -> list[tuple[NNXCall, nodes.NodeNG, bool]]:
+        """Every NNX transform decorating ``function``, outermost first (``@nnx.custom_vjp``
+        over ``@nnx.remat``): ``(transform, function, unaffected by the flip)``."""
         if not function.decorators:
-            return None
+            return []
         tools = self.tools(function)
-        for decorator in reversed(function.decorators.nodes):
+        found = []
+        for decorator in function.decorators.nodes:
             if isinstance(decorator, nodes.Call):
                 call = tools.nnx_call(decorator)
                 if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
-                    return call, function, not tools.mode.flip_changes(call)
+                    found.append((call, function, not tools.mode.flip_changes(call)))
                 continue
             name = tools.resolver.qualified_name(decorator)
             if name and (name.startswith("flax.nnx.")):
                 short = name.rpartition(".")[2]
                 if short in FUNCTION_TRANSFORMS:
                     synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
-                    return synthetic, function, not tools.mode.flip_changes(synthetic)
-        return None
+                    found.append((synthetic, function, not tools.mode.flip_changes(synthetic)))
+        return found
 
     def _mode_of(self, node: nodes.NodeNG) -> ModeContext:
         return self.tools(node).mode

@@ -91,6 +91,9 @@ class _Analysis:
         """``(primal, unaffected by the flip, nondiff_argnums, transform node)`` when ``name``
         is an ``nnx.custom_vjp`` function, through the one transform resolver."""
         found = self.transforms.transformed(name)
+        if found is not None and found[0].name != "custom_vjp" and isinstance(found[1], nodes.FunctionDef):
+            # `@nnx.custom_vjp` over `@nnx.remat`: the custom_vjp is not the innermost transform
+            found = next((d for d in self.transforms.decorations(found[1]) if d[0].name == "custom_vjp"), None)
         if found is None or found[0].name != "custom_vjp":
             return None
         transform, function, keeps = found
