@@ -185,7 +185,8 @@ class TransformResolver:
         self._entries: list[Entry] | None = None
         self._entries_by_function: dict[int, list[Entry]] = {}
         self._callables: dict[int, Entry | None] = {}
-        self._modes: dict[int, ModeContext] = {}
+        self._applications: dict[int, Application | None] = {}
+        self._stored_names: frozenset[str] | None = None
 
     # -- tools per module -----------------------------------------------------------------
     def tools(self, node: nodes.NodeNG) -> ModuleTools:
@@ -381,6 +382,8 @@ class TransformResolver:
 
     def _stored_transform(self, expression: nodes.Attribute, depth: int) -> Entry | None:
         """``self._fwd(...)`` where the class (or a base class) stored ``self._fwd = nnx.jit(f)``."""
+        if expression.attrname not in self._names_stored_from_calls():
+            return None
         owner = self.context.classes.class_of_self(expression.expr)
         if owner is None or owner.definition is None:
             return None
@@ -430,11 +433,18 @@ class TransformResolver:
 
     # -- applications ------------------------------------------------------------------------
     def application(self, node: nodes.Call) -> Application | None:
-        """The :class:`Application` if ``node`` runs an NNX-transformed function.
+        """The :class:`Application` if ``node`` runs an NNX-transformed function (memoised:
+        every call-site rule asks about every call).
 
         Arguments are labelled as flax labels them (``args[0]``, ``kwargs['m']``,
         ``operands[0]``, ``init_val``); a starred argument ends the positional ones.
         """
+        key = id(node)
+        if key not in self._applications:
+            self._applications[key] = self._application(node)
+        return self._applications[key]
+
+    def _application(self, node: nodes.Call) -> Application | None:
         direct = self.nnx_call(node)
         if direct is not None and direct.name in DIRECT_TRANSFORMS and not direct.via_partial:
             use = self._direct_application(direct)
@@ -501,6 +511,8 @@ class TransformResolver:
     def _stored_transformed(self, expression: nodes.Attribute, depth: int):
         """``self._fwd`` where the class (or a base class, also in another file) stored
         ``self._fwd = nnx.jit(f)``: every store must be the same kind of transform."""
+        if expression.attrname not in self._names_stored_from_calls():
+            return None  # the cheap test first: most attribute calls are plain methods
         owner = self.context.classes.class_of_self(expression.expr)
         if owner is None or owner.definition is None:
             return None
@@ -509,6 +521,19 @@ class TransformResolver:
         if not found or any(f is None for f in found):
             return None
         return found[0] if len({f[0].name for f in found}) == 1 else None
+
+    def _names_stored_from_calls(self) -> frozenset[str]:
+        """Attribute names this file stores a call's result in (``x._fwd = nnx.jit(f)``), also
+        through the classes it defines and their project base classes (in any file)."""
+        if self._stored_names is None:
+            names = {node.attrname for node in self.module.nodes_of_class(nodes.AssignAttr)
+                     if isinstance(node.parent, nodes.Assign) and isinstance(node.parent.value, nodes.Call)}
+            classes = self.context.classes
+            for classdef in self.module.nodes_of_class(nodes.ClassDef):
+                names.update(store.path for store in classes.info(classdef).stores
+                             if isinstance(store.value, nodes.Call))
+            self._stored_names = frozenset(names)
+        return self._stored_names
 
     def decorated(self, function: nodes.FunctionDef) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         """The NNX transform decorating ``function`` closest to it (innermost), if any."""
