@@ -93,19 +93,15 @@ class ValueModel:
         if ref is not None:
             return [Candidate(ref, "class")]
         if isinstance(expression, nodes.Name):
-            found = _parameter(expression)
+            found = parameter_of(expression)
             if found is not None:
                 return [Candidate(ref, "call site", call)
                         for ref, call in self.classes.call_site_classes(*found)]
         return []
 
-    def is_variable_class(self, ref: ClassRef, depth: int = 0) -> bool:
+    def is_variable_class(self, ref: ClassRef) -> bool:
         """Whether ``ref`` is a flax Variable type or a project subclass of one."""
-        if ref.qualified_name in VARIABLE_TYPES:
-            return True
-        if ref.definition is None or depth > 6:
-            return False
-        return any(self.is_variable_class(base, depth + 1) for base in self.classes.info(ref.definition).bases)
+        return self.classes.class_kind(ref) == "variable"
 
     def may_be_module(self, ref: ClassRef | None) -> bool:
         """Whether an instance of ``ref`` may be an NNX Module (unknown classes may be)."""
@@ -314,13 +310,6 @@ class ValueModel:
             target = node.expr if isinstance(node, nodes.Attribute) else node.func
             if isinstance(target, nodes.Name) and target.name == parameter.name:
                 return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"
-        return None
-
-
-def _parameter(name: nodes.Name):
-    try:
-        return parameter_of(name)
-    except Exception:  # astroid lookups on damaged trees: unknown
         return None
 
 
