@@ -225,25 +225,28 @@ class ClassModel:
         if isinstance(expression, nodes.Attribute):
             owner = self.class_of_self(expression.expr)
             if owner is not None and owner.definition is not None:
-                construction = self._construction_call(expression.expr)
                 values = {
-                    self._stored_class(store, construction, owner.definition, depth)
+                    self._stored_class(store, expression.expr, owner.definition, depth)
                     for store in self.info(owner.definition).stores_of(expression.attrname)
                 }
                 values.discard(None)
                 return values.pop() if len(values) == 1 else None
         return None
 
-    def _stored_class(self, store: Store, construction: nodes.Call | None, owner: nodes.ClassDef,
+    def _stored_class(self, store: Store, holder: nodes.NodeNG, owner: nodes.ClassDef,
                       depth: int) -> ClassRef | None:
         """The class of a stored value; a constructor argument stored as it is (``self.model
-        = model``) has the class of what the construction passes (``Bundle(net).model``)."""
+        = model``) has the class of what the construction of ``holder`` passes
+        (``Bundle(net).model``)."""
         found = self.class_of(store.value, depth + 1)
-        if found is not None or construction is None or not isinstance(store.value, nodes.Name):
+        if found is not None or not isinstance(store.value, nodes.Name):
             return found
         init = store.value.scope()
         if init is not self.init_of(owner):
             return None  # stored by a helper or a base __init__: its arguments are not the call's
+        construction = self._construction_call(holder)  # only now: most attribute reads never get here
+        if construction is None:
+            return None
         parameters = [a.name for a in init.args.args or []][1:]
         if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
             return None

@@ -144,16 +144,17 @@ class _Analysis:
 
     def _candidates(self, application: GradApplication, position: int, argument: nodes.NodeNG) -> list[Differentiated]:
         """What the argument may be: the one known class, or every class the callers of an
-        unannotated parameter pass (evidence ``call site line N``)."""
+        unannotated parameter pass (evidence ``call site line N``). A State is not a Module."""
+        if self.is_state_value(argument):
+            return []
         single = self._differentiated(application, position, argument)
         if single is not None and single.evidence != "called-in-loss":
             return [single]
-        if not self.is_state_value(argument):
-            several = [self._of_class(position, argument, candidate.ref, f"call site line {candidate.call.lineno}")
-                       for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
-            several = [d for d in several if d is not None]
-            if len(several) > 1:
-                return several
+        several = [self._of_class(position, argument, candidate.ref, f"call site line {candidate.call.lineno}")
+                   for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
+        several = [d for d in several if d is not None]
+        if len(several) > 1:
+            return several
         return [single] if single is not None else []
 
     def _application(self, call: nodes.Call) -> GradApplication | None:
@@ -209,8 +210,8 @@ class _Analysis:
 
     # -- what the differentiated argument is -----------------------------------------------
     def _differentiated(self, application: GradApplication, position: int, argument: nodes.NodeNG) -> Differentiated | None:
-        if self.is_state_value(argument):
-            return None
+        """The argument's one known class (or the loss's annotation, or the heuristic that the
+        loss calls it); the caller has ruled out a State."""
         classes = self.context.classes
         ref = classes.class_of(argument)
         evidence = "class"
