@@ -824,6 +824,13 @@ class ClassModel:
                         continue
                     if _overwritten(events, earlier, events.index(earlier) + 1, position):
                         continue
+                    if len(earlier.ref.path) > len(ref.path):
+                        # `self.config = m.config` then `self.model = m`: what is held twice
+                        # is the part, `m.config`; only a part that holds Variables matters.
+                        part_kind = self.kind_of(earlier.ref)
+                        if part_kind not in STATEFUL_KINDS:
+                            continue
+                        kind = part_kind
                     if earlier.container is not None and earlier.container is event.container and (
                         len(earlier.path) and len(event.path)
                     ):
