@@ -333,7 +333,7 @@ class DuplicateTransformArgument(_FamilyRule):
 
     def _within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict, pin_target) -> bool:
         shared = value_model(self.context).shared_within(expression)
-        if shared is None or self._nnx_container(shared.container):
+        if shared is None or (shared.tie is None and self._nnx_container(shared.container)):
             return False  # an nnx.List/Dict/Sequential holding it twice is NNX102's finding
         kind = _KIND_WORDS.get(shared.kind, shared.kind)
         self.report(
@@ -343,6 +343,7 @@ class DuplicateTransformArgument(_FamilyRule):
             second_position=_element_label(label, shared.second_path),
             kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
             confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
+            related=[(shared.tie, "the tie: after it both places hold this Variable")] if shared.tie else None,
         )
         return True
 
