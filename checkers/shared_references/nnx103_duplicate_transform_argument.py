@@ -15,10 +15,18 @@ from checkers.shared_references.analysis import (
     _view_of,
 )
 from checkers.shared_references.base import _FamilyRule
-from checkers.shared_references.reproduction import _applied, _BOX, _code, _shared_object, _viewed
+from checkers.shared_references.reproduction import (
+    _applied,
+    _BOX,
+    _code,
+    _shared_object,
+    _viewed,
+    transform_stand_ins,
+)
 from nnx_lint.classes import STATEFUL_KINDS
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.nnx_api import ALIAS_CHECKING_GRAPH_APIS
+from nnx_lint.program_text import identifier_or
 from nnx_lint.values import value_model
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
@@ -381,7 +389,8 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
     fixed_definition, fixed_call = _applied(facts.get("transform"), {first_label: first, second_label: fixed})
     body = _code(_BOX, f"shared = {shared}", definition, call, "return 'ran'")
     control = _code(_BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control)
+    return Reproduction(body, expect_error="aliasing", control=control,
+                        stand_ins=transform_stand_ins(facts.get("transform")))
 
 
 def _within_reproduction(facts: dict) -> Reproduction:
@@ -398,8 +407,12 @@ def _within_reproduction(facts: dict) -> Reproduction:
         definition, call = _applied(api, {"args[0]": "holder"})
         return _code(_BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
 
+    if facts.get("form") == "graph API":
+        stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{identifier_or(api, '?')}`",)
+    else:
+        stand_ins = transform_stand_ins(api)
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",
-                        control=program("[shared, nnx.clone(shared)]"))
+                        control=program("[shared, nnx.clone(shared)]"), stand_ins=stand_ins)
 
 
 def _held_reproduction(facts: dict) -> Reproduction:
@@ -416,7 +429,8 @@ def _held_reproduction(facts: dict) -> Reproduction:
         return _code(_BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
                      "return 'ran'")
 
-    return Reproduction(program("shared"), expect_error="aliasing", control=program("nnx.clone(shared)"))
+    return Reproduction(program("shared"), expect_error="aliasing", control=program("nnx.clone(shared)"),
+                        stand_ins=transform_stand_ins(facts.get("transform")))
 
 
 def _tie_reproduction(facts: dict) -> Reproduction:
@@ -428,7 +442,8 @@ def _tie_reproduction(facts: dict) -> Reproduction:
     models = "a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\nb = nnx.Linear(2, 2, rngs=nnx.Rngs(1))"
     body = _code(_BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
     control = _code(_BOX, models, definition, call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control)
+    return Reproduction(body, expect_error="aliasing", control=control,
+                        stand_ins=transform_stand_ins(facts.get("transform")))
 
 
 #: Graph APIs a ``within`` reproduction calls (all check aliasing in Tree Mode).
