@@ -75,9 +75,12 @@ class DuplicateTransformArgument(_FamilyRule):
         arguments tied after construction (`m2.kernel = m1.kernel` before the call), and
         two arguments that each hold one object (`f(Container(v), Container(v))`). Silent where the flip
         changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
-        `nnx.compat.*`, scope) or already chooses Tree Mode (`graph=False` or
-        `graph_updates=False`; with `graph=True, graph_updates=False` `nnx.eval_shape` and
-        `nnx.custom_vjp` reject shared inputs today already, whatever the defaults).
+        `nnx.compat.*`, scope, or `graph=True` alone: graph mode takes shared inputs also
+        with `graph_updates=False`) or already chooses Tree Mode (`graph=False`). Note that
+        `graph_updates=False` alone does not: the transform runs in graph mode today and
+        takes shared inputs, and raises once `graph` defaults to False (measured with flax
+        0.12.8) -- except `nnx.eval_shape` and `nnx.custom_vjp`, which reject shared inputs
+        as soon as `graph_updates=False`, whatever the defaults.
 
     Why is this bad?:
         Tree Mode transforms reject Variable aliasing among their inputs: `ValueError:
