@@ -40,6 +40,7 @@ _CLASS_PRESERVING = {
     "flax.nnx.clone": 0, "flax.nnx.compat.clone": 0,
     "flax.nnx.fori_loop": 3, "flax.nnx.compat.fori_loop": 3,
     "flax.nnx.while_loop": 2, "flax.nnx.compat.while_loop": 2,
+    "flax.nnx.view": 0, "flax.nnx.compat.view": 0,
 }
 
 
@@ -207,7 +208,7 @@ class ClassModel:
             name = self._resolver_for(expression).qualified_name(expression.func)
             carried = _CLASS_PRESERVING.get(name or "")
             if carried is not None:
-                # nnx.clone(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): same class as m
+                # nnx.clone(m) / nnx.view(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): m's class
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
             return (self.resolve(name, at=expression) or self._local_class(expression.func)
@@ -431,7 +432,9 @@ class ClassModel:
 
     def _ref_of_call(self, call: nodes.Call, depth: int) -> Ref | None:
         nnx_name = self._nnx_name(call)
-        if nnx_name == "data" and call.args:
+        if nnx_name in ("data", "view") and call.args:
+            # nnx.view(m, deterministic=True) is a copy of m's tree holding m's own Variables
+            # (measured: `nnx.jit(f)(m, nnx.view(m))` raises Duplicate Param in Tree Mode)
             return self._raw_ref(call.args[0], depth + 1)
         if nnx_name in ("state", "variables") and call.args:
             base = self._raw_ref(call.args[0], depth + 1)
