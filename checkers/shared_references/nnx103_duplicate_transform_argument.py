@@ -240,8 +240,8 @@ class DuplicateTransformArgument(_FamilyRule):
     )
     #: Two arguments that each hold the object.
     held_message = (
-        "`{first}` and `{second}` both hold one {kinds[0]} (at `{first_position}` and `{second_position}`), "
-        "passed to `nnx.{transform}`: Tree Mode raises ValueError"
+        "`{first}` and `{second}` both hold one {kinds[0]} (`{first_position}`), passed to `nnx.{transform}`: "
+        "Tree Mode raises ValueError"
     )
     #: Two arguments tied after construction.
     tie_message = (
