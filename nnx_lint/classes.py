@@ -492,9 +492,11 @@ class ClassModel:
         return None
 
     def kind_of(self, ref: Ref | None, depth: int = 0) -> str | None:
-        """What the object holds: "module", "variable", "rngs", "state" or None (unknown).
+        """What the object holds: "module", "variable", "rngs", "state", "ref" or None (unknown).
 
-        Only the first four hold NNX Variables; the aliasing rules ignore everything else.
+        The first four hold NNX Variables; "ref" is a raw mutable array (``jax.new_ref``),
+        which Tree Mode may not reach twice either (:data:`SHARED_KINDS`). The aliasing
+        rules ignore everything else.
         """
         if ref is None or depth > _MAX_REF_DEPTH:
             return None
@@ -505,6 +507,8 @@ class ClassModel:
             call = ref.root[1]
             if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
                 return "rngs"
+            if not ref.path and self._resolver_for(call).qualified_name(call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
+                return "ref"
             return self._descend(self.class_of(call), ref.path, call, depth)
         if origin == "param":
             function, name = ref.root[1], ref.root[2]
@@ -806,7 +810,7 @@ class ClassModel:
             if event.ref is None or event.deleted:
                 continue
             kind = self.kind_of(event.ref)
-            if kind not in STATEFUL_KINDS:
+            if kind not in SHARED_KINDS:
                 continue
             found: Alias | None = None
             ref = event.ref
@@ -895,6 +899,13 @@ _TAKES_A_MODULE = frozenset({"Optimizer", "ModelAndOptimizer"})
 
 #: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
 STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
+#: Kinds of objects Tree Mode may not reach twice: those holding Variables, and raw mutable
+#: array refs (``jax.new_ref``): flax's graph APIs raise "Duplicate Ref ... does not support
+#: shared references", and its transforms hand the tree to JAX, which rejects one ref passed
+#: twice ("only one reference to a mutable array may be passed"). Graph mode deduplicates both.
+SHARED_KINDS = STATEFUL_KINDS | {"ref"}
+#: Calls that make a raw mutable array ref (``jax.experimental.mutable_array`` before jax 0.7).
+MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.

@@ -19,7 +19,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import parameter_of
-from nnx_lint.classes import STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
+from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class SharedPair:
     #: Paths inside the value, flax-style: ``[0]``, ``['b']``, ``a``.
     first_path: str
     second_path: str
-    #: The shared object and what it is (``module``, ``variable``, ``rngs``, ``state``).
+    #: The shared object and what it is (``module``, ``variable``, ``rngs``, ``state``, ``ref``).
     ref: Ref
     kind: str
     #: The container expression the second place sits in (``nnx.List([...])``, a list
@@ -163,7 +163,7 @@ class ValueModel:
                         continue
                     shared = tie.value
                 kind = self.classes.kind_of(shared)
-                if kind in STATEFUL_KINDS:
+                if kind in SHARED_KINDS:
                     return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
         return self._tied_within(expression)
 

@@ -187,6 +187,8 @@ _USER_CLASS = (r"<class '(?!(?:numpy|jax|jaxlib|functools|collections|types|typi
 # are the flax 0.12.8 / jax 0.10 messages for the same failures (catalogue).
 _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
     ("ValueError", r"does not support Variable aliasing|does not support shared references", "aliasing"),
+    # JAX's own check on the flattened inputs: one raw mutable array ref (jax.new_ref) twice.
+    ("ValueError", r"only one reference to a mutable array may be passed", "aliasing"),
     ("ValueError", r"cannot contain `(StateAxes|DiffState|StateSharding)` objects", "prefix-filter"),
     ("ValueError", r"Variable identity must be preserved", "carry-identity"),
     ("ValueError", r"pytree=False", "non-pytree"),

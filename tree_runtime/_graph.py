@@ -17,7 +17,7 @@ from jax import tree_util as jtu
 
 from ._errors import AliasingError, NonPytreeModuleError
 from ._filters import to_predicate
-from ._module import Dict, List, Pytree, _children
+from ._module import _MUTABLE_ARRAYS, Dict, List, Pytree, _children
 from ._state import State, split_state
 from ._variables import Variable
 
@@ -35,6 +35,10 @@ def nnx_path(jax_path: tuple) -> tuple:
         else:
             parts.append(getattr(key, "key", key))
     return tuple(parts)
+
+
+#: Leaves that may not be reachable twice: Variables, and raw mutable array refs.
+_STATE_LEAVES: tuple[type, ...] = (Variable,) + _MUTABLE_ARRAYS
 
 
 def _is_variable(x: tp.Any) -> bool:
@@ -74,7 +78,9 @@ def variables_with_paths(tree: tp.Any, fn_name: str = "split") -> list[tuple[tup
     seen: dict[int, tuple] = {}
     leaves = jtu.tree_leaves_with_path(tree, is_leaf=_is_variable)
     for path, leaf in leaves:
-        if isinstance(leaf, Variable):
+        # A raw mutable array ref (jax.new_ref) is state as a Variable is: one ref reachable
+        # twice is rejected as well (flax: "Duplicate Ref ... does not support shared references").
+        if isinstance(leaf, _STATE_LEAVES):
             if id(leaf) in seen:
                 raise AliasingError(fn_name, jtu.keystr(seen[id(leaf)]), jtu.keystr(path), type(leaf).__name__)
             seen[id(leaf)] = path
