@@ -676,6 +676,7 @@ class ClassModel:
             replay = _Replay(self, classdef, result, depth)
             replay.method(init, (), {}, None, frozenset())
         result.aliases = self._find_aliases(result)
+        result.self_references = self._find_self_references(result)
         return result
 
     def stored_items(
@@ -803,6 +804,65 @@ class ClassModel:
                         ref = None
                     items.append((item_path, ref, item_container))
 
+    def _find_self_references(self, construction: Construction) -> list[SelfReference]:
+        """Stores of the instance (or a node inside it) below itself that stay until the end
+        of construction, where every object between the node and the store is a graph node
+        (a Module, a Pytree, an NNX container or a list/dict element): a plain Python object
+        in between is a static leaf to flax, and a ``weakref.ref`` is no reference to walk."""
+        events = construction.events
+        found: list[SelfReference] = []
+        for position, event in enumerate(events):
+            ref = event.ref
+            if ref is None or event.deleted or ref.root != ("self", construction.classdef):
+                continue
+            target = ref.path
+            if len(target) >= len(event.path) or event.path[:len(target)] != target:
+                continue
+            if _overwritten(events, event, position + 1, len(events)):
+                continue
+            if not all(self._graph_node_at(construction, event.path[:length], position)
+                       for length in range(len(target), len(event.path))):
+                continue
+            found.append(SelfReference(event, target))
+        return found
+
+    def graph_node(self, ref: Ref | None) -> bool:
+        """Whether the object ``ref`` denotes is an NNX graph node (a Module or Pytree,
+        also one holding no Variables, or an ``Rngs``): what Tree Mode flattens into."""
+        if ref is None:
+            return False
+        if ref.path:
+            return self.kind_of(ref) in ("module", "rngs")
+        if ref.root[0] == "self":
+            return self.info(ref.root[1]).is_nnx_module
+        cls = None
+        if ref.root[0] == "new" and isinstance(ref.root[1], nodes.Call):
+            cls = self.class_of(ref.root[1])
+        elif ref.root[0] == "param":
+            cls = self._parameter_annotation(ref.root[1], ref.root[2]) or self.call_site_class(ref.root[1], ref.root[2])
+        if cls is None:
+            return self.kind_of(ref) in ("module", "rngs")
+        if cls.definition is not None:
+            return self.info(cls.definition).is_nnx_module
+        return cls.qualified_name.startswith("flax.nnx.") and (
+            cls.short_name in MODULE_CLASSES or cls.short_name in RNG_CLASSES
+            or cls.qualified_name in ("flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential"))
+
+    def _graph_node_at(self, construction: Construction, path: tuple[str, ...], before: int) -> bool:
+        """Whether the object stored at ``path`` (by the latest store before event
+        ``before``) is a graph node; ``()`` is the instance itself."""
+        if not path:
+            return self.info(construction.classdef).is_nnx_module
+        for event in reversed(construction.events[:before]):
+            if event.path == path and not event.deleted:
+                if self.graph_node(event.ref):
+                    return True
+                # a list or dict literal holding nodes: flax walks its elements
+                return event.ref is None and any(
+                    e.path[:len(path)] == path and len(e.path) > len(path) and e.path[len(path)].startswith("[")
+                    for e in construction.events)
+        return False
+
     def _find_aliases(self, construction: Construction) -> list[Alias]:
         events = construction.events
         aliases: list[Alias] = []
@@ -812,6 +872,9 @@ class ClassModel:
             kind = self.kind_of(event.ref)
             if kind not in SHARED_KINDS:
                 continue
+            ref = event.ref
+            if ref.root == ("self", construction.classdef) and event.path[:len(ref.path)] == ref.path:
+                continue  # the instance (or a node of it) stored below itself: a cycle, not an alias
             found: Alias | None = None
             ref = event.ref
             if ref.root[0] == "self" and ref.root[1] is construction.classdef and ref.path:
@@ -997,6 +1060,17 @@ class Alias:
 
 
 @dataclass
+class SelfReference:
+    """A store that puts a graph node below itself: ``self.sub = self``,
+    ``self.child = Child(self)`` when ``Child`` keeps ``self.owner = owner``, or
+    ``self.block.up = self.block``. ``store.path`` is where the back-reference sits and
+    ``target`` the path of the node it points back to (``()``: the instance itself)."""
+
+    store: StoreEvent
+    target: tuple[str, ...]
+
+
+@dataclass
 class Construction:
     """The replay of one class's construction (see :meth:`ClassModel.construction`)."""
 
@@ -1005,6 +1079,8 @@ class Construction:
     init: nodes.FunctionDef | None = None
     events: list[StoreEvent] = field(default_factory=list)
     aliases: list[Alias] = field(default_factory=list)
+    #: Stores that make the instance (or a Module inside it) hold itself (see SelfReference).
+    self_references: list[SelfReference] = field(default_factory=list)
 
     def stored_parameters(self) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
         """``__init__`` parameters stored as they are: name -> [(stored path, part of it)].

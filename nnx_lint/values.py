@@ -62,6 +62,17 @@ class Tie:
 
 
 @dataclass(frozen=True)
+class BackReference:
+    """``model.loop = model`` outside a class body: after it, a graph node holds itself."""
+
+    #: Where the back-reference is stored (``model.loop``).
+    holder: Ref
+    #: The node it points back to (``model``), a prefix of ``holder``.
+    value: Ref
+    node: nodes.AssignAttr
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One class a value may have, with where that is known from."""
 
@@ -226,12 +237,39 @@ class ValueModel:
                     continue
                 target = self.classes.ref_of(node.expr)
                 value = self.classes.ref_of(assigned_value(node))
-                if target is None or value is None or target.origin == "self":
-                    continue
+                if target is None or value is None or target.origin == "self" or _within_ref(target, value):
+                    continue  # (``m.loop = m`` holds m below itself: a cycle, see back_references_in)
                 if self.classes.kind_of(value) in STATEFUL_KINDS:
                     ties.append(Tie(target.child(node.attrname), value, node))
             self._ties[key] = sorted(ties, key=lambda t: (t.node.lineno or 0, t.node.col_offset or 0))
         return self._ties[key]
+
+    def back_references_in(self, scope: nodes.NodeNG) -> list[BackReference]:
+        """Attribute stores in ``scope`` (a function or module, not through a method's
+        ``self``) that put a graph node below itself: ``model.loop = model``,
+        ``model.a.back = model`` (every object between them a graph node). A store undone by
+        a later ``del`` of the same attribute in ``scope`` does not count."""
+        found = []
+        for node in scope.nodes_of_class(nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            if node.scope() is not scope:
+                continue
+            owner = self.classes.ref_of(node.expr)
+            value = self.classes.ref_of(assigned_value(node))
+            if owner is None or value is None or owner.origin == "self" or not _within_ref(owner, value):
+                continue
+            if not all(self.classes.graph_node(Ref(owner.root, owner.path[:length]))
+                       for length in range(len(value.path), len(owner.path) + 1)):
+                continue
+            holder = owner.child(node.attrname)
+            if any(self._deletes(later, holder) for later in scope.nodes_of_class(nodes.DelAttr)
+                   if later.scope() is scope and (later.lineno or 0) > (node.lineno or 0)):
+                continue
+            found.append(BackReference(holder, value, node))
+        return found
+
+    def _deletes(self, node: nodes.DelAttr, holder: Ref) -> bool:
+        owner = self.classes.ref_of(node.expr)
+        return owner is not None and owner.child(node.attrname) == holder
 
     # -- States -------------------------------------------------------------------------------
     def is_state(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
