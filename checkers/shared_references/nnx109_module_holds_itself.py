@@ -46,8 +46,10 @@ class ModuleHoldsItself(_ClassAliasRule):
         that puts the instance, or a Module inside it, below itself: `self.sub = self`,
         `self.child = Child(self)` when `Child.__init__` keeps `self.owner = owner` (in any
         file), `self.blocks = nnx.List([Block(self)])`, `self.block.up = self.block`. Outside
-        class bodies it flags `model.loop = model` (also `model.a.back = model`). Related
-        locations list the child's store and where the object was built.
+        class bodies it flags `model.loop = model` (also `model.a.back = model`) on an object
+        the same function (or module) builds and hands to an NNX transform or graph API
+        that does not keep graph mode. Related locations list the child's store and where
+        the object was built.
 
         A cycle breaks Tree Mode whether or not the Module holds Variables, so, unlike
         NNX101, Variable-free Modules are flagged too. Silent when everything between the
@@ -263,7 +265,10 @@ class ModuleHoldsItself(_ClassAliasRule):
                 continue
             root = Ref(value.root)
             uses = self._object_uses.get(root)
-            if uses and all(uses):
+            # An object this scope builds, which reaches an NNX API here that does not keep
+            # graph mode. (A parameter may come from graph-mode code: `m.ref = m` inside an
+            # `nnx.jit(graph=True)` function; an object no NNX API sees here is a latent risk.)
+            if value.root[0] != "new" or not uses or all(uses):
                 continue
             self.report(store, message=self.object_message, related=self._object_sites(value),
                         **self._object_facts(store, holder, value, root))
