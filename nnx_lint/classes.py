@@ -820,6 +820,9 @@ class ClassModel:
                 continue
             if _overwritten(events, event, position + 1, len(events)):
                 continue
+            own = _store_target_path(event.node)
+            if own is not None and target[:len(own)] == own:
+                continue  # `self.stride = (self.stride, 2)`: the old object, placed below its replacement
             if not all(self._graph_node_at(construction, event.path[:length], position)
                        for length in range(len(target), len(event.path))):
                 continue
@@ -938,6 +941,19 @@ def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     if isinstance(current, nodes.Name) and current.name == self_name:
         return ".".join(parts)
     return None
+
+
+def _store_target_path(node: nodes.NodeNG) -> tuple[str, ...] | None:
+    """``("a", "b")`` for the statement ``<self>.a.b = ...`` (the attribute chain it assigns,
+    whatever the first name); None for other kinds of stores."""
+    if not isinstance(node, nodes.AssignAttr):
+        return None
+    parts = [node.attrname]
+    current = node.expr
+    while isinstance(current, nodes.Attribute):
+        parts.insert(0, current.attrname)
+        current = current.expr
+    return tuple(parts)
 
 
 def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
