@@ -276,19 +276,33 @@ class ModuleHoldsItself(_ClassAliasRule):
     # -- facts and locations ---------------------------------------------------------------
     def _class_facts(self, classdef: nodes.ClassDef, reference: SelfReference) -> dict:
         child = self._child_store(reference.store)
-        kind = self.classes.kind_of(Ref(("self", classdef), reference.target))
         return {
             "class_name": classdef.name,
             "holder": _self_text(reference.target),
             "path": join_path(reference.store.path),
             "target": join_path(reference.target),
             "via_class": child[1] if child else None,
-            "holds_variables": kind in STATEFUL_KINDS,
+            "holds_variables": self._holds_variables(classdef, reference),
             "after_construction": False,
             "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
             "confidence": "static",
             **self._pin_facts(id(classdef)),
         }
+
+    def _holds_variables(self, classdef: nodes.ClassDef, reference: SelfReference) -> bool:
+        """Whether the node that holds itself holds Variables apart from the cycle: a store
+        below it of a Variable, an Rngs, a State or a Module, leaving out the back-references
+        and the Modules they sit in (a child kept only for its owner would count otherwise)."""
+        construction = self.classes.construction(classdef)
+        cycles = [r.store.path for r in construction.self_references]
+        for event in construction.events:
+            if event.deleted or event.ref is None or event.path[:len(reference.target)] != reference.target:
+                continue
+            if event.ref.root == ("self", classdef) or any(path[:len(event.path)] == event.path for path in cycles):
+                continue
+            if self.classes.kind_of(event.ref) in STATEFUL_KINDS:
+                return True
+        return False
 
     def _class_sites(self, reference: SelfReference) -> list[tuple[nodes.NodeNG, str]]:
         """Where a child class keeps the back-reference (``self.owner = owner`` in
