@@ -85,8 +85,8 @@ class ModuleHoldsItself(_ClassAliasRule):
     catalogue = ("A11",)
     category = "self-reference"
     message = (
-        "`{class_name}` stores `{holder}` inside itself, at `self.{path}`: Tree Mode cannot flatten the "
-        "cycle (RecursionError or ValueError)"
+        "`{class_name}` stores `{holder}` below itself (`self.{path}`), a cycle: Tree Mode raises "
+        "RecursionError or ValueError"
     )
     help = (
         "Tree Mode treats Modules as pytrees, which cannot contain themselves. Do not store the owner: "
@@ -95,8 +95,8 @@ class ModuleHoldsItself(_ClassAliasRule):
     )
     #: A cycle made after construction (``model.loop = model``).
     object_message = (
-        "`{holder}` is stored below itself, at `{holder}.{path}`: Tree Mode cannot flatten the cycle "
-        "(RecursionError or ValueError)"
+        "`{holder}` is stored below itself (`{holder}.{path}`), a cycle: Tree Mode raises RecursionError "
+        "or ValueError"
     )
     VALID = [
         Valid(
