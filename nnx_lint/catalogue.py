@@ -20,6 +20,7 @@ PATTERNS: dict[str, str] = {
     "A8": "Transform builds a model that stores its Rngs argument",
     "A9": "ModelAndOptimizer passed with its model",
     "A10": "Plain jax transform un-ties a tied model",
+    "A11": "Module stores itself (a cycle)",
     "B1": "StateAxes in vmap / scan / pmap axes",
     "B2": "DiffState in grad / value_and_grad / custom_vjp",
     "B3": "StateSharding in jit shardings / shard_map specs",

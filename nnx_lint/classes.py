@@ -495,9 +495,11 @@ class ClassModel:
         return None
 
     def kind_of(self, ref: Ref | None, depth: int = 0) -> str | None:
-        """What the object holds: "module", "variable", "rngs", "state" or None (unknown).
+        """What the object holds: "module", "variable", "rngs", "state", "ref" or None (unknown).
 
-        Only the first four hold NNX Variables; the aliasing rules ignore everything else.
+        The first four hold NNX Variables; "ref" is a raw mutable array (``jax.new_ref``),
+        which Tree Mode may not reach twice either (:data:`SHARED_KINDS`). The aliasing
+        rules ignore everything else.
         """
         if ref is None or depth > _MAX_REF_DEPTH:
             return None
@@ -508,6 +510,8 @@ class ClassModel:
             call = ref.root[1]
             if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
                 return "rngs"
+            if not ref.path and self._resolver_for(call).qualified_name(call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
+                return "ref"
             return self._descend(self.class_of(call), ref.path, call, depth)
         if origin == "param":
             function, name = ref.root[1], ref.root[2]
@@ -696,6 +700,7 @@ class ClassModel:
             replay = _Replay(self, classdef, result, depth)
             replay.method(init, (), {}, None, frozenset())
         result.aliases = self._find_aliases(result)
+        result.self_references = self._find_self_references(result)
         return result
 
     def stored_items(
@@ -825,6 +830,68 @@ class ClassModel:
                         ref = None
                     items.append((item_path, ref, item_container))
 
+    def _find_self_references(self, construction: Construction) -> list[SelfReference]:
+        """Stores of the instance (or a node inside it) below itself that stay until the end
+        of construction, where every object between the node and the store is a graph node
+        (a Module, a Pytree, an NNX container or a list/dict element): a plain Python object
+        in between is a static leaf to flax, and a ``weakref.ref`` is no reference to walk."""
+        events = construction.events
+        found: list[SelfReference] = []
+        for position, event in enumerate(events):
+            ref = event.ref
+            if ref is None or event.deleted or ref.root != ("self", construction.classdef):
+                continue
+            target = ref.path
+            if len(target) >= len(event.path) or event.path[:len(target)] != target:
+                continue
+            if _overwritten(events, event, position + 1, len(events)):
+                continue
+            own = _store_target_path(event.node)
+            if own is not None and target[:len(own)] == own:
+                continue  # `self.stride = (self.stride, 2)`: the old object, placed below its replacement
+            if not all(self._graph_node_at(construction, event.path[:length], position)
+                       for length in range(len(target), len(event.path))):
+                continue
+            found.append(SelfReference(event, target))
+        return found
+
+    def graph_node(self, ref: Ref | None) -> bool:
+        """Whether the object ``ref`` denotes is an NNX graph node (a Module or Pytree,
+        also one holding no Variables, or an ``Rngs``): what Tree Mode flattens into."""
+        if ref is None:
+            return False
+        if ref.path:
+            return self.kind_of(ref) in ("module", "rngs")
+        if ref.root[0] == "self":
+            return self.info(ref.root[1]).is_nnx_module
+        cls = None
+        if ref.root[0] == "new" and isinstance(ref.root[1], nodes.Call):
+            cls = self.class_of(ref.root[1])
+        elif ref.root[0] == "param":
+            cls = self._parameter_annotation(ref.root[1], ref.root[2]) or self.call_site_class(ref.root[1], ref.root[2])
+        if cls is None:
+            return self.kind_of(ref) in ("module", "rngs")
+        if cls.definition is not None:
+            return self.info(cls.definition).is_nnx_module
+        return cls.qualified_name.startswith("flax.nnx.") and (
+            cls.short_name in MODULE_CLASSES or cls.short_name in RNG_CLASSES
+            or cls.qualified_name in ("flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential"))
+
+    def _graph_node_at(self, construction: Construction, path: tuple[str, ...], before: int) -> bool:
+        """Whether the object stored at ``path`` (by the latest store before event
+        ``before``) is a graph node; ``()`` is the instance itself."""
+        if not path:
+            return self.info(construction.classdef).is_nnx_module
+        for event in reversed(construction.events[:before]):
+            if event.path == path and not event.deleted:
+                if self.graph_node(event.ref):
+                    return True
+                # a list or dict literal holding nodes: flax walks its elements
+                return event.ref is None and any(
+                    e.path[:len(path)] == path and len(e.path) > len(path) and e.path[len(path)].startswith("[")
+                    for e in construction.events)
+        return False
+
     def _find_aliases(self, construction: Construction) -> list[Alias]:
         events = construction.events
         aliases: list[Alias] = []
@@ -832,8 +899,11 @@ class ClassModel:
             if event.ref is None or event.deleted:
                 continue
             kind = self.kind_of(event.ref)
-            if kind not in STATEFUL_KINDS:
+            if kind not in SHARED_KINDS:
                 continue
+            ref = event.ref
+            if ref.root == ("self", construction.classdef) and event.path[:len(ref.path)] == ref.path:
+                continue  # the instance (or a node of it) stored below itself: a cycle, not an alias
             found: Alias | None = None
             ref = event.ref
             if ref.root[0] == "self" and ref.root[1] is construction.classdef and ref.path:
@@ -906,6 +976,19 @@ def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     return None
 
 
+def _store_target_path(node: nodes.NodeNG) -> tuple[str, ...] | None:
+    """``("a", "b")`` for the statement ``<self>.a.b = ...`` (the attribute chain it assigns,
+    whatever the first name); None for other kinds of stores."""
+    if not isinstance(node, nodes.AssignAttr):
+        return None
+    parts = [node.attrname]
+    current = node.expr
+    while isinstance(current, nodes.Attribute):
+        parts.insert(0, current.attrname)
+        current = current.expr
+    return tuple(parts)
+
+
 def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
     """The value stored into ``target`` (also one element of a tuple-to-tuple assignment)."""
     parent = target.parent
@@ -937,6 +1020,13 @@ def _is_subscript_store(node: nodes.Subscript) -> bool:
 
 #: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
 STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
+#: Kinds of objects Tree Mode may not reach twice: those holding Variables, and raw mutable
+#: array refs (``jax.new_ref``): flax's graph APIs raise "Duplicate Ref ... does not support
+#: shared references", and its transforms hand the tree to JAX, which rejects one ref passed
+#: twice ("only one reference to a mutable array may be passed"). Graph mode deduplicates both.
+SHARED_KINDS = STATEFUL_KINDS | {"ref"}
+#: Calls that make a raw mutable array ref (``jax.experimental.mutable_array`` before jax 0.7).
+MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.
@@ -1028,6 +1118,17 @@ class Alias:
 
 
 @dataclass
+class SelfReference:
+    """A store that puts a graph node below itself: ``self.sub = self``,
+    ``self.child = Child(self)`` when ``Child`` keeps ``self.owner = owner``, or
+    ``self.block.up = self.block``. ``store.path`` is where the back-reference sits and
+    ``target`` the path of the node it points back to (``()``: the instance itself)."""
+
+    store: StoreEvent
+    target: tuple[str, ...]
+
+
+@dataclass
 class Construction:
     """The replay of one class's construction (see :meth:`ClassModel.construction`)."""
 
@@ -1036,6 +1137,8 @@ class Construction:
     init: nodes.FunctionDef | None = None
     events: list[StoreEvent] = field(default_factory=list)
     aliases: list[Alias] = field(default_factory=list)
+    #: Stores that make the instance (or a Module inside it) hold itself (see SelfReference).
+    self_references: list[SelfReference] = field(default_factory=list)
 
     def stored_parameters(self) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
         """``__init__`` parameters stored as they are: name -> [(stored path, part of it)].

@@ -219,6 +219,9 @@ def run_isolated(programs: list[str], oracle: str, timeout: float | None = None,
                 outcome = worker.receive(timeout)
                 if not isinstance(outcome, dict) or not isinstance(outcome.get("status"), str):
                     raise _WorkerGone
+                if outcome.pop("retire", False):  # the program left the worker unusable: a fresh one
+                    worker.kill()                    # takes the rest (see tree_runtime.confirm)
+                    worker = None
             except _TimedOut:
                 outcome = _transient_error(f"the reproduction timed out after {timeout:.0f} s")
                 worker.kill()

@@ -19,7 +19,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import parameter_of
-from nnx_lint.classes import STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
+from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import bound_values, lookup
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class SharedPair:
     #: Paths inside the value, flax-style: ``[0]``, ``['b']``, ``a``.
     first_path: str
     second_path: str
-    #: The shared object and what it is (``module``, ``variable``, ``rngs``, ``state``).
+    #: The shared object and what it is (``module``, ``variable``, ``rngs``, ``state``, ``ref``).
     ref: Ref
     kind: str
     #: The container expression the second place sits in (``nnx.List([...])``, a list
@@ -62,6 +62,17 @@ class Tie:
     target: Ref
     value: Ref
     node: nodes.NodeNG
+
+
+@dataclass(frozen=True)
+class BackReference:
+    """``model.loop = model`` outside a class body: after it, a graph node holds itself."""
+
+    #: Where the back-reference is stored (``model.loop``).
+    holder: Ref
+    #: The node it points back to (``model``), a prefix of ``holder``.
+    value: Ref
+    node: nodes.AssignAttr
 
 
 @dataclass(frozen=True)
@@ -169,14 +180,14 @@ class ValueModel:
                     # the places of the tied part itself: `layers[1].kernel`, `layers[0].kernel`
                     place_a, place_b = _tied_place(path_a, ref_a, tie), _tied_place(path_b, ref_b, tie)
                 kind = self.classes.kind_of(shared)
-                if kind in STATEFUL_KINDS:
+                if kind in SHARED_KINDS:
                     return SharedPair(join_path(place_a), join_path(place_b), shared, kind, container,
                                       tie.node.parent if tie is not None else None)
         return self._tied_within(expression)
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
         """The first object that two values both hold below themselves (``Container(v)``
-        twice), when it holds Variables. The paths are relative to each value. The values
+        twice), when it holds Variables or is a raw ref. The paths are relative to each value. The values
         themselves, and one value that is a part of the other, are not this question
         (:meth:`ClassModel.ref_of` overlap answers those)."""
         items_b = [item for item in self.classes.stored_items(second) if item[0] and item[1] is not None]
@@ -190,7 +201,7 @@ class ValueModel:
                     continue
                 shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
                 kind = self.classes.kind_of(shared)
-                if kind in STATEFUL_KINDS:
+                if kind in SHARED_KINDS:
                     return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
         return None
 
@@ -253,12 +264,39 @@ class ValueModel:
                     continue
                 target = self.classes.ref_of(node.expr)
                 value = self.classes.ref_of(assigned_value(node))
-                if target is None or value is None or target.origin == "self":
-                    continue
+                if target is None or value is None or target.origin == "self" or _within_ref(target, value):
+                    continue  # (``m.loop = m`` holds m below itself: a cycle, see back_references_in)
                 if self.classes.kind_of(value) in STATEFUL_KINDS:
                     ties.append(Tie(target.child(node.attrname), value, node))
             self._ties[key] = sorted(ties, key=lambda t: (t.node.lineno or 0, t.node.col_offset or 0))
         return self._ties[key]
+
+    def back_references_in(self, scope: nodes.NodeNG) -> list[BackReference]:
+        """Attribute stores in ``scope`` (a function or module, not through a method's
+        ``self``) that put a graph node below itself: ``model.loop = model``,
+        ``model.a.back = model`` (every object between them a graph node). A store undone by
+        a later ``del`` of the same attribute in ``scope`` does not count."""
+        found = []
+        for node in scope.nodes_of_class(nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            if node.scope() is not scope:
+                continue
+            owner = self.classes.ref_of(node.expr)
+            value = self.classes.ref_of(assigned_value(node))
+            if owner is None or value is None or owner.origin == "self" or not _within_ref(owner, value):
+                continue
+            if not all(self.classes.graph_node(Ref(owner.root, owner.path[:length]))
+                       for length in range(len(value.path), len(owner.path) + 1)):
+                continue
+            holder = owner.child(node.attrname)
+            if any(self._deletes(later, holder) for later in scope.nodes_of_class(nodes.DelAttr)
+                   if later.scope() is scope and (later.lineno or 0) > (node.lineno or 0)):
+                continue
+            found.append(BackReference(holder, value, node))
+        return found
+
+    def _deletes(self, node: nodes.DelAttr, holder: Ref) -> bool:
+        owner = self.classes.ref_of(node.expr)
+        return owner is not None and owner.child(node.attrname) == holder
 
     # -- States -------------------------------------------------------------------------------
     def is_state(self, expression: nodes.NodeNG, depth: int = 0) -> bool:

@@ -23,6 +23,7 @@ from ._errors import (
     AliasingError,
     CarryIdentityError,
     CustomVjpUpdateError,
+    CycleError,
     GraphModeNotSupportedError,
     NonPytreeModuleError,
     PrefixFilterError,
@@ -107,7 +108,7 @@ from ._variables import (
 
 # Names that exist only in tree_runtime (flax.nnx has no equivalent).
 RUNTIME_ONLY = (
-    "AliasingError", "CarryIdentityError", "CustomVjpUpdateError", "GraphModeNotSupportedError",
+    "AliasingError", "CarryIdentityError", "CustomVjpUpdateError", "CycleError", "GraphModeNotSupportedError",
     "NonPytreeModuleError", "PrefixFilterError", "TraceContextError", "TreeModeError", "error_category", "RUNTIME_ONLY",
 )
 

@@ -17,7 +17,7 @@ import jax
 from jax import tree_util as jtu
 
 from ._errors import AliasingError, GraphModeNotSupportedError, PrefixFilterError
-from ._graph import check_pytree
+from ._graph import check_acyclic, check_pytree
 from ._variables import Variable
 
 
@@ -85,6 +85,7 @@ def check_no_aliases(fn_name: str, /, *, traced: tp.Any = 0, **groups: tp.Any) -
     (:func:`check_pytree`).  Inside a transform ``traced=None``: JAX checks
     the outputs itself, as in flax.
     """
+    check_acyclic(groups, fn_name)
     check_pytree(groups, traced)
     seen: dict[int, str] = {}
     variables: dict[str, Variable] = {}

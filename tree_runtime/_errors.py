@@ -24,6 +24,7 @@ RULE_DOCS: dict[str, str] = {
     "non-pytree": "docs/rules/README.md (NNX7xx: API semantics)",
     "trace-context": "docs/rules/README.md (NNX3xx: graph updates)",
     "graph-mode": "docs/rules/README.md (NNX9xx: graph-mode opt-ins)",
+    "cycle": "docs/rules/README.md (NNX1xx: shared references)",
 }
 
 
@@ -63,6 +64,29 @@ class AliasingError(TreeModeError, ValueError):
             "store the Variable once and reuse it in code (e.g. Embed.attend), pass the "
             "object once, return copies or arrays instead of inputs, or use nnx.clone() "
             "for an explicit independent copy.",
+        )
+
+
+class CycleError(TreeModeError, ValueError):
+    """A graph node reachable from itself (``self.sub = self``, a child keeping its parent).
+
+    flax's Tree Mode flattens such a tree without end (``RecursionError``) or reports
+    ``Cycle detected``; this runtime detects the cycle before flattening.
+
+    >>> CycleError('jit', 'args[0].sub').category
+    'cycle'
+    """
+
+    category = "cycle"
+
+    def __init__(self, fn_name: str, path: str):
+        self.path = path
+        super().__init__(
+            f"Cycle detected in nnx.{fn_name}: {path} is the object that holds it.",
+            "Tree Mode treats Modules as plain pytrees, and a pytree cannot contain "
+            "itself: flattening it never ends.",
+            "do not store the owner below itself: pass it to the method that needs it, "
+            "or keep a weakref.ref to it.",
         )
 
 
@@ -187,6 +211,12 @@ _USER_CLASS = (r"<class '(?!(?:numpy|jax|jaxlib|functools|collections|types|typi
 # are the flax 0.12.8 / jax 0.10 messages for the same failures (catalogue).
 _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
     ("ValueError", r"does not support Variable aliasing|does not support shared references", "aliasing"),
+    # JAX's own check on the flattened inputs: one raw mutable array ref (jax.new_ref) twice.
+    ("ValueError", r"only one reference to a mutable array may be passed", "aliasing"),
+    # A tree holding itself: flax's Tree Mode either notices the cycle or flattens it
+    # without end (every NNX transform, jax.tree functions).
+    ("ValueError", r"Cycle detected|Cycles are not supported", "cycle"),
+    ("RecursionError", r"", "cycle"),
     ("ValueError", r"cannot contain `(StateAxes|DiffState|StateSharding)` objects", "prefix-filter"),
     ("ValueError", r"Variable identity must be preserved", "carry-identity"),
     ("ValueError", r"pytree=False", "non-pytree"),

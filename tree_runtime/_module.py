@@ -55,7 +55,11 @@ def is_data(value: tp.Any, /) -> bool:
     >>> is_data(jnp.zeros(2)), is_data(3), is_data([jnp.zeros(2)])
     (True, False, False)
     """
-    return isinstance(value, (jax.Array, np.ndarray, Variable, Pytree))
+    return isinstance(value, (jax.Array, np.ndarray, Variable, Pytree) + _MUTABLE_ARRAYS)
+
+
+#: Raw mutable array refs (``jax.new_ref``, jax >= 0.7) are data, as in flax (``ArrayRef``).
+_MUTABLE_ARRAYS: tuple[type, ...] = (jax.Ref,) if hasattr(jax, "Ref") else ()
 
 
 def _sort_key(key: tp.Any):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, join_path
+from nnx_lint.classes import SHARED_KINDS, Alias, Ref, join_path
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.transforms import Application, Argument
 
@@ -63,7 +63,8 @@ def parameter_names(function: nodes.NodeNG) -> list[str]:
 _DUPLICATE = "Duplicate"
 
 
-_KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state": "State"}
+_KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state": "State",
+               "ref": "mutable array ref"}
 
 
 _CONTAINER_NAMES = frozenset({"List", "Sequential", "Dict", "data"})
@@ -151,7 +152,7 @@ def _overlapping_pair(classes, refs: list[tuple[Argument, Ref | None]]):
             if ref_b is None or not ref_a.overlaps(ref_b):
                 continue
             kinds = (classes.kind_of(ref_a), classes.kind_of(ref_b))
-            if all(kind in STATEFUL_KINDS for kind in kinds):
+            if all(kind in SHARED_KINDS for kind in kinds):
                 return first, ref_a, second, ref_b, kinds
     return None
 

@@ -20,7 +20,9 @@ class AliasedAttribute(_ClassAliasRule):
         `nnx.WeightNorm(layer)`). It reports the second store and names both paths. A
         Module stored with one of its parts (`self.head = base.fc`, `self.model = base`)
         counts when the part holds Variables; a part that holds none (a config object
-        passed as `super().__init__(config=base.config)`) does not.
+        passed as `super().__init__(config=base.config)`) does not. A raw mutable array
+        ref (`jax.new_ref(...)`) stored twice, by this class or by two child Modules given
+        the same ref, counts as well: Tree Mode rejects it like a Variable.
 
         Policy: the class is what needs fixing, so the class is reported wherever it is
         used. A class defined inside a function (tests do this) whose instances never reach
@@ -44,7 +46,10 @@ class AliasedAttribute(_ClassAliasRule):
         `ValueError: Duplicate Param(...) found at paths: .args[0].a, .args[0].b ...
         does not support Variable aliasing`, and every graph API (`nnx.split`,
         `nnx.state`, `nnx.clone`, `nnx.Optimizer`, `model.eval()`, ...) raises
-        `Tree mode (graph=False) does not support shared references`. Inside
+        `Tree mode (graph=False) does not support shared references`. A raw `jax.new_ref`
+        reachable twice gives `Duplicate Ref ...` in graph APIs and JAX's `only one reference
+        to a mutable array may be passed as an argument` in NNX transforms (graph mode
+        deduplicates it). Inside
         `nnx.fori_loop` / `nnx.while_loop` the aliases silently diverge (NNX108).
 
     References:
@@ -229,6 +234,23 @@ class AliasedAttribute(_ClassAliasRule):
             nnx.jit(lambda m: None)(model)
             """,
             tree_mode=raises("ValueError", _DUPLICATE),
+        ),
+        Invalid(
+            "raw-mutable-array-ref-twice",
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Counter(nnx.Module):
+                def __init__(self):
+                    self.count = jax.new_ref(jnp.zeros(()))
+                    self.alias = self.count  # NNX101
+
+            model = Counter()
+            state = nnx.state(model)
+            """,
+            tree_mode=raises("ValueError", "Duplicate Ref"),
         ),
     ]
 

@@ -6,7 +6,7 @@ from astroid import nodes
 from checkers.shared_references.analysis import _CONTAINER_NAMES, _DUPLICATE, _KIND_WORDS, _short
 from checkers.shared_references.base import _ClassAliasRule
 from checkers.shared_references.reproduction import _class_alias_reproduction
-from nnx_lint.classes import STATEFUL_KINDS, Ref, join_path
+from nnx_lint.classes import SHARED_KINDS, Ref, join_path
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 
 
@@ -175,7 +175,7 @@ class RepeatedContainerElement(_ClassAliasRule):
                 if other_ref is None or not ref.overlaps(other_ref) or _prefix(path, other_path):
                     continue
                 kind = self.classes.kind_of(other_ref)
-                if kind not in STATEFUL_KINDS or self.context.mode.scope_keeps_graph_mode(node):
+                if kind not in SHARED_KINDS or self.context.mode.scope_keeps_graph_mode(node):
                     continue
                 self._pending.append((node, dict(
                     class_name=None, first_path=join_path(path), second_path=join_path(other_path),

@@ -243,6 +243,11 @@ class DuplicateTransformArgument(_FamilyRule):
         "`{first}` and `{second}` both hold one {kinds[0]} (`{first_position}`), passed to `nnx.{transform}`: "
         "Tree Mode raises ValueError"
     )
+    #: Two arguments that are one raw mutable array ref (``jax.new_ref``): no Variables.
+    ref_message = (
+        "`{first}` and `{second}` are one mutable array ref, both passed to `nnx.{transform}`-transformed "
+        "`{function}`: Tree Mode raises ValueError"
+    )
     #: Two arguments tied after construction.
     tie_message = (
         "`{first}` and `{second}` share a {kinds[1]} (`{tie}`), both given to `nnx.{transform}`: "
@@ -263,6 +268,7 @@ class DuplicateTransformArgument(_FamilyRule):
             first_part, second_part = _relative_parts(ref_a, ref_b)
             self.report(
                 node,
+                message=self.ref_message if "ref" in kinds else None,
                 **_describe_use(use),
                 first=_short(first.expression),
                 second=_short(second.expression),
@@ -388,7 +394,7 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
     second = _viewed("shared", second_part, facts.get("second_view"))
     definition, call = _applied(facts.get("transform"), {first_label: first, second_label: second})
     # the rewrite: pass the object once (the other position gets an independent copy)
-    fixed = _viewed("nnx.clone(shared)", second_part, facts.get("second_view"))
+    fixed = _viewed(_independent_copy(kind, "shared"), second_part, facts.get("second_view"))
     fixed_definition, fixed_call = _applied(facts.get("transform"), {first_label: first, second_label: fixed})
     body = _code(_BOX, f"shared = {shared}", definition, call, "return 'ran'")
     control = _code(_BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
@@ -400,7 +406,8 @@ def _within_reproduction(facts: dict) -> Reproduction:
     """A list holding one object of the finding's kind twice, given to the finding's transform
     or graph API. Control: the second element an independent ``nnx.clone``."""
     kinds = facts.get("kinds") or ["Module"]
-    shared = _shared_object(kinds[0] if kinds[0] in ("Variable", "Module", "Rngs") else "Module", [])
+    kind = kinds[0] if kinds[0] in ("Variable", "Module", "Rngs", "mutable array ref") else "Module"
+    shared = _shared_object(kind, [])
     api = facts.get("transform")
 
     def program(holder: str) -> str:
@@ -415,15 +422,22 @@ def _within_reproduction(facts: dict) -> Reproduction:
     else:
         stand_ins = transform_stand_ins(api)
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",
-                        control=program("[shared, nnx.clone(shared)]"), stand_ins=stand_ins)
+                        control=program(f"[shared, {_independent_copy(kind, 'shared')}]"), stand_ins=stand_ins)
+
+
+def _independent_copy(kind: str | None, name: str) -> str:
+    """Source text of an independent copy of ``name``: ``nnx.clone`` for NNX objects, a
+    fresh ``jax.new_ref`` for a raw mutable array ref (not an NNX graph node)."""
+    return _shared_object(kind, []) if kind == "mutable array ref" else f"nnx.clone({name})"
 
 
 def _held_reproduction(facts: dict) -> Reproduction:
     """Two lists each holding one object of the finding's kind, given to the finding's
     transform at the finding's argument positions. Control: the second holds an independent
-    ``nnx.clone``."""
+    copy."""
     kinds = facts.get("kinds") or ["Module"]
-    shared = _shared_object(kinds[0] if kinds[0] in ("Variable", "Module", "Rngs") else "Module", [])
+    kind = kinds[0] if kinds[0] in ("Variable", "Module", "Rngs", "mutable array ref") else "Module"
+    shared = _shared_object(kind, [])
     # `args[1].v` places the holder at args[1] (what it holds at `.v` is the shared object)
     definition, call = _applied(facts.get("transform"), {facts.get("first_position") or "args[0]": "first",
                                                          facts.get("second_position") or "args[1]": "second"})
@@ -432,7 +446,7 @@ def _held_reproduction(facts: dict) -> Reproduction:
         return _code(_BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
                      "return 'ran'")
 
-    return Reproduction(program("shared"), expect_error="aliasing", control=program("nnx.clone(shared)"),
+    return Reproduction(program("shared"), expect_error="aliasing", control=program(_independent_copy(kind, "shared")),
                         stand_ins=transform_stand_ins(facts.get("transform")))
 
 

@@ -135,6 +135,8 @@ def _tree_of(stores: list[tuple[str, str]]) -> dict:
 def _shared_object(kind: str | None, parts: list[str | None], scalar: bool = False) -> str:
     """A fresh object of ``kind`` that has every attribute path in ``parts``."""
     wanted = [p for p in parts if p]
+    if kind == "mutable array ref":  # a raw jax.new_ref, as the finding saw it (no Variable)
+        return "jax.new_ref(jnp.ones(()))" if scalar else "jax.new_ref(jnp.ones(2))"
     if kind == "Rngs":
         streams = [_path_parts(p)[0] for p in wanted if _path_parts(p) and isinstance(_path_parts(p)[0], str)]
         stream = identifier(streams[0], "the Rngs stream") if streams else "default"
