@@ -14,7 +14,9 @@ Opt-in policy (documented on every rule):
   that keeps graph mode (``set_graph_mode(True)`` + ``set_graph_updates(True)`` at module
   level, or around the code), or when this file uses instances of the class with NNX
   transforms / graph APIs / ``nnx.Optimizer`` / ``.eval()`` / ``.train()`` and *every* such
-  use keeps graph mode (``graph=True``, ``nnx.compat.*``): the author has opted the class in.
+  use keeps graph mode (``graph=True``, ``nnx.compat.*``): the author has opted the class in;
+  or every use already chooses Tree Mode (``graph=False``): that code raises today, so the
+  flip changes nothing.
 * **Call-site rules** (NNX103 duplicate arguments, NNX104 returned inputs, NNX106 a
   transformed constructor storing its argument, NNX107 an argument holding another
   argument, NNX108 tied models in ``fori_loop``/``while_loop``) respect the transform's own

@@ -142,13 +142,15 @@ class _ClassAliasRule(_FamilyRule):
         if call is not None:
             self._record_constructions_inside(call)
         if call is not None and call.args and (call.is_graph_api or call.name in _GRAPH_USE_APIS):
-            keeps = call.is_compat or self.context.mode.call_mode(call).graph is True
+            # an explicit graph flag either way leaves the call as it is at the flip: graph=True
+            # keeps graph mode, graph=False rejects shared Variables today already
+            keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
             self._record_use(call.args[0], keeps, call.name, call if call.is_graph_api or call.is_transform else None)
             return
         if isinstance(node.func, nodes.Attribute) and node.func.attrname in _GRAPH_METHODS:
             if self.classes.class_of_self(node.func.expr) is not None:
                 keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
-                keeps = isinstance(keyword, nodes.Const) and keyword.value is True
+                keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
                 keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
                 self._record_use(node.func.expr, keeps, node.func.attrname)
             return
@@ -164,7 +166,8 @@ class _ClassAliasRule(_FamilyRule):
         if not lambdas:
             return
         mode = self.context.mode.call_mode(call)
-        keeps = mode.graph is True and (mode.graph_updates is True or call.name not in ("eval_shape", "custom_vjp"))
+        keeps = mode.graph is False or (
+            mode.graph is True and (mode.graph_updates is True or call.name not in ("eval_shape", "custom_vjp")))
         for function in lambdas:
             for inner in function.body.nodes_of_class(nodes.Call):
                 ref = self.classes.class_of(inner)
