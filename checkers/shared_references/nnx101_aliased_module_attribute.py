@@ -31,7 +31,8 @@ class AliasedAttribute(_ClassAliasRule):
         reported. Module-level classes are always reported, because other files may use them. Silent when the store is in a scope that keeps graph mode, or when every
         use of the class in this file (instances passed to NNX transforms, graph APIs,
         `nnx.Optimizer`, `.eval()` / `.train()`, or built in a lambda given to an NNX
-        call) keeps graph mode (`graph=True`, `nnx.compat.*`). Modules that store only
+        call) keeps graph mode (`graph=True`, `nnx.compat.*`) or, all of them, chooses Tree Mode
+        (`graph=False`: that code fails today already). Modules that store only
         constants and plain arrays (`jnp.array(...)`, numpy, `jax.random`) hold no
         Variables and may be shared: Tree Mode accepts one array reachable twice. Stores on
         alternative branches (`if`/`else`) mean "may be": the finding holds when a branch
