@@ -8,6 +8,7 @@ from typing import Any
 from astroid import nodes
 
 from nnx_lint import nnx_api
+from nnx_lint.call_sites import where
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.transforms import transform_resolver
@@ -148,13 +149,11 @@ class _Analysis:
         if self.is_state_value(argument):
             return []
         single = self._differentiated(application, position, argument)
-        if single is not None and single.evidence != "called-in-loss":
-            return [single]
-        several = [self._of_class(position, argument, candidate.ref, f"call site line {candidate.call.lineno}")
+        several = [self._of_class(position, argument, candidate.ref, f"call site {where(candidate.call, self.context.module)}")
                    for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
         several = [d for d in several if d is not None]
-        if len(several) > 1:
-            return several
+        if len(several) > 1 or (several and single is not None and single.evidence == "class"):
+            return several  # the class comes from the callers: name the call that passes it
         return [single] if single is not None else []
 
     def _application(self, call: nodes.Call) -> GradApplication | None:
