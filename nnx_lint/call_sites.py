@@ -83,10 +83,12 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
         if caller is None:
             continue
         resolver = NameResolver(caller, project)
+        names = {function.name} | {alias for imported in caller.nodes_of_class(nodes.ImportFrom)
+                                   for name, alias in imported.names if name == function.name and alias}
         for call in caller.nodes_of_class(nodes.Call):
             callee = call.func
             terminal = callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
-            if terminal == function.name and resolver.qualified_name(callee) == target:
+            if terminal in names and resolver.qualified_name(callee) == target:
                 found.append(call)
     return found
 

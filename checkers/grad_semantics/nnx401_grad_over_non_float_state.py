@@ -101,7 +101,7 @@ class GradOverNonFloatState(Rule):
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
                 pin=_pin(self.context, application),
-                related=_grad_sites(application),
+                related=_grad_sites(application) + _caller(differentiated),
             )
 
     @classmethod
@@ -263,3 +263,10 @@ class GradOverNonFloatState(Rule):
             tree_mode=raises("TypeError", "grad requires real- or complex-valued inputs"),
         ),
     ]
+
+
+def _caller(differentiated) -> list:
+    """The call (in this file or another) that passes the class that breaks."""
+    if differentiated.call is None:
+        return []
+    return [(differentiated.call, f"`{differentiated.class_name}` is passed here")]
