@@ -46,9 +46,10 @@ class GradOverNonFloatState(Rule):
         followed through its submodules, project classes in other files, and containers
         (also Variables stored with `setattr(self, "name", ...)`). The argument's class comes
         from its annotation, its construction, a project factory that returns one class
-        (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`);
-        when callers pass several classes, the finding names the one that breaks and the
-        line of its call.
+        (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`),
+        in this file or in other project files that import it; when callers pass several
+        classes, the finding names the one that breaks and where it is called
+        (`call site main.py:40`, also a related location).
 
     Why is this bad?:
         Graph mode differentiated only the `Param`s of the argument. Tree Mode differentiates

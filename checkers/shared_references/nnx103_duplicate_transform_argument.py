@@ -59,7 +59,9 @@ class DuplicateTransformArgument(_FamilyRule):
         arguments (keywords included) are the same Module / Variable / Rngs / State, or
         one is a part of the other (`model` and `model.encoder`, `model` and
         `nnx.state(model)`, `model` and a state group of `nnx.split(model)`). Objects are
-        followed through local assignments; unknown types stay silent.
+        followed through local assignments; a parameter's class comes from the calls of its
+        function (in this file or in other project files) when they agree; unknown types
+        stay silent.
         Also flagged: one argument that holds an object twice (`[v, v]`, `dict(a=p, b=p)`,
         `Pair(a=m, b=m)` when `Pair.__init__` stores both), also given to a graph API that
         checks aliasing (`nnx.split`, `nnx.state`, `nnx.graphdef`, `nnx.clone`, ...), and two
