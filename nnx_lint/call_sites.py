@@ -93,12 +93,14 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
     return found
 
 
-def where(call: nodes.Call, module: nodes.Module) -> str:
+def where(call: nodes.Call, module: nodes.Module, path: str = "") -> str:
     """Where a call site is, for a message: ``line 40`` in ``module``, else ``main.py:40``
-    (the caller's path relative to the directory of ``module``'s file)."""
+    (the caller's path relative to the directory of ``module``'s file). In a notebook
+    (``path`` ends in ``.ipynb``) a line of the joined cells means nothing to the reader:
+    ``in this notebook`` (the related location names the cell)."""
     root = call.root()
     if root is module or not getattr(root, "file", None):
-        return f"line {call.lineno}"
+        return "in this notebook" if path.endswith(".ipynb") else f"line {call.lineno}"
     caller = Path(root.file)
     try:
         shown = os.path.relpath(caller, Path(module.file).resolve().parent) if module.file else caller.name
