@@ -567,13 +567,13 @@ class ClassModel:
         info = self.info(ref.definition)
         if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
             return "module"
-        if not info.is_nnx_module and any(self._field_kind(ref.definition, name) for name in _fields(ref.definition)):
+        if not info.is_nnx_module and any(self._field_kind(ref.definition, name) for name in _stored_fields(ref.definition)):
             return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
         return None  # a Module storing only constants and plain arrays holds no Variables
 
     def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
         """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""
-        annotation = _fields(classdef).get(name)
+        annotation = _stored_fields(classdef).get(name)
         if annotation is None:
             return None
         ref = self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
@@ -770,8 +770,10 @@ class ClassModel:
         bound.update({k.arg: k.value for k in call.keywords or [] if k.arg in fields})
         if any(isinstance(a, nodes.Starred) for a in call.args):
             return
+        stored = _stored_fields(classdef)
         for name, argument in bound.items():
-            items.append((prefix + (name,), self.ref_of(argument, substitutions), container))
+            if name in stored:
+                items.append((prefix + (name,), self.ref_of(argument, substitutions), container))
 
     def _element(self, element, path, substitutions, items, depth, container) -> None:
         items.append((path, self.ref_of(element, substitutions), container))
@@ -824,6 +826,13 @@ class ClassModel:
                         continue
                     if _overwritten(events, earlier, events.index(earlier) + 1, position):
                         continue
+                    if len(earlier.ref.path) > len(ref.path):
+                        # `self.config = m.config` then `self.model = m`: what is held twice
+                        # is the part, `m.config`; only a part that holds Variables matters.
+                        part_kind = self.kind_of(earlier.ref)
+                        if part_kind not in STATEFUL_KINDS:
+                            continue
+                        kind = part_kind
                     if earlier.container is not None and earlier.container is event.container and (
                         len(earlier.path) and len(event.path)
                     ):
@@ -1026,7 +1035,23 @@ def _fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     if not names & {"dataclass", "struct", "pytree_dataclass"}:
         return {}
     return {statement.target.name: statement.annotation for statement in classdef.body
-            if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName)}
+            if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName)
+            and _annotation_head(statement.annotation) != "ClassVar"}  # not an __init__ parameter
+
+
+def _stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
+    """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``."""
+    return {name: annotation for name, annotation in _fields(classdef).items()
+            if _annotation_head(annotation) != "InitVar"}
+
+
+def _annotation_head(annotation: nodes.NodeNG | None) -> str | None:
+    """``InitVar`` for ``InitVar[nnx.Rngs]`` / ``dataclasses.InitVar``; the outer name."""
+    if isinstance(annotation, nodes.Subscript):
+        annotation = annotation.value
+    if isinstance(annotation, nodes.Attribute):
+        return annotation.attrname
+    return getattr(annotation, "name", None)
 
 
 def _never_runs(node: nodes.NodeNG) -> bool:

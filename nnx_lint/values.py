@@ -166,6 +166,26 @@ class ValueModel:
                     return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
         return self._tied_within(expression)
 
+    def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
+        """The first object that two values both hold below themselves (``Container(v)``
+        twice), when it holds Variables. The paths are relative to each value. The values
+        themselves, and one value that is a part of the other, are not this question
+        (:meth:`ClassModel.ref_of` overlap answers those)."""
+        items_b = [item for item in self.classes.stored_items(second) if item[0] and item[1] is not None]
+        if not items_b:
+            return None
+        for path_a, ref_a, _ in self.classes.stored_items(first):
+            if not path_a or ref_a is None:
+                continue
+            for path_b, ref_b, container in items_b:
+                if not ref_a.overlaps(ref_b):
+                    continue
+                shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
+                kind = self.classes.kind_of(shared)
+                if kind in STATEFUL_KINDS:
+                    return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
+        return None
+
     def _tied_within(self, expression: nodes.NodeNG) -> SharedPair | None:
         """One object given two attributes of the value after construction (``child.a = v``
         then ``child.d = v``), before ``expression`` uses it."""

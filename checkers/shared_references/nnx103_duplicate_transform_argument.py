@@ -43,7 +43,8 @@ class DuplicateTransformArgumentFacts(Facts):
     confidence: str
     pin: list
     #: ``within``: one argument holds the object twice (``[v, v]``, ``Pair(a=m, b=m)``);
-    #: ``tie``: two objects share a part after ``m2.kernel = m1.kernel``.
+    #: ``tie``: two objects share a part after ``m2.kernel = m1.kernel``;
+    #: ``held``: two arguments each hold it (``Container(v)`` twice).
     sharing: str = ABSENT
     #: For ``tie``: the statement that tied them.
     tie: str = ABSENT
@@ -65,7 +66,8 @@ class DuplicateTransformArgument(_FamilyRule):
         Also flagged: one argument that holds an object twice (`[v, v]`, `dict(a=p, b=p)`,
         `Pair(a=m, b=m)` when `Pair.__init__` stores both), also given to a graph API that
         checks aliasing (`nnx.split`, `nnx.state`, `nnx.graphdef`, `nnx.clone`, ...), and two
-        arguments tied after construction (`m2.kernel = m1.kernel` before the call). Silent where the flip
+        arguments tied after construction (`m2.kernel = m1.kernel` before the call), and
+        two arguments that each hold one object (`f(Container(v), Container(v))`). Silent where the flip
         changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
         `nnx.compat.*`, scope) or already chooses Tree Mode (`graph=False` or
         `graph_updates=False`; with `graph=True, graph_updates=False` `nnx.eval_shape` and
@@ -192,6 +194,25 @@ class DuplicateTransformArgument(_FamilyRule):
             """,
             tree_mode=raises("ValueError", _DUPLICATE),
         ),
+        Invalid(
+            "two-arguments-hold-it",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Container(nnx.Module):
+                def __init__(self, v):
+                    self.v = v
+
+            @nnx.jit
+            def f(c1, c2):
+                return c1.v[...] + c2.v[...]
+
+            v = nnx.Param(jnp.ones(2))
+            f(Container(v), Container(v))  # NNX103
+            """,
+            tree_mode=raises("ValueError", _DUPLICATE),
+        ),
     ]
 
     @classmethod
@@ -207,6 +228,11 @@ class DuplicateTransformArgument(_FamilyRule):
     within_message = (
         "`{first}` holds one {kinds[0]} at `{first_position}` and `{second_position}`, passed to "
         "`nnx.{transform}`: Tree Mode raises ValueError"
+    )
+    #: Two arguments that each hold the object.
+    held_message = (
+        "`{first}` and `{second}` both hold one {kinds[0]} (at `{first_position}` and `{second_position}`), "
+        "passed to `nnx.{transform}`: Tree Mode raises ValueError"
     )
     #: Two arguments tied after construction.
     tie_message = (
@@ -242,11 +268,32 @@ class DuplicateTransformArgument(_FamilyRule):
                 pin=pin_sites_in(self.context, use.transform),
             )
             return
-        if self._tied_pair(node, use, refs):
+        if self._tied_pair(node, use, refs) or self._held_by_both(node, use):
             return
         for argument in use.arguments:
             if self._within(node, argument.expression, argument.label, _describe_use(use), use.transform):
                 return
+
+    def _held_by_both(self, node: nodes.Call, use) -> bool:
+        """Two arguments that each hold one object below them (``Container(v)`` twice)."""
+        values = value_model(self.context)
+        arguments = use.arguments
+        for i, first in enumerate(arguments):
+            for second in arguments[i + 1:]:
+                shared = values.shared_between(first.expression, second.expression)
+                if shared is None:
+                    continue
+                kind = _KIND_WORDS.get(shared.kind, shared.kind)
+                self.report(
+                    node, message=self.held_message, **_describe_use(use),
+                    first=_short(first.expression), second=_short(second.expression),
+                    first_position=_element_label(first.label, shared.first_path),
+                    second_position=_element_label(second.label, shared.second_path),
+                    kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
+                    confidence="static", pin=pin_sites_in(self.context, use.transform), sharing="held",
+                )
+                return True
+        return False
 
     def _tied_pair(self, node: nodes.Call, use, refs) -> bool:
         """Two arguments that share a part through a tie made before the call."""
@@ -320,6 +367,8 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
         return _within_reproduction(facts)
     if facts.get("sharing") == "tie":
         return _tie_reproduction(facts)
+    if facts.get("sharing") == "held":
+        return _held_reproduction(facts)
     kinds = facts.get("kinds") or ["Module", "Module"]
     first_part, second_part = facts.get("first_part"), facts.get("second_part")
     kind = kinds[0] if not first_part else (kinds[1] if not second_part else "Module")
@@ -352,6 +401,23 @@ def _within_reproduction(facts: dict) -> Reproduction:
 
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",
                         control=program("[shared, nnx.clone(shared)]"))
+
+
+def _held_reproduction(facts: dict) -> Reproduction:
+    """Two lists each holding one object of the finding's kind, given to the finding's
+    transform at the finding's argument positions. Control: the second holds an independent
+    ``nnx.clone``."""
+    kinds = facts.get("kinds") or ["Module"]
+    shared = _shared_object(kinds[0] if kinds[0] in ("Variable", "Module", "Rngs") else "Module", [])
+    # `args[1].v` places the holder at args[1] (what it holds at `.v` is the shared object)
+    definition, call = _applied(facts.get("transform"), {facts.get("first_position") or "args[0]": "first",
+                                                         facts.get("second_position") or "args[1]": "second"})
+
+    def program(second: str) -> str:
+        return _code(_BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
+                     "return 'ran'")
+
+    return Reproduction(program("shared"), expect_error="aliasing", control=program("nnx.clone(shared)"))
 
 
 def _tie_reproduction(facts: dict) -> Reproduction:
