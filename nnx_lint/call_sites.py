@@ -83,13 +83,32 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
         if caller is None:
             continue
         resolver = NameResolver(caller, project)
-        names = {function.name} | {alias for imported in caller.nodes_of_class(nodes.ImportFrom)
-                                   for name, alias in imported.names if name == function.name and alias}
-        for call in caller.nodes_of_class(nodes.Call):
+        calls_by_name, aliases = _calls_by_name(caller)
+        for name in {function.name, *aliases.get(function.name, ())}:
+            found.extend(call for call in calls_by_name.get(name, []) if resolver.qualified_name(call.func) == target)
+    return found
+
+
+#: Per caller module: its calls by the callee's last name, and the aliases of imported names.
+_CALLS_BY_NAME: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _calls_by_name(module: nodes.Module) -> tuple[dict[str, list[nodes.Call]], dict[str, set[str]]]:
+    """Built once per module: a caller file is asked about each function of the files it imports."""
+    found = _CALLS_BY_NAME.get(module)
+    if found is None:
+        calls: dict[str, list[nodes.Call]] = {}
+        for call in module.nodes_of_class(nodes.Call):
             callee = call.func
             terminal = callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
-            if terminal in names and resolver.qualified_name(callee) == target:
-                found.append(call)
+            if terminal:
+                calls.setdefault(terminal, []).append(call)
+        aliases: dict[str, set[str]] = {}
+        for imported in module.nodes_of_class(nodes.ImportFrom):
+            for name, alias in imported.names:
+                if alias:
+                    aliases.setdefault(name, set()).add(alias)
+        found = _CALLS_BY_NAME[module] = (calls, aliases)
     return found
 
 

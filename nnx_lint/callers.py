@@ -69,13 +69,15 @@ class CallerIndex:
     def _candidates(self, module_name: str, function: str) -> list[tuple[str, str]]:
         by_name = self._index()
         stem = module_name.rpartition(".")[2].encode()
-        word = re.compile(rb"\b" + re.escape(function.encode()) + rb"\b")
+        name = re.escape(function.encode())
+        # `update(`, `train.update(`, or `import update as step` (then `step(`)
+        use = re.compile(rb"\b" + name + rb"\s*\(|\b" + name + rb"\s+as\b")
         found = []
         for path in by_name.get(stem, []):
             data = self._data.get(path)
             if data is None:
                 data = self._data[path] = _read(path) or b""
-            if data and word.search(data):
+            if data and use.search(data) and _imports_module(data, module_name.encode()):
                 found.append((path, hashlib.sha256(data).hexdigest()))
         return sorted(found)
 
@@ -152,6 +154,33 @@ def _read(path: str) -> bytes | None:
     except bounds.ParseFailure:
         return None
     return data if len(data) <= bounds.LIMITS.source_bytes else None
+
+
+def _imports_module(data: bytes, module_name: bytes) -> bool:
+    """Whether an import statement of the file may import ``module_name`` (textually: a
+    relative import ending in its last name, or an absolute one naming it or its package;
+    a dotted name counts when one ends with the other, for roots that shorten names)."""
+    parent, _, stem = module_name.rpartition(b".")
+    for match in _IMPORT.finditer(data):
+        source, names, plain = match.groups()
+        if source is not None:
+            imported = set(_WORD.findall(names or b""))
+            if source.startswith(b"."):
+                relative = source.lstrip(b".")
+                if relative.rpartition(b".")[2] == stem or stem in imported:
+                    return True
+            elif _same_module(source, module_name) or (stem in imported and parent and _same_module(source, parent)):
+                return True
+        else:
+            for part in (plain or b"").split(b","):
+                dotted = part.split()[0] if part.split() else b""
+                if _same_module(dotted, module_name):
+                    return True
+    return False
+
+
+def _same_module(written: bytes, module_name: bytes) -> bool:
+    return written == module_name or written.endswith(b"." + module_name) or module_name.endswith(b"." + written)
 
 
 def _imported_names(data: bytes) -> set[bytes]:

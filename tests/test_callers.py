@@ -143,12 +143,16 @@ def test_a_caller_whose_import_finds_another_file_does_not_count(tmp_path):
 
 def test_the_index_keeps_only_files_whose_imports_name_the_module(tmp_path):
     files = {
-        "by_name.py": "from pkg.train import update\n",
+        "by_name.py": "from pkg.train import update\nupdate(m)\n",
+        "by_alias.py": "from pkg.train import update as step\nstep(m)\n",
         "by_module.py": "from . import train\ntrain.update(m)\n",
-        "parenthesised.py": "from pkg import (\n    other,\n    train,\n)\nupdate = train.update\n",
+        "relative.py": "from .train import update\nupdate(m)\n",
+        "parenthesised.py": "from pkg import (\n    other,\n    train,\n)\ntrain.update(x)\n",
         "plain_import.py": "import pkg.train as t\nt.update(1)\n",
-        "word_only.py": "# train the model\ndef update(): pass\n",
-        "import_without_call.py": "from pkg import train\n",
+        "word_only.py": "# train the model\ndef update(): pass\nupdate()\n",
+        "import_without_call.py": "from pkg import train\nupdate = train.update\n",
+        "another_train.py": "from other.train import update\nupdate(m)\n",
+        "another_package.py": "from other import train\ntrain.update(m)\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -156,7 +160,7 @@ def test_the_index_keeps_only_files_whose_imports_name_the_module(tmp_path):
     (tmp_path / ".venv" / "inside_venv.py").write_text("from pkg.train import update\n")
     index = CallerIndex(top_directories([tmp_path]))
     found = {Path(path).name for path, _digest in index.candidates("pkg.train", "update")}
-    assert found == {"by_name.py", "by_module.py", "parenthesised.py", "plain_import.py"}
+    assert found == {"by_name.py", "by_alias.py", "by_module.py", "relative.py", "parenthesised.py", "plain_import.py"}
 
 
 def test_the_dependency_value_changes_with_any_candidate(tmp_path):
