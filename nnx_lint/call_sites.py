@@ -64,13 +64,15 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
     found = _OTHER_FILES[function] = []
     if str(Path(module.file).resolve()) != current:
         return found  # a function of another module: its callers are that module's question
-    from nnx_lint.callers import dependency_key, digest
+    from nnx_lint.callers import MAX_CALLER_FILES, dependency_key, digest
     from nnx_lint.names import NameResolver
     from nnx_lint.project import module_name_for
 
     index = project.caller_index()
     candidates = index.candidates(module.name, function.name)
     project.dependencies[dependency_key(index.directories, module.name, function.name)] = digest(candidates)
+    if len(candidates) > MAX_CALLER_FILES:
+        return found  # a library helper: see nnx_lint.callers.MAX_CALLER_FILES
     target = f"{module.name}.{function.name}"
     for path_text, _content in candidates:
         path = Path(path_text).resolve()

@@ -19,8 +19,9 @@ project files call this module-level function?" cheaply:
   added or removed changes it, and the file is analysed again.
 
 Left out (the parameter stays as the file alone says): callers outside the roots, calls
-through ``*args``, methods, nested functions, and projects with more than
-:data:`MAX_FILES` files (the index is not built; the answer is "no other callers").
+through ``*args``, methods, nested functions, functions more than :data:`MAX_CALLER_FILES`
+files may call, and projects with more than :data:`MAX_FILES` files (the index is not
+built; the answer is "no other callers").
 """
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ from nnx_lint import bounds
 
 #: Above this many Python files under the roots, the reverse index is not built.
 MAX_FILES = 50_000
+#: A function that more files than this may call is a library helper (EasyDeL's
+#: ``block_wise_ffn`` gets ~30 MLP classes from ~30 model files): its callers disagree, and
+#: parsing them all would cost more than the answer is worth. Its callers in other files
+#: are not followed.
+MAX_CALLER_FILES = 8
 #: The prefix of a caller dependency's key in the result cache (never a file path).
 KEY_PREFIX = "nnx-lint:callers:"
 # The directory names a run never lints (kept in step with nnx_lint.config.DEFAULT_EXCLUDES).

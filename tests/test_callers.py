@@ -176,3 +176,14 @@ def test_the_dependency_value_changes_with_any_candidate(tmp_path):
     (tmp_path / "unrelated.py").write_text("import other\nother.update(3)\n")
     assert dependency_value(key, {}) == dependency_value(key, {CallerIndex(directories).directories: CallerIndex(directories)})
     assert dependency_value("nnx-lint:callers:not json", {}) == ""
+
+
+def test_a_function_many_files_call_gets_no_class_from_them(project):
+    """A library helper: more candidate files than MAX_CALLER_FILES are not parsed at all."""
+    from nnx_lint.callers import MAX_CALLER_FILES
+
+    for number in range(MAX_CALLER_FILES - 1):  # with main.py (Policy): exactly the limit
+        (project / f"caller_{number}.py").write_text(_caller("Plain"))
+    assert len(_nnx401(run([Path(".")], load_settings(Path(".")), jobs=1))) == 1
+    (project / "one_more.py").write_text(_caller("Plain"))
+    assert _nnx401(run([Path(".")], load_settings(Path(".")), jobs=1)) == []
