@@ -49,7 +49,9 @@ class GradOverNonFloatState(Rule):
         (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`),
         in this file or in other project files that import it; when callers pass several
         classes, the finding names the one that breaks and where it is called
-        (`call site main.py:40`, also a related location).
+        (`call site main.py:40`, also a related location). `nnx.grad(trainer.loss)(model)`
+        (a bound method of a plain object) differentiates `model`; `nnx.grad(model.loss)`,
+        a bound Module method, raises in both modes (flax rejects it), so it stays silent.
 
     Why is this bad?:
         Graph mode differentiated only the `Param`s of the argument. Tree Mode differentiates
