@@ -54,6 +54,9 @@ _IMPORT = re.compile(
     rb"^[ \t]*(?:from[ \t]+([.\w]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))", re.MULTILINE
 )
 _WORD = re.compile(rb"\w+")
+# A literal, so that the search skips through the text at C speed (the statement regex,
+# anchored at line starts, would be tried at every position of every file).
+_IMPORT_WORD = re.compile(rb"import")
 
 
 class CallerIndex:
@@ -63,6 +66,7 @@ class CallerIndex:
         self.directories = directories
         self._by_name: dict[bytes, list[str]] | None = None
         self._data: dict[str, bytes] = {}
+        self._digests: dict[str, str] = {}
         self._answers: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
     def candidates(self, module_name: str, function: str) -> list[tuple[str, str]]:
@@ -84,7 +88,9 @@ class CallerIndex:
             if data is None:
                 data = self._data[path] = _read(path) or b""
             if data and use.search(data) and _imports_module(data, module_name.encode()):
-                found.append((path, hashlib.sha256(data).hexdigest()))
+                if path not in self._digests:
+                    self._digests[path] = hashlib.sha256(data).hexdigest()
+                found.append((path, self._digests[path]))
         return sorted(found)
 
     def _index(self) -> dict[bytes, list[str]]:
@@ -162,12 +168,25 @@ def _read(path: str) -> bytes | None:
     return data if len(data) <= bounds.LIMITS.source_bytes else None
 
 
+def _import_statements(data: bytes):
+    """The matches of :data:`_IMPORT` for the file's import statements (each once)."""
+    last_line = -1
+    for word in _IMPORT_WORD.finditer(data):
+        line = data.rfind(b"\n", 0, word.start()) + 1
+        if line == last_line:
+            continue
+        last_line = line
+        statement = _IMPORT.match(data, line)
+        if statement is not None:
+            yield statement
+
+
 def _imports_module(data: bytes, module_name: bytes) -> bool:
     """Whether an import statement of the file may import ``module_name`` (textually: a
     relative import ending in its last name, or an absolute one naming it or its package;
     a dotted name counts when one ends with the other, for roots that shorten names)."""
     parent, _, stem = module_name.rpartition(b".")
-    for match in _IMPORT.finditer(data):
+    for match in _import_statements(data):
         source, names, plain = match.groups()
         if source is not None:
             imported = set(_WORD.findall(names or b""))
@@ -192,7 +211,7 @@ def _same_module(written: bytes, module_name: bytes) -> bool:
 def _imported_names(data: bytes) -> set[bytes]:
     """Every identifier an import statement of the file names (module parts and imported names)."""
     names: set[bytes] = set()
-    for match in _IMPORT.finditer(data):
+    for match in _import_statements(data):
         for group in match.groups():
             if group:
                 names.update(_WORD.findall(group))  # a comment's words too: more candidates, never fewer
