@@ -7,6 +7,8 @@ diagnostic gets one of:
 
 * ``confirmed`` — Tree Mode raised the predicted error category, or gave the predicted
   silent observation (the evidence says what was seen);
+* ``pattern-confirmed`` — the same, by a program that goes beyond the finding's facts
+  (:attr:`~nnx_lint.rule.Reproduction.stand_ins`; the evidence names what stands in);
 * ``not-confirmed`` — the reproduction ran as graph mode would: the finding is suspect;
 * ``error`` — the reproduction could not be built or run (never silently dropped);
 * ``unavailable`` — the rule has no reproduction (its docs page says why).
@@ -44,7 +46,7 @@ class OracleUnavailable(RuntimeError):
 class Confirmation:
     """The verdict on one diagnostic."""
 
-    status: str  # confirmed | not-confirmed | error | unavailable
+    status: str  # confirmed | pattern-confirmed | not-confirmed | error | unavailable
     evidence: str
     program: str | None = None
 
@@ -140,7 +142,15 @@ def program_title(rule: type) -> str:
 
 
 def judge(reproduction: Reproduction, outcome: dict) -> tuple[str, str]:
-    """``(status, evidence)`` for one outcome of a reproduction."""
+    """``(status, evidence)`` for one outcome of a reproduction; a confirmation by a program
+    with stand-ins is ``pattern-confirmed``, and its evidence says what stood in."""
+    status, evidence = _judge_program(reproduction, outcome)
+    if status == "confirmed" and reproduction.stand_ins:
+        return "pattern-confirmed", f"{evidence} (pattern only: {'; '.join(reproduction.stand_ins)})"
+    return status, evidence
+
+
+def _judge_program(reproduction: Reproduction, outcome: dict) -> tuple[str, str]:
     status = outcome.get("status")
     if status == "error":
         return "error", outcome.get("message", "the reproduction failed")

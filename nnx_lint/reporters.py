@@ -22,6 +22,7 @@ _KIND_WORDS = {
 #: diagnostic, the "Confirmation:" summary, the Markdown summary).
 _STATUS_WORDS = {
     "confirmed": "confirmed",
+    "pattern-confirmed": "pattern confirmed",
     "not-confirmed": "not confirmed",
     "error": "confirmation error",
     "unavailable": "no reproduction",

@@ -65,7 +65,10 @@ class Reproduction:
     Mode produces and the one graph mode would. ``control`` is the body of the Tree Mode
     rewrite, which must not be confirmed (it guards against reproductions that "confirm"
     anything). ``traced``: run inside ``jax.make_jaxpr`` (abstract tracing); False only
-    for patterns that need eager-only APIs such as ``jax.set_mesh``.
+    for patterns that need eager-only APIs such as ``jax.set_mesh``. ``stand_ins`` says
+    where the program goes beyond the finding's facts (``nnx.jit`` standing for
+    ``nnx.shard_map``, or for a use the file does not show): such a program confirms the
+    pattern, not the finding, and its verdict is ``pattern-confirmed``.
     """
 
     body: str
@@ -74,6 +77,7 @@ class Reproduction:
     expect_graph: Any = None
     control: str | None = None
     traced: bool = True
+    stand_ins: tuple[str, ...] = ()
 
     def program(self, body: str | None = None, title: str = "") -> str:
         """The complete, runnable program text (also what ``--show-repro`` prints).

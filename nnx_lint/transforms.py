@@ -34,7 +34,7 @@ from astroid import nodes
 from nnx_lint.bound_methods import REJECTING_TRANSFORMS, is_bound_module_method, unbound_method_class
 from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.flow import lookup
-from nnx_lint.mode import ModeContext
+from nnx_lint.mode import Mode, ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
 
@@ -129,24 +129,41 @@ class Application:
     #: graph_updates=True by flags, compat or scope) or already chooses Tree Mode explicitly
     #: (graph=False / graph_updates=False). The call-site rules stay silent on it either way.
     keeps_graph: bool = False
-    #: graph=True, whatever graph_updates is.
-    graph_flag: bool = False
+    #: The ``graph`` / ``graph_updates`` flags in force at the transform (its keywords,
+    #: ``nnx.compat``, scope); None: not worked out (the flags' defaults apply).
+    flags: Mode | None = None
 
     @property
     def name(self) -> str:
         return self.transform.name
 
     @property
-    def accepts_shared_inputs(self) -> bool:
-        """Whether this transform accepts one Variable reachable twice among its inputs.
+    def graph_flag(self) -> bool:
+        """``graph=True`` is in force, whatever ``graph_updates`` is."""
+        return self.flags is not None and self.flags.graph is True
 
-        With ``graph=True`` inputs may share Variables even when ``graph_updates=False``
-        (flax's own tests rely on it) -- except ``eval_shape`` and ``custom_vjp``, which
-        check their inputs for aliasing as soon as ``graph_updates=False``.
+    @property
+    def accepts_shared_inputs(self) -> bool:
+        """Whether the flip leaves as it is how this transform takes one Variable reachable
+        twice among its inputs, so the aliasing rules stay silent.
+
+        Graph mode (``graph=True``, today's default) accepts shared inputs, also with
+        ``graph_updates=False`` (measured with flax 0.12.8: ``nnx.jit(f,
+        graph_updates=False)(m, m)`` runs today and raises once ``graph`` defaults to False;
+        flax's own tests rely on it) -- except ``eval_shape`` and ``custom_vjp``, which check
+        their inputs for aliasing as soon as ``graph_updates=False``. Tree Mode
+        (``graph=False``) rejects them. Only a transform that accepts them today and rejects
+        them after the flip changes.
         """
-        if self.keeps_graph:
-            return True
-        return self.graph_flag and self.name not in ("eval_shape", "custom_vjp")
+        if self.flags is None:
+            return self.keeps_graph
+        return not (self._takes_shared_inputs(default=True) and not self._takes_shared_inputs(default=False))
+
+    def _takes_shared_inputs(self, default: bool) -> bool:
+        """With the flags left unset taking ``default`` (True today, False after the flip)."""
+        graph = self.flags.graph if self.flags.graph is not None else default
+        updates = self.flags.graph_updates if self.flags.graph_updates is not None else default
+        return bool(graph) and not (updates is False and self.name in ("eval_shape", "custom_vjp"))
 
 
 class ModuleTools:
@@ -464,7 +481,7 @@ class TransformResolver:
         if direct is not None and direct.name in DIRECT_TRANSFORMS and not direct.via_partial:
             use = self._direct_application(direct)
             if use is not None:
-                use.graph_flag = self.graph_flag(direct)
+                use.flags = self.flags(direct)
             return use
         found = self.transformed(node.func)
         if found is None:
@@ -472,7 +489,7 @@ class TransformResolver:
         transform, function, keeps = found
         arguments = _positional(node.args, "args")
         arguments += [Argument(f"kwargs[{k.arg!r}]", None, k.value) for k in node.keywords or [] if k.arg]
-        return Application(transform, node, [function], arguments, keeps, self.graph_flag(transform))
+        return Application(transform, node, [function], arguments, keeps, self.flags(transform))
 
     def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
@@ -581,9 +598,9 @@ class TransformResolver:
     def _mode_of(self, node: nodes.NodeNG) -> ModeContext:
         return self.tools(node).mode
 
-    def graph_flag(self, transform: NNXCall) -> bool:
-        """Whether ``graph=True`` is in force for ``transform`` (its own module's mode)."""
-        return self._mode_of(transform.node).call_mode(transform).graph is True
+    def flags(self, transform: NNXCall) -> Mode:
+        """The ``graph`` / ``graph_updates`` flags in force for ``transform`` (its own module's mode)."""
+        return self._mode_of(transform.node).call_mode(transform)
 
     def _direct_application(self, call: NNXCall) -> Application | None:
         args = call.args

@@ -50,6 +50,9 @@ class SharedPair:
     #: The container expression the second place sits in (``nnx.List([...])``, a list
     #: literal, ...), None for constructor arguments.
     container: nodes.NodeNG | None = None
+    #: The assignment that made two places share it (``m2.kernel = m1.kernel``), when
+    #: the places hold different objects that a tie joined.
+    tie: nodes.NodeNG | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ class ValueModel:
                     continue
                 if frozenset((path_a, path_b)) in internal:
                     continue  # the class itself stores one argument twice: its own rules say so
+                tie, place_a, place_b = None, path_a, path_b
                 if ref_a.overlaps(ref_b):
                     shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
                 else:
@@ -161,9 +165,12 @@ class ValueModel:
                     if tie is None:
                         continue
                     shared = tie.value
+                    # the places of the tied part itself: `layers[1].kernel`, `layers[0].kernel`
+                    place_a, place_b = _tied_place(path_a, ref_a, tie), _tied_place(path_b, ref_b, tie)
                 kind = self.classes.kind_of(shared)
                 if kind in STATEFUL_KINDS:
-                    return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
+                    return SharedPair(join_path(place_a), join_path(place_b), shared, kind, container,
+                                      tie.node.parent if tie is not None else None)
         return self._tied_within(expression)
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
@@ -330,6 +337,14 @@ class ValueModel:
             if isinstance(target, nodes.Name) and target.name == parameter.name:
                 return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"
         return None
+
+
+def _tied_place(path: tuple[str, ...], ref: Ref, tie: Tie) -> tuple[str, ...]:
+    """Where, below ``path`` (which holds ``ref``), the tie's shared part sits."""
+    for end in (tie.target, tie.value):
+        if _within_ref(end, ref):
+            return path + end.path[len(ref.path):]
+    return path
 
 
 def _within_ref(inner: Ref, outer: Ref) -> bool:

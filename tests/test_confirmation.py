@@ -53,7 +53,9 @@ def graph_mode_outcomes():
 def test_invalid_case_is_confirmed(oracle_outcomes, index):
     oracle, main_outcomes, _ = oracle_outcomes
     status, evidence = judge(REPRODUCTIONS[index], main_outcomes[index])
-    assert status == "confirmed", f"{oracle}: {evidence}\n{MAIN[index]}"
+    # an example that shows no use of its object is reproduced through nnx.jit: the pattern
+    expected = "pattern-confirmed" if REPRODUCTIONS[index].stand_ins else "confirmed"
+    assert status == expected, f"{oracle}: {evidence}\n{MAIN[index]}"
 
 
 def test_controls_are_not_confirmed(oracle_outcomes):
@@ -166,3 +168,21 @@ def test_cli_json_carries_the_verdict(tmp_path, monkeypatch, capsys):
 def test_confirmation_is_plain_data():
     verdict = Confirmation("confirmed", "ValueError: ...", "program")
     assert json.loads(json.dumps(verdict.to_dict()))["status"] == "confirmed"
+
+
+def test_a_program_with_stand_ins_confirms_the_pattern_only():
+    """A reproduction that goes beyond the finding's facts (nnx.jit standing for
+    nnx.shard_map) never says "confirmed": its verdict names what stood in."""
+    from checkers.shared_references.nnx103_duplicate_transform_argument import DuplicateTransformArgument
+
+    facts = {"transform": "shard_map", "first_position": "args[0]", "second_position": "args[1]",
+             "kinds": ["Module", "Module"]}
+    reproduction = DuplicateTransformArgument.reproduce(facts)
+    assert reproduction.stand_ins == ("`nnx.jit` stands for `nnx.shard_map`",)
+    raised = {"status": "raises", "category": "aliasing", "type": "ValueError", "message": "Duplicate Param"}
+    status, evidence = judge(reproduction, raised)
+    assert status == "pattern-confirmed" and "`nnx.jit` stands for `nnx.shard_map`" in evidence
+    exact = DuplicateTransformArgument.reproduce({**facts, "transform": "jit"})
+    assert exact.stand_ins == () and judge(exact, raised)[0] == "confirmed"
+    # a program that runs as graph mode would is still suspect, stand-ins or not
+    assert judge(reproduction, {"status": "ok", "observation": "ran"})[0] == "not-confirmed"

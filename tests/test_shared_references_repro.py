@@ -88,7 +88,10 @@ def test_variant(outcomes, index):
     oracle, main, controls = outcomes
     reproduction = REPRODUCTIONS[index]
     verdict = judge(reproduction, main[index])
-    expected = "not-confirmed" if oracle == "flax-graph" else "confirmed"
+    # a program with stand-ins (nnx.jit for shard_map, or for a use the file does not show)
+    # confirms the pattern only, and says so
+    confirmed = "pattern-confirmed" if reproduction.stand_ins else "confirmed"
+    expected = "not-confirmed" if oracle == "flax-graph" else confirmed
     assert verdict[0] == expected, f"{oracle}: {verdict[1]}\n{MAIN[index]}"
     assert controls[index]["status"] == "ok", f"{oracle}: control failed: {controls[index]}\n{CONTROLS[index]}"
     assert judge(reproduction, controls[index])[0] == "not-confirmed"

@@ -199,7 +199,10 @@ def f(x):
     model = value_model(context)
     assert model.shared_within(_marked(context, "before").args[0]) is None
     after = [model.shared_within(a) for a in _marked(context, "after").args]
-    assert after[0] is not None and (after[0].first_path, after[0].second_path, after[0].kind) == ("[0]", "[1]", "variable")
+    # the places of the tied part itself, and the tie that joined them
+    assert after[0] is not None and (after[0].first_path, after[0].second_path, after[0].kind) == (
+        "[0].kernel", "[1].kernel", "variable")
+    assert after[0].tie is not None and after[0].tie.as_string() == "m2.kernel = m1.kernel"
     assert after[1:] == [None, None]
     m1, m2 = (context.classes.ref_of(e) for e in _marked(context, "after").args[0].elts)
     tie = model.tie_between(m1, m2, _marked(context, "after"))

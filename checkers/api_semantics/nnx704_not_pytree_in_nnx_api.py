@@ -275,7 +275,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         """
         # Notes name only what is known: the class if it is a plain name, the API or
         # transform if it is one of flax's (the facts are the analysed code's text).
-        note = ""
+        note, stand_ins = "", []
         if facts.get("reason") and "pytree=False" not in str(facts.get("reason")):
             subclass = next((f"a subclass of {base}" for base in ("nnx.bridge.Module", "nnx.Object")
                              if base in str(facts["reason"])), "a Pytree subclass")
@@ -288,12 +288,14 @@ class NotPytreeObjectInNNXAPI(Rule):
             if use is None:
                 found = f"nnx.{function}" if function in GRAPH_APIS else "another graph API"
                 note += f"# found: {found}; nnx.split flattens its argument the same way\n"
+                stand_ins.append(f"`nnx.split` stands for {found}")
                 use = "nnx.split(m)"
             call = f"m = Model()\n{use}\nreturn 'ok'\n"
         else:
             if transform not in cls._SHARED_TRANSFORMS:
                 found = f"nnx.{transform}" if transform in TRANSFORMS else "another transform"
                 note += f"# found: {found}; nnx.jit traces its arguments the same way\n"
+                stand_ins.append(f"`nnx.jit` stands for {found}")
                 transform = "jit"
             keywords = {k: v for k, v in (facts.get("transform_keywords") or {}).items()
                         if k in cls._SHARED_TRANSFORMS[transform]}
@@ -318,4 +320,4 @@ class NotPytreeObjectInNNXAPI(Rule):
                     return x * self.w[...]
             """)
         return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
-                            control=model.format(pytree="") + call)
+                            control=model.format(pytree="") + call, stand_ins=tuple(stand_ins))

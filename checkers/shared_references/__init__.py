@@ -18,7 +18,10 @@ Opt-in policy (documented on every rule):
 * **Call-site rules** (NNX103 duplicate arguments, NNX104 returned inputs, NNX106 a
   transformed constructor storing its argument, NNX107 an argument holding another
   argument, NNX108 tied models in ``fori_loop``/``while_loop``) respect the transform's own
-  opt-in (flags, ``nnx.compat``, scope), like every other family.
+  opt-in (flags, ``nnx.compat``, scope), like every other family. For aliasing the flag
+  that matters is ``graph``: graph mode takes shared inputs and duplicate outputs also with
+  ``graph_updates=False``, so ``graph_updates=False`` alone is no Tree Mode choice here
+  (it is for returned inputs, which it rejects today already).
 
 Where the type or identity of an object is not known statically, the rules stay silent.
 """

@@ -288,8 +288,8 @@ class _ReturnRule(_FamilyRule):
         self._definitions: dict[int, tuple[nodes.NodeNG, list[Application]]] = {}
 
     def _register(self, definition: nodes.NodeNG | None, use: Application) -> None:
-        if definition is None or use.keeps_graph or use.name in CARRY_TRANSFORMS:
-            return
+        if definition is None or use.name in CARRY_TRANSFORMS or (use.keeps_graph and use.accepts_shared_inputs):
+            return  # (graph_updates=False alone still takes duplicate outputs today: see _findings)
         entry = self._definitions.setdefault(id(definition), (definition, []))
         entry[1].append(use)
 
@@ -297,7 +297,7 @@ class _ReturnRule(_FamilyRule):
         found = self.finder.decorated(node)
         if found is not None:
             transform, function, keeps = found
-            self._register(node, Application(transform, None, [node], [], keeps, self.finder.graph_flag(transform)))
+            self._register(node, Application(transform, None, [node], [], keeps, self.finder.flags(transform)))
 
     def visit_call(self, node: nodes.Call) -> None:
         use = self.finder.application(node)
@@ -327,15 +327,21 @@ class _ReturnRule(_FamilyRule):
         findings: list[_ReturnFinding] = []
         if isinstance(definition, nodes.ClassDef):
             for call_use in uses:
-                findings.extend(self._constructor_findings(definition, call_use))
+                if not call_use.keeps_graph:
+                    findings.extend(self._constructor_findings(definition, call_use))
             return findings
         parameters = parameter_names(definition)
-        # graph=True (even with graph_updates=False) still accepts duplicate outputs.
-        check_duplicates = not all(u.graph_flag for u in uses)
+        # Graph mode (graph=True, today's default, even with graph_updates=False) accepts one
+        # object returned twice; returning an input already raises with graph_updates=False
+        # (measured with flax 0.12.8), so only transforms the flip changes count for that.
+        check_duplicates = not all(u.accepts_shared_inputs for u in uses)
+        check_inputs = not all(u.keeps_graph for u in uses)
         for value in returned_values(definition):
             duplicate = self._duplicate_output(definition, value, uses) if check_duplicates else None
             if duplicate is not None:
                 findings.append(duplicate)
+            if not check_inputs:
+                continue
             for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
                 ref = known_ref or self.classes.ref_of(expression)
                 if ref is None or ref.root[0] != "param" or ref.root[1] is not definition:

@@ -15,10 +15,18 @@ from checkers.shared_references.analysis import (
     _view_of,
 )
 from checkers.shared_references.base import _FamilyRule
-from checkers.shared_references.reproduction import _applied, _BOX, _code, _shared_object, _viewed
+from checkers.shared_references.reproduction import (
+    _applied,
+    _BOX,
+    _code,
+    _shared_object,
+    _viewed,
+    transform_stand_ins,
+)
 from nnx_lint.classes import STATEFUL_KINDS
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.nnx_api import ALIAS_CHECKING_GRAPH_APIS
+from nnx_lint.program_text import identifier_or
 from nnx_lint.values import value_model
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
@@ -69,9 +77,12 @@ class DuplicateTransformArgument(_FamilyRule):
         arguments tied after construction (`m2.kernel = m1.kernel` before the call), and
         two arguments that each hold one object (`f(Container(v), Container(v))`). Silent where the flip
         changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
-        `nnx.compat.*`, scope) or already chooses Tree Mode (`graph=False` or
-        `graph_updates=False`; with `graph=True, graph_updates=False` `nnx.eval_shape` and
-        `nnx.custom_vjp` reject shared inputs today already, whatever the defaults).
+        `nnx.compat.*`, scope, or `graph=True` alone: graph mode takes shared inputs also
+        with `graph_updates=False`) or already chooses Tree Mode (`graph=False`). Note that
+        `graph_updates=False` alone does not: the transform runs in graph mode today and
+        takes shared inputs, and raises once `graph` defaults to False (measured with flax
+        0.12.8) -- except `nnx.eval_shape` and `nnx.custom_vjp`, which reject shared inputs
+        as soon as `graph_updates=False`, whatever the defaults.
 
     Why is this bad?:
         Tree Mode transforms reject Variable aliasing among their inputs: `ValueError:
@@ -335,7 +346,7 @@ class DuplicateTransformArgument(_FamilyRule):
 
     def _within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict, pin_target) -> bool:
         shared = value_model(self.context).shared_within(expression)
-        if shared is None or self._nnx_container(shared.container):
+        if shared is None or (shared.tie is None and self._nnx_container(shared.container)):
             return False  # an nnx.List/Dict/Sequential holding it twice is NNX102's finding
         kind = _KIND_WORDS.get(shared.kind, shared.kind)
         self.report(
@@ -345,6 +356,7 @@ class DuplicateTransformArgument(_FamilyRule):
             second_position=_element_label(label, shared.second_path),
             kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
             confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
+            related=[(shared.tie, "the tie: after it both places hold this Variable")] if shared.tie else None,
         )
         return True
 
@@ -382,7 +394,8 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
     fixed_definition, fixed_call = _applied(facts.get("transform"), {first_label: first, second_label: fixed})
     body = _code(_BOX, f"shared = {shared}", definition, call, "return 'ran'")
     control = _code(_BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control)
+    return Reproduction(body, expect_error="aliasing", control=control,
+                        stand_ins=transform_stand_ins(facts.get("transform")))
 
 
 def _within_reproduction(facts: dict) -> Reproduction:
@@ -399,8 +412,12 @@ def _within_reproduction(facts: dict) -> Reproduction:
         definition, call = _applied(api, {"args[0]": "holder"})
         return _code(_BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
 
+    if facts.get("form") == "graph API":
+        stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{identifier_or(api, '?')}`",)
+    else:
+        stand_ins = transform_stand_ins(api)
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",
-                        control=program("[shared, nnx.clone(shared)]"))
+                        control=program("[shared, nnx.clone(shared)]"), stand_ins=stand_ins)
 
 
 def _held_reproduction(facts: dict) -> Reproduction:
@@ -417,7 +434,8 @@ def _held_reproduction(facts: dict) -> Reproduction:
         return _code(_BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
                      "return 'ran'")
 
-    return Reproduction(program("shared"), expect_error="aliasing", control=program("nnx.clone(shared)"))
+    return Reproduction(program("shared"), expect_error="aliasing", control=program("nnx.clone(shared)"),
+                        stand_ins=transform_stand_ins(facts.get("transform")))
 
 
 def _tie_reproduction(facts: dict) -> Reproduction:
@@ -429,7 +447,8 @@ def _tie_reproduction(facts: dict) -> Reproduction:
     models = "a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\nb = nnx.Linear(2, 2, rngs=nnx.Rngs(1))"
     body = _code(_BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
     control = _code(_BOX, models, definition, call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control)
+    return Reproduction(body, expect_error="aliasing", control=control,
+                        stand_ins=transform_stand_ins(facts.get("transform")))
 
 
 #: Graph APIs a ``within`` reproduction calls (all check aliasing in Tree Mode).

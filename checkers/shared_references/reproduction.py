@@ -9,6 +9,7 @@ from nnx_lint.program_text import (
     access,
     bounded_index,
     identifier,
+    identifier_or,
     is_identifier,
     keyword_arguments,
     set_attribute,
@@ -58,6 +59,17 @@ _REPRO_GRAPH_APIS = {
     "clone": "nnx.clone(model)",
     "iter_graph": "list(nnx.iter_graph(model))",
 }
+
+
+def transform_stand_ins(transform: str | None, graph_apis: bool = False) -> tuple[str, ...]:
+    """What a program that applies ``transform`` (via :func:`_applied`, or a graph API when
+    ``graph_apis``) puts in place of the finding's own use: ``nnx.jit`` for a transform
+    the runtimes do not share, or for a use the file does not show."""
+    if transform is None:
+        return ("no use in a transform or graph API is known; the program passes it to `nnx.jit`",)
+    if transform in _REPRO_TRANSFORMS or (graph_apis and transform in _REPRO_GRAPH_APIS):
+        return ()
+    return (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
 
 
 def _path_parts(path: str | None) -> list:
@@ -258,4 +270,5 @@ def _class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
         fixed = _access(_shared_object(kind, [first_part, second_part]), second_part)
     body = _code(_BOX, build(_access("shared", second_part)), apply)
     control = _code(_BOX, build(fixed), apply)
-    return Reproduction(body, expect_error="aliasing", control=control)
+    return Reproduction(body, expect_error="aliasing", control=control,
+                        stand_ins=transform_stand_ins(use, graph_apis=True))
