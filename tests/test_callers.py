@@ -187,3 +187,17 @@ def test_a_function_many_files_call_gets_no_class_from_them(project):
     assert len(_nnx401(run([Path(".")], load_settings(Path(".")), jobs=1))) == 1
     (project / "one_more.py").write_text(_caller("Plain"))
     assert _nnx401(run([Path(".")], load_settings(Path(".")), jobs=1)) == []
+
+
+def test_other_rules_name_the_call_that_gives_the_class(tmp_path):
+    """NNX103 on a parameter whose class a caller in another file gives: the call is a related location."""
+    (tmp_path / "twice.py").write_text("from flax import nnx\n\n\ndef twice(m):\n"
+                                       "    return nnx.jit(lambda a, b: None)(m, m)\n")
+    (tmp_path / "main.py").write_text("from flax import nnx\nfrom twice import twice\n\n"
+                                      "twice(nnx.Linear(2, 3, rngs=nnx.Rngs(0)))\n")
+    project = Project([tmp_path])
+    project.start_file(str(tmp_path / "twice.py"), tmp_path)
+    found = lint_bytes((tmp_path / "twice.py").read_bytes(), str(tmp_path / "twice.py"), [rule_by_code("NNX103")],
+                       project=project, module_name="twice")
+    assert [(d.code, d.line) for d in found] == [("NNX103", 5)]
+    assert [(Path(r.path).name, r.line, r.message) for r in found[0].related] == [("main.py", 4, "`Linear` is passed here")]
