@@ -40,6 +40,7 @@ _CLASS_PRESERVING = {
     "flax.nnx.clone": 0, "flax.nnx.compat.clone": 0,
     "flax.nnx.fori_loop": 3, "flax.nnx.compat.fori_loop": 3,
     "flax.nnx.while_loop": 2, "flax.nnx.compat.while_loop": 2,
+    "flax.nnx.view": 0, "flax.nnx.compat.view": 0,
 }
 
 
@@ -207,7 +208,7 @@ class ClassModel:
             name = self._resolver_for(expression).qualified_name(expression.func)
             carried = _CLASS_PRESERVING.get(name or "")
             if carried is not None:
-                # nnx.clone(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): same class as m
+                # nnx.clone(m) / nnx.view(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): m's class
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
             return (self.resolve(name, at=expression) or self._local_class(expression.func)
@@ -431,7 +432,9 @@ class ClassModel:
 
     def _ref_of_call(self, call: nodes.Call, depth: int) -> Ref | None:
         nnx_name = self._nnx_name(call)
-        if nnx_name == "data" and call.args:
+        if nnx_name in ("data", "view") and call.args:
+            # nnx.view(m, deterministic=True) is a copy of m's tree holding m's own Variables
+            # (measured: `nnx.jit(f)(m, nnx.view(m))` raises Duplicate Param in Tree Mode)
             return self._raw_ref(call.args[0], depth + 1)
         if nnx_name in ("state", "variables") and call.args:
             base = self._raw_ref(call.args[0], depth + 1)
@@ -513,21 +516,42 @@ class ClassModel:
                 return self._descend(known, ref.path, None, depth)
             if name == "rngs" or name.endswith("_rngs"):
                 return "rngs"
-            if not ref.path and self._used_as_module(function, name):
+            if not ref.path and self.used_as_module(function, name):
                 return "module"
         return None
 
-    def _used_as_module(self, function: nodes.NodeNG, name: str) -> bool:
-        """Whether ``function`` hands its parameter ``name`` to an API that takes a Module:
-        the model of ``nnx.Optimizer`` / ``nnx.ModelAndOptimizer`` (kind from use)."""
+    def used_as_module(self, function: nodes.NodeNG, name: str) -> bool:
+        """Whether ``function`` uses its parameter ``name`` as an NNX Module (kind from use):
+        hands it to an API that takes one (the model of ``nnx.Optimizer`` /
+        ``nnx.ModelAndOptimizer``), or reads or writes Variables through its attributes
+        (``name.w.value``, ``name.w.get_value()``, ``name.w[...] = v``)."""
         key = id(function)
         if key not in self._module_uses:  # one walk per function, whatever is asked of it
-            self._module_uses[key] = {
-                call.args[0].name for call in function.nodes_of_class(nodes.Call)
-                if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
-                and self._nnx_name(call) in _TAKES_A_MODULE
-            }
+            self._module_uses[key] = self._module_uses_in(function)
         return name in self._module_uses[key]
+
+    def _module_uses_in(self, function: nodes.NodeNG) -> set[str]:
+        names = {
+            call.args[0].name for call in function.nodes_of_class(nodes.Call)
+            if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
+            and self._nnx_name(call) in _TAKES_A_MODULE
+        }
+        for node in function.nodes_of_class((nodes.Attribute, nodes.Subscript)):
+            if node.scope() is not function:
+                continue
+            if isinstance(node, nodes.Attribute) and node.attrname in _VARIABLE_ACCESSORS:
+                held = node.expr
+            elif isinstance(node, nodes.Subscript) and _is_subscript_store(node):
+                held = node.value
+            else:
+                continue
+            if not isinstance(held, nodes.Attribute):
+                continue  # `m.value` / `m[...] = v` on the parameter itself: m may be the Variable
+            while isinstance(held, nodes.Attribute):
+                held = held.expr
+            if isinstance(held, nodes.Name):
+                names.add(held.name)
+        return names
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
         arguments = getattr(function, "args", None)
@@ -901,6 +925,15 @@ def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
 _MAX_REF_DEPTH = 12
 #: flax.nnx calls whose first argument must be a Module (what they wrap or optimise).
 _TAKES_A_MODULE = frozenset({"Optimizer", "ModelAndOptimizer"})
+#: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
+_VARIABLE_ACCESSORS = frozenset({"value", "get_value", "set_value"})
+
+
+def _is_subscript_store(node: nodes.Subscript) -> bool:
+    """``x[...] = v`` / ``x[i] += v``: an in-place Variable write (jax arrays cannot be written)."""
+    parent = node.parent
+    return (isinstance(parent, nodes.Assign) and node in parent.targets) or (
+        isinstance(parent, nodes.AugAssign) and parent.target is node)
 
 #: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
 STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})

@@ -209,7 +209,9 @@ def confirm(
     cache = OutcomeCache(cache_dir)
     version = oracle_version(oracle)
     verdicts: dict[int, Confirmation] = {}
-    pending: dict[str, tuple[Reproduction, list[int]]] = {}
+    # one run per program text; each diagnostic is judged with its own reproduction (two
+    # findings can share a program and differ in what stands in for their facts)
+    pending: dict[str, list[tuple[int, Reproduction]]] = {}
     for index, diagnostic in enumerate(diagnostics):
         reproduction = reproduction_for(diagnostic)
         if isinstance(reproduction, str):
@@ -217,7 +219,7 @@ def confirm(
             verdicts[index] = Confirmation(status, reproduction)
             continue
         program = reproduction.program(title=program_title(rule_by_code(diagnostic.code)))
-        pending.setdefault(program, (reproduction, []))[1].append(index)
+        pending.setdefault(program, []).append((index, reproduction))
     uncached = [p for p in pending if OutcomeCache.key(p, oracle, version) not in cache.entries]
     fresh: dict[str, dict] = {}
     for program, outcome in zip(uncached, run_programs(uncached, oracle)):
@@ -225,11 +227,11 @@ def confirm(
         if not outcome.get("transient"):  # a timeout or crash says nothing lasting about the program
             cache.entries[OutcomeCache.key(program, oracle, version)] = outcome
             cache.dirty = True
-    for program, (reproduction, indices) in pending.items():
+    for program, judged in pending.items():
         outcome = fresh.get(program) or cache.entries.get(OutcomeCache.key(program, oracle, version)) or {
             "status": "error", "message": "the confirmation worker gave no outcome for this reproduction"}
-        status, evidence = judge(reproduction, outcome)
-        for index in indices:
+        for index, reproduction in judged:
+            status, evidence = judge(reproduction, outcome)
             verdicts[index] = Confirmation(status, evidence, program)
     cache.save()
     return verdicts

@@ -82,9 +82,10 @@ GRAPH_APIS: frozenset[str] = frozenset(
 )
 
 #: Graph APIs that, in Tree Mode, reject a Variable reachable twice in their argument
-#: (measured with flax 0.12.8 on ``[v, v]``: ValueError "Duplicate Param"; ``to_tree`` runs).
+#: (measured with flax 0.12.8 on ``[v, v]`` and ``(m, m)``: ValueError "Duplicate Param";
+#: ``to_tree`` and ``find_duplicates`` run).
 ALIAS_CHECKING_GRAPH_APIS: frozenset[str] = frozenset(
-    {"split", "state", "graphdef", "clone", "variables", "flatten", "iter_graph"}
+    {"split", "state", "graphdef", "clone", "variables", "flatten", "iter_graph", "map", "recursive_map"}
 )
 
 #: Keyword arguments of NNX transforms that accept prefix trees (and so, in graph

@@ -100,7 +100,7 @@ FUNCTION_TRANSFORMS = frozenset(
     {"jit", "vmap", "pmap", "grad", "value_and_grad", "remat", "checkify", "shard_map", "scan", "custom_vjp"}
 )
 #: Transforms applied directly to a function and its operands.
-DIRECT_TRANSFORMS = frozenset({"eval_shape", "cond", "switch", "fori_loop", "while_loop"})
+DIRECT_TRANSFORMS = frozenset({"eval_shape", "jit_partial", "cond", "switch", "fori_loop", "while_loop"})
 #: Methods of a transformed function that check and trace their inputs like a call does
 #: (measured with flax 0.12.8: ``nnx.jit(f).lower(m, m)`` raises the duplicate error too).
 AHEAD_OF_TIME_METHODS = frozenset({"lower", "trace"})
@@ -607,7 +607,8 @@ class TransformResolver:
         keeps = not self._mode_of(call.node).flip_changes(call)
         if any(isinstance(a, nodes.Starred) for a in args):
             return None
-        if call.name == "eval_shape" and args:
+        if call.name in ("eval_shape", "jit_partial") and args:
+            # `nnx.jit_partial(f, *partial_args)` checks the arguments it binds, as a call does
             return Application(call, call.node, [args[0]], _positional(args[1:], "args"), keeps)
         if call.name == "cond" and len(args) >= 3:
             return Application(call, call.node, list(args[1:3]), _positional(args[3:], "operands"), keeps)

@@ -199,7 +199,7 @@ class ValueModel:
         root = self.classes.ref_of(expression)
         if root is None or isinstance(expression, nodes.Call):
             return None
-        inside = [tie for tie in self.ties_in(expression.scope())
+        inside = [tie for tie in self.ties_in(_code_scope(expression))
                   if (tie.node.lineno or 0) < (expression.lineno or 0) and _within_ref(tie.target, root)]
         for position, second in enumerate(inside):
             for first in inside[:position]:
@@ -233,7 +233,7 @@ class ValueModel:
     def tie_between(self, a: Ref, b: Ref, at: nodes.NodeNG) -> Tie | None:
         """A tie made before ``at`` in its scope that makes ``a`` and ``b`` share a part:
         ``m2.kernel = m1.kernel`` ties ``m2`` and ``m1`` (and ``m2`` and ``m1.kernel``)."""
-        for tie in self.ties_in(at.scope()):
+        for tie in self.ties_in(_code_scope(at)):
             if (tie.node.lineno or 0) >= (at.lineno or 0):
                 break
             for first, second in ((a, b), (b, a)):
@@ -337,6 +337,15 @@ class ValueModel:
             if isinstance(target, nodes.Name) and target.name == parameter.name:
                 return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"
         return None
+
+
+def _code_scope(node: nodes.NodeNG) -> nodes.NodeNG:
+    """The function or module whose statements run before ``node``: a comprehension's own
+    scope (``[n for n in nnx.iter_graph(root)]``) holds no statements."""
+    scope = node.scope()
+    while isinstance(scope, (nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)):
+        scope = scope.parent.scope()
+    return scope
 
 
 def _tied_place(path: tuple[str, ...], ref: Ref, tie: Tie) -> tuple[str, ...]:

@@ -272,7 +272,8 @@ class VariableModel:
             if category is None:
                 return None
             return Holdings([Holding("", "array", category, line=call.lineno)])
-        ref = self.context.classes.resolve(name)
+        # a project class, also one defined inside a function (tests define Variable types there)
+        ref = self.context.classes.resolve(name) or self.context.classes.class_of(call)
         if ref is not None and ref.definition is not None:
             info = self.context.classes.info(ref.definition)
             variable_kind = self._user_variable_kind(ref.definition)

@@ -186,3 +186,22 @@ def test_a_program_with_stand_ins_confirms_the_pattern_only():
     assert exact.stand_ins == () and judge(exact, raised)[0] == "confirmed"
     # a program that runs as graph mode would is still suspect, stand-ins or not
     assert judge(reproduction, {"status": "ok", "observation": "ran"})[0] == "not-confirmed"
+
+
+def test_findings_sharing_a_program_are_judged_each_with_its_own_stand_ins():
+    """`nnx.jit(f)(c1, c2)` and `nnx.jit_partial(f, c1, c2)` give one program (jit stands for
+    jit_partial); it runs once, but only the jit_partial finding is a pattern confirmation."""
+    from checkers.shared_references.nnx103_duplicate_transform_argument import DuplicateTransformArgument
+
+    source = (
+        "import jax.numpy as jnp\nfrom flax import nnx\n\n"
+        "class Container(nnx.Module):\n    def __init__(self, v):\n        self.v = v\n\n"
+        "def run():\n    v = nnx.Param(jnp.ones(2))\n"
+        "    nnx.jit(lambda a, b: None)(Container(v), Container(v))\n"
+        "    nnx.jit_partial(lambda a, b: None, Container(v), Container(v), graph_updates=False)\n"
+    )
+    found = lint_bytes(source.encode(), "case.py", [DuplicateTransformArgument])
+    assert [d.facts["transform"] for d in found] == ["jit", "jit_partial"]
+    verdicts = confirm(found)
+    assert verdicts[0].program == verdicts[1].program
+    assert [verdicts[0].status, verdicts[1].status] == ["confirmed", "pattern-confirmed"]

@@ -119,3 +119,27 @@ def test_submodule_attribute_table_names_modules_flax_stores(name):
     for attribute in FLAX_SUBMODULE_ATTRIBUTES[name]:
         value = getattr(layer, attribute)
         assert isinstance(value, (nnx.Module, list, nnx.List)), (name, attribute, type(value))
+
+
+
+def _alias_checking_call(name: str, value):
+    """Graph API ``name`` on ``value`` with ``graph=False`` (Tree Mode)."""
+    api = getattr(nnx, name)
+    if name in ("map", "recursive_map"):
+        return api(lambda path, x: x, value, graph=False)
+    result = api(value, graph=False)
+    return list(result) if name == "iter_graph" else result
+
+
+@pytest.mark.parametrize("name", sorted(nnx_api.ALIAS_CHECKING_GRAPH_APIS))
+def test_alias_checking_graph_apis_reject_shared_variables_in_tree_mode(name):
+    layer = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    _alias_checking_call(name, (layer, nnx.Linear(2, 2, rngs=nnx.Rngs(1))))  # no sharing: runs
+    with pytest.raises(ValueError, match="Duplicate"):
+        _alias_checking_call(name, (layer, layer))
+
+
+def test_graph_apis_left_out_of_the_alias_table_take_shared_variables():
+    layer = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    nnx.to_tree((layer, layer))
+    assert nnx.find_duplicates((layer, layer))

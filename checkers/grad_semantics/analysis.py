@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import where
+from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
 from nnx_lint.transforms import transform_resolver
@@ -21,6 +22,22 @@ from nnx_lint.variables import (
     Holdings,
     variable_model,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DifferentiatedArgumentFacts(Facts):
+    """The facts NNX401-NNX403 share: the differentiated argument and what is known of its
+    class (each rule's facts add their own after these)."""
+
+    argument: str
+    position: int
+    class_: str | None = field(metadata={'key': 'class'})
+    class_qualified_name: str | None
+    class_evidence: str
+    confidence: str
+    variable_types: list = ABSENT
+    unknown_parts: list = ABSENT
+    pin: list
 
 
 #: ``nnx.State`` methods that a Module-typed gradient does not have.

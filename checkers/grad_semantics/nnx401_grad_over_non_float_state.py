@@ -1,21 +1,21 @@
 """NNX401 ``grad-over-non-float-state``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import _analysis, _grad_sites, _describe, _holding_facts, _pin
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _describe, _holding_facts, _pin
 from checkers.grad_semantics.reproduction import _dedent, _SHARED_VARIABLE_TYPES
-from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 from nnx_lint.variables import NON_DIFFERENTIABLE
 
 
 @dataclass(frozen=True, kw_only=True)
-class GradOverNonFloatStateFacts(Facts):
-    """What ``NNX401`` reports (the diagnostic's ``facts``, in this order)."""
+class GradOverNonFloatStateFacts(DifferentiatedArgumentFacts):
+    """What ``NNX401`` reports (the diagnostic's ``facts``: the shared
+    :class:`DifferentiatedArgumentFacts`, then these)."""
 
     transform: str
     argnums: list
@@ -23,15 +23,6 @@ class GradOverNonFloatStateFacts(Facts):
     holding: str
     non_float: list
     transform_line: int
-    argument: str
-    position: int
-    class_: str | None = field(metadata={'key': 'class'})
-    class_qualified_name: str
-    class_evidence: str
-    confidence: str
-    variable_types: list = ABSENT
-    unknown_parts: list = ABSENT
-    pin: list
 
 
 class GradOverNonFloatState(Rule):

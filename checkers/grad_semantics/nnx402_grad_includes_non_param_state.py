@@ -1,13 +1,12 @@
 """NNX402 ``grad-includes-non-param-state``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import _analysis, _grad_sites, _describe, _holding_facts, _pin
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _describe, _holding_facts, _pin
 from checkers.grad_semantics.reproduction import _application, _dedent, _SHARED_VARIABLE_TYPES
-from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE
 
@@ -21,8 +20,9 @@ NORM_CONSUMERS = frozenset({
 
 
 @dataclass(frozen=True, kw_only=True)
-class GradIncludesNonParamStateFacts(Facts):
-    """What ``NNX402`` reports (the diagnostic's ``facts``, in this order)."""
+class GradIncludesNonParamStateFacts(DifferentiatedArgumentFacts):
+    """What ``NNX402`` reports (the diagnostic's ``facts``: the shared
+    :class:`DifferentiatedArgumentFacts`, then these)."""
 
     consumer: str
     transform: str
@@ -31,15 +31,6 @@ class GradIncludesNonParamStateFacts(Facts):
     non_param: list
     gradient_via: list
     application_line: int
-    argument: str
-    position: int
-    class_: str | None = field(metadata={'key': 'class'})
-    class_qualified_name: str
-    class_evidence: str
-    confidence: str
-    variable_types: list = ABSENT
-    unknown_parts: list = ABSENT
-    pin: list
 
 
 class GradIncludesNonParamState(Rule):

@@ -1,22 +1,23 @@
 """NNX403 ``grads-used-as-state``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import _analysis, _grad_sites, _pin, STATE_FUNCTIONS, STATE_METHODS
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _pin, STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import _application, _dedent
-from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.facts import ABSENT
 from nnx_lint.program_text import identifier_or
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 from nnx_lint.variables import TREE_MAPS
 
 
 @dataclass(frozen=True, kw_only=True)
-class GradsUsedAsStateFacts(Facts):
-    """What ``NNX403`` reports (the diagnostic's ``facts``, in this order)."""
+class GradsUsedAsStateFacts(DifferentiatedArgumentFacts):
+    """What ``NNX403`` reports (the diagnostic's ``facts``: the shared
+    :class:`DifferentiatedArgumentFacts`, then these)."""
 
     usage: str
     error: str
@@ -31,15 +32,6 @@ class GradsUsedAsStateFacts(Facts):
     method: str = ABSENT
     key: str | int | None = ABSENT
     function: str = ABSENT
-    argument: str
-    position: int
-    class_: str | None = field(metadata={'key': 'class'})
-    class_qualified_name: str | None
-    class_evidence: str
-    confidence: str
-    variable_types: list = ABSENT
-    unknown_parts: list = ABSENT
-    pin: list
 
 
 class GradsUsedAsState(Rule):

@@ -80,13 +80,10 @@ class _TransformedCodeRule(Rule):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MethodCallFacts(Facts):
-    """What NNX304 and NNX305 report: the method call, then the reach, in this order."""
+class TransformReachFacts(Facts):
+    """How transformed code reaches a finding: the transform, the entry function it traces
+    and the call chain from there (the facts NNX301, NNX304 and NNX305 share)."""
 
-    method: str
-    receiver: str
-    object_class: str | None
-    where: str
     transform: str
     traced_by: str
     entry: str | None
@@ -96,6 +93,16 @@ class MethodCallFacts(Facts):
     pin: list
     file: str = ABSENT
     line: int = ABSENT
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodCallFacts(TransformReachFacts):
+    """What NNX304 and NNX305 report: the reach, then the method call."""
+
+    method: str
+    receiver: str
+    object_class: str | None
+    where: str
 
 
 class _MethodCallInTransform(_TransformedCodeRule):

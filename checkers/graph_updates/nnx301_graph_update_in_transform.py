@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _VALUE_ATTRIBUTES
-from checkers.graph_updates.base import _TransformedCodeRule
+from checkers.graph_updates.base import TransformReachFacts, _TransformedCodeRule
 from checkers.graph_updates.reproduction import _RESERVED, _under
-from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.facts import ABSENT
 from nnx_lint.program_text import is_identifier
 from nnx_lint.values import value_model
 from nnx_lint.rule import Invalid, Reproduction, Valid, differs
@@ -43,8 +43,8 @@ def _class_is_known(context, owner_expression: nodes.NodeNG, ref=None) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class GraphUpdateInTransformFacts(Facts):
-    """What ``NNX301`` reports (the diagnostic's ``facts``, in this order)."""
+class GraphUpdateInTransformFacts(TransformReachFacts):
+    """What ``NNX301`` reports (the diagnostic's ``facts``: the reach, then these)."""
 
     change: str
     change_kind: str
@@ -57,15 +57,6 @@ class GraphUpdateInTransformFacts(Facts):
     method: str = ABSENT
     value_shape: str = ABSENT
     op: str = ABSENT
-    transform: str
-    traced_by: str
-    entry: str | None
-    entry_line: int | None
-    call_chain: list
-    confidence: str
-    pin: list
-    file: str = ABSENT
-    line: int = ABSENT
 
 
 class GraphUpdateInTransform(_TransformedCodeRule):

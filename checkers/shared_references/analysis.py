@@ -216,10 +216,13 @@ def _has_aux(use: Application) -> bool:
 
 def _used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
     """Whether the body treats parameter ``name`` as an NNX Module (calls it, walks its graph,
-    writes its Variables): evidence for a parameter without annotation."""
+    or, as the value model's kind from use says, writes its Variables): evidence for a
+    parameter without annotation."""
+    if context.classes.used_as_module(function, name):
+        return True
     body = function.body if isinstance(function.body, list) else [function.body]
     for statement in body:
-        for node in statement.nodes_of_class((nodes.Call, nodes.Subscript)):
+        for node in statement.nodes_of_class(nodes.Call):
             if isinstance(node, nodes.Call):
                 func = node.func
                 if isinstance(func, nodes.Name) and func.name == name:
@@ -231,12 +234,4 @@ def _used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
                     qualified = context.qualified_name(func) or ""
                     if qualified.startswith("flax.nnx.") and qualified.rpartition(".")[2] in _MODULE_USE_APIS:
                         return True
-            elif isinstance(node.parent, (nodes.Assign, nodes.AugAssign)) and node in getattr(
-                node.parent, "targets", [getattr(node.parent, "target", None)]
-            ):
-                root = node.value
-                while isinstance(root, nodes.Attribute):
-                    root = root.expr
-                if isinstance(root, nodes.Name) and root.name == name and isinstance(node.value, nodes.Attribute):
-                    return True
     return False

@@ -17,7 +17,10 @@ class AliasedAttribute(_ClassAliasRule):
         Variable or Module reachable at a second path: `self.b = self.a`,
         `self.head.kernel = self.embed.embedding`, a local stored twice, an object stored
         and also wrapped by a stored wrapper (`nnx.LoRA(base_module=...)`,
-        `nnx.WeightNorm(layer)`). It reports the second store and names both paths.
+        `nnx.WeightNorm(layer)`). It reports the second store and names both paths. A
+        Module stored with one of its parts (`self.head = base.fc`, `self.model = base`)
+        counts when the part holds Variables; a part that holds none (a config object
+        passed as `super().__init__(config=base.config)`) does not.
 
         Policy: the class is what needs fixing, so the class is reported wherever it is
         used. A class defined inside a function (tests do this) whose instances never reach
