@@ -286,7 +286,7 @@ class ClassModel:
         if not isinstance(function, nodes.FunctionDef) or depth > _MAX_DEPTH:
             return []
         found: dict[ClassRef, nodes.Call] = {}
-        for call in calls_of(function):
+        for call in calls_of(function, self.context.project):  # this file's, then other files'
             argument = argument_for(function, call, parameter)
             if argument is not None and not _within(argument, function):
                 ref = self.class_of(argument, depth + 1)

@@ -49,6 +49,7 @@ class Project:
         self._digests: dict[Path, str] = {}
         self._mentions: dict[Path, bool] = {}
         self._resolving: set[tuple[str, str]] = set()
+        self._caller_indexes: dict = {}  # directories -> nnx_lint.callers.CallerIndex
         self._current_file: Path | None = None
         self._own: tuple[str, nodes.Module] | None = None
         #: path -> sha256 of every other project file the current file's analysis read.
@@ -101,7 +102,7 @@ class Project:
             self._files[key] = self._search(module_name)
         return self._files[key]
 
-    def _search(self, module_name: str) -> Path | None:
+    def _search(self, module_name: str, first_root: Path | None = None) -> Path | None:
         from nnx_lint.names import is_external
 
         if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
@@ -109,12 +110,27 @@ class Project:
         if is_external(module_name):
             return None  # flax's own checkout is never read as "the project"
         relative = Path(*module_name.split("."))
-        roots = ([self._file_root] if self._file_root else []) + [r for r in self.roots if r != self._file_root]
+        first_root = first_root or self._file_root
+        roots = ([first_root] if first_root else []) + [r for r in self.roots if r != first_root]
         for root in roots:
             for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
                 if candidate.is_file():
                     return candidate.resolve()
         return None
+
+    def find_file_from(self, module_name: str, first_root: Path) -> Path | None:
+        """The file ``import module_name`` finds for a module whose package root is ``first_root``."""
+        return self._search(module_name, first_root.resolve())
+
+    def caller_index(self):
+        """The reverse index of callers (:class:`nnx_lint.callers.CallerIndex`) over the run's
+        roots and the current file's package root, built once per set of directories."""
+        from nnx_lint.callers import CallerIndex, top_directories
+
+        directories = top_directories([*self.roots, *([self._file_root] if self._file_root else [])])
+        if directories not in self._caller_indexes:
+            self._caller_indexes[directories] = CallerIndex(directories)
+        return self._caller_indexes[directories]
 
     def is_project_module(self, module_name: str) -> bool:
         if self._own is not None and self._own[0] == module_name:
@@ -128,6 +144,11 @@ class Project:
         path = self.find_file(module_name)
         if path is None or path == self._current_file:
             return None
+        return self.load_file(path, module_name)
+
+    def load_file(self, path: Path, module_name: str) -> nodes.Module | None:
+        """The astroid tree of the project file ``path`` (named ``module_name``), recorded
+        as a dependency of the current analysis; None when it cannot be parsed."""
         if path not in self._modules:
             self._modules[path] = None  # guards against import cycles
             try:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nnx_lint import bounds
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
+from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
@@ -101,8 +102,13 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     cache = ResultCache.open(cache_dir)
     fingerprint = code_fingerprint() if cache.path else ""
     digests: dict[str, str] = {}
+    caller_indexes: dict = {}  # for the dependencies that stand for "the callers of a function"
 
     def digest_of(file: str) -> str:
+        if file.startswith(CALLERS_KEY_PREFIX):
+            from nnx_lint.callers import dependency_value
+
+            return dependency_value(file, caller_indexes)
         if file not in digests:
             try:
                 digests[file] = hashlib.sha256(bounds.read_bounded(file)).hexdigest()

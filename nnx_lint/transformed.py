@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint.bound_methods import passes_self
 from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES
 from nnx_lint.transforms import (
@@ -354,7 +355,8 @@ class TransformedCode:
             calls = [c for c in self._module_calls() if _terminal_name(c.func) in names
                      and (found := self.transforms.transformed_callable(c.func)) is not None and found.function is function]
         parameters = _positional_names(function)
-        if isinstance(function, nodes.FunctionDef) and isinstance(function.parent, nodes.ClassDef):
+        if isinstance(function, nodes.FunctionDef) and isinstance(function.parent, nodes.ClassDef) \
+                and not passes_self(entry.node, function):
             parameters = parameters[1:]
         classes: dict = {}
         conflicts: set[str] = set()

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint.bound_methods import REJECTING_TRANSFORMS, is_bound_module_method, unbound_method_class
 from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.flow import lookup
 from nnx_lint.mode import Mode, ModeContext
@@ -273,6 +274,8 @@ class TransformResolver:
         if call is not None and call.name in TRACING_TRANSFORMS:
             keeps = tools.mode.keeps_graph_mode(call)
             for argument in _function_arguments(call):
+                if self._rejected_bound_method(call, argument):
+                    continue  # flax raises before tracing, in both modes
                 for function in self.functions_of(argument):
                     yield Entry(function, call.name, node, call, keeps, "call", explicit_tree(call))
             return
@@ -280,6 +283,8 @@ class TransformResolver:
         factory = tools.nnx_call(node.func) if isinstance(node.func, nodes.Call) else None
         if factory is not None and factory.name in TRACING_TRANSFORMS and node.args and not _function_arguments(factory):
             keeps = tools.mode.keeps_graph_mode(factory)
+            if self._rejected_bound_method(factory, node.args[0]):
+                return  # flax raises before tracing, in both modes
             for function in self.functions_of(node.args[0]):
                 yield Entry(function, factory.name, node, factory, keeps, "call", explicit_tree(factory))
             return
@@ -320,6 +325,10 @@ class TransformResolver:
                         found.append(definition)
             return found
         if isinstance(expression, nodes.Attribute):
+            classdef = unbound_method_class(expression)
+            if classdef is not None:  # `Model.step`: the method itself, its `self` passed first
+                method = self.method_of(classdef, expression.attrname)
+                return [method] if method is not None else []
             owner = self.context.classes.class_of_self(expression.expr)
             if owner is not None and owner.definition is not None:
                 method = self.method_of(owner.definition, expression.attrname)
@@ -327,6 +336,12 @@ class TransformResolver:
             definition = self._project_definition(self.qualified_name(expression))
             return [definition] if definition is not None else []
         return []
+
+    def _rejected_bound_method(self, transform: NNXCall, function: nodes.NodeNG | None) -> bool:
+        """``nnx.jit(model.step)``: flax rejects a bound Module method in both modes
+        (:mod:`nnx_lint.bound_methods`), so the flip changes nothing there."""
+        return transform.name in REJECTING_TRANSFORMS and isinstance(function, nodes.Attribute) \
+            and is_bound_module_method(self.context, function)
 
     def _project_definition(self, qualified_name: str | None) -> nodes.FunctionDef | None:
         if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
@@ -484,11 +499,13 @@ class TransformResolver:
         if isinstance(callee, nodes.Call):
             call = self.nnx_call(callee)
             if call is not None and call.name in FUNCTION_TRANSFORMS and call.args:
-                return call, call.args[0], not self._mode_of(call.node).flip_changes(call)
+                return call, call.args[0], not self._mode_of(call.node).flip_changes(call) \
+                    or self._rejected_bound_method(call, call.args[0])
             if isinstance(callee.func, nodes.Call) and callee.args:
                 factory = self.nnx_call(callee.func)
                 if factory is not None and factory.name in FUNCTION_TRANSFORMS and not factory.args:
-                    return factory, callee.args[0], not self._mode_of(factory.node).flip_changes(factory)
+                    return factory, callee.args[0], not self._mode_of(factory.node).flip_changes(factory) \
+                        or self._rejected_bound_method(factory, callee.args[0])
             return None
         if isinstance(callee, nodes.Name):
             _scope, assignments = lookup(callee)

@@ -103,15 +103,14 @@ class ValueModel:
     def candidates(self, expression: nodes.NodeNG) -> list[Candidate]:
         """The classes ``expression`` may have: the one known class, or, for an unannotated
         parameter whose callers disagree, every class some caller passes (each with its call)."""
-        ref = self.classes.class_of_self(expression)
-        if ref is not None:
-            return [Candidate(ref, "class")]
         if isinstance(expression, nodes.Name):
             found = parameter_of(expression)
-            if found is not None:
+            if found is not None and self.classes._annotation_of(expression) is None:
+                # Its class is what the callers pass (in this file or another): each with its call.
                 return [Candidate(ref, "call site", call)
                         for ref, call in self.classes.call_site_classes(*found)]
-        return []
+        ref = self.classes.class_of_self(expression)
+        return [Candidate(ref, "class")] if ref is not None else []
 
     def is_variable_class(self, ref: ClassRef) -> bool:
         """Whether ``ref`` is a flax Variable type or a project subclass of one."""

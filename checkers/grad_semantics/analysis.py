@@ -1,6 +1,7 @@
 """Analysis helpers shared by several grad semantics rules."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 from astroid import nodes
 
 from nnx_lint import nnx_api
+from nnx_lint.call_sites import where
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import lookup
@@ -92,6 +94,8 @@ class Differentiated:
     evidence: str
     #: attribute names the class defines (methods), to avoid State-method false positives
     class_attributes: frozenset[str]
+    #: For call-site evidence: the call (maybe in another file) that passes this class.
+    call: nodes.Call | None = None
 
     def facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {
@@ -165,13 +169,12 @@ class _Analysis:
         if self.is_state_value(argument):
             return []
         single = self._differentiated(application, position, argument)
-        if single is not None and single.evidence != "called-in-loss":
-            return [single]
-        several = [self._of_class(position, argument, candidate.ref, f"call site line {candidate.call.lineno}")
+        several = [_with_call(self._of_class(position, argument, candidate.ref,
+                                             f"call site {where(candidate.call, self.context.module, self.context.path)}"), candidate.call)
                    for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
         several = [d for d in several if d is not None]
-        if len(several) > 1:
-            return several
+        if len(several) > 1 or (several and single is not None and single.evidence == "class"):
+            return several  # the class comes from the callers: name the call that passes it
         return [single] if single is not None else []
 
     def _application(self, call: nodes.Call) -> GradApplication | None:
@@ -365,6 +368,10 @@ def _describe(holdings: Holdings, categories) -> str:
 def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
     """Where a pin fix keeps graph mode: the grad transform applied here."""
     return pin_sites_in(context, (application.transform_node, application.transform))
+
+
+def _with_call(differentiated: Differentiated | None, call: nodes.Call | None) -> Differentiated | None:
+    return dataclasses.replace(differentiated, call=call) if differentiated is not None else None
 
 
 def _grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:

@@ -37,9 +37,12 @@ class GradOverNonFloatState(Rule):
         followed through its submodules, project classes in other files, and containers
         (also Variables stored with `setattr(self, "name", ...)`). The argument's class comes
         from its annotation, its construction, a project factory that returns one class
-        (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`);
-        when callers pass several classes, the finding names the one that breaks and the
-        line of its call.
+        (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`),
+        in this file or in other project files that import it; when callers pass several
+        classes, the finding names the one that breaks and where it is called
+        (`call site main.py:40`, also a related location). `nnx.grad(trainer.loss)(model)`
+        (a bound method of a plain object) differentiates `model`; `nnx.grad(model.loss)`,
+        a bound Module method, raises in both modes (flax rejects it), so it stays silent.
 
     Why is this bad?:
         Graph mode differentiated only the `Param`s of the argument. Tree Mode differentiates
@@ -92,7 +95,7 @@ class GradOverNonFloatState(Rule):
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
                 pin=_pin(self.context, application),
-                related=_grad_sites(application),
+                related=_grad_sites(application) + _caller(differentiated),
             )
 
     @classmethod
@@ -254,3 +257,10 @@ class GradOverNonFloatState(Rule):
             tree_mode=raises("TypeError", "grad requires real- or complex-valued inputs"),
         ),
     ]
+
+
+def _caller(differentiated) -> list:
+    """The call (in this file or another) that passes the class that breaks."""
+    if differentiated.call is None:
+        return []
+    return [(differentiated.call, f"`{differentiated.class_name}` is passed here")]

@@ -76,6 +76,12 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         (`graph=True, graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and
         transforms that already pin Tree Mode (`graph_updates=False`). The `confidence` fact says whether the code is
         the transformed function itself (`transform`) or reached through calls (`called`).
+        A transform of a bound method of a plain object (`nnx.jit(trainer.forward)(model,
+        x)`) traces the method with the call's arguments after `self`; `nnx.jit(Model.step)`
+        passes the Module as `self`; `nnx.jit(model.step)` raises in both modes (flax rejects
+        bound Module methods), so it stays silent.
+        A parameter's class also comes from the calls of its function, in this file or in
+        other project files (`forward(Counter(...), x)` in `main.py`), when they all agree.
         A call on a parameter whose class is unknown (`m(x)`, `m.step(x)`) is followed into
         the one NNX Module class of the file that defines that method, if exactly one does.
 

@@ -23,6 +23,7 @@ from checkers.shared_references.reproduction import (
     _viewed,
     transform_stand_ins,
 )
+from nnx_lint.caller_evidence import passed_here
 from nnx_lint.classes import STATEFUL_KINDS
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.nnx_api import ALIAS_CHECKING_GRAPH_APIS
@@ -68,7 +69,9 @@ class DuplicateTransformArgument(_FamilyRule):
         arguments (keywords included) are the same Module / Variable / Rngs / State, or
         one is a part of the other (`model` and `model.encoder`, `model` and
         `nnx.state(model)`, `model` and a state group of `nnx.split(model)`). Objects are
-        followed through local assignments; unknown types stay silent.
+        followed through local assignments; a parameter's class comes from the calls of its
+        function (in this file or in other project files) when they agree, and that call is
+        a related location; unknown types stay silent.
         Also flagged: one argument that holds an object twice (`[v, v]`, `dict(a=p, b=p)`,
         `Pair(a=m, b=m)` when `Pair.__init__` stores both), also given to a graph API that
         checks aliasing (`nnx.split`, `nnx.state`, `nnx.graphdef`, `nnx.clone`, ...), and two
@@ -281,6 +284,7 @@ class DuplicateTransformArgument(_FamilyRule):
                 second_view=_view_of(self.context, second.expression),
                 confidence="static",
                 pin=pin_sites_in(self.context, use.transform),
+                related=passed_here(self.context, first.expression, second.expression),
             )
             return
         if self._tied_pair(node, use, refs) or self._held_by_both(node, use):
