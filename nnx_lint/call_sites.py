@@ -11,10 +11,9 @@ stays unknown, and rules stay silent on unknowns.
 """
 from __future__ import annotations
 
-import weakref
-
 from astroid import nodes
 
+from nnx_lint.file_memo import file_memo
 from nnx_lint.flow import lookup
 
 Function = nodes.FunctionDef
@@ -29,8 +28,8 @@ def calls_of(function: Function) -> list[nodes.Call]:
     return index.get(id(function), [])
 
 
-#: One index per module, built on first use and dropped with the module's tree.
-_INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: One index per module, built on first use and dropped after the analysed file.
+_INDEXES: dict = file_memo()
 
 
 def _index(module: nodes.Module) -> dict[int, list[nodes.Call]]:
