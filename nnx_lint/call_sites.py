@@ -13,12 +13,12 @@ that way stays unknown, and rules stay silent on unknowns.
 from __future__ import annotations
 
 import os
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint.file_memo import file_memo
 from nnx_lint.flow import lookup
 
 if TYPE_CHECKING:
@@ -39,10 +39,11 @@ def calls_of(function: Function, project: Project | None = None) -> list[nodes.C
     return own + calls_in_other_files(function, project) if project is not None else own
 
 
-#: One index per module, built on first use and dropped with the module's tree.
-_INDEXES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: One index per module, built on first use and dropped after the analysed file (a weak
+#: key would never go: the index points back into the module's tree).
+_INDEXES: dict = file_memo()
 #: Per function node: its calls in other files (each query is asked once per analysis).
-_OTHER_FILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_OTHER_FILES: dict = file_memo()
 
 
 def calls_in_other_files(function: Function, project: Project) -> list[nodes.Call]:
@@ -91,8 +92,9 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
     return found
 
 
-#: Per caller module: its calls by the callee's last name, and the aliases of imported names.
-_CALLS_BY_NAME: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Per caller module: its calls by the callee's last name, and the aliases of imported names
+#: (dropped after the analysed file, like the other indexes that point into trees).
+_CALLS_BY_NAME: dict = file_memo()
 
 
 def _calls_by_name(module: nodes.Module) -> tuple[dict[str, list[nodes.Call]], dict[str, set[str]]]:

@@ -95,6 +95,11 @@ class ClassModel:
         self._infos: dict[int, ClassInfo] = {}
         self._constructions: dict[int, Construction] = {}
         self._lines_of: dict[str, tuple[list[int], list[nodes.NodeNG]]] = {}
+        #: Memoised answers (every call-site rule asks about every call): the classes of
+        #: expressions asked at depth 0, and a name resolver per other module.
+        self._classes_of: dict[nodes.NodeNG, ClassRef | None] = {}
+        self._classes_of_self: dict[nodes.NodeNG, ClassRef | None] = {}
+        self._resolvers: dict[nodes.Module, object] = {}
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
@@ -174,7 +179,10 @@ class ClassModel:
         root = node.root()
         if root is self.context.module:
             return self.context.resolver
-        return NameResolver(root, self.context.project)
+        resolver = self._resolvers.get(root)
+        if resolver is None:
+            resolver = self._resolvers[root] = NameResolver(root, self.context.project)
+        return resolver
 
     def _resolve_in(self, node: nodes.NodeNG, qualified_name: str | None) -> ClassRef | None:
         return self.resolve(qualified_name)
@@ -204,6 +212,13 @@ class ClassModel:
         """The class ``expression`` is known to evaluate to an instance of, or None."""
         if expression is None or depth > _MAX_DEPTH:
             return None
+        if depth == 0:  # a depth-0 answer depends on the expression alone: memoised
+            if expression not in self._classes_of:
+                self._classes_of[expression] = self._class_of(expression, 0)
+            return self._classes_of[expression]
+        return self._class_of(expression, depth)
+
+    def _class_of(self, expression: nodes.NodeNG, depth: int) -> ClassRef | None:
         if isinstance(expression, nodes.Call):
             name = self._resolver_for(expression).qualified_name(expression.func)
             carried = _CLASS_PRESERVING.get(name or "")
@@ -338,6 +353,11 @@ class ClassModel:
 
     def class_of_self(self, expression: nodes.NodeNG) -> ClassRef | None:
         """For ``self`` inside a method: the enclosing class; else :meth:`class_of`."""
+        if expression not in self._classes_of_self:
+            self._classes_of_self[expression] = self._class_of_self(expression)
+        return self._classes_of_self[expression]
+
+    def _class_of_self(self, expression: nodes.NodeNG) -> ClassRef | None:
         if isinstance(expression, nodes.Name):
             function = expression.scope()
             if (

@@ -18,6 +18,7 @@ from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import ClassModel
 from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.expected_errors import expects_error
+from nnx_lint.file_memo import forget_file_memos
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.noqa import apply_noqa
@@ -161,6 +162,8 @@ def lint_module(
         return [_linter_diagnostic("NNX004", _TOO_DEEP, path)]
     except Exception:  # a bug outside the rules must not cost the other files
         return [_internal_error(path)]
+    finally:
+        forget_file_memos()  # the memo tables hold this file's nodes: let its tree go
 
 
 def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], project: Project) -> list[Diagnostic]:

@@ -7,10 +7,11 @@ unknowns rather than guess.
 from __future__ import annotations
 
 import bisect
-import weakref
 from collections.abc import Iterator
 
 from astroid import nodes
+
+from nnx_lint.file_memo import file_memo
 
 #: Above this many bindings of one name in one scope, :func:`lookup` takes its fast path.
 MANY_BINDINGS = 100
@@ -20,7 +21,9 @@ _UNCONDITIONAL = (
     nodes.AsyncFunctionDef, nodes.Import, nodes.ImportFrom,
 )
 #: scope -> name -> (first line of each binding's statement, the bindings), sorted by line.
-_INDEX: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_INDEX: dict = file_memo()
+#: (node, name) -> the answer of :func:`lookup` (rules ask about one name many times).
+_LOOKUPS: dict = file_memo()
 
 
 def lookup(node: nodes.NodeNG, name: str | None = None) -> tuple[nodes.NodeNG | None, list[nodes.NodeNG]]:
@@ -35,15 +38,21 @@ def lookup(node: nodes.NodeNG, name: str | None = None) -> tuple[nodes.NodeNG | 
     body; otherwise the answer is "unknown" (no bindings), on which rules stay silent.
     """
     name = node.name if name is None else name  # type: ignore[attr-defined]
-    try:
-        from nnx_lint.names import NameResolver
+    key = (node, name)
+    found = _LOOKUPS.get(key)
+    if found is None:
+        try:
+            from nnx_lint.names import NameResolver
 
-        scope = NameResolver.defining_scope(name, node)
-        if scope is None or len(scope.locals.get(name, ())) <= MANY_BINDINGS:
-            return node.lookup(name)
-        return scope, _in_force(node, scope, name)
-    except Exception:
-        return None, []
+            scope = NameResolver.defining_scope(name, node)
+            if scope is None or len(scope.locals.get(name, ())) <= MANY_BINDINGS:
+                found = node.lookup(name)
+            else:
+                found = scope, _in_force(node, scope, name)
+        except Exception:
+            return None, []  # not memoised: a RecursionError depends on where it was asked
+        found = _LOOKUPS[key] = (found[0], tuple(found[1]))
+    return found[0], list(found[1])  # a fresh list: callers may change theirs
 
 
 def _in_force(node: nodes.NodeNG, scope: nodes.NodeNG, name: str) -> list[nodes.NodeNG]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from nnx_lint import bounds
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
+from nnx_lint.collection import fewer_collections
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
@@ -90,7 +91,8 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) ->
 
 
 def _analyse_batch(batch: list[tuple]) -> list[tuple]:
-    return [analyse_file(*job) for job in batch]
+    with fewer_collections():
+        return [analyse_file(*job) for job in batch]
 
 
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
@@ -157,7 +159,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
 def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(pending) < 4:
-        return [analyse_file(*job) for job in pending]
+        return _analyse_batch(pending)
     # Few large batches: each worker pays astroid's start-up once and keeps its caches.
     batch_count = min(len(pending), jobs * 4)
     batches = [pending[i::batch_count] for i in range(batch_count)]
