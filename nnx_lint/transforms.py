@@ -387,11 +387,10 @@ class TransformResolver:
         if isinstance(expression, nodes.Name):
             _scope, assignments = lookup(expression)
             for assignment in assignments:
-                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and assignment.decorators:
-                    for decorator in assignment.decorators.nodes:
-                        entry = self._decorator_entry(assignment, decorator)
-                        if entry is not None:
-                            return entry
+                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                    entry = self._decorated_entry(assignment)
+                    if entry is not None:
+                        return entry
                 elif isinstance(assignment, nodes.AssignName):
                     for value in bound_values_of(assignment):
                         entry = self._transformed_callable(value, depth + 1)
@@ -402,11 +401,9 @@ class TransformResolver:
             return self._decorated_call_method(expression)
         if isinstance(expression, nodes.Attribute):
             for function in self.functions_of(expression):
-                if isinstance(function, nodes.FunctionDef) and function.decorators:
-                    for decorator in function.decorators.nodes:
-                        entry = self._decorator_entry(function, decorator)
-                        if entry is not None:
-                            return entry
+                entry = self._decorated_entry(function)
+                if entry is not None:
+                    return entry
             return (self._imported_callable(self.qualified_name(expression))
                     or self._decorated_call_method(expression)
                     or self._stored_transform(expression, depth))
@@ -432,11 +429,14 @@ class TransformResolver:
         ref = self.context.classes.class_of_self(expression)
         if ref is None or ref.definition is None:
             return None
-        method = self.method_of(ref.definition, "__call__")
-        if method is None or not method.decorators:
+        return self._decorated_entry(self.method_of(ref.definition, "__call__"))
+
+    def _decorated_entry(self, function: nodes.NodeNG | None) -> Entry | None:
+        """The transform the first transforming decorator of ``function`` applies, if any."""
+        if not isinstance(function, (nodes.FunctionDef, nodes.AsyncFunctionDef)) or not function.decorators:
             return None
-        for decorator in method.decorators.nodes:
-            entry = self._decorator_entry(method, decorator)
+        for decorator in function.decorators.nodes:
+            entry = self._decorator_entry(function, decorator)
             if entry is not None:
                 return entry
         return None
@@ -449,12 +449,12 @@ class TransformResolver:
         if module is None:
             return None
         for assignment in reversed(module.locals.get(attribute, [])):
-            if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and assignment.decorators:
-                for decorator in assignment.decorators.nodes:
-                    entry = self._decorator_entry(assignment, decorator)
-                    if entry is not None:
-                        return entry
+            if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                entry = self._decorated_entry(assignment)
+                if entry is not None:
+                    return entry
             elif isinstance(assignment, nodes.AssignName):
+                # only `name = nnx.jit(f)` there: following names across modules could cycle
                 for value in bound_values_of(assignment):
                     if isinstance(value, nodes.Call):
                         entries = list(self._call_entries(value))
