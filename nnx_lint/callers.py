@@ -111,9 +111,11 @@ def dependency_key(directories: tuple[str, ...], module_name: str, function: str
     return KEY_PREFIX + json.dumps([list(directories), module_name, function])
 
 
-def dependency_value(key: str, indexes: dict[tuple[str, ...], CallerIndex]) -> str:
+def dependency_value(key: str, indexes: dict[tuple[str, ...], CallerIndex],
+                     answers: CallerAnswers | None = None) -> str:
     """The current value of a caller dependency (``indexes``: one index per set of
-    directories, kept by the caller for one run); "" for a malformed key."""
+    directories, kept by the caller for one run; ``answers``: values of earlier runs, reused
+    while no Python file under the directories changed); "" for a malformed key."""
     try:
         directories, module_name, function = json.loads(key[len(KEY_PREFIX):])
         directories = tuple(str(d) for d in directories)
@@ -121,10 +123,67 @@ def dependency_value(key: str, indexes: dict[tuple[str, ...], CallerIndex]) -> s
         return ""
     if not isinstance(module_name, str) or not isinstance(function, str):
         return ""
+    known = answers.known(directories, key) if answers is not None else None
+    if known is not None:
+        return known
     index = indexes.get(directories)
     if index is None:
         index = indexes[directories] = CallerIndex(directories)
-    return digest(index.candidates(module_name, function))
+    value = digest(index.candidates(module_name, function))
+    if answers is not None:
+        answers.remember(directories, key, value)
+    return value
+
+
+class CallerAnswers:
+    """Caller-dependency values of earlier runs, kept in the cache directory (signed, like the
+    results) and reused while the Python files under the directories are the same files with
+    the same sizes and modification times. Any change there, an edit, a new file or a removed
+    one, drops them all: they are recomputed from the files' contents."""
+
+    def __init__(self, directory: Path | None) -> None:
+        from nnx_lint.cache_store import SignedFile
+
+        self.store = SignedFile(directory, "callers.json", "callers") if directory is not None else None
+        payload = self.store.load() if self.store is not None else None
+        self.saved: dict = payload if isinstance(payload, dict) else {}
+        self.dirty = False
+        self._signatures: dict[tuple[str, ...], str] = {}
+
+    def known(self, directories: tuple[str, ...], key: str) -> str | None:
+        entry = self.saved.get(json.dumps(list(directories)))
+        if not isinstance(entry, dict) or entry.get("signature") != self._signature(directories):
+            return None
+        value = (entry.get("answers") or {}).get(key)
+        return value if isinstance(value, str) else None
+
+    def remember(self, directories: tuple[str, ...], key: str, value: str) -> None:
+        if self.store is None:
+            return
+        name, signature = json.dumps(list(directories)), self._signature(directories)
+        entry = self.saved.get(name)
+        if not isinstance(entry, dict) or entry.get("signature") != signature or not isinstance(
+                entry.get("answers"), dict):
+            entry = self.saved[name] = {"signature": signature, "answers": {}}
+        entry["answers"][key] = value
+        self.dirty = True
+
+    def save(self) -> None:
+        if self.store is not None and self.dirty:
+            self.store.save(self.saved)
+
+    def _signature(self, directories: tuple[str, ...]) -> str:
+        """One digest of the path, size and modification time of every Python file there."""
+        if directories not in self._signatures:
+            hasher = hashlib.sha256()
+            for path in _python_files(directories):
+                try:
+                    status = os.stat(path)
+                except OSError:
+                    continue
+                hasher.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            self._signatures[directories] = hasher.hexdigest()
+        return self._signatures[directories]
 
 
 def digest(candidates: list[tuple[str, str]]) -> str:

@@ -105,12 +105,16 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     fingerprint = code_fingerprint() if cache.path else ""
     digests: dict[str, str] = {}
     caller_indexes: dict = {}  # for the dependencies that stand for "the callers of a function"
+    caller_answers = None  # their values from earlier runs (nnx_lint.callers.CallerAnswers), on first use
 
     def digest_of(file: str) -> str:
         if file.startswith(CALLERS_KEY_PREFIX):
-            from nnx_lint.callers import dependency_value
+            from nnx_lint.callers import CallerAnswers, dependency_value
 
-            return dependency_value(file, caller_indexes)
+            nonlocal caller_answers
+            if caller_answers is None:
+                caller_answers = CallerAnswers(cache_dir)
+            return dependency_value(file, caller_indexes, caller_answers)
         if file not in digests:
             try:
                 digests[file] = hashlib.sha256(bounds.read_bounded(file)).hexdigest()
@@ -152,6 +156,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         if digest:
             cache.store(key, Entry(digest, run_fingerprint, dependencies, diagnostics))
     cache.save()
+    if caller_answers is not None:
+        caller_answers.save()
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
 

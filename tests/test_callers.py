@@ -201,3 +201,32 @@ def test_other_rules_name_the_call_that_gives_the_class(tmp_path):
                        project=project, module_name="twice")
     assert [(d.code, d.line) for d in found] == [("NNX103", 5)]
     assert [(Path(r.path).name, r.line, r.message) for r in found[0].related] == [("main.py", 4, "`Linear` is passed here")]
+
+
+def test_a_warm_run_reuses_the_caller_answers_until_a_file_changes(project, tmp_path_factory, monkeypatch):
+    """The answers are kept in the cache directory and reused while the files under the roots are
+    unchanged (no import is read again); a change of any file there makes them be recomputed."""
+    import os
+
+    from nnx_lint import callers
+
+    cache = tmp_path_factory.mktemp("cache")
+
+    def lint():
+        return run([Path(".")], load_settings(Path(".")), jobs=1, cache_dir=cache)
+
+    lint()
+    lint()  # the first warm run computes the answers and keeps them
+    assert (cache / "callers.json").exists()
+    built: list[int] = []
+    original_index = callers.CallerIndex._index
+    monkeypatch.setattr(callers.CallerIndex, "_index", lambda self: built.append(1) or original_index(self))
+    warm = lint()
+    assert built == [] and warm.files_from_cache == 3 and len(_nnx401(warm)) == 1
+    # the same size, a later modification time: the answers are recomputed from the contents
+    main = project / "main.py"
+    main.write_text(_caller("Policy").replace("Policy", "Pol1cy"))
+    stat = main.stat()
+    os.utime(main, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
+    changed = lint()
+    assert built and _nnx401(changed) == []
