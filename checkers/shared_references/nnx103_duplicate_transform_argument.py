@@ -21,6 +21,7 @@ from checkers.shared_references.reproduction import (
     _code,
     _shared_object,
     _viewed,
+    aliasing_reproduction,
     transform_stand_ins,
 )
 from nnx_lint.caller_evidence import passed_here
@@ -402,15 +403,13 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
     fixed_definition, fixed_call = _applied(facts.get("transform"), {first_label: first, second_label: fixed})
     body = _code(_BOX, f"shared = {shared}", definition, call, "return 'ran'")
     control = _code(_BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control,
-                        stand_ins=transform_stand_ins(facts.get("transform")))
+    return aliasing_reproduction(body, control, facts.get("transform"))
 
 
 def _within_reproduction(facts: dict) -> Reproduction:
     """A list holding one object of the finding's kind twice, given to the finding's transform
     or graph API. Control: the second element an independent ``nnx.clone``."""
-    kinds = facts.get("kinds") or ["Module"]
-    kind = kinds[0] if kinds[0] in ("Variable", "Module", "Rngs", "mutable array ref") else "Module"
+    kind = _buildable_kind(facts)
     shared = _shared_object(kind, [])
     api = facts.get("transform")
 
@@ -429,6 +428,12 @@ def _within_reproduction(facts: dict) -> Reproduction:
                         control=program(f"[shared, {_independent_copy(kind, 'shared')}]"), stand_ins=stand_ins)
 
 
+def _buildable_kind(facts: dict) -> str:
+    """The finding's kind, when a program can build one such object; a Module otherwise."""
+    kinds = facts.get("kinds") or ["Module"]
+    return kinds[0] if kinds[0] in ("Variable", "Module", "Rngs", "mutable array ref") else "Module"
+
+
 def _independent_copy(kind: str | None, name: str) -> str:
     """Source text of an independent copy of ``name``: ``nnx.clone`` for NNX objects, a
     fresh ``jax.new_ref`` for a raw mutable array ref (not an NNX graph node)."""
@@ -439,8 +444,7 @@ def _held_reproduction(facts: dict) -> Reproduction:
     """Two lists each holding one object of the finding's kind, given to the finding's
     transform at the finding's argument positions. Control: the second holds an independent
     copy."""
-    kinds = facts.get("kinds") or ["Module"]
-    kind = kinds[0] if kinds[0] in ("Variable", "Module", "Rngs", "mutable array ref") else "Module"
+    kind = _buildable_kind(facts)
     shared = _shared_object(kind, [])
     # `args[1].v` places the holder at args[1] (what it holds at `.v` is the shared object)
     definition, call = _applied(facts.get("transform"), {facts.get("first_position") or "args[0]": "first",
@@ -450,8 +454,7 @@ def _held_reproduction(facts: dict) -> Reproduction:
         return _code(_BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
                      "return 'ran'")
 
-    return Reproduction(program("shared"), expect_error="aliasing", control=program(_independent_copy(kind, "shared")),
-                        stand_ins=transform_stand_ins(facts.get("transform")))
+    return aliasing_reproduction(program("shared"), program(_independent_copy(kind, "shared")), facts.get("transform"))
 
 
 def _tie_reproduction(facts: dict) -> Reproduction:
@@ -463,8 +466,7 @@ def _tie_reproduction(facts: dict) -> Reproduction:
     models = "a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\nb = nnx.Linear(2, 2, rngs=nnx.Rngs(1))"
     body = _code(_BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
     control = _code(_BOX, models, definition, call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control,
-                        stand_ins=transform_stand_ins(facts.get("transform")))
+    return aliasing_reproduction(body, control, facts.get("transform"))
 
 
 #: Graph APIs a ``within`` reproduction calls (all check aliasing in Tree Mode).

@@ -12,7 +12,7 @@ from checkers.shared_references.reproduction import (
     _REPRO_TRANSFORMS,
     _shared_object,
     _viewed,
-    transform_stand_ins,
+    aliasing_reproduction,
 )
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.program_text import bounded_index
@@ -222,5 +222,4 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
     fixed_definition, fixed_call = _applied(transform, {label: "model"}, result=f"nnx.clone({returned})")
     body = _code(_BOX, f"model = {holder}", definition, call, "return 'ran'")
     control = _code(_BOX, f"model = {holder}", fixed_definition, fixed_call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control,
-                        stand_ins=transform_stand_ins(facts.get("transform")))
+    return aliasing_reproduction(body, control, facts.get("transform"))

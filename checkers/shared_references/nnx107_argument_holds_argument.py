@@ -14,7 +14,7 @@ from checkers.shared_references.reproduction import (
     _emit_tree,
     _shared_object,
     _tree_of,
-    transform_stand_ins,
+    aliasing_reproduction,
 )
 from nnx_lint.classes import STATEFUL_KINDS, join_path
 from nnx_lint.facts import Facts
@@ -212,5 +212,4 @@ def _argument_holds_argument_reproduction(facts: dict) -> Reproduction:
                                             differentiated=[held_label])
     body = _code(_BOX, setup, definition, call, "return 'ran'")
     control = _code(_BOX, fixed_setup, fixed_definition, fixed_call, "return 'ran'")
-    return Reproduction(body, expect_error="aliasing", control=control,
-                        stand_ins=transform_stand_ins(facts.get("transform")))
+    return aliasing_reproduction(body, control, facts.get("transform"))

@@ -72,6 +72,14 @@ def transform_stand_ins(transform: str | None, graph_apis: bool = False) -> tupl
     return (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
 
 
+def aliasing_reproduction(body: str, control: str, transform: str | None, graph_apis: bool = False) -> Reproduction:
+    """Tree Mode raises the aliasing error on ``body`` and runs ``control`` (the rewrite); a
+    program that applies ``transform`` through :func:`_applied` (or a graph API, with
+    ``graph_apis``) names where ``nnx.jit`` stood in for the finding's own use."""
+    return Reproduction(body, expect_error="aliasing", control=control,
+                        stand_ins=transform_stand_ins(transform, graph_apis=graph_apis))
+
+
 def _path_parts(path: str | None) -> list:
     """``"blocks[0].stream"`` -> ``["blocks", 0, "stream"]`` (strings: attributes or keys;
     neither is checked here: :func:`nnx_lint.program_text.access` places them safely).
@@ -272,5 +280,4 @@ def _class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
         fixed = _access(_shared_object(kind, [first_part, second_part]), second_part)
     body = _code(_BOX, build(_access("shared", second_part)), apply)
     control = _code(_BOX, build(fixed), apply)
-    return Reproduction(body, expect_error="aliasing", control=control,
-                        stand_ins=transform_stand_ins(use, graph_apis=True))
+    return aliasing_reproduction(body, control, use, graph_apis=True)
