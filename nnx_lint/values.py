@@ -98,6 +98,7 @@ class ValueModel:
         self.context = context
         self.classes = context.classes
         self._ties: dict[int, list[Tie]] = {}
+        self._items: dict[int, list] = {}
 
     # -- classes ------------------------------------------------------------------------------
     def candidates(self, expression: nodes.NodeNG) -> list[Candidate]:
@@ -158,7 +159,7 @@ class ValueModel:
         through local names, and ties made before it (``m2.kernel = m1.kernel``, then
         ``[m1, m2]``). Arrays and unknown objects never count.
         """
-        items = self.classes.stored_items(expression)
+        items = self._stored_items(expression)
         internal = self._class_internal_pairs(expression)
         for position, (path_b, ref_b, container) in enumerate(items):
             if ref_b is None or not path_b:
@@ -189,10 +190,10 @@ class ValueModel:
         twice), when it holds Variables or is a raw ref. The paths are relative to each value. The values
         themselves, and one value that is a part of the other, are not this question
         (:meth:`ClassModel.ref_of` overlap answers those)."""
-        items_b = [item for item in self.classes.stored_items(second) if item[0] and item[1] is not None]
+        items_b = [item for item in self._stored_items(second) if item[0] and item[1] is not None]
         if not items_b:
             return None
-        for path_a, ref_a, _ in self.classes.stored_items(first):
+        for path_a, ref_a, _ in self._stored_items(first):
             if not path_a or ref_a is None:
                 continue
             for path_b, ref_b, container in items_b:
@@ -203,6 +204,14 @@ class ValueModel:
                 if kind in SHARED_KINDS:
                     return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
         return None
+
+    def _stored_items(self, expression: nodes.NodeNG) -> list:
+        """:meth:`ClassModel.stored_items` of ``expression``, once per expression: every
+        transform call asks about each argument alone and about each pair of arguments."""
+        key = id(expression)
+        if key not in self._items:
+            self._items[key] = self.classes.stored_items(expression)
+        return self._items[key]
 
     def _tied_within(self, expression: nodes.NodeNG) -> SharedPair | None:
         """One object given two attributes of the value after construction (``child.a = v``
