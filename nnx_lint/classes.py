@@ -28,6 +28,7 @@ from nnx_lint import nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 from nnx_lint.flow import bound_values, lookup
+from nnx_lint.names import base_classes
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -154,7 +155,7 @@ class ClassModel:
         info = ClassInfo(self.ref_of_definition(classdef))
         self._infos[key] = info  # placed before recursion: guards against cycles
         resolver = self._resolver_for(classdef)
-        for base in classdef.bases:
+        for base in base_classes(classdef):
             name = resolver.qualified_name(base)
             ref = self._resolve_in(classdef, name) or self._local_class(base)
             if ref is None:

@@ -156,3 +156,9 @@ class NameResolver:
 def is_external(module_name: str) -> bool:
     """Whether the module belongs to a package nnx-lint never reads (flax, jax, ...)."""
     return module_name.split(".")[0] in EXTERNAL_PACKAGES
+
+
+def base_classes(classdef: nodes.ClassDef) -> list[nodes.NodeNG]:
+    """The expressions naming ``classdef``'s bases, generic subscriptions removed:
+    ``class Count(nnx.Variable[A])`` has the base ``nnx.Variable``."""
+    return [base.value if isinstance(base, nodes.Subscript) else base for base in classdef.bases]

@@ -26,6 +26,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import bound_values, lookup
+from nnx_lint.names import base_classes
 from nnx_lint.flax_layers import (  # noqa: F401 - the categories are part of this module's API
     FLAX_LAYERS,
     FLOAT_STATE,
@@ -292,7 +293,7 @@ class VariableModel:
         if depth > _MAX_DEPTH:
             return None
         resolver = self.context.classes._resolver_for(classdef)
-        for base in classdef.bases:
+        for base in base_classes(classdef):
             name = resolver.qualified_name(base)
             if name in PARAM_TYPES:
                 return "param"
@@ -635,8 +636,8 @@ class GradientFlow:
             if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and parent.args[1:2] == [value] and len(parent.args) == 2:
                 yield from self._follow_result(parent, [], via + ["jax.tree.map"], seen)
                 return
-            if isinstance(parent, nodes.Assign) and parent.value is value:
-                for target in parent.targets:
+            if _assigned_targets(parent, value):
+                for target in _assigned_targets(parent, value):
                     yield from self._follow_target(target, [], via, seen)
                 return
             if isinstance(value, nodes.Name):
@@ -649,9 +650,8 @@ class GradientFlow:
             if index == path[0]:
                 yield from self._follow_result(parent, path[1:], via, seen)
             return
-        if isinstance(parent, nodes.Assign) and parent.value is value:
-            for target in parent.targets:
-                yield from self._follow_target(target, path, via, seen)
+        for target in _assigned_targets(parent, value):
+            yield from self._follow_target(target, path, via, seen)
 
     def _follow_target(self, target: nodes.NodeNG, path: list[int], via: list[str], seen: set[int]) -> Iterator[GradientUse]:
         if path and isinstance(target, (nodes.Tuple, nodes.List)):
@@ -669,8 +669,8 @@ class GradientFlow:
                     yield from self._follow_result(use, path, via + [target.name], seen)
                     continue
                 parent = use.parent
-                if isinstance(parent, nodes.Assign) and parent.value is use:
-                    for inner in parent.targets:
+                if _assigned_targets(parent, use):
+                    for inner in _assigned_targets(parent, use):
                         yield from self._follow_target(inner, [], via + [target.name], seen)
                     continue
                 if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and len(parent.args) == 2 and parent.args[1] is use:
@@ -725,6 +725,16 @@ class GradientFlow:
 
 
 TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
+
+
+def _assigned_targets(statement: nodes.NodeNG, value: nodes.NodeNG) -> list[nodes.NodeNG]:
+    """The targets ``statement`` binds ``value`` to: ``g = value`` and ``g: nnx.State = value``
+    (an annotation states what the author expects, not what Tree Mode returns)."""
+    if isinstance(statement, nodes.Assign) and statement.value is value:
+        return list(statement.targets)
+    if isinstance(statement, nodes.AnnAssign) and statement.value is value:
+        return [statement.target]
+    return []
 
 
 def _const_index(node: nodes.NodeNG) -> int | None:

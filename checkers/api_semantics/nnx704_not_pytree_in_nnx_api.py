@@ -10,6 +10,7 @@ from nnx_lint.calls import constant_bool
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import lookup
+from nnx_lint.names import base_classes
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
 from nnx_lint.program_text import bounded_index, identifier_or, literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
@@ -71,7 +72,7 @@ def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherit
         for keyword in classdef.keywords or []:
             if keyword.arg == "pytree" and constant_bool(keyword.value) is False:
                 return "declared with pytree=False"
-    for base in classdef.bases:
+    for base in base_classes(classdef):
         if _is_bridge_module(context, base):
             return "an nnx.bridge.Module subclass"
         name = context.qualified_name(base)
