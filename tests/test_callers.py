@@ -203,6 +203,28 @@ def test_other_rules_name_the_call_that_gives_the_class(tmp_path):
     assert [(Path(r.path).name, r.line, r.message) for r in found[0].related] == [("main.py", 4, "`Linear` is passed here")]
 
 
+def test_a_graph_update_reached_through_another_file_names_every_line_involved(tmp_path):
+    """NNX301 at the call that leaves the linted file: the changed line in the class's file,
+    the transform, and the caller in a third file that passes the class."""
+    (tmp_path / "models.py").write_text(
+        "import jax.numpy as jnp\nfrom flax import nnx\n\n\nclass Counter(nnx.Module):\n"
+        "    def __init__(self):\n        self.calls = 0\n        self.w = nnx.Param(jnp.ones(2))\n\n"
+        "    def __call__(self, x):\n        self.calls += 1\n        return x * self.w\n")
+    (tmp_path / "step.py").write_text("from flax import nnx\n\n\n@nnx.jit\ndef step(model, x):\n    return model(x)\n")
+    (tmp_path / "main.py").write_text("import jax.numpy as jnp\nfrom models import Counter\nfrom step import step\n\n"
+                                      "step(Counter(), jnp.ones(2))\n")
+    project = Project([tmp_path])
+    project.start_file(str(tmp_path / "step.py"), tmp_path)
+    found = lint_bytes((tmp_path / "step.py").read_bytes(), str(tmp_path / "step.py"), [rule_by_code("NNX301")],
+                       project=project, module_name="step")
+    assert [(d.code, d.line) for d in found] == [("NNX301", 6)]
+    assert [(Path(r.path).name, r.line, r.message) for r in found[0].related] == [
+        ("models.py", 11, "the flagged code, in `Counter.__call__`"),
+        ("step.py", 4, "`nnx.jit` traces `step` here"),
+        ("main.py", 5, "`Counter` is passed here"),
+    ]
+
+
 def test_a_warm_run_reuses_the_caller_answers_until_a_file_changes(project, tmp_path_factory, monkeypatch):
     """The answers are kept in the cache directory and reused while the files under the roots are
     unchanged (no import is read again); a change of any file there makes them be recomputed."""

@@ -34,7 +34,8 @@ class _TransformedCodeRule(Rule):
                 if function.name == "__init__" and not isinstance(function, nodes.Lambda):
                     continue
                 for target, facts in self.findings_for(service, reach):
-                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
+                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)},
+                                related=self.related_sites(reach, facts))
             elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
                 if getattr(function, "name", "") == "__init__":
                     continue
@@ -42,7 +43,9 @@ class _TransformedCodeRule(Rule):
                     reported_boundaries.add(id(reach.boundary))
                     where = f" ({_relative(target)}:{target.lineno}, reached through this call)"
                     self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach), "where": where,
-                                                   "file": target.root().file, "line": target.lineno})
+                                                   "file": target.root().file, "line": target.lineno},
+                                related=[(target, f"the flagged code, in `{reach.chain[-1]}`"),
+                                         *self.related_sites(reach, facts)])
                     break
         if self.use_heuristic:
             for function in node.nodes_of_class(nodes.FunctionDef):
@@ -55,6 +58,23 @@ class _TransformedCodeRule(Rule):
 
     def heuristic_applies(self, reach: Reach) -> bool:
         return True
+
+    def related_sites(self, reach: Reach, facts: dict) -> list[tuple[nodes.NodeNG, str]]:
+        """The other lines of a finding: the transform that traces the entry function and,
+        when the changed object's class comes from a caller (in this file or another), the
+        call that passes it."""
+        entry = reach.entry
+        if entry is None:
+            return []
+        sites: list[tuple[nodes.NodeNG, str]] = [(entry.node, f"`nnx.{entry.transform}` traces `{reach.chain[0]}` here")]
+        object_class = facts.get("object_class")
+        if object_class and isinstance(entry.function, nodes.FunctionDef):
+            classes = self.context.classes
+            for argument in entry.function.args.args or []:
+                for ref, call in classes.call_site_classes(entry.function, argument.name):
+                    if ref.short_name == object_class:
+                        sites.append((call, f"`{object_class}` is passed here"))
+        return sites
 
     def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
         raise NotImplementedError
