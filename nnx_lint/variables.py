@@ -26,6 +26,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.flow import bound_values, lookup
+from nnx_lint.later_stores import LaterStore, stores_onto
 from nnx_lint.names import base_classes
 from nnx_lint.flax_layers import (  # noqa: F401 - the categories are part of this module's API
     FLAX_LAYERS,
@@ -188,6 +189,21 @@ class VariableModel:
                 else:
                     result.extend(found, path, conditional=False)
         return result
+
+    def holdings_stored_onto(self, expression: nodes.NodeNG) -> tuple[Holdings, list[LaterStore]] | None:
+        """What is stored onto the object ``expression`` denotes after its construction
+        (:mod:`nnx_lint.later_stores`), with the stores; None when nothing is."""
+        stores = stores_onto(expression, self.context.project)
+        if not stores:
+            return None
+        result = Holdings()
+        for store in stores:
+            found = self.holdings_of_value(store.value)
+            if found is None:
+                result.unknown.append(store.attribute)
+            else:
+                result.extend(found, store.attribute)
+        return result, stores
 
     # -- values -------------------------------------------------------------------------
     def holdings_of_value(self, value: nodes.NodeNG | None, depth: int = 0) -> Holdings | None:

@@ -96,6 +96,9 @@ class Differentiated:
     class_attributes: frozenset[str]
     #: For call-site evidence: the call (maybe in another file) that passes this class.
     call: nodes.Call | None = None
+    #: Values stored onto the argument after its construction (``model.set_attributes(
+    #: rngs=nnx.Rngs(0))``), already counted in ``holdings``.
+    later_stores: tuple = ()
 
     def facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {
@@ -174,8 +177,13 @@ class _Analysis:
                    for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
         several = [d for d in several if d is not None]
         if len(several) > 1 or (several and single is not None and single.evidence == "class"):
-            return several  # the class comes from the callers: name the call that passes it
-        return [single] if single is not None else []
+            found = several  # the class comes from the callers: name the call that passes it
+        else:
+            found = [single] if single is not None else []
+        later = self.variables.holdings_stored_onto(argument)
+        if later is None:
+            return found
+        return [_with_later_stores(d, position, argument, *later) for d in found or [None]]
 
     def _application(self, call: nodes.Call) -> GradApplication | None:
         """The grad application ``call`` is, through the one transform resolver: an inline
@@ -372,6 +380,22 @@ def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
 
 def _with_call(differentiated: Differentiated | None, call: nodes.Call | None) -> Differentiated | None:
     return dataclasses.replace(differentiated, call=call) if differentiated is not None else None
+
+
+def _with_later_stores(differentiated: Differentiated | None, position: int, argument: nodes.NodeNG,
+                       stored: Holdings, stores: list) -> Differentiated:
+    """``differentiated`` also holding what was stored onto it after its construction; for
+    an argument of unknown class, what is known of it is only those stores (the rest is unknown)."""
+    holdings = Holdings()
+    if differentiated is not None and differentiated.holdings is not None:
+        holdings.extend(differentiated.holdings, "")
+    else:
+        holdings.unknown.append("")
+    holdings.extend(stored, "")
+    if differentiated is None:
+        return Differentiated(position, argument, None, None, holdings, "stored later", frozenset(),
+                              later_stores=tuple(stores))
+    return dataclasses.replace(differentiated, holdings=holdings, later_stores=tuple(stores))
 
 
 def _grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:

@@ -35,7 +35,9 @@ class GradOverNonFloatState(Rule):
         `nnx.MultiHeadAttention(dropout_rate>0, rngs=...)`) or integer/bool leaves
         (`nnx.Variable(jnp.array(0))`, a plain int array attribute). What the class holds is
         followed through its submodules, project classes in other files, and containers
-        (also Variables stored with `setattr(self, "name", ...)`). The argument's class comes
+        (also Variables stored with `setattr(self, "name", ...)`), and what is stored onto the
+        argument after it is built (`model.rngs = nnx.Rngs(1)`, `model.set_attributes(
+        noise_rngs=nnx.Rngs(0))`), also when its class is unknown. The argument's class comes
         from its annotation, its construction, a project factory that returns one class
         (`make_policy(0)`), or the calls of the enclosing function (`update(Policy(...))`),
         in this file or in other project files that import it; when callers pass several
@@ -73,6 +75,11 @@ class GradOverNonFloatState(Rule):
         "`nnx.{transform}` differentiates all of `{argument}`, called with `{class}` ({class_evidence}), "
         "which holds non-float state: Tree Mode raises TypeError"
     )
+    #: The class is unknown; what it holds was stored onto it after its construction.
+    stored_message = (
+        "`nnx.{transform}` differentiates all of `{argument}`, which is given non-float state after it is built: "
+        "Tree Mode raises TypeError"
+    )
     help = (
         "In Tree Mode jax.grad sees every leaf of `{argument}`, including its integer/key state "
         "({holding}). Split by `nnx.Param` (`graphdef, params, rest = nnx.split(model, nnx.Param, "
@@ -84,9 +91,18 @@ class GradOverNonFloatState(Rule):
         breaks = lambda d: d.holdings is not None and bool(d.holdings.of(NON_DIFFERENTIABLE))  # noqa: E731
         for application, differentiated in _analysis(self.context).differentiated_at(node, breaks):
             holdings = differentiated.holdings
+            stored = _stored_non_float(differentiated)
+            stored_names = {store.attribute for store in stored}
+            if differentiated.class_name is None or (stored and all(
+                    h.path.split(".")[0] in stored_names for h in holdings.of(NON_DIFFERENTIABLE))):
+                message = self.stored_message
+            elif differentiated.evidence.startswith("call site"):
+                message = self.call_site_message
+            else:
+                message = None
             self.report(
                 node,
-                message=self.call_site_message if differentiated.evidence.startswith("call site") else None,
+                message=message,
                 transform=application.transform,
                 argnums=list(application.argnums or ()),
                 has_aux=application.has_aux,
@@ -95,7 +111,8 @@ class GradOverNonFloatState(Rule):
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
                 pin=_pin(self.context, application),
-                related=_grad_sites(application) + _caller(differentiated),
+                related=_grad_sites(application) + _caller(differentiated)
+                + [(store.node, f"`{store.attribute}` is stored onto it here") for store in stored],
             )
 
     @classmethod
@@ -257,6 +274,14 @@ class GradOverNonFloatState(Rule):
             tree_mode=raises("TypeError", "grad requires real- or complex-valued inputs"),
         ),
     ]
+
+
+def _stored_non_float(differentiated) -> list:
+    """The stores onto the argument after its construction that give it non-float state."""
+    if not differentiated.later_stores:
+        return []
+    paths = {h.path.split(".")[0] for h in differentiated.holdings.of(NON_DIFFERENTIABLE)}
+    return [store for store in differentiated.later_stores if store.attribute in paths]
 
 
 def _caller(differentiated) -> list:
