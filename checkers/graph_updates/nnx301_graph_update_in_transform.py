@@ -37,6 +37,20 @@ def _literal_shape(value: nodes.NodeNG | None) -> str:
     return "other"
 
 
+#: flax's Linen-to-NNX wrappers, which create their Variables on the first call.
+_BRIDGE_WRAPPERS = frozenset({"flax.nnx.bridge.ToNNX", "flax.nnx.bridge.wrappers.ToNNX"})
+
+
+def _enclosing_class(function: nodes.NodeNG) -> nodes.ClassDef | None:
+    """The class whose method (directly or through nested functions) defines ``function``."""
+    current = function.parent
+    while current is not None and not isinstance(current, nodes.Module):
+        if isinstance(current, nodes.ClassDef):
+            return current
+        current = current.parent
+    return None
+
+
 def _class_is_known(context, owner_expression: nodes.NodeNG, ref=None) -> bool:
     ref = ref or context.classes.class_of_self(owner_expression)
     return ref is not None and ref.definition is not None
@@ -84,6 +98,9 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         other project files (`forward(Counter(...), x)` in `main.py`), when they all agree.
         A call on a parameter whose class is unknown (`m(x)`, `m.step(x)`) is followed into
         the one NNX Module class of the file that defines that method, if exactly one does.
+        The first call of an `nnx.bridge.ToNNX` (a wrapped Linen module) creates its
+        Variables: it is flagged under a transform applied inside a method of the Module that
+        stores the wrapper when that Module's `__init__` does not call `.lazy_init(...)`.
 
     Why is this bad?:
         Tree Mode transforms run the function on a pytree copy of their inputs and write
@@ -278,12 +295,17 @@ class GraphUpdateInTransform(_TransformedCodeRule):
     }
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: dict) -> Reproduction | str:
         """The flagged kind of change (``change_kind``) on the flagged attribute, made under the
         flagged transform (in a method when the finding was reached through calls); the
         observation is the caller's attribute afterwards. The control makes the same change
-        the Tree Mode way (outside the transform, or as a Variable value write)."""
+        the Tree Mode way (outside the transform, or as a Variable value write). The lazy
+        initialisation of an ``nnx.bridge.ToNNX`` has no reproduction: it wraps a Linen module,
+        and tree_runtime has no Linen bridge."""
         kind = facts.get("change_kind") or "assign"
+        if kind == "lazy-init":
+            return ("`nnx.bridge.ToNNX` wraps a Linen module; tree_runtime has no Linen bridge, so no program "
+                    "runs under both Tree Mode implementations (the fixture runs it with flax in both modes)")
         setter = (facts.get("change") or "").startswith(("Setting", "Deleting")) and "`" not in (facts.get("change") or "")
         attr = _attribute(facts, {"augment": "count", "add-attribute": "extra", "assign-variable": "extra",
                                   "rebind-variable": "w2", "rebind-container": "tags", "container-mutation": "layers",
@@ -394,7 +416,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                         "Deleting attribute", node.expr, node.attrname, cls, "delete",
                         "Set it to `None` outside the transform, or keep the slot and change its value.")
             elif isinstance(node, nodes.Call):
-                found = self._call(service, node, external)
+                found = self._call(service, node, external) or self._lazy_bridge_call(service, node, reach)
                 if found:
                     yield node, found
             elif isinstance(node, (nodes.Assign, nodes.AugAssign, nodes.Delete)):
@@ -489,6 +511,42 @@ class GraphUpdateInTransform(_TransformedCodeRule):
                                       "(a static list mutated in a trace changes only once, at trace time)."),
                         "method": func.attrname}
         return None
+
+    def _lazy_bridge_call(self, service, node: nodes.Call, reach: Reach) -> dict | None:
+        """The first call of an ``nnx.bridge.ToNNX`` (a Linen module): it creates the wrapper's
+        Variables, so a first call under a transform adds attributes there.
+
+        Flagged only when the transform is applied inside a method of the Module that stores
+        the wrapper, and that Module's ``__init__`` does not initialise it (``.lazy_init(x)``):
+        then every first call goes through the transform. Measured with flax 0.12.8:
+        ``nnx.bridge.lazy_init(model, x)`` on such a Module runs in graph mode; in Tree Mode
+        the Variables stay inside the trace and ``model.inner.kernel`` raises AttributeError.
+        """
+        ref = service.class_of(node.func, reach)
+        if ref is None or ref.qualified_name not in _BRIDGE_WRAPPERS or reach.entry is None:
+            return None
+        owner = _enclosing_class(reach.entry.function)
+        if owner is None:
+            return None
+        classes = self.context.classes
+        init = classes.init_of(owner)
+        stores = classes.info(owner).stores
+        if not any(classes.class_of(store.value) == ref for store in stores):
+            return None
+        if init is not None and any(isinstance(call.func, nodes.Attribute) and call.func.attrname == "lazy_init"
+                                    or service.transforms.qualified_name(call.func) == "flax.nnx.bridge.lazy_init"
+                                    for call in init.nodes_of_class(nodes.Call)):
+            return None
+        return {
+            "change": "First call (lazy init) of `nnx.bridge.ToNNX`",
+            "change_kind": "lazy-init",
+            "target_text": node.as_string() if len(node.as_string()) <= 60 else f"{node.func.as_string()}(...)",
+            "attribute": node.func.as_string(),
+            "object_class": owner.name,
+            "instead": "Initialise the wrapper outside the transform: `nnx.bridge.ToNNX(...).lazy_init(x)` in "
+                       "`__init__`.",
+            "where": "",
+        }
 
     def _popped_in_same_trace(self, service: TransformedCode) -> bool:
         entry = self._current.entry if self._current is not None else None
