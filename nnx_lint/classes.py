@@ -463,6 +463,10 @@ class ClassModel:
                 return None
             filters = call.args[1:]
             return base.child(_view_part(filters)) if filters else base
+        if nnx_name == "merge" and len(call.args) >= 2 and not _keyword_may_be_true(call, "copy"):
+            merged = self._merged(call, depth)
+            if merged is not None:
+                return merged
         if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
             return Ref(("new", call))
         if call.args and self._resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
@@ -472,6 +476,33 @@ class ClassModel:
         # Any other call: one object per evaluation — what it is stays unknown (kind None),
         # but two names bound to the same call result denote the same object.
         return Ref(("new", call))
+
+    def _merged(self, call: nodes.Call, depth: int) -> Ref | None:
+        """``nnx.merge(graphdef, state, *states)`` without ``copy=True``: the object whose
+        Variables are the states' own (measured with flax 0.12.8: a transform returning the
+        merge of its state input, or the split of that merge, raises Duplicate Param in Tree Mode).
+
+        Several states that are parts of one object (``nnx.split(model, nnx.Param, ...)``'s
+        groups) denote that object (their common part); states of different objects denote
+        the first one's (the Params, as a rule), and the others' Variables are not followed.
+        None (a new object) when the first state is unknown or unpacked (``*states``).
+        """
+        states = call.args[1:]
+        if isinstance(states[0], nodes.Starred):
+            return None
+        first = self._raw_ref(states[0], depth + 1)
+        if first is None:
+            return None
+        path = first.path
+        for state in states[1:]:
+            other = self._raw_ref(state, depth + 1) if not isinstance(state, nodes.Starred) else None
+            if other is None or other.root != first.root:
+                break
+            common = 0
+            while common < min(len(path), len(other.path)) and path[common] == other.path[common]:
+                common += 1
+            path = path[:common]
+        return Ref(first.root, path)
 
     def _split_element(self, call: nodes.Call, index: int, depth: int) -> Ref | None:
         """``nnx.split(x, *filters)[index]``: the graphdef (no state) or one state group."""
@@ -1256,6 +1287,15 @@ def _has_keyword(call: nodes.Call, name: str) -> bool:
     for keyword in call.keywords or []:
         if keyword.arg == name:
             return not (isinstance(keyword.value, nodes.Const) and keyword.value.value is None)
+    return False
+
+
+def _keyword_may_be_true(call: nodes.Call, name: str) -> bool:
+    """Whether ``call`` may pass ``name=True``: given as anything but the constant False,
+    or possibly inside ``**kwargs``."""
+    for keyword in call.keywords or []:
+        if keyword.arg is None or keyword.arg == name:
+            return not (isinstance(keyword.value, nodes.Const) and keyword.value.value is False)
     return False
 
 

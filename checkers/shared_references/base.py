@@ -22,6 +22,7 @@ from checkers.shared_references.analysis import (
     _KIND_WORDS,
     parameter_names,
     returned_values,
+    _split_of,
     _ReturnFinding,
     _short,
     _used_as_module,
@@ -31,12 +32,36 @@ from nnx_lint.calls import NNXCall
 from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
 from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
-from nnx_lint.flow import bound_values, expressions_within
+from nnx_lint.flow import bound_values, expressions_within, lookup
 from nnx_lint.rule import Rule
 from nnx_lint.transforms import Application, transform_resolver
 
 
 _SPEC = "[FLIP 5310](https://github.com/google/flax/issues/5310)"
+
+
+def _views_a_parameter(context, view: nodes.NodeNG, definition: nodes.NodeNG) -> bool:
+    """Whether the state view ``view`` (``nnx.state(p)``, ``nnx.split(p.encoder)[1]``, a name
+    bound to a split group) is taken of a parameter of ``definition`` or a part of it: it then
+    holds the caller's Variables whatever they are. A view of anything else (the merge of a
+    state parameter, say) holds them only if the parameter's kind says so."""
+    if isinstance(view, nodes.Name):
+        split = _split_of(context, view)
+        base = split.args[0] if split is not None else None
+    elif isinstance(view, nodes.Call):
+        base = view.args[0] if view.args else None
+    elif isinstance(view, nodes.Subscript) and isinstance(view.value, nodes.Call):
+        base = view.value.args[0] if view.value.args else None
+    else:
+        base = None
+    while isinstance(base, (nodes.Attribute, nodes.Subscript)):
+        base = base.expr if isinstance(base, nodes.Attribute) else base.value
+    if not isinstance(base, nodes.Name):
+        return False
+    expression = base
+    _scope, assignments = lookup(expression)
+    return (len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName)
+            and isinstance(assignments[0].parent, nodes.Arguments) and assignments[0].parent.parent is definition)
 
 
 class _FamilyRule(Rule):
@@ -353,7 +378,10 @@ class _ReturnRule(_FamilyRule):
                 if name not in parameters:
                     continue
                 index = parameters.index(name)
-                kind, evidence = self._parameter_kind(definition, name, index, ref, uses, is_view)
+                direct_view = is_view and _views_a_parameter(self.context, expression, definition)
+                kind, evidence = self._parameter_kind(definition, name, index, ref, uses, direct_view)
+                if is_view and kind in STATEFUL_KINDS:
+                    kind = "state"
                 if kind not in STATEFUL_KINDS:
                     continue
                 facts = {
@@ -426,6 +454,9 @@ class _ReturnRule(_FamilyRule):
             binding = bindings[0] if len(bindings) == 1 else None
             if binding is not None and _inside(binding, definition) and self._is_composite(binding):
                 yield from self._returned_parts(binding, definition, depth + 1)
+            elif (split := _split_of(self.context, value)) is not None and _inside(split, definition):
+                # `_, state = nnx.split(m)`: a state group of m
+                yield value, self.classes.ref_of(value), True, None
             else:
                 yield value, None, False, None
         elif isinstance(value, (nodes.Attribute, nodes.Subscript)):
@@ -485,8 +516,12 @@ class _ReturnRule(_FamilyRule):
             for argument in use.arguments:
                 if argument.index == index and argument.label.startswith(("args", "operands")):
                     argument_ref = self.classes.ref_of(argument.expression)
-                    call_kinds.add(self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
-                                   if argument_ref else None)
+                    argument_kind = (self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
+                                     if argument_ref else None)
+                    if argument_kind in STATEFUL_KINDS and not ref.path \
+                            and _view_of(self.context, argument.expression) is not None:
+                        argument_kind = "state"  # `step(graphdef, state)` after `graphdef, state = nnx.split(model)`
+                    call_kinds.add(argument_kind)
         call_kinds.discard(None)
         if len(call_kinds) == 1:
             return call_kinds.pop(), "call-site"
