@@ -42,6 +42,8 @@ _CLASS_PRESERVING = {
     "flax.nnx.fori_loop": 3, "flax.nnx.compat.fori_loop": 3,
     "flax.nnx.while_loop": 2, "flax.nnx.compat.while_loop": 2,
     "flax.nnx.view": 0, "flax.nnx.compat.view": 0,
+    # a copy of the tree with its Variables converted (``ref=True``, ``hijax=True``)
+    "flax.nnx.with_vars": 0, "flax.nnx.vars_as": 0,
 }
 
 
@@ -570,6 +572,8 @@ class ClassModel:
             known = self._parameter_annotation(function, name) or self.call_site_class(function, name, depth)
             if known is not None:
                 return self._descend(known, ref.path, None, depth)
+            if not ref.path and self._annotation_name(function, name) in MUTABLE_ARRAY_TYPES:
+                return "ref"
             if name == "rngs" or name.endswith("_rngs"):
                 return "rngs"
             if not ref.path and self.used_as_module(function, name):
@@ -610,18 +614,15 @@ class ClassModel:
         return names
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
-        arguments = getattr(function, "args", None)
-        if not isinstance(arguments, nodes.Arguments):
+        annotation = _annotation_node(function, name)
+        if annotation is None:
             return None
-        pairs = list(zip(arguments.args or [], arguments.annotations or []))
-        pairs += list(zip(arguments.kwonlyargs or [], arguments.kwonlyargs_annotations or []))
-        pairs += list(zip(arguments.posonlyargs or [], arguments.posonlyargs_annotations or []))
-        for argument, annotation in pairs:
-            if argument.name == name and annotation is not None:
-                if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
-                    return None  # string annotations are not resolved
-                return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
-        return None
+        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+
+    def _annotation_name(self, function: nodes.NodeNG, name: str) -> str | None:
+        """The qualified name a parameter's annotation spells (``jax.Ref``), class or not."""
+        annotation = _annotation_node(function, name)
+        return self._resolver_for(annotation).qualified_name(annotation) if annotation is not None else None
 
     def class_kind(self, ref: ClassRef | None, call: nodes.Call | None = None) -> str | None:
         """The kind of an instance of class ``ref`` (see :meth:`kind_of`)."""
@@ -1079,6 +1080,8 @@ STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
 SHARED_KINDS = STATEFUL_KINDS | {"ref"}
 #: Calls that make a raw mutable array ref (``jax.experimental.mutable_array`` before jax 0.7).
 MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
+#: The type of those refs, as annotations name it (``def f(m: jax.Ref)``).
+MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.
@@ -1288,6 +1291,22 @@ def _has_keyword(call: nodes.Call, name: str) -> bool:
         if keyword.arg == name:
             return not (isinstance(keyword.value, nodes.Const) and keyword.value.value is None)
     return False
+
+
+def _annotation_node(function: nodes.NodeNG, name: str) -> nodes.NodeNG | None:
+    """The annotation of ``function``'s parameter ``name`` (None: none, or a string)."""
+    arguments = getattr(function, "args", None)
+    if not isinstance(arguments, nodes.Arguments):
+        return None
+    pairs = list(zip(arguments.args or [], arguments.annotations or []))
+    pairs += list(zip(arguments.kwonlyargs or [], arguments.kwonlyargs_annotations or []))
+    pairs += list(zip(arguments.posonlyargs or [], arguments.posonlyargs_annotations or []))
+    for argument, annotation in pairs:
+        if argument.name == name and annotation is not None:
+            if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
+                return None  # string annotations are not resolved
+            return annotation
+    return None
 
 
 def _keyword_may_be_true(call: nodes.Call, name: str) -> bool:

@@ -29,7 +29,7 @@ from checkers.shared_references.analysis import (
     _view_of,
 )
 from nnx_lint.calls import NNXCall
-from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
+from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
 from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.flow import bound_values, expressions_within, lookup
@@ -62,6 +62,40 @@ def _views_a_parameter(context, view: nodes.NodeNG, definition: nodes.NodeNG) ->
     _scope, assignments = lookup(expression)
     return (len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName)
             and isinstance(assignments[0].parent, nodes.Arguments) and assignments[0].parent.parent is definition)
+
+
+#: Transforms that return an input ref in graph mode and raise in Tree Mode (measured with
+#: flax 0.12.8; grad's aux and vmap return it in both modes, eval_shape raises in both).
+_INPUT_REF_TRANSFORMS = frozenset({"jit", "cond", "switch", "remat", "checkpoint"})
+
+
+def _position(definition: nodes.NodeNG, name: str) -> int:
+    names = parameter_names(definition)
+    return names.index(name) if name in names else -1
+
+
+def _explicit_graph_updates(use: Application) -> bool | None:
+    """The ``graph_updates`` flag the transform sets (None: not set)."""
+    return use.flags.graph_updates if use.flags is not None else None
+
+
+def _keyword_is_true(call: nodes.Call, name: str) -> bool:
+    return any(k.arg == name and isinstance(k.value, nodes.Const) and k.value.value is True
+               for k in call.keywords or [])
+
+
+def _under_ref_defaults(node: nodes.NodeNG, stop: nodes.NodeNG | None) -> bool:
+    """Whether ``node`` runs inside ``with nnx.var_defaults(ref=True):`` (below ``stop``)."""
+    child, parent = node, node.parent
+    while parent is not None and parent is not stop:
+        if isinstance(parent, nodes.With) and child in parent.body:
+            for item, _alias in parent.items:
+                if isinstance(item, nodes.Call) and _keyword_is_true(item, "ref") and (
+                        (isinstance(item.func, nodes.Attribute) and item.func.attrname == "var_defaults")
+                        or (isinstance(item.func, nodes.Name) and item.func.name == "var_defaults")):
+                    return True
+        child, parent = parent, parent.parent
+    return False
 
 
 class _FamilyRule(Rule):
@@ -370,6 +404,7 @@ class _ReturnRule(_FamilyRule):
                 findings.append(duplicate)
             if not check_inputs:
                 continue
+            findings.extend(self._mutable_array_findings(definition, value, uses))
             for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
                 ref = known_ref or self.classes.ref_of(expression)
                 if ref is None or ref.root[0] != "param" or ref.root[1] is not definition:
@@ -410,6 +445,80 @@ class _ReturnRule(_FamilyRule):
                     findings.append(_ReturnFinding("NNX104", expression, facts))
         return findings
 
+    def _mutable_array_findings(self, definition, value, uses: list[Application]) -> list[_ReturnFinding]:
+        """NNX110: returned mutable array refs (measured with flax 0.12.8: Tree Mode's
+        transforms hand them to JAX, which rejects a ref among a traced function's outputs;
+        graph mode turns them back into refs after the call).
+
+        An input ref (a ``jax.Ref`` parameter, or a ref stored in an input Module) returned
+        from ``nnx.jit`` / ``cond`` / ``switch`` / ``remat`` runs in graph mode only. A ref made
+        inside (``jax.new_ref``, a Variable or Module built with ``ref=True`` / ``nnx.with_vars(...,
+        ref=True)`` or under ``nnx.var_defaults(ref=True)``) returned from ``nnx.jit`` runs in
+        graph mode only when some input is an NNX object: otherwise both modes raise, and
+        nothing changes.
+        """
+        transforms = [u for u in uses if not u.keeps_graph and _explicit_graph_updates(u) is not False]
+        if not transforms:
+            return []
+        findings = []
+        for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+            if is_view or constructed_in is not None:
+                continue
+            ref = known_ref or self.classes.ref_of(expression)
+            origin = parameter = evidence = None
+            if ref is not None and ref.root[0] == "param" and ref.root[1] is definition:
+                kind, evidence = self._parameter_kind(definition, ref.root[2], _position(definition, ref.root[2]),
+                                                      ref, uses, False)
+                if kind == "ref":
+                    origin, parameter = "input", ref.root[2]
+                usable = [u for u in transforms if u.name in _INPUT_REF_TRANSFORMS]
+            else:
+                origin = self._made_mutable_inside(expression, ref, definition, transforms)
+                evidence = "construction"
+                usable = [u for u in transforms if u.name == "jit"]
+                if origin is not None and not self._takes_an_nnx_object(definition, uses):
+                    continue  # graph mode raises too
+            if origin is None or not usable:
+                continue
+            findings.append(_ReturnFinding("NNX110", expression, {
+                **_describe_use(usable[0]),
+                "function": _function_label(definition),
+                "returned": _short(expression),
+                "origin": origin,
+                "parameter": parameter,
+                "evidence": evidence,
+                "confidence": "static" if evidence != "usage" else "heuristic",
+            }))
+        return findings
+
+    def _made_mutable_inside(self, expression, ref, definition, uses) -> str | None:
+        """``"new ref"`` for a ``jax.new_ref(...)`` made in ``definition``; ``"ref variables"`` for a
+        Variable or Module made there with ``ref=True`` Variables; None otherwise."""
+        if ref is None or ref.root[0] != "new" or ref.path or not _inside(ref.root[1], definition):
+            return None
+        call = ref.root[1]
+        if self.classes.kind_of(ref) == "ref":
+            return "new ref"
+        if self.classes.kind_of(ref) not in ("module", "variable"):
+            return None
+        if _keyword_is_true(call, "ref"):
+            return "ref variables"  # nnx.with_vars(m, ref=True), nnx.Param(v, ref=True)
+        if _under_ref_defaults(call, definition) or any(_under_ref_defaults(u.call, None) for u in uses if u.call):
+            return "ref variables"
+        return None
+
+    def _takes_an_nnx_object(self, definition, uses: list[Application]) -> bool:
+        """Whether some argument of the transformed function is known to be an NNX object
+        (Module, Variable, Rngs, State) or a ref."""
+        for name in parameter_names(definition):
+            if self.classes.kind_of(Ref(("param", definition, name))) in SHARED_KINDS:
+                return True
+        for use in uses:
+            for argument in use.arguments:
+                if self.classes.kind_of(self.classes.ref_of(argument.expression)) in SHARED_KINDS:
+                    return True
+        return False
+
     def _returned_parts(self, value: nodes.NodeNG, definition: nodes.NodeNG, depth: int = 0):
         """``(expression, its ref if known, is a state view, construction storing it)`` per returned part."""
         if depth > 4:
@@ -441,6 +550,8 @@ class _ReturnRule(_FamilyRule):
                     for path, ref, _container in self.classes.stored_items(value)[1:]:
                         if ref is not None and ref.root[0] == "param" and ref.root[1] is definition:
                             yield value, ref, False, (value, path)
+                else:
+                    yield value, None, False, None  # the call's own result (`jax.new_ref(x)`)
         elif isinstance(value, nodes.Subscript) and isinstance(value.value, nodes.Call):
             name = self.context.qualified_name(value.value.func)
             if name == "flax.nnx.split" and value.value.args:
