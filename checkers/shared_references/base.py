@@ -483,7 +483,7 @@ class _ReturnRule(_FamilyRule):
             findings.append(_ReturnFinding("NNX110", expression, {
                 **_describe_use(usable[0]),
                 "function": _function_label(definition),
-                "returned": _short(expression),
+                "returned": _short(expression, 32),
                 "origin": origin,
                 "parameter": parameter,
                 "evidence": evidence,

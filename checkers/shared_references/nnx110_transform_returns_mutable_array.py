@@ -65,7 +65,7 @@ class TransformReturnsMutableArray(_ReturnRule):
     symbol = "transform-returns-mutable-array"
     kind = "raises"
     message = (
-        "`nnx.{transform}`-transformed `{function}` returns a mutable array ref (`{returned}`): "
+        "`nnx.{transform}`-transformed `{function}` returns mutable array ref `{returned}`: "
         "Tree Mode raises ValueError"
     )
     help = (
