@@ -84,15 +84,18 @@ def _keyword_is_true(call: nodes.Call, name: str) -> bool:
                for k in call.keywords or [])
 
 
-def _under_ref_defaults(node: nodes.NodeNG, stop: nodes.NodeNG | None) -> bool:
+#: What makes Variables (or a tree's Variables) mutable array refs when given ``ref=True``.
+_REF_VARIABLE_MAKERS = frozenset({"flax.nnx.with_vars", "flax.nnx.vars_as"})
+
+
+def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) -> bool:
     """Whether ``node`` runs inside ``with nnx.var_defaults(ref=True):`` (below ``stop``)."""
     child, parent = node, node.parent
     while parent is not None and parent is not stop:
         if isinstance(parent, nodes.With) and child in parent.body:
             for item, _alias in parent.items:
-                if isinstance(item, nodes.Call) and _keyword_is_true(item, "ref") and (
-                        (isinstance(item.func, nodes.Attribute) and item.func.attrname == "var_defaults")
-                        or (isinstance(item.func, nodes.Name) and item.func.name == "var_defaults")):
+                if isinstance(item, nodes.Call) and _keyword_is_true(item, "ref") \
+                        and context.qualified_name(item.func) == "flax.nnx.var_defaults":
                     return True
         child, parent = parent, parent.parent
     return False
@@ -487,7 +490,7 @@ class _ReturnRule(_FamilyRule):
                 "origin": origin,
                 "parameter": parameter,
                 "evidence": evidence,
-                "confidence": "static" if evidence != "usage" else "heuristic",
+                "confidence": "static",  # a jax.Ref annotation or argument, or a ref made in the body
             }))
         return findings
 
@@ -497,13 +500,16 @@ class _ReturnRule(_FamilyRule):
         if ref is None or ref.root[0] != "new" or ref.path or not _inside(ref.root[1], definition):
             return None
         call = ref.root[1]
-        if self.classes.kind_of(ref) == "ref":
+        kind = self.classes.kind_of(ref)
+        if kind == "ref":
             return "new ref"
-        if self.classes.kind_of(ref) not in ("module", "variable"):
+        if kind not in ("module", "variable"):
             return None
-        if _keyword_is_true(call, "ref"):
+        if _keyword_is_true(call, "ref") and (
+                kind == "variable" or self.context.qualified_name(call.func) in _REF_VARIABLE_MAKERS):
             return "ref variables"  # nnx.with_vars(m, ref=True), nnx.Param(v, ref=True)
-        if _under_ref_defaults(call, definition) or any(_under_ref_defaults(u.call, None) for u in uses if u.call):
+        if _under_ref_defaults(self.context, call, definition) or any(
+                _under_ref_defaults(self.context, u.call, None) for u in uses if u.call):
             return "ref variables"
         return None
 
