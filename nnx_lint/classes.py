@@ -42,6 +42,8 @@ _CLASS_PRESERVING = {
     "flax.nnx.fori_loop": 3, "flax.nnx.compat.fori_loop": 3,
     "flax.nnx.while_loop": 2, "flax.nnx.compat.while_loop": 2,
     "flax.nnx.view": 0, "flax.nnx.compat.view": 0,
+    # a copy of the tree with its Variables converted (``ref=True``, ``hijax=True``)
+    "flax.nnx.with_vars": 0, "flax.nnx.vars_as": 0,
 }
 
 
@@ -463,6 +465,10 @@ class ClassModel:
                 return None
             filters = call.args[1:]
             return base.child(_view_part(filters)) if filters else base
+        if nnx_name == "merge" and len(call.args) >= 2 and not _keyword_may_be_true(call, "copy"):
+            merged = self._merged(call, depth)
+            if merged is not None:
+                return merged
         if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
             return Ref(("new", call))
         if call.args and self._resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
@@ -472,6 +478,33 @@ class ClassModel:
         # Any other call: one object per evaluation — what it is stays unknown (kind None),
         # but two names bound to the same call result denote the same object.
         return Ref(("new", call))
+
+    def _merged(self, call: nodes.Call, depth: int) -> Ref | None:
+        """``nnx.merge(graphdef, state, *states)`` without ``copy=True``: the object whose
+        Variables are the states' own (measured with flax 0.12.8: a transform returning the
+        merge of its state input, or the split of that merge, raises Duplicate Param in Tree Mode).
+
+        Several states that are parts of one object (``nnx.split(model, nnx.Param, ...)``'s
+        groups) denote that object (their common part); states of different objects denote
+        the first one's (the Params, as a rule), and the others' Variables are not followed.
+        None (a new object) when the first state is unknown or unpacked (``*states``).
+        """
+        states = call.args[1:]
+        if isinstance(states[0], nodes.Starred):
+            return None
+        first = self._raw_ref(states[0], depth + 1)
+        if first is None:
+            return None
+        path = first.path
+        for state in states[1:]:
+            other = self._raw_ref(state, depth + 1) if not isinstance(state, nodes.Starred) else None
+            if other is None or other.root != first.root:
+                break
+            common = 0
+            while common < min(len(path), len(other.path)) and path[common] == other.path[common]:
+                common += 1
+            path = path[:common]
+        return Ref(first.root, path)
 
     def _split_element(self, call: nodes.Call, index: int, depth: int) -> Ref | None:
         """``nnx.split(x, *filters)[index]``: the graphdef (no state) or one state group."""
@@ -539,6 +572,8 @@ class ClassModel:
             known = self._parameter_annotation(function, name) or self.call_site_class(function, name, depth)
             if known is not None:
                 return self._descend(known, ref.path, None, depth)
+            if not ref.path and self._annotation_name(function, name) in MUTABLE_ARRAY_TYPES:
+                return "ref"
             if name == "rngs" or name.endswith("_rngs"):
                 return "rngs"
             if not ref.path and self.used_as_module(function, name):
@@ -579,18 +614,15 @@ class ClassModel:
         return names
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
-        arguments = getattr(function, "args", None)
-        if not isinstance(arguments, nodes.Arguments):
+        annotation = _annotation_node(function, name)
+        if annotation is None:
             return None
-        pairs = list(zip(arguments.args or [], arguments.annotations or []))
-        pairs += list(zip(arguments.kwonlyargs or [], arguments.kwonlyargs_annotations or []))
-        pairs += list(zip(arguments.posonlyargs or [], arguments.posonlyargs_annotations or []))
-        for argument, annotation in pairs:
-            if argument.name == name and annotation is not None:
-                if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
-                    return None  # string annotations are not resolved
-                return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
-        return None
+        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+
+    def _annotation_name(self, function: nodes.NodeNG, name: str) -> str | None:
+        """The qualified name a parameter's annotation spells (``jax.Ref``), class or not."""
+        annotation = _annotation_node(function, name)
+        return self._resolver_for(annotation).qualified_name(annotation) if annotation is not None else None
 
     def class_kind(self, ref: ClassRef | None, call: nodes.Call | None = None) -> str | None:
         """The kind of an instance of class ``ref`` (see :meth:`kind_of`)."""
@@ -1048,6 +1080,8 @@ STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
 SHARED_KINDS = STATEFUL_KINDS | {"ref"}
 #: Calls that make a raw mutable array ref (``jax.experimental.mutable_array`` before jax 0.7).
 MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
+#: The type of those refs, as annotations name it (``def f(m: jax.Ref)``).
+MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.
@@ -1256,6 +1290,31 @@ def _has_keyword(call: nodes.Call, name: str) -> bool:
     for keyword in call.keywords or []:
         if keyword.arg == name:
             return not (isinstance(keyword.value, nodes.Const) and keyword.value.value is None)
+    return False
+
+
+def _annotation_node(function: nodes.NodeNG, name: str) -> nodes.NodeNG | None:
+    """The annotation of ``function``'s parameter ``name`` (None: none, or a string)."""
+    arguments = getattr(function, "args", None)
+    if not isinstance(arguments, nodes.Arguments):
+        return None
+    pairs = list(zip(arguments.args or [], arguments.annotations or []))
+    pairs += list(zip(arguments.kwonlyargs or [], arguments.kwonlyargs_annotations or []))
+    pairs += list(zip(arguments.posonlyargs or [], arguments.posonlyargs_annotations or []))
+    for argument, annotation in pairs:
+        if argument.name == name and annotation is not None:
+            if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
+                return None  # string annotations are not resolved
+            return annotation
+    return None
+
+
+def _keyword_may_be_true(call: nodes.Call, name: str) -> bool:
+    """Whether ``call`` may pass ``name=True``: given as anything but the constant False,
+    or possibly inside ``**kwargs``."""
+    for keyword in call.keywords or []:
+        if keyword.arg is None or keyword.arg == name:
+            return not (isinstance(keyword.value, nodes.Const) and keyword.value.value is False)
     return False
 
 

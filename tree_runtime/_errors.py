@@ -25,6 +25,7 @@ RULE_DOCS: dict[str, str] = {
     "trace-context": "docs/rules/README.md (NNX3xx: graph updates)",
     "graph-mode": "docs/rules/README.md (NNX9xx: graph-mode opt-ins)",
     "cycle": "docs/rules/README.md (NNX1xx: shared references)",
+    "mutable-array-output": "docs/rules/README.md (NNX1xx: shared references)",
 }
 
 
@@ -213,6 +214,9 @@ _FOREIGN_PATTERNS: list[tuple[str, str, str]] = [
     ("ValueError", r"does not support Variable aliasing|does not support shared references", "aliasing"),
     # JAX's own check on the flattened inputs: one raw mutable array ref (jax.new_ref) twice.
     ("ValueError", r"only one reference to a mutable array may be passed", "aliasing"),
+    # JAX's own check on a traced function's outputs: a raw mutable array ref among them
+    # (Tree Mode hands a transform's output to JAX; graph mode turns refs back itself).
+    ("ValueError", r"returned a mutable array reference", "mutable-array-output"),
     # A tree holding itself: flax's Tree Mode either notices the cycle or flattens it
     # without end (every NNX transform, jax.tree functions).
     ("ValueError", r"Cycle detected|Cycles are not supported", "cycle"),

@@ -22,21 +22,83 @@ from checkers.shared_references.analysis import (
     _KIND_WORDS,
     parameter_names,
     returned_values,
+    _split_of,
     _ReturnFinding,
     _short,
     _used_as_module,
     _view_of,
 )
 from nnx_lint.calls import NNXCall
-from nnx_lint.classes import STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
+from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
 from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
-from nnx_lint.flow import bound_values, expressions_within
+from nnx_lint.flow import bound_values, expressions_within, lookup
 from nnx_lint.rule import Rule
 from nnx_lint.transforms import Application, transform_resolver
 
 
 _SPEC = "[FLIP 5310](https://github.com/google/flax/issues/5310)"
+
+
+def _views_a_parameter(context, view: nodes.NodeNG, definition: nodes.NodeNG) -> bool:
+    """Whether the state view ``view`` (``nnx.state(p)``, ``nnx.split(p.encoder)[1]``, a name
+    bound to a split group) is taken of a parameter of ``definition`` or a part of it: it then
+    holds the caller's Variables whatever they are. A view of anything else (the merge of a
+    state parameter, say) holds them only if the parameter's kind says so."""
+    if isinstance(view, nodes.Name):
+        split = _split_of(context, view)
+        base = split.args[0] if split is not None else None
+    elif isinstance(view, nodes.Call):
+        base = view.args[0] if view.args else None
+    elif isinstance(view, nodes.Subscript) and isinstance(view.value, nodes.Call):
+        base = view.value.args[0] if view.value.args else None
+    else:
+        base = None
+    while isinstance(base, (nodes.Attribute, nodes.Subscript)):
+        base = base.expr if isinstance(base, nodes.Attribute) else base.value
+    if not isinstance(base, nodes.Name):
+        return False
+    expression = base
+    _scope, assignments = lookup(expression)
+    return (len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName)
+            and isinstance(assignments[0].parent, nodes.Arguments) and assignments[0].parent.parent is definition)
+
+
+#: Transforms that return an input ref in graph mode and raise in Tree Mode (measured with
+#: flax 0.12.8; grad's aux and vmap return it in both modes, eval_shape raises in both).
+_INPUT_REF_TRANSFORMS = frozenset({"jit", "cond", "switch", "remat", "checkpoint"})
+
+
+def _position(definition: nodes.NodeNG, name: str) -> int:
+    names = parameter_names(definition)
+    return names.index(name) if name in names else -1
+
+
+def _explicit_graph_updates(use: Application) -> bool | None:
+    """The ``graph_updates`` flag the transform sets (None: not set)."""
+    return use.flags.graph_updates if use.flags is not None else None
+
+
+def _keyword_is_true(call: nodes.Call, name: str) -> bool:
+    return any(k.arg == name and isinstance(k.value, nodes.Const) and k.value.value is True
+               for k in call.keywords or [])
+
+
+#: What makes Variables (or a tree's Variables) mutable array refs when given ``ref=True``.
+_REF_VARIABLE_MAKERS = frozenset({"flax.nnx.with_vars", "flax.nnx.vars_as"})
+
+
+def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) -> bool:
+    """Whether ``node`` runs inside ``with nnx.var_defaults(ref=True):`` (below ``stop``)."""
+    child, parent = node, node.parent
+    while parent is not None and parent is not stop:
+        if isinstance(parent, nodes.With) and child in parent.body:
+            for item, _alias in parent.items:
+                if isinstance(item, nodes.Call) and _keyword_is_true(item, "ref") \
+                        and context.qualified_name(item.func) == "flax.nnx.var_defaults":
+                    return True
+        child, parent = parent, parent.parent
+    return False
 
 
 class _FamilyRule(Rule):
@@ -345,6 +407,7 @@ class _ReturnRule(_FamilyRule):
                 findings.append(duplicate)
             if not check_inputs:
                 continue
+            findings.extend(self._mutable_array_findings(definition, value, uses))
             for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
                 ref = known_ref or self.classes.ref_of(expression)
                 if ref is None or ref.root[0] != "param" or ref.root[1] is not definition:
@@ -353,7 +416,10 @@ class _ReturnRule(_FamilyRule):
                 if name not in parameters:
                     continue
                 index = parameters.index(name)
-                kind, evidence = self._parameter_kind(definition, name, index, ref, uses, is_view)
+                direct_view = is_view and _views_a_parameter(self.context, expression, definition)
+                kind, evidence = self._parameter_kind(definition, name, index, ref, uses, direct_view)
+                if is_view and kind in STATEFUL_KINDS:
+                    kind = "state"
                 if kind not in STATEFUL_KINDS:
                     continue
                 facts = {
@@ -381,6 +447,83 @@ class _ReturnRule(_FamilyRule):
                 else:
                     findings.append(_ReturnFinding("NNX104", expression, facts))
         return findings
+
+    def _mutable_array_findings(self, definition, value, uses: list[Application]) -> list[_ReturnFinding]:
+        """NNX110: returned mutable array refs (measured with flax 0.12.8: Tree Mode's
+        transforms hand them to JAX, which rejects a ref among a traced function's outputs;
+        graph mode turns them back into refs after the call).
+
+        An input ref (a ``jax.Ref`` parameter, or a ref stored in an input Module) returned
+        from ``nnx.jit`` / ``cond`` / ``switch`` / ``remat`` runs in graph mode only. A ref made
+        inside (``jax.new_ref``, a Variable or Module built with ``ref=True`` / ``nnx.with_vars(...,
+        ref=True)`` or under ``nnx.var_defaults(ref=True)``) returned from ``nnx.jit`` runs in
+        graph mode only when some input is an NNX object: otherwise both modes raise, and
+        nothing changes.
+        """
+        transforms = [u for u in uses if not u.keeps_graph and _explicit_graph_updates(u) is not False]
+        if not transforms:
+            return []
+        findings = []
+        for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
+            if is_view or constructed_in is not None:
+                continue
+            ref = known_ref or self.classes.ref_of(expression)
+            origin = parameter = evidence = None
+            if ref is not None and ref.root[0] == "param" and ref.root[1] is definition:
+                kind, evidence = self._parameter_kind(definition, ref.root[2], _position(definition, ref.root[2]),
+                                                      ref, uses, False)
+                if kind == "ref":
+                    origin, parameter = "input", ref.root[2]
+                usable = [u for u in transforms if u.name in _INPUT_REF_TRANSFORMS]
+            else:
+                origin = self._made_mutable_inside(expression, ref, definition, transforms)
+                evidence = "construction"
+                usable = [u for u in transforms if u.name == "jit"]
+                if origin is not None and not self._takes_an_nnx_object(definition, uses):
+                    continue  # graph mode raises too
+            if origin is None or not usable:
+                continue
+            findings.append(_ReturnFinding("NNX110", expression, {
+                **_describe_use(usable[0]),
+                "function": _function_label(definition),
+                "returned": _short(expression, 32),
+                "origin": origin,
+                "parameter": parameter,
+                "evidence": evidence,
+                "confidence": "static",  # a jax.Ref annotation or argument, or a ref made in the body
+            }))
+        return findings
+
+    def _made_mutable_inside(self, expression, ref, definition, uses) -> str | None:
+        """``"new ref"`` for a ``jax.new_ref(...)`` made in ``definition``; ``"ref variables"`` for a
+        Variable or Module made there with ``ref=True`` Variables; None otherwise."""
+        if ref is None or ref.root[0] != "new" or ref.path or not _inside(ref.root[1], definition):
+            return None
+        call = ref.root[1]
+        kind = self.classes.kind_of(ref)
+        if kind == "ref":
+            return "new ref"
+        if kind not in ("module", "variable"):
+            return None
+        if _keyword_is_true(call, "ref") and (
+                kind == "variable" or self.context.qualified_name(call.func) in _REF_VARIABLE_MAKERS):
+            return "ref variables"  # nnx.with_vars(m, ref=True), nnx.Param(v, ref=True)
+        if _under_ref_defaults(self.context, call, definition) or any(
+                _under_ref_defaults(self.context, u.call, None) for u in uses if u.call):
+            return "ref variables"
+        return None
+
+    def _takes_an_nnx_object(self, definition, uses: list[Application]) -> bool:
+        """Whether some argument of the transformed function is known to be an NNX object
+        (Module, Variable, Rngs, State) or a ref."""
+        for name in parameter_names(definition):
+            if self.classes.kind_of(Ref(("param", definition, name))) in SHARED_KINDS:
+                return True
+        for use in uses:
+            for argument in use.arguments:
+                if self.classes.kind_of(self.classes.ref_of(argument.expression)) in SHARED_KINDS:
+                    return True
+        return False
 
     def _returned_parts(self, value: nodes.NodeNG, definition: nodes.NodeNG, depth: int = 0):
         """``(expression, its ref if known, is a state view, construction storing it)`` per returned part."""
@@ -413,6 +556,8 @@ class _ReturnRule(_FamilyRule):
                     for path, ref, _container in self.classes.stored_items(value)[1:]:
                         if ref is not None and ref.root[0] == "param" and ref.root[1] is definition:
                             yield value, ref, False, (value, path)
+                else:
+                    yield value, None, False, None  # the call's own result (`jax.new_ref(x)`)
         elif isinstance(value, nodes.Subscript) and isinstance(value.value, nodes.Call):
             name = self.context.qualified_name(value.value.func)
             if name == "flax.nnx.split" and value.value.args:
@@ -426,6 +571,9 @@ class _ReturnRule(_FamilyRule):
             binding = bindings[0] if len(bindings) == 1 else None
             if binding is not None and _inside(binding, definition) and self._is_composite(binding):
                 yield from self._returned_parts(binding, definition, depth + 1)
+            elif (split := _split_of(self.context, value)) is not None and _inside(split, definition):
+                # `_, state = nnx.split(m)`: a state group of m
+                yield value, self.classes.ref_of(value), True, None
             else:
                 yield value, None, False, None
         elif isinstance(value, (nodes.Attribute, nodes.Subscript)):
@@ -485,8 +633,12 @@ class _ReturnRule(_FamilyRule):
             for argument in use.arguments:
                 if argument.index == index and argument.label.startswith(("args", "operands")):
                     argument_ref = self.classes.ref_of(argument.expression)
-                    call_kinds.add(self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
-                                   if argument_ref else None)
+                    argument_kind = (self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
+                                     if argument_ref else None)
+                    if argument_kind in STATEFUL_KINDS and not ref.path \
+                            and _view_of(self.context, argument.expression) is not None:
+                        argument_kind = "state"  # `step(graphdef, state)` after `graphdef, state = nnx.split(model)`
+                    call_kinds.add(argument_kind)
         call_kinds.discard(None)
         if len(call_kinds) == 1:
             return call_kinds.pop(), "call-site"

@@ -282,6 +282,30 @@ def prog_a8_fix_jit_constructor(nnx):
     return model.kernel[...], type(model).__name__
 
 
+@program("NNX110", trace=True)
+def prog_nnx110_jit_returns_input_ref(nnx):
+    r = jax.new_ref(jnp.ones(2))
+    nnx.jit(lambda r: r)(r)
+
+
+@program("NNX110", trace=True)
+def prog_nnx110_jit_returns_new_ref(nnx):
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    nnx.jit(lambda m: jax.new_ref(jnp.ones(2)))(model)
+
+
+@program("NNX110", trace=True)
+def prog_nnx110_fix_return_the_array(nnx):
+    r = jax.new_ref(jnp.ones(2))
+
+    def f(r):
+        r[...] += 1.0
+        return r[...] * 2.0
+
+    out = nnx.jit(f)(r)
+    return out, r[...]
+
+
 @program("A10")
 def prog_a10_plain_jax_jit_unties(nnx):
     m = _tied(nnx)
