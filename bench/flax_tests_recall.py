@@ -412,6 +412,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"INCOMPLETE: the {' and '.join(incomplete)} full run(s) did not finish; the numbers below "
                   "count only the tests they reached", file=sys.stderr)
         rootdir = Path(outcome.runs["tree"].results.rootdir or out)
+        if rootdir.resolve() != out.resolve():
+            # The saved test ids are relative to the copy they ran in: joined with the diagnostics of
+            # another copy, nothing would match and recall would read 0.
+            print(f"error: the reused runs ran in {rootdir}, not in --out {out}; pass --out {rootdir}",
+                  file=sys.stderr)
+            return 2
         result = measure(outcome, Attributor(diagnostics, out, cwd=out), rootdir)
         totals: Counter[str] = Counter()
         for counts in changes.values():
