@@ -319,6 +319,8 @@ class _Analysis:
         parent = use.parent
         text = use.name if isinstance(use, nodes.Name) else use.as_string()
         type_name = differentiated.class_name or "Module"
+        if self._guarded_by_state_check(use):
+            return None  # `if isinstance(grads, nnx.State): grads.filter(...)`: Tree Mode skips it
         if isinstance(parent, nodes.Subscript) and parent.value is use:
             return (f"{text}[{parent.slice.as_string()}]", f"TypeError: '{type_name}' object is not subscriptable", parent)
         if isinstance(parent, nodes.Attribute) and parent.expr is use and parent.attrname in STATE_METHODS:
@@ -375,6 +377,23 @@ class _Analysis:
             if other is not None:
                 return self._against_state(compare, _IDENTITY_TESTS[operator], other, compare)
         return None
+
+    def _guarded_by_state_check(self, use: nodes.NodeNG) -> bool:
+        """Whether ``use`` (a name) runs only when ``isinstance(<that name>, nnx.State)`` held:
+        in the body of an ``if`` / ``a if c else b`` testing it (alone or in an ``and``)."""
+        if not isinstance(use, nodes.Name):
+            return False
+        child, node = use, use.parent
+        while node is not None and not isinstance(node, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+            if isinstance(node, nodes.If) and child in node.body or isinstance(node, nodes.IfExp) and child is node.body:
+                tests = node.test.values if isinstance(node.test, nodes.BoolOp) and node.test.op == "and" else [node.test]
+                for test in tests:
+                    if isinstance(test, nodes.Call) and _is_builtin(test.func, "isinstance") and len(test.args) == 2 \
+                            and isinstance(test.args[0], nodes.Name) and test.args[0].name == use.name \
+                            and self._against_state(test, "isinstance", test.args[1], test) is not None:
+                        return True
+            child, node = node, node.parent
+        return False
 
     def _against_state(self, node: nodes.NodeNG, test: str, cls: nodes.NodeNG, where: nodes.NodeNG,
                        ) -> StateTypeCheck | None:
