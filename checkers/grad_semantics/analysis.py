@@ -364,18 +364,18 @@ class _Analysis:
             return None
         func = parent.func
         if _is_builtin(func, "isinstance") and len(parent.args) == 2:
-            return self._against_state(parent, "isinstance", parent.args[1], parent)
+            return self._against_state(parent, "isinstance", parent.args[1])
         if isinstance(func, nodes.Attribute) and func.attrname in _ASSERT_INSTANCE:
             cls = parent.args[1] if len(parent.args) > 1 else \
                 next((k.value for k in parent.keywords or () if k.arg == "cls"), None)
-            return self._against_state(parent, func.attrname, cls, parent) if cls is not None else None
+            return self._against_state(parent, func.attrname, cls) if cls is not None else None
         compare = parent.parent
         if _is_builtin(func, "type") and len(parent.args) == 1 and isinstance(compare, nodes.Compare) \
                 and len(compare.ops) == 1 and compare.ops[0][0] in _IDENTITY_TESTS:
             operator, right = compare.ops[0]
             other = right if compare.left is parent else compare.left if right is parent else None
             if other is not None:
-                return self._against_state(compare, _IDENTITY_TESTS[operator], other, compare)
+                return self._against_state(compare, _IDENTITY_TESTS[operator], other)
         return None
 
     def _guarded_by_state_check(self, use: nodes.NodeNG) -> bool:
@@ -390,19 +390,19 @@ class _Analysis:
                 for test in tests:
                     if isinstance(test, nodes.Call) and _is_builtin(test.func, "isinstance") and len(test.args) == 2 \
                             and isinstance(test.args[0], nodes.Name) and test.args[0].name == use.name \
-                            and self._against_state(test, "isinstance", test.args[1], test) is not None:
+                            and self._against_state(test, "isinstance", test.args[1]) is not None:
                         return True
             child, node = node, node.parent
         return False
 
-    def _against_state(self, node: nodes.NodeNG, test: str, cls: nodes.NodeNG, where: nodes.NodeNG,
-                       ) -> StateTypeCheck | None:
+    def _against_state(self, node: nodes.NodeNG, test: str, cls: nodes.NodeNG) -> StateTypeCheck | None:
+        """``node`` (the check) as a :class:`StateTypeCheck` if its class expression ``cls`` may be ``nnx.State``."""
         for expression, _reference in expressions_within(cls):
             if isinstance(expression, (nodes.Name, nodes.Attribute)) \
                     and self.context.qualified_name(expression) in STATE_TYPE_NAMES:
                 how = "" if expression is cls else (
                     "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{_clip(cls.as_string(), 30)}`")
-                return StateTypeCheck(test, node.as_string(), expression.as_string(), how, where)
+                return StateTypeCheck(test, node.as_string(), expression.as_string(), how, node)
         return None
 
     def whole_tree_usage(self, use: nodes.NodeNG) -> tuple[str, nodes.NodeNG] | None:

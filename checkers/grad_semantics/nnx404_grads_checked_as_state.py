@@ -217,6 +217,18 @@ class GradsCheckedAsState(Rule):
             """,
             tree_mode=differs("isinstance(grads, nnx.State) is False (grads is a Linear): the assertion fails"),
         ),
+        Invalid(
+            "type-is-not-over-an-nnx-dict",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            params = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))), n=3)
+            grads = nnx.grad(lambda d: jnp.sum(d['w'][...]))(params)
+            needs_conversion = type(grads) is not nnx.State  # NNX404
+            """,
+            tree_mode=differs("type(grads) is not nnx.State is True: the gradient is an nnx.Dict"),
+        ),
     ]
 
 
