@@ -15,7 +15,7 @@ FAMILIES = ("grad_semantics", "custom_vjp")
 #: (`python tests/flip_scripts/diffstate.py tree`), linted here as whole programs.
 SCRIPTS = REPO / "tests" / "flip_scripts"
 _SCRIPT_EXPECTED = {
-    "grad_default_argnums_type.py": {"NNX402", "NNX403"},
+    "grad_default_argnums_type.py": {"NNX402", "NNX403", "NNX404"},
     "grad_default_argnums_type_fix.py": set(),
     "grad_nonfloat_variables_fix.py": set(),
     "custom_vjp_old_bwd.py": {"NNX501", "NNX502"},

@@ -12,7 +12,8 @@ from nnx_lint import nnx_api
 from nnx_lint.call_sites import where
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
+from nnx_lint.flow import expressions_within, lookup
+from nnx_lint.names import NameResolver
 from nnx_lint.transforms import transform_resolver
 from nnx_lint.values import value_model
 from nnx_lint.variables import (
@@ -76,8 +77,35 @@ WHOLE_TREE_CONSUMERS = {
     "jax.tree_util.tree_reduce": 1,
 }
 
-#: Module classes of flax whose gradients are indexable or iterable like a State.
-_CONTAINER_MODULES = nnx_api.CONTAINER_MODULES | nnx_api.STATE_CLASSES
+#: Methods through which Python's ``in`` works on an object (else: TypeError, not iterable).
+_MEMBERSHIP_METHODS = frozenset({"__contains__", "__iter__", "__getitem__"})
+
+#: Classes a gradient is checked against that graph mode's gradient was an instance of.
+#: (``nnx.GraphState`` is another class: graph-mode transforms do not return it.)
+STATE_TYPE_NAMES = frozenset({"flax.nnx.State"})
+
+#: ``unittest`` assertions on an instance's class.
+_ASSERT_INSTANCE = frozenset({"assertIsInstance", "assertNotIsInstance"})
+
+#: ``type(g) <op> C``: the comparison, named as a test.
+_IDENTITY_TESTS = {"is": "type-is", "==": "type-is", "is not": "type-is-not", "!=": "type-is-not"}
+
+
+@dataclass(frozen=True)
+class StateTypeCheck:
+    """A gradient checked against ``nnx.State``; ``test`` is ``isinstance``, ``assertIsInstance``,
+    ``assertNotIsInstance``, ``type-is`` or ``type-is-not``."""
+
+    test: str
+    text: str            #: the check as written
+    state_class: str     #: the spelling of ``nnx.State`` that reaches the check
+    how: str             #: "" (written there), "in the tuple", "one value of `grad_type`"
+    node: nodes.NodeNG
+
+    @property
+    def tree_mode_value(self) -> bool:
+        """What the ``isinstance``/``type(...) is`` test gives in Tree Mode (graph mode: the opposite)."""
+        return self.test == "type-is-not"
 
 
 @dataclass
@@ -99,6 +127,9 @@ class Differentiated:
     #: Values stored onto the argument after its construction (``model.set_attributes(
     #: rngs=nnx.Rngs(0))``), already counted in ``holdings``.
     later_stores: tuple = ()
+    #: An ``nnx.Dict`` / ``nnx.List`` / ``nnx.Sequential``: its Tree Mode gradient is that
+    #: container, which indexes and iterates like the graph-mode State did (not NNX403's).
+    container: bool = False
 
     def facts(self) -> dict[str, Any]:
         facts: dict[str, Any] = {
@@ -135,19 +166,22 @@ class _Analysis:
         return self._memo[key]
 
     def differentiated_at(self, call: nodes.Call, breaks: Callable[[Differentiated], bool] | None = None,
-                          ) -> Iterator[tuple[GradApplication, Differentiated]]:
+                          *, containers: bool = False) -> Iterator[tuple[GradApplication, Differentiated]]:
         """``(application, argument)`` for each differentiated argument if ``call`` applies a grad.
 
         When several classes reach an argument (callers of an unannotated parameter that
         disagree), each is a candidate: with ``breaks`` the first candidate for which it holds
         is yielded (the rule flags if one of them breaks, and names it), else the first one.
+        ``containers``: also flax's container Modules (``nnx.Dict(...)``, ``nnx.List([...])``),
+        whose gradients index like a State but still differ from one.
         """
         analysed = self.application(call)
         if analysed is None:
             return
         application, arguments = analysed
         for candidates in arguments:
-            chosen = next((c for c in candidates if breaks is None or breaks(c)), None)
+            chosen = next((c for c in candidates if (containers or not c.container)
+                           and (breaks is None or breaks(c))), None)
             if chosen is not None:
                 yield application, chosen
 
@@ -255,7 +289,11 @@ class _Analysis:
     def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
         """The argument as an instance of ``ref``, when that class is (or may be) a Module."""
         classes = self.context.classes
-        if ref.qualified_name in _CONTAINER_MODULES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
+        if ref.qualified_name in nnx_api.CONTAINER_MODULES:
+            # What it holds comes from its construction (`nnx.Dict(a=nnx.List([...]), b=...)`).
+            return Differentiated(position, argument, ref.short_name, ref.qualified_name,
+                                  self.variables.holdings_of_value(argument), evidence, frozenset(), container=True)
+        if ref.qualified_name in nnx_api.STATE_CLASSES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
             return None
         if ref.definition is not None:
             if not classes.info(ref.definition).is_nnx_module:
@@ -289,6 +327,8 @@ class _Analysis:
         parent = use.parent
         text = use.name if isinstance(use, nodes.Name) else use.as_string()
         type_name = differentiated.class_name or "Module"
+        if self._guarded_by_state_check(use):
+            return None  # `if isinstance(grads, nnx.State): grads.filter(...)`: Tree Mode skips it
         if isinstance(parent, nodes.Subscript) and parent.value is use:
             return (f"{text}[{parent.slice.as_string()}]", f"TypeError: '{type_name}' object is not subscriptable", parent)
         if isinstance(parent, nodes.Attribute) and parent.expr is use and parent.attrname in STATE_METHODS:
@@ -300,6 +340,10 @@ class _Analysis:
             return None
         if isinstance(parent, (nodes.For, nodes.Comprehension)) and parent.iter is use:
             return (f"for ... in {text}", f"TypeError: '{type_name}' object is not iterable", use)
+        if isinstance(parent, nodes.Compare) and any(op in ("in", "not in") and right is use for op, right in parent.ops):
+            if differentiated.class_attributes & _MEMBERSHIP_METHODS:
+                return None  # the class answers `in` itself
+            return (_clip(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)
@@ -314,6 +358,59 @@ class _Analysis:
                     short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
                     return (f"{short}(..., {text})",
                             "ValueError: pytree structure error: different types, against an nnx.State", parent)
+        return None
+
+    def state_type_check(self, use: nodes.NodeNG) -> StateTypeCheck | None:
+        """The check of the gradient ``use`` against ``nnx.State`` made here, if any:
+        ``isinstance(use, C)``, ``self.assertIsInstance(use, C)`` / ``assertNotIsInstance``,
+        ``type(use) is C`` / ``is not`` / ``==`` / ``!=``, where the class expression ``C``
+        may be ``nnx.State``: written so (any spelling the name resolver canonicalises to
+        it), inside a tuple of classes, or one branch of a name bound to ``nnx.State if
+        flag else Net``."""
+        parent = use.parent
+        if not isinstance(parent, nodes.Call) or not parent.args or parent.args[0] is not use:
+            return None
+        func = parent.func
+        if _is_builtin(func, "isinstance") and len(parent.args) == 2:
+            return self._against_state(parent, "isinstance", parent.args[1])
+        if isinstance(func, nodes.Attribute) and func.attrname in _ASSERT_INSTANCE:
+            cls = parent.args[1] if len(parent.args) > 1 else \
+                next((k.value for k in parent.keywords or () if k.arg == "cls"), None)
+            return self._against_state(parent, func.attrname, cls) if cls is not None else None
+        compare = parent.parent
+        if _is_builtin(func, "type") and len(parent.args) == 1 and isinstance(compare, nodes.Compare) \
+                and len(compare.ops) == 1 and compare.ops[0][0] in _IDENTITY_TESTS:
+            operator, right = compare.ops[0]
+            other = right if compare.left is parent else compare.left if right is parent else None
+            if other is not None:
+                return self._against_state(compare, _IDENTITY_TESTS[operator], other)
+        return None
+
+    def _guarded_by_state_check(self, use: nodes.NodeNG) -> bool:
+        """Whether ``use`` (a name) runs only when ``isinstance(<that name>, nnx.State)`` held:
+        in the body of an ``if`` / ``a if c else b`` testing it (alone or in an ``and``)."""
+        if not isinstance(use, nodes.Name):
+            return False
+        child, node = use, use.parent
+        while node is not None and not isinstance(node, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+            if isinstance(node, nodes.If) and child in node.body or isinstance(node, nodes.IfExp) and child is node.body:
+                tests = node.test.values if isinstance(node.test, nodes.BoolOp) and node.test.op == "and" else [node.test]
+                for test in tests:
+                    if isinstance(test, nodes.Call) and _is_builtin(test.func, "isinstance") and len(test.args) == 2 \
+                            and isinstance(test.args[0], nodes.Name) and test.args[0].name == use.name \
+                            and self._against_state(test, "isinstance", test.args[1]) is not None:
+                        return True
+            child, node = node, node.parent
+        return False
+
+    def _against_state(self, node: nodes.NodeNG, test: str, cls: nodes.NodeNG) -> StateTypeCheck | None:
+        """``node`` (the check) as a :class:`StateTypeCheck` if its class expression ``cls`` may be ``nnx.State``."""
+        for expression, _reference in expressions_within(cls):
+            if isinstance(expression, (nodes.Name, nodes.Attribute)) \
+                    and self.context.qualified_name(expression) in STATE_TYPE_NAMES:
+                how = "" if expression is cls else (
+                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{_clip(cls.as_string(), 30)}`")
+                return StateTypeCheck(test, node.as_string(), expression.as_string(), how, node)
         return None
 
     def whole_tree_usage(self, use: nodes.NodeNG) -> tuple[str, nodes.NodeNG] | None:
@@ -333,6 +430,15 @@ def _analysis(context) -> _Analysis:
 
 def _is_int(node: nodes.NodeNG | None) -> bool:
     return isinstance(node, nodes.Const) and isinstance(node.value, int) and not isinstance(node.value, bool)
+
+
+def _is_builtin(func: nodes.NodeNG, name: str) -> bool:
+    """``func`` is the builtin ``name`` (a bare name no scope of the file rebinds)."""
+    return isinstance(func, nodes.Name) and func.name == name and NameResolver.defining_scope(name, func) is None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _is_called_in(loss: nodes.NodeNG | None, position: int) -> bool:

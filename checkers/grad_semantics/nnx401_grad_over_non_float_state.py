@@ -89,7 +89,7 @@ class GradOverNonFloatState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         breaks = lambda d: d.holdings is not None and bool(d.holdings.of(NON_DIFFERENTIABLE))  # noqa: E731
-        for application, differentiated in _analysis(self.context).differentiated_at(node, breaks):
+        for application, differentiated in _analysis(self.context).differentiated_at(node, breaks, containers=True):
             holdings = differentiated.holdings
             stored = _stored_non_float(differentiated)
             stored_names = {store.attribute for store in stored}

@@ -87,7 +87,7 @@ class GradIncludesNonParamState(Rule):
         # unknown contents, or NNX401's (raises first), do not count
         breaks = lambda d: d.holdings is not None and not d.holdings.of(NON_DIFFERENTIABLE) \
             and bool(d.holdings.of(non_param))  # noqa: E731
-        for application, differentiated in analysis.differentiated_at(node, breaks):
+        for application, differentiated in analysis.differentiated_at(node, breaks, containers=True):
             holdings = differentiated.holdings
             read = [h for h in holdings.of(non_param) if h.read]
             for use in analysis.flow.uses(application, differentiated.position):

@@ -42,7 +42,8 @@ class GradsUsedAsState(Rule):
         `argnums`) over a Module argument through assignments, `value_and_grad` / `has_aux`
         unpacking and `jax.tree.map(f, grads)`, and flags uses that need an `nnx.State`:
         `grads['linear']['kernel']`, `grads.items()` / `.keys()` / `.values()` /
-        `.flat_state()`, iteration, `nnx.to_pure_dict(grads)`, `nnx.to_flat_state`,
+        `.flat_state()`, iteration, membership (`'kernel' in grads`, `not in`; unless the
+        class defines `__contains__` / `__iter__` / `__getitem__`), `nnx.to_pure_dict(grads)`, `nnx.to_flat_state`,
         `traversals.flatten_mapping(grads)`, `nnx.update(model, grads)`,
         `jax.tree.map(f, <State>, grads)` and `optax.apply_updates(<State>, grads)`. The
         argument is a Module when its class is known (constructor, annotation, the loss
@@ -51,7 +52,8 @@ class GradsUsedAsState(Rule):
     Why is this bad?:
         Graph mode returned an `nnx.State`; Tree Mode returns the argument's own type. The
         uses above raise: `TypeError: 'Net' object is not subscriptable`, `AttributeError:
-        'Net' object has no attribute 'items'` / `'_mapping'`, `ValueError: pytree structure
+        'Net' object has no attribute 'items'` / `'_mapping'`, `TypeError: argument of type
+        'Net' is not iterable` (`in`), `ValueError: pytree structure
         error: different types`. Accept the Module-typed gradient (`grads.linear.kernel`,
         `optimizer.update(model, grads)`), convert it with `nnx.state(grads, nnx.Param)`, or
         split by `nnx.Param` and differentiate `(params, rest)` to get a `State` again.
@@ -112,12 +114,14 @@ class GradsUsedAsState(Rule):
 
         Variants by facts: ``usage_kind`` (``subscript`` with the flagged string key as the
         submodule's name, ``method`` with the flagged State method, ``iteration``,
+        ``membership`` (``'<key>' in grads``, the key as the submodule's name),
         ``function`` with the flagged function, ``tree-map`` against an ``nnx.State`` of the
         Params — what ``optax.apply_updates`` does too), ``transform``, ``has_aux``, the
         differentiated ``position`` and ``argnums`` (tuple or int). The expected error
         category follows the usage (``not-subscriptable``, ``tree-structure``,
         ``other:AttributeError`` for a missing State method, ``other:TypeError`` for
-        iteration). Control: the same use of ``nnx.state(grads, nnx.Param)``. Uses on which
+        iteration and membership; tree_runtime's Module and flax's both raise
+        ``TypeError: argument of type ... is not iterable`` for ``in``). Control: the same use of ``nnx.state(grads, nnx.Param)``. Uses on which
         the two Tree Mode implementations raise different errors (``nnx.update``,
         ``nnx.to_flat_state``, ``nnx.merge``, ...) have no shared reproduction: the builder
         returns the reason instead.
@@ -134,6 +138,8 @@ class GradsUsedAsState(Rule):
             use, expected = _METHOD_CALLS[method], "other:AttributeError"
         elif kind == "iteration":
             use, expected = "[path for path in G]", "other:TypeError"
+        elif kind == "membership":
+            use, expected = f"{key!r} in G", "other:TypeError"
         elif kind == "function" and facts.get("function") in _FUNCTION_CALLS:
             use, expected = _FUNCTION_CALLS[facts["function"]]
         elif kind == "tree-map":
@@ -227,6 +233,7 @@ class GradsUsedAsState(Rule):
             kernel = grads['linear']['kernel']  # NNX403
             names = [path for path, _ in grads.items()]  # NNX403
             plain = nnx.to_pure_dict(grads)  # NNX403
+            has_linear = 'linear' in grads  # NNX403
             """,
             tree_mode=raises("TypeError", "object is not subscriptable"),
         ),
@@ -273,6 +280,9 @@ _FUNCTION_CALLS = {
 
 def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
     """What kind of State use ``where`` is (for the reproduction)."""
+    if isinstance(where, nodes.Compare):
+        key = where.left.value if isinstance(where.left, nodes.Const) else None
+        return {"usage_kind": "membership", "key": key if isinstance(key, str) else None}
     if isinstance(where, nodes.Subscript):
         key = where.slice.value if isinstance(where.slice, nodes.Const) else None
         return {"usage_kind": "subscript", "key": key if isinstance(key, (str, int)) else None}
