@@ -29,6 +29,7 @@ from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.names import base_classes
+from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -194,7 +195,7 @@ class ClassModel:
             return []
         self_name = method.args.args[0].name
         stores: list[Store] = []
-        for node in method.nodes_of_class((nodes.AssignAttr, nodes.Call)):
+        for node in nodes_of_class(method, (nodes.AssignAttr, nodes.Call)):
             stored = self_store(node, self_name)
             if stored is not None:
                 path, value = stored
@@ -316,7 +317,7 @@ class ClassModel:
         function = self.function_called(call, qualified_name)
         if function is None:
             return None
-        returns = [node.value for node in function.nodes_of_class(
+        returns = [node.value for node in nodes_of_class(function,
             nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)) if node.scope() is function]
         if not returns or any(value is None for value in returns):
             return None
@@ -557,11 +558,11 @@ class ClassModel:
 
     def _module_uses_in(self, function: nodes.NodeNG) -> set[str]:
         names = {
-            call.args[0].name for call in function.nodes_of_class(nodes.Call)
+            call.args[0].name for call in nodes_of_class(function, nodes.Call)
             if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
             and self._nnx_name(call) in _TAKES_A_MODULE
         }
-        for node in function.nodes_of_class((nodes.Attribute, nodes.Subscript)):
+        for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
             if node.scope() is not function:
                 continue
             if isinstance(node, nodes.Attribute) and node.attrname in _VARIABLE_ACCESSORS:
