@@ -59,12 +59,22 @@ class _ModuleIndex:
         self.order = order
         self.extents = extents
         self._positions: dict[Any, list[int]] = {}
+        self._by_type: dict[type, list[int]] | None = None
 
     def positions(self, klass: Any) -> list[int]:
         """Sorted positions of the nodes that are instances of ``klass`` (a class or tuple)."""
         found = self._positions.get(klass)
         if found is None:
-            found = self._positions[klass] = [i for i, node in enumerate(self.order) if isinstance(node, klass)]
+            if self._by_type is None:  # one pass over the nodes, however many classes are asked
+                self._by_type = {}
+                for i, node in enumerate(self.order):
+                    by_type = self._by_type.get(node.__class__)
+                    if by_type is None:
+                        by_type = self._by_type[node.__class__] = []
+                    by_type.append(i)
+            lists = [found for kind, found in self._by_type.items() if issubclass(kind, klass)]
+            found = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
+            self._positions[klass] = found
         return found
 
     def query(self, start: int, end: int, klass: Any, skip_klass: Any) -> list[nodes.NodeNG]:
