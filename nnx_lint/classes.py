@@ -102,6 +102,9 @@ class ClassModel:
         self._classes_of: dict[nodes.NodeNG, ClassRef | None] = {}
         self._classes_of_self: dict[nodes.NodeNG, ClassRef | None] = {}
         self._resolvers: dict[nodes.Module, object] = {}
+        #: Classes whose kind is being worked out: one that holds itself through its stores
+        #: (``A`` stores a ``B()``, ``B`` an ``A()``) must not recurse without end.
+        self._kinds_in_progress: set[int] = set()
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
@@ -614,12 +617,19 @@ class ClassModel:
             return "variable"
         if self._derives_from(ref.definition, RNG_CLASSES):
             return "rngs"
-        info = self.info(ref.definition)
-        if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
-            return "module"
-        if not info.is_nnx_module and any(self._field_kind(ref.definition, name) for name in _stored_fields(ref.definition)):
-            return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
-        return None  # a Module storing only constants and plain arrays holds no Variables
+        if id(ref.definition) in self._kinds_in_progress:
+            return None  # the class again, below itself: its other stores decide
+        self._kinds_in_progress.add(id(ref.definition))
+        try:
+            info = self.info(ref.definition)
+            if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
+                return "module"
+            if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
+                                              for name in _stored_fields(ref.definition)):
+                return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
+            return None  # a Module storing only constants and plain arrays holds no Variables
+        finally:
+            self._kinds_in_progress.discard(id(ref.definition))
 
     def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
         """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""
