@@ -147,6 +147,8 @@ def check_source(text: str, what: str = "the file") -> None:
             "NNX004", f"{what} has {len(text) / 1e6:.1f} M characters, over the "
             f"{LIMITS.source_bytes / _MiB:g} MiB limit: not analysed"
         )
+    if 2 * len(text) <= LIMITS.source_units:
+        return  # lexemes and lines are each at most one per character: under budget uncounted
     units = source_units(text)
     if units > LIMITS.source_units:
         raise ParseFailure(

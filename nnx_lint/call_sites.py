@@ -20,6 +20,7 @@ from astroid import nodes
 
 from nnx_lint.file_memo import file_memo
 from nnx_lint.flow import lookup
+from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.project import Project
@@ -102,13 +103,13 @@ def _calls_by_name(module: nodes.Module) -> tuple[dict[str, list[nodes.Call]], d
     found = _CALLS_BY_NAME.get(module)
     if found is None:
         calls: dict[str, list[nodes.Call]] = {}
-        for call in module.nodes_of_class(nodes.Call):
+        for call in nodes_of_class(module, nodes.Call):
             callee = call.func
             terminal = callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
             if terminal:
                 calls.setdefault(terminal, []).append(call)
         aliases: dict[str, set[str]] = {}
-        for imported in module.nodes_of_class(nodes.ImportFrom):
+        for imported in nodes_of_class(module, nodes.ImportFrom):
             for name, alias in imported.names:
                 if alias:
                     aliases.setdefault(name, set()).add(alias)
@@ -133,9 +134,9 @@ def where(call: nodes.Call, module: nodes.Module, path: str = "") -> str:
 
 
 def _index(module: nodes.Module) -> dict[int, list[nodes.Call]]:
-    defined = {function.name for function in module.nodes_of_class(nodes.FunctionDef)}
+    defined = {function.name for function in nodes_of_class(module, nodes.FunctionDef)}
     found: dict[int, list[nodes.Call]] = {}
-    for call in module.nodes_of_class(nodes.Call):
+    for call in nodes_of_class(module, nodes.Call):
         if not isinstance(call.func, nodes.Name) or call.func.name not in defined:
             continue  # the cheap pre-filter: only names some def in this module binds
         _scope, assignments = lookup(call.func)

@@ -29,6 +29,7 @@ from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.names import base_classes
+from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -103,6 +104,9 @@ class ClassModel:
         self._classes_of: dict[nodes.NodeNG, ClassRef | None] = {}
         self._classes_of_self: dict[nodes.NodeNG, ClassRef | None] = {}
         self._resolvers: dict[nodes.Module, object] = {}
+        #: Classes whose kind is being worked out: one that holds itself through its stores
+        #: (``A`` stores a ``B()``, ``B`` an ``A()``) must not recurse without end.
+        self._kinds_in_progress: set[int] = set()
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
@@ -196,7 +200,7 @@ class ClassModel:
             return []
         self_name = method.args.args[0].name
         stores: list[Store] = []
-        for node in method.nodes_of_class((nodes.AssignAttr, nodes.Call)):
+        for node in nodes_of_class(method, (nodes.AssignAttr, nodes.Call)):
             stored = self_store(node, self_name)
             if stored is not None:
                 path, value = stored
@@ -318,7 +322,7 @@ class ClassModel:
         function = self.function_called(call, qualified_name)
         if function is None:
             return None
-        returns = [node.value for node in function.nodes_of_class(
+        returns = [node.value for node in nodes_of_class(function,
             nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)) if node.scope() is function]
         if not returns or any(value is None for value in returns):
             return None
@@ -592,11 +596,11 @@ class ClassModel:
 
     def _module_uses_in(self, function: nodes.NodeNG) -> set[str]:
         names = {
-            call.args[0].name for call in function.nodes_of_class(nodes.Call)
+            call.args[0].name for call in nodes_of_class(function, nodes.Call)
             if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
             and self._nnx_name(call) in _TAKES_A_MODULE
         }
-        for node in function.nodes_of_class((nodes.Attribute, nodes.Subscript)):
+        for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
             if node.scope() is not function:
                 continue
             if isinstance(node, nodes.Attribute) and node.attrname in _VARIABLE_ACCESSORS:
@@ -645,12 +649,19 @@ class ClassModel:
             return "variable"
         if self._derives_from(ref.definition, RNG_CLASSES):
             return "rngs"
-        info = self.info(ref.definition)
-        if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
-            return "module"
-        if not info.is_nnx_module and any(self._field_kind(ref.definition, name) for name in _stored_fields(ref.definition)):
-            return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
-        return None  # a Module storing only constants and plain arrays holds no Variables
+        if id(ref.definition) in self._kinds_in_progress:
+            return None  # the class again, below itself: its other stores decide
+        self._kinds_in_progress.add(id(ref.definition))
+        try:
+            info = self.info(ref.definition)
+            if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
+                return "module"
+            if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
+                                              for name in _stored_fields(ref.definition)):
+                return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
+            return None  # a Module storing only constants and plain arrays holds no Variables
+        finally:
+            self._kinds_in_progress.discard(id(ref.definition))
 
     def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
         """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""

@@ -193,26 +193,31 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
                     )
                 )
 
+    # Per node type: its visit and leave handlers (None when there are none).
+    by_type: dict[type, tuple[list | None, list | None]] = {}
     # An explicit stack instead of recursion: deeply nested files must not crash the walk.
-    stack: list[tuple[nodes.NodeNG, bool]] = [(module, False)]
+    # A node on it is to be visited; a 1-tuple ``(node,)`` is to be left.
+    stack: list = [module]
     while stack:
         if deadline.expired():
             failure = deadline.failure()
             return [_linter_diagnostic(failure.code, failure.message, path)]
-        node, leaving = stack.pop()
-        kind = type(node).__name__.lower()
-        if leaving:
-            handlers = leaves.get(kind)
-            if handlers:
-                call_all(handlers, node)
+        node = stack.pop()
+        if node.__class__ is tuple:
+            node = node[0]
+            call_all(by_type[node.__class__][1], node)  # only nodes with leave handlers are left
             continue
-        handlers = visits.get(kind)
-        if handlers:
-            call_all(handlers, node)
-        if kind in leaves:
-            stack.append((node, True))
-        children = list(node.get_children())
-        stack.extend((child, False) for child in reversed(children))
+        handlers = by_type.get(node.__class__)
+        if handlers is None:
+            kind = node.__class__.__name__.lower()
+            handlers = by_type[node.__class__] = (visits.get(kind) or None, leaves.get(kind) or None)
+        if handlers[0] is not None:
+            call_all(handlers[0], node)
+        if handlers[1] is not None:
+            stack.append((node,))
+        children = [*node.get_children()]
+        children.reverse()
+        stack.extend(children)
     return context.diagnostics
 
 

@@ -26,6 +26,7 @@ from astroid import nodes
 
 from nnx_lint.call_sites import argument_for
 from nnx_lint.calls import NNXCall
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.transforms import transform_resolver
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class HelperSummaries:
             return self._summaries[key]
         summary = self._summaries[key] = Summary(function)  # placed first: guards recursion
         parameters = _plain_parameters(function)
-        for node in function.nodes_of_class(nodes.Call, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+        for node in nodes_of_class(function, nodes.Call, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
             if node.scope() is not function or not node.args:
                 continue
             first = node.args[0]
@@ -134,7 +135,7 @@ def _plain_parameters(function: nodes.FunctionDef) -> set[str]:
     """Parameters never rebound in the body (a rebound name no longer holds the argument)."""
     arguments = function.args
     names = {a.name for a in (arguments.posonlyargs or []) + (arguments.args or []) + (arguments.kwonlyargs or [])}
-    for node in function.nodes_of_class(nodes.AssignName, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+    for node in nodes_of_class(function, nodes.AssignName, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
         if node.scope() is function and not isinstance(node.parent, nodes.Arguments):
             names.discard(node.name)
     return names
@@ -142,7 +143,7 @@ def _plain_parameters(function: nodes.FunctionDef) -> set[str]:
 
 def _returned_parameters(function: nodes.FunctionDef, parameters: set[str]) -> set[str]:
     found: set[str] = set()
-    for node in function.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+    for node in nodes_of_class(function, nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
         if node.scope() is not function or node.value is None:
             continue
         values = node.value.elts if isinstance(node.value, nodes.Tuple) else [node.value]

@@ -70,6 +70,7 @@ from astroid import nodes
 from nnx_lint.bound_methods import passes_self
 from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.transforms import (
     _FUNCTION_TYPES,
     Entry,
@@ -310,7 +311,7 @@ class TransformedCode:
             self._receivers: dict[str, nodes.FunctionDef | None] = {}
         if name not in self._receivers:
             found = []
-            for classdef in self.module.nodes_of_class(nodes.ClassDef):
+            for classdef in nodes_of_class(self.module, nodes.ClassDef):
                 method = classdef.locals.get(name)
                 if method and isinstance(method[-1], nodes.FunctionDef) \
                         and self.context.classes.info(classdef).is_nnx_module:
@@ -374,7 +375,7 @@ class TransformedCode:
 
     def _module_calls(self) -> list[nodes.Call]:
         if not hasattr(self, "_calls_memo"):
-            self._calls_memo = list(self.module.nodes_of_class(nodes.Call))
+            self._calls_memo = list(nodes_of_class(self.module, nodes.Call))
         return self._calls_memo
 
     def _callable_names(self) -> dict[int, set[str]]:

@@ -37,6 +37,7 @@ from nnx_lint.flow import lookup
 from nnx_lint.mode import Mode, ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
+from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -233,7 +234,7 @@ class TransformResolver:
         """Every function of this file an NNX transform traces (incl. graph-mode opt-ins)."""
         if self._entries is None:
             self._entries = []
-            for node in self.module.nodes_of_class((nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Call)):
+            for node in nodes_of_class(self.module, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Call)):
                 if isinstance(node, nodes.Call):
                     self._entries.extend(self._call_entries(node))
                 elif node.decorators is not None:
@@ -560,10 +561,10 @@ class TransformResolver:
         """Attribute names this file stores a call's result in (``x._fwd = nnx.jit(f)``), also
         through the classes it defines and their project base classes (in any file)."""
         if self._stored_names is None:
-            names = {node.attrname for node in self.module.nodes_of_class(nodes.AssignAttr)
+            names = {node.attrname for node in nodes_of_class(self.module, nodes.AssignAttr)
                      if isinstance(node.parent, nodes.Assign) and isinstance(node.parent.value, nodes.Call)}
             classes = self.context.classes
-            for classdef in self.module.nodes_of_class(nodes.ClassDef):
+            for classdef in nodes_of_class(self.module, nodes.ClassDef):
                 names.update(store.path for store in classes.info(classdef).stores
                              if isinstance(store.value, nodes.Call))
             self._stored_names = frozenset(names)

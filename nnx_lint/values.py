@@ -21,6 +21,7 @@ from nnx_lint import nnx_api
 from nnx_lint.call_sites import parameter_of
 from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import bound_values, lookup
+from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -267,7 +268,7 @@ class ValueModel:
         key = id(scope)
         if key not in self._ties:
             ties = []
-            for node in scope.nodes_of_class(nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+            for node in nodes_of_class(scope, nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
                 if node.scope() is not scope:
                     continue
                 target = self.classes.ref_of(node.expr)
@@ -285,7 +286,7 @@ class ValueModel:
         ``model.a.back = model`` (every object between them a graph node). A store undone by
         a later ``del`` of the same attribute in ``scope`` does not count."""
         found = []
-        for node in scope.nodes_of_class(nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
+        for node in nodes_of_class(scope, nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
             if node.scope() is not scope:
                 continue
             owner = self.classes.ref_of(node.expr)
@@ -296,7 +297,7 @@ class ValueModel:
                        for length in range(len(value.path), len(owner.path) + 1)):
                 continue
             holder = owner.child(node.attrname)
-            if any(self._deletes(later, holder) for later in scope.nodes_of_class(nodes.DelAttr)
+            if any(self._deletes(later, holder) for later in nodes_of_class(scope, nodes.DelAttr)
                    if later.scope() is scope and (later.lineno or 0) > (node.lineno or 0)):
                 continue
             found.append(BackReference(holder, value, node))
@@ -379,7 +380,7 @@ class ValueModel:
             if ref.definition is not None:
                 return "annotation" if self.classes.info(ref.definition).is_nnx_module else None
             return "annotation" if ref.qualified_name.startswith("flax.nnx.") else None
-        for node in function.nodes_of_class((nodes.Attribute, nodes.Call)):
+        for node in nodes_of_class(function, (nodes.Attribute, nodes.Call)):
             target = node.expr if isinstance(node, nodes.Attribute) else node.func
             if isinstance(target, nodes.Name) and target.name == parameter.name:
                 return "attribute access in the primal" if isinstance(node, nodes.Attribute) else "called in the primal"

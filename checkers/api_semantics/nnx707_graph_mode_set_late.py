@@ -8,6 +8,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.facts import Facts
 from nnx_lint.nnx_api import TRANSFORMS
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.rule import Invalid, Rule, Valid, differs
 from nnx_lint.transformed import transformed_code
 
@@ -168,7 +169,7 @@ class GraphModeSetLate(Rule):
         if self._thread_targets is None:
             self._thread_targets = set()
             service = transformed_code(self.context)
-            for call in self.context.module.nodes_of_class(nodes.Call):
+            for call in nodes_of_class(self.context.module, nodes.Call):
                 if self.context.qualified_name(call.func) not in ("threading.Thread", "threading.Timer"):
                     continue
                 for keyword in call.keywords or []:

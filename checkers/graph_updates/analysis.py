@@ -6,6 +6,7 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
 from nnx_lint.flow import expressions_within
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.transformed import Reach
 from nnx_lint.transforms import transform_resolver
 
@@ -35,7 +36,7 @@ def _sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
 
 
 def _uses_capture(context, scope: nodes.NodeNG) -> bool:
-    for call in scope.nodes_of_class(nodes.Call):
+    for call in nodes_of_class(scope, nodes.Call):
         found = context.nnx_call(call)
         if found is not None and found.name == "capture":
             return True
@@ -46,7 +47,7 @@ def _perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
     """A `nnx.DiffState(..., (..., nnx.Perturbation))` in the scope of ``node`` (or the
     module) that does not feed only graph-mode `grad`s."""
     for scope in dict.fromkeys((node.scope(), node.root())):
-        for call in scope.nodes_of_class(nodes.Call):
+        for call in nodes_of_class(scope, nodes.Call):
             if call.scope() is not scope:
                 continue
             found = context.nnx_call(call)
@@ -66,7 +67,7 @@ def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
 def _grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
     """The ``grad`` / ``value_and_grad`` calls whose ``argnums`` holds ``diffstate``."""
     uses = []
-    for call in diffstate.root().nodes_of_class(nodes.Call):
+    for call in nodes_of_class(diffstate.root(), nodes.Call):
         found = context.nnx_call(call)
         if found is None or found.name not in ("grad", "value_and_grad") or "argnums" not in found.keywords:
             continue

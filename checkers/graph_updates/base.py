@@ -10,6 +10,7 @@ from astroid import nodes
 from checkers.graph_updates.analysis import _entry_pin, _relative
 from nnx_lint.calls import constant_bool
 from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.values import value_model
 from nnx_lint.rule import Rule
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, transformed_code
@@ -48,7 +49,7 @@ class _TransformedCodeRule(Rule):
                                          *self.related_sites(reach, facts)])
                     break
         if self.use_heuristic:
-            for function in node.nodes_of_class(nodes.FunctionDef):
+            for function in nodes_of_class(node, nodes.FunctionDef):
                 if id(function) in reached:
                     continue
                 reach = service.heuristic(function)

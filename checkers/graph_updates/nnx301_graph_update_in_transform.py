@@ -11,6 +11,7 @@ from checkers.graph_updates.analysis import _VALUE_ATTRIBUTES
 from checkers.graph_updates.base import TransformReachFacts, _TransformedCodeRule
 from checkers.graph_updates.reproduction import _RESERVED, _under
 from nnx_lint.facts import ABSENT
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.program_text import is_identifier
 from nnx_lint.values import value_model
 from nnx_lint.rule import Invalid, Reproduction, Valid, differs
@@ -552,7 +553,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
         entry = self._current.entry if self._current is not None else None
         if entry is None:
             return False
-        for node in entry.function.nodes_of_class(nodes.Call):  # nested loss functions included
+        for node in nodes_of_class(entry.function, nodes.Call):  # nested loss functions included
             call = service.transforms.nnx_call(node)
             if call is not None and call.name == "pop":
                 return True

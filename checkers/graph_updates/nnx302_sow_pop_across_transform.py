@@ -9,6 +9,7 @@ from checkers.graph_updates.analysis import _perturb_recipe_diffstate, _sown_col
 from checkers.graph_updates.reproduction import _code, _under
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import TransformedCode, root_name, transformed_code
@@ -255,7 +256,7 @@ def _earlier_transformed_call(context, service: TransformedCode, scope, node: no
     """The last call before ``node`` in ``scope`` that passes ``model`` to a Tree Mode
     transformed function, with its entry."""
     best = None
-    for call in scope.nodes_of_class(nodes.Call):
+    for call in nodes_of_class(scope, nodes.Call):
         if call.lineno is None or call.lineno >= node.lineno or call.scope() is not scope:
             continue
         if not any(isinstance(a, nodes.Name) and a.name == model for a in call.args):

@@ -5,6 +5,7 @@ from astroid import nodes
 
 from nnx_lint.classes import SHARED_KINDS, Alias, Ref, join_path
 from nnx_lint.flow import bound_values, lookup
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.transforms import Application, Argument
 
 
@@ -46,7 +47,7 @@ def returned_values(function: nodes.NodeNG) -> list[nodes.NodeNG]:
     if isinstance(function, nodes.Lambda) and not isinstance(function, nodes.FunctionDef):
         return [function.body]
     values = []
-    for node in function.nodes_of_class(nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+    for node in nodes_of_class(function, nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
         if node.value is not None and node.scope() is function:
             values.append(node.value)
     return values
@@ -242,7 +243,7 @@ def _used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
         return True
     body = function.body if isinstance(function.body, list) else [function.body]
     for statement in body:
-        for node in statement.nodes_of_class(nodes.Call):
+        for node in nodes_of_class(statement, nodes.Call):
             if isinstance(node, nodes.Call):
                 func = node.func
                 if isinstance(func, nodes.Name) and func.name == name:

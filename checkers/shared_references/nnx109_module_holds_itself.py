@@ -10,6 +10,7 @@ from checkers.shared_references.base import _ClassAliasRule, _self_path_parts
 from checkers.shared_references.reproduction import _BOX, _REPRO_TRANSFORMS, _applied, _code, _emit_tree, _path_parts
 from nnx_lint.classes import STATEFUL_KINDS, Ref, SelfReference, assigned_value, join_path
 from nnx_lint.facts import Facts
+from nnx_lint.node_index import nodes_of_class
 from nnx_lint.program_text import UnsafeFact, access, bounded_index, identifier, set_attribute, shown
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 from nnx_lint.values import value_model
@@ -235,7 +236,7 @@ class ModuleHoldsItself(_ClassAliasRule):
 
     def visit_module(self, node: nodes.Module) -> None:
         values = value_model(self.context)
-        scopes = [node] + list(node.nodes_of_class((nodes.FunctionDef, nodes.AsyncFunctionDef)))
+        scopes = [node] + list(nodes_of_class(node, (nodes.FunctionDef, nodes.AsyncFunctionDef)))
         for scope in scopes:
             for back in values.back_references_in(scope):
                 self._after.append((back.node, back.holder, back.value))

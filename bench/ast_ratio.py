@@ -1,0 +1,136 @@
+"""Issue 12's speed target on one directory: the cold run against ``ast.parse`` of the same files.
+
+    python bench/ast_ratio.py PATH [--repeat 3] [--baseline OTHER_CHECKOUT]
+
+Measures in one run, each the best of ``--repeat``:
+
+1. ``ast.parse`` of every Python file nnx-lint discovers under PATH (read + parse, in this process);
+2. astroid building the files that pass the text pre-filter, with nnx-lint's builder
+   (the part of a cold run no analysis change can remove);
+3. ``nnx-lint check`` cold (empty cache) with ``-j 1`` and with the default jobs, and warm
+   (nothing changed since the last run), each in a subprocess;
+
+and prints each as a ratio to (1): the target is a cold run within 3x ``ast.parse``, and a warm
+run no slower than before. With ``--baseline``, the same commands run with another checkout of
+nnx-lint on ``PYTHONPATH`` (e.g. a ``git worktree`` of the commit before a change), alternating
+with this one, so that before/after ratios come from one run of a shared, noisy machine.
+
+Besides wall time, the CPU seconds (user + system) of each subprocess are printed: on a machine
+shared with other work they move less than the wall time. Never compare absolute times across
+runs; only the ratios of one run mean anything.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from nnx_lint.config import Settings  # noqa: E402
+from nnx_lint.prefilter import mentions_nnx  # noqa: E402
+from nnx_lint.runner import discover  # noqa: E402
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_command(command: list[str], tree: Path, cwd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of ``command`` run with ``tree`` first on ``PYTHONPATH``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cpu = children_cpu()
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if result.returncode not in (0, 1):
+        raise RuntimeError(f"{command} failed ({result.returncode}): {result.stderr[-2000:]}")
+    return wall, children_cpu() - cpu
+
+
+def best(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    return min(s[0] for s in samples), min(s[1] for s in samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, help="another nnx-lint checkout to measure alternately")
+    args = parser.parse_args()
+    target = args.path.resolve()
+
+    files = [f for f in discover([target], Settings(root=target)) if f.suffix == ".py"]
+    sources = {f: f.read_bytes() for f in files}
+    kept = {f: data for f, data in sources.items() if mentions_nnx(data)}
+    print(f"{target}: {len(files)} Python files ({sum(map(len, sources.values())) / 1e6:.1f} MB), "
+          f"{len(kept)} pass the pre-filter")
+
+    def parse_all() -> None:
+        for file in files:
+            try:
+                ast.parse(file.read_bytes())
+            except (SyntaxError, ValueError, RecursionError):
+                pass
+
+    def build_kept() -> None:
+        from nnx_lint import parsing
+
+        for file, data in kept.items():
+            try:
+                parsing.build(data.decode("utf-8", "replace"), str(file), file.stem)
+            except parsing.ParseFailure:
+                pass
+
+    def best_in_process(function) -> float:
+        times = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    parse = best_in_process(parse_all)
+    build = best_in_process(build_kept)
+
+    trees = {"this": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
+    cache_dirs = {name: Path(tempfile.mkdtemp(prefix=f"nnx-lint-ratio-{name}-")) for name in trees}
+    lint = [sys.executable, "-m", "nnx_lint.cli", "check", str(target), "--select", "NNX", "--exit-zero"]
+    samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(args.repeat):
+        for name, tree in trees.items():  # alternating: both trees see the same machine load
+            cache = ["--cache-dir", str(cache_dirs[name])]
+            for kind, extra in (("cold, -j 1", ["-j", "1"]), ("cold, default jobs", [])):
+                shutil.rmtree(cache_dirs[name], ignore_errors=True)
+                samples.setdefault((name, kind), []).append(timed_command([*lint, *extra, *cache], tree, target))
+            samples.setdefault((name, "warm"), []).append(timed_command([*lint, *cache], tree, target))
+    for directory in cache_dirs.values():
+        shutil.rmtree(directory, ignore_errors=True)
+
+    print(f"  {'ast.parse, all files':40s} {parse:7.2f} s")
+    print(f"  {'astroid build, pre-filtered files':40s} {build:7.2f} s   {build / parse:5.2f}x ast.parse")
+    for (name, kind), measured in samples.items():
+        wall, cpu = best(measured)
+        print(f"  {name + ': ' + kind:40s} {wall:7.2f} s   {wall / parse:5.2f}x ast.parse   (CPU {cpu:6.2f} s)")
+    if args.baseline:
+        print("this / baseline (wall, CPU):")
+        for kind in ("cold, -j 1", "cold, default jobs", "warm"):
+            (wall, cpu), (base_wall, base_cpu) = best(samples[("this", kind)]), best(samples[("baseline", kind)])
+            print(f"  {kind:40s} {wall / base_wall:5.2f}   {cpu / base_cpu:5.2f}")
+    print("target: cold within 3x ast.parse "
+          f"(-j 1: {best(samples[('this', 'cold, -j 1')])[0] / parse:.2f}x; "
+          f"default jobs: {best(samples[('this', 'cold, default jobs')])[0] / parse:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

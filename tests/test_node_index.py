@@ -1,0 +1,72 @@
+"""The module index answers nodes_of_class exactly as astroid's walk does (same nodes, same order)."""
+from __future__ import annotations
+
+import pytest
+from astroid import nodes
+
+from nnx_lint import parsing
+from nnx_lint.file_memo import forget_file_memos
+from nnx_lint.node_index import _INDEXES, nodes_of_class
+
+SOURCE = '''
+import flax.nnx as nnx
+
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.a = nnx.Linear(1, 2, rngs=rngs)
+        self.f = lambda x: [y.z for y in x]
+        def inner(m):
+            m.b = m
+            class Local:
+                def g(self):
+                    self.c = inner(self)
+            return Local
+        self.g = inner(self)
+
+    async def run(self, x):
+        return [await x for x in self.a(x)]
+
+def train(model, x):
+    del model.a
+    model.loop = model
+    return nnx.jit(lambda m: m.a(x))(model)
+
+result = train(Model(nnx.Rngs(0)), 1)
+'''
+
+QUESTIONS = [
+    (nodes.Call, None),
+    (nodes.NodeNG, None),
+    ((nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Call), None),
+    (nodes.AssignAttr, (nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)),
+    (nodes.Return, (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)),
+    ((nodes.Attribute, nodes.Name), nodes.Call),
+    (nodes.ClassDef, nodes.ClassDef),
+]
+
+
+@pytest.fixture
+def module():
+    yield parsing.build(SOURCE, "example.py", "example")
+    forget_file_memos()
+
+
+def test_every_scope_and_question_matches_astroid(module):
+    assert nodes_of_class(module, nodes.Module) == [module]  # builds the module's index
+    assert id(module) in _INDEXES
+    asked = [module, *module.nodes_of_class(nodes.NodeNG)]  # scopes from the index, others walked
+    for node in asked:
+        for klass, skip in QUESTIONS:
+            assert nodes_of_class(node, klass, skip) == list(node.nodes_of_class(klass, skip)), (node, klass, skip)
+
+
+def test_questions_before_any_whole_module_question_are_walked(module):
+    function = next(module.nodes_of_class(nodes.FunctionDef))
+    assert nodes_of_class(function, nodes.AssignAttr) == list(function.nodes_of_class(nodes.AssignAttr))
+    assert id(module) not in _INDEXES  # a function alone does not pay for the module's index
+
+
+def test_indexes_are_dropped_with_the_file_memos(module):
+    nodes_of_class(module, nodes.Call)
+    forget_file_memos()
+    assert id(module) not in _INDEXES
