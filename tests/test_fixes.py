@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("libcst")
 
+import libcst as cst  # noqa: E402
+
 from nnx_lint.cli import main
 from nnx_lint.engine import lint_source
 from nnx_lint.fixes.apply import fix_for, fix_notebook, fix_text, parses
@@ -260,6 +262,24 @@ def test_bare_decorator_pin() -> None:
     text = "class A:\n    @nnx.jit\n    def f(self):\n        pass\n"
     edit = pin_edit(SourceIndex(text), {"line": 2, "column": 6, "end_line": 2, "end_column": 13, "api": "jit"})
     assert apply_edits(text, [edit]) == text.replace("@nnx.jit", "@nnx.jit(graph=True, graph_updates=True)")
+
+
+@pytest.mark.parametrize("separator", ["\n", "\f\n"])
+def test_the_index_parses_only_the_statement_a_fix_touches(separator) -> None:
+    """Positions, edits and replacements of a region (one top-level statement, decorators
+    included) are the file's; a form feed, which ``str.splitlines`` takes for a line break
+    and Python does not, leaves the lines in step with the diagnostics'."""
+    from nnx_lint.fixes.pin import pin_edit
+
+    text = f"from flax import nnx\n\n\n@nnx.jit\ndef f(m):\n    return m{separator}\n\nclass A:\n    @nnx.vmap\n    def g(self):\n        pass"
+    index = SourceIndex(text)
+    line = text.split("\n").index("    @nnx.vmap") + 1
+    node = index.node_at(line, 6, line, 14)
+    assert index.code(node) == "nnx.vmap" and index.start_line(node) == line
+    assert isinstance(index.parent(node), cst.Decorator)
+    edit = pin_edit(index, {"line": line, "column": 6, "end_line": line, "end_column": 14, "api": "vmap"})
+    assert apply_edits(text, [edit]) == text.replace("@nnx.vmap", "@nnx.vmap(graph=True, graph_updates=True)")
+    assert len(index._regions) == 1  # the decorated function's statement was never parsed
 
 
 def test_fixed_invalid_cases_run_in_tree_mode_as_in_graph_mode() -> None:

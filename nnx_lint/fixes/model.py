@@ -6,6 +6,7 @@ the diagnostics use) with ``content``: an insertion when both positions are equa
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,10 +84,20 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     return result
 
 
+def source_lines(text: str) -> list[str]:
+    """``text``'s lines as Python counts them (ends kept): only ``\n``, ``\r\n`` and ``\r``
+    end a line. ``str.splitlines`` also splits at a form feed or ``\u2028``, which would put
+    every later line out of step with the diagnostics' (astroid's and libcst's) line numbers."""
+    return _LINE.findall(text)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
 def line_offsets(text: str) -> list[int]:
     """The character offset at which each line of ``text`` starts (one extra for the end)."""
     offsets = [0]
-    for line in text.splitlines(keepends=True):
+    for line in source_lines(text):
         offsets.append(offsets[-1] + len(line))
     return offsets
 
