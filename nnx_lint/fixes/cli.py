@@ -113,7 +113,7 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
     if not libcst_available():
         return {}
     from nnx_lint import bounds
-    from nnx_lint.fixes.apply import cell_edits, fix_for, parses
+    from nnx_lint.fixes.apply import cell_edits, fix_for
     from nnx_lint.fixes.source import SourceIndex
     from nnx_lint.notebooks import NotebookError, notebook_source
 
@@ -139,9 +139,7 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
                 text = data.decode("utf-8")
         except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
             continue
-        if not parses(text):
-            continue
-        index = SourceIndex(text)
+        index = SourceIndex(text)  # a statement libcst cannot parse gets no fix (see SourceIndex)
         for position in positions:
             diagnostic = diagnostics[position]
             if origin is not None:

@@ -10,7 +10,8 @@ it is given: over a whole large module that is about a second, and it dominated 
 SARIF runs (65 of 70 seconds on erfanzar/EasyDeL's 68 findings). A fix only ever touches
 the top-level statement it is in, so the index parses and resolves that statement alone
 (a *region*: its full lines, decorators included), on first use. Positions inside a region
-are shifted by its first line, so they are the file's positions.
+are shifted by its first line, so they are the file's positions. A statement libcst cannot
+parse gets no fix; the rest of the file still does.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ class SourceIndex:
         self.lines = source_lines(text)
         self.offsets = line_offsets(text)
         self._ranges = _statement_ranges(text, len(self.lines))
-        self._regions: dict[int, _Region] = {}  # by first line
+        self._regions: dict[int, _Region | None] = {}  # by first line; None: libcst cannot parse it
 
     # -- regions --------------------------------------------------------------------------
     def _region_at(self, line: int) -> _Region | None:
@@ -53,14 +54,12 @@ class SourceIndex:
         if position < 0 or not (self._ranges[position][0] <= line <= self._ranges[position][1]):
             return None
         first, last = self._ranges[position]
-        region = self._regions.get(first)
-        if region is None:
+        if first not in self._regions:
             try:
-                region = self._regions[first] = self._resolve(first, last)
-            except cst.ParserSyntaxError:  # not parseable alone: the whole file is the one region
-                self._ranges, self._regions = [(1, len(self.lines))], {}
-                region = self._regions[1] = self._resolve(1, len(self.lines))
-        return region
+                self._regions[first] = self._resolve(first, last)
+            except (cst.ParserSyntaxError, RecursionError):
+                self._regions[first] = None  # libcst cannot read this statement: no fix touches it
+        return self._regions[first]
 
     def _resolve(self, first: int, last: int) -> _Region:
         module = cst.parse_module("".join(self.lines[first - 1:last]))
@@ -76,7 +75,7 @@ class SourceIndex:
 
     def _region_of(self, node: cst.CSTNode) -> _Region:
         for region in self._regions.values():
-            if node in region.positions:
+            if region is not None and node in region.positions:
                 return region
         raise KeyError("the node is not from this index")
 
