@@ -282,6 +282,23 @@ def test_the_index_parses_only_the_statement_a_fix_touches(separator) -> None:
     assert len(index._regions) == 1  # the decorated function's statement was never parsed
 
 
+def test_a_statement_libcst_cannot_parse_gets_no_fix_and_the_others_do(monkeypatch) -> None:
+    from nnx_lint.fixes import source
+
+    real_parse = cst.parse_module
+
+    def parse_all_but_the_first_function(code):
+        if code.startswith("@nnx.jit\ndef f"):
+            return real_parse("def (:\n")  # raises ParserSyntaxError, as for syntax libcst does not know
+        return real_parse(code)
+
+    monkeypatch.setattr(source.cst, "parse_module", parse_all_but_the_first_function)
+    text = "from flax import nnx\n\n@nnx.jit\ndef f(m):\n    return m\n\n@nnx.vmap\ndef g(m):\n    return m\n"
+    index = SourceIndex(text)
+    assert index.node_at(3, 2, 3, 9) is None
+    assert index.code(index.node_at(7, 2, 7, 10)) == "nnx.vmap"
+
+
 def test_fixed_invalid_cases_run_in_tree_mode_as_in_graph_mode() -> None:
     """Second method: each rule's INVALID case, pin-fixed, executed as a program. The fixed
     case in Tree Mode must end as the original does in graph mode (runs, or raises the same
