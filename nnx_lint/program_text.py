@@ -52,7 +52,11 @@ def shown(value: Any, limit: int = 60) -> str:
     >>> len(shown("a" * 1000))
     60
     """
-    text = repr(value)
+    return clipped(repr(value), limit)
+
+
+def clipped(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with ``...``."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -14,6 +14,7 @@ from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import expressions_within, lookup
 from nnx_lint.names import NameResolver
+from nnx_lint.program_text import clipped
 from nnx_lint.transforms import transform_resolver
 from nnx_lint.values import value_model
 from nnx_lint.variables import (
@@ -343,7 +344,7 @@ class _Analysis:
         if isinstance(parent, nodes.Compare) and any(op in ("in", "not in") and right is use for op, right in parent.ops):
             if differentiated.class_attributes & _MEMBERSHIP_METHODS:
                 return None  # the class answers `in` itself
-            return (_clip(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
+            return (clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)
@@ -409,7 +410,7 @@ class _Analysis:
             if isinstance(expression, (nodes.Name, nodes.Attribute)) \
                     and self.context.qualified_name(expression) in STATE_TYPE_NAMES:
                 how = "" if expression is cls else (
-                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{_clip(cls.as_string(), 30)}`")
+                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{clipped(cls.as_string(), 30)}`")
                 return StateTypeCheck(test, node.as_string(), expression.as_string(), how, node)
         return None
 
@@ -435,10 +436,6 @@ def _is_int(node: nodes.NodeNG | None) -> bool:
 def _is_builtin(func: nodes.NodeNG, name: str) -> bool:
     """``func`` is the builtin ``name`` (a bare name no scope of the file rebinds)."""
     return isinstance(func, nodes.Name) and func.name == name and NameResolver.defining_scope(name, func) is None
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _is_called_in(loss: nodes.NodeNG | None, position: int) -> bool:

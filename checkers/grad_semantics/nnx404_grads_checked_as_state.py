@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, _analysis, _clip,
-                                              _grad_sites, _pin)
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, StateTypeCheck, _analysis, _grad_sites, _pin
 from checkers.grad_semantics.reproduction import _application, _dedent
+from nnx_lint.program_text import clipped
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 
 
@@ -97,7 +97,7 @@ class GradsCheckedAsState(Rule):
                 self.report(
                     check.node,
                     check=_shown(check, use.name),
-                    written=_clip(check.text, 80),
+                    written=clipped(check.text, 80),
                     test=check.test,
                     state_class=check.state_class,
                     state_class_via=check.how,
@@ -242,7 +242,7 @@ _CONSEQUENCES = {
 def _shown(check: StateTypeCheck, gradient: nodes.NodeNG) -> str:
     """The check as the message shows it: the boolean test, short enough for an editor."""
     if check.test.startswith("type-"):
-        return _clip(check.text, 40)
+        return clipped(check.text, 40)
     written = check.node.args[1] if len(check.node.args) > 1 else next(
         k.value for k in check.node.keywords if k.arg == "cls")
-    return _clip(f"isinstance({_clip(gradient.as_string(), 12)}, {written.as_string()})", 40)
+    return clipped(f"isinstance({clipped(gradient.as_string(), 12)}, {written.as_string()})", 40)

@@ -6,6 +6,7 @@ from astroid import nodes
 from nnx_lint.classes import SHARED_KINDS, Alias, Ref, join_path
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.node_index import nodes_of_class
+from nnx_lint.program_text import clipped
 from nnx_lint.transforms import Application, Argument
 
 
@@ -95,8 +96,7 @@ def _inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
 
 
 def _short(node: nodes.NodeNG, limit: int = 60) -> str:
-    text = node.as_string()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clipped(node.as_string(), limit)
 
 
 def _function_label(function: nodes.NodeNG | None) -> str:
