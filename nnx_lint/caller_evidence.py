@@ -26,5 +26,19 @@ def passed_here(context: FileContext, *expressions: nodes.NodeNG) -> list[tuple[
             continue
         for candidate in value_model(context).candidates(expression):
             if candidate.evidence == "call site" and candidate.call is not None:
-                found.append((candidate.call, f"`{candidate.ref.short_name}` is passed here"))
+                found.append(passed_at(candidate.call, candidate.ref.short_name))
     return found
+
+
+def passed_to(context: FileContext, function: nodes.FunctionDef, class_name: str) -> list[tuple[nodes.Call, str]]:
+    """The calls of ``function`` (in this file or another) that pass an instance of the class
+    named ``class_name`` to one of its parameters, first call per parameter."""
+    return [passed_at(call, class_name)
+            for argument in function.args.args or []
+            for ref, call in context.classes.call_site_classes(function, argument.name)
+            if ref.short_name == class_name]
+
+
+def passed_at(call: nodes.Call, class_name: str) -> tuple[nodes.Call, str]:
+    """The related location of one call that passes an instance of ``class_name``."""
+    return call, f"`{class_name}` is passed here"

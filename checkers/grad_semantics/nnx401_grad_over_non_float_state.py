@@ -7,6 +7,7 @@ from astroid import nodes
 
 from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _describe, _holding_facts, _pin
 from checkers.grad_semantics.reproduction import _dedent, _SHARED_VARIABLE_TYPES
+from nnx_lint.caller_evidence import passed_at
 from nnx_lint.program_text import bounded_index
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 from nnx_lint.variables import NON_DIFFERENTIABLE
@@ -288,4 +289,4 @@ def _caller(differentiated) -> list:
     """The call (in this file or another) that passes the class that breaks."""
     if differentiated.call is None:
         return []
-    return [(differentiated.call, f"`{differentiated.class_name}` is passed here")]
+    return [passed_at(differentiated.call, differentiated.class_name)]

@@ -8,6 +8,7 @@ from typing import ClassVar
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _entry_pin, _relative
+from nnx_lint.caller_evidence import passed_to
 from nnx_lint.calls import constant_bool
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.node_index import nodes_of_class
@@ -70,11 +71,7 @@ class _TransformedCodeRule(Rule):
         sites: list[tuple[nodes.NodeNG, str]] = [(entry.node, f"`nnx.{entry.transform}` traces `{reach.chain[0]}` here")]
         object_class = facts.get("object_class")
         if object_class and isinstance(entry.function, nodes.FunctionDef):
-            classes = self.context.classes
-            for argument in entry.function.args.args or []:
-                for ref, call in classes.call_site_classes(entry.function, argument.name):
-                    if ref.short_name == object_class:
-                        sites.append((call, f"`{object_class}` is passed here"))
+            sites.extend(passed_to(self.context, entry.function, object_class))
         return sites
 
     def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
