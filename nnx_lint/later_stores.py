@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from astroid import nodes
 
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
+from nnx_lint.classes import self_store
 from nnx_lint.flow import lookup
+from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.project import Project
@@ -76,7 +78,7 @@ class _Found(NamedTuple):
 
 def _stores_in_scope(scope: nodes.NodeNG, name: str) -> list[_Found]:
     found: list[_Found] = []
-    for node in scope.nodes_of_class((nodes.Assign, nodes.Call), skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
+    for node in nodes_of_class(scope, (nodes.Assign, nodes.Call), skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
         if node.scope() is not scope:
             continue
         if isinstance(node, nodes.Assign):
@@ -89,8 +91,7 @@ def _stores_in_scope(scope: nodes.NodeNG, name: str) -> list[_Found]:
                 and isinstance(func.expr, nodes.Name) and func.expr.name == name:
             found.extend(_Found(keyword.arg, keyword.value, node, func.expr)
                          for keyword in node.keywords or [] if keyword.arg and keyword.arg != "raise_if_not_found")
-        elif isinstance(func, nodes.Name) and func.name == "setattr" and len(node.args) == 3 \
-                and isinstance(node.args[0], nodes.Name) and node.args[0].name == name \
-                and isinstance(node.args[1], nodes.Const) and isinstance(node.args[1].value, str):
-            found.append(_Found(node.args[1].value, node.args[2], node, node.args[0]))
+        elif (stored := self_store(node, name)) is not None:  # setattr(name, "attribute", value)
+            (attribute,), value = stored
+            found.append(_Found(attribute, value, node, node.args[0]))
     return found
