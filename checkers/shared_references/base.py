@@ -28,7 +28,7 @@ from checkers.shared_references.analysis import (
     _used_as_module,
     _view_of,
 )
-from nnx_lint.calls import NNXCall
+from nnx_lint.calls import NNXCall, constant_bool
 from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
 from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
@@ -80,8 +80,7 @@ def _explicit_graph_updates(use: Application) -> bool | None:
 
 
 def _keyword_is_true(call: nodes.Call, name: str) -> bool:
-    return any(k.arg == name and isinstance(k.value, nodes.Const) and k.value.value is True
-               for k in call.keywords or [])
+    return any(k.arg == name and constant_bool(k.value) is True for k in call.keywords or [])
 
 
 #: What makes Variables (or a tree's Variables) mutable array refs when given ``ref=True``.
