@@ -939,7 +939,7 @@ class ClassModel:
             return self.info(cls.definition).is_nnx_module
         return cls.qualified_name.startswith("flax.nnx.") and (
             cls.short_name in MODULE_CLASSES or cls.short_name in RNG_CLASSES
-            or cls.qualified_name in ("flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential"))
+            or cls.qualified_name in nnx_api.CONTAINER_MODULES)
 
     def _graph_node_at(self, construction: Construction, path: tuple[str, ...], before: int) -> bool:
         """Whether the object stored at ``path`` (by the latest store before event
@@ -1030,27 +1030,26 @@ def self_store(node: nodes.NodeNG, self_name: str) -> tuple[tuple[str, ...], nod
 
 def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     """``self.a.b = ...`` -> ``"a.b"``; None when the chain does not start at ``self``."""
+    base, parts = _attribute_chain(node)
+    if isinstance(base, nodes.Name) and base.name == self_name:
+        return ".".join(parts)
+    return None
+
+
+def _attribute_chain(node: nodes.AssignAttr) -> tuple[nodes.NodeNG, tuple[str, ...]]:
+    """``x.a.b = ...`` -> ``(x, ("a", "b"))``: the expression the chain starts at, and its names."""
     parts = [node.attrname]
     current = node.expr
     while isinstance(current, nodes.Attribute):
         parts.insert(0, current.attrname)
         current = current.expr
-    if isinstance(current, nodes.Name) and current.name == self_name:
-        return ".".join(parts)
-    return None
+    return current, tuple(parts)
 
 
 def _store_target_path(node: nodes.NodeNG) -> tuple[str, ...] | None:
     """``("a", "b")`` for the statement ``<self>.a.b = ...`` (the attribute chain it assigns,
     whatever the first name); None for other kinds of stores."""
-    if not isinstance(node, nodes.AssignAttr):
-        return None
-    parts = [node.attrname]
-    current = node.expr
-    while isinstance(current, nodes.Attribute):
-        parts.insert(0, current.attrname)
-        current = current.expr
-    return tuple(parts)
+    return _attribute_chain(node)[1] if isinstance(node, nodes.AssignAttr) else None
 
 
 def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
