@@ -536,7 +536,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
             return None
         if init is not None and any(isinstance(call.func, nodes.Attribute) and call.func.attrname == "lazy_init"
                                     or service.transforms.qualified_name(call.func) == "flax.nnx.bridge.lazy_init"
-                                    for call in init.nodes_of_class(nodes.Call)):
+                                    for call in nodes_of_class(init, nodes.Call)):
             return None
         return {
             "change": "First call (lazy init) of `nnx.bridge.ToNNX`",

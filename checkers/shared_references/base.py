@@ -58,8 +58,7 @@ def _views_a_parameter(context, view: nodes.NodeNG, definition: nodes.NodeNG) ->
         base = base.expr if isinstance(base, nodes.Attribute) else base.value
     if not isinstance(base, nodes.Name):
         return False
-    expression = base
-    _scope, assignments = lookup(expression)
+    _scope, assignments = lookup(base)
     return (len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName)
             and isinstance(assignments[0].parent, nodes.Arguments) and assignments[0].parent.parent is definition)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -32,8 +33,8 @@ class _Region:
     first: int
     last: int
     module: cst.Module
-    positions: dict = field(default_factory=dict)
-    parents: dict = field(default_factory=dict)
+    positions: Mapping = field(default_factory=dict)
+    parents: Mapping = field(default_factory=dict)
     by_span: dict = field(default_factory=dict)
 
 
@@ -65,7 +66,7 @@ class SourceIndex:
         module = cst.parse_module("".join(self.lines[first - 1:last]))
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
-        region = _Region(first, last, module, dict(resolved[PositionProvider]), dict(resolved[ParentNodeProvider]))
+        region = _Region(first, last, module, resolved[PositionProvider], resolved[ParentNodeProvider])
         shift = first - 1
         for node, where in region.positions.items():
             if isinstance(node, (cst.Call, cst.Name, cst.Attribute)):
