@@ -106,7 +106,13 @@ class StateTypeCheck:
     @property
     def tree_mode_value(self) -> bool:
         """What the ``isinstance``/``type(...) is`` test gives in Tree Mode (graph mode: the opposite)."""
-        return self.test == "type-is-not"
+        return tree_mode_value(self.test)
+
+
+def tree_mode_value(test: str) -> bool:
+    """What a check of a Module gradient against ``nnx.State`` gives in Tree Mode: only
+    ``type(g) is not nnx.State`` holds (graph mode's gradient was a State: the opposite)."""
+    return test == "type-is-not"
 
 
 @dataclass

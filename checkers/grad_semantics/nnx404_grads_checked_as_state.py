@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, StateTypeCheck, _analysis, _grad_sites, _pin
+from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, _analysis, _grad_sites,
+                                              _pin, tree_mode_value)
 from checkers.grad_semantics.reproduction import _application, _dedent
 from nnx_lint.program_text import clipped
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
@@ -131,7 +132,7 @@ class GradsCheckedAsState(Rule):
         test = facts.get("test")
         observe = {"type-is": "type(G) is nnx.State", "type-is-not": "type(G) is not nnx.State"}.get(
             test, "isinstance(G, nnx.State)")
-        tree = test == "type-is-not"
+        tree = tree_mode_value(test)
         container = facts.get("class_qualified_name")
         if container == "flax.nnx.Dict":
             model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ {m}['w'][...])"
