@@ -598,7 +598,7 @@ class ClassModel:
         names = {
             call.args[0].name for call in nodes_of_class(function, nodes.Call)
             if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
-            and self._nnx_name(call) in _TAKES_A_MODULE
+            and self._nnx_name(call) in OPTIMIZER_CLASSES
         }
         for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
             if node.scope() is not function:
@@ -700,6 +700,15 @@ class ClassModel:
                     ref.definition, VARIABLE_CLASSES | RNG_CLASSES):
                 return self.class_kind(ref, value) is not None
         return True
+
+    def is_instance_of(self, ref: ClassRef | None, short_names: frozenset[str]) -> bool:
+        """Whether an instance of ``ref`` is one of the flax.nnx classes named ``short_names``:
+        the class itself, or a project class deriving from it."""
+        if ref is None:
+            return False
+        if ref.definition is None:
+            return ref.qualified_name.startswith("flax.nnx.") and ref.short_name in short_names
+        return self._derives_from(ref.definition, short_names)
 
     def _derives_from(self, classdef: nodes.ClassDef, short_names: frozenset[str], depth: int = 0) -> bool:
         for base in self.info(classdef).bases:
@@ -1069,8 +1078,8 @@ def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
 # ---------------------------------------------------------------------------------------
 
 _MAX_REF_DEPTH = 12
-#: flax.nnx calls whose first argument must be a Module (what they wrap or optimise).
-_TAKES_A_MODULE = frozenset({"Optimizer", "ModelAndOptimizer"})
+#: flax.nnx optimizers: their first argument must be a Module (what they optimise).
+OPTIMIZER_CLASSES = frozenset({"Optimizer", "ModelAndOptimizer"})
 #: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
 _VARIABLE_ACCESSORS = frozenset({"value", "get_value", "set_value"})
 

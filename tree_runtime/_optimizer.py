@@ -43,12 +43,18 @@ class Optimizer(Pytree):
         self.wrt = wrt
 
     def update(self, model: tp.Any, grads: tp.Any, /, **kwargs: tp.Any) -> tp.Any:
-        """Apply one optax step; ``grads`` may be a Module or a State (filtered by ``wrt``)."""
+        """Apply one optax step; ``grads`` may be a Module or a State (filtered by ``wrt``).
+
+        ``kwargs`` go to ``tx.update`` as they are, with Variables replaced by their values
+        (optax's extra arguments, such as a linesearch's ``grad``, ``value`` and ``value_fn``).
+        A gradient Module passed there stays a Module, which a linesearch cannot combine
+        with the State of params: ``grad=nnx.state(grads, wrt)`` is what it needs.
+        """
         import optax
 
         params = _pure(state(model, self.wrt))
         grad_values = _pure(state(grads, self.wrt))
-        updates, new_opt_state = self.tx.update(grad_values, _pure(self.opt_state), params, **kwargs)
+        updates, new_opt_state = self.tx.update(grad_values, _pure(self.opt_state), params, **_pure(kwargs))
         update(model, State(optax.apply_updates(params, updates)))
         # Write the new optimizer state into the existing OptState Variables.
         for var, value in zip(jax.tree.leaves(self.opt_state, is_leaf=lambda x: isinstance(x, Variable)),

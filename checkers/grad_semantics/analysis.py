@@ -10,6 +10,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import where
+from nnx_lint.classes import OPTIMIZER_CLASSES
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.flow import expressions_within, lookup
@@ -266,16 +267,11 @@ class _Analysis:
             has_aux = None
         return GradApplication(call, transform, node, keeps, argnums, is_tuple, has_aux, loss)
 
-    @staticmethod
-    def _function_of(node: nodes.NodeNG | None) -> nodes.NodeNG | None:
-        if isinstance(node, nodes.Lambda):
-            return node
-        if isinstance(node, nodes.Name):
-            _scope, assignments = lookup(node)
-            functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
-            if len(functions) == 1:
-                return functions[0]
-        return None
+    def _function_of(self, node: nodes.NodeNG | None) -> nodes.NodeNG | None:
+        """The one loss function ``node`` denotes (a lambda, a def, a name bound to either,
+        a ``partial``), through the transform resolver; None when it denotes several."""
+        functions = self.transforms.functions_of(node)
+        return functions[0] if len(functions) == 1 else None
 
     # -- what the differentiated argument is -----------------------------------------------
     def _differentiated(self, application: GradApplication, position: int, argument: nodes.NodeNG) -> Differentiated | None:
@@ -351,6 +347,10 @@ class _Analysis:
             if differentiated.class_attributes & _MEMBERSHIP_METHODS:
                 return None  # the class answers `in` itself
             return (clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
+        if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
+            call = parent.parent
+            return (f"{clipped(call.func.as_string(), 30)}(..., {parent.arg}={text})",
+                    "ValueError: pytree structure error: different types, against the State of params", parent)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)
@@ -392,6 +392,23 @@ class _Analysis:
             if other is not None:
                 return self._against_state(compare, _IDENTITY_TESTS[operator], other)
         return None
+
+    def _optimizer_extra_argument(self, keyword: nodes.Keyword) -> bool:
+        """Whether ``keyword`` is an optax extra argument of an optimizer step:
+        ``optimizer.update(model, grads, grad=...)``, where ``optimizer`` is an
+        ``nnx.Optimizer`` (or a subclass keeping flax's ``update``) or, its class unknown, the call passes a
+        linesearch's ``value_fn=``. flax hands those keywords to ``tx.update`` next to the
+        State of params, and a linesearch tree-maps ``grad`` against it."""
+        call = keyword.parent
+        if not isinstance(call, nodes.Call) or not isinstance(call.func, nodes.Attribute) \
+                or call.func.attrname != "update" or keyword.arg is None:
+            return False
+        receiver = self.context.classes.class_of_self(call.func.expr)
+        if receiver is not None:
+            # A project subclass that defines its own `update` decides what its keywords mean.
+            overridden = receiver.definition is not None and self.transforms.method_of(receiver.definition, "update")
+            return self.context.classes.is_instance_of(receiver, OPTIMIZER_CLASSES) and not overridden
+        return any(other.arg == "value_fn" for other in call.keywords or ())
 
     def _guarded_by_state_check(self, use: nodes.NodeNG) -> bool:
         """Whether ``use`` (a name) runs only when ``isinstance(<that name>, nnx.State)`` held:

@@ -32,6 +32,7 @@ class GradsUsedAsStateFacts(DifferentiatedArgumentFacts):
     method: str = ABSENT
     key: str | int | None = ABSENT
     function: str = ABSENT
+    keyword: str = ABSENT
 
 
 class GradsUsedAsState(Rule):
@@ -45,7 +46,9 @@ class GradsUsedAsState(Rule):
         `.flat_state()`, iteration, membership (`'kernel' in grads`, `not in`; unless the
         class defines `__contains__` / `__iter__` / `__getitem__`), `nnx.to_pure_dict(grads)`, `nnx.to_flat_state`,
         `traversals.flatten_mapping(grads)`, `nnx.update(model, grads)`,
-        `jax.tree.map(f, <State>, grads)` and `optax.apply_updates(<State>, grads)`. The
+        `jax.tree.map(f, <State>, grads)`, `optax.apply_updates(<State>, grads)`, and the
+        gradient as an optax extra argument of an optimizer step (`optimizer.update(model,
+        grads, grad=grads, value_fn=...)`, for a linesearch such as `optax.lbfgs`). The
         argument is a Module when its class is known (constructor, annotation, the loss
         function's parameter annotation) or, as a heuristic, when the loss function calls it.
 
@@ -54,7 +57,8 @@ class GradsUsedAsState(Rule):
         uses above raise: `TypeError: 'Net' object is not subscriptable`, `AttributeError:
         'Net' object has no attribute 'items'` / `'_mapping'`, `TypeError: argument of type
         'Net' is not iterable` (`in`), `ValueError: pytree structure
-        error: different types`. Accept the Module-typed gradient (`grads.linear.kernel`,
+        error: different types` (also inside a linesearch, which tree-maps `grad` against the
+        State of params that flax passes next to it). Accept the Module-typed gradient (`grads.linear.kernel`,
         `optimizer.update(model, grads)`), convert it with `nnx.state(grads, nnx.Param)`, or
         split by `nnx.Param` and differentiate `(params, rest)` to get a `State` again.
 
@@ -142,6 +146,13 @@ class GradsUsedAsState(Rule):
             use, expected = f"{key!r} in G", "other:TypeError"
         elif kind == "function" and facts.get("function") in _FUNCTION_CALLS:
             use, expected = _FUNCTION_CALLS[facts["function"]]
+        elif kind == "optimizer-extra-argument":
+            if facts.get("keyword") != "grad":
+                return (f"`{facts.get('usage')}`: optax's linesearches read the extra argument `grad`; what reads "
+                        f"`{facts.get('keyword')}` is not known, so no program can show the failure")
+            use, expected = ("nnx.Optimizer(model, optax.lbfgs(0.1), wrt=nnx.Param).update(model, G, grad=G, "
+                             "value=jnp.sum(model(x)), value_fn=lambda p: jnp.sum(nnx.merge(nnx.graphdef(model), p)(x)))",
+                             "tree-structure")
         elif kind == "tree-map":
             use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
         elif facts.get("function") in _RUNTIME_LACKS:
@@ -150,6 +161,7 @@ class GradsUsedAsState(Rule):
         else:
             return (f"`{facts.get('usage')}` raises in both Tree Mode implementations, but with different "
                     "exception types (no shared error category), so no reproduction can be confirmed by both")
+        imports = "import optax\n" if kind == "optimizer-extra-argument" else ""
         program = f"""
             class Net(nnx.Module):
                 def __init__(self, rngs):
@@ -159,7 +171,7 @@ class GradsUsedAsState(Rule):
 
             model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
         """
-        program = _dedent(program) + "\n" + _application(facts, "jnp.sum({m}(x))")
+        program = imports + _dedent(program) + "\n" + _application(facts, "jnp.sum({m}(x))")
         body = _dedent(program) + f"return type({use.replace('G', 'grads')}).__name__\n"
         control = _dedent(program) + f"return type({use.replace('G', 'nnx.state(grads, nnx.Param)')}).__name__\n"
         return Reproduction(body, expect_error=expected, control=control)
@@ -253,6 +265,24 @@ class GradsUsedAsState(Rule):
             """,
             tree_mode=raises("ValueError", "pytree structure error"),
         ),
+        Invalid(
+            "gradient-as-linesearch-argument",
+            """
+            import jax.numpy as jnp
+            import optax
+            from flax import nnx
+
+            x = jnp.ones((1, 2))
+            model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+            optimizer = nnx.Optimizer(model, optax.lbfgs(0.1), wrt=nnx.Param)
+            loss_fn = lambda m: jnp.sum(m(x) ** 2)
+            loss, grads = nnx.value_and_grad(loss_fn)(model)
+            graphdef = nnx.graphdef(model)
+            optimizer.update(model, grads, grad=grads, value=loss,  # NNX403
+                             value_fn=lambda params: loss_fn(nnx.merge(graphdef, params)))
+            """,
+            tree_mode=raises("ValueError", "pytree structure error"),
+        ),
     ]
 
 
@@ -280,6 +310,8 @@ _FUNCTION_CALLS = {
 
 def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
     """What kind of State use ``where`` is (for the reproduction)."""
+    if isinstance(where, nodes.Keyword):
+        return {"usage_kind": "optimizer-extra-argument", "keyword": where.arg}
     if isinstance(where, nodes.Compare):
         key = where.left.value if isinstance(where.left, nodes.Const) else None
         return {"usage_kind": "membership", "key": key if isinstance(key, str) else None}

@@ -1300,6 +1300,30 @@ def prog_train_grad_whole_model_sgd(nnx):
     return jnp.stack([step(model, optimizer) for _ in range(4)])
 
 
+def _linesearch_step(nnx, as_state: bool):
+    """One L-BFGS step whose linesearch gets the gradient as ``grad=`` (an optax extra argument)."""
+    model = nnx.Linear(2, 1, rngs=nnx.Rngs(0))
+    graphdef = nnx.graphdef(model)
+    optimizer = nnx.Optimizer(model, optax.lbfgs(1e-1), wrt=nnx.Param)
+    x, y = jnp.array([[0.0, 1.0], [1.0, 0.0]]), jnp.array([[1.0], [0.0]])
+    loss_fn = lambda m: ((m(x) - y) ** 2).mean()
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    grad = nnx.state(grads, nnx.Param) if as_state else grads
+    optimizer.update(model, grads, grad=grad, value=loss, value_fn=lambda params: loss_fn(nnx.merge(graphdef, params)))
+    return loss_fn(model)
+
+
+@program("training")
+def prog_train_linesearch_grad_as_state(nnx):
+    return _linesearch_step(nnx, as_state=True)
+
+
+@program("D1")
+def prog_train_linesearch_grad_as_module(nnx):
+    # Tree Mode's gradient is a Module; the linesearch tree-maps it against the State of params.
+    return _linesearch_step(nnx, as_state=False)
+
+
 @program("training")
 def prog_train_scanned_layer_stack(nnx):
     class Block(nnx.Module):
