@@ -50,6 +50,12 @@ STATE_METHODS = frozenset({
 })
 
 
+#: flax containers whose Tree Mode gradient (the container itself) still indexes, iterates and
+#: answers ``in`` like graph mode's State (measured with flax 0.12.8); ``nnx.Sequential`` is
+#: a container that does none of it, so its gradient breaks like any Module's.
+MAPPING_LIKE_CONTAINERS = frozenset({f"{nnx_api.NNX}.Dict", f"{nnx_api.NNX}.List"})
+
+
 #: Functions that need a ``State``/Mapping argument (position of that argument).
 STATE_FUNCTIONS = {
     "flax.nnx.to_pure_dict": 0,
@@ -332,6 +338,8 @@ class _Analysis:
         type_name = differentiated.class_name or "Module"
         if self._guarded_by_state_check(use):
             return None  # `if isinstance(grads, nnx.State): grads.filter(...)`: Tree Mode skips it
+        if differentiated.container and differentiated.qualified_name in MAPPING_LIKE_CONTAINERS:
+            return self._mapping_like_usage(use, text)
         if isinstance(parent, nodes.Subscript) and parent.value is use:
             return (f"{text}[{parent.slice.as_string()}]", f"TypeError: '{type_name}' object is not subscriptable", parent)
         if isinstance(parent, nodes.Attribute) and parent.expr is use and parent.attrname in STATE_METHODS:
@@ -348,9 +356,7 @@ class _Analysis:
                 return None  # the class answers `in` itself
             return (clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
         if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
-            call = parent.parent
-            return (f"{clipped(call.func.as_string(), 30)}(..., {parent.arg}={text})",
-                    "ValueError: pytree structure error: different types, against the State of params", parent)
+            return self.state_usage_of_keyword(parent, text)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)
@@ -358,13 +364,24 @@ class _Analysis:
             if where is not False and (where is None or where == index or (where == "rest" and index >= 1)):
                 short = name.replace("flax.nnx.", "nnx.").replace("builtins.", "")
                 return (f"{short}({text})", "raises (needs a State/Mapping)", parent)
-            if name in TREE_MAPS or name == "optax.apply_updates":
-                trees = parent.args[1:] if name in TREE_MAPS else parent.args
-                others = [t for t in trees if t is not use]
-                if any(self.is_state_value(other) for other in others):
-                    short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
-                    return (f"{short}(..., {text})",
-                            "ValueError: pytree structure error: different types, against an nnx.State", parent)
+            return self._against_a_state(parent, use, name, text)
+        return None
+
+    @staticmethod
+    def state_usage_of_keyword(keyword: nodes.Keyword, text: str) -> tuple[str, str, nodes.NodeNG]:
+        """The gradient passed as an optax extra argument of an optimizer step."""
+        return (f"{clipped(keyword.parent.func.as_string(), 30)}(..., {keyword.arg}={text})",
+                "ValueError: pytree structure error: different types, against the State of params", keyword)
+
+    def _against_a_state(self, call: nodes.Call, use: nodes.NodeNG, name: str | None,
+                         text: str) -> tuple[str, str, nodes.NodeNG] | None:
+        """``jax.tree.map(f, <State>, grads)`` / ``optax.apply_updates(<State>, grads)``."""
+        if name in TREE_MAPS or name == "optax.apply_updates":
+            trees = call.args[1:] if name in TREE_MAPS else call.args
+            if any(self.is_state_value(other) for other in trees if other is not use):
+                short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
+                return (f"{short}(..., {text})",
+                        "ValueError: pytree structure error: different types, against an nnx.State", call)
         return None
 
     def state_type_check(self, use: nodes.NodeNG) -> StateTypeCheck | None:
@@ -391,6 +408,20 @@ class _Analysis:
             other = right if compare.left is parent else compare.left if right is parent else None
             if other is not None:
                 return self._against_state(compare, _IDENTITY_TESTS[operator], other)
+        return None
+
+    def _mapping_like_usage(self, use: nodes.NodeNG, text: str) -> tuple[str, str, nodes.NodeNG] | None:
+        """:meth:`state_usage` for the gradient of an ``nnx.Dict`` / ``nnx.List``: Tree Mode's
+        gradient is that container, which still indexes, iterates and answers ``in`` like the
+        State graph mode gave; only combining it with a State, or a State-only function, raises."""
+        parent = use.parent
+        if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
+            return self.state_usage_of_keyword(parent, text)
+        if isinstance(parent, nodes.Call) and use in parent.args:
+            name = self.context.qualified_name(parent.func)
+            if name == "flax.nnx.to_pure_dict":
+                return f"nnx.to_pure_dict({text})", "raises (needs a State/Mapping)", parent
+            return self._against_a_state(parent, use, name, text)
         return None
 
     def _optimizer_extra_argument(self, keyword: nodes.Keyword) -> bool:

@@ -86,7 +86,7 @@ class GradsUsedAsState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
-        for application, differentiated in analysis.differentiated_at(node):
+        for application, differentiated in analysis.differentiated_at(node, containers=True):
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.state_usage(use.name, differentiated)
                 if found is None:
