@@ -654,7 +654,7 @@ class ClassModel:
         self._kinds_in_progress.add(id(ref.definition))
         try:
             info = self.info(ref.definition)
-            if info.is_nnx_module and any(self._may_hold_variables(store.value) for store in info.stores):
+            if info.is_nnx_module and any(self._store_may_hold_variables(store, info) for store in info.stores):
                 return "module"
             if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
                                               for name in _stored_fields(ref.definition)):
@@ -680,6 +680,20 @@ class ClassModel:
         ref = self.class_of(holder)
         return field is not None and ref is not None and ref.definition is not None \
             and self._field_kind(ref.definition, field) is not None
+
+    def _store_may_hold_variables(self, store: Store, info: ClassInfo, seen: frozenset[str] = frozenset()) -> bool:
+        """:meth:`_may_hold_variables` for one store of a class; ``self.right = self.left``
+        holds what the class stores at ``left`` (an alias, not an unknown value)."""
+        value = store.value
+        if isinstance(value, nodes.Attribute):
+            root, parts = _attribute_chain(value)
+            owner, _ = _attribute_chain(store.target) if isinstance(store.target, nodes.AssignAttr) else (None, ())
+            path = ".".join(parts)
+            aliased = [other for other in info.stores_of(path) if other is not store]
+            if isinstance(root, nodes.Name) and isinstance(owner, nodes.Name) and root.name == owner.name \
+                    and aliased and path not in seen:
+                return any(self._store_may_hold_variables(other, info, seen | {path}) for other in aliased)
+        return self._may_hold_variables(value)
 
     def _may_hold_variables(self, value: nodes.NodeNG | None, depth: int = 0) -> bool:
         """Whether a stored value may be or hold an NNX Variable: unknown values may.
@@ -1045,7 +1059,7 @@ def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     return None
 
 
-def _attribute_chain(node: nodes.AssignAttr) -> tuple[nodes.NodeNG, tuple[str, ...]]:
+def _attribute_chain(node: nodes.AssignAttr | nodes.Attribute) -> tuple[nodes.NodeNG, tuple[str, ...]]:
     """``x.a.b = ...`` -> ``(x, ("a", "b"))``: the expression the chain starts at, and its names."""
     parts = [node.attrname]
     current = node.expr
