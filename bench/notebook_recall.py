@@ -11,7 +11,7 @@ For each notebook (``.ipynb``; directories are searched recursively) the script:
    recording for each cell whether it raised (type and first message line) and what it printed;
 2. compares the two runs cell by cell. A cell *breaks* when it ran in graph mode and raised in Tree
    Mode; it *changes* when it ran in both modes and printed something different (after replacing memory
-   addresses). A cell whose Tree Mode error is a ``NameError`` follows an earlier break (a name the failed
+   addresses; the same lines in another order, a repr listing attributes in another order, is no change). A cell whose Tree Mode error is a ``NameError`` follows an earlier break (a name the failed
    cell did not define) and is counted as a cascade, not as a break;
 3. lints the notebook (in-process, default rules, no cache) and calls a break or change *flagged* when a
    diagnostic lies in that cell, and *flagged earlier* when one lies in an earlier cell of the notebook
@@ -126,7 +126,9 @@ def compare(graph: list[CellRun], tree: list[CellRun]) -> list[dict[str, Any]]:
             kind = "cascade" if broken_before and after.error in ("NameError",) else "break"
             found.append({"cell": before.cell, "kind": kind, "error": after.error, "message": after.message})
             broken_before = True
-        elif _normalised(before.stdout) != _normalised(after.stdout):
+        elif _normalised(before.stdout) != _normalised(after.stdout) and \
+                sorted(_normalised(before.stdout).splitlines()) != sorted(_normalised(after.stdout).splitlines()):
+            # (the same lines in another order is a repr listing attributes in another order)
             found.append({"cell": before.cell, "kind": "change", "graph_stdout": before.stdout[-300:],
                           "tree_stdout": after.stdout[-300:]})
     return found

@@ -216,12 +216,19 @@ class ValueModel:
 
     def _tied_within(self, expression: nodes.NodeNG) -> SharedPair | None:
         """One object given two attributes of the value after construction (``child.a = v``
-        then ``child.d = v``), before ``expression`` uses it."""
+        then ``child.d = v``, or ``model.linear2 = model.linear1``), before ``expression`` uses it."""
         root = self.classes.ref_of(expression)
         if root is None or isinstance(expression, nodes.Call):
             return None
         inside = [tie for tie in self.ties_in(_code_scope(expression))
-                  if (tie.node.lineno or 0) < (expression.lineno or 0) and _within_ref(tie.target, root)]
+                  if (tie.node.lineno or 0) < (expression.lineno or 0) and _within_ref(tie.target, root)
+                  and not self._undone_before(tie, expression)]
+        for tie in inside:  # `model.linear2 = model.linear1`: a part of the value stored again
+            if _within_ref(tie.value, root):
+                path_a, path_b = tie.value.path[len(root.path):], tie.target.path[len(root.path):]
+                kind = self.classes.kind_of(tie.value)
+                if not _prefix_related(path_a, path_b) and kind in STATEFUL_KINDS:
+                    return SharedPair(join_path(path_a), join_path(path_b), tie.value, kind, None)
         for position, second in enumerate(inside):
             for first in inside[:position]:
                 path_a, path_b = first.target.path[len(root.path):], second.target.path[len(root.path):]
@@ -302,6 +309,12 @@ class ValueModel:
                 continue
             found.append(BackReference(holder, value, node))
         return found
+
+    def _undone_before(self, tie: Tie, at: nodes.NodeNG) -> bool:
+        """Whether ``del`` removes the tied attribute between the tie and ``at``."""
+        scope = _code_scope(at)
+        return any(self._deletes(node, tie.target) for node in nodes_of_class(scope, nodes.DelAttr)
+                   if node.scope() is scope and (tie.node.lineno or 0) < (node.lineno or 0) < (at.lineno or 0))
 
     def _deletes(self, node: nodes.DelAttr, holder: Ref) -> bool:
         owner = self.classes.ref_of(node.expr)
