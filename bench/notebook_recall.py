@@ -113,6 +113,13 @@ def _normalised(stdout: str) -> str:
     return _ADDRESS.sub("0x…", stdout)
 
 
+def _line_multiset(stdout: str) -> list[str]:
+    """The printed lines in sorted order, trailing commas dropped: a repr that lists the same
+    attributes in another order (Tree Mode rebuilds some objects attribute by attribute) prints
+    the same multiset of lines, only with the comma on another last line."""
+    return sorted(line.rstrip().rstrip(",") for line in _normalised(stdout).splitlines())
+
+
 def compare(graph: list[CellRun], tree: list[CellRun]) -> list[dict[str, Any]]:
     """Cells that break or change in Tree Mode (cascades kept, marked)."""
     tree_by_cell = {run.cell: run for run in tree}
@@ -127,8 +134,7 @@ def compare(graph: list[CellRun], tree: list[CellRun]) -> list[dict[str, Any]]:
             found.append({"cell": before.cell, "kind": kind, "error": after.error, "message": after.message})
             broken_before = True
         elif _normalised(before.stdout) != _normalised(after.stdout) and \
-                sorted(_normalised(before.stdout).splitlines()) != sorted(_normalised(after.stdout).splitlines()):
-            # (the same lines in another order is a repr listing attributes in another order)
+                _line_multiset(before.stdout) != _line_multiset(after.stdout):
             found.append({"cell": before.cell, "kind": "change", "graph_stdout": before.stdout[-300:],
                           "tree_stdout": after.stdout[-300:]})
     return found

@@ -227,6 +227,8 @@ class ClassModel:
 
     def _class_of(self, expression: nodes.NodeNG, depth: int) -> ClassRef | None:
         if isinstance(expression, nodes.Call):
+            if self._nnx_name(expression) == "merge" and len(expression.args) >= 2:
+                return self._class_of_merged(expression.args[1], None, depth)
             name = self._resolver_for(expression).qualified_name(expression.func)
             carried = _CLASS_PRESERVING.get(name or "")
             if carried is not None:
@@ -241,6 +243,10 @@ class ClassModel:
                 return annotated
             values = bound_values(expression)
             if not values:
+                unpacked = _unpacked_merge(expression, self._nnx_name)
+                if unpacked is not None:  # `model, optimizer = nnx.merge(graphdef, state)`
+                    merge, position = unpacked
+                    return self._class_of_merged(merge.args[1], position, depth)
                 return self._class_from_call_sites(expression, depth)
             refs = {self.class_of(value, depth + 1) for value in values}
             refs.discard(None)
@@ -255,6 +261,48 @@ class ClassModel:
                 values.discard(None)
                 return values.pop() if len(values) == 1 else None
         return None
+
+    def _class_of_merged(self, state: nodes.NodeNG, position: int | None, depth: int) -> ClassRef | None:
+        """The class ``nnx.merge(graphdef, state, ...)`` rebuilds: that of the object whose
+        ``nnx.split`` made ``state`` (or, with ``position``, of element ``position`` of the
+        tuple or list that was split), when every split that reaches ``state`` agrees."""
+        refs = set()
+        for split in self._split_arguments(state, depth):
+            if position is not None:
+                values = bound_values(split) if isinstance(split, nodes.Name) else [split]
+                if len(values) != 1 or not isinstance(values[0], (nodes.Tuple, nodes.List)) \
+                        or position >= len(values[0].elts):
+                    return None
+                split = values[0].elts[position]
+            refs.add(self.class_of(split, depth + 1))
+        return refs.pop() if len(refs) == 1 else None
+
+    def _split_arguments(self, state: nodes.NodeNG, depth: int) -> list[nodes.NodeNG]:
+        """What was split to make ``state``: ``x`` for a state group bound by ``graphdef,
+        state = nnx.split(x, ...)``, also through the callers of a function that takes
+        ``state`` as a parameter (``step(graphdef, state)``)."""
+        if not isinstance(state, nodes.Name) or depth > _MAX_DEPTH:
+            return []
+        _scope, assignments = lookup(state)
+        if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+            return []
+        target = assignments[0]
+        unpacked = target.parent
+        if isinstance(unpacked, (nodes.Tuple, nodes.List)) and isinstance(unpacked.parent, nodes.Assign):
+            value = unpacked.parent.value
+            if isinstance(value, nodes.Call) and self._nnx_name(value) == "split" and value.args \
+                    and unpacked.elts.index(target) >= 1:
+                return [value.args[0]]
+            return []
+        if isinstance(unpacked, nodes.Arguments):
+            function = unpacked.parent
+            found = []
+            for call in calls_of(function, self.context.project):
+                argument = argument_for(function, call, target.name)
+                if argument is not None and not _within(argument, function):
+                    found.extend(self._split_arguments(argument, depth + 1))
+            return found
+        return []
 
     def _stored_class(self, store: Store, holder: nodes.NodeNG, owner: nodes.ClassDef,
                       depth: int) -> ClassRef | None:
@@ -1606,6 +1654,22 @@ class _Replay:
         if ref is not None and ref.definition is not None:
             return self.model.init_of(ref.definition)
         return None
+
+
+def _unpacked_merge(name: nodes.Name, nnx_name) -> tuple[nodes.Call, int] | None:
+    """``(merge call, position)`` when ``name`` is bound only by unpacking an
+    ``nnx.merge(graphdef, state)`` (``model, optimizer = nnx.merge(graphdef, state)``)."""
+    _scope, assignments = lookup(name)
+    if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+        return None
+    target = assignments[0]
+    unpacked = target.parent
+    if not isinstance(unpacked, (nodes.Tuple, nodes.List)) or not isinstance(unpacked.parent, nodes.Assign):
+        return None
+    value = unpacked.parent.value
+    if isinstance(value, nodes.Call) and nnx_name(value) == "merge" and len(value.args) >= 2:
+        return value, unpacked.elts.index(target)
+    return None
 
 
 def _within(node: nodes.NodeNG, scope: nodes.NodeNG) -> bool:
