@@ -283,26 +283,35 @@ class ClassModel:
         ``state`` as a parameter (``step(graphdef, state)``)."""
         if not isinstance(state, nodes.Name) or depth > _MAX_DEPTH:
             return []
-        _scope, assignments = lookup(state)
-        if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+        split = self.split_making(state)
+        if split is not None:
+            return [split.args[0]]
+        found = parameter_of(state)
+        if found is None:
             return []
+        function, parameter = found
+        arguments = []
+        for call in calls_of(function, self.context.project):
+            argument = argument_for(function, call, parameter)
+            if argument is not None and not _within(argument, function):
+                arguments.extend(self._split_arguments(argument, depth + 1))
+        return arguments
+
+    def split_making(self, name: nodes.Name) -> nodes.Call | None:
+        """The ``nnx.split(x, ...)`` call when ``name`` is bound (only) to one of its state
+        groups by ``graphdef, state = nnx.split(x)``."""
+        _scope, assignments = lookup(name)
+        if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+            return None
         target = assignments[0]
         unpacked = target.parent
-        if isinstance(unpacked, (nodes.Tuple, nodes.List)) and isinstance(unpacked.parent, nodes.Assign):
-            value = unpacked.parent.value
-            if isinstance(value, nodes.Call) and self._nnx_name(value) == "split" and value.args \
-                    and unpacked.elts.index(target) >= 1:
-                return [value.args[0]]
-            return []
-        if isinstance(unpacked, nodes.Arguments):
-            function = unpacked.parent
-            found = []
-            for call in calls_of(function, self.context.project):
-                argument = argument_for(function, call, target.name)
-                if argument is not None and not _within(argument, function):
-                    found.extend(self._split_arguments(argument, depth + 1))
-            return found
-        return []
+        if not isinstance(unpacked, (nodes.Tuple, nodes.List)) or not isinstance(unpacked.parent, nodes.Assign):
+            return None
+        value = unpacked.parent.value
+        if isinstance(value, nodes.Call) and value.args and unpacked.elts.index(target) >= 1 \
+                and self._nnx_name(value) == "split":
+            return value
+        return None
 
     def _stored_class(self, store: Store, holder: nodes.NodeNG, owner: nodes.ClassDef,
                       depth: int) -> ClassRef | None:

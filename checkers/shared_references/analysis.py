@@ -171,7 +171,7 @@ def _view_of(context, expression: nodes.NodeNG) -> str | None:
     """``"state"`` for ``nnx.state(x)`` / ``nnx.variables(x)``, ``"split"`` for a state
     group of ``nnx.split(x)``, None for the object itself."""
     if isinstance(expression, nodes.Name):
-        if _split_of(context, expression) is not None:
+        if context.classes.split_making(expression) is not None:
             return "split"
         bindings = bound_values(expression)
         if len(bindings) == 1 and isinstance(bindings[0], (nodes.Call, nodes.Subscript)):
@@ -183,23 +183,6 @@ def _view_of(context, expression: nodes.NodeNG) -> str | None:
     if isinstance(expression, nodes.Subscript) and isinstance(expression.value, nodes.Call):
         if context.qualified_name(expression.value.func) == "flax.nnx.split":
             return "split"
-    return None
-
-
-def _split_of(context, name: nodes.Name) -> nodes.Call | None:
-    """The ``nnx.split(x, ...)`` call when ``name`` is bound (only) to one of its state
-    groups by ``graphdef, state = nnx.split(x)``."""
-    _scope, assignments = lookup(name)
-    if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
-        return None
-    target = assignments[0]
-    unpacked = target.parent
-    if not isinstance(unpacked, (nodes.Tuple, nodes.List)) or not isinstance(unpacked.parent, nodes.Assign):
-        return None
-    value = unpacked.parent.value
-    if (isinstance(value, nodes.Call) and value.args and unpacked.elts.index(target) >= 1
-            and context.qualified_name(value.func) == "flax.nnx.split"):
-        return value
     return None
 
 

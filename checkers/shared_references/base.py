@@ -22,7 +22,6 @@ from checkers.shared_references.analysis import (
     _KIND_WORDS,
     parameter_names,
     returned_values,
-    _split_of,
     _ReturnFinding,
     _short,
     _used_as_module,
@@ -46,7 +45,7 @@ def _views_a_parameter(context, view: nodes.NodeNG, definition: nodes.NodeNG) ->
     holds the caller's Variables whatever they are. A view of anything else (the merge of a
     state parameter, say) holds them only if the parameter's kind says so."""
     if isinstance(view, nodes.Name):
-        split = _split_of(context, view)
+        split = context.classes.split_making(view)
         base = split.args[0] if split is not None else None
     elif isinstance(view, nodes.Call):
         base = view.args[0] if view.args else None
@@ -569,7 +568,7 @@ class _ReturnRule(_FamilyRule):
             binding = bindings[0] if len(bindings) == 1 else None
             if binding is not None and _inside(binding, definition) and self._is_composite(binding):
                 yield from self._returned_parts(binding, definition, depth + 1)
-            elif (split := _split_of(self.context, value)) is not None and _inside(split, definition):
+            elif (split := self.context.classes.split_making(value)) is not None and _inside(split, definition):
                 # `_, state = nnx.split(m)`: a state group of m
                 yield value, self.classes.ref_of(value), True, None
             else:
