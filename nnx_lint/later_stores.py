@@ -12,9 +12,9 @@ Measured with flax 0.12.8: an ``nnx.Rngs`` stored any of these ways makes ``nnx.
 over the whole Module raise ``TypeError: grad requires real- or complex-valued inputs`` in
 Tree Mode (the RNG counter is an integer), while graph mode differentiates the Params only.
 
-The object is followed by name: the statements of the scope that binds the name, and, for
-a parameter, the arguments its callers pass (in this file or another project file), a few
-calls deep. Only stores in the same scope as the binding and before the use count (a store
+The object is followed by name: the statements of the scope that binds the name, the plain
+functions of the same file it is passed to (``attach_rngs(model)``), and, for a parameter, the
+arguments its callers pass (in this file or another project file), a few calls deep. Only stores in the same scope as the binding and before the use count (a store
 inside a nested function may never run).
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ class _Found(NamedTuple):
     name_node: nodes.Name
 
 
-def _stores_in_scope(scope: nodes.NodeNG, name: str) -> list[_Found]:
+def _stores_in_scope(scope: nodes.NodeNG, name: str, depth: int = 0) -> list[_Found]:
     found: list[_Found] = []
     for node in nodes_of_class(scope, (nodes.Assign, nodes.Call), skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
         if node.scope() is not scope:
@@ -94,4 +94,31 @@ def _stores_in_scope(scope: nodes.NodeNG, name: str) -> list[_Found]:
         elif (stored := self_store(node, name)) is not None:  # setattr(name, "attribute", value)
             (attribute,), value = stored
             found.append(_Found(attribute, value, node, node.args[0]))
+        elif depth < _MAX_DEPTH:
+            found.extend(_stores_by_helper(node, name, depth))
+    return found
+
+
+def _stores_by_helper(call: nodes.Call, name: str, depth: int) -> list[_Found]:
+    """``attach_rngs(model)``: the stores a plain function of this file makes onto the
+    parameter that receives ``name``, each counted at this call (where the object gets the
+    value); a stored parameter of the helper stands for the argument this call passes."""
+    passed = next((argument for argument in [*call.args, *(k.value for k in call.keywords or [])]
+                   if isinstance(argument, nodes.Name) and argument.name == name), None)
+    if passed is None or not isinstance(call.func, nodes.Name):
+        return []
+    _scope, definitions = lookup(call.func)
+    if len(definitions) != 1 or not isinstance(definitions[0], nodes.FunctionDef) \
+            or isinstance(definitions[0].parent, nodes.ClassDef):
+        return []
+    helper = definitions[0]
+    parameter = next((p for p in helper.argnames() if argument_for(helper, call, p) is passed), None)
+    if parameter is None:
+        return []
+    found = []
+    for inner in _stores_in_scope(helper, parameter, depth + 1):
+        value = inner.value
+        if isinstance(value, nodes.Name) and value.name in helper.argnames():
+            value = argument_for(helper, call, value.name) or value
+        found.append(_Found(inner.attribute, value, call, passed))
     return found
