@@ -186,6 +186,37 @@ class ValueModel:
                                       tie.node.parent if tie is not None else None)
         return self._tied_within(expression)
 
+    def shared_node_within(self, expression: nodes.NodeNG) -> SharedPair | None:
+        """The first graph node holding no Variables that ``expression`` holds at two places
+        (kind ``node``): ``[foo, foo]`` with ``foo`` a Variable-free Pytree, a construction
+        whose class stores one such node twice (``self.right = self.left``, or one argument
+        at two attributes), or a part of the value built that way. Tree Mode accepts it
+        reachable twice (so :meth:`shared_within` leaves it out), but walks it once per path.
+
+        Only nodes of a known class count: a plain Python object is a static leaf that keeps
+        its identity in both modes, and an unknown object may hold Variables.
+        """
+        items = self._stored_items(expression)
+        for position, (path_b, ref_b, container) in enumerate(items):
+            if ref_b is None or not path_b:
+                continue
+            for path_a, ref_a, _ in items[:position]:
+                if ref_a is None or not path_a or _prefix_related(path_a, path_b) or not ref_a.overlaps(ref_b):
+                    continue
+                shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
+                if self.classes.variable_free_node(shared):
+                    return SharedPair(join_path(path_a), join_path(path_b), shared, "node", container)
+        for path, ref, _container in items:
+            cls = self.classes.class_of_self(expression) if not path else (
+                self.classes.class_of(ref.root[1]) if ref is not None and ref.origin == "new" and not ref.path
+                else None)
+            if cls is None or cls.definition is None:
+                continue
+            for alias in self.classes.variable_free_aliases(cls.definition):
+                return SharedPair(join_path(path + alias.first_path), join_path(path + alias.second.path),
+                                  alias.ref, "node", alias.second.node)
+        return None
+
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
         """The first object that two values both hold below themselves (``Container(v)``
         twice), when it holds Variables or is a raw ref. The paths are relative to each value. The values
