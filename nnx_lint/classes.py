@@ -956,6 +956,7 @@ class ClassModel:
             return self.info(cls.definition).is_nnx_module
         return cls.qualified_name.startswith("flax.nnx.") and (
             cls.short_name in MODULE_CLASSES or cls.short_name in RNG_CLASSES
+            or cls.short_name in nnx_api.STATELESS_MODULE_CLASSES
             or cls.qualified_name in nnx_api.CONTAINER_MODULES)
 
     def _graph_node_at(self, construction: Construction, path: tuple[str, ...], before: int) -> bool:

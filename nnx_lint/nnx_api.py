@@ -124,6 +124,10 @@ MODULE_CLASSES: frozenset[str] = frozenset(
     """.split()
 )
 
+#: ``flax.nnx`` Modules that may hold no Variables (``nnx.Dropout`` built without ``rngs``):
+#: graph nodes all the same, walked by every graph traversal.
+STATELESS_MODULE_CLASSES: frozenset[str] = frozenset({"Dropout"})
+
 #: The global mode setters, by qualified name, and the flag each one sets.
 MODE_SETTERS: dict[str, str] = {f"{NNX}.set_graph_mode": "graph", f"{NNX}.set_graph_updates": "graph_updates"}
 

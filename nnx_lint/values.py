@@ -213,8 +213,10 @@ class ValueModel:
             if cls is None or cls.definition is None:
                 continue
             for alias in self.classes.variable_free_aliases(cls.definition):
+                # `self.right = self.left`: the object is what the first store put there
+                shared = alias.first.ref if alias.first is not None and alias.first.ref is not None else alias.ref
                 return SharedPair(join_path(path + alias.first_path), join_path(path + alias.second.path),
-                                  alias.ref, "node", alias.second.node)
+                                  shared, "node", alias.second.node)
         return None
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
