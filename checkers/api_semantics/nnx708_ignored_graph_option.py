@@ -62,7 +62,7 @@ class IgnoredGraphOption(Rule):
     fixes = ("pin",)
     symbol = "ignored-graph-option"
     kind = "silent"
-    message = "`{option}` on `{api}` is ignored in Tree Mode: the result holds Variables again"
+    message = "`{option}` on `{api}` is silently ignored in Tree Mode: the result holds Variables again"
     help = (
         "Tree Mode's merge rebuilds every Variable the split found, whatever `{option}` says. For raw values "
         "map the Module as a pytree, `jax.tree.map(f, node, is_leaf=lambda x: isinstance(x, nnx.Variable))`, "

@@ -21,13 +21,13 @@ from nnx_lint.values import value_model
 #: `iter_module_children`, `eval()`/`train()`, `set_attributes` without filters,
 #: `find_duplicates` and `graphdef` give the same result in both modes and are not listed.
 EFFECTS: dict[str, str] = {
-    "recursive_map": "runs `f` on it once per path and copies it",
+    "recursive_map": "maps it once per path",
     "iter_graph": "yields it once per path",
     "iter_modules": "yields it once per path",
-    "map": "returns one copy per path",
-    "clone": "returns one copy per path",
-    "view": "returns one copy per path",
-    "with_attributes": "returns one copy per path",
+    "map": "copies it once per path",
+    "clone": "copies it once per path",
+    "view": "copies it once per path",
+    "with_attributes": "copies it once per path",
 }
 #: The deprecated ``Module.iter_modules()`` method walks as ``nnx.iter_modules`` does.
 _METHODS = frozenset({"iter_modules"})
@@ -90,7 +90,7 @@ class SharedNodeInTraversal(_FamilyRule):
     fixes = ("pin",)
     symbol = "shared-node-in-traversal"
     kind = "silent"
-    message = "`{value}` holds one `{node_class}` at `{first_path}` and `{second_path}`: Tree Mode's `{api}` {effect}"
+    message = "`{value}` holds one `{node_class}` at `{first_path}` and `{second_path}`: Tree Mode's `{api}` silently {effect}"
     help = (
         "Tree Mode walks `{value}` as a tree: the `{node_class}` reached at `{first_path}` and `{second_path}` is "
         "visited and rebuilt once per path. Store it once, apply the call to it once and place the result at "
