@@ -15,10 +15,16 @@ from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 #: and `map` (which ends in `merge`) pass `recreate_variables` to `unflatten`, whose
 #: Tree Mode branch (`_tree_unflatten`) never looks at it and wraps every raw value back
 #: into a Variable of the type the split found there. Option -> the value that is ignored.
+#: (`unflatten`'s `index_ref` / `outer_index_outer_ref` and `flatten`'s `ref_index` /
+#: `ref_outer_index`, graph-mode bookkeeping for sharing across calls, are ignored too; they
+#: take mappings, not a flag whose one value means something else, and are not covered.)
 IGNORED_OPTIONS: dict[str, dict[str, bool]] = {"map": {"recreate_variables": False},
-                                                "merge": {"recreate_variables": False}}
+                                                "merge": {"recreate_variables": False},
+                                                "unflatten": {"recreate_variables": False}}
 #: Calls whose result is (or starts with) a GraphDef: its kind (graph or tree) decides `merge`.
-_GRAPHDEF_SOURCES = frozenset({"split", "graphdef"})
+_GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
+#: Of those, the ones returning a tuple whose first element is the GraphDef.
+_GRAPHDEF_FIRST = frozenset({"split", "flatten"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,16 +37,19 @@ class IgnoredGraphOptionFacts(Facts):
 
 
 class IgnoredGraphOption(Rule):
-    """`recreate_variables=False` on `nnx.map` / `nnx.merge`: Tree Mode ignores it and gives Variables back.
+    """`recreate_variables=False` on `nnx.map` / `nnx.merge` / `nnx.unflatten`: Tree Mode ignores it.
 
     What it does:
         Flags `nnx.map(f, node, recreate_variables=False)` unless the call keeps graph mode
         (`graph=True`, scope) or chooses Tree Mode (`graph=False`), and
-        `nnx.merge(graphdef, state, recreate_variables=False)` when `graphdef` comes from an
-        `nnx.split` / `nnx.graphdef` in the same function that does neither (a graphdef of
-        unknown origin may be a graph-mode one: silent). These are the only graph-API
-        options of flax 0.12.8 that Tree Mode ignores (`clone(variables=False)`,
-        `merge(copy=True)` and the filters of `split`/`state` behave the same in both modes).
+        `nnx.merge(graphdef, state, recreate_variables=False)` (or `nnx.unflatten(...)`) when
+        `graphdef` comes from an `nnx.split` / `nnx.graphdef` / `nnx.flatten` in the same
+        function that does neither (a graphdef of unknown origin may be a graph-mode one:
+        silent). These are the only flag-valued graph-API options of flax 0.12.8 that Tree
+        Mode ignores (`clone(variables=False)`, `merge(copy=True)`, `flatten(with_paths=False)`
+        and the filters of `split`/`state` behave the same in both modes; the
+        `ref_index`-style bookkeeping arguments of `flatten`/`unflatten` are ignored too, but
+        not covered).
 
     Why is this bad?:
         With `recreate_variables=False`, graph mode's `merge` leaves a raw value where the
@@ -115,7 +124,7 @@ class IgnoredGraphOption(Rule):
             return
         source = _graphdef_source(self.context, call.args[0]) if call.args else None
         if source is not None and self.context.flip_changes(source):
-            self.report(node, api="nnx.merge", option=option, pin=pin_sites_in(self.context, source))
+            self.report(node, api=f"nnx.{call.name}", option=option, pin=pin_sites_in(self.context, source))
 
     @staticmethod
     def _ignored_option(call: NNXCall) -> str | None:
@@ -130,7 +139,9 @@ class IgnoredGraphOption(Rule):
         observation is whether the kernel comes back as a Variable. Control: the Tree Mode
         rewrite, `jax.tree.map` over the Module with Variables as leaves."""
         model = "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))"
-        if facts["api"] == "nnx.merge":
+        # tree_runtime has no flatten/unflatten: merge is the same Tree Mode unflatten
+        stand_ins = ("`nnx.merge` stands for `nnx.unflatten`",) if facts["api"] == "nnx.unflatten" else ()
+        if facts["api"] in ("nnx.merge", "nnx.unflatten"):
             call = ("graphdef, state = nnx.split(model)\n"
                     "new = nnx.merge(graphdef, nnx.to_pure_dict(state), recreate_variables=False)")
         else:
@@ -139,7 +150,7 @@ class IgnoredGraphOption(Rule):
         rewrite = ("new = jax.tree.map(lambda v: v[...] * 0, model, "
                    "is_leaf=lambda x: isinstance(x, nnx.Variable))")
         return Reproduction(f"{model}\n{call}\n{observe}\n", expect_tree=True, expect_graph=False,
-                            control=f"{model}\n{rewrite}\n{observe}\n")
+                            control=f"{model}\n{rewrite}\n{observe}\n", stand_ins=stand_ins)
 
 
 def _graphdef_source(context, expression: nodes.NodeNG) -> NNXCall | None:
@@ -157,12 +168,12 @@ def _graphdef_source(context, expression: nodes.NodeNG) -> NNXCall | None:
                 and target.parent.elts.index(target) == 0:
             expression = target.parent.parent.value
             call = context.nnx_call(expression)
-            return call if call is not None and call.name == "split" else None
+            return call if call is not None and call.name in _GRAPHDEF_FIRST else None
         else:
             return None
     if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
             and expression.slice.value == 0:
         call = context.nnx_call(expression.value)
-        return call if call is not None and call.name == "split" else None
+        return call if call is not None and call.name in _GRAPHDEF_FIRST else None
     call = context.nnx_call(expression)
     return call if call is not None and call.name in _GRAPHDEF_SOURCES else None
