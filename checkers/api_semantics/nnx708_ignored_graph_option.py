@@ -63,6 +63,7 @@ class IgnoredGraphOption(Rule):
         graph mode with `graph=True` (on `nnx.map`, or on the split that made the graphdef).
 
     References:
+        - Patterns in the catalogue: [H11](../catalogue.md#h11)
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
     """
 
@@ -71,6 +72,7 @@ class IgnoredGraphOption(Rule):
     fixes = ("pin",)
     symbol = "ignored-graph-option"
     kind = "silent"
+    catalogue = ("H11",)
     message = "`{option}` on `{api}` is silently ignored in Tree Mode: the result holds Variables again"
     help = (
         "Tree Mode's merge rebuilds every Variable the split found, whatever `{option}` says. For raw values "

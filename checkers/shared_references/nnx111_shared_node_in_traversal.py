@@ -81,7 +81,7 @@ class SharedNodeInTraversal(_FamilyRule):
         (`out.b = out.a`), or keep graph mode for the call (`graph=True`).
 
     References:
-        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references)
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — patterns [A12](../catalogue.md#a12)
         - {spec}
     """
 
@@ -90,6 +90,7 @@ class SharedNodeInTraversal(_FamilyRule):
     fixes = ("pin",)
     symbol = "shared-node-in-traversal"
     kind = "silent"
+    catalogue = ("A12",)
     message = "`{value}` holds one `{node_class}` at `{first_path}` and `{second_path}`: Tree Mode's `{api}` silently {effect}"
     help = (
         "Tree Mode walks `{value}` as a tree: the `{node_class}` reached at `{first_path}` and `{second_path}` is "

@@ -2015,7 +2015,7 @@ def _variable_free_pair(nnx):
     return Foo, [foo, Foo(20), foo]
 
 
-@program("graph-api", trace=True)
+@program("A12", trace=True)
 def prog_recursive_map_visits_a_shared_node_once_per_path(nnx):
     foo_type, bar = _variable_free_pair(nnx)
     paths = []
@@ -2053,21 +2053,21 @@ def prog_recursive_map_rejects_a_shared_variable(nnx):
     nnx.recursive_map(lambda path, x: x, [p, p])
 
 
-@program("graph-api", trace=True)
+@program("H11", trace=True)
 def prog_map_ignores_recreate_variables_false(nnx):
     model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     zeros = nnx.map(lambda path, v: jnp.zeros_like(v[...]), model, recreate_variables=False)
     return type(zeros.kernel).__name__, zeros.kernel[...], model.kernel[...].shape
 
 
-@program("graph-api", trace=True)
+@program("A12", trace=True)
 def prog_map_copies_a_shared_node_per_path(nnx):
     _, bar = _variable_free_pair(nnx)
     out = nnx.map(lambda path, v: v, bar)
     return out[0] is out[2], out[0] is bar[0], [foo.d for foo in out]
 
 
-@program("graph-api", trace=True)
+@program("H11", trace=True)
 def prog_merge_pure_state_ignores_recreate_variables_false(nnx):
     model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
     graphdef, state = nnx.split(model)
@@ -2075,7 +2075,7 @@ def prog_merge_pure_state_ignores_recreate_variables_false(nnx):
     return type(merged.scale).__name__, type(merged.mean).__name__, merged.scale[...]
 
 
-@program("graph-api", trace=True)
+@program("A12", trace=True)
 def prog_clone_and_iter_graph_of_a_shared_node(nnx):
     foo_type, bar = _variable_free_pair(nnx)
     copy = nnx.clone(bar)
