@@ -24,6 +24,7 @@ from nnx_lint.flow import bound_values, lookup
 from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
+    from nnx_lint.calls import NNXCall
     from nnx_lint.engine import FileContext
 
 _MAX_DEPTH = 4
@@ -36,6 +37,9 @@ STRUCTURE_KEEPING: dict[str, int] = {
 }
 #: Classes whose instances are list- or dict-like containers of other values.
 CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "builtins.dict", "list", "dict"})
+#: flax.nnx calls whose result is (or, ``_GRAPHDEF_FIRST``, starts with) a GraphDef.
+_GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
+_GRAPHDEF_FIRST = frozenset({"split", "flatten"})
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,31 @@ class ValueModel:
                 return SharedPair(join_path(path + alias.first_path), join_path(path + alias.second.path),
                                   shared, "node", alias.second.node)
         return None
+
+    def graphdef_source(self, expression: nodes.NodeNG) -> NNXCall | None:
+        """The ``nnx.split`` / ``nnx.graphdef`` / ``nnx.flatten`` call a GraphDef comes from:
+        the call itself, ``nnx.split(...)[0]``, or a name bound to either by its one
+        assignment (``graphdef, state = nnx.split(m)``). Its flags say whether the GraphDef
+        is a graph-mode or a Tree Mode one. None when the origin is not that visible."""
+        if isinstance(expression, nodes.Name):
+            _scope, assignments = lookup(expression)
+            if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+                return None
+            target = assignments[0]
+            if isinstance(target.parent, nodes.Assign):
+                expression = target.parent.value
+            elif isinstance(target.parent, nodes.Tuple) and isinstance(target.parent.parent, nodes.Assign) \
+                    and target.parent.elts.index(target) == 0:
+                call = self.context.nnx_call(target.parent.parent.value)
+                return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+            else:
+                return None
+        if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
+                and expression.slice.value == 0:
+            call = self.context.nnx_call(expression.value)
+            return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+        call = self.context.nnx_call(expression)
+        return call if call is not None and call.name in _GRAPHDEF_SOURCES else None
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
         """The first object that two values both hold below themselves (``Container(v)``

@@ -8,8 +8,8 @@ from astroid import nodes
 from nnx_lint.calls import NNXCall, constant_bool
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.values import value_model
 
 #: Options of graph APIs that only graph mode reads (flax 0.12.8, `graphlib.py`): `merge`
 #: and `map` (which ends in `merge`) pass `recreate_variables` to `unflatten`, whose
@@ -21,10 +21,6 @@ from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 IGNORED_OPTIONS: dict[str, dict[str, bool]] = {"map": {"recreate_variables": False},
                                                 "merge": {"recreate_variables": False},
                                                 "unflatten": {"recreate_variables": False}}
-#: Calls whose result is (or starts with) a GraphDef: its kind (graph or tree) decides `merge`.
-_GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
-#: Of those, the ones returning a tuple whose first element is the GraphDef.
-_GRAPHDEF_FIRST = frozenset({"split", "flatten"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +120,7 @@ class IgnoredGraphOption(Rule):
             if self.context.flip_changes(call):
                 self.report(node, api="nnx.map", option=option, pin=pin_sites_in(self.context, call))
             return
-        source = _graphdef_source(self.context, call.args[0]) if call.args else None
+        source = value_model(self.context).graphdef_source(call.args[0]) if call.args else None
         if source is not None and self.context.flip_changes(source):
             self.report(node, api=f"nnx.{call.name}", option=option, pin=pin_sites_in(self.context, source))
 
@@ -153,29 +149,3 @@ class IgnoredGraphOption(Rule):
                    "is_leaf=lambda x: isinstance(x, nnx.Variable))")
         return Reproduction(f"{model}\n{call}\n{observe}\n", expect_tree=True, expect_graph=False,
                             control=f"{model}\n{rewrite}\n{observe}\n", stand_ins=stand_ins)
-
-
-def _graphdef_source(context, expression: nodes.NodeNG) -> NNXCall | None:
-    """The ``nnx.split`` / ``nnx.graphdef`` call the GraphDef ``expression`` comes from:
-    the call itself, ``nnx.split(...)[0]``, or a name bound to either (``graphdef, state =
-    nnx.split(m)``) by its one assignment. None when the origin is not that visible."""
-    if isinstance(expression, nodes.Name):
-        _scope, assignments = lookup(expression)
-        if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
-            return None
-        target = assignments[0]
-        if isinstance(target.parent, nodes.Assign):
-            expression = target.parent.value
-        elif isinstance(target.parent, nodes.Tuple) and isinstance(target.parent.parent, nodes.Assign) \
-                and target.parent.elts.index(target) == 0:
-            expression = target.parent.parent.value
-            call = context.nnx_call(expression)
-            return call if call is not None and call.name in _GRAPHDEF_FIRST else None
-        else:
-            return None
-    if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
-            and expression.slice.value == 0:
-        call = context.nnx_call(expression.value)
-        return call if call is not None and call.name in _GRAPHDEF_FIRST else None
-    call = context.nnx_call(expression)
-    return call if call is not None and call.name in _GRAPHDEF_SOURCES else None

@@ -28,7 +28,12 @@ EFFECTS: dict[str, str] = {
     "clone": "copies it once per path",
     "view": "copies it once per path",
     "with_attributes": "copies it once per path",
+    "merge": "copies it once per path",
+    "unflatten": "copies it once per path",
 }
+#: APIs that rebuild what a GraphDef describes: the change shows where the GraphDef (from an
+#: `nnx.split` / `nnx.graphdef` / `nnx.flatten` of the value) is merged back.
+_MERGES = frozenset({"merge", "unflatten"})
 #: The deprecated ``Module.iter_modules()`` method walks as ``nnx.iter_modules`` does.
 _METHODS = frozenset({"iter_modules"})
 
@@ -53,7 +58,9 @@ class SharedNodeInTraversal(_FamilyRule):
         Flags `nnx.recursive_map`, `nnx.iter_graph`, `nnx.iter_modules` (and the
         `Module.iter_modules()` method), `nnx.map`, `nnx.clone`, `nnx.view` and
         `nnx.with_attributes` given a value that reaches one Module or Pytree holding no
-        Variables at two paths: `[foo, foo]`, `{"a": foo, "b": foo}`, a class that stores
+        Variables at two paths, and `nnx.merge` / `nnx.unflatten` of a GraphDef that an
+        `nnx.split` / `nnx.graphdef` / `nnx.flatten` of such a value made in the same
+        function: `[foo, foo]`, `{"a": foo, "b": foo}`, a class that stores
         it twice (`self.right = self.left`, one `__init__` argument at two attributes) or
         a construction passing it twice (`Pair(a=drop, b=drop)`). The node's class must be
         known (a project class whose stores hold no Variables with the arguments given,
@@ -65,10 +72,10 @@ class SharedNodeInTraversal(_FamilyRule):
         Not flagged, because their result is the same in both modes (measured with flax
         0.12.8): `nnx.iter_children`, `nnx.iter_module_children`, `nnx.find_duplicates`,
         `nnx.graphdef`, `model.eval()`/`train()` (the attribute is set on the one object
-        twice). Not flagged either: `nnx.split` followed by `nnx.merge`, which also returns a
-        copy per path, and `nnx.state`, whose State holds the node's arrays once per path:
-        the change only shows where the two are joined again; and `set_attributes` with a
-        path filter, which in Tree Mode also matches the second path.
+        twice). Not flagged either: `nnx.state`, whose State holds the node's arrays once per
+        path (the change only shows where they are used), a merge of a GraphDef of unknown
+        origin, and `set_attributes` with a path filter, which in Tree Mode also matches the
+        second path.
 
     Why is this bad?:
         Tree Mode walks pytrees, not graphs: it accepts a node without Variables reachable
@@ -177,14 +184,22 @@ class SharedNodeInTraversal(_FamilyRule):
                 model = Parent()
                 count = len(list(nnx.iter_modules(model)))  # NNX111
                 copy = nnx.clone(model)  # NNX111
-                return count, copy.left is copy.right
+                graphdef, state = nnx.split(model)
+                merged = nnx.merge(graphdef, state)  # NNX111
+                return count, copy.left is copy.right, merged.left is merged.right
             """,
-            tree_mode=differs("`iter_modules` yields the Dropout twice; the clone holds two Dropouts"),
+            tree_mode=differs("`iter_modules` yields the Dropout twice; the clone and the merge hold two Dropouts"),
         ),
     ]
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
+        if call is not None and call.name in _MERGES and call.args and not call.via_partial:
+            source = value_model(self.context).graphdef_source(call.args[0])
+            if source is not None and self.context.flip_changes(source) and source.graph_node_argument is not None:
+                self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
+                            pin_sites_in(self.context, source), made_by=source.node)
+            return
         if call is not None:
             if call.name not in EFFECTS or call.via_partial or not self.context.flip_changes(call):
                 return
@@ -198,16 +213,19 @@ class SharedNodeInTraversal(_FamilyRule):
             if self.classes.class_of_self(receiver) is not None:
                 self._check(node, receiver, f".{node.func.attrname}()", node.func.attrname, ABSENT)
 
-    def _check(self, node: nodes.Call, walked: nodes.NodeNG, api: str, name: str, pin) -> None:
+    def _check(self, node: nodes.Call, walked: nodes.NodeNG, api: str, name: str, pin,
+               made_by: nodes.NodeNG | None = None) -> None:
         values = value_model(self.context)
         shared = values.shared_node_within(walked)
         if shared is None or values.shared_within(walked) is not None:
             return  # nothing shared, or a shared Variable: Tree Mode raises there (NNX101-NNX103)
         related = [(shared.container, "the node is placed at its second path here")] \
-            if shared.container is not None and shared.container is not node else None
+            if shared.container is not None and shared.container is not node else []
+        if made_by is not None:
+            related.append((made_by, "the GraphDef is made here"))
         self.report(node, api=api, value=_short(walked, 40), node_class=self._class_name(shared.ref),
                     first_path=shared.first_path, second_path=shared.second_path, effect=EFFECTS[name],
-                    pin=pin, related=related)
+                    pin=pin, related=related or None)
 
     def _class_name(self, ref: Ref) -> str:
         cls = self.classes.class_of(ref.root[1]) if ref.origin == "new" else None
@@ -236,8 +254,11 @@ class SharedNodeInTraversal(_FamilyRule):
                              f"return sum(isinstance(x, Node) for _, x in nnx.{api}(box))")
             return Reproduction(walk("Box(a=node, b=node)"), expect_tree=2, expect_graph=1,
                                 control=walk("Box(a=node)"))
-        call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)"}.get(api, "nnx.view(box)")
+        call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)",
+                "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))"}.get(api, "nnx.view(box)")
         body = _code(_BOX, node, "box = Box(a=node, b=node)", f"out = {call}", "return out.a is out.b")
         control = _code(_BOX, node, "box = Box(a=node)", f"out = {call}", "out.b = out.a", "return out.a is out.b")
-        stand_ins = ("`nnx.view` stands for `nnx.with_attributes`",) if api == "with_attributes" else ()
+        stand_ins = {"with_attributes": ("`nnx.view` stands for `nnx.with_attributes`",),
+                     "unflatten": ("`nnx.merge(*nnx.split(...))` stands for `nnx.unflatten(*nnx.flatten(...))`",),
+                     }.get(api, ())
         return Reproduction(body, expect_tree=False, expect_graph=True, control=control, stand_ins=stand_ins)
