@@ -98,7 +98,9 @@ class SharedNodeInTraversal(_FamilyRule):
     symbol = "shared-node-in-traversal"
     kind = "silent"
     catalogue = ("A12",)
-    message = "`{value}` holds one `{node_class}` at `{first_path}` and `{second_path}`: Tree Mode's `{api}` silently {effect}"
+    message = (
+        "`{value}` holds one `{node_class}` at `{first_path}` and `{second_path}`: Tree Mode's `{api}` silently {effect}"
+    )
     help = (
         "Tree Mode walks `{value}` as a tree: the `{node_class}` reached at `{first_path}` and `{second_path}` is "
         "visited and rebuilt once per path. Store it once, apply the call to it once and place the result at "
@@ -237,7 +239,8 @@ class SharedNodeInTraversal(_FamilyRule):
         given to the finding's traversal; the observation is how often the walk meets it
         and whether the result keeps one object. Control: the traversal applied to the node
         once, the result placed (or re-tied) at both places. `with_attributes` is
-        reproduced with `nnx.view` (tree_runtime has no `with_attributes`)."""
+        reproduced with `nnx.view`, `unflatten` with `nnx.merge(*nnx.split(...))`
+        (tree_runtime has neither `with_attributes` nor `flatten`/`unflatten`)."""
         api = facts["api"].removeprefix("nnx.").removeprefix(".").removesuffix("()")
         node = "class Node(nnx.Module):\n    def __init__(self):\n        self.d = 1\n\nnode = Node()"
         if api == "recursive_map":
@@ -255,7 +258,8 @@ class SharedNodeInTraversal(_FamilyRule):
             return Reproduction(walk("Box(a=node, b=node)"), expect_tree=2, expect_graph=1,
                                 control=walk("Box(a=node)"))
         call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)",
-                "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))"}.get(api, "nnx.view(box)")
+                "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))",
+                }.get(api, "nnx.view(box)")
         body = _code(_BOX, node, "box = Box(a=node, b=node)", f"out = {call}", "return out.a is out.b")
         control = _code(_BOX, node, "box = Box(a=node)", f"out = {call}", "out.b = out.a", "return out.a is out.b")
         stand_ins = {"with_attributes": ("`nnx.view` stands for `nnx.with_attributes`",),
