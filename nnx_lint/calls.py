@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from astroid import nodes
 
 from nnx_lint.names import NameResolver
-from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS, is_compat, short_name
+from nnx_lint.nnx_api import GRAPH_API_NODE_POSITION, GRAPH_APIS, TRANSFORMS, is_compat, short_name
 
 _PARTIALS = frozenset({"functools.partial"})
 
@@ -42,6 +42,12 @@ class NNXCall:
     @property
     def is_graph_api(self) -> bool:
         return self.name in GRAPH_APIS
+
+    @property
+    def graph_node_argument(self) -> nodes.NodeNG | None:
+        """The graph node a graph API walks (``node`` of ``nnx.map(f, node)``), if given."""
+        position = GRAPH_API_NODE_POSITION.get(self.name, 0)
+        return self.args[position] if len(self.args) > position else None
 
     def keyword_node(self, name: str) -> nodes.Keyword | None:
         """The ``Keyword`` node itself (for its position), from the call or its partial."""

@@ -21,6 +21,7 @@ PATTERNS: dict[str, str] = {
     "A9": "ModelAndOptimizer passed with its model",
     "A10": "Plain jax transform un-ties a tied model",
     "A11": "Module stores itself (a cycle)",
+    "A12": "Variable-free node reached twice by a graph traversal",
     "B1": "StateAxes in vmap / scan / pmap axes",
     "B2": "DiffState in grad / value_and_grad / custom_vjp",
     "B3": "StateSharding in jit shardings / shard_map specs",
@@ -55,6 +56,7 @@ PATTERNS: dict[str, str] = {
     "H8": "Graph-mode-only APIs and broken compat entries",
     "H9": "A Module is a plain JAX pytree (no change)",
     "H10": "APIs without graph= (no change)",
+    "H11": "Graph-API options Tree Mode ignores",
 }
 
 

@@ -107,6 +107,7 @@ class ClassModel:
         #: Classes whose kind is being worked out: one that holds itself through its stores
         #: (``A`` stores a ``B()``, ``B`` an ``A()``) must not recurse without end.
         self._kinds_in_progress: set[int] = set()
+        self._variable_free_aliases: dict[int, list[Alias]] = {}
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
@@ -711,7 +712,9 @@ class ClassModel:
         self._kinds_in_progress.add(id(ref.definition))
         try:
             info = self.info(ref.definition)
-            if info.is_nnx_module and any(self._store_may_hold_variables(store, info) for store in info.stores):
+            arguments = self._init_arguments(ref.definition, call)
+            if info.is_nnx_module and any(self._store_may_hold_variables(store, info, arguments)
+                                          for store in info.stores):
                 return "module"
             if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
                                               for name in _stored_fields(ref.definition)):
@@ -719,6 +722,20 @@ class ClassModel:
             return None  # a Module storing only constants and plain arrays holds no Variables
         finally:
             self._kinds_in_progress.discard(id(ref.definition))
+
+    def _init_arguments(self, classdef: nodes.ClassDef, call: nodes.Call | None) -> tuple | None:
+        """``(__init__, {parameter: argument})`` for one construction ``call`` of ``classdef``:
+        a store of a parameter holds what this call passes (``Foo(10)`` with ``self.d = d``
+        holds an int, not "anything"). None when there is no call or no ``__init__``."""
+        if call is None:
+            return None
+        init = self.init_of(classdef)
+        if init is None:
+            return None
+        # `Foo(*xs)` / `Foo(**cfg)` may pass any parameter: only the ones bound by name count
+        unpacked = any(isinstance(a, nodes.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords or [])
+        return init, _bind_arguments(init, call), unpacked
 
     def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
         """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""
@@ -738,9 +755,11 @@ class ClassModel:
         return field is not None and ref is not None and ref.definition is not None \
             and self._field_kind(ref.definition, field) is not None
 
-    def _store_may_hold_variables(self, store: Store, info: ClassInfo, seen: frozenset[str] = frozenset()) -> bool:
-        """:meth:`_may_hold_variables` for one store of a class; ``self.right = self.left``
-        holds what the class stores at ``left`` (an alias, not an unknown value)."""
+    def _store_may_hold_variables(self, store: Store, info: ClassInfo, arguments: tuple | None,
+                                  seen: frozenset[str] = frozenset()) -> bool:
+        """:meth:`_may_hold_variables` for one store of a class, for one construction
+        (``arguments``: :meth:`_init_arguments`); ``self.right = self.left`` holds what the
+        class stores at ``left`` (an alias, not an unknown value)."""
         value = store.value
         if isinstance(value, nodes.Attribute):
             root, parts = _attribute_chain(value)
@@ -749,8 +768,8 @@ class ClassModel:
             aliased = [other for other in info.stores_of(path) if other is not store]
             if isinstance(root, nodes.Name) and isinstance(owner, nodes.Name) and root.name == owner.name \
                     and aliased and path not in seen:
-                return any(self._store_may_hold_variables(other, info, seen | {path}) for other in aliased)
-        return self._may_hold_variables(value)
+                return any(self._store_may_hold_variables(other, info, arguments, seen | {path}) for other in aliased)
+        return self._may_hold_variables(_argument_stored(value, arguments))
 
     def _may_hold_variables(self, value: nodes.NodeNG | None, depth: int = 0) -> bool:
         """Whether a stored value may be or hold an NNX Variable: unknown values may.
@@ -1019,6 +1038,7 @@ class ClassModel:
             return self.info(cls.definition).is_nnx_module
         return cls.qualified_name.startswith("flax.nnx.") and (
             cls.short_name in MODULE_CLASSES or cls.short_name in RNG_CLASSES
+            or cls.short_name in nnx_api.STATELESS_MODULE_CLASSES
             or cls.qualified_name in nnx_api.CONTAINER_MODULES)
 
     def _graph_node_at(self, construction: Construction, path: tuple[str, ...], before: int) -> bool:
@@ -1036,14 +1056,33 @@ class ClassModel:
                     for e in construction.events)
         return False
 
-    def _find_aliases(self, construction: Construction) -> list[Alias]:
+    def variable_free_aliases(self, classdef: nodes.ClassDef) -> list[Alias]:
+        """Graph nodes holding no Variables that an instance of ``classdef`` reaches at two
+        paths (``self.left = Shared(); self.right = self.left``), kind ``node``: Tree Mode
+        accepts them, but its traversals walk them once per path (NNX111). Memoised."""
+        key = id(classdef)
+        if key not in self._variable_free_aliases:
+            self._variable_free_aliases[key] = self._find_aliases(self.construction(classdef), variable_free=True)
+        return self._variable_free_aliases[key]
+
+    def variable_free_node(self, ref: Ref | None) -> bool:
+        """Whether ``ref`` is a graph node (a Module or Pytree of a known class) that holds no
+        Variables: what Tree Mode takes reachable twice, rebuilding it once per path."""
+        return ref is not None and not ref.path and self.graph_node(ref) and self.kind_of(ref) is None
+
+    def _find_aliases(self, construction: Construction, variable_free: bool = False) -> list[Alias]:
+        """Objects holding Variables (or raw refs) stored at two paths; with
+        ``variable_free``, graph nodes holding none (:meth:`variable_free_aliases`)."""
         events = construction.events
         aliases: list[Alias] = []
         for position, event in enumerate(events):
             if event.ref is None or event.deleted:
                 continue
-            kind = self.kind_of(event.ref)
-            if kind not in SHARED_KINDS:
+            if variable_free:
+                kind = "node" if self.variable_free_node(_stored_object(events, position, construction)) else None
+            else:
+                kind = self.kind_of(event.ref)
+            if kind not in SHARED_KINDS and kind != "node":
                 continue
             ref = event.ref
             if ref.root == ("self", construction.classdef) and event.path[:len(ref.path)] == ref.path:
@@ -1065,6 +1104,8 @@ class ClassModel:
                     if _overwritten(events, earlier, events.index(earlier) + 1, position):
                         continue
                     if len(earlier.ref.path) > len(ref.path):
+                        if variable_free:
+                            continue  # a part of the stored object: not the node itself
                         # `self.config = m.config` then `self.model = m`: what is held twice
                         # is the part, `m.config`; only a part that holds Variables matters.
                         part_kind = self.kind_of(earlier.ref)
@@ -1515,6 +1556,37 @@ def _overwritten(
         if len(later.path) <= len(path) and path[: len(later.path)] == later.path and later.guards <= guards:
             return True
     return False
+
+
+def _argument_stored(value: nodes.NodeNG | None, arguments: tuple | None) -> nodes.NodeNG | None:
+    """What a stored ``value`` is for one construction: the argument the call passes when
+    ``value`` reads an ``__init__`` parameter unchanged (its default when the call passes
+    none), else ``value`` itself (``arguments``: :meth:`ClassModel._init_arguments`)."""
+    if arguments is None or not isinstance(value, nodes.Name):
+        return value
+    init, bound, unpacked = arguments
+    _scope, assignments = lookup(value)
+    if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName) \
+            or assignments[0].parent is not init.args:
+        return value
+    if value.name in bound:
+        return bound[value.name]
+    if unpacked:
+        return value
+    try:
+        return init.args.default_value(value.name)
+    except Exception:  # astroid's NoDefault: a required parameter the call does not show
+        return value
+
+
+def _stored_object(events: list[StoreEvent], position: int, construction: Construction) -> Ref | None:
+    """The object event ``position`` stores: its ref, or for ``self.right = self.left`` the
+    ref of the store that ``self.left`` holds then (the object itself, not a path to it)."""
+    ref = events[position].ref
+    if ref is not None and ref.root == ("self", construction.classdef) and ref.path:
+        holder = _live_store_at(events, position, ref.path)
+        return holder.ref if holder is not None and holder.path == ref.path else None
+    return ref
 
 
 def _live_store_at(events: list[StoreEvent], position: int, path: tuple[str, ...]) -> StoreEvent | None:

@@ -81,6 +81,10 @@ GRAPH_APIS: frozenset[str] = frozenset(
     """.split()
 )
 
+#: Graph APIs whose graph node is not their first argument: ``nnx.map(f, node)``,
+#: ``nnx.recursive_map(f, node)`` (every other graph API takes the node first).
+GRAPH_API_NODE_POSITION: dict[str, int] = {"map": 1, "recursive_map": 1}
+
 #: Graph APIs that, in Tree Mode, reject a Variable reachable twice in their argument
 #: (measured with flax 0.12.8 on ``[v, v]`` and ``(m, m)``: ValueError "Duplicate Param";
 #: ``to_tree`` and ``find_duplicates`` run).
@@ -119,6 +123,10 @@ MODULE_CLASSES: frozenset[str] = frozenset(
     ModelAndOptimizer EMA
     """.split()
 )
+
+#: ``flax.nnx`` Modules that may hold no Variables (``nnx.Dropout`` built without ``rngs``):
+#: graph nodes all the same, walked by every graph traversal.
+STATELESS_MODULE_CLASSES: frozenset[str] = frozenset({"Dropout"})
 
 #: The global mode setters, by qualified name, and the flag each one sets.
 MODE_SETTERS: dict[str, str] = {f"{NNX}.set_graph_mode": "graph", f"{NNX}.set_graph_updates": "graph_updates"}

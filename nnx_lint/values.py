@@ -24,6 +24,7 @@ from nnx_lint.flow import bound_values, lookup
 from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
+    from nnx_lint.calls import NNXCall
     from nnx_lint.engine import FileContext
 
 _MAX_DEPTH = 4
@@ -36,6 +37,9 @@ STRUCTURE_KEEPING: dict[str, int] = {
 }
 #: Classes whose instances are list- or dict-like containers of other values.
 CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "builtins.dict", "list", "dict"})
+#: flax.nnx calls whose result is (or, ``_GRAPHDEF_FIRST``, starts with) a GraphDef.
+_GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
+_GRAPHDEF_FIRST = frozenset({"split", "flatten"})
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,64 @@ class ValueModel:
                     return SharedPair(join_path(place_a), join_path(place_b), shared, kind, container,
                                       tie.node.parent if tie is not None else None)
         return self._tied_within(expression)
+
+    def shared_node_within(self, expression: nodes.NodeNG) -> SharedPair | None:
+        """The first graph node holding no Variables that ``expression`` holds at two places
+        (kind ``node``): ``[foo, foo]`` with ``foo`` a Variable-free Pytree, a construction
+        whose class stores one such node twice (``self.right = self.left``, or one argument
+        at two attributes), or a part of the value built that way. Tree Mode accepts it
+        reachable twice (so :meth:`shared_within` leaves it out), but walks it once per path.
+
+        Only nodes of a known class count: a plain Python object is a static leaf that keeps
+        its identity in both modes, and an unknown object may hold Variables.
+        """
+        items = self._stored_items(expression)
+        for position, (path_b, ref_b, container) in enumerate(items):
+            if ref_b is None or not path_b:
+                continue
+            for path_a, ref_a, _ in items[:position]:
+                if ref_a is None or not path_a or _prefix_related(path_a, path_b) or not ref_a.overlaps(ref_b):
+                    continue
+                shared = ref_a if len(ref_a.path) <= len(ref_b.path) else ref_b
+                if self.classes.variable_free_node(shared):
+                    return SharedPair(join_path(path_a), join_path(path_b), shared, "node", container)
+        for path, ref, _container in items:
+            cls = self.classes.class_of_self(expression) if not path else (
+                self.classes.class_of(ref.root[1]) if ref is not None and ref.origin == "new" and not ref.path
+                else None)
+            if cls is None or cls.definition is None:
+                continue
+            for alias in self.classes.variable_free_aliases(cls.definition):
+                # `self.right = self.left`: the object is what the first store put there
+                shared = alias.first.ref if alias.first is not None and alias.first.ref is not None else alias.ref
+                return SharedPair(join_path(path + alias.first_path), join_path(path + alias.second.path),
+                                  shared, "node", alias.second.node)
+        return None
+
+    def graphdef_source(self, expression: nodes.NodeNG) -> NNXCall | None:
+        """The ``nnx.split`` / ``nnx.graphdef`` / ``nnx.flatten`` call a GraphDef comes from:
+        the call itself, ``nnx.split(...)[0]``, or a name bound to either by its one
+        assignment (``graphdef, state = nnx.split(m)``). Its flags say whether the GraphDef
+        is a graph-mode or a Tree Mode one. None when the origin is not that visible."""
+        if isinstance(expression, nodes.Name):
+            _scope, assignments = lookup(expression)
+            if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+                return None
+            target = assignments[0]
+            if isinstance(target.parent, nodes.Assign):
+                expression = target.parent.value
+            elif isinstance(target.parent, nodes.Tuple) and isinstance(target.parent.parent, nodes.Assign) \
+                    and target.parent.elts.index(target) == 0:
+                call = self.context.nnx_call(target.parent.parent.value)
+                return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+            else:
+                return None
+        if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
+                and expression.slice.value == 0:
+            call = self.context.nnx_call(expression.value)
+            return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+        call = self.context.nnx_call(expression)
+        return call if call is not None and call.name in _GRAPHDEF_SOURCES else None
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
         """The first object that two values both hold below themselves (``Container(v)``

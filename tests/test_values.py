@@ -185,6 +185,64 @@ def f(x):
     assert [model.shared_within(a) for a in _marked(context, "distinct").args] == [None, None, None, None]
 
 
+def test_a_construction_holds_what_its_call_passes_to_stored_parameters(tmp_path):
+    """``Foo(10)`` with ``self.d = d`` holds an int; ``Foo(nnx.Param(...))`` a Variable; ``Foo(**cfg)``
+    and ``Foo(x)`` with ``x`` unknown may hold anything; a parameter reassigned before the store counts
+    as the value stored."""
+    context = _context(tmp_path, HEADER + """
+class Foo(nnx.Pytree):
+    def __init__(self, d, e=3):
+        self.d = d
+        self.e = e
+
+class Wrapped(nnx.Module):
+    def __init__(self, d):
+        d = nnx.Param(d)
+        self.d = d
+
+def f(x, cfg):
+    use(Foo(10), Foo(d=1.5), Foo(nnx.Param(jnp.ones(2))), Foo(x), Foo(**cfg), Foo(1, e=nnx.Variable(1)), Wrapped(1))  # built
+""")
+    classes = context.classes
+    kinds = [classes.kind_of(classes.ref_of(a)) for a in _marked(context, "built").args]
+    assert kinds == [None, None, "module", "module", "module", "module", "module"]
+
+
+def test_shared_node_within_finds_a_variable_free_node_reached_twice(tmp_path):
+    context = _context(tmp_path, HEADER + """
+class Foo(nnx.Pytree):
+    def __init__(self, d):
+        self.d = d
+
+class Parent(nnx.Module):
+    def __init__(self):
+        self.left = nnx.Dropout(0.5)
+        self.right = self.left
+
+class Pair(nnx.Module):
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+def f(x, config):
+    foo = Foo(1)
+    drop = nnx.Dropout(0.1)
+    use([foo, Foo(2), foo], dict(a=foo, b=foo), Parent(), Pair(a=drop, b=drop), [Parent()])  # shared
+    use([Foo(1), Foo(1)], [x, x], [config, config], [drop], nnx.Dropout(0.1, rngs=nnx.Rngs(0)))  # distinct
+    v = nnx.Param(jnp.ones(2))
+    use([Foo(v), Foo(v)])  # variable
+""")
+    model = value_model(context)
+    found = [model.shared_node_within(a) for a in _marked(context, "shared").args]
+    assert [(p.first_path, p.second_path, p.kind) for p in found] == [
+        ("[0]", "[2]", "node"), ("a", "b", "node"), ("left", "right", "node"), ("a", "b", "node"),
+        ("[0].left", "[0].right", "node")]
+    assert [model.shared_node_within(a) for a in _marked(context, "distinct").args] == [None] * 5
+    # one Variable held by two nodes is shared state (Tree Mode raises): shared_within's answer
+    (holding,) = _marked(context, "variable").args
+    assert model.shared_within(holding) is not None and model.shared_node_within(holding) is None
+
+
 def test_ties_after_construction_make_two_objects_share(tmp_path):
     context = _context(tmp_path, HEADER + """
 def f(x):

@@ -133,6 +133,10 @@ class GraphDef:
 
     treedef: tp.Any
     paths: tuple
+    #: Per leaf path: ``(Variable type, metadata)`` for a Variable, None for another leaf.
+    #: ``merge`` rebuilds a Variable of that type around a raw value given for it, as flax's
+    #: Tree Mode does (not part of equality: two splits of one structure are equal).
+    variables: tuple = dataclasses.field(default=(), compare=False)
 
     def apply(self, *states: State) -> tp.Callable:
         """``graphdef.apply(state)(*args)`` calls the merged module."""
@@ -159,17 +163,26 @@ def split(node: tp.Any, *filters: tp.Any, graph: bool | None = None, exhaustive:
     leaves = variables_with_paths(node)
     treedef = jtu.tree_structure(node, is_leaf=_is_variable)
     flat = [(nnx_path(path), leaf) for path, leaf in leaves]
-    graphdef = GraphDef(treedef, tuple(path for path, _ in flat))
+    variables = tuple((type(leaf), tuple(sorted(leaf._var_metadata.items()))) if isinstance(leaf, Variable) else None
+                      for _, leaf in flat)
+    graphdef = GraphDef(treedef, tuple(path for path, _ in flat), variables)
     return (graphdef, *split_state(State.from_flat_path(flat), *filters, exhaustive=exhaustive))
 
 
-def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
+def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any, recreate_variables: bool = True) -> tp.Any:
     """Rebuild a node from its ``GraphDef`` and States (the Variables are reused).
+
+    A raw value given where the split found a Variable becomes a Variable of that type
+    again, whatever ``recreate_variables`` says: flax's graph mode honours
+    ``recreate_variables=False`` (the raw value stays), its Tree Mode ignores it.
 
     >>> import tree_runtime as nnx
     >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
     >>> nnx.merge(*nnx.split(model)).kernel is model.kernel
     True
+    >>> graphdef, state = nnx.split(model)
+    >>> type(nnx.merge(graphdef, nnx.to_pure_dict(state), recreate_variables=False).kernel).__name__
+    'Param'
     """
     flat: list = []
     for s in (state, *states):
@@ -179,7 +192,12 @@ def merge(graphdef: GraphDef, state: tp.Any, /, *states: tp.Any) -> tp.Any:
         raise ValueError(f"Incorrect number of leaves, expected {len(graphdef.paths)} leaves, "
                          f"but got {len(flat)}.")
     by_path = dict(flat)
-    return jtu.tree_unflatten(graphdef.treedef, [by_path[path] for path in graphdef.paths])
+    leaves = [by_path[path] for path in graphdef.paths]
+    for index, (leaf, variable) in enumerate(zip(leaves, graphdef.variables)):
+        if variable is not None and not isinstance(leaf, Variable):
+            variable_type, metadata = variable
+            leaves[index] = variable_type._new(leaf, dict(metadata))
+    return jtu.tree_unflatten(graphdef.treedef, leaves)
 
 
 def state(node: tp.Any, *filters: tp.Any, graph: bool | None = None) -> tp.Any:
@@ -308,6 +326,67 @@ def iter_graph(node: tp.Any, *, graph: bool | None = None) -> tp.Iterator[tuple[
     _no_graph("iter_graph", graph)
     variables_with_paths(node, "iter_graph")
     return walk((), node)
+
+
+def map(f: tp.Callable[[tuple, tp.Any], tp.Any], node: tp.Any, /, *, graph: bool | None = None,
+        recreate_variables: bool = True) -> tp.Any:
+    """A copy of ``node`` with ``f(path, leaf)`` applied to each leaf of its State.
+
+    Split, map, merge, as flax: a Variable-free node reachable twice comes back as two
+    copies, and a non-Variable result where a Variable was becomes a Variable of that type
+    again (``recreate_variables`` is accepted and ignored, as by flax's Tree Mode).
+
+    >>> import tree_runtime as nnx, jax.numpy as jnp
+    >>> model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    >>> zeros = nnx.map(lambda path, v: jnp.zeros_like(v[...]), model, recreate_variables=False)
+    >>> type(zeros.kernel).__name__, float(zeros.kernel[...].sum())
+    ('Param', 0.0)
+    """
+    _no_graph("map", graph)
+    graphdef, node_state = split(node)
+    mapped = State.from_flat_path((path, f(path, leaf)) for path, leaf in to_flat_state(node_state))
+    return merge(graphdef, mapped, recreate_variables=recreate_variables)
+
+
+def _is_tree_node(value: tp.Any) -> bool:
+    """Whether JAX flattens ``value`` into children (a container, a Module, a Pytree,
+    ``None``) rather than taking it as a leaf; a Variable is a leaf of NNX walks."""
+    if isinstance(value, Variable):
+        return False
+    leaves = jtu.tree_leaves(value, is_leaf=lambda x: x is not value)
+    return not (len(leaves) == 1 and leaves[0] is value)
+
+
+def recursive_map(f: tp.Callable[[tuple, tp.Any], tp.Any], node: tp.Any, /, *,
+                  graph: bool | None = None) -> tp.Any:
+    """Rebuild ``node`` bottom-up, replacing every node and leaf ``x`` at ``path`` with
+    ``f(path, x)`` (children first, ``f`` then sees the rebuilt node).
+
+    A tree walk, as flax's Tree Mode: a Variable reachable twice raises
+    ``AliasingError``, and a node without Variables reachable twice is visited, and
+    rebuilt, once per path (graph mode visits it once and keeps one object).
+
+    >>> import tree_runtime as nnx
+    >>> class Foo(nnx.Pytree):
+    ...   def __init__(self, d):
+    ...     self.d = d
+    >>> foo = Foo(1)
+    >>> seen = []
+    >>> out = nnx.recursive_map(lambda path, x: seen.append(path) or x, [foo, foo])
+    >>> seen, out[0] is out[1]
+    ([(0,), (1,), ()], False)
+    """
+    _no_graph("recursive_map", graph)
+    variables_with_paths(node, "recursive_map")
+
+    def rebuild(path: tuple, value: tp.Any) -> tp.Any:
+        if not _is_tree_node(value):
+            return f(path, value)
+        children, treedef = jtu.tree_flatten_with_path(value, is_leaf=lambda x: x is not value)
+        new_children = [rebuild((*path, *nnx_path(key[:1])), child) for key, child in children]
+        return f(path, jtu.tree_unflatten(treedef, new_children))
+
+    return rebuild((), node)
 
 
 def to_flat_state(state: tp.Any) -> list[tuple[tuple, tp.Any]]:

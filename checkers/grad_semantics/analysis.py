@@ -370,7 +370,7 @@ class _Analysis:
     @staticmethod
     def state_usage_of_keyword(keyword: nodes.Keyword, text: str) -> tuple[str, str, nodes.NodeNG]:
         """The gradient passed as an optax extra argument of an optimizer step."""
-        return (f"{clipped(keyword.parent.func.as_string(), 30)}(..., {keyword.arg}={text})",
+        return (f".update({keyword.arg}={clipped(text, 20)})",
                 "ValueError: pytree structure error: different types, against the State of params", keyword)
 
     def _against_a_state(self, call: nodes.Call, use: nodes.NodeNG, name: str | None,

@@ -346,12 +346,13 @@ class DuplicateTransformArgument(_FamilyRule):
     def _graph_api_call(self, node: nodes.Call) -> None:
         """``nnx.split([v, v])``: a graph API given a value that holds one object twice."""
         call = self.context.nnx_call(node)
-        if call is None or call.name not in ALIAS_CHECKING_GRAPH_APIS or not call.args or call.via_partial:
+        walked = call.graph_node_argument if call is not None else None
+        if walked is None or call.name not in ALIAS_CHECKING_GRAPH_APIS or call.via_partial:
             return
         if not self.context.flip_changes(call):
             return
-        self._within(node, call.args[0], "args[0]", {"transform": call.name, "function": None, "form": "graph API"},
-                     call)
+        label = f"args[{call.args.index(walked)}]"
+        self._within(node, walked, label, {"transform": call.name, "function": None, "form": "graph API"}, call)
 
     def _within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict, pin_target) -> bool:
         shared = value_model(self.context).shared_within(expression)

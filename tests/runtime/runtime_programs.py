@@ -2027,3 +2027,81 @@ def prog_c4_module_gradient_into_state_functions(nnx):
         except Exception as exc:  # noqa: BLE001
             outcomes.append(error_category(exc))
     return outcomes
+
+
+# ---------------------------------------------------------------- traversals over shared nodes (NNX111, NNX708)
+def _variable_free_pair(nnx):
+    class Foo(nnx.Pytree):
+        def __init__(self, d):
+            self.d = d
+
+    foo = Foo(10)
+    return Foo, [foo, Foo(20), foo]
+
+
+@program("A12", trace=True)
+def prog_recursive_map_visits_a_shared_node_once_per_path(nnx):
+    foo_type, bar = _variable_free_pair(nnx)
+    paths = []
+
+    def visit(path, node):
+        if isinstance(node, foo_type):
+            paths.append(list(path))
+            node.d += 1
+        return node
+
+    out = nnx.recursive_map(visit, bar)
+    return paths, out[0] is out[2], [foo.d for foo in out], bar[0].d
+
+
+@program("graph-api")
+def prog_recursive_map_replaces_nodes_bottom_up(nnx):
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.lin = nnx.Linear(2, 2, rngs=rngs)
+            self.scale = 3
+
+    seen = []
+
+    def swap(path, node):
+        seen.append([str(p) for p in path])
+        return nnx.Linear(2, 4, rngs=nnx.Rngs(1)) if isinstance(node, nnx.Linear) else node
+
+    out = nnx.recursive_map(swap, [Block(nnx.Rngs(0))])
+    return out[0].lin.kernel.shape, out[0].scale, type(out).__name__, seen[-1]
+
+
+@program("graph-api", trace=True)
+def prog_recursive_map_rejects_a_shared_variable(nnx):
+    p = nnx.Param(jnp.ones(2))
+    nnx.recursive_map(lambda path, x: x, [p, p])
+
+
+@program("H11", trace=True)
+def prog_map_ignores_recreate_variables_false(nnx):
+    model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))
+    zeros = nnx.map(lambda path, v: jnp.zeros_like(v[...]), model, recreate_variables=False)
+    return type(zeros.kernel).__name__, zeros.kernel[...], model.kernel[...].shape
+
+
+@program("A12", trace=True)
+def prog_map_copies_a_shared_node_per_path(nnx):
+    _, bar = _variable_free_pair(nnx)
+    out = nnx.map(lambda path, v: v, bar)
+    return out[0] is out[2], out[0] is bar[0], [foo.d for foo in out]
+
+
+@program("H11", trace=True)
+def prog_merge_pure_state_ignores_recreate_variables_false(nnx):
+    model = nnx.BatchNorm(2, rngs=nnx.Rngs(0))
+    graphdef, state = nnx.split(model)
+    merged = nnx.merge(graphdef, nnx.to_pure_dict(state), recreate_variables=False)
+    return type(merged.scale).__name__, type(merged.mean).__name__, merged.scale[...]
+
+
+@program("A12", trace=True)
+def prog_clone_and_iter_graph_of_a_shared_node(nnx):
+    foo_type, bar = _variable_free_pair(nnx)
+    copy = nnx.clone(bar)
+    walked = [list(path) for path, node in nnx.iter_graph(bar) if isinstance(node, foo_type)]
+    return copy[0] is copy[2], walked
