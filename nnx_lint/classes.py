@@ -777,7 +777,8 @@ class ClassModel:
         Literals, functions and plain arrays (``jnp.array(1.0)``, ``np.zeros(3)``,
         ``jax.random.normal(...)``) never do: sharing them runs in Tree Mode (a pytree may
         hold one array twice), so a class storing only those is not stateful. A construction
-        of a project class holds Variables exactly when that class does.
+        of a project class holds Variables exactly when that class does, and so does an
+        ``nnx.Dropout`` (only when given ``rngs``).
         """
         if _is_static_value(value):
             return False
@@ -789,6 +790,8 @@ class ClassModel:
             if ref is not None and ref.definition is not None and not self._derives_from(
                     ref.definition, VARIABLE_CLASSES | RNG_CLASSES):
                 return self.class_kind(ref, value) is not None
+            if ref is not None and ref.qualified_name == f"{nnx_api.NNX}.Dropout":
+                return self.class_kind(ref, value) is not None  # `nnx.Dropout(0.5)`: no rngs, no state
         return True
 
     def is_instance_of(self, ref: ClassRef | None, short_names: frozenset[str]) -> bool:

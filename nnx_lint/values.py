@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint import nnx_api
-from nnx_lint.call_sites import parameter_of
+from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.node_index import nodes_of_class
@@ -223,11 +223,18 @@ class ValueModel:
                                   shared, "node", alias.second.node)
         return None
 
-    def graphdef_source(self, expression: nodes.NodeNG) -> NNXCall | None:
+    def graphdef_source(self, expression: nodes.NodeNG, depth: int = 0) -> NNXCall | None:
         """The ``nnx.split`` / ``nnx.graphdef`` / ``nnx.flatten`` call a GraphDef comes from:
-        the call itself, ``nnx.split(...)[0]``, or a name bound to either by its one
-        assignment (``graphdef, state = nnx.split(m)``). Its flags say whether the GraphDef
-        is a graph-mode or a Tree Mode one. None when the origin is not that visible."""
+        the call itself, ``nnx.split(...)[0]``, a name bound to either by its one assignment
+        (``graphdef, state = nnx.split(m)``), or a parameter that every call of its function
+        in this file passes such a GraphDef (``step(graphdef, state)``). Its flags say whether
+        the GraphDef is a graph-mode or a Tree Mode one. None when the origin is not that visible."""
+        if isinstance(expression, nodes.Name) and depth < 3 and (found := parameter_of(expression)) is not None:
+            function, parameter = found
+            sources = [self.graphdef_source(argument, depth + 1) for call in calls_of(function)
+                       if (argument := argument_for(function, call, parameter)) is not None]
+            nodes_found = {id(source.node) if source is not None else None for source in sources}
+            return sources[0] if len(nodes_found) == 1 and None not in nodes_found else None
         if isinstance(expression, nodes.Name):
             _scope, assignments = lookup(expression)
             if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):

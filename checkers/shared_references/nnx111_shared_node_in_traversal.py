@@ -12,6 +12,7 @@ from nnx_lint.classes import Ref
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
 from nnx_lint.rule import Invalid, Reproduction, Valid, differs
+from nnx_lint.transforms import transform_resolver
 from nnx_lint.values import value_model
 
 #: What each traversal does, in Tree Mode, with a node reachable at two paths (measured with
@@ -31,6 +32,10 @@ EFFECTS: dict[str, str] = {
     "merge": "copies it once per path",
     "unflatten": "copies it once per path",
 }
+#: An NNX transform applied to the value: the function gets (and its outputs give back) one
+#: copy per path (measured with flax 0.12.8 on `nnx.jit`: inside and after the call,
+#: `m.left is m.right` is False in Tree Mode, True in graph mode).
+TRANSFORM_EFFECT = "passes it to the function once per path"
 #: APIs that rebuild what a GraphDef describes: the change shows where the GraphDef (from an
 #: `nnx.split` / `nnx.graphdef` / `nnx.flatten` of the value) is merged back.
 _MERGES = frozenset({"merge", "unflatten"})
@@ -58,9 +63,10 @@ class SharedNodeInTraversal(_FamilyRule):
         Flags `nnx.recursive_map`, `nnx.iter_graph`, `nnx.iter_modules` (and the
         `Module.iter_modules()` method), `nnx.map`, `nnx.clone`, `nnx.view` and
         `nnx.with_attributes` given a value that reaches one Module or Pytree holding no
-        Variables at two paths, and `nnx.merge` / `nnx.unflatten` of a GraphDef that an
-        `nnx.split` / `nnx.graphdef` / `nnx.flatten` of such a value made in the same
-        function: `[foo, foo]`, `{"a": foo, "b": foo}`, a class that stores
+        Variables at two paths, an NNX transform (`nnx.jit`, `nnx.vmap`, ...) applied to
+        such a value, and `nnx.merge` / `nnx.unflatten` of a GraphDef that an `nnx.split` /
+        `nnx.graphdef` / `nnx.flatten` of such a value made in the same function, or in
+        every caller that passes the GraphDef in: `[foo, foo]`, `{"a": foo, "b": foo}`, a class that stores
         it twice (`self.right = self.left`, one `__init__` argument at two attributes) or
         a construction passing it twice (`Pair(a=drop, b=drop)`). The node's class must be
         known (a project class whose stores hold no Variables with the arguments given,
@@ -82,8 +88,9 @@ class SharedNodeInTraversal(_FamilyRule):
         twice (only Variables and mutable array refs are checked for aliasing), but visits
         it once per path. Graph mode visited it once and kept one object, so a callback
         that counts or rewrites nodes runs twice, a loop over `iter_modules` sees the
-        Module twice, and `out.a is out.b` stops holding after `clone`/`map`/`view`
-        (setting an attribute on one copy no longer reaches the other). Store the node
+        Module twice, and `out.a is out.b` stops holding after `clone`/`map`/`view` and
+        inside and after a transform (setting an attribute on one copy no longer reaches
+        the other; measured on flax's `docs_nnx/guides/pytree.ipynb`, cells 44 and 46). Store the node
         once, map it once and put the result at both places, re-tie after the call
         (`out.b = out.a`), or keep graph mode for the call (`graph=True`).
 
@@ -202,6 +209,14 @@ class SharedNodeInTraversal(_FamilyRule):
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
                             pin_sites_in(self.context, source), made_by=source.node)
             return
+        entry = transform_resolver(self.context).transformed_callable(node.func)
+        if entry is not None:
+            if entry.affected:
+                for argument in [*node.args, *(k.value for k in node.keywords or [])]:
+                    if not isinstance(argument, nodes.Starred) and \
+                            self._check(node, argument, f"nnx.{entry.transform}", "", ABSENT, made_by=entry.node):
+                        break  # one finding per call
+            return
         if call is not None:
             if call.name not in EFFECTS or call.via_partial or not self.context.flip_changes(call):
                 return
@@ -216,18 +231,21 @@ class SharedNodeInTraversal(_FamilyRule):
                 self._check(node, receiver, f".{node.func.attrname}()", node.func.attrname, ABSENT)
 
     def _check(self, node: nodes.Call, walked: nodes.NodeNG, api: str, name: str, pin,
-               made_by: nodes.NodeNG | None = None) -> None:
+               made_by: nodes.NodeNG | None = None) -> bool:
+        """Report ``walked`` if it reaches a Variable-free node twice (``name``: the
+        traversal, or "" for a transform); whether it did."""
         values = value_model(self.context)
         shared = values.shared_node_within(walked)
         if shared is None or values.shared_within(walked) is not None:
-            return  # nothing shared, or a shared Variable: Tree Mode raises there (NNX101-NNX103)
+            return False  # nothing shared, or a shared Variable: Tree Mode raises there (NNX101-NNX103)
         related = [(shared.container, "the node is placed at its second path here")] \
             if shared.container is not None and shared.container is not node else []
         if made_by is not None:
-            related.append((made_by, "the GraphDef is made here"))
+            related.append((made_by, "the GraphDef is made here" if name else "the transform is applied here"))
         self.report(node, api=api, value=_short(walked, 40), node_class=self._class_name(shared.ref),
-                    first_path=shared.first_path, second_path=shared.second_path, effect=EFFECTS[name],
-                    pin=pin, related=related or None)
+                    first_path=shared.first_path, second_path=shared.second_path,
+                    effect=EFFECTS[name] if name else TRANSFORM_EFFECT, pin=pin, related=related or None)
+        return True
 
     def _class_name(self, ref: Ref) -> str:
         cls = self.classes.class_of(ref.root[1]) if ref.origin == "new" else None
@@ -240,7 +258,8 @@ class SharedNodeInTraversal(_FamilyRule):
         and whether the result keeps one object. Control: the traversal applied to the node
         once, the result placed (or re-tied) at both places. `with_attributes` is
         reproduced with `nnx.view`, `unflatten` with `nnx.merge(*nnx.split(...))`
-        (tree_runtime has neither `with_attributes` nor `flatten`/`unflatten`)."""
+        (tree_runtime has neither `with_attributes` nor `flatten`/`unflatten`), and a
+        transform with `nnx.jit` of a function returning its argument."""
         api = facts["api"].removeprefix("nnx.").removeprefix(".").removesuffix("()")
         node = "class Node(nnx.Module):\n    def __init__(self):\n        self.d = 1\n\nnode = Node()"
         if api == "recursive_map":
@@ -257,6 +276,13 @@ class SharedNodeInTraversal(_FamilyRule):
                              f"return sum(isinstance(x, Node) for _, x in nnx.{api}(box))")
             return Reproduction(walk("Box(a=node, b=node)"), expect_tree=2, expect_graph=1,
                                 control=walk("Box(a=node)"))
+        if api not in EFFECTS:  # a transform: the function returns what it was given
+            body = _code(_BOX, node, "box = Box(a=node, b=node)", "out = nnx.jit(lambda b: b)(box)",
+                         "return out.a is out.b")
+            control = _code(_BOX, node, "box = Box(a=node)", "out = nnx.jit(lambda b: b)(box)", "out.b = out.a",
+                            "return out.a is out.b")
+            stand_ins = () if api == "jit" else (f"`nnx.jit` stands for `nnx.{api}`",)
+            return Reproduction(body, expect_tree=False, expect_graph=True, control=control, stand_ins=stand_ins)
         call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)",
                 "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))",
                 }.get(api, "nnx.view(box)")
