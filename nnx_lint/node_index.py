@@ -26,13 +26,13 @@ from nnx_lint.file_memo import file_memo
 
 #: The nodes whose subtree an index knows the extent of: the nodes questions are asked about.
 _SCOPES = (nodes.Module, nodes.ClassDef, nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda)
-_SCOPE_TYPES = frozenset(_SCOPES)
+SCOPE_TYPES = frozenset(_SCOPES)
 
 #: id(module) -> its index, for the analysed file's walk.
-_INDEXES: dict[int, _ModuleIndex] = file_memo()
+_INDEXES: dict[int, ModuleIndex] = file_memo()
 
 
-class _ModuleIndex:
+class ModuleIndex:
     """The pre-order of one module's nodes, the extent of each scope's subtree in it, and
     the positions of the nodes of each class asked about."""
 
@@ -41,7 +41,7 @@ class _ModuleIndex:
         extents: dict[int, tuple[int, int]] = {}
         stack: list[Any] = [module]
         pop, push, extend = stack.pop, stack.append, stack.extend
-        scope_types = _SCOPE_TYPES
+        scope_types = SCOPE_TYPES
         # An explicit stack (deep trees must not hit the recursion limit here); an int on it
         # marks where the subtree of the scope that starts at that position ends.
         while stack:
@@ -61,18 +61,22 @@ class _ModuleIndex:
         self._positions: dict[Any, list[int]] = {}
         self._by_type: dict[type, list[int]] | None = None
 
+    def by_type(self) -> dict[type, list[int]]:
+        """The positions of the module's nodes, per exact node class (sorted)."""
+        if self._by_type is None:  # one pass over the nodes, however many classes are asked
+            self._by_type = {}
+            for i, node in enumerate(self.order):
+                by_type = self._by_type.get(node.__class__)
+                if by_type is None:
+                    by_type = self._by_type[node.__class__] = []
+                by_type.append(i)
+        return self._by_type
+
     def positions(self, klass: Any) -> list[int]:
         """Sorted positions of the nodes that are instances of ``klass`` (a class or tuple)."""
         found = self._positions.get(klass)
         if found is None:
-            if self._by_type is None:  # one pass over the nodes, however many classes are asked
-                self._by_type = {}
-                for i, node in enumerate(self.order):
-                    by_type = self._by_type.get(node.__class__)
-                    if by_type is None:
-                        by_type = self._by_type[node.__class__] = []
-                    by_type.append(i)
-            lists = [found for kind, found in self._by_type.items() if issubclass(kind, klass)]
+            lists = [found for kind, found in self.by_type().items() if issubclass(kind, klass)]
             found = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
             self._positions[klass] = found
         return found
@@ -106,14 +110,21 @@ class _ModuleIndex:
         return sum(1 for _ in self.order[position].nodes_of_class(nodes.NodeNG))
 
 
+def module_index(module: nodes.Module) -> ModuleIndex:
+    """The index of ``module`` (built now if it has none yet): the engine walks the analysed
+    file in its order, so the file's nodes are walked once for both."""
+    index = _INDEXES.get(id(module))
+    if index is None or index.module is not module:
+        index = _INDEXES[id(module)] = ModuleIndex(module)
+    return index
+
+
 def nodes_of_class(node: nodes.NodeNG, klass: Any, skip_klass: Any = None) -> list[nodes.NodeNG]:
     """``list(node.nodes_of_class(klass, skip_klass))``, from the module's index when it
     has one (built on the first question about a whole module)."""
     if isinstance(node, nodes.Module):
-        index = _INDEXES.get(id(node))
-        if index is None or index.module is not node:
-            index = _INDEXES[id(node)] = _ModuleIndex(node)
-    elif node.__class__ in _SCOPE_TYPES:
+        index = module_index(node)
+    elif node.__class__ in SCOPE_TYPES:
         index = _INDEXES.get(id(node.root()))
     else:
         index = None
