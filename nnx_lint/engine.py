@@ -298,7 +298,8 @@ def lint_source(
 def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], project: Project, module_name: str) -> list[Diagnostic]:
     try:
         bounds.check_source(text, "the notebook's code" if path.endswith(".ipynb") else "the file")
-        module = parsing.build(text, path, module_name, project.is_project_module)
+        module = project.tree_of_current_file(text, module_name) or \
+            parsing.build(text, path, module_name, project.is_project_module)
     except parsing.ParseFailure as failure:
         return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
     project.register(module_name, module)
