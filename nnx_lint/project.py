@@ -67,6 +67,11 @@ class Project:
         self._own = None
         self.dependencies = {}
 
+    def end_file(self) -> None:
+        """The current file's analysis is over: its tree is no longer kept by name (it goes,
+        unless it is also a module that other files import)."""
+        self._own = None
+
     @property
     def current_file(self) -> str | None:
         """The file being analysed, resolved (None before :meth:`start_file`)."""
