@@ -210,7 +210,7 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
             handled[kind] = found
     if any(leave is not None and kind not in SCOPE_TYPES for kind, (_visit, leave) in handled.items()):
         return _walk_tree(module, deadline, call_all, visits, leaves, context)
-    lists = [by_type[kind] for kind in handled]
+    lists = [by_type[kind] for kind in handled]  # each sorted: merged, they are the walk's order
     positions = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
     order, extents = index.order, index.extents
     # Nodes whose leave handlers run when the walk passes the end of their subtree.
@@ -237,7 +237,10 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
     return context.diagnostics
 
 
-def _walk_tree(module, deadline, call_all, visits, leaves, context) -> list[Diagnostic]:
+def _walk_tree(
+    module: nodes.Module, deadline: bounds.AnalysisDeadline, call_all: Callable[[list, nodes.NodeNG], None],
+    visits: dict[str, list], leaves: dict[str, list], context: FileContext,
+) -> list[Diagnostic]:
     """The walk over the tree itself, for rules that leave nodes whose subtree the module
     index does not delimit (only scopes have extents there)."""
     # Per node type: its visit and leave handlers (None when there are none).
