@@ -103,6 +103,7 @@ class ClassModel:
         #: expressions asked at depth 0, and a name resolver per other module.
         self._classes_of: dict[nodes.NodeNG, ClassRef | None] = {}
         self._classes_of_self: dict[nodes.NodeNG, ClassRef | None] = {}
+        self._call_site_classes: dict[tuple[nodes.NodeNG, str, int], tuple[tuple[ClassRef, nodes.Call], ...]] = {}
         self._resolvers: dict[nodes.Module, object] = {}
         #: Classes whose kind is being worked out: one that holds itself through its stores
         #: (``A`` stores a ``B()``, ``B`` an ``A()``) must not recurse without end.
@@ -365,14 +366,21 @@ class ClassModel:
         one by one ("flag if one of them breaks, and name it")."""
         if not isinstance(function, nodes.FunctionDef) or depth > _MAX_DEPTH:
             return []
-        found: dict[ClassRef, nodes.Call] = {}
-        for call in calls_of(function, self.context.project):  # this file's, then other files'
-            argument = argument_for(function, call, parameter)
-            if argument is not None and not _within(argument, function):
-                ref = self.class_of(argument, depth + 1)
-                if ref is not None:
-                    found.setdefault(ref, call)
-        return list(found.items())
+        # Memoised: every read of an unannotated parameter asks (a parameter read twenty times
+        # in its function asked twenty times). The questions it asks are one level deeper, so
+        # it never waits on itself.
+        key = (function, parameter, depth)
+        known = self._call_site_classes.get(key)
+        if known is None:
+            found: dict[ClassRef, nodes.Call] = {}
+            for call in calls_of(function, self.context.project):  # this file's, then other files'
+                argument = argument_for(function, call, parameter)
+                if argument is not None and not _within(argument, function):
+                    ref = self.class_of(argument, depth + 1)
+                    if ref is not None:
+                        found.setdefault(ref, call)
+            known = self._call_site_classes[key] = tuple(found.items())
+        return list(known)
 
     def _factory_class(self, call: nodes.Call, qualified_name: str | None, depth: int) -> ClassRef | None:
         """``make_model(...)`` where the project function returns one class on every path

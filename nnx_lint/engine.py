@@ -5,6 +5,7 @@ so they report the same diagnostics for the same file.
 """
 from __future__ import annotations
 
+import functools
 import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +22,7 @@ from nnx_lint.expected_errors import expects_error
 from nnx_lint.file_memo import forget_file_memos
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
+from nnx_lint.node_index import SCOPE_TYPES, module_index
 from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
@@ -111,15 +113,19 @@ class FileContext:
         )
 
 
+@functools.cache
+def _handler_names(rule_class: type[Rule]) -> tuple[str, ...]:
+    """The ``visit_*`` and ``leave_*`` methods of a rule class (read once per run, not per file)."""
+    return tuple(a for a in dir(rule_class) if a.startswith(("visit_", "leave_")))
+
+
 def _dispatch_table(rules: Sequence[Rule]) -> tuple[dict[str, list], dict[str, list]]:
     visits: dict[str, list[tuple[Rule, Callable]]] = defaultdict(list)
     leaves: dict[str, list[tuple[Rule, Callable]]] = defaultdict(list)
     for rule in rules:
-        for attribute in dir(type(rule)):
-            if attribute.startswith("visit_"):
-                visits[attribute[6:]].append((rule, getattr(rule, attribute)))
-            elif attribute.startswith("leave_"):
-                leaves[attribute[6:]].append((rule, getattr(rule, attribute)))
+        for attribute in _handler_names(type(rule)):
+            table = visits if attribute.startswith("visit_") else leaves
+            table[attribute[6:]].append((rule, getattr(rule, attribute)))
     return visits, leaves
 
 
@@ -193,6 +199,50 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
                     )
                 )
 
+    index = module_index(module)
+    by_type = index.by_type()
+    # The nodes with handlers, in the walk's order (astroid's pre-order, which the index keeps).
+    handled: dict[type, tuple[list | None, list | None]] = {}
+    for kind in by_type:
+        name = kind.__name__.lower()
+        found = (visits.get(name) or None, leaves.get(name) or None)
+        if found != (None, None):
+            handled[kind] = found
+    if any(leave is not None and kind not in SCOPE_TYPES for kind, (_visit, leave) in handled.items()):
+        return _walk_tree(module, deadline, call_all, visits, leaves, context)
+    lists = [by_type[kind] for kind in handled]  # each sorted: merged, they are the walk's order
+    positions = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
+    order, extents = index.order, index.extents
+    # Nodes whose leave handlers run when the walk passes the end of their subtree.
+    pending: list[tuple[int, nodes.NodeNG, list]] = []
+    for position in positions:
+        if deadline.expired():
+            failure = deadline.failure()
+            return [_linter_diagnostic(failure.code, failure.message, path)]
+        while pending and pending[-1][0] <= position:
+            _end, left, handlers = pending.pop()
+            call_all(handlers, left)
+        node = order[position]
+        visit, leave = handled[node.__class__]
+        if visit is not None:
+            call_all(visit, node)
+        if leave is not None:
+            pending.append((extents[id(node)][1], node, leave))
+    while pending:
+        if deadline.expired():
+            failure = deadline.failure()
+            return [_linter_diagnostic(failure.code, failure.message, path)]
+        _end, left, handlers = pending.pop()
+        call_all(handlers, left)
+    return context.diagnostics
+
+
+def _walk_tree(
+    module: nodes.Module, deadline: bounds.AnalysisDeadline, call_all: Callable[[list, nodes.NodeNG], None],
+    visits: dict[str, list], leaves: dict[str, list], context: FileContext,
+) -> list[Diagnostic]:
+    """The walk over the tree itself, for rules that leave nodes whose subtree the module
+    index does not delimit (only scopes have extents there)."""
     # Per node type: its visit and leave handlers (None when there are none).
     by_type: dict[type, tuple[list | None, list | None]] = {}
     # An explicit stack instead of recursion: deeply nested files must not crash the walk.
@@ -201,7 +251,7 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
     while stack:
         if deadline.expired():
             failure = deadline.failure()
-            return [_linter_diagnostic(failure.code, failure.message, path)]
+            return [_linter_diagnostic(failure.code, failure.message, context.path)]
         node = stack.pop()
         if node.__class__ is tuple:
             node = node[0]
@@ -251,7 +301,8 @@ def lint_source(
 def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], project: Project, module_name: str) -> list[Diagnostic]:
     try:
         bounds.check_source(text, "the notebook's code" if path.endswith(".ipynb") else "the file")
-        module = parsing.build(text, path, module_name, project.is_project_module)
+        module = project.tree_of_current_file(text, module_name) or \
+            parsing.build(text, path, module_name, project.is_project_module)
     except parsing.ParseFailure as failure:
         return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
     project.register(module_name, module)

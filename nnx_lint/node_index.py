@@ -10,29 +10,31 @@ generator (:meth:`astroid.nodes.NodeNG.nodes_of_class`).
 (astroid's pre-order: a node, then each child's subtree in ``get_children`` order), from
 an index of the module built on its first whole-module question: the module's nodes in
 pre-order, where each scope's subtree ends in that order, and, per class asked, the
-positions of its nodes. A question about a scope (module, class, function, lambda) of an
-indexed module is then a slice of that list; any other node is answered by astroid's walk.
-Indexes live in a :func:`nnx_lint.file_memo.file_memo` table: they point into the trees,
-and are dropped with the rest after each analysed file.
+positions of its nodes. A question about a scope (module, class, function, lambda) is then
+a slice of that list; any other node is answered by astroid's walk.
+
+An index is kept on its module (an attribute of the tree, so it lives exactly as long as
+the tree): the analysed file's is built by the engine's walk, and each project module
+another file asks about is indexed once per run, on its first question, however many
+files ask (project modules are kept for the run by :class:`nnx_lint.project.Project`).
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from typing import Any
 
 from astroid import nodes
 
-from nnx_lint.file_memo import file_memo
-
 #: The nodes whose subtree an index knows the extent of: the nodes questions are asked about.
 _SCOPES = (nodes.Module, nodes.ClassDef, nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda)
-_SCOPE_TYPES = frozenset(_SCOPES)
+SCOPE_TYPES = frozenset(_SCOPES)
 
-#: id(module) -> its index, for the analysed file's walk.
-_INDEXES: dict[int, _ModuleIndex] = file_memo()
+#: The attribute of an astroid Module that holds its index.
+_ATTRIBUTE = "_nnx_lint_node_index"
 
 
-class _ModuleIndex:
+class ModuleIndex:
     """The pre-order of one module's nodes, the extent of each scope's subtree in it, and
     the positions of the nodes of each class asked about."""
 
@@ -41,7 +43,7 @@ class _ModuleIndex:
         extents: dict[int, tuple[int, int]] = {}
         stack: list[Any] = [module]
         pop, push, extend = stack.pop, stack.append, stack.extend
-        scope_types = _SCOPE_TYPES
+        scope_types = SCOPE_TYPES
         # An explicit stack (deep trees must not hit the recursion limit here); an int on it
         # marks where the subtree of the scope that starts at that position ends.
         while stack:
@@ -58,22 +60,28 @@ class _ModuleIndex:
         self.module = module  # keeps the ids of the table's keys from being reused
         self.order = order
         self.extents = extents
-        self._positions: dict[Any, list[int]] = {}
-        self._by_type: dict[type, list[int]] | None = None
+        # Positions are kept as machine integers: the indexes of project modules last the run.
+        self._positions: dict[Any, array] = {}
+        self._by_type: dict[type, array] | None = None
 
-    def positions(self, klass: Any) -> list[int]:
+    def by_type(self) -> dict[type, array]:
+        """The positions of the module's nodes, per exact node class (sorted)."""
+        if self._by_type is None:  # one pass over the nodes, however many classes are asked
+            by_type: dict[type, list[int]] = {}
+            for i, node in enumerate(self.order):
+                found = by_type.get(node.__class__)
+                if found is None:
+                    found = by_type[node.__class__] = []
+                found.append(i)
+            self._by_type = {kind: array("l", found) for kind, found in by_type.items()}
+        return self._by_type
+
+    def positions(self, klass: Any) -> array:
         """Sorted positions of the nodes that are instances of ``klass`` (a class or tuple)."""
         found = self._positions.get(klass)
         if found is None:
-            if self._by_type is None:  # one pass over the nodes, however many classes are asked
-                self._by_type = {}
-                for i, node in enumerate(self.order):
-                    by_type = self._by_type.get(node.__class__)
-                    if by_type is None:
-                        by_type = self._by_type[node.__class__] = []
-                    by_type.append(i)
-            lists = [found for kind, found in self._by_type.items() if issubclass(kind, klass)]
-            found = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
+            lists = [found for kind, found in self.by_type().items() if issubclass(kind, klass)]
+            found = lists[0] if len(lists) == 1 else array("l", sorted(i for found in lists for i in found))
             self._positions[klass] = found
         return found
 
@@ -106,15 +114,24 @@ class _ModuleIndex:
         return sum(1 for _ in self.order[position].nodes_of_class(nodes.NodeNG))
 
 
+def module_index(module: nodes.Module) -> ModuleIndex:
+    """The index of ``module``, built on first use and kept on the module: the engine walks
+    the analysed file in its order, so the file's nodes are walked once for both."""
+    index = module.__dict__.get(_ATTRIBUTE)
+    if index is None:
+        index = ModuleIndex(module)
+        setattr(module, _ATTRIBUTE, index)
+    return index
+
+
 def nodes_of_class(node: nodes.NodeNG, klass: Any, skip_klass: Any = None) -> list[nodes.NodeNG]:
-    """``list(node.nodes_of_class(klass, skip_klass))``, from the module's index when it
-    has one (built on the first question about a whole module)."""
+    """``list(node.nodes_of_class(klass, skip_klass))``, from the index of the node's module
+    when the node is a scope (the index is built on the module's first question)."""
     if isinstance(node, nodes.Module):
-        index = _INDEXES.get(id(node))
-        if index is None or index.module is not node:
-            index = _INDEXES[id(node)] = _ModuleIndex(node)
-    elif node.__class__ in _SCOPE_TYPES:
-        index = _INDEXES.get(id(node.root()))
+        index = module_index(node)
+    elif node.__class__ in SCOPE_TYPES:
+        root = node.root()
+        index = module_index(root) if isinstance(root, nodes.Module) else None
     else:
         index = None
     extent = index.extents.get(id(node)) if index is not None else None

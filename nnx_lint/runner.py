@@ -12,7 +12,7 @@ from pathlib import Path
 from nnx_lint import bounds
 from nnx_lint.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
-from nnx_lint.collection import fewer_collections
+from nnx_lint.collection import fewer_collections, settle_file
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
@@ -85,14 +85,19 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) ->
         module_name, package_root = module_name_for(Path(path))
         project.start_file(path, package_root)
         diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name)
+        project.end_file()
     except Exception:  # one file's failure is reported for that file; the run goes on
         return [d.to_dict() for d in [_internal_error(display)] if d.code in enabled], {}
     return [d.to_dict() for d in diagnostics], project.dependencies
 
 
-def _analyse_batch(batch: list[tuple]) -> list[tuple]:
-    with fewer_collections():
-        return [analyse_file(*job) for job in batch]
+def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> list[tuple]:
+    with fewer_collections(keep_frozen=in_worker):
+        outcomes = []
+        for job in batch:
+            outcomes.append(analyse_file(*job))
+            settle_file()
+        return outcomes
 
 
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
@@ -165,7 +170,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
 def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(pending) < 4:
-        return _analyse_batch(pending)
+        return _analyse_batch(pending, in_worker=False)
     # Few large batches: each worker pays astroid's start-up once and keeps its caches.
     batch_count = min(len(pending), jobs * 4)
     batches = [pending[i::batch_count] for i in range(batch_count)]

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import gc
+import weakref
+from pathlib import Path
 
 import pytest
 
-from nnx_lint import collection, runner
+from nnx_lint import collection, engine, runner
+from nnx_lint.project import forget_shared_projects
 
 
 @pytest.fixture
@@ -38,3 +41,63 @@ def test_files_are_analysed_with_the_raised_thresholds(thresholds, monkeypatch):
     runner._execute([("a.py", "a.py", (), [])], jobs=1)
     assert seen == [collection.ANALYSIS_THRESHOLDS]
     assert gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.fixture
+def unfrozen(monkeypatch):
+    gc.unfreeze()
+    monkeypatch.setattr(collection, "_frozen_here", False)  # what a worker keeps between batches
+    yield
+    gc.unfreeze()
+
+
+def _project(tmp_path: Path) -> list[tuple]:
+    tied = (Path(__file__).parent / "fixtures" / "shared_references" / "NNX101_tied_variable_into_jit.py").read_text()
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text(tied)
+    selectors = (None, (), ())  # the default rules
+    return [(str(tmp_path / f"{n}.py"), f"{n}.py", selectors, [str(tmp_path)]) for n in ("a", "b", "c")]
+
+
+def _linted_trees(monkeypatch) -> list[weakref.ref]:
+    trees: list[weakref.ref] = []
+    original = engine.lint_module
+
+    def lint_module(module, *args, **kwargs):
+        trees.append(weakref.ref(module))
+        return original(module, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "lint_module", lint_module)
+    return trees
+
+
+def test_each_file_is_settled_and_everything_is_handed_back_after_the_run(tmp_path, monkeypatch, unfrozen):
+    jobs = _project(tmp_path)
+    trees = _linted_trees(monkeypatch)
+    frozen_after_each: list[int] = []
+    settle = collection.settle_file
+    monkeypatch.setattr(runner, "settle_file", lambda: (settle(), frozen_after_each.append(gc.get_freeze_count())))
+    outcomes = runner._execute(jobs, jobs=1)
+    assert [[d["code"] for d in diagnostics] for diagnostics, _ in outcomes] == [["NNX101"]] * 3
+    assert len(frozen_after_each) == 3 and all(count > 0 for count in frozen_after_each)
+    assert gc.get_freeze_count() == 0, "handed back to the collector"
+    forget_shared_projects()
+    gc.collect()
+    assert len(trees) == 3 and all(tree() is None for tree in trees), "no linted tree outlives the run"
+
+
+def test_a_worker_keeps_its_survivors_aside_from_batch_to_batch(tmp_path, unfrozen):
+    jobs = _project(tmp_path)
+    runner._analyse_batch(jobs[:1], in_worker=True)
+    after_first = gc.get_freeze_count()
+    assert after_first > 0
+    runner._analyse_batch(jobs[1:], in_worker=True)
+    assert gc.get_freeze_count() > after_first  # the second batch is settled too
+
+
+def test_a_process_that_froze_objects_itself_is_left_as_it_is(tmp_path, unfrozen):
+    jobs = _project(tmp_path)
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    runner._execute(jobs, jobs=1)
+    assert gc.get_freeze_count() == frozen

@@ -1,12 +1,14 @@
 """The module index answers nodes_of_class exactly as astroid's walk does (same nodes, same order)."""
 from __future__ import annotations
 
+import gc
+
 import pytest
 from astroid import nodes
 
 from nnx_lint import parsing
 from nnx_lint.file_memo import forget_file_memos
-from nnx_lint.node_index import _INDEXES, nodes_of_class
+from nnx_lint.node_index import module_index, nodes_of_class
 
 SOURCE = '''
 import flax.nnx as nnx
@@ -53,20 +55,31 @@ def module():
 
 def test_every_scope_and_question_matches_astroid(module):
     assert nodes_of_class(module, nodes.Module) == [module]  # builds the module's index
-    assert id(module) in _INDEXES
+    assert module_index(module).order[0] is module
     asked = [module, *module.nodes_of_class(nodes.NodeNG)]  # scopes from the index, others walked
     for node in asked:
         for klass, skip in QUESTIONS:
             assert nodes_of_class(node, klass, skip) == list(node.nodes_of_class(klass, skip)), (node, klass, skip)
 
 
-def test_questions_before_any_whole_module_question_are_walked(module):
+def test_a_question_about_a_function_indexes_its_module(module):
     function = next(module.nodes_of_class(nodes.FunctionDef))
+    assert module.__dict__.get("_nnx_lint_node_index") is None
     assert nodes_of_class(function, nodes.AssignAttr) == list(function.nodes_of_class(nodes.AssignAttr))
-    assert id(module) not in _INDEXES  # a function alone does not pay for the module's index
+    index = module.__dict__.get("_nnx_lint_node_index")
+    assert index is not None and index.module is module
+    assert module_index(module) is index
 
 
-def test_indexes_are_dropped_with_the_file_memos(module):
-    nodes_of_class(module, nodes.Call)
+def test_the_index_outlives_the_file_memos(module):
+    """A project module is asked about by many analysed files: its index is built once per run."""
+    index = module_index(module)
     forget_file_memos()
-    assert id(module) not in _INDEXES
+    assert module_index(module) is index
+
+
+def test_the_index_is_held_by_its_module_alone(module):
+    """No table outside the tree holds the index: it goes when the tree goes (the
+    analysed file's after its analysis, a project module's at the end of the run)."""
+    nodes_of_class(module, nodes.Call)
+    assert gc.get_referrers(module_index(module)) == [module.__dict__]
