@@ -27,7 +27,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
-from nnx_lint.flow import bound_values, lookup
+from nnx_lint.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.names import base_classes
 from nnx_lint.node_index import nodes_of_class
 
@@ -245,7 +245,7 @@ class ClassModel:
                 return annotated
             values = bound_values(expression)
             if not values:
-                unpacked = _unpacked_merge(expression, self._nnx_name)
+                unpacked = self._unpacked_merge(expression)
                 if unpacked is not None:  # `model, optimizer = nnx.merge(graphdef, state)`
                     merge, position = unpacked
                     return self._class_of_merged(merge.args[1], position, depth)
@@ -302,17 +302,23 @@ class ClassModel:
     def split_making(self, name: nodes.Name) -> nodes.Call | None:
         """The ``nnx.split(x, ...)`` call when ``name`` is bound (only) to one of its state
         groups by ``graphdef, state = nnx.split(x)``."""
-        _scope, assignments = lookup(name)
-        if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+        unpacked = unpacked_binding(name)
+        if unpacked is None:
             return None
-        target = assignments[0]
-        unpacked = target.parent
-        if not isinstance(unpacked, (nodes.Tuple, nodes.List)) or not isinstance(unpacked.parent, nodes.Assign):
-            return None
-        value = unpacked.parent.value
-        if isinstance(value, nodes.Call) and value.args and unpacked.elts.index(target) >= 1 \
-                and self._nnx_name(value) == "split":
+        value, position = unpacked
+        if isinstance(value, nodes.Call) and value.args and position >= 1 and self._nnx_name(value) == "split":
             return value
+        return None
+
+    def _unpacked_merge(self, name: nodes.Name) -> tuple[nodes.Call, int] | None:
+        """``(merge call, position)`` when ``name`` is bound only by unpacking an
+        ``nnx.merge(graphdef, state)`` (``model, optimizer = nnx.merge(graphdef, state)``)."""
+        unpacked = unpacked_binding(name)
+        if unpacked is None:
+            return None
+        value, position = unpacked
+        if isinstance(value, nodes.Call) and self._nnx_name(value) == "merge" and len(value.args) >= 2:
+            return value, position
         return None
 
     def _stored_class(self, store: Store, holder: nodes.NodeNG, owner: nodes.ClassDef,
@@ -1746,22 +1752,6 @@ class _Replay:
         if ref is not None and ref.definition is not None:
             return self.model.init_of(ref.definition)
         return None
-
-
-def _unpacked_merge(name: nodes.Name, nnx_name) -> tuple[nodes.Call, int] | None:
-    """``(merge call, position)`` when ``name`` is bound only by unpacking an
-    ``nnx.merge(graphdef, state)`` (``model, optimizer = nnx.merge(graphdef, state)``)."""
-    _scope, assignments = lookup(name)
-    if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
-        return None
-    target = assignments[0]
-    unpacked = target.parent
-    if not isinstance(unpacked, (nodes.Tuple, nodes.List)) or not isinstance(unpacked.parent, nodes.Assign):
-        return None
-    value = unpacked.parent.value
-    if isinstance(value, nodes.Call) and nnx_name(value) == "merge" and len(value.args) >= 2:
-        return value, unpacked.elts.index(target)
-    return None
 
 
 def _within(node: nodes.NodeNG, scope: nodes.NodeNG) -> bool:

@@ -102,6 +102,19 @@ def bound_values(name: nodes.Name) -> list[nodes.NodeNG]:
     return values
 
 
+def unpacked_binding(name: nodes.Name) -> tuple[nodes.NodeNG, int] | None:
+    """``(value, position)`` when ``name`` is bound only once, by unpacking: ``a, b = value``
+    binds ``b`` at position 1."""
+    _scope, assignments = lookup(name)
+    if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
+        return None
+    target = assignments[0]
+    unpacked = target.parent
+    if not isinstance(unpacked, (nodes.Tuple, nodes.List)) or not isinstance(unpacked.parent, nodes.Assign):
+        return None
+    return unpacked.parent.value, unpacked.elts.index(target)
+
+
 def expressions_within(value: nodes.NodeNG, depth: int = 3) -> Iterator[tuple[nodes.NodeNG, nodes.NodeNG]]:
     """Yield ``(expression, reference)`` pairs for what ``value`` is built from.
 

@@ -20,7 +20,7 @@ from astroid import nodes
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
-from nnx_lint.flow import bound_values, lookup
+from nnx_lint.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.node_index import nodes_of_class
 
 if TYPE_CHECKING:
@@ -236,18 +236,16 @@ class ValueModel:
             nodes_found = {id(source.node) if source is not None else None for source in sources}
             return sources[0] if len(nodes_found) == 1 and None not in nodes_found else None
         if isinstance(expression, nodes.Name):
-            _scope, assignments = lookup(expression)
-            if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName):
-                return None
-            target = assignments[0]
-            if isinstance(target.parent, nodes.Assign):
-                expression = target.parent.value
-            elif isinstance(target.parent, nodes.Tuple) and isinstance(target.parent.parent, nodes.Assign) \
-                    and target.parent.elts.index(target) == 0:
-                call = self.context.nnx_call(target.parent.parent.value)
+            unpacked = unpacked_binding(expression)
+            if unpacked is not None:  # `graphdef, state = nnx.split(m)`
+                value, position = unpacked
+                call = self.context.nnx_call(value) if position == 0 else None
                 return call if call is not None and call.name in _GRAPHDEF_FIRST else None
-            else:
+            _scope, assignments = lookup(expression)
+            if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName) \
+                    or not isinstance(assignments[0].parent, nodes.Assign):
                 return None
+            expression = assignments[0].parent.value
         if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
                 and expression.slice.value == 0:
             call = self.context.nnx_call(expression.value)
