@@ -55,7 +55,9 @@ def timed_command(command: list[str], tree: Path, cwd: Path) -> tuple[float, flo
     start = time.perf_counter()
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
-    if result.returncode not in (0, 1):
+    # Exit 1 means findings, but an uncaught exception (an import error in a checkout being
+    # edited) also exits 1: a traceback on stderr is a failed run, not a fast one.
+    if result.returncode not in (0, 1) or "Traceback (most recent call last)" in result.stderr:
         raise RuntimeError(f"{command} failed ({result.returncode}): {result.stderr[-2000:]}")
     return wall, children_cpu() - cpu
 
