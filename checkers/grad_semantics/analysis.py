@@ -257,6 +257,11 @@ class _Analysis:
     def _make(call, transform, node, keeps, argnums_node, has_aux_node, loss) -> GradApplication:
         argnums: tuple[int, ...] | None
         is_tuple = False
+        if isinstance(argnums_node, nodes.IfExp):
+            # `DiffState(0, nnx.LoRAParam) if lora else 0`: the plain branch differentiates the
+            # whole argument (the DiffState branch is NNX202's); two plain branches stay unknown.
+            plain = [branch for branch in (argnums_node.body, argnums_node.orelse) if _plain_argnums(branch)]
+            argnums_node = plain[0] if len(plain) == 1 else argnums_node
         if argnums_node is None:
             argnums = (0,)
         elif _is_int(argnums_node):
@@ -481,6 +486,11 @@ class _Analysis:
 def _analysis(context) -> _Analysis:
     """The file's grad analysis, shared by the NNX4xx rules (one per FileContext)."""
     return context.service(_Analysis)
+
+
+def _plain_argnums(node: nodes.NodeNG) -> bool:
+    """``0`` or ``(0, 1)``: argnums without a DiffState."""
+    return _is_int(node) or isinstance(node, (nodes.Tuple, nodes.List)) and all(_is_int(e) for e in node.elts)
 
 
 def _is_int(node: nodes.NodeNG | None) -> bool:
