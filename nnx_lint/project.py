@@ -235,8 +235,10 @@ class Project:
                 self._mentions[path] = False
         return self._mentions[path]
 
-    def definition(self, qualified_name: str) -> nodes.NodeNG | None:
-        """The ClassDef/FunctionDef a project qualified name denotes, if it is the project's."""
+    def definition(self, qualified_name: str, depth: int = 0) -> nodes.NodeNG | None:
+        """The ClassDef/FunctionDef a project qualified name denotes, if it is the project's;
+        a name a package re-exports (``from .sowed import pop_sowed`` in ``__init__.py``) is
+        followed to its definition, a few re-exports deep."""
         module_name, _, attribute = qualified_name.rpartition(".")
         module = self.load(module_name) if module_name else None
         if module is None:
@@ -244,6 +246,12 @@ class Project:
         found = module.locals.get(attribute)
         if found and isinstance(found[-1], (nodes.ClassDef, nodes.FunctionDef)):
             return found[-1]
+        if found and isinstance(found[-1], nodes.ImportFrom) and depth < 3:
+            imported = found[-1]
+            original = next((name for name, alias in imported.names if (alias or name) == attribute), None)
+            if original is not None and original != "*":
+                source = module.relative_to_absolute_name(imported.modname, imported.level)
+                return self.definition(f"{source}.{original}", depth + 1)
         return None
 
 
