@@ -17,6 +17,10 @@ from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
 from nnx_lint.transforms import explicit_tree, transform_resolver
 
 
+#: Module methods that walk the graph as the graph API of the same name does.
+_WALKING_METHODS = frozenset({"iter_modules"})
+
+
 def _literal_keywords(call) -> dict:
     """The transform's keywords that are Python literals (``argnums=1``, ``in_axes=(None, 0)``)."""
     import ast
@@ -100,6 +104,8 @@ class NotPytreeObjectInNNXAPIFacts(Facts):
     position: int = ABSENT
     n_args: int = ABSENT
     transform_keywords: dict = ABSENT
+    #: For a part of the argument: where the argument's class stores the non-pytree object.
+    part: str = ABSENT
     pin: list
 
 
@@ -111,8 +117,10 @@ class NotPytreeObjectInNNXAPI(Rule):
         Flags an instance of a class declared with `pytree=False`, of an `nnx.Object`
         subclass or of an `nnx.bridge.Module` subclass (class known from a construction, an
         annotation or `self`) passed to an NNX graph API (`nnx.split`, `nnx.state`,
-        `nnx.clone`, `nnx.Optimizer`, ...) or to a transformed function, unless graph mode is
-        kept (`graph=True`, `nnx.compat.*`).
+        `nnx.clone`, `nnx.Optimizer`, the `model.iter_modules()` method, ...) or to a
+        transformed function, unless graph mode is kept (`graph=True`, `nnx.compat.*`); also
+        an instance of a class whose `__init__` stores such an object (two levels deep):
+        Tree Mode flattens the whole tree and raises at that part.
 
     Why is this bad?:
         Tree Mode handles objects as JAX pytrees, and these classes are not registered as
@@ -212,6 +220,7 @@ class NotPytreeObjectInNNXAPI(Rule):
 
     _GRAPH_API_CLASSES = frozenset({"flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer"})
 
+
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
         arguments: list[nodes.NodeNG] = []
@@ -224,30 +233,56 @@ class NotPytreeObjectInNNXAPI(Rule):
             if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
+        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in _WALKING_METHODS \
+                and not node.args and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
+            # `model.iter_modules()`, the deprecated method form of `nnx.iter_modules(model)`
+            arguments, api = [node.func.expr], f".{node.func.attrname}()"
+            call_name = node.func.attrname
         elif call is None:
             entry = transform_resolver(self.context).transformed_callable(node.func)
             if entry is None or not entry.affected:
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
-        literal = _literal_keywords(entry.call) if call is None else {}
+        method = api is not None and api.startswith(".")
+        literal = _literal_keywords(entry.call) if call is None and not method else {}
         for position, argument in enumerate(arguments):
-            if call is None and _passed_through(entry.transform, literal, position):
+            if call is None and not method and _passed_through(entry.transform, literal, position):
                 continue  # JAX never flattens it: flax runs this in Tree Mode
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            reason = not_pytree_reason(self.context, ref.definition)
-            if reason is None:
+            found = self._not_pytree(ref)
+            if found is None:
                 continue
-            error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None
+            class_name, reason, part = found
+            error = ("ValueError: Cannot use 'flatten' with graph=False" if call is not None or method
                      else "TypeError: not a valid JAX type / cannot interpret as an abstract array")
             pin = pin_sites_in(self.context, call if call is not None and call.is_graph_api else None,
-                               entry_pin_target(entry) if call is None else None)
-            where = ({"function": call.name} if call is not None else
+                               entry_pin_target(entry) if call is None and not method else None)
+            where = ({"function": call.name} if call is not None else {"function": call_name} if method else
                      {"transform": entry.transform, "position": position, "n_args": len(arguments),
                       "transform_keywords": _literal_keywords(entry.call)})
-            self.report(argument, argument=argument.as_string(), class_name=ref.short_name, reason=reason,
-                        api=api, error=error, **where, pin=pin)
+            shown = class_name if part is ABSENT else f"{class_name} at `.{part}`"
+            self.report(argument, argument=argument.as_string(), class_name=shown, reason=reason,
+                        api=api, error=error, **where, part=part, pin=pin)
+
+    def _not_pytree(self, ref, depth: int = 0, path: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
+        """``(class, reason, part)`` when an instance of ``ref`` is not a pytree, or holds one
+        that is not (a `pytree=False` submodule stored by its ``__init__``, two levels deep):
+        Tree Mode flattens the whole tree and raises at that part too."""
+        reason = not_pytree_reason(self.context, ref.definition)
+        if reason is not None:
+            return ref.short_name, reason, ".".join(path) if path else ABSENT
+        if depth >= 2:
+            return None
+        classes = self.context.classes
+        for store in classes.info(ref.definition).stores:
+            inner = classes.class_of(store.value)
+            if inner is not None and inner.definition is not None and inner.definition is not ref.definition:
+                found = self._not_pytree(inner, depth + 1, (*path, store.path))
+                if found is not None:
+                    return found
+        return None
 
     #: Graph APIs both Tree Mode implementations provide, called as ``nnx.<name>(m)``.
     _SHARED_GRAPH_APIS = {"split": "nnx.split(m)", "state": "nnx.state(m)", "variables": "nnx.variables(m)",
@@ -320,5 +355,14 @@ class NotPytreeObjectInNNXAPI(Rule):
                 def __call__(self, x):
                     return x * self.w[...]
             """)
+        if facts.get("part"):  # the non-pytree object is a part of the argument
+            model = model.replace("class Model(", "class Part(") + textwrap.dedent("""\
+
+                class Model(nnx.Module):
+                    def __init__(self):
+                        self.part = Part()
+                    def __call__(self, x):
+                        return self.part(x)
+                """)
         return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
                             control=model.format(pytree="") + call, stand_ins=tuple(stand_ins))
