@@ -273,6 +273,15 @@ class ValueModel:
                     return SharedPair(join_path(path_a), join_path(path_b), shared, kind, container)
         return None
 
+    def held_part_of(self, holder: nodes.NodeNG, other: Ref) -> str | None:
+        """Where the value ``holder`` holds a stateful part of the object ``other`` below
+        itself (``SGD(nnx.variables(model, nnx.Param))`` holds model's Params at ``params``),
+        or None."""
+        for path, ref, _container in self._stored_items(holder):
+            if path and ref is not None and _within_ref(ref, other) and self.classes.kind_of(ref) in STATEFUL_KINDS:
+                return join_path(path)
+        return None
+
     def _stored_items(self, expression: nodes.NodeNG) -> list:
         """:meth:`ClassModel.stored_items` of ``expression``, once per expression: every
         transform call asks about each argument alone and about each pair of arguments."""

@@ -33,6 +33,7 @@ from nnx_lint.facts import Facts
 from nnx_lint.fixes.sites import pin_sites, pin_sites_in
 from nnx_lint.flow import bound_values, expressions_within, lookup
 from nnx_lint.rule import Rule
+from nnx_lint.values import value_model
 from nnx_lint.transforms import Application, transform_resolver
 
 
@@ -617,6 +618,38 @@ class _ReturnRule(_FamilyRule):
                     "views": [_view_of(self.context, first) if first_view else None,
                               _view_of(self.context, second) if second_view else None],
                 })
+        return self._output_holding_another(definition, value, uses)
+
+    def _output_holding_another(self, definition, value, uses) -> _ReturnFinding | None:
+        """`return model, optimizer` where the optimizer was built from model's Variables
+        (`SGD(nnx.variables(model, nnx.Param))`, flax's `10_fsdp_and_optimizer.py`): Tree
+        Mode rejects the outputs' shared Variables as it does `return model, nnx.state(model)`."""
+        if not isinstance(value, (nodes.Tuple, nodes.List)):
+            return None
+        values = value_model(self.context)
+        returned = [(element, self.classes.ref_of(element)) for element in value.elts
+                    if not isinstance(element, nodes.Starred)]
+        for i, (first, first_ref) in enumerate(returned):
+            for second, second_ref in returned[i + 1:]:
+                if first_ref is None or second_ref is None or first_ref.overlaps(second_ref):
+                    continue
+                for held, holder, owner in ((first_ref, second, first), (second_ref, first, second)):
+                    place = values.held_part_of(holder, held)
+                    if place is None or self.classes.kind_of(held) not in STATEFUL_KINDS:
+                        continue
+                    return _ReturnFinding("NNX104", value, {
+                        **_describe_use(uses[0]),
+                        "function": _function_label(definition),
+                        "parameter": None,
+                        "position": None,
+                        "returned": f"{_short(owner, 30)}` and `{_short(holder, 30)}",
+                        "kind": "State",
+                        "has_aux": _has_aux(uses[0]),
+                        "evidence": "state-view",
+                        "confidence": "static",
+                        "duplicate_output": True,
+                        "held_at": place,
+                    })
         return None
 
     def _parameter_kind(self, definition, name, index, ref: Ref, uses, is_view):

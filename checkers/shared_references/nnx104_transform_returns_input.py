@@ -36,6 +36,8 @@ class TransformReturnsInputFacts(Facts):
     part: str = ABSENT
     view: str | None = ABSENT
     duplicate_output: bool = ABSENT
+    #: For an output built from another's Variables: where it holds them.
+    held_at: str = ABSENT
     views: list = ABSENT
     pin: list
 
@@ -53,8 +55,9 @@ class TransformReturnsInput(_ReturnRule):
         annotation, the arguments at the call sites in this file, a state view, or (marked
         `"confidence": "heuristic"`) a body that calls it or writes its Variables.
         `nnx.scan` / `fori_loop` / `while_loop` bodies return their carry by design and
-        are skipped. Also flags one object returned twice, or an object with its state
-        (`return model, nnx.state(model)` after building `model` inside): Tree Mode rejects
+        are skipped. Also flags one object returned twice, an object with its state
+        (`return model, nnx.state(model)` after building `model` inside), or an object with
+        another built from its Variables (`return model, SGD(nnx.variables(model, nnx.Param))`): Tree Mode rejects
         duplicate outputs too (`graph=True` alone still accepts them). Returning arrays (`m.kernel[...]`, `m(x)`), `nnx.clone(...)` or
         `nnx.graphdef(m)` stays silent. Respects the transform's opt-in.
 
@@ -187,6 +190,25 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
     (the input itself, an attribute, ``nnx.state`` / a split group, in ``has_aux`` aux),
     or builds an object and returns it twice."""
     transform = facts.get("transform")
+    if facts.get("duplicate_output") and facts.get("held_at"):
+        # the second output holds the first one's Params (an optimizer built from them)
+        body = _code("""
+            class Holder(nnx.Pytree):
+                def __init__(self, params):
+                    self.params = nnx.data(params)
+            def create():
+                m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                return m, Holder(nnx.variables(m, nnx.Param))
+            nnx.jit(create)()
+            return 'ran'
+            """)
+        control = _code("""
+            def create():
+                return nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+            model = nnx.jit(create)()
+            return len(nnx.state(model))
+            """)
+        return Reproduction(body, expect_error="aliasing", control=control)
     if facts.get("duplicate_output"):
         views = facts.get("views") or [None, "state"]
         returned = ", ".join(_viewed("m", None, view) for view in views)
