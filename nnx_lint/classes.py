@@ -712,7 +712,7 @@ class ClassModel:
                 return "rngs"
             if name in VARIABLE_CLASSES:
                 return "variable"
-            if name == "Dropout":  # a Dropout without rngs holds no state
+            if name in nnx_api.STATELESS_MODULE_CLASSES:  # a Dropout without rngs holds no state
                 return "module" if call is not None and _has_keyword(call, "rngs") else None
             if name in MODULE_CLASSES:
                 return "module"
@@ -804,7 +804,8 @@ class ClassModel:
             if ref is not None and ref.definition is not None and not self._derives_from(
                     ref.definition, VARIABLE_CLASSES | RNG_CLASSES):
                 return self.class_kind(ref, value) is not None
-            if ref is not None and ref.qualified_name == f"{nnx_api.NNX}.Dropout":
+            if ref is not None and ref.definition is None and ref.qualified_name.startswith(f"{nnx_api.NNX}.") \
+                    and ref.short_name in nnx_api.STATELESS_MODULE_CLASSES:
                 return self.class_kind(ref, value) is not None  # `nnx.Dropout(0.5)`: no rngs, no state
         return True
 

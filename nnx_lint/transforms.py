@@ -379,6 +379,22 @@ class TransformResolver:
         self._callables[key] = found
         return found
 
+    def running_entry(self, call: nodes.Call) -> Entry | None:
+        """The :class:`Entry` of the transformed function ``call`` runs, also when that
+        function is not known (``self._forward = nnx.jit(forward_fn)`` with ``forward_fn`` a
+        parameter: its expression then stands for it). Ahead-of-time calls (``.lower(...)``,
+        ``.trace(...)``) run nothing."""
+        entry = self.transformed_callable(call.func)
+        if entry is not None:
+            return entry
+        if isinstance(call.func, nodes.Attribute) and call.func.attrname in AHEAD_OF_TIME_METHODS:
+            return None
+        found = self.transformed(call.func)
+        if found is None:
+            return None
+        transform, function, unaffected = found
+        return Entry(function, transform.name, transform.node, transform, unaffected, "call")
+
     def _transformed_callable(self, expression: nodes.NodeNG, depth: int) -> Entry | None:
         if depth > _MAX_ALIAS_DEPTH:
             return None

@@ -343,6 +343,9 @@ class _Analysis:
         type_name = differentiated.class_name or "Module"
         if self._guarded_by_state_check(use):
             return None  # `if isinstance(grads, nnx.State): grads.filter(...)`: Tree Mode skips it
+        if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
+            return (f".update({parent.arg}={clipped(text, 20)})",
+                    "ValueError: pytree structure error: different types, against the State of params", parent)
         if differentiated.container and differentiated.qualified_name in MAPPING_LIKE_CONTAINERS:
             return self._mapping_like_usage(use, text)
         if isinstance(parent, nodes.Subscript) and parent.value is use:
@@ -360,8 +363,6 @@ class _Analysis:
             if differentiated.class_attributes & _MEMBERSHIP_METHODS:
                 return None  # the class answers `in` itself
             return (clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
-        if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
-            return self.state_usage_of_keyword(parent, text)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)
@@ -371,12 +372,6 @@ class _Analysis:
                 return (f"{short}({text})", "raises (needs a State/Mapping)", parent)
             return self._against_a_state(parent, use, name, text)
         return None
-
-    @staticmethod
-    def state_usage_of_keyword(keyword: nodes.Keyword, text: str) -> tuple[str, str, nodes.NodeNG]:
-        """The gradient passed as an optax extra argument of an optimizer step."""
-        return (f".update({keyword.arg}={clipped(text, 20)})",
-                "ValueError: pytree structure error: different types, against the State of params", keyword)
 
     def _against_a_state(self, call: nodes.Call, use: nodes.NodeNG, name: str | None,
                          text: str) -> tuple[str, str, nodes.NodeNG] | None:
@@ -418,10 +413,9 @@ class _Analysis:
     def _mapping_like_usage(self, use: nodes.NodeNG, text: str) -> tuple[str, str, nodes.NodeNG] | None:
         """:meth:`state_usage` for the gradient of an ``nnx.Dict`` / ``nnx.List``: Tree Mode's
         gradient is that container, which still indexes, iterates and answers ``in`` like the
-        State graph mode gave; only combining it with a State, or a State-only function, raises."""
+        State graph mode gave; only combining it with a State, or a State-only function, raises
+        (an optax extra argument is :meth:`state_usage`'s, for every gradient)."""
         parent = use.parent
-        if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
-            return self.state_usage_of_keyword(parent, text)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             if name == "flax.nnx.to_pure_dict":

@@ -13,7 +13,6 @@ from nnx_lint.node_index import nodes_of_class
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import TransformedCode, root_name, transformed_code
-from nnx_lint.transforms import AHEAD_OF_TIME_METHODS, Entry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,19 +252,6 @@ def collection_word(collection: str) -> str:
     return collection.lower() + "s"
 
 
-def _unresolved_entry(service: TransformedCode, call: nodes.Call) -> Entry | None:
-    """An :class:`Entry` for a call of a transformed function whose definition is not known
-    (``self._forward = nnx.jit(forward_fn)`` with ``forward_fn`` a parameter): whether the
-    sown values come back does not depend on which function runs, only on the transform."""
-    if isinstance(call.func, nodes.Attribute) and call.func.attrname in AHEAD_OF_TIME_METHODS:
-        return None  # `.lower(...)` / `.trace(...)` never write sown values back, in either mode
-    found = service.transforms.transformed(call.func)
-    if found is None:
-        return None
-    transform, function, unaffected = found
-    return Entry(function, transform.name, transform.node, transform, unaffected, "call")
-
-
 def _earlier_transformed_call(context, service: TransformedCode, scope, node: nodes.Call, model: str):
     """The last call before ``node`` in ``scope`` that passes ``model`` to a Tree Mode
     transformed function, with its entry."""
@@ -276,7 +262,7 @@ def _earlier_transformed_call(context, service: TransformedCode, scope, node: no
         if not any(isinstance(a, nodes.Name) and a.name == model for a in call.args) and not any(
                 isinstance(k.value, nodes.Name) and k.value.name == model for k in call.keywords or []):
             continue
-        entry = service.transforms.transformed_callable(call.func) or _unresolved_entry(service, call)
+        entry = service.transforms.running_entry(call)
         if entry is None or not entry.affected:
             continue
         if best is None or call.lineno > best[0].lineno:
