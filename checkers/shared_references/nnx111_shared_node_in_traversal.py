@@ -57,7 +57,7 @@ class SharedNodeInTraversalFacts(Facts):
 
 
 class SharedNodeInTraversal(_FamilyRule):
-    """A graph node without Variables reachable twice, walked by a graph traversal whose result shows it.
+    """A graph node without Variables reachable twice, walked by a graph traversal or a transform that shows it.
 
     What it does:
         Flags `nnx.recursive_map`, `nnx.iter_graph`, `nnx.iter_modules` (and the
