@@ -162,7 +162,7 @@ class ClassModel:
             return self._infos[key]
         info = ClassInfo(self.ref_of_definition(classdef))
         self._infos[key] = info  # placed before recursion: guards against cycles
-        resolver = self._resolver_for(classdef)
+        resolver = self.resolver_for(classdef)
         for base in base_classes(classdef):
             name = resolver.qualified_name(base)
             ref = self._resolve_in(classdef, name) or self._local_class(base)
@@ -182,7 +182,9 @@ class ClassModel:
             info.stores.extend(self._stores_in(init[-1], classdef, set()))
         return info
 
-    def _resolver_for(self, node: nodes.NodeNG):
+    def resolver_for(self, node: nodes.NodeNG):
+        """The name resolver of the module ``node`` belongs to (the linted module's, or one
+        per project module the analysis reads)."""
         from nnx_lint.names import NameResolver
 
         root = node.root()
@@ -231,7 +233,7 @@ class ClassModel:
         if isinstance(expression, nodes.Call):
             if self._nnx_name(expression) == "merge" and len(expression.args) >= 2:
                 return self._class_of_merged(expression.args[1], None, depth)
-            name = self._resolver_for(expression).qualified_name(expression.func)
+            name = self.resolver_for(expression).qualified_name(expression.func)
             carried = _CLASS_PRESERVING.get(name or "")
             if carried is not None:
                 # nnx.clone(m) / nnx.view(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): m's class
@@ -407,7 +409,7 @@ class ClassModel:
         if not isinstance(call.func, (nodes.Name, nodes.Attribute)):
             return None
         if qualified_name is None:
-            qualified_name = self._resolver_for(call).qualified_name(call.func)
+            qualified_name = self.resolver_for(call).qualified_name(call.func)
         if qualified_name and (qualified_name.split(".")[0] in nnx_api.EXTERNAL_PACKAGES
                                or qualified_name.startswith("builtins.")):
             return None
@@ -446,6 +448,16 @@ class ClassModel:
                 and function.args.args[0].name == expression.name
             ):
                 return self.ref_of_definition(function.parent)
+            if function is not expression.root():
+                # `self` of an enclosing method, read in a nested function or lambda
+                _scope, assignments = lookup(expression)
+                if len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName) \
+                        and isinstance(assignments[0].parent, nodes.Arguments):
+                    method = assignments[0].parent.parent
+                    if method is not function and isinstance(method, nodes.FunctionDef) \
+                            and isinstance(method.parent, nodes.ClassDef) and method.args.args \
+                            and method.args.args[0] is assignments[0] and not _is_static(method):
+                        return self.ref_of_definition(method.parent)
         return self.class_of(expression)
 
     def _annotation_of(self, name: nodes.Name) -> ClassRef | None:
@@ -456,14 +468,14 @@ class ClassModel:
                 for index, argument in enumerate(arguments.args):
                     if argument is assignment and arguments.annotations[index] is not None:
                         annotation = arguments.annotations[index]
-                        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+                        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
                 for index, argument in enumerate(arguments.kwonlyargs):
                     if argument is assignment and arguments.kwonlyargs_annotations[index] is not None:
                         annotation = arguments.kwonlyargs_annotations[index]
-                        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+                        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
             elif isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.AnnAssign):
                 annotation = assignment.parent.annotation
-                return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+                return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
         return None
 
     # -- object identity (aliasing) ----------------------------------------------------
@@ -522,7 +534,7 @@ class ClassModel:
         return None
 
     def _nnx_name(self, call: nodes.Call) -> str | None:
-        name = self._resolver_for(call).qualified_name(call.func)
+        name = self.resolver_for(call).qualified_name(call.func)
         if name and name.startswith("flax.nnx.") and not name.startswith("flax.nnx.compat."):
             return name[len("flax.nnx."):]
         if name and name.startswith("flax.nnx.compat."):
@@ -547,7 +559,7 @@ class ClassModel:
                 return merged
         if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
             return Ref(("new", call))
-        if call.args and self._resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
+        if call.args and self.resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
                 and not any(self._field_holds_variables(call.args[0], k.arg) for k in call.keywords or []):
             # dataclasses.replace(c, steps=...) keeps every other field: it still holds c's objects
             return self._raw_ref(call.args[0], depth + 1)
@@ -640,7 +652,7 @@ class ClassModel:
             call = ref.root[1]
             if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
                 return "rngs"
-            if not ref.path and self._resolver_for(call).qualified_name(call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
+            if not ref.path and self.resolver_for(call).qualified_name(call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
                 return "ref"
             return self._descend(self.class_of(call), ref.path, call, depth)
         if origin == "param":
@@ -693,12 +705,12 @@ class ClassModel:
         annotation = _annotation_node(function, name)
         if annotation is None:
             return None
-        return self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
 
     def _annotation_name(self, function: nodes.NodeNG, name: str) -> str | None:
         """The qualified name a parameter's annotation spells (``jax.Ref``), class or not."""
         annotation = _annotation_node(function, name)
-        return self._resolver_for(annotation).qualified_name(annotation) if annotation is not None else None
+        return self.resolver_for(annotation).qualified_name(annotation) if annotation is not None else None
 
     def class_kind(self, ref: ClassRef | None, call: nodes.Call | None = None) -> str | None:
         """The kind of an instance of class ``ref`` (see :meth:`kind_of`)."""
@@ -714,7 +726,7 @@ class ClassModel:
                 return "variable"
             if name in nnx_api.STATELESS_MODULE_CLASSES:  # a Dropout without rngs holds no state
                 return "module" if call is not None and _has_keyword(call, "rngs") else None
-            if name in MODULE_CLASSES:
+            if nnx_api.holds_variables(ref.qualified_name):
                 return "module"
             return None
         if self._derives_from(ref.definition, VARIABLE_CLASSES):
@@ -727,8 +739,9 @@ class ClassModel:
         try:
             info = self.info(ref.definition)
             arguments = self._init_arguments(ref.definition, call)
-            if info.is_nnx_module and any(self._store_may_hold_variables(store, info, arguments)
-                                          for store in info.stores):
+            if info.is_nnx_module and (self._flax_base_holds_variables(info)
+                                       or any(self._store_may_hold_variables(store, info, arguments)
+                                              for store in info.stores)):
                 return "module"
             if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
                                               for name in _stored_fields(ref.definition)):
@@ -736,6 +749,24 @@ class ClassModel:
             return None  # a Module storing only constants and plain arrays holds no Variables
         finally:
             self._kinds_in_progress.discard(id(ref.definition))
+
+    def _flax_bases(self, info: ClassInfo, depth: int = 0) -> list[ClassRef]:
+        """The ``flax.nnx`` classes a project class derives from, directly or through project bases."""
+        found = []
+        for base in info.bases:
+            if base.definition is None:
+                if base.qualified_name.startswith("flax.nnx."):
+                    found.append(base)
+            elif depth < _MAX_DEPTH:
+                found.extend(self._flax_bases(self.info(base.definition), depth + 1))
+        return found
+
+    def _flax_base_holds_variables(self, info: ClassInfo) -> bool:
+        """Whether a ``flax.nnx`` class that holds Variables is a base (``class
+        MyAccuracy(nnx.metrics.Accuracy)`` adding only methods holds Accuracy's). The generic
+        bases (``nnx.Module``, ``nnx.Pytree``, ``nnx.List``, ...) hold only what the class stores."""
+        return any(nnx_api.holds_variables(base.qualified_name) for base in self._flax_bases(info)
+                   if base.qualified_name not in NNX_MODULE_BASES and base.qualified_name not in nnx_api.CONTAINER_MODULES)
 
     def _init_arguments(self, classdef: nodes.ClassDef, call: nodes.Call | None) -> tuple | None:
         """``(__init__, {parameter: argument})`` for one construction ``call`` of ``classdef``:
@@ -756,7 +787,7 @@ class ClassModel:
         annotation = _stored_fields(classdef).get(name)
         if annotation is None:
             return None
-        ref = self.resolve(self._resolver_for(annotation).qualified_name(annotation), at=annotation)
+        ref = self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
         kind = self.class_kind(ref) if ref is not None and ref.definition is not classdef else None
         if kind is None and ref is not None and ref.qualified_name in ("flax.nnx.Module", "flax.nnx.Pytree"):
             kind = "module"
@@ -797,7 +828,7 @@ class ClassModel:
         if _is_static_value(value):
             return False
         if isinstance(value, nodes.Call) and depth <= _MAX_DEPTH:
-            name = self._resolver_for(value).qualified_name(value.func) or ""
+            name = self.resolver_for(value).qualified_name(value.func) or ""
             if name.startswith(_ARRAY_MODULES):
                 return False
             ref = self.resolve(name, at=value)
@@ -844,12 +875,22 @@ class ClassModel:
             kinds = {self.kind_of(_extend(self.ref_of(store.value), path[1:]), depth + 1)
                      for store in self.info(cls.definition).stores_of(head) if not _never_runs(store.target)}
             kinds.discard(None)
-            return kinds.pop() if len(kinds) == 1 else None
+            if kinds or len(path) != 1:
+                return kinds.pop() if len(kinds) == 1 else None
+            # not stored by the project class: an attribute its flax base stores (`MyLinear.kernel`)
+            return next(filter(None, (self._flax_attribute_kind(base, head) for base in self._flax_bases(
+                self.info(cls.definition)))), None)
         if len(path) == 1:
-            if head in FLAX_VARIABLE_ATTRIBUTES.get(cls.short_name, ()):
-                return "variable"
-            if head in FLAX_SUBMODULE_ATTRIBUTES.get(cls.short_name, ()):
-                return "module"
+            return self._flax_attribute_kind(cls, head)
+        return None
+
+    @staticmethod
+    def _flax_attribute_kind(cls: ClassRef, head: str) -> str | None:
+        """The kind of attribute ``head`` of an instance of the flax class ``cls``."""
+        if head in FLAX_VARIABLE_ATTRIBUTES.get(cls.short_name, ()):
+            return "variable"
+        if head in FLAX_SUBMODULE_ATTRIBUTES.get(cls.short_name, ()):
+            return "module"
         return None
 
     # -- construction replay ------------------------------------------------------------
@@ -936,7 +977,7 @@ class ClassModel:
                     if argument is not None:
                         self._element(argument, prefix + path, substitutions, items, depth, container)
                 return
-            cls = (self.resolve(self._resolver_for(value).qualified_name(value.func))
+            cls = (self.resolve(self.resolver_for(value).qualified_name(value.func))
                    or self._local_class(value.func))
             if cls is not None and cls.definition is not None:
                 init = self.init_of(cls.definition)
@@ -1055,7 +1096,7 @@ class ClassModel:
         if cls.definition is not None:
             return self.info(cls.definition).is_nnx_module
         return cls.qualified_name.startswith("flax.nnx.") and (
-            cls.short_name in MODULE_CLASSES or cls.short_name in RNG_CLASSES
+            nnx_api.holds_variables(cls.qualified_name) or cls.short_name in RNG_CLASSES
             or cls.short_name in nnx_api.STATELESS_MODULE_CLASSES
             or cls.qualified_name in nnx_api.CONTAINER_MODULES)
 
@@ -1234,7 +1275,6 @@ MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
 #: flax.nnx classes whose instances hold Variables.
-MODULE_CLASSES = nnx_api.MODULE_CLASSES
 @dataclass(frozen=True)
 class Ref:
     """A statically known object: where it comes from (``root``) and a path within it.
@@ -1748,7 +1788,7 @@ class _Replay:
                 if base.definition is not None:
                     return self.model.init_of(base.definition)
             return None
-        name = self.model._resolver_for(expression).qualified_name(expression)
+        name = self.model.resolver_for(expression).qualified_name(expression)
         ref = self.model.resolve(name) or self.model._local_class(expression)
         if ref is not None and ref.definition is not None:
             return self.model.init_of(ref.definition)

@@ -67,7 +67,11 @@ class FileContext:
         return found  # type: ignore[return-value]
 
     def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
-        """Canonical qualified name of ``node`` (``flax.nnx.vmap``), or None."""
+        """Canonical qualified name of ``node`` (``flax.nnx.vmap``), or None; a node of
+        another project module (a helper the analysis followed a value into) is resolved
+        with that module's imports."""
+        if node is not None and node.root() is not self.module:
+            return self.classes.resolver_for(node).qualified_name(node)
         return self.resolver.qualified_name(node)
 
     def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
@@ -97,6 +101,10 @@ class FileContext:
         involves, as ``(node or Related, "what happens there")`` pairs. A "Tree Mode raises"
         finding inside an assertion that the code raises is not recorded
         (:mod:`nnx_lint.expected_errors`)."""
+        if node.root() is not self.module:
+            # A rule that followed a value into another project file reports where it left
+            # this one; that file's lines are related locations, never this file's.
+            raise ValueError(f"{rule.code} reported a node of another module ({node.root().name})")
         if rule.kind == "raises" and expects_error(node):
             return
         text, help_text = rule.render(facts, message=message, help=help)

@@ -114,15 +114,28 @@ VARIABLE_TYPES: dict[str, str] = {
 #: The objects that hand out random keys; each stream stores an ``RngKey`` and an ``RngCount``.
 RNG_OBJECTS: frozenset[str] = frozenset({"Rngs", "RngStream"})
 
-#: ``flax.nnx`` classes whose instances hold Variables (Modules and Pytrees that store state).
+#: ``flax.nnx`` classes whose instances hold Variables (Modules and Pytrees that store state;
+#: a ``MultiMetric`` holds its metrics).
 MODULE_CLASSES: frozenset[str] = frozenset(
     """
     Module Linear LinearGeneral Einsum Embed Conv ConvTranspose LayerNorm RMSNorm BatchNorm
     GroupNorm InstanceNorm MultiHeadAttention LoRA LoRALinear WeightNorm SpectralNorm LSTMCell
     GRUCell OptimizedLSTMCell SimpleCell RNN Bidirectional PReLU Sequential List Dict Optimizer
-    ModelAndOptimizer EMA
+    ModelAndOptimizer EMA MultiMetric
     """.split()
 )
+
+#: ``flax.nnx.metrics`` classes: Pytrees of ``MetricState`` Variables (measured with flax 0.12.8:
+#: ``Average`` and ``Accuracy`` hold ``total`` and ``count``, ``Welford`` ``count``, ``mean``, ``m2``).
+METRIC_CLASSES: frozenset[str] = frozenset({"Average", "Accuracy", "Welford"})
+
+
+def holds_variables(qualified_name: str) -> bool:
+    """Whether an instance of the ``flax.nnx`` class ``qualified_name`` holds Variables."""
+    module, _, name = qualified_name.rpartition(".")
+    return module.startswith(NNX) and name in MODULE_CLASSES or (
+        module in (f"{NNX}.metrics", f"{NNX}.training.metrics") and name in METRIC_CLASSES)
+
 
 #: ``flax.nnx`` Modules that may hold no Variables (``nnx.Dropout`` built without ``rngs``):
 #: graph nodes all the same, walked by every graph traversal.

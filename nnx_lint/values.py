@@ -419,7 +419,11 @@ class ValueModel:
             owner = self.classes.class_of_self(expression.expr)
             if owner is None or owner.definition is None:
                 return False
-            stores = self.classes.info(owner.definition).stores_of(expression.attrname)
+            # An empty container stored on another branch (`self.grads = nnx.data({})` when
+            # nothing is allocated) is a placeholder: combining it with a non-empty tree raises
+            # in both modes, so where the code runs in graph mode the attribute is the State.
+            stores = [store for store in self.classes.info(owner.definition).stores_of(expression.attrname)
+                      if not self._empty_container(store.value)]
             return bool(stores) and all(self._stored_state(store, depth) for store in stores)
         if isinstance(expression, nodes.Name):
             annotation = self.classes.class_of(expression)
@@ -432,13 +436,22 @@ class ValueModel:
     def _stored_state(self, store, depth: int) -> bool:
         parent = store.target.parent
         if isinstance(parent, nodes.AnnAssign):
-            name = self.classes._resolver_for(parent).qualified_name(parent.annotation)
+            name = self.classes.resolver_for(parent).qualified_name(parent.annotation)
             if name in nnx_api.STATE_CLASSES:
                 return True
         value = store.value
         if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
             value = value.args[0]
         return value is not None and self.is_state(value, depth + 1)
+
+    def _empty_container(self, value: nodes.NodeNG | None) -> bool:
+        """``{}``, ``[]``, ``()``, ``dict()``, also wrapped in ``nnx.data(...)``."""
+        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
+            value = value.args[0]
+        if isinstance(value, (nodes.Dict, nodes.List, nodes.Tuple)):
+            return not (value.items if isinstance(value, nodes.Dict) else value.elts)
+        return isinstance(value, nodes.Call) and not value.args and not value.keywords \
+            and self.context.qualified_name(value.func) in ("builtins.dict", "builtins.list", "builtins.tuple")
 
     def _binds_state(self, assignment: nodes.NodeNG, depth: int) -> bool:
         if not isinstance(assignment, nodes.AssignName):
@@ -463,7 +476,7 @@ class ValueModel:
         index = (arguments.args or []).index(parameter)
         annotation = arguments.annotations[index] if index < len(arguments.annotations) else None
         if annotation is not None:
-            ref = self.classes.resolve(self.classes._resolver_for(annotation).qualified_name(annotation))
+            ref = self.classes.resolve(self.classes.resolver_for(annotation).qualified_name(annotation))
             if ref is None or ref.qualified_name in nnx_api.STATE_CLASSES:
                 return None
             if ref.definition is not None:

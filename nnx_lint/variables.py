@@ -275,7 +275,7 @@ class VariableModel:
             return Holdings([Holding("", "RngKey/RngCount", RNG, line=call.lineno)])
         name = self.context.resolver.qualified_name(func) if call.root() is self.context.module else None
         if name is None:
-            name = self.context.classes._resolver_for(call).qualified_name(func)
+            name = self.context.classes.resolver_for(call).qualified_name(func)
         if name in PARAM_TYPES:
             return Holdings([Holding("", name.rpartition(".")[2], PARAM, line=call.lineno)])
         if name in STATE_TYPES or (name and name.startswith("flax.nnx.") and name.rpartition(".")[2] in ("RngKey", "RngCount")):
@@ -308,7 +308,7 @@ class VariableModel:
         """"param" / "state" for project subclasses of nnx Variables, else None."""
         if depth > _MAX_DEPTH:
             return None
-        resolver = self.context.classes._resolver_for(classdef)
+        resolver = self.context.classes.resolver_for(classdef)
         for base in base_classes(classdef):
             name = resolver.qualified_name(base)
             if name in PARAM_TYPES:
@@ -372,7 +372,7 @@ class VariableModel:
         if isinstance(value, nodes.UnaryOp):
             return self._expression_dtype(value.operand, depth)
         if isinstance(value, nodes.Call):
-            name = self.context.classes._resolver_for(value).qualified_name(value.func)
+            name = self.context.classes.resolver_for(value).qualified_name(value.func)
             if name and name.startswith(_ARRAY_MODULES):
                 return _array_category(value, name)
             return None
@@ -404,7 +404,7 @@ class VariableModel:
         if isinstance(expression, nodes.Subscript):  # rngs['dropout']
             return self._is_rngs_expression(expression.value)
         if isinstance(expression, nodes.Call):
-            name = self.context.classes._resolver_for(expression).qualified_name(expression.func)
+            name = self.context.classes.resolver_for(expression).qualified_name(expression.func)
             return name in RNG_TYPES
         return False
 
@@ -631,10 +631,15 @@ class GradientUse:
 
     name: nodes.NodeNG
     via: list[str]  #: the chain of names/values that led here (for facts)
+    #: The call of the linted file that passed the gradient to a function of another project
+    #: file (``acc.add(grads)``), when the use lies there: a finding is reported at this call.
+    exit_call: nodes.Call | None = None
 
 
 class GradientFlow:
-    """Where the gradient of an application flows inside its function (local, no calls)."""
+    """Where the gradient of an application flows: through names, ``jax.tree.map`` and
+    unpacking, into the parameters of the project functions and methods it is passed to
+    (this file's or another project file's)."""
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
@@ -643,38 +648,40 @@ class GradientFlow:
         path = application.gradient_path(position)
         if path is None:
             return
-        yield from self._follow_result(application.call, path, [], set())
+        yield from self._follow_result(application.call, path, [], set(), None)
 
-    def _follow_result(self, value: nodes.NodeNG, path: list[int], via: list[str], seen: set[int]) -> Iterator[GradientUse]:
+    def _follow_result(self, value: nodes.NodeNG, path: list[int], via: list[str], seen: set[int],
+                       exit_call: nodes.Call | None) -> Iterator[GradientUse]:
         """``value`` evaluates to a structure whose element at ``path`` is the gradient."""
         parent = value.parent
         if not path:
             if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and parent.args[1:2] == [value] and len(parent.args) == 2:
-                yield from self._follow_result(parent, [], via + ["jax.tree.map"], seen)
+                yield from self._follow_result(parent, [], via + ["jax.tree.map"], seen, exit_call)
                 return
             if _assigned_targets(parent, value):
                 for target in _assigned_targets(parent, value):
-                    yield from self._follow_target(target, [], via, seen)
+                    yield from self._follow_target(target, [], via, seen, exit_call)
                 return
             if isinstance(value, nodes.Name):
                 return
             # The gradient used inline: `nnx.grad(f)(m)['w']`.
-            yield GradientUse(value, via)  # type: ignore[arg-type]
+            yield GradientUse(value, via, exit_call)  # type: ignore[arg-type]
             return
         if isinstance(parent, nodes.Subscript) and parent.value is value:
             index = _const_index(parent.slice)
             if index == path[0]:
-                yield from self._follow_result(parent, path[1:], via, seen)
+                yield from self._follow_result(parent, path[1:], via, seen, exit_call)
             return
         for target in _assigned_targets(parent, value):
-            yield from self._follow_target(target, path, via, seen)
+            yield from self._follow_target(target, path, via, seen, exit_call)
 
-    def _follow_target(self, target: nodes.NodeNG, path: list[int], via: list[str], seen: set[int]) -> Iterator[GradientUse]:
+    def _follow_target(self, target: nodes.NodeNG, path: list[int], via: list[str], seen: set[int],
+                       exit_call: nodes.Call | None) -> Iterator[GradientUse]:
         if path and isinstance(target, (nodes.Tuple, nodes.List)):
             if any(isinstance(e, nodes.Starred) for e in target.elts):
                 return
             if path[0] < len(target.elts):
-                yield from self._follow_target(target.elts[path[0]], path[1:], via, seen)
+                yield from self._follow_target(target.elts[path[0]], path[1:], via, seen, exit_call)
             return
         if isinstance(target, nodes.AssignName):
             if id(target) in seen:
@@ -682,42 +689,41 @@ class GradientFlow:
             seen.add(id(target))
             for use in self._name_uses(target):
                 if path:
-                    yield from self._follow_result(use, path, via + [target.name], seen)
+                    yield from self._follow_result(use, path, via + [target.name], seen, exit_call)
                     continue
                 parent = use.parent
                 if _assigned_targets(parent, use):
                     for inner in _assigned_targets(parent, use):
-                        yield from self._follow_target(inner, [], via + [target.name], seen)
+                        yield from self._follow_target(inner, [], via + [target.name], seen, exit_call)
                     continue
                 if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and len(parent.args) == 2 and parent.args[1] is use:
-                    yield from self._follow_result(parent, [], via + [target.name, "jax.tree.map"], seen)
+                    yield from self._follow_result(parent, [], via + [target.name, "jax.tree.map"], seen, exit_call)
                     continue
                 parameter = self._callee_parameter(use) if len(via) < 6 else None
-                if parameter is not None:  # passed on to a function of this file: follow it there
+                if parameter is not None:  # passed on to a project function: follow it there
                     callee = parameter.scope()
-                    yield from self._follow_target(parameter, [], via + [target.name, f"{callee.name}({parameter.name})"], seen)
+                    leaves = exit_call is None and callee.root() is not self.context.module
+                    yield from self._follow_target(parameter, [], via + [target.name, f"{callee.name}({parameter.name})"],
+                                                   seen, parent if leaves else exit_call)
                     continue
-                yield GradientUse(use, via + [target.name])
+                yield GradientUse(use, via + [target.name], exit_call)
 
     def _callee_parameter(self, use: nodes.Name) -> nodes.AssignName | None:
-        """The parameter of a function/method of this file that receives ``use`` as a positional argument."""
+        """The parameter of a project function or method (this file's or another project
+        file's) that receives ``use`` as a positional argument."""
         call = use.parent
         if not isinstance(call, nodes.Call) or use not in call.args or any(isinstance(a, nodes.Starred) for a in call.args):
             return None
-        function: nodes.FunctionDef | None = None
+        classes = self.context.classes
+        function: nodes.FunctionDef | None = classes.function_called(call)
         offset = 0
-        if isinstance(call.func, nodes.Name):
-            _scope, assignments = lookup(call.func)
-            functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
-            if len(functions) == 1 and len(assignments) == 1:
-                function = functions[0]
-        elif isinstance(call.func, nodes.Attribute):
-            owner = self.context.classes.class_of_self(call.func.expr)
+        if function is None and isinstance(call.func, nodes.Attribute):
+            owner = classes.class_of_self(call.func.expr)
             if owner is not None and owner.definition is not None:
                 found = owner.definition.locals.get(call.func.attrname)
                 if found and isinstance(found[-1], nodes.FunctionDef) and not found[-1].decorators:
                     function, offset = found[-1], 1
-        if function is None or function.root() is not self.context.module or function.args.vararg:
+        if function is None or function.args.vararg:
             return None
         parameters = function.args.args or []
         index = call.args.index(use) + offset

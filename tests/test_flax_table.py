@@ -49,6 +49,15 @@ def test_rng_objects_and_module_classes_are_flax_classes():
         assert issubclass(_class(name), nnx.Pytree) and not issubclass(_class(name), nnx.Variable), name
     for name in nnx_api.MODULE_CLASSES:
         assert issubclass(_class(name), nnx.Pytree), name
+        assert nnx_api.holds_variables(f"flax.nnx.{name}"), name
+
+
+def test_metric_classes_hold_metric_state():
+    for name in nnx_api.METRIC_CLASSES:
+        metric = getattr(nnx.metrics, name)()
+        leaves = nnx.to_flat_state(nnx.state(metric))
+        assert leaves and all(isinstance(v, nnx.metrics.MetricState) for _path, v in leaves), name
+        assert nnx_api.holds_variables(f"flax.nnx.metrics.{name}"), name
 
 
 @pytest.mark.parametrize("name", sorted(nnx_api.TRANSFORMS))

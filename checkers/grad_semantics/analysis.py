@@ -22,6 +22,7 @@ from nnx_lint.variables import (
     TREE_MAPS,
     GradApplication,
     GradientFlow,
+    GradientUse,
     Holdings,
     variable_model,
 )
@@ -316,9 +317,9 @@ class _Analysis:
             attributes = frozenset(_class_attributes(ref.definition, classes))
         else:
             holdings = self.variables.holdings_of_ref(ref, argument if isinstance(argument, nodes.Call) else None)
-            if holdings is None:
+            if holdings is None and classes.class_kind(ref) != "module":
                 return None  # an external class: not known to be a Module
-            attributes = frozenset()
+            attributes = frozenset()  # (holdings None: a Module, contents unknown, as `model: nnx.Module`)
         return Differentiated(position, argument, ref.short_name, ref.qualified_name, holdings, evidence, attributes)
 
     def _loss_annotation(self, loss: nodes.NodeNG | None, position: int):
@@ -328,7 +329,7 @@ class _Analysis:
         if position >= len(arguments.args) or arguments.annotations[position] is None:
             return None
         annotation = arguments.annotations[position]
-        return self.context.classes.resolve(self.context.classes._resolver_for(annotation).qualified_name(annotation))
+        return self.context.classes.resolve(self.context.classes.resolver_for(annotation).qualified_name(annotation))
 
     # -- State values -----------------------------------------------------------------------
     def is_state_value(self, expression: nodes.NodeNG) -> bool:
@@ -336,6 +337,15 @@ class _Analysis:
         return self.values.is_state(expression)
 
     # -- consumers --------------------------------------------------------------------------
+    def reported_at(self, use: GradientUse, where: nodes.NodeNG, happens: str) -> tuple[nodes.NodeNG, list]:
+        """Where a finding on ``where`` (a consumer of the gradient ``use``) is reported, and
+        the related locations that adds: ``where`` itself, or, when the gradient was followed
+        into another project file, the call of this file that passed it there, with
+        ``where`` (``happens`` says what it does) as a related location."""
+        if use.exit_call is None or where.root() is self.context.module:
+            return where, []
+        return use.exit_call, [(where, happens)]
+
     def state_usage(self, use: nodes.NodeNG, differentiated: Differentiated) -> tuple[str, str, nodes.NodeNG] | None:
         """``(usage, error, node)`` when the gradient ``use`` is used as an ``nnx.State`` here."""
         parent = use.parent

@@ -92,12 +92,15 @@ class GradIncludesNonParamState(Rule):
             read = [h for h in holdings.of(non_param) if h.read]
             for use in analysis.flow.uses(application, differentiated.position):
                 found = analysis.whole_tree_usage(use.name)
-                if found is None or (found[1].lineno in self._reported):
+                if found is None:
                     continue
-                if found[0] in NORM_CONSUMERS and not read:
+                consumer, used = found
+                where, elsewhere = analysis.reported_at(use, used, f"`{consumer}` reduces it here")
+                if where.lineno in self._reported:
+                    continue
+                if consumer in NORM_CONSUMERS and not read:
                     continue  # unread non-Param leaves get zero gradients: a norm does not change
-                self._reported.add(found[1].lineno)
-                consumer, where = found
+                self._reported.add(where.lineno)
                 self.report(
                     where,
                     consumer=consumer,
@@ -109,7 +112,7 @@ class GradIncludesNonParamState(Rule):
                     application_line=node.lineno,
                     **differentiated.facts(),
                     pin=_pin(self.context, application),
-                    related=_grad_sites(application),
+                    related=elsewhere + _grad_sites(application),
                 )
 
     @classmethod

@@ -91,7 +91,8 @@ class GradsUsedAsState(Rule):
                 found = analysis.state_usage(use.name, differentiated)
                 if found is None:
                     continue
-                usage, error, where = found
+                usage, error, used = found
+                where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
                 if where.lineno in self._reported:
                     continue  # one per line, also when several applications reach it
                 self._reported.add(where.lineno)
@@ -106,10 +107,10 @@ class GradsUsedAsState(Rule):
                     argnums_is_tuple=application.argnums_is_tuple,
                     gradient_via=use.via,
                     application_line=node.lineno,
-                    **_usage_facts(self.context, where),
+                    **_usage_facts(self.context, used),
                     **differentiated.facts(),
                     pin=_pin(self.context, application),
-                    related=_grad_sites(application),
+                    related=elsewhere + _grad_sites(application),
                 )
 
     @classmethod

@@ -94,9 +94,10 @@ class GradsCheckedAsState(Rule):
                 if check is None or id(check.node) in self._reported:
                     continue  # one per check, also when several applications reach it
                 self._reported.add(id(check.node))
+                where, elsewhere = analysis.reported_at(use, check.node, "checked against `nnx.State` here")
                 type_name = differentiated.class_name or "Module"
                 self.report(
-                    check.node,
+                    where,
                     check=_shown(check, use.name),
                     written=clipped(check.text, 80),
                     test=check.test,
@@ -114,7 +115,7 @@ class GradsCheckedAsState(Rule):
                     application_line=node.lineno,
                     **differentiated.facts(),
                     pin=_pin(self.context, application),
-                    related=_grad_sites(application),
+                    related=elsewhere + _grad_sites(application),
                 )
 
     @classmethod
