@@ -125,6 +125,10 @@ MODULE_CLASSES: frozenset[str] = frozenset(
     """.split()
 )
 
+#: Module methods that walk the graph as the graph API of the same name does (the deprecated
+#: method form ``model.iter_modules()`` of ``nnx.iter_modules(model)``).
+WALKING_METHODS: frozenset[str] = frozenset({"iter_modules"})
+
 #: ``flax.nnx.metrics`` classes: Pytrees of ``MetricState`` Variables (measured with flax 0.12.8:
 #: ``Average`` and ``Accuracy`` hold ``total`` and ``count``, ``Welford`` ``count``, ``mean``, ``m2``).
 METRIC_CLASSES: frozenset[str] = frozenset({"Average", "Accuracy", "Welford"})

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
+
 from nnx_lint.call_sites import argument_for
 from nnx_lint.calls import NNXCall
 from nnx_lint.node_index import nodes_of_class
@@ -53,6 +55,9 @@ class Summary:
     graph_calls: list[GraphCall] = field(default_factory=list)
     #: Parameters the helper returns unchanged (alone or as a tuple element).
     returned_parameters: frozenset[str] = frozenset()
+    #: ``(parameter, call, chain)`` for each graph-walking Module method called on a
+    #: parameter (``model.iter_modules()``), here or in the helpers it passes it to.
+    method_walks: list[tuple[str, nodes.Call, tuple[str, ...]]] = field(default_factory=list)
 
 
 def helper_summaries(context: FileContext) -> HelperSummaries:
@@ -84,7 +89,13 @@ class HelperSummaries:
         summary = self._summaries[key] = Summary(function)  # placed first: guards recursion
         parameters = _plain_parameters(function)
         for node in nodes_of_class(function, nodes.Call, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)):
-            if node.scope() is not function or not node.args:
+            if node.scope() is not function:
+                continue
+            walked = node.func.expr if isinstance(node.func, nodes.Attribute) and not node.args \
+                and node.func.attrname in nnx_api.WALKING_METHODS else None
+            if isinstance(walked, nodes.Name) and walked.name in parameters:
+                summary.method_walks.append((walked.name, node, (function.name,)))
+            if not node.args:
                 continue
             first = node.args[0]
             nnx_call = self.transforms.nnx_call(node)
@@ -97,11 +108,16 @@ class HelperSummaries:
             inner = self.helper_of(node)
             if inner is None or inner is function:
                 continue
-            for graph_call in self.summary(inner, depth + 1).graph_calls:
+            inner_summary = self.summary(inner, depth + 1)
+            for graph_call in inner_summary.graph_calls:
                 argument = argument_for(inner, node, graph_call.parameter)
                 if isinstance(argument, nodes.Name) and argument.name in parameters:
                     summary.graph_calls.append(
                         GraphCall(argument.name, graph_call.call, (function.name, *graph_call.chain)))
+            for parameter, walk, chain in inner_summary.method_walks:
+                argument = argument_for(inner, node, parameter)
+                if isinstance(argument, nodes.Name) and argument.name in parameters:
+                    summary.method_walks.append((argument.name, walk, (function.name, *chain)))
         summary.returned_parameters = frozenset(_returned_parameters(function, parameters))
         return summary
 
@@ -116,6 +132,19 @@ class HelperSummaries:
             argument = argument_for(helper, call, graph_call.parameter)
             if argument is not None:
                 found.append((argument, graph_call))
+        return found
+
+    def walks_through(self, call: nodes.Call) -> list[tuple[nodes.NodeNG, nodes.Call, tuple[str, ...]]]:
+        """For a call of a project helper: ``(argument at this call, the walking method call,
+        helper chain)`` for each graph-walking Module method the helper calls on that argument."""
+        helper = self.helper_of(call)
+        if helper is None or any(isinstance(a, nodes.Starred) for a in call.args):
+            return []
+        found = []
+        for parameter, walk, chain in self.summary(helper).method_walks:
+            argument = argument_for(helper, call, parameter)
+            if argument is not None:
+                found.append((argument, walk, chain))
         return found
 
     def returned_arguments(self, call: nodes.Call) -> list[nodes.NodeNG]:

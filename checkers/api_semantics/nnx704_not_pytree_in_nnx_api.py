@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
+from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
@@ -14,11 +15,20 @@ from nnx_lint.names import base_classes
 from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
 from nnx_lint.program_text import bounded_index, identifier_or, literal
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.summaries import helper_summaries
 from nnx_lint.transforms import explicit_tree, transform_resolver
 
 
-#: Module methods that walk the graph as the graph API of the same name does.
-_WALKING_METHODS = frozenset({"iter_modules"})
+
+
+#: Graph APIs that look at the object and its direct children only (measured with flax 0.12.8:
+#: `nnx.iter_children(outer)` runs in Tree Mode when a child holds a `pytree=False` part;
+#: only a `pytree=False` object itself raises).
+_ONE_LEVEL_APIS = frozenset({"iter_children", "iter_module_children"})
+
+#: NNX704's message when the walk happens inside a project helper the object is passed to.
+_HELPER_MESSAGE = ("`{argument}` ({class_name}, {reason}) passed to `{helper}`, which calls `{api}` on it: "
+                   "Tree Mode raises (not a pytree)")
 
 
 def _literal_keywords(call) -> dict:
@@ -106,6 +116,8 @@ class NotPytreeObjectInNNXAPIFacts(Facts):
     transform_keywords: dict = ABSENT
     #: For a part of the argument: where the argument's class stores the non-pytree object.
     part: str = ABSENT
+    #: A project helper the argument is passed to, which walks it (``.iter_modules()``).
+    helper: str = ABSENT
     pin: list
 
 
@@ -233,14 +245,17 @@ class NotPytreeObjectInNNXAPI(Rule):
             if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
-        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in _WALKING_METHODS \
+        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in nnx_api.WALKING_METHODS \
                 and not node.args and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
             # `model.iter_modules()`, the deprecated method form of `nnx.iter_modules(model)`
             arguments, api = [node.func.expr], f".{node.func.attrname}()"
             call_name = node.func.attrname
         elif call is None:
             entry = transform_resolver(self.context).transformed_callable(node.func)
-            if entry is None or not entry.affected:
+            if entry is None:
+                self._walked_in_helpers(node)
+                return
+            if not entry.affected:
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
         method = api is not None and api.startswith(".")
@@ -251,7 +266,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            found = self._not_pytree(ref)
+            found = self._not_pytree(ref, depth=2 if call is not None and call.name in _ONE_LEVEL_APIS else 0)
             if found is None:
                 continue
             class_name, reason, part = found
@@ -265,6 +280,24 @@ class NotPytreeObjectInNNXAPI(Rule):
             shown = class_name if part is ABSENT else f"{class_name} at `.{part}`"
             self.report(argument, argument=argument.as_string(), class_name=shown, reason=reason,
                         api=api, error=error, **where, part=part, pin=pin)
+
+    def _walked_in_helpers(self, node: nodes.Call) -> None:
+        """A project helper (this file's or another's) called with the object walks it with a
+        graph-walking method (``model.iter_modules()``): reported at the argument, the walk related."""
+        if self.context.mode.scope_keeps_graph_mode(node, transform=False):
+            return
+        for argument, walk, chain in helper_summaries(self.context).walks_through(node):
+            ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
+            found = self._not_pytree(ref) if ref is not None and ref.definition is not None else None
+            if found is None:
+                continue
+            class_name, reason, part = found
+            method = walk.func.attrname
+            shown = class_name if part is ABSENT else f"{class_name} at `.{part}`"
+            self.report(argument, argument=argument.as_string(), class_name=shown, reason=reason,
+                        api=f".{method}()", error="ValueError: Cannot use 'iter_graph' with graph=False",
+                        function=method, part=part, helper=chain[0], pin=[],
+                        message=_HELPER_MESSAGE, related=[(walk, f"`{'` -> `'.join(chain)}` walks it here")])
 
     def _not_pytree(self, ref, depth: int = 0, path: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
         """``(class, reason, part)`` when an instance of ``ref`` is not a pytree, or holds one
