@@ -132,7 +132,11 @@ class NotPytreeObjectInNNXAPI(Rule):
         `nnx.clone`, `nnx.Optimizer`, the `model.iter_modules()` method, ...) or to a
         transformed function, unless graph mode is kept (`graph=True`, `nnx.compat.*`); also
         an instance of a class whose `__init__` stores such an object (two levels deep):
-        Tree Mode flattens the whole tree and raises at that part.
+        Tree Mode flattens the whole tree and raises at that part. `nnx.iter_children` /
+        `nnx.iter_module_children` look one level only: just the object itself counts there.
+        An object passed to a project helper (this file's or another file's, also through
+        the helpers it calls) that walks it with `model.iter_modules()` is reported at the
+        argument, with the walk as a related location.
 
     Why is this bad?:
         Tree Mode handles objects as JAX pytrees, and these classes are not registered as

@@ -41,7 +41,9 @@ class GradsUsedAsState(Rule):
     What it does:
         Follows the result of `nnx.grad` / `nnx.value_and_grad` (default or integer
         `argnums`) over a Module argument through assignments, `value_and_grad` / `has_aux`
-        unpacking and `jax.tree.map(f, grads)`, and flags uses that need an `nnx.State`:
+        unpacking, `jax.tree.map(f, grads)` and into the project functions and methods it is
+        passed to (a use in another file is reported at the call that passes the gradient
+        there, the use as a related location), and flags uses that need an `nnx.State`:
         `grads['linear']['kernel']`, `grads.items()` / `.keys()` / `.values()` /
         `.flat_state()`, iteration, membership (`'kernel' in grads`, `not in`; unless the
         class defines `__contains__` / `__iter__` / `__getitem__`), `nnx.to_pure_dict(grads)`, `nnx.to_flat_state`,
@@ -50,7 +52,10 @@ class GradsUsedAsState(Rule):
         gradient as an optax extra argument of an optimizer step (`optimizer.update(model,
         grads, grad=grads, value_fn=...)`, for a linesearch such as `optax.lbfgs`). The
         argument is a Module when its class is known (constructor, annotation, the loss
-        function's parameter annotation) or, as a heuristic, when the loss function calls it.
+        function's parameter annotation, also a plain `nnx.Module` annotation) or, as a
+        heuristic, when the loss function calls it. A State stored on the other branch as an
+        empty placeholder (`self.grads = nnx.data({})`) still counts as the State: combining
+        the gradient with the empty one raises in both modes.
 
     Why is this bad?:
         Graph mode returned an `nnx.State`; Tree Mode returns the argument's own type. The

@@ -53,7 +53,9 @@ class TransformReturnsInput(_ReturnRule):
         a state group of `nnx.split(param)`, also inside a returned tuple, list, dict
         (`has_aux` outputs included). The parameter must be known to hold NNX state: an
         annotation, the arguments at the call sites in this file, a state view, or (marked
-        `"confidence": "heuristic"`) a body that calls it or writes its Variables.
+        `"confidence": "heuristic"`) a body that calls it or writes its Variables. flax's
+        metrics (`nnx.MultiMetric`, `nnx.metrics.Average`, ...) hold Variables, and so does a
+        project subclass of a flax layer or metric that stores nothing itself.
         `nnx.scan` / `fori_loop` / `while_loop` bodies return their carry by design and
         are skipped. Also flags one object returned twice, an object with its state
         (`return model, nnx.state(model)` after building `model` inside), or an object with
