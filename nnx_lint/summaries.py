@@ -72,14 +72,17 @@ class HelperSummaries:
         self.context = context
         self.transforms = transform_resolver(context)
         self._summaries: dict[int, Summary] = {}
+        self._helpers: dict[int, nodes.FunctionDef | None] = {}
 
     def helper_of(self, call: nodes.Call) -> nodes.FunctionDef | None:
         """The plain project function ``call`` calls by name (this file or imported); a
         function decorated with an NNX transform is not a plain helper (its body is traced)."""
-        function = self.context.classes.function_called(call)
-        if function is None or self.transforms.decorated(function) is not None:
-            return None
-        return function
+        key = id(call)
+        if key not in self._helpers:  # several rules ask about every call of the file
+            function = self.context.classes.function_called(call)
+            self._helpers[key] = None if function is None or self.transforms.decorated(function) is not None \
+                else function
+        return self._helpers[key]
 
     def summary(self, function: nodes.FunctionDef, depth: int = 0) -> Summary:
         """The summary of one helper (memoised; cycles summarise as empty)."""

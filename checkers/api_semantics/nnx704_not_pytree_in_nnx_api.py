@@ -288,12 +288,10 @@ class NotPytreeObjectInNNXAPI(Rule):
     def _walked_in_helpers(self, node: nodes.Call) -> None:
         """A project helper (this file's or another's) called with the object walks it with a
         graph-walking method (``model.iter_modules()``): reported at the argument, the walk related."""
-        if self.context.mode.scope_keeps_graph_mode(node, transform=False):
-            return
         for argument, walk, chain in helper_summaries(self.context).walks_through(node):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             found = self._not_pytree(ref) if ref is not None and ref.definition is not None else None
-            if found is None:
+            if found is None or self.context.mode.scope_keeps_graph_mode(node, transform=False):
                 continue
             class_name, reason, part = found
             method = walk.func.attrname
