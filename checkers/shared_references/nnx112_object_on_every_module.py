@@ -1,0 +1,305 @@
+"""NNX112 ``object-on-every-module``: the rule, its examples and its reproduction builder."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from checkers.shared_references.analysis import _inside, _short
+from checkers.shared_references.base import _FamilyRule
+from nnx_lint import nnx_api
+from nnx_lint.classes import SHARED_KINDS
+from nnx_lint.facts import Facts
+from nnx_lint.flow import lookup
+from nnx_lint.node_index import nodes_of_class
+from nnx_lint.program_text import clipped, identifier_or
+from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+
+#: Graph APIs whose walk yields every Module of a model.
+_WALKS = frozenset({"iter_modules", "iter_graph"})
+#: The kinds of :meth:`nnx_lint.classes.ClassModel.kind_of`, as the facts and messages name them.
+_KIND_WORDS = {"rngs": "Rngs", "variable": "Variable", "module": "Module", "state": "State", "ref": "mutable array"}
+#: What the reproduction stores, by the finding's kind (a State or a raw ref: an Rngs stands in).
+_SHARED_VALUES = {"Rngs": "nnx.Rngs(0)", "Variable": "nnx.Param(jnp.ones(2))",
+                  "Module": "nnx.Linear(2, 2, rngs=nnx.Rngs(2))"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectOnEveryModuleFacts(Facts):
+    """What ``NNX112`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: ``set_attributes``, or the walk the store sits in: ``iter_modules`` / ``iter_graph`` /
+    #: ``.iter_modules()``.
+    api: str
+    #: Source text of the model whose Modules receive the object.
+    model: str
+    #: The attribute every Module receives.
+    attribute: str
+    #: Source text of the stored value.
+    value: str
+    #: What the value is: ``Rngs``, ``Variable``, ``Module``, ``State`` or ``mutable array``.
+    kind: str
+    #: ``static`` (the value's class or construction is known) or ``heuristic`` (a name
+    #: like ``rngs`` bound to something the code does not show).
+    confidence: str
+
+
+class ObjectOnEveryModule(_FamilyRule):
+    """One `nnx.Rngs` (or other stateful object) stored on every Module of a model after it is built.
+
+    What it does:
+        Flags `model.set_attributes(name=value)` and a store `module.name = value` (or
+        `setattr(module, "name", value)`) in a loop over `model.iter_modules()`,
+        `nnx.iter_modules(model)` or `nnx.iter_graph(model)`, when `value` holds Variables: an
+        `nnx.Rngs`, a Variable, a Module, a State (known from its construction, its class or
+        annotation) or, marked `"confidence": "heuristic"`, a name like `rngs` / `*_rngs`
+        bound to something the code does not show. In the loop the value must be the same
+        object on every pass (bound before the loop); a value built inside the loop is a new
+        object per Module and stays silent, as do `None`, flags and numbers
+        (`model.set_attributes(deterministic=True)`). Silent where the scope or the walk
+        keeps graph mode. This is google/qwix's `quantize_nnx_model` (`module.qwix_rngs =
+        rngs` for every module) and google/tunix's `lora_model.set_attributes(qwix_rngs=nnx.Rngs(0))`.
+
+    Why is this bad?:
+        `set_attributes` stores the one object on every Module that has the attribute, and
+        the loop on every Module it walks: the Rngs' `RngKey` / `RngCount` (or the Variables)
+        become reachable at several paths. Graph mode accepts shared references; Tree Mode
+        rejects them: the next NNX transform raises `ValueError: Duplicate RngCount(...) found
+        at paths: a/qwix_rngs/default/count, b/qwix_rngs/default/count`, and a Tree Mode walk
+        raises while the loop is still storing (its iterator is lazy). Give each Module its
+        own object (`rngs.fork()` inside the loop), or keep the Rngs in one place and pass it
+        to the call that needs it.
+
+    References:
+        - [Tree Mode in brief: shared references](../tree-mode.md#shared-references) — pattern [A7](../catalogue.md#a7)
+        - {spec}
+    """
+
+    code = "NNX112"
+    facts_type = ObjectOnEveryModuleFacts
+    symbol = "object-on-every-module"
+    kind = "raises"
+    catalogue = ("A7",)
+    category = "rngs"
+    message = "`{model}.set_attributes({attribute}=...)` shares one {kind} across Modules: Tree Mode raises (Duplicate)"
+    #: A store inside a walk of the model (the walk is a related location).
+    loop_message = "`{value}` stored on every Module of a walk: one {kind} at many paths; Tree Mode raises (Duplicate)"
+    help = (
+        "Tree Mode rejects an object reachable at several paths (ValueError: Duplicate RngCount ...), in "
+        "every NNX transform and walk. Give each Module its own (`rngs.fork()`), or keep it in one place "
+        "and pass it to the call that needs it"
+    )
+    VALID = [
+        Valid(
+            "fork-per-module-or-plain-values",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Block(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                    self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+                    self.a.noise = self.b.noise = self.noise = None
+                    self.a.deterministic = self.b.deterministic = False
+
+            model = Block()
+            rngs = nnx.Rngs(0)
+            for _, module in nnx.iter_modules(model):
+                module.noise = rngs.fork()
+            model.set_attributes(deterministic=True)
+            model.set_attributes(noise=None)
+            y = nnx.jit(lambda m, x: m.b(m.a(x)))(model, jnp.ones((1, 2)))
+            """,
+        ),
+        Valid(
+            "graph-mode-kept",
+            """
+            from flax import nnx
+
+            class Block(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                    self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+
+            model = Block()
+            rngs = nnx.Rngs(0)
+            for _, module in nnx.iter_modules(model, graph=True):
+                module.noise = rngs
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "set-attributes-one-rngs",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Block(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                    self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+                    self.a.noise = nnx.data(None)
+                    self.b.noise = nnx.data(None)
+
+            model = Block()
+            model.set_attributes(noise=nnx.Rngs(0))  # NNX112
+            y = nnx.jit(lambda m, x: m.b(m.a(x)))(model, jnp.ones((1, 2)))
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+        Invalid(
+            "one-rngs-stored-in-a-walk",
+            """
+            from flax import nnx
+
+            class Block(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                    self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+
+            model = Block()
+            rngs = nnx.Rngs(0)
+            for _, module in model.iter_modules():
+                module.noise = rngs  # NNX112
+            """,
+            tree_mode=raises("ValueError", "Duplicate RngCount"),
+        ),
+    ]
+
+    def visit_call(self, node: nodes.Call) -> None:
+        func = node.func
+        if isinstance(func, nodes.Attribute) and func.attrname == "set_attributes" and node.keywords:
+            receiver = self.classes.class_of_self(func.expr)
+            if receiver is not None and not self.classes.is_instance_of(receiver, nnx_api.MODULE_CLASSES) \
+                    and not (receiver.definition is not None and self.classes.info(receiver.definition).is_nnx_module):
+                return  # another library's set_attributes
+            if self.context.mode.scope_keeps_graph_mode(node, transform=False):
+                return
+            for keyword in node.keywords:
+                found = self._stateful(keyword.value) if keyword.arg else None
+                if found is not None:
+                    self._report(node, "set_attributes", func.expr, keyword.arg, keyword.value, *found)
+
+    def visit_for(self, node: nodes.For) -> None:
+        walk = self._walk(node.iter)
+        if walk is None or not isinstance(node.target, nodes.Tuple) or len(node.target.elts) != 2 \
+                or not isinstance(node.target.elts[1], nodes.AssignName):
+            return
+        api, model = walk
+        if self.context.mode.scope_keeps_graph_mode(node, transform=False):
+            return
+        module = node.target.elts[1].name
+        for attribute, value, store in _stores_on(node, module):
+            found = self._stateful(value, invariant_in=node)
+            if found is not None:
+                self._report(store, api, model, attribute, value, *found, walk_node=node.iter)
+
+    # -- analysis ---------------------------------------------------------------------------
+    def _walk(self, iterable: nodes.NodeNG) -> tuple[str, nodes.NodeNG] | None:
+        """``(api, model)`` when ``iterable`` walks every Module of ``model`` (Tree Mode's walk)."""
+        if not isinstance(iterable, nodes.Call):
+            return None
+        call = self.context.nnx_call(iterable)
+        if call is not None:
+            if call.name in _WALKS and call.args and not self.context.keeps_graph_mode(call) \
+                    and call.keywords.get("graph") is None:
+                return call.name, call.args[0]
+            return None
+        func = iterable.func
+        if isinstance(func, nodes.Attribute) and func.attrname in nnx_api.WALKING_METHODS and not iterable.args:
+            return f".{func.attrname}()", func.expr
+        return None
+
+    def _stateful(self, value: nodes.NodeNG, invariant_in: nodes.NodeNG | None = None) -> tuple[str, str] | None:
+        """``(kind, confidence)`` when ``value`` holds Variables (and, with ``invariant_in``,
+        is the same object on every pass of that loop)."""
+        if invariant_in is not None:
+            base = value
+            while isinstance(base, nodes.Attribute):
+                base = base.expr
+            if not isinstance(base, nodes.Name):
+                return None  # built per pass (a call in the loop) or unknown
+            _scope, bindings = lookup(base)
+            if not bindings or any(_inside(binding, invariant_in) for binding in bindings):
+                return None
+        kind = self.kind_of_expression(value)
+        if kind in SHARED_KINDS:
+            return _KIND_WORDS[kind], "static"
+        if isinstance(value, nodes.Name) and (value.name == "rngs" or value.name.endswith("_rngs")) \
+                and not isinstance(value, nodes.Const):
+            return "Rngs", "heuristic"
+        return None
+
+    def _report(self, node: nodes.NodeNG, api: str, model: nodes.NodeNG, attribute: str, value: nodes.NodeNG,
+                kind: str, confidence: str, walk_node: nodes.NodeNG | None = None) -> None:
+        related = [(walk_node, f"`{_short(model, 40)}` is walked here")] if walk_node is not None else []
+        self.report(
+            node,
+            message=None if walk_node is None else self.loop_message,
+            related=related,
+            api=api,
+            model=_short(model, 24),
+            attribute=clipped(attribute, 24),
+            value=_short(value, 24),
+            kind=kind,
+            confidence=confidence,
+        )
+
+    @classmethod
+    def reproduce(cls, facts: dict) -> Reproduction:
+        """A model of two Linear layers receiving one object of the finding's kind on every
+        Module, through the finding's form (``set_attributes`` then ``nnx.jit``, or a store in
+        a ``nnx.iter_modules`` walk). Control: each Module gets its own (``.fork()`` of the
+        Rngs, or a new object per Module)."""
+        attribute = identifier_or(facts.get("attribute"), "shared")
+        shared = _SHARED_VALUES.get(facts.get("kind"))
+        # An Rngs stands in for a State or a raw ref; nnx.jit for whatever the model meets next.
+        stand_ins = () if shared else (f"an nnx.Rngs for the {facts.get('kind')}",)
+        shared = shared or "nnx.Rngs(0)"
+        own = "shared.fork()" if shared.startswith("nnx.Rngs") else shared
+        model = (
+            "class Block(nnx.Module):\n"
+            "    def __init__(self):\n"
+            "        self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
+            "        self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))\n"
+            f"        self.{attribute} = nnx.data(None)\n"
+            f"        self.a.{attribute} = nnx.data(None)\n"
+            f"        self.b.{attribute} = nnx.data(None)\n\n"
+            "model = Block()\n"
+            f"shared = {shared}\n"
+        )
+        if facts.get("api") == "set_attributes":
+            def body(value: str) -> str:
+                return (model + f"model.set_attributes({attribute}={value})\n"
+                        "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")
+            # the control gives each Module its own, as set_attributes cannot
+            control = model + "".join(f"model{path}.{attribute} = {own}\n" for path in ("", ".a", ".b")) + \
+                "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n"
+            return Reproduction(body("shared"), expect_error="aliasing", control=control,
+                                stand_ins=stand_ins + ("nnx.jit for the model's next NNX transform",))
+
+        def walked(value: str) -> str:
+            return (model + "for _, module in nnx.iter_modules(model):\n"
+                    f"    module.{attribute} = {value}\n"
+                    "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")
+        return Reproduction(walked("shared"), expect_error="aliasing", control=walked(own), stand_ins=stand_ins)
+
+
+def _stores_on(loop: nodes.For, module: str) -> list[tuple[str, nodes.NodeNG, nodes.NodeNG]]:
+    """``(attribute, value, store)`` for each ``module.attribute = value`` and ``setattr(module,
+    "attribute", value)`` directly in the loop's body (not in nested functions)."""
+    found = []
+    for statement in nodes_of_class(loop, (nodes.Assign, nodes.Call), skip_klass=(nodes.FunctionDef, nodes.Lambda)):
+        if isinstance(statement, nodes.Assign):
+            for target in statement.targets:
+                if isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) \
+                        and target.expr.name == module:
+                    found.append((target.attrname, statement.value, statement))
+        elif isinstance(statement.func, nodes.Name) and statement.func.name == "setattr" \
+                and len(statement.args) == 3 and isinstance(statement.args[0], nodes.Name) \
+                and statement.args[0].name == module and isinstance(statement.args[1], nodes.Const) \
+                and isinstance(statement.args[1].value, str):
+            found.append((statement.args[1].value, statement.args[2], statement))
+    return found
