@@ -9,6 +9,7 @@ from checkers.shared_references.analysis import _inside, _short
 from checkers.shared_references.base import _FamilyRule
 from nnx_lint import nnx_api
 from nnx_lint.classes import SHARED_KINDS
+from nnx_lint.flax_layers import FLAX_LAYERS
 from nnx_lint.facts import Facts
 from nnx_lint.flow import lookup
 from nnx_lint.node_index import nodes_of_class
@@ -53,7 +54,9 @@ class ObjectOnEveryModule(_FamilyRule):
         `nnx.iter_modules(model)` or `nnx.iter_graph(model)`, when `value` holds Variables: an
         `nnx.Rngs`, a Variable, a Module, a State (known from its construction, its class or
         annotation) or, marked `"confidence": "heuristic"`, a name like `rngs` / `*_rngs`
-        bound to something the code does not show. In the loop the value must be the same
+        bound to something the code does not show. A `set_attributes` receiver whose class
+        holds no other Module (`nnx.Linear`) has nothing to share with and stays silent; one
+        of unknown class is reported with `"confidence": "heuristic"`. In the loop the value must be the same
         object on every pass (bound before the loop); a value built inside the loop is a new
         object per Module and stays silent, as do `None`, flags and numbers
         (`model.set_attributes(deterministic=True)`). Silent where the scope or the walk
@@ -172,15 +175,16 @@ class ObjectOnEveryModule(_FamilyRule):
         func = node.func
         if isinstance(func, nodes.Attribute) and func.attrname == "set_attributes" and node.keywords:
             receiver = self.classes.class_of_self(func.expr)
-            if receiver is not None and not self.classes.is_instance_of(receiver, nnx_api.MODULE_CLASSES) \
-                    and not (receiver.definition is not None and self.classes.info(receiver.definition).is_nnx_module):
-                return  # another library's set_attributes
+            if receiver is not None and (not self._is_module_class(receiver) or not self._has_submodules(receiver)):
+                return  # another library's set_attributes, or a Module with no other Module to share with
             if self.context.mode.scope_keeps_graph_mode(node, transform=False):
                 return
             for keyword in node.keywords:
                 found = self._stateful(keyword.value) if keyword.arg else None
                 if found is not None:
-                    self._report(node, "set_attributes", func.expr, keyword.arg, keyword.value, *found)
+                    # A receiver of unknown class may be a single layer: then nothing is shared.
+                    confidence = found[1] if receiver is not None else "heuristic"
+                    self._report(node, "set_attributes", func.expr, keyword.arg, keyword.value, found[0], confidence)
 
     def visit_for(self, node: nodes.For) -> None:
         walk = self._walk(node.iter)
@@ -211,6 +215,20 @@ class ObjectOnEveryModule(_FamilyRule):
         if isinstance(func, nodes.Attribute) and func.attrname in nnx_api.WALKING_METHODS and not iterable.args:
             return f".{func.attrname}()", func.expr
         return None
+
+    def _is_module_class(self, cls) -> bool:
+        return self.classes.is_instance_of(cls, nnx_api.MODULE_CLASSES) or (
+            cls.definition is not None and self.classes.info(cls.definition).is_nnx_module)
+
+    def _has_submodules(self, cls) -> bool:
+        """Whether an instance of ``cls`` holds another Module (a flax layer that holds none,
+        such as ``nnx.Linear``, or a project class storing none, has only itself)."""
+        if cls.definition is None:
+            spec = FLAX_LAYERS.get(cls.qualified_name)
+            return spec is None or bool(spec.children or spec.all_positional)
+        info = self.classes.info(cls.definition)
+        return any(self.classes.kind_of(self.classes.ref_of(store.value)) == "module" or store.value is None
+                   for store in info.stores)
 
     def _stateful(self, value: nodes.NodeNG, invariant_in: nodes.NodeNG | None = None) -> tuple[str, str] | None:
         """``(kind, confidence)`` when ``value`` holds Variables (and, with ``invariant_in``,
