@@ -84,6 +84,9 @@ class ObjectOnEveryModule(_FamilyRule):
     kind = "raises"
     catalogue = ("A7",)
     category = "rngs"
+    no_fix_reason = ("the break comes at whatever the model meets next in Tree Mode (any transform or walk), not at "
+                     "one call a keyword could pin; giving each Module its own object (`rngs.fork()` per Module) or "
+                     "keeping it in one place needs the author's judgement of which Modules use it")
     message = "`{model}.set_attributes({attribute}=...)` shares one {kind} across Modules: Tree Mode raises (Duplicate)"
     #: A store inside a walk of the model (the walk is a related location).
     loop_message = "`{value}` stored on every Module of a walk: one {kind} at many paths; Tree Mode raises (Duplicate)"
