@@ -243,6 +243,9 @@ class ClassModel:
                     or self._factory_class(expression, name, depth))
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
+            if annotated is not None and annotated.qualified_name in NNX_MODULE_BASES:
+                # `model: nnx.Module` says only "a Module": the callers may say which one
+                return self._specific(annotated, self._class_from_call_sites(expression, depth))
             if annotated is not None:
                 return annotated
             values = bound_values(expression)
@@ -657,7 +660,9 @@ class ClassModel:
             return self._descend(self.class_of(call), ref.path, call, depth)
         if origin == "param":
             function, name = ref.root[1], ref.root[2]
-            known = self._parameter_annotation(function, name) or self.call_site_class(function, name, depth)
+            known = self._parameter_annotation(function, name)
+            if known is None or known.qualified_name in NNX_MODULE_BASES:
+                known = self._specific(known, self.call_site_class(function, name, depth))
             if known is not None:
                 return self._descend(known, ref.path, None, depth)
             if not ref.path and self._annotation_name(function, name) in MUTABLE_ARRAY_TYPES:
@@ -700,6 +705,15 @@ class ClassModel:
             if isinstance(held, nodes.Name):
                 names.add(held.name)
         return names
+
+    def _specific(self, generic: ClassRef | None, candidate: ClassRef | None) -> ClassRef | None:
+        """``candidate`` (a class the callers pass) when it is an NNX class narrowing the
+        ``generic`` annotation (``nnx.Module``; None: no annotation), else ``generic``."""
+        if candidate is None or generic is None:
+            return candidate or generic
+        if candidate.definition is not None:
+            return candidate if self.info(candidate.definition).is_nnx_module else generic
+        return candidate if candidate.qualified_name.startswith("flax.nnx.") else generic
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
         annotation = _annotation_node(function, name)
