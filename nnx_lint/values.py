@@ -19,7 +19,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
-from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
+from nnx_lint.classes import NNX_MODULE_BASES, SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.node_index import nodes_of_class
 
@@ -107,14 +107,19 @@ class ValueModel:
 
     # -- classes ------------------------------------------------------------------------------
     def candidates(self, expression: nodes.NodeNG) -> list[Candidate]:
-        """The classes ``expression`` may have: the one known class, or, for an unannotated
-        parameter whose callers disagree, every class some caller passes (each with its call)."""
+        """The classes ``expression`` may have: the one known class, or, for a parameter that
+        is unannotated (or annotated with the generic ``nnx.Module``) whose callers disagree,
+        every class some caller passes (each with its call)."""
         if isinstance(expression, nodes.Name):
             found = parameter_of(expression)
-            if found is not None and self.classes._annotation_of(expression) is None:
-                # Its class is what the callers pass (in this file or another): each with its call.
-                return [Candidate(ref, "call site", call)
-                        for ref, call in self.classes.call_site_classes(*found)]
+            annotation = self.classes._annotation_of(expression) if found is not None else None
+            if found is not None and (annotation is None or annotation.qualified_name in NNX_MODULE_BASES):
+                # Its class is what the callers pass (in this file or another): each with its call;
+                # under a generic annotation, only the Module classes among them.
+                callers = [Candidate(ref, "call site", call) for ref, call in self.classes.call_site_classes(*found)
+                           if annotation is None or self.may_be_module(ref)]
+                if callers or annotation is None:
+                    return callers
         ref = self.classes.class_of_self(expression)
         return [Candidate(ref, "class")] if ref is not None else []
 
