@@ -200,6 +200,15 @@ class _Analysis:
             if chosen is not None:
                 yield application, chosen
 
+    def gradient_uses(self, call: nodes.Call, breaks: Callable[[Differentiated], bool] | None = None
+                      ) -> Iterator[tuple[GradApplication, Differentiated, GradientUse]]:
+        """``(application, argument, use)`` for each place the gradient of a differentiated
+        argument of ``call`` flows to (:meth:`differentiated_at` with ``containers``, then
+        :meth:`nnx_lint.variables.GradientFlow.uses`): what NNX402-NNX404 each inspect."""
+        for application, differentiated in self.differentiated_at(call, breaks, containers=True):
+            for use in self.flow.uses(application, differentiated.position):
+                yield application, differentiated, use
+
     # -- which calls apply a grad-transformed function ------------------------------------
     def _analyse(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
         application = self._application(call)

@@ -87,33 +87,32 @@ class GradIncludesNonParamState(Rule):
         # unknown contents, or NNX401's (raises first), do not count
         breaks = lambda d: d.holdings is not None and not d.holdings.of(NON_DIFFERENTIABLE) \
             and bool(d.holdings.of(non_param))  # noqa: E731
-        for application, differentiated in analysis.differentiated_at(node, breaks, containers=True):
+        for application, differentiated, use in analysis.gradient_uses(node, breaks):
             holdings = differentiated.holdings
             read = [h for h in holdings.of(non_param) if h.read]
-            for use in analysis.flow.uses(application, differentiated.position):
-                found = analysis.whole_tree_usage(use.name)
-                if found is None:
-                    continue
-                consumer, used = found
-                where, elsewhere = analysis.reported_at(use, used, f"`{consumer}` reduces it here")
-                if where.lineno in self._reported:
-                    continue
-                if consumer in NORM_CONSUMERS and not read:
-                    continue  # unread non-Param leaves get zero gradients: a norm does not change
-                self._reported.add(where.lineno)
-                self.report(
-                    where,
-                    consumer=consumer,
-                    transform=application.transform,
-                    argnums=list(application.argnums or ()),
-                    holding=_describe(holdings, non_param),
-                    non_param=_holding_facts(holdings, non_param),
-                    gradient_via=use.via,
-                    application_line=node.lineno,
-                    **differentiated.facts(),
-                    pin=_pin(self.context, application),
-                    related=elsewhere + _grad_sites(application),
-                )
+            found = analysis.whole_tree_usage(use.name)
+            if found is None:
+                continue
+            consumer, used = found
+            where, elsewhere = analysis.reported_at(use, used, f"`{consumer}` reduces it here")
+            if where.lineno in self._reported:
+                continue
+            if consumer in NORM_CONSUMERS and not read:
+                continue  # unread non-Param leaves get zero gradients: a norm does not change
+            self._reported.add(where.lineno)
+            self.report(
+                where,
+                consumer=consumer,
+                transform=application.transform,
+                argnums=list(application.argnums or ()),
+                holding=_describe(holdings, non_param),
+                non_param=_holding_facts(holdings, non_param),
+                gradient_via=use.via,
+                application_line=node.lineno,
+                **differentiated.facts(),
+                pin=_pin(self.context, application),
+                related=elsewhere + _grad_sites(application),
+            )
 
     @classmethod
     def reproduce(cls, facts: dict) -> Reproduction:

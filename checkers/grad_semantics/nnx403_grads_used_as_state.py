@@ -91,32 +91,31 @@ class GradsUsedAsState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
-        for application, differentiated in analysis.differentiated_at(node, containers=True):
-            for use in analysis.flow.uses(application, differentiated.position):
-                found = analysis.state_usage(use.name, differentiated)
-                if found is None:
-                    continue
-                usage, error, used = found
-                where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
-                if where.lineno in self._reported:
-                    continue  # one per line, also when several applications reach it
-                self._reported.add(where.lineno)
-                self.report(
-                    where,
-                    usage=usage,
-                    error=error,
-                    type_name=differentiated.class_name or "Module",
-                    transform=application.transform,
-                    argnums=list(application.argnums or ()),
-                    has_aux=application.has_aux,
-                    argnums_is_tuple=application.argnums_is_tuple,
-                    gradient_via=use.via,
-                    application_line=node.lineno,
-                    **_usage_facts(self.context, used),
-                    **differentiated.facts(),
-                    pin=_pin(self.context, application),
-                    related=elsewhere + _grad_sites(application),
-                )
+        for application, differentiated, use in analysis.gradient_uses(node):
+            found = analysis.state_usage(use.name, differentiated)
+            if found is None:
+                continue
+            usage, error, used = found
+            where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
+            if where.lineno in self._reported:
+                continue  # one per line, also when several applications reach it
+            self._reported.add(where.lineno)
+            self.report(
+                where,
+                usage=usage,
+                error=error,
+                type_name=differentiated.class_name or "Module",
+                transform=application.transform,
+                argnums=list(application.argnums or ()),
+                has_aux=application.has_aux,
+                argnums_is_tuple=application.argnums_is_tuple,
+                gradient_via=use.via,
+                application_line=node.lineno,
+                **_usage_facts(self.context, used),
+                **differentiated.facts(),
+                pin=_pin(self.context, application),
+                related=elsewhere + _grad_sites(application),
+            )
 
     @classmethod
     def reproduce(cls, facts: dict) -> Reproduction | str:

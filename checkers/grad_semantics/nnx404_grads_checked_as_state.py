@@ -88,35 +88,34 @@ class GradsCheckedAsState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = _analysis(self.context)
-        for application, differentiated in analysis.differentiated_at(node, containers=True):
-            for use in analysis.flow.uses(application, differentiated.position):
-                check = analysis.state_type_check(use.name)
-                if check is None or id(check.node) in self._reported:
-                    continue  # one per check, also when several applications reach it
-                self._reported.add(id(check.node))
-                where, elsewhere = analysis.reported_at(use, check.node, "checked against `nnx.State` here")
-                type_name = differentiated.class_name or "Module"
-                self.report(
-                    where,
-                    check=_shown(check, use.name),
-                    written=clipped(check.text, 80),
-                    test=check.test,
-                    state_class=check.state_class,
-                    state_class_via=check.how,
-                    tree_mode_value=check.tree_mode_value,
-                    graph_mode_value=not check.tree_mode_value,
-                    consequence=_CONSEQUENCES.get(check.test, ""),
-                    type_name=type_name,
-                    transform=application.transform,
-                    argnums=list(application.argnums or ()),
-                    has_aux=application.has_aux,
-                    argnums_is_tuple=application.argnums_is_tuple,
-                    gradient_via=use.via,
-                    application_line=node.lineno,
-                    **differentiated.facts(),
-                    pin=_pin(self.context, application),
-                    related=elsewhere + _grad_sites(application),
-                )
+        for application, differentiated, use in analysis.gradient_uses(node):
+            check = analysis.state_type_check(use.name)
+            if check is None or id(check.node) in self._reported:
+                continue  # one per check, also when several applications reach it
+            self._reported.add(id(check.node))
+            where, elsewhere = analysis.reported_at(use, check.node, "checked against `nnx.State` here")
+            type_name = differentiated.class_name or "Module"
+            self.report(
+                where,
+                check=_shown(check, use.name),
+                written=clipped(check.text, 80),
+                test=check.test,
+                state_class=check.state_class,
+                state_class_via=check.how,
+                tree_mode_value=check.tree_mode_value,
+                graph_mode_value=not check.tree_mode_value,
+                consequence=_CONSEQUENCES.get(check.test, ""),
+                type_name=type_name,
+                transform=application.transform,
+                argnums=list(application.argnums or ()),
+                has_aux=application.has_aux,
+                argnums_is_tuple=application.argnums_is_tuple,
+                gradient_via=use.via,
+                application_line=node.lineno,
+                **differentiated.facts(),
+                pin=_pin(self.context, application),
+                related=elsewhere + _grad_sites(application),
+            )
 
     @classmethod
     def reproduce(cls, facts: dict) -> Reproduction:
