@@ -232,7 +232,9 @@ class ClassModel:
     def _class_of(self, expression: nodes.NodeNG, depth: int) -> ClassRef | None:
         if isinstance(expression, nodes.Call):
             if self._nnx_name(expression) == "merge" and len(expression.args) >= 2:
-                return self._class_of_merged(expression.args[1], None, depth)
+                # the class of what was split to make the state, else to make the GraphDef
+                return self._class_of_merged(expression.args[1], None, depth) \
+                    or self._class_of_merged(expression.args[0], None, depth, graphdef=True)
             name = self.resolver_for(expression).qualified_name(expression.func)
             carried = _CLASS_PRESERVING.get(name or "")
             if carried is not None:
@@ -269,12 +271,15 @@ class ClassModel:
                 return values.pop() if len(values) == 1 else None
         return None
 
-    def _class_of_merged(self, state: nodes.NodeNG, position: int | None, depth: int) -> ClassRef | None:
+    def _class_of_merged(self, state: nodes.NodeNG, position: int | None, depth: int,
+                         graphdef: bool = False) -> ClassRef | None:
         """The class ``nnx.merge(graphdef, state, ...)`` rebuilds: that of the object whose
         ``nnx.split`` made ``state`` (or, with ``position``, of element ``position`` of the
-        tuple or list that was split), when every split that reaches ``state`` agrees."""
+        tuple or list that was split), when every split that reaches ``state`` agrees.
+        ``graphdef``: ``state`` is the GraphDef argument (``nnx.split``'s first result, or
+        ``nnx.graphdef(x)``)."""
         refs = set()
-        for split in self._split_arguments(state, depth):
+        for split in self._split_arguments(state, depth, graphdef):
             if position is not None:
                 values = bound_values(split) if isinstance(split, nodes.Name) else [split]
                 if len(values) != 1 or not isinstance(values[0], (nodes.Tuple, nodes.List)) \
@@ -284,15 +289,21 @@ class ClassModel:
             refs.add(self.class_of(split, depth + 1))
         return refs.pop() if len(refs) == 1 else None
 
-    def _split_arguments(self, state: nodes.NodeNG, depth: int) -> list[nodes.NodeNG]:
+    def _split_arguments(self, state: nodes.NodeNG, depth: int, graphdef: bool = False) -> list[nodes.NodeNG]:
         """What was split to make ``state``: ``x`` for a state group bound by ``graphdef,
-        state = nnx.split(x, ...)``, also through the callers of a function that takes
-        ``state`` as a parameter (``step(graphdef, state)``)."""
+        state = nnx.split(x, ...)`` (with ``graphdef``: for that GraphDef, or one bound to
+        ``nnx.graphdef(x)``), also through the callers of a function that takes ``state`` as a
+        parameter (``step(graphdef, state)``)."""
         if not isinstance(state, nodes.Name) or depth > _MAX_DEPTH:
             return []
-        split = self.split_making(state)
+        split = self.split_making(state, graphdef=graphdef)
         if split is not None:
             return [split.args[0]]
+        if graphdef:
+            values = bound_values(state)
+            if len(values) == 1 and isinstance(values[0], nodes.Call) and self._nnx_name(values[0]) == "graphdef" \
+                    and values[0].args:
+                return [values[0].args[0]]
         found = parameter_of(state)
         if found is None:
             return []
@@ -301,17 +312,18 @@ class ClassModel:
         for call in calls_of(function, self.context.project):
             argument = argument_for(function, call, parameter)
             if argument is not None and not _within(argument, function):
-                arguments.extend(self._split_arguments(argument, depth + 1))
+                arguments.extend(self._split_arguments(argument, depth + 1, graphdef))
         return arguments
 
-    def split_making(self, name: nodes.Name) -> nodes.Call | None:
+    def split_making(self, name: nodes.Name, *, graphdef: bool = False) -> nodes.Call | None:
         """The ``nnx.split(x, ...)`` call when ``name`` is bound (only) to one of its state
-        groups by ``graphdef, state = nnx.split(x)``."""
+        groups by ``graphdef, state = nnx.split(x)`` (with ``graphdef``: to its GraphDef)."""
         unpacked = unpacked_binding(name)
         if unpacked is None:
             return None
         value, position = unpacked
-        if isinstance(value, nodes.Call) and value.args and position >= 1 and self._nnx_name(value) == "split":
+        if isinstance(value, nodes.Call) and value.args and (position == 0 if graphdef else position >= 1) \
+                and self._nnx_name(value) == "split":
             return value
         return None
 

@@ -526,7 +526,9 @@ class TransformResolver:
             return None
         if isinstance(callee, nodes.Name):
             _scope, assignments = lookup(callee)
-            if len(assignments) != 1:
+            if len(assignments) > 1:
+                return self._nnx_or_jax_counterpart(assignments, depth)
+            if not assignments:
                 return None
             assignment = assignments[0]
             if isinstance(assignment, nodes.FunctionDef):
@@ -542,6 +544,30 @@ class TransformResolver:
                 return self.transformed(callee.expr, depth + 1)
             return self._stored_transformed(callee, depth)
         return None
+
+    def _nnx_or_jax_counterpart(self, assignments: list[nodes.NodeNG], depth: int):
+        """A name bound on alternative paths to an NNX transform and to JAX's transform of the
+        same name (``grad_fn = nnx.value_and_grad(f) if is_nnx else jax.value_and_grad(f)``,
+        or the same in ``if``/``else``): the NNX one, as on the paths where it runs the rules'
+        findings hold. Anything else bound there leaves the name unknown."""
+        found = None
+        for assignment in assignments:
+            if not (isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign)
+                    and assignment.parent.targets == [assignment] and isinstance(assignment.parent.value, nodes.Call)):
+                return None
+            value = assignment.parent.value
+            transformed = self.transformed(value, depth + 1)
+            if transformed is None:
+                if not (self.qualified_name(value.func) or "").startswith("jax."):
+                    return None
+                continue
+            if found is not None:
+                return None
+            found = transformed
+        if found is None:
+            return None
+        counterparts = {self.qualified_name(a.parent.value.func) for a in assignments} - {found[0].qualified_name}
+        return found if counterparts <= {f"jax.{found[0].name}"} else None
 
     def _imported_transformed(self, qualified_name: str | None, depth: int):
         """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another

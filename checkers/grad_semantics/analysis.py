@@ -13,7 +13,7 @@ from nnx_lint.call_sites import where
 from nnx_lint.classes import OPTIMIZER_CLASSES
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import expressions_within, lookup
+from nnx_lint.flow import bound_values, expressions_within, lookup
 from nnx_lint.names import NameResolver
 from nnx_lint.program_text import clipped
 from nnx_lint.transforms import transform_resolver
@@ -308,7 +308,16 @@ class _Analysis:
             return self._of_class(position, argument, ref, evidence)
         if _is_called_in(application.loss, position):
             return Differentiated(position, argument, None, None, None, "called-in-loss", frozenset())
+        if self._merged(argument):
+            return Differentiated(position, argument, None, None, None, "merge", frozenset())
         return None
+
+    def _merged(self, argument: nodes.NodeNG) -> bool:
+        """Whether ``argument`` is (a name bound only to) ``nnx.merge(...)``: an NNX object of
+        some class, never a State or an array."""
+        values = bound_values(argument) if isinstance(argument, nodes.Name) else [argument]
+        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == "flax.nnx.merge"
+                                    for v in values)
 
     def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
         """The argument as an instance of ``ref``, when that class is (or may be) a Module."""
@@ -341,9 +350,9 @@ class _Analysis:
         return self.context.classes.resolve(self.context.classes.resolver_for(annotation).qualified_name(annotation))
 
     # -- State values -----------------------------------------------------------------------
-    def is_state_value(self, expression: nodes.NodeNG) -> bool:
+    def is_state_value(self, expression: nodes.NodeNG, on_some_path: bool = False) -> bool:
         """Whether ``expression`` is an ``nnx.State`` (:meth:`nnx_lint.values.ValueModel.is_state`)."""
-        return self.values.is_state(expression)
+        return self.values.is_state(expression, on_some_path=on_some_path)
 
     # -- consumers --------------------------------------------------------------------------
     def reported_at(self, use: GradientUse, where: nodes.NodeNG, happens: str) -> tuple[nodes.NodeNG, list]:
@@ -397,7 +406,8 @@ class _Analysis:
         """``jax.tree.map(f, <State>, grads)`` / ``optax.apply_updates(<State>, grads)``."""
         if name in TREE_MAPS or name == "optax.apply_updates":
             trees = call.args[1:] if name in TREE_MAPS else call.args
-            if any(self.is_state_value(other) for other in trees if other is not use):
+            # a State on some path is enough: graph mode combines them there, Tree Mode raises
+            if any(self.is_state_value(other, on_some_path=True) for other in trees if other is not use):
                 short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
                 return (f"{short}(..., {text})",
                         "ValueError: pytree structure error: different types, against an nnx.State", call)

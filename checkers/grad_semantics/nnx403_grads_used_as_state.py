@@ -55,7 +55,11 @@ class GradsUsedAsState(Rule):
         function's parameter annotation, also a plain `nnx.Module` annotation) or, as a
         heuristic, when the loss function calls it. A State stored on the other branch as an
         empty placeholder (`self.grads = nnx.data({})`) still counts as the State: combining
-        the gradient with the empty one raises in both modes.
+        the gradient with the empty one raises in both modes. The other tree of a
+        `jax.tree.map` may be a State on one path only (a name rebound by `nnx.split` in one
+        branch), or the key of a dict holding one, also a `jax.lax.scan` carry started from
+        `{"grad": <zeros of the params>}`; the model may be an `nnx.merge(...)` rebuilt in the
+        loop, and `grad_fn` may be `jax.value_and_grad` on another path (the NNX path breaks).
 
     Why is this bad?:
         Graph mode returned an `nnx.State`; Tree Mode returns the argument's own type. The
