@@ -170,7 +170,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return
         if self.context.nnx_call(node) is not None:
             return  # creating a transform, not calling a transformed function
-        entry = transform_resolver(self.context).transformed_callable(node.func)
+        entry = transform_resolver(self.context).running_entry(node)
         if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
             return
         positional = len(node.args)

@@ -255,7 +255,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             arguments, api = [node.func.expr], f".{node.func.attrname}()"
             call_name = node.func.attrname
         elif call is None:
-            entry = transform_resolver(self.context).transformed_callable(node.func)
+            entry = transform_resolver(self.context).running_entry(node)
             if entry is None:
                 self._walked_in_helpers(node)
                 return

@@ -209,7 +209,7 @@ class SharedNodeInTraversal(_FamilyRule):
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
                             pin_sites_in(self.context, source), made_by=source.node)
             return
-        entry = transform_resolver(self.context).transformed_callable(node.func)
+        entry = transform_resolver(self.context).running_entry(node)
         if entry is not None:
             if entry.affected:
                 for argument in [*node.args, *(k.value for k in node.keywords or [])]:
