@@ -1300,7 +1300,8 @@ MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.e
 MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 VARIABLE_CLASSES = nnx_api.variable_types()
-#: flax.nnx classes whose instances hold Variables.
+
+
 @dataclass(frozen=True)
 class Ref:
     """A statically known object: where it comes from (``root``) and a path within it.
