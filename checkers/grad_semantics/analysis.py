@@ -209,6 +209,22 @@ class _Analysis:
             for use in self.flow.uses(application, differentiated.position):
                 yield application, differentiated, use
 
+    def use_facts(self, application: GradApplication, differentiated: Differentiated, use: GradientUse,
+                  call: nodes.Call) -> dict[str, Any]:
+        """The facts NNX403 and NNX404 report for a use of the gradient (after their own):
+        the transform and how it was applied, the flow that led to the use, the argument."""
+        return {
+            "type_name": differentiated.class_name or "Module",
+            "transform": application.transform,
+            "argnums": list(application.argnums or ()),
+            "has_aux": application.has_aux,
+            "argnums_is_tuple": application.argnums_is_tuple,
+            "gradient_via": use.via,
+            "application_line": call.lineno,
+            **differentiated.facts(),
+            "pin": _pin(self.context, application),
+        }
+
     # -- which calls apply a grad-transformed function ------------------------------------
     def _analyse(self, call: nodes.Call) -> tuple[GradApplication, list[Differentiated]] | None:
         application = self._application(call)

@@ -6,7 +6,7 @@ from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _pin, STATE_FUNCTIONS, STATE_METHODS
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import _application, _dedent
 from nnx_lint.facts import ABSENT
 from nnx_lint.program_text import identifier_or
@@ -108,16 +108,8 @@ class GradsUsedAsState(Rule):
                 where,
                 usage=usage,
                 error=error,
-                type_name=differentiated.class_name or "Module",
-                transform=application.transform,
-                argnums=list(application.argnums or ()),
-                has_aux=application.has_aux,
-                argnums_is_tuple=application.argnums_is_tuple,
-                gradient_via=use.via,
-                application_line=node.lineno,
                 **_usage_facts(self.context, used),
-                **differentiated.facts(),
-                pin=_pin(self.context, application),
+                **analysis.use_facts(application, differentiated, use, node),
                 related=elsewhere + _grad_sites(application),
             )
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, _analysis, _grad_sites,
-                                              _pin, tree_mode_value)
+                                              tree_mode_value)
 from checkers.grad_semantics.reproduction import _application, _dedent
 from nnx_lint.program_text import clipped
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
@@ -94,7 +94,6 @@ class GradsCheckedAsState(Rule):
                 continue  # one per check, also when several applications reach it
             self._reported.add(id(check.node))
             where, elsewhere = analysis.reported_at(use, check.node, "checked against `nnx.State` here")
-            type_name = differentiated.class_name or "Module"
             self.report(
                 where,
                 check=_shown(check, use.name),
@@ -105,15 +104,7 @@ class GradsCheckedAsState(Rule):
                 tree_mode_value=check.tree_mode_value,
                 graph_mode_value=not check.tree_mode_value,
                 consequence=_CONSEQUENCES.get(check.test, ""),
-                type_name=type_name,
-                transform=application.transform,
-                argnums=list(application.argnums or ()),
-                has_aux=application.has_aux,
-                argnums_is_tuple=application.argnums_is_tuple,
-                gradient_via=use.via,
-                application_line=node.lineno,
-                **differentiated.facts(),
-                pin=_pin(self.context, application),
+                **analysis.use_facts(application, differentiated, use, node),
                 related=elsewhere + _grad_sites(application),
             )
 
