@@ -291,19 +291,21 @@ class ClassModel:
 
     def _split_arguments(self, state: nodes.NodeNG, depth: int, graphdef: bool = False) -> list[nodes.NodeNG]:
         """What was split to make ``state``: ``x`` for a state group bound by ``graphdef,
-        state = nnx.split(x, ...)`` (with ``graphdef``: for that GraphDef, or one bound to
-        ``nnx.graphdef(x)``), also through the callers of a function that takes ``state`` as a
-        parameter (``step(graphdef, state)``)."""
+        state = nnx.split(x, ...)``, also through the callers of a function that takes ``state``
+        as a parameter (``step(graphdef, state)``); with ``graphdef``, for a GraphDef this scope
+        binds by ``nnx.split`` or ``nnx.graphdef(x)``."""
         if not isinstance(state, nodes.Name) or depth > _MAX_DEPTH:
             return []
         split = self.split_making(state, graphdef=graphdef)
         if split is not None:
             return [split.args[0]]
         if graphdef:
+            # only where this scope binds it: the callers were already asked about the state
             values = bound_values(state)
             if len(values) == 1 and isinstance(values[0], nodes.Call) and self._nnx_name(values[0]) == "graphdef" \
                     and values[0].args:
                 return [values[0].args[0]]
+            return []
         found = parameter_of(state)
         if found is None:
             return []
@@ -312,7 +314,7 @@ class ClassModel:
         for call in calls_of(function, self.context.project):
             argument = argument_for(function, call, parameter)
             if argument is not None and not _within(argument, function):
-                arguments.extend(self._split_arguments(argument, depth + 1, graphdef))
+                arguments.extend(self._split_arguments(argument, depth + 1))
         return arguments
 
     def split_making(self, name: nodes.Name, *, graphdef: bool = False) -> nodes.Call | None:

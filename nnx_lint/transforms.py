@@ -204,6 +204,7 @@ class TransformResolver:
         self._entries: list[Entry] | None = None
         self._entries_by_function: dict[int, list[Entry]] = {}
         self._callables: dict[int, Entry | None] = {}
+        self._running_entries: dict[int, Entry | None] = {}
         self._applications: dict[int, Application | None] = {}
         self._stored_names: frozenset[str] | None = None
 
@@ -383,7 +384,13 @@ class TransformResolver:
         """The :class:`Entry` of the transformed function ``call`` runs, also when that
         function is not known (``self._forward = nnx.jit(forward_fn)`` with ``forward_fn`` a
         parameter: its expression then stands for it). Ahead-of-time calls (``.lower(...)``,
-        ``.trace(...)``) run nothing."""
+        ``.trace(...)``) run nothing. Memoised: several rules ask about every call."""
+        key = id(call)
+        if key not in self._running_entries:
+            self._running_entries[key] = self._running_entry(call)
+        return self._running_entries[key]
+
+    def _running_entry(self, call: nodes.Call) -> Entry | None:
         entry = self.transformed_callable(call.func)
         if entry is not None:
             return entry
