@@ -11,7 +11,7 @@ from nnx_lint import nnx_api
 from nnx_lint.classes import SHARED_KINDS
 from nnx_lint.flax_layers import FLAX_LAYERS
 from nnx_lint.facts import Facts
-from nnx_lint.flow import lookup
+from nnx_lint.flow import bound_values, lookup
 from nnx_lint.node_index import nodes_of_class
 from nnx_lint.program_text import clipped, identifier_or
 from nnx_lint.rule import Invalid, Reproduction, Valid, raises
@@ -55,8 +55,10 @@ class ObjectOnEveryModule(_FamilyRule):
         `nnx.Rngs`, a Variable, a Module, a State (known from its construction, its class or
         annotation) or, marked `"confidence": "heuristic"`, a name like `rngs` / `*_rngs`
         bound to something the code does not show. A `set_attributes` receiver whose class
-        holds no other Module (`nnx.Linear`) has nothing to share with and stays silent; one
-        of unknown class is reported with `"confidence": "heuristic"`. In the loop the value must be the same
+        holds no other Module (`nnx.Linear`) has nothing to share with and stays silent, as
+        does one returned by a call given such a Module (`apply_lora_to_model(linear, ...)`:
+        wrappers return the model they are given); one of unknown class is reported with
+        `"confidence": "heuristic"`. In the loop the value must be the same
         object on every pass (bound before the loop); a value built inside the loop is a new
         object per Module and stays silent, as do `None`, flags and numbers
         (`model.set_attributes(deterministic=True)`). Silent where the scope or the walk
@@ -180,6 +182,8 @@ class ObjectOnEveryModule(_FamilyRule):
             receiver = self.classes.class_of_self(func.expr)
             if receiver is not None and (not self._is_module_class(receiver) or not self._has_submodules(receiver)):
                 return  # another library's set_attributes, or a Module with no other Module to share with
+            if receiver is None and self._wraps_a_single_module(func.expr):
+                return
             if self.context.mode.scope_keeps_graph_mode(node, transform=False):
                 return
             for keyword in node.keywords:
@@ -232,6 +236,16 @@ class ObjectOnEveryModule(_FamilyRule):
         info = self.classes.info(cls.definition)
         return any(self.classes.kind_of(self.classes.ref_of(store.value)) == "module" or store.value is None
                    for store in info.stores)
+
+    def _wraps_a_single_module(self, receiver: nodes.NodeNG) -> bool:
+        """Whether ``receiver`` is bound to a call given a Module with no other Module inside
+        (``lora.apply_lora_to_model(linear, ...)`` with ``linear = nnx.Linear(...)``): such
+        wrappers return the model they are given, so there is nothing to share with."""
+        values = bound_values(receiver) if isinstance(receiver, nodes.Name) else []
+        if len(values) != 1 or not isinstance(values[0], nodes.Call) or not values[0].args:
+            return False
+        wrapped = self.classes.class_of_self(values[0].args[0])
+        return wrapped is not None and self._is_module_class(wrapped) and not self._has_submodules(wrapped)
 
     def _stateful(self, value: nodes.NodeNG, invariant_in: nodes.NodeNG | None = None) -> tuple[str, str] | None:
         """``(kind, confidence)`` when ``value`` holds Variables (and, with ``invariant_in``,
