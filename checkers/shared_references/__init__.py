@@ -25,5 +25,9 @@ Opt-in policy (documented on every rule):
   ``graph_updates=False``, so ``graph_updates=False`` alone is no Tree Mode choice here
   (it is for returned inputs, which it rejects today already).
 
+* **Store-site rules** (NNX112: one stateful object stored on every Module of a model by
+  ``set_attributes`` or a loop over a walk) report the store; they stay silent in a scope
+  that keeps graph mode and under a walk that keeps it (``graph=True``).
+
 Where the type or identity of an object is not known statically, the rules stay silent.
 """
