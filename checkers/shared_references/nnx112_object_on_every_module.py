@@ -224,6 +224,7 @@ class ObjectOnEveryModule(_FamilyRule):
         return None
 
     def _is_module_class(self, cls) -> bool:
+        """Whether ``cls`` is an NNX Module class (flax's or a project's)."""
         return self.classes.is_instance_of(cls, nnx_api.MODULE_CLASSES) or (
             cls.definition is not None and self.classes.info(cls.definition).is_nnx_module)
 
@@ -262,8 +263,7 @@ class ObjectOnEveryModule(_FamilyRule):
         kind = self.kind_of_expression(value)
         if kind in SHARED_KINDS:
             return _KIND_WORDS[kind], "static"
-        if isinstance(value, nodes.Name) and (value.name == "rngs" or value.name.endswith("_rngs")) \
-                and not isinstance(value, nodes.Const):
+        if isinstance(value, nodes.Name) and (value.name == "rngs" or value.name.endswith("_rngs")):
             return "Rngs", "heuristic"
         return None
 
