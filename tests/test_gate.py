@@ -6,6 +6,7 @@ second. The run on a real flax fixture project is in ``test_gate_flax.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -195,6 +196,24 @@ def test_attribution_at_near_same_function_and_unexplained(project):
         "explained by NNX201 at models.py:5")
     attribution = Attributor([], project, cwd=project).attribute(failing)
     assert attribution.deepest == Frame(models, 7, "build") and not attribution.explained
+
+
+def test_a_related_location_at_the_frame_explains_the_failure(project):
+    """A finding reported where the fix goes (a return in another file) whose related location is the
+    failing line (the call of the transformed function) explains the failure, before a mere "near"."""
+    from nnx_lint.diagnostic import Related
+
+    models, test = str(project / "models.py"), str(project / "t.py")
+    failing = _verdict_failing_at(Frame(test, 2, "test_x"), Frame(models, 7, "build"))
+    returned = dataclasses.replace(_diagnostic(project / "t.py", 1, "NNX104"),
+                                   related=(Related("models.py", 7, 12, 7, 20, "called here"),))
+    nearby = _diagnostic(project / "models.py", 5)
+    attribution = Attributor([nearby, returned], project, cwd=project).attribute(failing)
+    assert attribution.summary(project).startswith("explained by NNX104 at t.py:1 (with a related line at the failing")
+    assert [m.how for m in attribution.matches] == ["related", "near"]
+    elsewhere = dataclasses.replace(_diagnostic(project / "models.py", 11, "NNX104"),
+                                    related=(Related("models.py", 11, 1, 11, 2, "called here"),))
+    assert Attributor([elsewhere], project, cwd=project).attribute(failing).summary(project) == "unexplained"
 
 
 def test_frames_in_installed_packages_are_not_project_frames(tmp_path):

@@ -29,7 +29,10 @@ from nnx_lint.gate.results import Failure, Frame
 
 #: How far (in lines) a diagnostic may be from a failing frame and still be "near" it.
 NEAR_LINES = 3
-MATCH_KINDS = ("at", "near", "same-function")
+#: How a diagnostic matches a frame, strongest first: on its line, on one of its related
+#: locations (the call of the transformed function, where the grad is applied, ...), within
+#: ``NEAR_LINES``, in the same function.
+MATCH_KINDS = ("at", "related", "near", "same-function")
 _INSTALLED = ("site-packages", "dist-packages")
 
 
@@ -45,7 +48,8 @@ class Match:
     def describe(self, root: Path) -> str:
         where = f"{_relative(self.diagnostic.path, root)}:{self.diagnostic.line}"
         frame = f"{_relative(self.frame.file, root)}:{self.frame.line} in {self.frame.function}"
-        relation = {"at": "at", "near": "near", "same-function": "in the same function as"}[self.how]
+        relation = {"at": "at", "related": "with a related line at", "near": "near",
+                    "same-function": "in the same function as"}[self.how]
         which = "the failing frame" if self.deepest else "a frame of the call chain"
         return f"{self.diagnostic.code} at {where} ({relation} {which}, {frame})"
 
@@ -228,16 +232,24 @@ class Attributor:
         self.root = root.resolve()
         base = cwd or Path.cwd()
         self.by_file: dict[str, list[Diagnostic]] = {}
+        #: Per file, the diagnostics with a related location there, and that location's lines.
+        self.related_by_file: dict[str, list[tuple[Diagnostic, int, int]]] = {}
         for diagnostic in diagnostics:
             self.by_file.setdefault(str((base / diagnostic.path).resolve()), []).append(diagnostic)
+            for related in diagnostic.related:
+                if related.cell is None:  # a notebook cell's lines are not the file's
+                    self.related_by_file.setdefault(str((base / related.path).resolve()), []).append(
+                        (diagnostic, related.line, max(related.end_line, related.line)))
         self.functions = _FunctionSpans()
 
     def _matches_at(self, frame: Frame, deepest: bool) -> list[Match]:
         file = str(Path(frame.file).resolve())
         candidates = self.by_file.get(file, [])
+        matches: list[Match] = [Match(diagnostic, frame, "related", deepest)
+                                for diagnostic, first, last in self.related_by_file.get(file, ())
+                                if first <= frame.line <= last]
         if not candidates:
-            return []
-        matches: list[Match] = []
+            return matches
         function = self.functions.enclosing(file, frame.line) if frame.function != "<module>" else None
         for diagnostic in candidates:
             distance = _distance(diagnostic, frame.line)
