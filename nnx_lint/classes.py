@@ -185,13 +185,13 @@ class ClassModel:
     def resolver_for(self, node: nodes.NodeNG):
         """The name resolver of the module ``node`` belongs to (the linted module's, or one
         per project module the analysis reads)."""
-        from nnx_lint.names import NameResolver
-
         root = node.root()
-        if root is self.context.module:
+        if root is self.context.module:  # the common case: every qualified name of the file asks
             return self.context.resolver
         resolver = self._resolvers.get(root)
         if resolver is None:
+            from nnx_lint.names import NameResolver
+
             resolver = self._resolvers[root] = NameResolver(root, self.context.project)
         return resolver
 

@@ -70,9 +70,9 @@ class FileContext:
         """Canonical qualified name of ``node`` (``flax.nnx.vmap``), or None; a node of
         another project module (a helper the analysis followed a value into) is resolved
         with that module's imports."""
-        if node is not None and node.root() is not self.module:
-            return self.classes.resolver_for(node).qualified_name(node)
-        return self.resolver.qualified_name(node)
+        if node is None:
+            return None
+        return self.classes.resolver_for(node).qualified_name(node)
 
     def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
         """The :class:`NNXCall` if ``node`` is a call of the flax.nnx API, else None."""

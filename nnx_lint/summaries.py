@@ -19,13 +19,13 @@ calls and parameters rebound in the body are not summarised.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from astroid import nodes
 
 from nnx_lint import nnx_api
-
 from nnx_lint.call_sites import argument_for
 from nnx_lint.calls import NNXCall
 from nnx_lint.node_index import nodes_of_class
@@ -47,6 +47,17 @@ class GraphCall:
     chain: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class MethodWalk:
+    """A graph-walking Module method (``model.iter_modules()``) a helper calls on one of its
+    parameters."""
+
+    parameter: str
+    call: nodes.Call
+    #: Helper names from the summarised function to the one making the call.
+    chain: tuple[str, ...]
+
+
 @dataclass
 class Summary:
     """What calling a project helper does to its arguments."""
@@ -55,9 +66,8 @@ class Summary:
     graph_calls: list[GraphCall] = field(default_factory=list)
     #: Parameters the helper returns unchanged (alone or as a tuple element).
     returned_parameters: frozenset[str] = frozenset()
-    #: ``(parameter, call, chain)`` for each graph-walking Module method called on a
-    #: parameter (``model.iter_modules()``), here or in the helpers it passes it to.
-    method_walks: list[tuple[str, nodes.Call, tuple[str, ...]]] = field(default_factory=list)
+    #: The graph-walking methods called on a parameter, here or in the helpers it is passed to.
+    method_walks: list[MethodWalk] = field(default_factory=list)
 
 
 def helper_summaries(context: FileContext) -> HelperSummaries:
@@ -97,7 +107,7 @@ class HelperSummaries:
             walked = node.func.expr if isinstance(node.func, nodes.Attribute) and not node.args \
                 and node.func.attrname in nnx_api.WALKING_METHODS else None
             if isinstance(walked, nodes.Name) and walked.name in parameters:
-                summary.method_walks.append((walked.name, node, (function.name,)))
+                summary.method_walks.append(MethodWalk(walked.name, node, (function.name,)))
             if not node.args:
                 continue
             first = node.args[0]
@@ -112,42 +122,38 @@ class HelperSummaries:
             if inner is None or inner is function:
                 continue
             inner_summary = self.summary(inner, depth + 1)
-            for graph_call in inner_summary.graph_calls:
-                argument = argument_for(inner, node, graph_call.parameter)
-                if isinstance(argument, nodes.Name) and argument.name in parameters:
-                    summary.graph_calls.append(
-                        GraphCall(argument.name, graph_call.call, (function.name, *graph_call.chain)))
-            for parameter, walk, chain in inner_summary.method_walks:
-                argument = argument_for(inner, node, parameter)
-                if isinstance(argument, nodes.Name) and argument.name in parameters:
-                    summary.method_walks.append((argument.name, walk, (function.name, *chain)))
+            # what the inner helper does to a parameter, it does to the argument passed for it
+            for found, inner_found in ((summary.graph_calls, inner_summary.graph_calls),
+                                       (summary.method_walks, inner_summary.method_walks)):
+                for entry in inner_found:
+                    argument = argument_for(inner, node, entry.parameter)
+                    if isinstance(argument, nodes.Name) and argument.name in parameters:
+                        found.append(dataclasses.replace(entry, parameter=argument.name,
+                                                         chain=(function.name, *entry.chain)))
         summary.returned_parameters = frozenset(_returned_parameters(function, parameters))
         return summary
 
     def graph_calls_through(self, call: nodes.Call) -> list[tuple[nodes.NodeNG, GraphCall]]:
         """For a call of a project helper: ``(argument at this call, the helper's NNX call)``
         for each graph call the helper makes on that argument."""
-        helper = self.helper_of(call)
-        if helper is None or any(isinstance(a, nodes.Starred) for a in call.args):
-            return []
-        found = []
-        for graph_call in self.summary(helper).graph_calls:
-            argument = argument_for(helper, call, graph_call.parameter)
-            if argument is not None:
-                found.append((argument, graph_call))
-        return found
+        return self._at_call(call, lambda summary: summary.graph_calls)
 
-    def walks_through(self, call: nodes.Call) -> list[tuple[nodes.NodeNG, nodes.Call, tuple[str, ...]]]:
-        """For a call of a project helper: ``(argument at this call, the walking method call,
-        helper chain)`` for each graph-walking Module method the helper calls on that argument."""
+    def walks_through(self, call: nodes.Call) -> list[tuple[nodes.NodeNG, MethodWalk]]:
+        """For a call of a project helper: ``(argument at this call, the walk)`` for each
+        graph-walking Module method the helper calls on that argument."""
+        return self._at_call(call, lambda summary: summary.method_walks)
+
+    def _at_call(self, call: nodes.Call, entries_of) -> list[tuple[nodes.NodeNG, GraphCall | MethodWalk]]:
+        """Each entry ``entries_of`` takes from the called helper's summary, with the argument
+        this call passes for the entry's parameter."""
         helper = self.helper_of(call)
         if helper is None or any(isinstance(a, nodes.Starred) for a in call.args):
             return []
         found = []
-        for parameter, walk, chain in self.summary(helper).method_walks:
-            argument = argument_for(helper, call, parameter)
+        for entry in entries_of(self.summary(helper)):
+            argument = argument_for(helper, call, entry.parameter)
             if argument is not None:
-                found.append((argument, walk, chain))
+                found.append((argument, entry))
         return found
 
     def returned_arguments(self, call: nodes.Call) -> list[nodes.NodeNG]:

@@ -523,18 +523,20 @@ class ValueModel:
     def _stored_state(self, store, depth: int) -> bool:
         parent = store.target.parent
         if isinstance(parent, nodes.AnnAssign):
-            name = self.classes.resolver_for(parent).qualified_name(parent.annotation)
-            if name in nnx_api.STATE_CLASSES:
+            if self.context.qualified_name(parent.annotation) in nnx_api.STATE_CLASSES:
                 return True
-        value = store.value
-        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
-            value = value.args[0]
+        value = self._data_content(store.value)
         return value is not None and self.is_state(value, depth + 1)
+
+    def _data_content(self, value: nodes.NodeNG | None) -> nodes.NodeNG | None:
+        """What ``nnx.data(value)`` wraps (``value`` itself when it is no such call)."""
+        if isinstance(value, nodes.Call) and value.args and self.context.qualified_name(value.func) == "flax.nnx.data":
+            return value.args[0]
+        return value
 
     def _empty_container(self, value: nodes.NodeNG | None) -> bool:
         """``{}``, ``[]``, ``()``, ``dict()``, also wrapped in ``nnx.data(...)``."""
-        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data" and value.args:
-            value = value.args[0]
+        value = self._data_content(value)
         if isinstance(value, (nodes.Dict, nodes.List, nodes.Tuple)):
             return not (value.items if isinstance(value, nodes.Dict) else value.elts)
         return isinstance(value, nodes.Call) and not value.args and not value.keywords \
@@ -563,7 +565,7 @@ class ValueModel:
         index = (arguments.args or []).index(parameter)
         annotation = arguments.annotations[index] if index < len(arguments.annotations) else None
         if annotation is not None:
-            ref = self.classes.resolve(self.classes.resolver_for(annotation).qualified_name(annotation))
+            ref = self.classes.resolve(self.context.qualified_name(annotation))
             if ref is None or ref.qualified_name in nnx_api.STATE_CLASSES:
                 return None
             if ref.definition is not None:

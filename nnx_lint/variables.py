@@ -273,9 +273,7 @@ class VariableModel:
         # rngs.fork(), rngs.dropout.fork(), rngs['dropout'].fork(): an RngStream/Rngs copy.
         if isinstance(func, nodes.Attribute) and func.attrname in ("fork", "split") and self._is_rngs_expression(func.expr):
             return Holdings([Holding("", "RngKey/RngCount", RNG, line=call.lineno)])
-        name = self.context.resolver.qualified_name(func) if call.root() is self.context.module else None
-        if name is None:
-            name = self.context.classes.resolver_for(call).qualified_name(func)
+        name = self.context.qualified_name(func)
         if name in PARAM_TYPES:
             return Holdings([Holding("", name.rpartition(".")[2], PARAM, line=call.lineno)])
         if name in STATE_TYPES or (name and name.startswith("flax.nnx.") and name.rpartition(".")[2] in ("RngKey", "RngCount")):
@@ -372,7 +370,7 @@ class VariableModel:
         if isinstance(value, nodes.UnaryOp):
             return self._expression_dtype(value.operand, depth)
         if isinstance(value, nodes.Call):
-            name = self.context.classes.resolver_for(value).qualified_name(value.func)
+            name = self.context.qualified_name(value.func)
             if name and name.startswith(_ARRAY_MODULES):
                 return _array_category(value, name)
             return None
@@ -404,7 +402,7 @@ class VariableModel:
         if isinstance(expression, nodes.Subscript):  # rngs['dropout']
             return self._is_rngs_expression(expression.value)
         if isinstance(expression, nodes.Call):
-            name = self.context.classes.resolver_for(expression).qualified_name(expression.func)
+            name = self.context.qualified_name(expression.func)
             return name in RNG_TYPES
         return False
 

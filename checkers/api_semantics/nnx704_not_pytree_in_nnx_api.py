@@ -19,8 +19,6 @@ from nnx_lint.summaries import helper_summaries
 from nnx_lint.transforms import explicit_tree, transform_resolver
 
 
-
-
 #: Graph APIs that look at the object and its direct children only (measured with flax 0.12.8:
 #: `nnx.iter_children(outer)` runs in Tree Mode when a child holds a `pytree=False` part;
 #: only a `pytree=False` object itself raises).
@@ -288,18 +286,18 @@ class NotPytreeObjectInNNXAPI(Rule):
     def _walked_in_helpers(self, node: nodes.Call) -> None:
         """A project helper (this file's or another's) called with the object walks it with a
         graph-walking method (``model.iter_modules()``): reported at the argument, the walk related."""
-        for argument, walk, chain in helper_summaries(self.context).walks_through(node):
+        for argument, walk in helper_summaries(self.context).walks_through(node):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             found = self._not_pytree(ref) if ref is not None and ref.definition is not None else None
             if found is None or self.context.mode.scope_keeps_graph_mode(node, transform=False):
                 continue
             class_name, reason, part = found
-            method = walk.func.attrname
+            method = walk.call.func.attrname
             shown = class_name if part is ABSENT else f"{class_name} at `.{part}`"
             self.report(argument, argument=argument.as_string(), class_name=shown, reason=reason,
                         api=f".{method}()", error="ValueError: Cannot use 'iter_graph' with graph=False",
-                        function=method, part=part, helper=chain[0], pin=[],
-                        message=_HELPER_MESSAGE, related=[(walk, f"`{'` -> `'.join(chain)}` walks it here")])
+                        function=method, part=part, helper=walk.chain[0], pin=[],
+                        message=_HELPER_MESSAGE, related=[(walk.call, f"`{'` -> `'.join(walk.chain)}` walks it here")])
 
     def _not_pytree(self, ref, depth: int = 0, path: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
         """``(class, reason, part)`` when an instance of ``ref`` is not a pytree, or holds one

@@ -363,7 +363,7 @@ class _Analysis:
         if position >= len(arguments.args) or arguments.annotations[position] is None:
             return None
         annotation = arguments.annotations[position]
-        return self.context.classes.resolve(self.context.classes.resolver_for(annotation).qualified_name(annotation))
+        return self.context.classes.resolve(self.context.qualified_name(annotation))
 
     # -- State values -----------------------------------------------------------------------
     def is_state_value(self, expression: nodes.NodeNG, on_some_path: bool = False) -> bool:
