@@ -223,6 +223,110 @@ def test_frames_in_installed_packages_are_not_project_frames(tmp_path):
     assert [frame.function for frame in project_frames(failure, tmp_path)] == ["f"]
 
 
+_DEPENDENCY_MODULE = """\
+from flax import nnx
+
+
+def quantize(model, rngs):
+    for path, module in nnx.iter_modules(model):
+        module.path_name = path
+        module.shared_rngs = rngs          # line 7: NNX112
+    model(1)                               # line 8: where Tree Mode raises, a frame of the dependency
+    return model
+"""
+
+
+def _project_using_a_dependency(tmp_path: Path) -> tuple[Path, Path]:
+    """A project whose test calls ``deplib.quantize`` of an installed package (a venv under tmp_path)."""
+    installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (installed / "deplib").mkdir(parents=True)
+    (installed / "deplib" / "__init__.py").write_text("")
+    (installed / "deplib" / "model.py").write_text(_DEPENDENCY_MODULE)
+    flax_file = installed / "flax" / "nnx" / "graphlib.py"
+    flax_file.parent.mkdir(parents=True)
+    flax_file.write_text("from flax import nnx\nx = nnx\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_quant.py").write_text("import deplib\n\n\ndef test_q():\n    deplib.quantize(1, 2)\n")
+    return project, installed
+
+
+def test_a_break_caused_in_an_installed_dependency_is_explained_by_linting_its_frames(tmp_path):
+    """No project frame is at the cause (google/tunix's LoRA tests break inside google/qwix): the gate
+    lints the files of the dependency frames (not flax's) and matches them like the project's."""
+    import argparse
+
+    from nnx_lint.gate.classify import GateOutcome
+
+    project, installed = _project_using_a_dependency(tmp_path)
+    frames = [Frame(str(project / "test_quant.py"), 5, "test_q"),
+              Frame(str(installed / "deplib" / "model.py"), 8, "quantize"),
+              Frame(str(installed / "flax" / "nnx" / "graphlib.py"), 2, "_iter_tree")]
+    verdict = _verdict_failing_at(*frames)
+    outcome = GateOutcome(verdicts=[verdict], tests_total=1)
+    args = argparse.Namespace(select=None, baseline=None, write_baseline=None, output_format="json")
+    status, text = gate_command.finish(outcome, [], project, None, args, [])
+    report = json.loads(text)
+    attribution = report["tree_breaks"][0]["attribution"]
+    assert status == EXIT_BREAKS and attribution["explained"], attribution
+    assert attribution["summary"] == ("explained by NNX112 at deplib/model.py:7 (near a frame in the installed "
+                                      "dependency deplib, deplib/model.py:8 in quantize)")
+    assert attribution["matches"][0]["dependency"] == "deplib"
+    assert report["summary"]["explained"] == report["summary"]["explained_in_dependencies"] == 1
+    assert "(1 in dependencies)" in gate_command.finish(
+        outcome, [], project, None, argparse.Namespace(**{**vars(args), "output_format": "text"}), [])[1]
+    # A finding of the project's own wins: the dependency is not even linted then.
+    own = _diagnostic(project / "test_quant.py", 5, "NNX101")
+    report = json.loads(gate_command.finish(outcome, [own], project, None, args, [])[1])
+    assert report["tree_breaks"][0]["attribution"]["matches"][0]["dependency"] is None
+    assert report["summary"]["explained_in_dependencies"] == 0
+
+
+def test_a_finding_that_stores_a_name_of_the_failing_values_path_explains_the_failure(tmp_path):
+    """JAX raises where it reads a transform's arguments and names the failing leaf's path; the finding is on
+    the ``__init__`` statement that stored it (google/tunix's ``GradientAccumulator._param_dtypes``, NNX709)."""
+    (tmp_path / "acc.py").write_text(textwrap.dedent("""\
+        class Accumulator:
+            def __init__(self, state):
+                self.total = 0
+                self._param_dtypes = nnx.data(      # line 4
+                    jax.tree.map(lambda x: x.dtype, state))
+                self.other = 1                      # line 6
+        """))
+    (tmp_path / "t.py").write_text("def test_x():\n    step(acc)\n")
+    message = ("Error interpreting argument to SimpleJitFn(f=<bound method Trainer._train_step>) as an abstract "
+               "array. The problematic value is of type <class 'ml_dtypes.bfloat16'> and was passed to the function "
+               "at path grad_accumulator._param_dtypes['bias'].\nThis typically means that a jit-wrapped function...")
+    failure = Failure("builtins.TypeError", message, frames=[Frame(str(tmp_path / "t.py"), 2, "test_x")])
+    verdict = Verdict("t.py::test_x", "tree-break", tree=TestResult("t.py::test_x", "failed", failure=failure))
+    on_store = _diagnostic(tmp_path / "acc.py", 5, "NNX709")  # the value's line, inside the statement
+    unrelated = _diagnostic(tmp_path / "acc.py", 6, "NNX101")
+    attribution = Attributor([on_store, unrelated], tmp_path, cwd=tmp_path).attribute(verdict)
+    assert attribution.summary(tmp_path) == ("explained by NNX709 at acc.py:5 (stores `_param_dtypes`, named by the "
+                                             "failing value's path grad_accumulator._param_dtypes['bias'])")
+    assert [m.diagnostic.code for m in attribution.matches] == ["NNX709"]
+    # A frame match wins; and a message without a path explains nothing this way.
+    at_frame = _diagnostic(tmp_path / "t.py", 2, "NNX104")
+    assert Attributor([on_store, at_frame], tmp_path, cwd=tmp_path).attribute(verdict).matches[0].how == "at"
+    no_path = dataclasses.replace(verdict, tree=TestResult("t.py::test_x", "failed", failure=dataclasses.replace(
+        failure, message="Error interpreting argument as an abstract array.")))
+    assert not Attributor([on_store], tmp_path, cwd=tmp_path).attribute(no_path).explained
+
+
+def test_dependency_frames_leave_out_flax_jax_and_files_outside_installed_packages(tmp_path):
+    from nnx_lint.gate.dependencies import dependency_frames, installed_location
+
+    site = tmp_path / "lib" / "site-packages"
+    failure = Failure("E", "m", frames=[
+        Frame(str(tmp_path / "project" / "a.py"), 1, "f"), Frame(str(site / "qwix" / "_src" / "model.py"), 2, "g"),
+        Frame(str(site / "flax" / "nnx" / "module.py"), 3, "h"), Frame(str(site / "jax" / "_src" / "api.py"), 4, "i"),
+        Frame(str(site / "single_module.py"), 5, "j")])
+    assert [frame.function for frame in dependency_frames(failure)] == ["g", "j"]
+    assert installed_location(str(site / "qwix" / "_src" / "model.py")) == (site, "qwix")
+    assert installed_location(str(site / "single_module.py")) == (site, "single_module")
+    assert installed_location(str(tmp_path / "project" / "a.py")) is None
+
+
 # ---------------------------------------------------------------- baseline and exit status
 
 

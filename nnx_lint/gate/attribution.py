@@ -13,18 +13,28 @@ A diagnostic explains a failure when, for some project frame (deepest first), it
   contains the frame's line. Found with the standard library's ``ast`` on the file's text:
   the project's code is parsed, never imported or executed.
 
-The first frame with any match wins, and within it the closest kind of match.
+The first frame with any match wins, and within it the closest kind of match. When no project
+frame matches, the frames in installed dependencies are tried the same way, with the findings of
+those files (:mod:`nnx_lint.gate.dependencies`, added with :meth:`Attributor.add`).
+
+Last, a failure whose message names the path of the value that failed (JAX: "... was passed to the
+function at path grad_accumulator._param_dtypes['bias']") is explained by a finding on a statement
+that stores one of the path's names (``self._param_dtypes = nnx.data(...)``): JAX raises where it
+reads the transform's arguments, far from the ``__init__`` that stored the value.
 """
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.gate.classify import GateOutcome, Verdict
+from nnx_lint.gate.dependencies import INSTALLED, dependency_frames, installed_location
 from nnx_lint.gate.results import Failure, Frame
 
 #: How far (in lines) a diagnostic may be from a failing frame and still be "near" it.
@@ -32,8 +42,11 @@ NEAR_LINES = 3
 #: How a diagnostic matches a frame, strongest first: on its line, on one of its related
 #: locations (the call of the transformed function, where the grad is applied, ...), within
 #: ``NEAR_LINES``, in the same function.
-MATCH_KINDS = ("at", "related", "near", "same-function")
-_INSTALLED = ("site-packages", "dist-packages")
+MATCH_KINDS = ("at", "related", "near", "same-function", "path")
+#: JAX's message for an argument it cannot read as an array names where the value sits.
+_LEAF_PATH = re.compile(r"passed to the function at path (\S+?)\.?(?:\s|$)")
+#: The names in such a path: attributes (``.name``), string keys (``['name']``) and the first name.
+_PATH_NAMES = re.compile(r"\.([A-Za-z_]\w*)|\['([A-Za-z_]\w*)'\]|^([A-Za-z_]\w*)")
 
 
 @dataclass
@@ -44,13 +57,23 @@ class Match:
     frame: Frame
     how: str
     deepest: bool
+    #: The installed package the diagnostic and the frame lie in, for a cause in a dependency.
+    dependency: str | None = None
+    #: For a ``path`` match: (the name the finding's statement stores, the failing value's path).
+    stored: tuple[str, str] | None = None
 
     def describe(self, root: Path) -> str:
-        where = f"{_relative(self.diagnostic.path, root)}:{self.diagnostic.line}"
-        frame = f"{_relative(self.frame.file, root)}:{self.frame.line} in {self.frame.function}"
+        where = f"{display_path(self.diagnostic.path, root)}:{self.diagnostic.line}"
+        if self.stored is not None:
+            name, path = self.stored
+            return f"{self.diagnostic.code} at {where} (stores `{name}`, named by the failing value's path {path})"
+        frame = f"{display_path(self.frame.file, root)}:{self.frame.line} in {self.frame.function}"
         relation = {"at": "at", "related": "with a related line at", "near": "near",
                     "same-function": "in the same function as"}[self.how]
-        which = "the failing frame" if self.deepest else "a frame of the call chain"
+        if self.dependency is not None:
+            which = f"a frame in the installed dependency {self.dependency}"
+        else:
+            which = "the failing frame" if self.deepest else "a frame of the call chain"
         return f"{self.diagnostic.code} at {where} ({relation} {which}, {frame})"
 
 
@@ -88,12 +111,21 @@ def _relative(path: str, root: Path) -> str:
         return path
 
 
+def display_path(path: str, root: Path) -> str:
+    """``path`` as the report shows it: relative to the project, or for a file of an installed
+    package, from its top-level package (``qwix/_src/model.py``)."""
+    location = installed_location(os.path.abspath(path))
+    if location is not None and installed_location(str(root / "x")) is None:
+        return _relative(path, location[0])
+    return _relative(path, root)
+
+
 def _inside(path: str, root: Path) -> bool:
     absolute = os.path.abspath(path)
     root_text = str(root)
     if absolute != root_text and not absolute.startswith(root_text.rstrip(os.sep) + os.sep):
         return False
-    return not any(part in _INSTALLED for part in Path(absolute).relative_to(root).parts)
+    return not any(part in INSTALLED for part in Path(absolute).relative_to(root).parts)
 
 
 def project_frames(failure: Failure | None, root: Path) -> list[Frame]:
@@ -138,6 +170,24 @@ class _FunctionSpans:
                 self._collect(child, f"{owner}{child.name}.", spans)
             else:
                 self._collect(child, owner, spans)
+
+    def stored_names(self, file: str, line: int) -> set[str]:
+        """The names an assignment statement spanning ``line`` stores (``self.x = ...`` gives ``x``)."""
+        tree = self.tree(file)
+        if tree is None:
+            return set()
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and \
+                    node.lineno <= line <= (node.end_lineno or node.lineno):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for part in ast.walk(target):
+                        if isinstance(part, ast.Attribute):
+                            names.add(part.attr)
+                        elif isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                            names.add(part.id)
+        return names
 
     def enclosing(self, file: str, line: int) -> tuple[int, int] | None:
         """The innermost function span containing ``line``."""
@@ -230,17 +280,21 @@ class Attributor:
 
     def __init__(self, diagnostics: list[Diagnostic], root: Path, cwd: Path | None = None):
         self.root = root.resolve()
-        base = cwd or Path.cwd()
+        self.base = cwd or Path.cwd()
         self.by_file: dict[str, list[Diagnostic]] = {}
         #: Per file, the diagnostics with a related location there, and that location's lines.
         self.related_by_file: dict[str, list[tuple[Diagnostic, int, int]]] = {}
+        self.functions = _FunctionSpans()
+        self.add(diagnostics)
+
+    def add(self, diagnostics: list[Diagnostic]) -> None:
+        """Match these diagnostics too (a dependency's, linted after the runs)."""
         for diagnostic in diagnostics:
-            self.by_file.setdefault(str((base / diagnostic.path).resolve()), []).append(diagnostic)
+            self.by_file.setdefault(str((self.base / diagnostic.path).resolve()), []).append(diagnostic)
             for related in diagnostic.related:
                 if related.cell is None:  # a notebook cell's lines are not the file's
-                    self.related_by_file.setdefault(str((base / related.path).resolve()), []).append(
+                    self.related_by_file.setdefault(str((self.base / related.path).resolve()), []).append(
                         (diagnostic, related.line, max(related.end_line, related.line)))
-        self.functions = _FunctionSpans()
 
     def _matches_at(self, frame: Frame, deepest: bool) -> list[Match]:
         file = str(Path(frame.file).resolve())
@@ -263,6 +317,8 @@ class Attributor:
         return matches
 
     def attribute(self, verdict: Verdict) -> Attribution:
+        """Why ``verdict``'s test breaks: the project's frames first (deepest first), then, when none
+        matches, the frames in installed dependencies (whose findings :meth:`add` brought in)."""
         failure = verdict.failure
         frames = project_frames(failure, self.root)
         attribution = Attribution(verdict, failure, frames[-1] if frames else None)
@@ -270,8 +326,31 @@ class Attributor:
             matches = self._matches_at(frame, deepest=index == 0)
             if matches:
                 attribution.matches = matches
-                break
+                return attribution
+        for frame in reversed(dependency_frames(failure)):
+            matches = self._matches_at(frame, deepest=False)
+            if matches:
+                package = installed_location(frame.file)[1]
+                attribution.matches = [dataclasses.replace(match, dependency=package) for match in matches]
+                return attribution
+        if failure is not None and failure.frames:
+            attribution.matches = self._path_matches(failure, attribution.deepest or failure.frames[-1])
         return attribution
+
+    def _path_matches(self, failure: Failure, frame: Frame) -> list[Match]:
+        """Findings on a statement that stores a name of the failing value's path (module docstring)."""
+        found = _LEAF_PATH.search(failure.message)
+        if found is None:
+            return []
+        path = found.group(1)
+        names = {next(part for part in groups if part) for groups in _PATH_NAMES.findall(path)}
+        matches = []
+        for file, diagnostics in self.by_file.items():
+            for diagnostic in diagnostics:
+                stored = self.functions.stored_names(file, diagnostic.line) & names
+                if stored:
+                    matches.append(Match(diagnostic, frame, "path", deepest=False, stored=(min(stored), path)))
+        return sorted(matches, key=lambda m: (m.diagnostic.path, m.diagnostic.line, m.diagnostic.code))
 
     def findings_in_passing_tests(self, outcome: GateOutcome, rootdir: Path) -> list[PassingFinding]:
         """Diagnostics inside the body of a test function that passed in both full runs.
@@ -354,8 +433,9 @@ def attribution_to_dict(attribution: Attribution, root: Path) -> dict[str, Any]:
             "type": failure.type, "message": failure.message, "category": failure.category, "phase": failure.phase},
         "explained": attribution.explained,
         "summary": attribution.summary(root),
-        "matches": [{"code": m.diagnostic.code, "path": _relative(m.diagnostic.path, root), "line": m.diagnostic.line,
-                     "how": m.how, "deepest_frame": m.deepest, "kind": m.diagnostic.kind,
-                     "frame": {**m.frame.to_dict(), "file": _relative(m.frame.file, root)}}
+        "matches": [{"code": m.diagnostic.code, "path": display_path(m.diagnostic.path, root),
+                     "line": m.diagnostic.line, "how": m.how, "deepest_frame": m.deepest, "kind": m.diagnostic.kind,
+                     "dependency": m.dependency, "stored": None if m.stored is None else m.stored[0],
+                     "frame": {**m.frame.to_dict(), "file": display_path(m.frame.file, root)}}
                     for m in attribution.matches],
     }

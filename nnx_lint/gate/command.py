@@ -144,12 +144,18 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     """Attribute the breaks, apply the baseline, and render: (exit status, report text)."""
     from nnx_lint.gate.attribution import Attributor
     from nnx_lint.gate.baseline import BaselineError, write_baseline
+    from nnx_lint.gate.dependencies import dependency_frames, lint_dependency_files
     from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
 
     root = path.resolve() if path.is_dir() else path.resolve().parent
     attributor = Attributor(diagnostics, root)
     breaking = [verdict for verdict in outcome.verdicts if verdict.kind in BREAKING_KINDS]
     attributions = {verdict.nodeid: attributor.attribute(verdict) for verdict in breaking}
+    unexplained = [verdict for verdict in breaking if not attributions[verdict.nodeid].explained]
+    dependency_files = sorted({frame.file for verdict in unexplained for frame in dependency_frames(verdict.failure)})
+    if dependency_files:
+        attributor.add(lint_dependency_files(dependency_files, split_codes(getattr(args, "select", None))))
+        attributions.update({verdict.nodeid: attributor.attribute(verdict) for verdict in unexplained})
     tree_run = outcome.runs.get("tree")
     rootdir = Path(tree_run.results.rootdir) if tree_run and tree_run.results.rootdir else Path.cwd()
     passing = attributor.findings_in_passing_tests(outcome, rootdir)

@@ -92,6 +92,7 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
             "fails_in_both_modes": len(sections["fails_in_both_modes"]),
             "graph_only": len(sections["graph_only"]),
             "explained": sum(1 for a in attributed if a.explained),
+            "explained_in_dependencies": sum(1 for a in attributed if a.explained and a.matches[0].dependency),
             "unexplained": sum(1 for a in attributed if not a.explained),
             "static_findings": findings,
             "reruns": len(outcome.reruns),
@@ -116,8 +117,11 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
 
 def _status_line(report: dict[str, Any]) -> str:
     summary = report["summary"]
+    in_dependencies = summary["explained_in_dependencies"]
+    explained = f"{summary['explained']} explained by static findings" + (
+        f" ({in_dependencies} in dependencies)" if in_dependencies else "")
     parts = [f"{summary['tree_breaks']} break(s) in Tree Mode ({summary['new_breaks']} not in the baseline, "
-             f"{summary['explained']} explained by static findings, {summary['unexplained']} unexplained)",
+             f"{explained}, {summary['unexplained']} unexplained)",
              f"{summary['order_dependent']} order-dependent",
              f"{summary['fails_in_both_modes']} fail(s) in both modes"]
     if summary["not_isolated"]:
