@@ -57,6 +57,7 @@ PATTERNS: dict[str, str] = {
     "H9": "A Module is a plain JAX pytree (no change)",
     "H10": "APIs without graph= (no change)",
     "H11": "Graph-API options Tree Mode ignores",
+    "H12": "nnx.prefix follows the default mode",
 }
 
 

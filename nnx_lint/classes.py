@@ -1730,17 +1730,18 @@ class _Replay:
         self_name = method.args.args[0].name
         events = self.result.events
         for node in _walk_nodes(method.body):
-            here = outer | _guards(node, method)
+            # the guards are asked for only where an event can come from: most nodes are neither
             stored = self_store(node, self_name)
             if stored is not None:
                 path, value = stored
-                self._store(path, value, node, origin, here, substitutions)
+                self._store(path, value, node, origin, outer | _guards(node, method), substitutions)
             elif isinstance(node, nodes.DelAttr):
                 path = _self_path(node, self_name)
                 if path is not None:
-                    events.append(StoreEvent(tuple(path.split(".")), None, node, origin or node, here, deleted=True))
+                    events.append(StoreEvent(tuple(path.split(".")), None, node, origin or node,
+                                             outer | _guards(node, method), deleted=True))
             elif isinstance(node, nodes.Call):
-                self._call(node, method, self_name, here, substitutions, origin)
+                self._call(node, method, self_name, outer | _guards(node, method), substitutions, origin)
         self.active.discard(id(method))
 
     def _store(self, path, value, node, origin, guards, substitutions) -> None:
