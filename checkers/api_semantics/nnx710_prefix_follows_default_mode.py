@@ -31,7 +31,7 @@ class PrefixFollowsDefaultModeFacts(Facts):
 
 
 class PrefixFollowsDefaultMode(Rule):
-    """`nnx.prefix(...)` without `graph=`, read as a graph-mode `TreeState` or given to a transform pinned to graph mode.
+    """`nnx.prefix(...)` without `graph=`, read as a `TreeState` or given to a transform pinned to graph mode.
 
     What it does:
         Flags an `nnx.prefix(node, filters)` that follows the default mode (no `graph=`, no
@@ -122,11 +122,15 @@ class PrefixFollowsDefaultMode(Rule):
             return
         # one finding per prefix, at its first read: the fix is on the prefix, the other reads are related
         self._reads_reported.add(id(made_by.node))
-        later = [read for read in nodes_of_class(node.scope(), nodes.Attribute)
+        later = [(read, "read as a `TreeState` here too") for read in nodes_of_class(node.scope(), nodes.Attribute)
                  if read is not node and read.attrname == "state" and read.fromlineno >= node.fromlineno
-                 and (found := self._prefix_call(read.expr)) is not None and found.node is made_by.node]
+                 and self._same_prefix(read.expr, made_by)]
         self.report(node, use="read as a `TreeState` (`.state`)", pin=pin_sites_in(self.context, made_by),
-                    related=[(made_by.node, _MADE_HERE), *((read, "read as a `TreeState` here too") for read in later)])
+                    related=[(made_by.node, _MADE_HERE), *later])
+
+    def _same_prefix(self, expression: nodes.NodeNG, made_by: NNXCall) -> bool:
+        found = self._prefix_call(expression)
+        return found is not None and found.node is made_by.node
 
     def visit_call(self, node: nodes.Call) -> None:
         transform = self.context.nnx_call(node)
@@ -139,7 +143,8 @@ class PrefixFollowsDefaultMode(Rule):
             for made_by, where in self._prefixes_in(transform.keywords[keyword]):
                 self.report(where, use=f"in `{keyword}` of `nnx.{transform.name}(graph=True)`",
                             pin=pin_sites_in(self.context, made_by),
-                            related=[(made_by.node, _MADE_HERE), (node, f"`nnx.{transform.name}` pins graph mode here")])
+                            related=[(made_by.node, _MADE_HERE),
+                                     (node, f"`nnx.{transform.name}` pins graph mode here")])
 
     def _prefixes_in(self, axes: nodes.NodeNG):
         """``(the nnx.prefix call, the expression that carries it)`` for each prefix inside ``axes``;
