@@ -305,8 +305,15 @@ def test_a_finding_that_stores_a_name_of_the_failing_values_path_explains_the_fa
     assert attribution.summary(tmp_path) == ("explained by NNX709 at acc.py:5 (stores `_param_dtypes`, named by the "
                                              "failing value's path grad_accumulator._param_dtypes['bias'])")
     assert [m.diagnostic.code for m in attribution.matches] == ["NNX709"]
+    # A copy of the class in another module (sorted first) ranks after the module the failing test imports.
+    (tmp_path / "a_copy.py").write_text((tmp_path / "acc.py").read_text())
+    (tmp_path / "t.py").write_text("import acc\n\ndef test_x():\n    step(acc)\n")
+    failure.frames[0] = Frame(str(tmp_path / "t.py"), 4, "test_x")
+    copy = _diagnostic(tmp_path / "a_copy.py", 5, "NNX709")
+    ranked = Attributor([copy, on_store], tmp_path, cwd=tmp_path).attribute(verdict).matches
+    assert [Path(m.diagnostic.path).name for m in ranked] == ["acc.py", "a_copy.py"]
     # A frame match wins; and a message without a path explains nothing this way.
-    at_frame = _diagnostic(tmp_path / "t.py", 2, "NNX104")
+    at_frame = _diagnostic(tmp_path / "t.py", 4, "NNX104")
     assert Attributor([on_store, at_frame], tmp_path, cwd=tmp_path).attribute(verdict).matches[0].how == "at"
     no_path = dataclasses.replace(verdict, tree=TestResult("t.py::test_x", "failed", failure=dataclasses.replace(
         failure, message="Error interpreting argument as an abstract array.")))

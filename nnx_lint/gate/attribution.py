@@ -349,8 +349,36 @@ class Attributor:
             for diagnostic in diagnostics:
                 stored = self.functions.stored_names(file, diagnostic.line) & names
                 if stored:
-                    matches.append(Match(diagnostic, frame, "path", deepest=False, stored=(min(stored), path)))
-        return sorted(matches, key=lambda m: (m.diagnostic.path, m.diagnostic.line, m.diagnostic.code))
+                    matches.append((file, Match(diagnostic, frame, "path", deepest=False, stored=(min(stored), path))))
+        # Several files may store the name (a copy of a class in an experimental module): first the files
+        # of the failing frames, then the project modules those files import, then the others.
+        frame_files = [str(Path(f.file).resolve()) for f in project_frames(failure, self.root)]
+        imported = {module for file in frame_files for module in self._imported_files(file)}
+
+        def closeness(file: str) -> int:
+            return 0 if file in frame_files else 1 if file in imported else 2
+        matches.sort(key=lambda item: (closeness(item[0]), item[1].diagnostic.path, item[1].diagnostic.line))
+        return [match for _file, match in matches]
+
+    def _imported_files(self, file: str) -> set[str]:
+        """The project files ``file`` imports (``import a.b``, ``from a import b``, also ``b`` as a module)."""
+        tree = self.functions.tree(file)
+        if tree is None:
+            return set()
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.add(node.module)
+                modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+        found = set()
+        for module in modules:
+            base = self.root.joinpath(*module.split("."))
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file():
+                    found.add(str(candidate.resolve()))
+        return found
 
     def findings_in_passing_tests(self, outcome: GateOutcome, rootdir: Path) -> list[PassingFinding]:
         """Diagnostics inside the body of a test function that passed in both full runs.
