@@ -151,11 +151,13 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     attributor = Attributor(diagnostics, root)
     breaking = [verdict for verdict in outcome.verdicts if verdict.kind in BREAKING_KINDS]
     attributions = {verdict.nodeid: attributor.attribute(verdict) for verdict in breaking}
-    unexplained = [verdict for verdict in breaking if not attributions[verdict.nodeid].explained]
-    dependency_files = sorted({frame.file for verdict in unexplained for frame in dependency_frames(verdict.failure)})
+    # No frame of the project explains these (a path match ranks after the dependencies' frames).
+    unmatched = [verdict for verdict in breaking
+                 if not attributions[verdict.nodeid].explained or attributions[verdict.nodeid].matches[0].how == "path"]
+    dependency_files = sorted({frame.file for verdict in unmatched for frame in dependency_frames(verdict.failure)})
     if dependency_files:
         attributor.add(lint_dependency_files(dependency_files, split_codes(getattr(args, "select", None))))
-        attributions.update({verdict.nodeid: attributor.attribute(verdict) for verdict in unexplained})
+        attributions.update({verdict.nodeid: attributor.attribute(verdict) for verdict in unmatched})
     tree_run = outcome.runs.get("tree")
     rootdir = Path(tree_run.results.rootdir) if tree_run and tree_run.results.rootdir else Path.cwd()
     passing = attributor.findings_in_passing_tests(outcome, rootdir)
