@@ -538,11 +538,19 @@ def test_time_budget_stops_the_whole_process_group(tmp_path):
     assert _gone(int((tmp_path / "pid").read_text()))  # the test's own child was killed too
 
 
+def _default_sigint() -> None:
+    """In the gate's process: SIGINT raises KeyboardInterrupt, however the test run was started. A job a
+    non-interactive shell starts in the background (``bash .ci/run &``) ignores SIGINT, and a child inherits
+    that: the gate would then never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_reports_and_exits_2(tmp_path):
     root = _write(tmp_path / "p", SLOW_PROJECT)
     environment = {**os.environ, "PID_FILE": str(tmp_path / "pid")}
     gate = subprocess.Popen([sys.executable, "-m", "nnx_lint.cli", "gate", "."], cwd=root, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     child = _wait_for(tmp_path / "pid")
     gate.send_signal(signal.SIGINT)
     stdout, _ = gate.communicate(timeout=60)
