@@ -13,6 +13,7 @@ from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import PREFIX_KEYWORDS
 from nnx_lint.node_index import nodes_of_class
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.transforms import bound_values_of
 
 if TYPE_CHECKING:
     from nnx_lint.engine import FileContext
@@ -151,10 +152,10 @@ class PrefixFollowsDefaultMode(Rule):
         a name bound once to a tuple, list or dict literal (``in_shardings = (p, rep)``) is looked into."""
         if isinstance(axes, nodes.Name):
             _scope, assignments = lookup(axes)
-            if len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName) and \
-                    isinstance(assignments[0].parent, nodes.Assign) and \
-                    isinstance(assignments[0].parent.value, (nodes.Tuple, nodes.List, nodes.Dict)):
-                axes = assignments[0].parent.value
+            values = bound_values_of(assignments[0]) if len(assignments) == 1 and \
+                isinstance(assignments[0], nodes.AssignName) else []
+            if len(values) == 1 and isinstance(values[0], (nodes.Tuple, nodes.List, nodes.Dict)):
+                axes = values[0]
         for candidate in [axes, *axes.nodes_of_class((nodes.Name, nodes.Call))]:
             if isinstance(candidate, (nodes.Name, nodes.Call)):
                 made_by = self._prefix_call(candidate)
@@ -178,17 +179,18 @@ class PrefixFollowsDefaultMode(Rule):
         return found[0] if found and all(found) else None
 
     def _bound_prefix(self, assignment: nodes.NodeNG, depth: int) -> NNXCall | None:
-        """The prefix call an assignment binds its name to: ``p = nnx.prefix(...)``, ``a, b = nnx.prefix(...)``
-        or ``q = p``."""
+        """The prefix call an assignment binds its name to: ``p = nnx.prefix(...)``, ``q = p``, or one
+        element of ``a, b = nnx.prefix((m1, m2), ...)`` (a prefix of a tuple is a tuple of prefixes)."""
         if not isinstance(assignment, nodes.AssignName):
             return None
-        statement = assignment.parent
-        while isinstance(statement, (nodes.Tuple, nodes.List)):
-            statement = statement.parent
-        if not isinstance(statement, nodes.Assign) or assignment not in [
-                *nodes_of_class(statement, nodes.AssignName)]:
-            return None
-        return self._prefix_call(statement.value, depth + 1)
+        values = bound_values_of(assignment)
+        if not values:  # unpacked from a call: the element is that call's prefix
+            statement = assignment.parent
+            while isinstance(statement, (nodes.Tuple, nodes.List)):
+                statement = statement.parent
+            values = [statement.value] if isinstance(statement, nodes.Assign) and \
+                isinstance(statement.value, nodes.Call) else []
+        return self._prefix_call(values[0], depth + 1) if len(values) == 1 else None
 
     @classmethod
     def reproduce(cls, facts: dict) -> Reproduction:

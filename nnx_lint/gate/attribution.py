@@ -136,11 +136,14 @@ def project_frames(failure: Failure | None, root: Path) -> list[Frame]:
 
 
 class _FunctionSpans:
-    """Line spans of the functions of the project's files (stdlib ``ast``, parsed once per file)."""
+    """What the gate reads of a file with the standard library's ``ast`` (parsed once per file, never
+    imported): the line spans of its functions, its assignments and the project files it imports."""
 
     def __init__(self) -> None:
         self._spans: dict[str, list[tuple[int, int, str, str]]] = {}
         self._trees: dict[str, ast.Module | None] = {}
+        self._stores: dict[str, list[tuple[int, int, frozenset[str]]]] = {}
+        self._imports: dict[str, set[str]] = {}
 
     def tree(self, file: str) -> ast.Module | None:
         if file not in self._trees:
@@ -173,21 +176,45 @@ class _FunctionSpans:
 
     def stored_names(self, file: str, line: int) -> set[str]:
         """The names an assignment statement spanning ``line`` stores (``self.x = ...`` gives ``x``)."""
-        tree = self.tree(file)
-        if tree is None:
-            return set()
-        names: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and \
-                    node.lineno <= line <= (node.end_lineno or node.lineno):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    for part in ast.walk(target):
-                        if isinstance(part, ast.Attribute):
-                            names.add(part.attr)
-                        elif isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
-                            names.add(part.id)
-        return names
+        return {name for first, last, names in self._assignments(file) if first <= line <= last for name in names}
+
+    def _assignments(self, file: str) -> list[tuple[int, int, frozenset[str]]]:
+        """(first line, last line, names stored) of each assignment statement of ``file``, read once."""
+        if file not in self._stores:
+            found = []
+            tree = self.tree(file)
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = frozenset(
+                        part.attr if isinstance(part, ast.Attribute) else part.id
+                        for target in targets for part in ast.walk(target)
+                        if isinstance(part, ast.Attribute) or (isinstance(part, ast.Name)
+                                                               and isinstance(part.ctx, ast.Store)))
+                    found.append((node.lineno, node.end_lineno or node.lineno, names))
+            self._stores[file] = found
+        return self._stores[file]
+
+    def imported_files(self, file: str, root: Path) -> set[str]:
+        """The files under ``root`` that ``file`` imports (``import a.b``, ``from a import b``, also ``b``
+        as a module), read once per file."""
+        if file not in self._imports:
+            tree = self.tree(file)
+            modules = set()
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.Import):
+                    modules.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.add(node.module)
+                    modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+            found = set()
+            for module in modules:
+                base = root.joinpath(*module.split("."))
+                for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                    if candidate.is_file():
+                        found.add(str(candidate.resolve()))
+            self._imports[file] = found
+        return self._imports[file]
 
     def enclosing(self, file: str, line: int) -> tuple[int, int] | None:
         """The innermost function span containing ``line``."""
@@ -353,32 +380,12 @@ class Attributor:
         # Several files may store the name (a copy of a class in an experimental module): first the files
         # of the failing frames, then the project modules those files import, then the others.
         frame_files = [str(Path(f.file).resolve()) for f in project_frames(failure, self.root)]
-        imported = {module for file in frame_files for module in self._imported_files(file)}
+        imported = {module for file in frame_files for module in self.functions.imported_files(file, self.root)}
 
         def closeness(file: str) -> int:
             return 0 if file in frame_files else 1 if file in imported else 2
         matches.sort(key=lambda item: (closeness(item[0]), item[1].diagnostic.path, item[1].diagnostic.line))
         return [match for _file, match in matches]
-
-    def _imported_files(self, file: str) -> set[str]:
-        """The project files ``file`` imports (``import a.b``, ``from a import b``, also ``b`` as a module)."""
-        tree = self.functions.tree(file)
-        if tree is None:
-            return set()
-        modules = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                modules.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                modules.add(node.module)
-                modules.update(f"{node.module}.{alias.name}" for alias in node.names)
-        found = set()
-        for module in modules:
-            base = self.root.joinpath(*module.split("."))
-            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-                if candidate.is_file():
-                    found.add(str(candidate.resolve()))
-        return found
 
     def findings_in_passing_tests(self, outcome: GateOutcome, rootdir: Path) -> list[PassingFinding]:
         """Diagnostics inside the body of a test function that passed in both full runs.
@@ -440,15 +447,44 @@ def lint_project(path: Path, select: list[str] | None) -> list[Diagnostic]:
     configuration's selection, exactly as for ``nnx-lint check``.
     """
     from nnx_lint.config import load_settings
+
+    return _lint([path], load_settings(path, None), select)
+
+
+def lint_dependency_files(files: list[str], select: list[str] | None) -> list[Diagnostic]:
+    """nnx-lint's diagnostics for the files of installed dependencies on a traceback
+    (:mod:`nnx_lint.gate.dependencies`), with the default settings (a dependency's own configuration
+    is not the project's to apply) and ``select`` when given; linter diagnostics (a file that does
+    not parse) are left out.
+
+    Each installed-packages directory is linted as the root of its files, so that a dependency's
+    imports of its own modules resolve (``qwix._src.providers`` under ``site-packages``).
+    """
+    from nnx_lint.config import Settings
+
+    by_directory: dict[Path, list[Path]] = {}
+    for file in files:
+        location = installed_location(file)
+        if location is not None and Path(file).is_file():
+            by_directory.setdefault(location[0], []).append(Path(file))
+    diagnostics: list[Diagnostic] = []
+    for directory, paths in sorted(by_directory.items()):
+        settings = Settings(root=directory, source_roots=[directory.resolve()])
+        diagnostics += _lint(sorted(set(paths)), settings, select)
+    return [d for d in diagnostics if d.kind != "linter"]
+
+
+def _lint(paths: list[Path], settings, select: list[str] | None) -> list[Diagnostic]:
+    """``paths`` linted in-process with ``settings``, without the cache; ``select`` replaces the
+    settings' selection (a typo raises ``UnknownSelector``)."""
     from nnx_lint.registry import select_rules
     from nnx_lint.runner import run
 
-    settings = load_settings(path, None)
     if select is not None:
         settings.select = select
         settings.extend_select = []
-        select_rules(settings.select, settings.ignore, settings.extend_select)  # UnknownSelector for typos
-    return list(run([path], settings, cache_dir=None).diagnostics)
+        select_rules(settings.select, settings.ignore, settings.extend_select)
+    return list(run(paths, settings, cache_dir=None).diagnostics)
 
 
 def attribution_to_dict(attribution: Attribution, root: Path) -> dict[str, Any]:

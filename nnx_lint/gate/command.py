@@ -142,9 +142,9 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
 def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[str] | None,
            args: argparse.Namespace, notes: list[str]) -> tuple[int, str]:
     """Attribute the breaks, apply the baseline, and render: (exit status, report text)."""
-    from nnx_lint.gate.attribution import Attributor
+    from nnx_lint.gate.attribution import Attributor, lint_dependency_files
     from nnx_lint.gate.baseline import BaselineError, write_baseline
-    from nnx_lint.gate.dependencies import dependency_frames, lint_dependency_files
+    from nnx_lint.gate.dependencies import dependency_frames
     from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
 
     root = path.resolve() if path.is_dir() else path.resolve().parent
@@ -156,7 +156,7 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
                  if not attributions[verdict.nodeid].explained or attributions[verdict.nodeid].matches[0].how == "path"]
     dependency_files = sorted({frame.file for verdict in unmatched for frame in dependency_frames(verdict.failure)})
     if dependency_files:
-        attributor.add(lint_dependency_files(dependency_files, split_codes(getattr(args, "select", None))))
+        attributor.add(lint_dependency_files(dependency_files, split_codes(args.select)))
         attributions.update({verdict.nodeid: attributor.attribute(verdict) for verdict in unmatched})
     tree_run = outcome.runs.get("tree")
     rootdir = Path(tree_run.results.rootdir) if tree_run and tree_run.results.rootdir else Path.cwd()

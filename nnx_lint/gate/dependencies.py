@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.gate.results import Failure, Frame
 
 #: Directories that hold installed packages.
@@ -47,29 +46,3 @@ def dependency_frames(failure: Failure | None) -> list[Frame]:
         if location is not None and location[1] not in RUNTIME_PACKAGES and frame.file.endswith(".py"):
             found.append(frame)
     return found
-
-
-def lint_dependency_files(files: list[str], select: list[str] | None) -> list[Diagnostic]:
-    """nnx-lint's diagnostics for the dependency ``files``, with the default settings (a dependency's
-    own configuration is not the project's to apply) and ``select`` when given; without the cache.
-
-    Each installed-packages directory is linted as the root of its files, so that a dependency's
-    imports of its own modules resolve (``qwix._src.providers`` under ``site-packages``).
-    """
-    from nnx_lint.config import Settings
-    from nnx_lint.registry import select_rules
-    from nnx_lint.runner import run
-
-    by_directory: dict[Path, list[Path]] = {}
-    for file in files:
-        location = installed_location(file)
-        if location is not None and Path(file).is_file():
-            by_directory.setdefault(location[0], []).append(Path(file))
-    diagnostics: list[Diagnostic] = []
-    for directory, paths in sorted(by_directory.items()):
-        settings = Settings(root=directory, source_roots=[directory.resolve()])
-        if select is not None:
-            settings.select = select
-            select_rules(settings.select, settings.ignore, settings.extend_select)
-        diagnostics += run(sorted(set(paths)), settings, cache_dir=None).diagnostics
-    return [d for d in diagnostics if d.kind != "linter"]
