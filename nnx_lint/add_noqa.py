@@ -17,6 +17,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nnx_lint import bounds
+from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.noqa import _NOQA, apply_noqa
 
@@ -31,8 +33,8 @@ class NoqaOutcome:
     skipped: list[str] = field(default_factory=list)
 
 
-def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
-    """Insert the comments for ``diagnostics`` into their files."""
+def add_noqa(diagnostics: list[Diagnostic], scope: WriteScope) -> NoqaOutcome:
+    """Insert the comments for ``diagnostics`` into their files, writing only inside ``scope``."""
     outcome = NoqaOutcome()
     by_file: dict[str, list[Diagnostic]] = defaultdict(list)
     for diagnostic in diagnostics:
@@ -42,15 +44,18 @@ def add_noqa(diagnostics: list[Diagnostic]) -> NoqaOutcome:
             outcome.skipped += [f"{path}: cell {d.facts.get('cell', '?')}:{d.line}: notebooks are not edited by "
                                 f"--add-noqa" for d in found]
             continue
-        _add_to_file(Path(path), found, outcome)
+        _add_to_file(Path(path), found, outcome, scope)
     return outcome
 
 
-def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome) -> None:
+def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome, scope: WriteScope) -> None:
     try:
-        data = path.read_bytes()
+        data = bounds.read_bounded(path)
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
+    except bounds.ParseFailure as failure:
+        outcome.skipped += [f"{path}:{d.line}: cannot edit the file ({failure.message})" for d in diagnostics]
+        return
     except (OSError, SyntaxError, UnicodeDecodeError) as exc:
         outcome.skipped += [f"{path}:{d.line}: cannot edit the file ({exc})" for d in diagnostics]
         return
@@ -84,7 +89,11 @@ def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome
             lines[target - 1] = after
             changed += len(codes)
     if changed:
-        path.write_bytes("".join(lines).encode(encoding))
+        try:
+            write_confined(path, "".join(lines).encode(encoding), scope)
+        except (WriteRefused, OSError) as exc:
+            outcome.skipped += [f"{path}:{d.line}: not edited: {exc}" for d in diagnostics]
+            return
         outcome.added += changed
         outcome.files.add(str(path))
 

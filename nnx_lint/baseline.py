@@ -21,11 +21,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nnx_lint import bounds
 from nnx_lint.config import _relative_posix
+from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.source_lines import Reader, SourceLines, read_from_disk
 
 BASELINE_VERSION = 1
+#: A baseline larger than this is refused (about 200 000 findings).
+_BASELINE_BYTES = 64 * 1024 * 1024
 #: Facts that say where, not what: they change when lines move, so they stay out of the hash
 #: (``pin``: the spans a pin fix edits; ``ipynb``: the span in a notebook's JSON text).
 _POSITION_FACT = re.compile(r"(^|_)(line|lines|lineno|col|column|cell|traceback|pin|ipynb)($|_)")
@@ -77,8 +81,10 @@ def entries_for(diagnostics: Iterable[Diagnostic], root: Path, read: Reader = re
     return result
 
 
-def write_baseline(path: Path, entries: Iterable[Entry]) -> int:
-    """Write the baseline file (sorted, stable); returns the number of entries."""
+def write_baseline(path: Path, entries: Iterable[Entry], scope: WriteScope) -> int:
+    """Write the baseline file (sorted, stable) inside ``scope``; returns the number of entries.
+
+    Never through a symlink: a committed ``nnx-lint-baseline.json -> ~/.bashrc`` is refused."""
     ordered = sorted(set(entries))
     document = {
         "version": BASELINE_VERSION,
@@ -89,7 +95,9 @@ def write_baseline(path: Path, entries: Iterable[Entry]) -> int:
     }
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     try:
-        path.write_text(text, encoding="utf-8")
+        write_confined(path, text.encode("utf-8"), scope)
+    except WriteRefused as exc:
+        raise BaselineError(f"cannot write baseline {exc}") from None
     except OSError as exc:
         raise BaselineError(f"cannot write baseline {path}: {exc.strerror or exc}") from None
     return len(ordered)
@@ -98,7 +106,10 @@ def write_baseline(path: Path, entries: Iterable[Entry]) -> int:
 def read_baseline(path: Path) -> list[Entry]:
     """The entries of a baseline file; :class:`BaselineError` if it is unreadable or malformed."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        # Bounded, and only a regular file: a baseline linked to /dev/zero is refused, not read forever.
+        document = json.loads(bounds.read_bounded(path, cap=_BASELINE_BYTES).decode("utf-8"))
+    except bounds.ParseFailure as failure:
+        raise BaselineError(f"cannot read baseline {path}: {failure.message}") from None
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -113,7 +113,8 @@ def finish(args: argparse.Namespace, settings: Settings, result: RunResult, prep
         from nnx_lint.baseline import BaselineError, entries_for, write_baseline
 
         try:
-            count = write_baseline(args.write_baseline, [e for e, _ in entries_for(result.diagnostics, settings.root, read)])
+            entries = [e for e, _ in entries_for(result.diagnostics, settings.root, read)]
+            count = write_baseline(args.write_baseline, entries, write_scope(args, settings, args.write_baseline))
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
         print(f"nnx-lint: wrote {count} finding{'s' * (count != 1)} to {args.write_baseline}", file=sys.stderr)
@@ -121,7 +122,7 @@ def finish(args: argparse.Namespace, settings: Settings, result: RunResult, prep
     if args.add_noqa:
         from nnx_lint.add_noqa import add_noqa
 
-        outcome = add_noqa(result.diagnostics)
+        outcome = add_noqa(result.diagnostics, write_scope(args, settings))
         for skipped in outcome.skipped:
             print(f"nnx-lint: --add-noqa: left {skipped}", file=sys.stderr)
         files = len(outcome.files)
@@ -139,6 +140,13 @@ def report(args: argparse.Namespace, prepared: Prepared) -> None:
     lines = prepared.outcome.summary_lines(verbose=args.verbose)
     machine = args.output_format != "text"
     print("\n".join(lines), file=sys.stderr if machine else sys.stdout)
+
+
+def write_scope(args: argparse.Namespace, settings: Settings, *also: Path):
+    """Where this run may write: the project root, and paths the user named outside it."""
+    from nnx_lint.confined_writes import WriteScope
+
+    return WriteScope.of(settings.root, [*args.paths, *also])
 
 
 def _reader(args: argparse.Namespace, prepared: Prepared):

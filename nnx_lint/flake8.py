@@ -25,7 +25,6 @@ from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
-from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 
@@ -70,9 +69,7 @@ class NNXFlake8Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.selected_codes is not None and not self.selected_codes:
             return  # no NNX code selected (`flake8 --select E9`): no analysis at all
-        text = "".join(self.lines)
-        if not mentions_nnx(text):
-            return
+        text = "".join(self.lines)  # lint_source's pre-filter decides on it, imports included
         path = Path(self.filename)
         settings = settings_for_file(path, self.config_file)
         rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)

@@ -102,3 +102,38 @@ def _setup_cfg_package_dirs(path: Path) -> list[str]:
             found.append(directory.strip() if not package.strip() else str(Path(directory.strip()).parent))
     where = parser.get("options.packages.find", "where", fallback="").split()
     return found + where
+
+
+def module_name_for(path: Path) -> tuple[str, Path]:
+    """The dotted module name of ``path`` and the root directory it is relative to.
+
+    Walks up through packages (directories with ``__init__.py``).
+    """
+    path = path.resolve()
+    parts = [path.stem] if path.stem != "__init__" else []
+    directory = path.parent
+    while (directory / "__init__.py").exists() and directory.parent != directory:
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    return ".".join(parts) or path.stem, directory
+
+
+def find_module_file(module_name: str, roots: list[Path]) -> Path | None:
+    """The source file ``import module_name`` finds under ``roots`` (in order), resolved;
+    None for a name outside the project or a package nnx-lint never reads (flax, jax, ...).
+
+    The one place that maps a module name to a project file: the project's module loader
+    and the pre-filter both ask it. Only the file system is consulted, nothing is imported.
+    """
+    from nnx_lint.nnx_api import EXTERNAL_PACKAGES
+
+    if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
+        return None
+    if module_name.split(".")[0] in EXTERNAL_PACKAGES:
+        return None  # flax's own checkout is never read as "the project"
+    relative = Path(*module_name.split("."))
+    for root in roots:
+        for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
+            if candidate.is_file():
+                return candidate.resolve()
+    return None

@@ -14,20 +14,7 @@ from pathlib import Path
 from astroid import nodes
 
 from nnx_lint import bounds, parsing
-
-
-def module_name_for(path: Path) -> tuple[str, Path]:
-    """The dotted module name of ``path`` and the root directory it is relative to.
-
-    Walks up through packages (directories with ``__init__.py``).
-    """
-    path = path.resolve()
-    parts = [path.stem] if path.stem != "__init__" else []
-    directory = path.parent
-    while (directory / "__init__.py").exists() and directory.parent != directory:
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts) or path.stem, directory
+from nnx_lint.package_roots import find_module_file, module_name_for  # noqa: F401 (re-exported)
 
 
 class Project:
@@ -110,20 +97,9 @@ class Project:
         return self._files[key]
 
     def _search(self, module_name: str, first_root: Path | None = None) -> Path | None:
-        from nnx_lint.names import is_external
-
-        if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
-            return None
-        if is_external(module_name):
-            return None  # flax's own checkout is never read as "the project"
-        relative = Path(*module_name.split("."))
         first_root = first_root or self._file_root
         roots = ([first_root] if first_root else []) + [r for r in self.roots if r != first_root]
-        for root in roots:
-            for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
-                if candidate.is_file():
-                    return candidate.resolve()
-        return None
+        return find_module_file(module_name, roots)
 
     def find_file_from(self, module_name: str, first_root: Path) -> Path | None:
         """The file ``import module_name`` finds for a module whose package root is ``first_root``."""
@@ -224,6 +200,12 @@ class Project:
             return NameResolver(module, self).resolve_assignment(assignment, attribute)
         finally:
             self._resolving.discard(key)
+
+    def module_mentions_nnx(self, module_name: str) -> bool:
+        """Whether the project module ``module_name`` exists and its text could name ``flax.nnx``
+        (a file importing it may then use nnx names it re-exports: see :mod:`nnx_lint.prefilter`)."""
+        path = self.find_file(module_name)
+        return path is not None and self._mentions_nnx(path)
 
     def _mentions_nnx(self, path: Path) -> bool:
         if path not in self._mentions:

@@ -27,7 +27,7 @@ from nnx_lint.engine import _linter_diagnostic, lint_module
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.noqa import apply_noqa
-from nnx_lint.prefilter import mentions_nnx
+from nnx_lint.prefilter import reaches_nnx
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 from nnx_lint.rule import Rule
@@ -71,8 +71,6 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     try:
         if source is None and module.file:
             source = bounds.read_bounded(module.file, bounds.LIMITS.source_bytes)
-        if not mentions_nnx(source or ""):
-            return []
         if isinstance(source, bytes):
             bounds.check_bytes(source, bounds.LIMITS.source_bytes)
             text = source.decode(module.file_encoding or "utf-8", errors="replace")
@@ -85,6 +83,8 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
     project = shared_project(settings.analysis_roots())  # the CLI's roots
     project.start_file(path, package_root)
+    if not reaches_nnx(text, module.name, module.package, project.module_mentions_nnx):
+        return []
     diagnostics = lint_module(module, path, rules, project)
     if analysed_whole(diagnostics):  # on a file not analysed whole every noqa would look unused
         diagnostics += unused_noqa(diagnostics, text, rules, path)

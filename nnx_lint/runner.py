@@ -17,7 +17,7 @@ from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.file_config import selectors_for as _selectors
-from nnx_lint.prefilter import mentions_nnx
+from nnx_lint.prefilter import PreFilter
 
 
 @dataclass
@@ -128,6 +128,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         return digests[file]
 
     roots = [str(root) for root in settings.analysis_roots()]
+    prefilter = PreFilter(settings.analysis_roots())
     pending: list[tuple] = []
     keys: list[tuple[str, str, str]] = []
     for file in discover(paths, settings):
@@ -137,7 +138,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             data = bounds.read_bounded(file)  # at most the size limit + 1 byte; never a FIFO
         except bounds.ParseFailure:
             data = None  # analyse_file reports why
-        if data is not None and not mentions_nnx(data):
+        if data is not None and not prefilter.needs_analysis(file, data):
             continue  # the pre-filter: no astroid work for files no rule can match
         selectors = _selectors(settings, file)
         key = os.path.abspath(file)

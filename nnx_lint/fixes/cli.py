@@ -28,8 +28,11 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
     Returns the applied fixes by code, the number of files changed (or that would change),
     and the unified diffs (with ``diff``).
     """
+    from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+    from nnx_lint.escaping import printable
     from nnx_lint.runner import _display_path, discover
 
+    scope = WriteScope.of(settings.root, paths)
     fixed: Counter = Counter()
     changed = 0
     diffs: list[str] = []
@@ -40,14 +43,17 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
         before, after, counts = outcome
         if after == before:
             continue
-        changed += 1
-        fixed.update(counts)
         if diff:
             diffs.append(_unified_diff(before, after, _display_path(file)))
         else:
-            # newline="" keeps the file's own line endings (the text was decoded without translation).
-            with open(file, "w", encoding="utf-8", newline="") as handle:
-                handle.write(after)
+            try:
+                # Encoded as decoded, without newline translation: the file keeps its own line endings.
+                write_confined(file, after.encode("utf-8"), scope)
+            except (WriteRefused, OSError) as exc:
+                print(f"nnx-lint: warning: {printable(str(exc))}", file=sys.stderr)
+                continue
+        changed += 1
+        fixed.update(counts)
     return fixed, changed, diffs
 
 
@@ -58,14 +64,14 @@ def _fixed_text(file: Path, settings, unsafe: bool, data: bytes | None = None) -
     from nnx_lint import bounds
     from nnx_lint.file_config import rules_for
     from nnx_lint.fixes.apply import fix_file, fix_notebook
-    from nnx_lint.prefilter import mentions_nnx
+    from nnx_lint.prefilter import PreFilter
 
     try:
         data = bounds.read_bounded(file) if data is None else data
         bounds.check_bytes(data, bounds.LIMITS.notebook_bytes if file.suffix == ".ipynb" else bounds.LIMITS.source_bytes)
     except bounds.ParseFailure:
         return None
-    if not mentions_nnx(data):
+    if not PreFilter(settings.analysis_roots()).needs_analysis(file, data):
         return None
     rules = list(rules_for(settings, file))
     roots = [str(root) for root in settings.analysis_roots()]

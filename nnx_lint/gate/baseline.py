@@ -12,8 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nnx_lint import bounds
+from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+
 TOOL = "nnx-lint gate"
 VERSION = 1
+#: A larger baseline is refused rather than read (about 100 000 test ids).
+_BASELINE_BYTES = 16 * 1024 * 1024
 
 
 class BaselineError(ValueError):
@@ -23,10 +28,10 @@ class BaselineError(ValueError):
 def read_baseline(path: Path) -> set[str]:
     """The node ids of a baseline file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BaselineError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+        data = json.loads(bounds.read_bounded(path, cap=_BASELINE_BYTES).decode("utf-8"))
+    except bounds.ParseFailure as failure:
+        raise BaselineError(f"{path}: {failure.message}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BaselineError(f"{path}: not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("tool") != TOOL:
         raise BaselineError(f"{path}: not an nnx-lint gate baseline (expected \"tool\": \"{TOOL}\")")
@@ -38,10 +43,13 @@ def read_baseline(path: Path) -> set[str]:
     return set(breaks)
 
 
-def write_baseline(path: Path, nodeids: set[str]) -> None:
-    """Write ``nodeids`` as a baseline, sorted so that the file diffs well."""
+def write_baseline(path: Path, nodeids: set[str], scope: WriteScope) -> None:
+    """Write ``nodeids`` as a baseline inside ``scope`` (never through a symlink), sorted so
+    that the file diffs well."""
     data = {"tool": TOOL, "version": VERSION, "tree_mode_breaks": sorted(nodeids)}
     try:
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        write_confined(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"), scope)
+    except WriteRefused as exc:
+        raise BaselineError(str(exc)) from None
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -163,7 +163,10 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     passing = attributor.findings_in_passing_tests(outcome, rootdir)
     if args.write_baseline is not None:
         try:
-            write_baseline(args.write_baseline, {verdict.nodeid for verdict in breaking})
+            from nnx_lint.confined_writes import WriteScope
+
+            scope = WriteScope.of(Path.cwd(), [path, args.write_baseline])
+            write_baseline(args.write_baseline, {verdict.nodeid for verdict in breaking}, scope)
         except BaselineError as exc:
             outcome.problems.append(str(exc))
         baseline = (baseline or set()) | {verdict.nodeid for verdict in breaking}
