@@ -25,6 +25,7 @@ from nnx_lint import bounds
 from nnx_lint.config import _relative_posix
 from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.escaping import printable
 from nnx_lint.source_lines import Reader, SourceLines, read_from_disk
 
 BASELINE_VERSION = 1
@@ -152,7 +153,9 @@ class BaselineOutcome:
             lines.append(f"{count} baselined finding{'s are' if count != 1 else ' is'} fixed: "
                          "run --write-baseline to shrink the baseline")
             if verbose:
-                lines += [f"    fixed: {e.file}: {e.code} {e.message}" for e in sorted(self.fixed)]
+                # The baseline file is the analysed repository's: its text is escaped like any other.
+                lines += [f"    fixed: {printable(e.file)}: {printable(e.code)} {printable(e.message)}"
+                          for e in sorted(self.fixed)]
         progress = f"{self.remaining} of {self.in_scope} baselined finding{'s' * (self.in_scope != 1)} remain"
         if self.out_of_scope:
             progress += f" ({self.out_of_scope} more not checked in this run)"

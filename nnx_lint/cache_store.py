@@ -217,8 +217,13 @@ class SignedFile:
                 warn(f"ignoring cache {self.path}: not a regular file of plausible size")
                 return None
             chunks = []
-            while chunk := os.read(descriptor, 1 << 20):
+            remaining = _MAX_FILE_BYTES + 1  # bounded even if the file grows while it is read
+            while remaining > 0 and (chunk := os.read(descriptor, min(remaining, 1 << 20))):
                 chunks.append(chunk)
+                remaining -= len(chunk)
+            if remaining <= 0:
+                warn(f"ignoring cache {self.path}: not a regular file of plausible size")
+                return None
             return b"".join(chunks)
         except OSError as exc:
             warn(f"ignoring cache {self.path}: {exc.strerror or exc}")

@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     check.add_argument("--cache-dir", type=Path, help="cache directory (default: one per project in the user cache directory)")
     check.add_argument("--config", type=Path, help="a pyproject.toml to read [tool.nnx-lint] from")
+    check.add_argument("--isolated", action="store_true",
+                       help="ignore every configuration file (as Ruff): the defaults, the cwd as the project root")
     check.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing rules")
     check.add_argument("--confirm", action="store_true",
                        help="back each diagnostic with a minimal reproduction run under Tree Mode (needs jax)")
@@ -116,7 +118,7 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from nnx_lint.config import ConfigError, load_settings, split_codes
+    from nnx_lint.config import ConfigError, default_settings, load_settings, split_codes
     from nnx_lint.escaping import printable
     from nnx_lint.registry import UnknownSelector, select_rules
     from nnx_lint.reporters import render
@@ -131,12 +133,19 @@ def _check(args: argparse.Namespace) -> int:
         if not path.exists() and path != cli_ci.STDIN_PATH:
             print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
+    if args.isolated and args.config is not None:
+        print("nnx-lint: error: --isolated ignores every configuration file: it cannot be used with --config",
+              file=sys.stderr)
+        return EXIT_ERROR
     try:
-        settings = load_settings(cli_ci.config_start(args), args.config)
+        settings = default_settings() if args.isolated else load_settings(cli_ci.config_start(args), args.config)
         if args.select is not None:
-            # Like Ruff: a selection on the command line replaces the file's whole selection.
+            # Like Ruff: a selection on the command line starts the resolution afresh, so the
+            # file's select, extend-select and ignore are all dropped (a committed `ignore =
+            # ["NNX"]` cannot silence a CI run that selects on the command line).
             settings.select = split_codes(args.select)
             settings.extend_select = []
+            settings.ignore = []
         if args.ignore is not None:
             settings.ignore = split_codes(args.ignore) or []
         if args.extend_select is not None:

@@ -152,11 +152,17 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
+def default_settings() -> Settings:
+    """The settings without any configuration file (``--isolated``, or no pyproject.toml):
+    every default rule, no excludes, the cwd as the project root."""
+    return Settings(root=Path.cwd(), source_roots=source_roots(Path.cwd(), None, {}))
+
+
 def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     """Read ``[tool.nnx-lint]`` from ``config_file`` or the nearest pyproject.toml."""
     path = config_file or find_pyproject(start)
     if path is None:
-        return Settings(root=Path.cwd(), source_roots=source_roots(Path.cwd(), None, {}))
+        return default_settings()
     data = _read_toml(path)
     tool = data.get("tool", {})
     if not isinstance(tool, dict):

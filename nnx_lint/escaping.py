@@ -12,6 +12,8 @@ terminal. Every reporter passes such text through one of the functions here.
 'a%2Cb%3A%3Ac.py'
 >>> printable("self.\\x1b[2J\\rX")
 'self.\\\\x1b[2J\\\\rX'
+>>> line_start_path("::stop-commands::tok.py")
+'./::stop-commands::tok.py'
 >>> markdown_cell("a|b `c` <i>")
 'a&#124;b &#96;c&#96; &#60;i&#62;'
 """
@@ -38,6 +40,17 @@ def printable(text: str, keep: str = "") -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() or char in keep else _escape(char) for char in text)
+
+
+def line_start_path(path: str) -> str:
+    """A file path that begins an output line, made safe to begin one: printable, and
+    prefixed with ``./`` (the same file) unless it starts with a letter, a digit, ``_``,
+    ``.`` or ``/``. A committed file named ``::stop-commands::x.py`` would otherwise start a
+    line that GitHub Actions obeys (``::``), and ``##vso[...]`` one that Azure Pipelines does."""
+    shown = printable(path)
+    if shown.startswith(("::", "##")) or not (shown[:1].isalnum() or shown[:1] in ("_", ".", "/", "\\")):
+        return "./" + shown
+    return shown
 
 
 def printable_lines(text: str) -> str:

@@ -16,11 +16,13 @@ some (``--select NNX2``) only those rules run.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nnx_lint
+from nnx_lint.config import default_settings
 from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
@@ -47,6 +49,8 @@ class NNXFlake8Plugin:
 
     #: ``--nnx-config``: the pyproject.toml to read instead of each file's nearest one.
     config_file: Path | None = None
+    #: flake8's own ``--isolated``: no configuration file at all, [tool.nnx-lint] included.
+    isolated: bool = False
 
     def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
         self.filename = filename
@@ -64,6 +68,9 @@ class NNXFlake8Plugin:
         """flake8 hands over its parsed options: the configuration file to read, and which
         NNX codes they select."""
         cls.config_file = Path(options.nnx_config) if getattr(options, "nnx_config", None) else None
+        # flake8 consumes `--isolated` in its preliminary parse and never passes it on to the
+        # plugins' options: read it from the command line, where flake8 itself read it.
+        cls.isolated = bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
         cls.selected_codes = _selected_codes(options)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
@@ -71,7 +78,7 @@ class NNXFlake8Plugin:
             return  # no NNX code selected (`flake8 --select E9`): no analysis at all
         text = "".join(self.lines)  # lint_source's pre-filter decides on it, imports included
         path = Path(self.filename)
-        settings = settings_for_file(path, self.config_file)
+        settings = default_settings() if self.isolated else settings_for_file(path, self.config_file)
         rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)
                  if self.selected_codes is None or rule.code in self.selected_codes]
         if not rules:

@@ -17,6 +17,7 @@ declared only there is not found (configure ``src`` instead).
 from __future__ import annotations
 
 import configparser
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,10 @@ def source_roots(project_root: Path, configured: list[str] | None, pyproject: di
 
     ``configured`` is ``[tool.nnx-lint] src`` (paths relative to ``project_root``);
     ``pyproject`` is the whole parsed ``pyproject.toml`` (``{}`` when there is none).
-    Only existing directories are returned, resolved, in that order, without duplicates.
+    Only existing directories are returned, resolved, in that order, without duplicates,
+    and only those inside the project root once resolved: the configuration and the
+    symlinks are the analysed repository's, and a committed ``src -> /`` (or ``src =
+    ["/"]``) must not make a run read the whole file system.
     """
     if configured is not None:
         candidates = [project_root / entry for entry in configured]
@@ -35,12 +39,16 @@ def source_roots(project_root: Path, configured: list[str] | None, pyproject: di
     candidates += [project_root / entry for entry in _declared_package_dirs(pyproject)]
     candidates += [project_root / entry for entry in _setup_cfg_package_dirs(project_root / "setup.cfg")]
     roots: list[Path] = []
+    try:
+        inside = project_root.resolve()
+    except (OSError, RuntimeError):
+        return roots
     for candidate in candidates:
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError):  # a symlink loop: not a root
             continue
-        if resolved.is_dir() and resolved not in roots:
+        if resolved.is_dir() and resolved not in roots and resolved.is_relative_to(inside):
             roots.append(resolved)
     return roots
 
@@ -90,10 +98,15 @@ def _setup_cfg_package_dirs(path: Path) -> list[str]:
     """``[options] package_dir`` (``=src`` or ``pkg = lib/pkg`` lines) and ``[options.packages.find] where``."""
     if not path.is_file():
         return []
+    from nnx_lint import bounds
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, configparser.Error):
+        data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
+        if len(data) > bounds.LIMITS.source_bytes:
+            return []  # a build file of megabytes is not one to take package directories from
+        parser.read_string(data.decode("utf-8", errors="replace"))
+    except (bounds.ParseFailure, configparser.Error):
         return []
     found: list[str] = []
     for line in parser.get("options", "package_dir", fallback="").splitlines():
@@ -118,6 +131,36 @@ def module_name_for(path: Path) -> tuple[str, Path]:
     return ".".join(parts) or path.stem, directory
 
 
+def is_searchable(module_name: str) -> bool:
+    """Whether ``module_name`` could be a project module: a dotted identifier outside the
+    packages nnx-lint never reads (flax's own checkout is never read as "the project")."""
+    from nnx_lint.nnx_api import EXTERNAL_PACKAGES
+
+    return (bool(module_name) and all(part.isidentifier() for part in module_name.split("."))
+            and module_name.split(".")[0] not in EXTERNAL_PACKAGES)
+
+
+#: The cache key of a module search: "which file does ``import name`` find from this root?"
+MODULE_SEARCH_KEY = "nnx-lint:module:"
+
+
+def module_search_key(first_root: Path | None, module_name: str) -> str:
+    """The dependency key that stands for a module search (see :func:`module_search_result`).
+
+    A module that was looked for and *not* found is a dependency too: when it appears, an
+    analysis that ran without it is stale.
+    """
+    return MODULE_SEARCH_KEY + json.dumps([str(first_root) if first_root else "", module_name])
+
+
+def module_search_result(key: str, run_roots: list[Path]) -> str:
+    """The value of a :func:`module_search_key` dependency now: the file found, or ``""``."""
+    first_root, module_name = json.loads(key[len(MODULE_SEARCH_KEY):])
+    roots = ([Path(first_root)] if first_root else []) + [r for r in run_roots if str(r) != first_root]
+    found = find_module_file(module_name, roots)
+    return str(found) if found else ""
+
+
 def find_module_file(module_name: str, roots: list[Path]) -> Path | None:
     """The source file ``import module_name`` finds under ``roots`` (in order), resolved;
     None for a name outside the project or a package nnx-lint never reads (flax, jax, ...).
@@ -125,12 +168,8 @@ def find_module_file(module_name: str, roots: list[Path]) -> Path | None:
     The one place that maps a module name to a project file: the project's module loader
     and the pre-filter both ask it. Only the file system is consulted, nothing is imported.
     """
-    from nnx_lint.nnx_api import EXTERNAL_PACKAGES
-
-    if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
+    if not is_searchable(module_name):
         return None
-    if module_name.split(".")[0] in EXTERNAL_PACKAGES:
-        return None  # flax's own checkout is never read as "the project"
     relative = Path(*module_name.split("."))
     for root in roots:
         for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from astroid import nodes
 
 from nnx_lint import bounds, parsing
-from nnx_lint.package_roots import find_module_file, module_name_for  # noqa: F401 (re-exported)
+from nnx_lint.package_roots import find_module_file, is_searchable, module_name_for, module_search_key  # noqa: F401
 
 
 class Project:
@@ -36,7 +36,7 @@ class Project:
         self._digests: dict[Path, str] = {}
         #: path -> (module name, file root, digest of the text) each tree was built with.
         self._built_as: dict[Path, tuple[str, Path | None, bytes]] = {}
-        self._mentions: dict[Path, bool] = {}
+        self._mentions: dict[Path, tuple[bool, str]] = {}  # path -> (names nnx, sha256)
         self._resolving: set[tuple[str, str]] = set()
         self._caller_indexes: dict = {}  # directories -> nnx_lint.callers.CallerIndex
         self._current_file: Path | None = None
@@ -94,7 +94,12 @@ class Project:
         key = (module_name, self._file_root)
         if key not in self._files:
             self._files[key] = self._search(module_name)
-        return self._files[key]
+        found = self._files[key]
+        if is_searchable(module_name):
+            # Found or not, the answer is a dependency: a module that appears later (restored
+            # on another branch) makes this analysis stale, as does one that goes.
+            self.dependencies[module_search_key(self._file_root, module_name)] = str(found) if found else ""
+        return found
 
     def _search(self, module_name: str, first_root: Path | None = None) -> Path | None:
         first_root = first_root or self._file_root
@@ -103,7 +108,10 @@ class Project:
 
     def find_file_from(self, module_name: str, first_root: Path) -> Path | None:
         """The file ``import module_name`` finds for a module whose package root is ``first_root``."""
-        return self._search(module_name, first_root.resolve())
+        found = self._search(module_name, first_root.resolve())
+        if is_searchable(module_name):
+            self.dependencies[module_search_key(first_root.resolve(), module_name)] = str(found) if found else ""
+        return found
 
     def caller_index(self):
         """The reverse index of callers (:class:`nnx_lint.callers.CallerIndex`) over the run's
@@ -208,14 +216,19 @@ class Project:
         return path is not None and self._mentions_nnx(path)
 
     def _mentions_nnx(self, path: Path) -> bool:
+        """Whether the text of the project file ``path`` names ``nnx``; the text is a
+        dependency of the current analysis (a re-export added later changes the answer)."""
         if path not in self._mentions:
             from nnx_lint.prefilter import mentions_nnx
 
             try:
-                self._mentions[path] = mentions_nnx(bounds.read_bounded(path, bounds.LIMITS.source_bytes))
+                data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
+                self._mentions[path] = (mentions_nnx(data), hashlib.sha256(data).hexdigest())
             except bounds.ParseFailure:
-                self._mentions[path] = False
-        return self._mentions[path]
+                self._mentions[path] = (False, "")
+        mentions, digest = self._mentions[path]
+        self.dependencies.setdefault(str(path), digest)
+        return mentions
 
     def definition(self, qualified_name: str, depth: int = 0) -> nodes.NodeNG | None:
         """The ClassDef/FunctionDef a project qualified name denotes, if it is the project's;

@@ -58,13 +58,13 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
     Text from the analysed code — file names, the names quoted in messages and help,
     evidence — is passed through :func:`~nnx_lint.escaping.printable`, so each field is one
     visible line and no control character reaches the terminal."""
-    from nnx_lint.escaping import printable, printable_lines
+    from nnx_lint.escaping import line_start_path, printable, printable_lines
     from nnx_lint.related import position
 
     lines = []
     for index, d in enumerate(result.diagnostics):
         where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
-        line = f"{printable(d.path)}:{where}{d.line}:{d.column}: {d.code} {printable(d.message)}"
+        line = f"{line_start_path(d.path)}:{where}{d.line}:{d.column}: {d.code} {printable(d.message)}"
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
@@ -81,7 +81,7 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
     if verbose:
         for d in result.diagnostics:
             if "traceback" in d.facts:
-                lines.append(f"{printable(d.path)}: traceback of {printable(str(d.facts.get('rule')))}:\n"
+                lines.append(f"{line_start_path(d.path)}: traceback of {printable(str(d.facts.get('rule')))}:\n"
                              f"{printable_lines(str(d.facts['traceback']))}")
     lines.append(summary(result))
     if result.confirmations:

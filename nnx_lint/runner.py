@@ -15,6 +15,7 @@ from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
 from nnx_lint.collection import fewer_collections, settle_file
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.package_roots import MODULE_SEARCH_KEY, module_search_result
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.file_config import selectors_for as _selectors
 from nnx_lint.prefilter import PreFilter
@@ -113,6 +114,10 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     caller_answers = None  # their values from earlier runs (nnx_lint.callers.CallerAnswers), on first use
 
     def digest_of(file: str) -> str:
+        if file.startswith(MODULE_SEARCH_KEY):
+            if file not in digests:
+                digests[file] = module_search_result(file, analysis_roots)
+            return digests[file]
         if file.startswith(CALLERS_KEY_PREFIX):
             from nnx_lint.callers import CallerAnswers, dependency_value
 
@@ -127,8 +132,9 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
                 digests[file] = ""
         return digests[file]
 
-    roots = [str(root) for root in settings.analysis_roots()]
-    prefilter = PreFilter(settings.analysis_roots())
+    analysis_roots = settings.analysis_roots()
+    roots = [str(root) for root in analysis_roots]
+    prefilter = PreFilter(analysis_roots)
     pending: list[tuple] = []
     keys: list[tuple[str, str, str]] = []
     for file in discover(paths, settings):

@@ -53,6 +53,10 @@ _BOOTSTRAP = (
 )
 
 
+#: How much of a worker's stderr is read for its last lines.
+_STDERR_TAIL_BYTES = 64 * 1024
+
+
 class _WorkerGone(Exception):
     """The worker closed its output (it crashed or was killed) or could not be written to."""
 
@@ -142,8 +146,10 @@ class _Worker:
         """The last lines the worker wrote to stderr since the last message it was sent."""
         try:
             with self.stderr_path.open("rb") as stream:
-                stream.seek(self.stderr_mark)
-                lines = stream.read().decode("utf-8", "replace").strip().splitlines()
+                # Only the tail: a worker that wrote gigabytes must not cost their reading.
+                end = stream.seek(0, os.SEEK_END)
+                stream.seek(max(self.stderr_mark, end - _STDERR_TAIL_BYTES))
+                lines = stream.read(_STDERR_TAIL_BYTES).decode("utf-8", "replace").strip().splitlines()
         except OSError:
             return ""
         return " | ".join(lines[-3:]) or "no message"

@@ -42,5 +42,9 @@ def lint_text(path: Path | None, data: bytes, settings: Settings) -> list[Diagno
 
 
 def read_stdin() -> bytes:
-    """All of standard input, as bytes (the engine decodes them as it decodes a file)."""
-    return sys.stdin.buffer.read()
+    """Standard input, as bytes (the engine decodes them as it decodes a file): at most one
+    byte over the largest file nnx-lint analyses, so the engine reports an endless stream
+    as over the limit (NNX004) instead of reading it until memory runs out."""
+    from nnx_lint import bounds
+
+    return sys.stdin.buffer.read(bounds.LIMITS.notebook_bytes + 1)

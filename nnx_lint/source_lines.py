@@ -19,10 +19,12 @@ Reader = Callable[[str], "bytes | None"]
 
 
 def read_from_disk(path: str) -> bytes | None:
-    """The default :data:`Reader`."""
+    """The default :data:`Reader`: bounded like every read of an analysed file."""
+    from nnx_lint import bounds
+
     try:
-        return Path(path).read_bytes()
-    except OSError:
+        return bounds.read_bounded(path)
+    except bounds.ParseFailure:
         return None
 
 
