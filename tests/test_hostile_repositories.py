@@ -262,3 +262,23 @@ def test_isolated_ignores_every_configuration_file(repo):
     assert run("nnx-lint", "check", ".", "--isolated", "--config", "pyproject.toml", cwd=repo).returncode == 2
     flake8 = run("flake8", "--isolated", "--select", "NNX", "m.py", cwd=repo)
     assert b"NNX201" in flake8.stdout
+
+
+def test_the_documented_plugin_commands_run_no_repository_code(repo):
+    """flake8's local plugins and pylint's init-hook run code named by the repository; the
+    commands docs/security.md gives for untrusted code read none of it, and still lint."""
+    marker = repo.parent / "PWNED"
+    (repo / "m.py").write_text(FINDING)
+    (repo / "evil_plugin.py").write_text(f"open({str(marker)!r}, 'w').close()\nclass P:\n    name = 'p'\n"
+                                         "    version = '1'\n    def __init__(self, tree): pass\n"
+                                         "    def run(self): return iter(())\n")
+    (repo / "setup.cfg").write_text("[flake8:local-plugins]\nextension =\n    X100 = evil_plugin:P\npaths = .\n")
+    (repo / ".pylintrc").write_text(f"[MAIN]\ninit-hook=open({str(marker)!r}, 'w').close()\n")
+    flake8 = run("flake8", "--isolated", "--select", "NNX", "m.py", cwd=repo)
+    pylint = run("pylint", "--rcfile=/dev/null", "--disable=all", "--enable=nnx", "--load-plugins=nnx_lint.pylint",
+                 "m.py", cwd=repo)
+    assert not marker.exists()
+    assert b"NNX201" in flake8.stdout and b"NNX201" in pylint.stdout
+    # Without the protection, both run the repository's code (the reason for the advice).
+    run("flake8", "--select", "NNX", "m.py", cwd=repo)
+    assert marker.exists()
