@@ -32,6 +32,14 @@ def _is_magic(line: str) -> bool:
     return stripped.startswith(("%", "!")) or (stripped.endswith("?") and not stripped.startswith("#"))
 
 
+def _without_magic(line: str) -> str:
+    """A magic line as Python: a comment, or ``pass`` with the magic as its comment when it
+    is indented (``if IN_COLAB:`` then ``  !pip install ...``), so that the block it is the
+    only statement of stays a block; Ruff reads such a line as a statement too."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return f"{indent}pass  # {line.lstrip()}" if indent else "# " + line
+
+
 def _document(data: bytes) -> dict:
     try:
         # utf-8-sig: a BOM is tolerated, as Jupyter does.
@@ -70,7 +78,7 @@ def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
         cell_lines = physical_lines(_cell_text(cell, cell_number)) or [""]
         cell_magic = cell_lines[0].lstrip().startswith("%%")
         for number, line in enumerate(cell_lines, start=1):
-            lines.append("# " + line if cell_magic or _is_magic(line) else line)
+            lines.append(_without_magic(line) if cell_magic or _is_magic(line) else line)
             origin.append(CellLine(cell_number, number))
     return "\n".join(lines) + "\n", origin
 

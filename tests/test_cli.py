@@ -236,6 +236,18 @@ def test_notebooks_are_linted_cell_by_cell(project, capsys):
     assert [(d["cell"], d["location"]["row"]) for d in notebook_items] == [(3, 3)]
 
 
+def test_an_indented_magic_keeps_its_block(project, capsys):
+    """Colab notebooks install packages under `if IN_COLAB:`: the magic is the block's only
+    statement, and the cell must still parse (flax's examples/mnist/mnist.ipynb)."""
+    (project / "colab.ipynb").write_text(_notebook([
+        ("code", "IN_COLAB = True\nif IN_COLAB:\n  !pip install flax\n  %cd /content"),
+        ("code", "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"),
+    ]))
+    code, out = run(capsys, "colab.ipynb", "--no-cache")
+    assert code == 1 and "NNX002" not in out
+    assert "colab.ipynb:cell 2:2:26: NNX201 " in out, out
+
+
 def test_broken_notebook_is_reported(project, capsys):
     (project / "broken.ipynb").write_text('{"cells": [nnx')
     code, out = run(capsys, "broken.ipynb", "--no-cache")
