@@ -11,6 +11,7 @@ GitHub annotations and SARIF results must point. ``docs/notebooks.md`` tells use
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 
 from nnx_lint.diagnostic import Diagnostic, Related
@@ -30,6 +31,10 @@ class CellLine:
 def _is_magic(line: str) -> bool:
     stripped = line.lstrip()
     return stripped.startswith(("%", "!")) or (stripped.endswith("?") and not stripped.startswith("#"))
+
+
+#: ``name = %magic`` / ``a, b = !cmd``: IPython assigns the magic's result.
+_ASSIGNED_MAGIC = re.compile(r"^(\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)([%!].*)$")
 
 
 def _without_magic(line: str) -> str:
@@ -78,7 +83,14 @@ def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
         cell_lines = physical_lines(_cell_text(cell, cell_number)) or [""]
         cell_magic = cell_lines[0].lstrip().startswith("%%")
         for number, line in enumerate(cell_lines, start=1):
-            lines.append(_without_magic(line) if cell_magic or _is_magic(line) else line)
+            if cell_magic:
+                lines.append("# " + line)  # a %%cell magic's body is not Python
+            else:
+                assigned = _ASSIGNED_MAGIC.match(line)
+                if assigned:  # `files = !ls`: the value is the shell's, unknown here
+                    lines.append(f"{assigned.group(1)}None  # {assigned.group(2)}")
+                else:
+                    lines.append(_without_magic(line) if _is_magic(line) else line)
             origin.append(CellLine(cell_number, number))
     return "\n".join(lines) + "\n", origin
 

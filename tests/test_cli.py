@@ -240,8 +240,9 @@ def test_an_indented_magic_keeps_its_block(project, capsys):
     """Colab notebooks install packages under `if IN_COLAB:`: the magic is the block's only
     statement, and the cell must still parse (flax's examples/mnist/mnist.ipynb)."""
     (project / "colab.ipynb").write_text(_notebook([
-        ("code", "IN_COLAB = True\nif IN_COLAB:\n  !pip install flax\n  %cd /content"),
+        ("code", "IN_COLAB = True\nif IN_COLAB:\n  !pip install flax\n  %cd /content\nhere = %pwd\nfiles, = !ls"),
         ("code", "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"),
+        ("code", "%%time\nfor epoch in range(3):\n    if epoch:\n        print(epoch)"),
     ]))
     code, out = run(capsys, "colab.ipynb", "--no-cache")
     assert code == 1 and "NNX002" not in out
