@@ -34,7 +34,7 @@ def _is_magic(line: str) -> bool:
 
 
 #: ``name = %magic`` / ``a, b = !cmd``: IPython assigns the magic's result.
-_ASSIGNED_MAGIC = re.compile(r"^(\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*)([%!].*)$")
+_ASSIGNED_MAGIC = re.compile(r"^(\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*,?\s*=\s*)([%!].*)$")
 
 
 def _without_magic(line: str) -> str:
