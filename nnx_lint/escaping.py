@@ -48,6 +48,8 @@ def line_start_path(path: str) -> str:
     ``.`` or ``/``. A committed file named ``::stop-commands::x.py`` would otherwise start a
     line that GitHub Actions obeys (``::``), and ``##vso[...]`` one that Azure Pipelines does."""
     shown = printable(path)
+    if shown == "-":
+        return shown  # standard input, as Ruff names it
     if shown.startswith(("::", "##")) or not (shown[:1].isalnum() or shown[:1] in ("_", ".", "/", "\\")):
         return "./" + shown
     return shown

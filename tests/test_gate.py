@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from nnx_lint.confined_writes import WriteScope
 from nnx_lint.cli import main
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.gate import command as gate_command
@@ -339,7 +340,7 @@ def test_dependency_frames_leave_out_flax_jax_and_files_outside_installed_packag
 
 def test_baseline_round_trip_and_errors(tmp_path):
     path = tmp_path / "gate-baseline.json"
-    write_baseline(path, {"b.py::t", "a.py::t"})
+    write_baseline(path, {"b.py::t", "a.py::t"}, WriteScope.of(path.parent))
     assert json.loads(path.read_text())["tree_mode_breaks"] == ["a.py::t", "b.py::t"]
     assert read_baseline(path) == {"a.py::t", "b.py::t"}
     (tmp_path / "bad.json").write_text('{"tool": "something else"}')
