@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from nnx_lint.confined_writes import WriteScope
 from nnx_lint.cli import main
+from nnx_lint.confined_writes import WriteScope
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.gate import command as gate_command
 from nnx_lint.gate.attribution import Attributor, project_frames
