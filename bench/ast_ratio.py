@@ -76,7 +76,7 @@ def main() -> int:
 
     files = [f for f in discover([target], Settings(root=target)) if f.suffix == ".py"]
     sources = {f: f.read_bytes() for f in files}
-    kept = {f: data for f, data in sources.items() if mentions_nnx(data)}
+    kept = {f: data for f, data in sources.items() if mentions_nnx(data, notebook=f.suffix == ".ipynb")}
     print(f"{target}: {len(files)} Python files ({sum(map(len, sources.values())) / 1e6:.1f} MB), "
           f"{len(kept)} pass the pre-filter")
 

@@ -64,7 +64,7 @@ def main() -> int:
             sources[file] = file.read_bytes()
         except OSError:
             pass
-    prefiltered = {f: s for f, s in sources.items() if mentions_nnx(s)}
+    prefiltered = {f: s for f, s in sources.items() if mentions_nnx(s, notebook=f.suffix == ".ipynb")}
     print(f"{target}: {len(files)} Python files, {len(prefiltered)} pass the pre-filter "
           f"({sum(len(s) for s in sources.values()) / 1e6:.1f} MB)")
 

@@ -24,7 +24,7 @@ from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
 from nnx_lint.node_index import SCOPE_TYPES, module_index
 from nnx_lint.noqa import apply_noqa
-from nnx_lint.prefilter import reaches_nnx
+from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
 from nnx_lint.related import RelatedSpec
 from nnx_lint.related import locations as related_locations
@@ -288,18 +288,16 @@ def lint_source(
     module_name: str | None = None,
     apply_suppressions: bool = True,
 ) -> list[Diagnostic]:
-    """Lint source text. Never executes it; files no rule can match are skipped (:mod:`nnx_lint.prefilter`).
+    """Lint source text. Never executes it; files that never name ``nnx`` are skipped (:mod:`nnx_lint.prefilter`).
 
     Text over the size limits (:mod:`nnx_lint.bounds`) is NNX004 and never parsed.
     """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
-    project = project or Project()
-    module_name = module_name or Path(path).stem
-    if not reaches_nnx(text, module_name, Path(path).name == "__init__.py", project.module_mentions_nnx):
+    if not mentions_nnx(text):
         return []
     try:
-        diagnostics = _parse_and_lint(text, path, rule_classes, project, module_name)
+        diagnostics = _parse_and_lint(text, path, rule_classes, project or Project(), module_name or Path(path).stem)
     except Exception:  # a bug outside the rules must not cost the other files
         diagnostics = [_internal_error(path)]
     diagnostics = [d for d in diagnostics if d.code in enabled]
@@ -339,11 +337,8 @@ def lint_bytes(
     """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
-    project = project or Project()
-    module_name = module_name or Path(path).stem
-    if not reaches_nnx(data, module_name, Path(path).name == "__init__.py", project.module_mentions_nnx,
-                       notebook=path.endswith(".ipynb")):
-        return []  # bytes Python could not decode are skipped here too: nothing in them can run
+    if not mentions_nnx(data, notebook=path.endswith(".ipynb")):
+        return []  # decided on the text Python reads (nnx_lint.prefilter)
     try:
         if path.endswith(".ipynb"):
             text, origin = _notebook_text(data)

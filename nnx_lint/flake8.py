@@ -76,7 +76,7 @@ class NNXFlake8Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.selected_codes is not None and not self.selected_codes:
             return  # no NNX code selected (`flake8 --select E9`): no analysis at all
-        text = "".join(self.lines)  # lint_source's pre-filter decides on it, imports included
+        text = "".join(self.lines)  # lint_source's pre-filter decides on it (nnx_lint.prefilter)
         path = Path(self.filename)
         settings = default_settings() if self.isolated else settings_for_file(path, self.config_file)
         rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)

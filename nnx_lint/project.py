@@ -36,7 +36,8 @@ class Project:
         self._digests: dict[Path, str] = {}
         #: path -> (module name, file root, digest of the text) each tree was built with.
         self._built_as: dict[Path, tuple[str, Path | None, bytes]] = {}
-        self._mentions: dict[Path, tuple[bool, str]] = {}  # path -> (names nnx, sha256)
+        self._mentions: dict[Path, tuple[bool, str]] = {}
+        self._module_index = None  # nnx_lint.prefilter.ModuleIndex, on first use  # path -> (names nnx, sha256)
         self._resolving: set[tuple[str, str]] = set()
         self._caller_indexes: dict = {}  # directories -> nnx_lint.callers.CallerIndex
         self._current_file: Path | None = None
@@ -208,12 +209,6 @@ class Project:
             return NameResolver(module, self).resolve_assignment(assignment, attribute)
         finally:
             self._resolving.discard(key)
-
-    def module_mentions_nnx(self, module_name: str) -> bool:
-        """Whether the project module ``module_name`` exists and its text could name ``flax.nnx``
-        (a file importing it may then use nnx names it re-exports: see :mod:`nnx_lint.prefilter`)."""
-        path = self.find_file(module_name)
-        return path is not None and self._mentions_nnx(path)
 
     def _mentions_nnx(self, path: Path) -> bool:
         """Whether the text of the project file ``path`` names ``nnx``; the text is a

@@ -27,7 +27,7 @@ from nnx_lint.engine import _linter_diagnostic, lint_module
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.noqa import apply_noqa
-from nnx_lint.prefilter import reaches_nnx
+from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 from nnx_lint.rule import Rule
@@ -83,7 +83,7 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     package_root = module_name_for(Path(path))[1] if module.file else Path.cwd()
     project = shared_project(settings.analysis_roots())  # the CLI's roots
     project.start_file(path, package_root)
-    if not reaches_nnx(text, module.name, module.package, project.module_mentions_nnx):
+    if not mentions_nnx(text):
         return []
     diagnostics = lint_module(module, path, rules, project)
     if analysed_whole(diagnostics):  # on a file not analysed whole every noqa would look unused

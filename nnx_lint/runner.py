@@ -18,7 +18,7 @@ from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.package_roots import MODULE_SEARCH_KEY, module_search_result
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.file_config import selectors_for as _selectors
-from nnx_lint.prefilter import PreFilter
+from nnx_lint.prefilter import mentions_nnx
 
 
 @dataclass
@@ -134,7 +134,6 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
 
     analysis_roots = settings.analysis_roots()
     roots = [str(root) for root in analysis_roots]
-    prefilter = PreFilter(analysis_roots)
     pending: list[tuple] = []
     keys: list[tuple[str, str, str]] = []
     for file in discover(paths, settings):
@@ -144,7 +143,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             data = bounds.read_bounded(file)  # at most the size limit + 1 byte; never a FIFO
         except bounds.ParseFailure:
             data = None  # analyse_file reports why
-        if data is not None and not prefilter.needs_analysis(file, data):
+        if data is not None and not mentions_nnx(data, notebook=file.suffix == ".ipynb"):
             continue  # the pre-filter: no astroid work for files no rule can match
         selectors = _selectors(settings, file)
         key = os.path.abspath(file)

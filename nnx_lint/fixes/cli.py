@@ -64,14 +64,14 @@ def _fixed_text(file: Path, settings, unsafe: bool, data: bytes | None = None) -
     from nnx_lint import bounds
     from nnx_lint.file_config import rules_for
     from nnx_lint.fixes.apply import fix_file, fix_notebook
-    from nnx_lint.prefilter import PreFilter
+    from nnx_lint.prefilter import mentions_nnx
 
     try:
         data = bounds.read_bounded(file) if data is None else data
         bounds.check_bytes(data, bounds.LIMITS.notebook_bytes if file.suffix == ".ipynb" else bounds.LIMITS.source_bytes)
     except bounds.ParseFailure:
         return None
-    if not PreFilter(settings.analysis_roots()).needs_analysis(file, data):
+    if not mentions_nnx(data, notebook=file.suffix == ".ipynb"):
         return None
     rules = list(rules_for(settings, file))
     roots = [str(root) for root in settings.analysis_roots()]
