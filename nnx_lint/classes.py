@@ -85,6 +85,13 @@ class ClassInfo:
     def stores_of(self, path: str) -> list[Store]:
         return [store for store in self.stores if store.path == path]
 
+    def add_inherited(self, stores: list[Store]) -> None:
+        """Add a base class's stores, each store statement once: in a diamond (``class
+        C(A, B)``, both deriving from ``Base``) ``Base``'s stores reach ``C`` through both
+        bases, and keeping every copy doubles the list at each level of a deep diamond."""
+        present = {id(store) for store in self.stores}
+        self.stores.extend(store for store in stores if id(store) not in present)
+
     def attribute_names(self) -> list[str]:
         return list(dict.fromkeys(s.path.split(".")[0] for s in self.stores))
 
@@ -174,7 +181,7 @@ class ClassModel:
             elif ref.definition is not None and depth < _MAX_DEPTH:
                 base_info = self.info(ref.definition, depth + 1)
                 info.is_nnx_module = info.is_nnx_module or base_info.is_nnx_module
-                info.stores.extend(base_info.stores)
+                info.add_inherited(base_info.stores)
             elif ref.qualified_name.startswith("flax.nnx."):
                 info.is_nnx_module = True  # nnx.Linear, nnx.Sequential, ... are Modules
         init = classdef.locals.get("__init__")
