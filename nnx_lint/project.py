@@ -60,12 +60,20 @@ class Project:
         self._own: tuple[str, nodes.Module] | None = None
         #: path -> sha256 of every other project file the current file's analysis read.
         self.dependencies: dict[str, str] = {}
+        #: Changes after a file whose analysis was refused a module for its budget: what was
+        #: worked out then, and memoised across files (other modules' name resolvers), may
+        #: lack that module, which the next file's budget may allow.
+        self.answers_epoch = 0
+        self._refused = False
 
     def start_file(self, path: str, file_root: Path | None = None) -> None:
         """Begin the analysis of another file: dependencies are recorded afresh.
 
         ``file_root`` is searched first for the file's imports (default: derived from ``path``).
         """
+        if self._refused:
+            self.answers_epoch += 1
+            self._refused = False
         self._current_file = Path(path).resolve()
         self._file_root = (file_root or module_name_for(Path(path))[1]).resolve()
         self._own = None
@@ -189,6 +197,7 @@ class Project:
             return None
         if budget is not None and not budget.admit_import(str(path), module_name, self._sizes[path][0]):
             self.dependencies[str(path)] = self._digests[path]  # its size decided: a change may fit it
+            self._refused = True
             return None
         self.dependencies[str(path)] = self._digests[path]
         return module
@@ -212,6 +221,7 @@ class Project:
         if budget.may_build_imports(module_name) and budget.admit_import(str(path), module_name, units):
             return True
         self.dependencies[str(path)] = digest  # its size or the time decided: a change may fit it
+        self._refused = True
         return False
 
     def tree_of_current_file(self, text: str, module_name: str) -> nodes.Module | None:

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint import bounds
 from nnx_lint.bound_methods import passes_self
 from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES
@@ -181,7 +182,9 @@ class TransformedCode:
             return self._reaches
         reaches: dict[int, Reach] = {}
         queue: deque[tuple[Reach, int]] = deque()
+        step = "following the functions NNX transforms trace"
         for entry in self.transforms.entries:
+            bounds.checkpoint(step)
             if not entry.affected or entry.function.name == "__init__":
                 continue
             external = frozenset(_parameter_names(entry.function))
@@ -189,6 +192,7 @@ class TransformedCode:
                           classes=self._entry_parameter_classes(entry))
             self._merge(reaches, queue, reach, 0)
         while queue and len(reaches) < _MAX_FUNCTIONS:
+            bounds.checkpoint(step)
             reach, depth = queue.popleft()
             if depth >= _MAX_DEPTH:
                 continue
