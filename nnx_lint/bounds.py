@@ -78,6 +78,9 @@ class Limits:
 #: The limits in force. Tests replace it (``monkeypatch.setattr(bounds, "LIMITS", ...)``).
 LIMITS = Limits()
 
+#: The clock budgets read. Tests replace it to make a file's time run out at a chosen step.
+clock = time.monotonic
+
 
 @dataclass
 class ParseFailure(Exception):
@@ -209,8 +212,7 @@ class AnalysisBudget:
 
     def __init__(self, seconds: float | None = None) -> None:
         self.seconds = LIMITS.analysis_seconds if seconds is None else seconds
-        self._start = time.monotonic()
-        self._end = self._start + self.seconds
+        self._end = clock() + self.seconds
         self._imported_units = 0
         self._admitted: set[str] = set()
         #: Project modules the analysis needed but did not read (over the budget), in order.
@@ -219,11 +221,11 @@ class AnalysisBudget:
 
     def expired(self) -> bool:
         """Whether the file's time is spent."""
-        return time.monotonic() > self._end
+        return clock() > self._end
 
     def check(self, step: str) -> None:
         """Raise :class:`BudgetExceeded` when the file's time is spent, naming ``step``."""
-        if time.monotonic() > self._end:
+        if clock() > self._end:
             raise BudgetExceeded(
                 f"analysis budget exceeded: the file's analysis took over {self.seconds:g} s and was stopped "
                 f"in {step}; only what was found before that is reported"
@@ -256,11 +258,11 @@ class AnalysisBudget:
     @contextmanager
     def building_import(self) -> Iterator[None]:
         """Time spent inside the block counts towards :attr:`Limits.import_share`."""
-        started = time.monotonic()
+        started = clock()
         try:
             yield
         finally:
-            self._import_seconds += time.monotonic() - started
+            self._import_seconds += clock() - started
 
     def _skip(self, name: str) -> None:
         if name not in self.skipped_imports:
