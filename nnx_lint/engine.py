@@ -190,12 +190,14 @@ def lint_module(
 
 
 def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], project: Project) -> list[Diagnostic]:
-    context = FileContext(module, path, project)
+    context: FileContext | None = None
     try:
+        context = FileContext(module, path, project)
         return _run_rules(module, path, rule_classes, context)
     except bounds.BudgetExceeded as stop:
         # What the rules reported before the stop is kept: each finding stands on its own.
-        return [*context.diagnostics, _linter_diagnostic("NNX004", stop.message, path)]
+        found = context.diagnostics if context is not None else []
+        return [*found, _linter_diagnostic("NNX004", stop.message, path)]
 
 
 def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], context: FileContext) -> list[Diagnostic]:
