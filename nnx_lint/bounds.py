@@ -53,10 +53,10 @@ import errno
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 _MiB = 1024 * 1024
@@ -282,22 +282,25 @@ class AnalysisBudget:
         )
 
 
-_BUDGET: ContextVar[AnalysisBudget | None] = ContextVar("nnx_lint_analysis_budget", default=None)
+# Per thread, a plain attribute: a ContextVar would replace the context's mapping at every
+# file, freeing objects a caller may have frozen (nnx_lint.collection leaves those alone).
+_IN_FORCE = threading.local()
 
 
 @contextmanager
 def budget_in_force(budget: AnalysisBudget) -> Iterator[AnalysisBudget]:
     """Make ``budget`` the one :func:`checkpoint` and :func:`current_budget` see, for the block."""
-    token = _BUDGET.set(budget)
+    previous = getattr(_IN_FORCE, "budget", None)
+    _IN_FORCE.budget = budget
     try:
         yield budget
     finally:
-        _BUDGET.reset(token)
+        _IN_FORCE.budget = previous
 
 
 def current_budget() -> AnalysisBudget | None:
     """The budget of the file being analysed, or None outside the engine (fixes, the gate)."""
-    return _BUDGET.get()
+    return getattr(_IN_FORCE, "budget", None)
 
 
 def checkpoint(step: str) -> None:
@@ -306,7 +309,7 @@ def checkpoint(step: str) -> None:
     Called by analysis steps that can run long; ``step`` names the step for the NNX004
     message. Outside the engine (no budget in force) it does nothing.
     """
-    budget = _BUDGET.get()
+    budget = getattr(_IN_FORCE, "budget", None)
     if budget is not None:
         budget.check(step)
 
@@ -315,7 +318,7 @@ def check_count(count: int, limit: int, what: str) -> None:
     """Raise :class:`BudgetExceeded` when a counted step (``what``, over ``count`` of its
     ``limit``) is over its bound while a file is analysed. Outside the engine (no budget
     in force) counted bounds do not apply: those callers analyse files already linted."""
-    if count > limit and _BUDGET.get() is not None:
+    if count > limit and getattr(_IN_FORCE, "budget", None) is not None:
         raise BudgetExceeded(
             f"analysis budget exceeded: {what} took over {limit} steps and was stopped; "
             "only what was found before that is reported"
