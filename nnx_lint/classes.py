@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
+from nnx_lint import bounds, nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 from nnx_lint.flow import bound_values, lookup, unpacked_binding
@@ -85,6 +85,13 @@ class ClassInfo:
     def stores_of(self, path: str) -> list[Store]:
         return [store for store in self.stores if store.path == path]
 
+    def add_inherited(self, stores: list[Store]) -> None:
+        """Add a base class's stores, each store statement once: in a diamond (``class
+        C(A, B)``, both deriving from ``Base``) ``Base``'s stores reach ``C`` through both
+        bases, and keeping every copy doubles the list at each level of a deep diamond."""
+        present = {id(store) for store in self.stores}
+        self.stores.extend(store for store in stores if id(store) not in present)
+
     def attribute_names(self) -> list[str]:
         return list(dict.fromkeys(s.path.split(".")[0] for s in self.stores))
 
@@ -109,6 +116,9 @@ class ClassModel:
         #: (``A`` stores a ``B()``, ``B`` an ``A()``) must not recurse without end.
         self._kinds_in_progress: set[int] = set()
         self._variable_free_aliases: dict[int, list[Alias]] = {}
+        #: Methods replayed and store events kept by this file's constructions (bounded:
+        #: :attr:`nnx_lint.bounds.Limits.replay_steps`).
+        self.replay_work = 0
 
     # -- resolving classes -------------------------------------------------------------
     def resolve(self, qualified_name: str | None, at: nodes.NodeNG | None = None) -> ClassRef | None:
@@ -174,7 +184,7 @@ class ClassModel:
             elif ref.definition is not None and depth < _MAX_DEPTH:
                 base_info = self.info(ref.definition, depth + 1)
                 info.is_nnx_module = info.is_nnx_module or base_info.is_nnx_module
-                info.stores.extend(base_info.stores)
+                info.add_inherited(base_info.stores)
             elif ref.qualified_name.startswith("flax.nnx."):
                 info.is_nnx_module = True  # nnx.Linear, nnx.Sequential, ... are Modules
         init = classdef.locals.get("__init__")
@@ -949,6 +959,7 @@ class ClassModel:
         if init is not None:
             replay = _Replay(self, classdef, result, depth)
             replay.method(init, (), {}, None, frozenset())
+            self.replay_work += len(result.events)  # kept with the construction, for the file
         result.aliases = self._find_aliases(result)
         result.self_references = self._find_self_references(result)
         return result
@@ -1087,7 +1098,9 @@ class ClassModel:
         in between is a static leaf to flax, and a ``weakref.ref`` is no reference to walk."""
         events = construction.events
         found: list[SelfReference] = []
+        step = f"looking for stores of class `{construction.classdef.name}` below itself"
         for position, event in enumerate(events):
+            bounds.checkpoint(step)
             ref = event.ref
             if ref is None or event.deleted or ref.root != ("self", construction.classdef):
                 continue
@@ -1162,7 +1175,9 @@ class ClassModel:
         ``variable_free``, graph nodes holding none (:meth:`variable_free_aliases`)."""
         events = construction.events
         aliases: list[Alias] = []
+        step = f"looking for objects stored twice by class `{construction.classdef.name}`"
         for position, event in enumerate(events):
+            bounds.checkpoint(step)  # quadratic in the events
             if event.ref is None or event.deleted:
                 continue
             if variable_free:
@@ -1722,10 +1737,16 @@ class _Replay:
         self.result = result
         self.depth = depth
         self.active: set[int] = set()
+        self.step = f"replaying how class `{classdef.name}` is constructed"
 
     def method(self, method, guards, substitutions, origin, outer: frozenset) -> None:
         if id(method) in self.active or len(self.active) > _MAX_DEPTH or not method.args.args:
             return
+        # Initialisers calling base initialisers several times replay them that many times
+        # over, up to _MAX_DEPTH deep: the file's replay steps (and the events kept) are counted.
+        self.model.replay_work += 1
+        bounds.check_count(self.model.replay_work + len(self.result.events), bounds.LIMITS.replay_steps, self.step)
+        bounds.checkpoint(self.step)
         self.active.add(id(method))
         self_name = method.args.args[0].name
         events = self.result.events

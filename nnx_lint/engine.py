@@ -33,6 +33,7 @@ from nnx_lint.unused_noqa import unused_noqa
 
 _MISSING = object()
 _TOO_DEEP = "file is too deeply nested to analyse (Python's recursion limit was hit)"
+_WALK = "the walk over the file's nodes"
 T = TypeVar("T")
 
 
@@ -168,21 +169,39 @@ def lint_module(
     """Run the enabled rules over an already-built astroid module (one walk).
 
     Never raises for the file's sake: a failing rule is NNX003 and skipped, any other
-    failure is one NNX003 for the file, and a walk over its time budget is one NNX004.
+    failure is one NNX003 for the file. An analysis over its budget (:mod:`nnx_lint.bounds`)
+    keeps the diagnostics found before it stopped and adds one NNX004 saying what was
+    stopped; imported modules left unread for the budget add one NNX004 naming them.
     """
+    budget = bounds.AnalysisBudget()
     try:
-        return _walk(module, path, rule_classes, project or Project())
+        with bounds.budget_in_force(budget):
+            diagnostics = _walk(module, path, rule_classes, project or Project())
     except RecursionError:
         return [_linter_diagnostic("NNX004", _TOO_DEEP, path)]
     except Exception:  # a bug outside the rules must not cost the other files
         return [_internal_error(path)]
     finally:
         forget_file_memos()  # the memo tables hold this file's nodes: let its tree go
+    skipped = budget.skipped_message()
+    if skipped is not None:
+        diagnostics.append(_linter_diagnostic("NNX004", skipped, path))
+    return diagnostics
 
 
 def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], project: Project) -> list[Diagnostic]:
-    deadline = bounds.AnalysisDeadline()
-    context = FileContext(module, path, project)
+    context: FileContext | None = None
+    try:
+        context = FileContext(module, path, project)
+        return _run_rules(module, path, rule_classes, context)
+    except bounds.BudgetExceeded as stop:
+        # What the rules reported before the stop is kept: each finding stands on its own.
+        found = context.diagnostics if context is not None else []
+        return [*found, _linter_diagnostic("NNX004", stop.message, path)]
+
+
+def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], context: FileContext) -> list[Diagnostic]:
+    check = bounds.checkpoint
     rules = [cls(context) for cls in rule_classes if not cls.engine_reported]
     visits, leaves = _dispatch_table(rules)
     crashed: dict[Rule, str] = {}
@@ -217,16 +236,14 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
         if found != (None, None):
             handled[kind] = found
     if any(leave is not None and kind not in SCOPE_TYPES for kind, (_visit, leave) in handled.items()):
-        return _walk_tree(module, deadline, call_all, visits, leaves, context)
+        return _walk_tree(module, call_all, visits, leaves, context)
     lists = [by_type[kind] for kind in handled]  # each sorted: merged, they are the walk's order
     positions = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
     order, extents = index.order, index.extents
     # Nodes whose leave handlers run when the walk passes the end of their subtree.
     pending: list[tuple[int, nodes.NodeNG, list]] = []
     for position in positions:
-        if deadline.expired():
-            failure = deadline.failure()
-            return [_linter_diagnostic(failure.code, failure.message, path)]
+        check(_WALK)
         while pending and pending[-1][0] <= position:
             _end, left, handlers = pending.pop()
             call_all(handlers, left)
@@ -237,16 +254,14 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
         if leave is not None:
             pending.append((extents[id(node)][1], node, leave))
     while pending:
-        if deadline.expired():
-            failure = deadline.failure()
-            return [_linter_diagnostic(failure.code, failure.message, path)]
+        check(_WALK)
         _end, left, handlers = pending.pop()
         call_all(handlers, left)
     return context.diagnostics
 
 
 def _walk_tree(
-    module: nodes.Module, deadline: bounds.AnalysisDeadline, call_all: Callable[[list, nodes.NodeNG], None],
+    module: nodes.Module, call_all: Callable[[list, nodes.NodeNG], None],
     visits: dict[str, list], leaves: dict[str, list], context: FileContext,
 ) -> list[Diagnostic]:
     """The walk over the tree itself, for rules that leave nodes whose subtree the module
@@ -257,9 +272,7 @@ def _walk_tree(
     # A node on it is to be visited; a 1-tuple ``(node,)`` is to be left.
     stack: list = [module]
     while stack:
-        if deadline.expired():
-            failure = deadline.failure()
-            return [_linter_diagnostic(failure.code, failure.message, context.path)]
+        bounds.checkpoint(_WALK)
         node = stack.pop()
         if node.__class__ is tuple:
             node = node[0]

@@ -8,6 +8,7 @@ so the result cache can tell when that analysis went stale.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -36,20 +37,30 @@ class Project:
         self._digests: dict[Path, str] = {}
         #: path -> (module name, file root, digest of the text) each tree was built with.
         self._built_as: dict[Path, tuple[str, Path | None, bytes]] = {}
-        self._mentions: dict[Path, tuple[bool, str]] = {}
-        self._module_index = None  # nnx_lint.prefilter.ModuleIndex, on first use  # path -> (names nnx, sha256)
+        self._mentions: dict[Path, tuple[bool, str]] = {}  # path -> (names nnx, sha256 of the text)
+        #: path -> (units, digest) of each project file read to be built: its size is charged
+        #: to every file whose analysis uses it (:meth:`bounds.AnalysisBudget.admit_import`).
+        self._sizes: dict[Path, tuple[int, str]] = {}
         self._resolving: set[tuple[str, str]] = set()
         self._caller_indexes: dict = {}  # directories -> nnx_lint.callers.CallerIndex
         self._current_file: Path | None = None
         self._own: tuple[str, nodes.Module] | None = None
         #: path -> sha256 of every other project file the current file's analysis read.
         self.dependencies: dict[str, str] = {}
+        #: Changes after a file whose analysis was refused a module for its budget: what was
+        #: worked out then, and memoised across files (other modules' name resolvers), may
+        #: lack that module, which the next file's budget may allow.
+        self.answers_epoch = 0
+        self._refused = False
 
     def start_file(self, path: str, file_root: Path | None = None) -> None:
         """Begin the analysis of another file: dependencies are recorded afresh.
 
         ``file_root`` is searched first for the file's imports (default: derived from ``path``).
         """
+        if self._refused:
+            self.answers_epoch += 1
+            self._refused = False
         self._current_file = Path(path).resolve()
         self._file_root = (file_root or module_name_for(Path(path))[1]).resolve()
         self._own = None
@@ -140,22 +151,62 @@ class Project:
 
     def load_file(self, path: Path, module_name: str) -> nodes.Module | None:
         """The astroid tree of the project file ``path`` (named ``module_name``), recorded
-        as a dependency of the current analysis; None when it cannot be parsed."""
+        as a dependency of the current analysis; None when it cannot be parsed, or when the
+        file's analysis budget has no room for it (:meth:`bounds.AnalysisBudget.admit_import`)."""
+        budget = bounds.current_budget()
         if path not in self._modules:
+            source = None
+            if path not in self._sizes:  # a module refused for another file is not read again to be refused
+                source = self._source_of(path)
+                if source is None:
+                    self._modules[path] = None
+                    return None
+            if budget is not None and not self._fits(budget, path, module_name, *self._sizes[path]):
+                return None  # not remembered: another file's analysis may have room for it
+            source = source or self._source_of(path)
+            if source is None:
+                self._modules[path] = None
+                return None
+            data, text = source
             self._modules[path] = None  # guards against import cycles
             try:
-                data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
-                text = parsing.decode(data)
-                bounds.check_source(text)  # another file's module gets the same bounds as the file
-                self._modules[path] = parsing.build(text, str(path), module_name, self.is_project_module)
-                self._digests[path] = hashlib.sha256(data).hexdigest()
-                self._built_as[path] = (module_name, self._file_root, _text_digest(text))
+                with budget.building_import() if budget is not None else contextlib.nullcontext():
+                    self._modules[path] = parsing.build(text, str(path), module_name, self.is_project_module)
             except parsing.ParseFailure:
                 return None
+            self._digests[path] = self._sizes[path][1]
+            self._built_as[path] = (module_name, self._file_root, _text_digest(text))
         module = self._modules[path]
-        if module is not None:
-            self.dependencies[str(path)] = self._digests[path]
+        if module is None:
+            return None
+        if budget is not None and not budget.admit_import(str(path), module_name, self._sizes[path][0]):
+            self.dependencies[str(path)] = self._digests[path]  # its size decided: a change may fit it
+            self._refused = True
+            return None
+        self.dependencies[str(path)] = self._digests[path]
         return module
+
+    def _source_of(self, path: Path) -> tuple[bytes, str] | None:
+        """The bytes and text of a project file to build, its size in units
+        (:func:`bounds.source_units`) and digest noted in ``_sizes``; None when it cannot be
+        read or is over the bounds of any analysed file."""
+        try:
+            data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
+            text = parsing.decode(data)
+            bounds.check_source(text)  # another file's module gets the same bounds as the file
+        except parsing.ParseFailure:
+            return None
+        self._sizes[path] = (bounds.source_units(text), hashlib.sha256(data).hexdigest())
+        return data, text
+
+    def _fits(self, budget: bounds.AnalysisBudget, path: Path, module_name: str, units: int, digest: str) -> bool:
+        """Whether the module at ``path``, not built yet, may be built for the current file."""
+        bounds.checkpoint(f"reading the imported module `{module_name}`")
+        if budget.may_build_imports(module_name) and budget.admit_import(str(path), module_name, units):
+            return True
+        self.dependencies[str(path)] = digest  # its size or the time decided: a change may fit it
+        self._refused = True
+        return False
 
     def tree_of_current_file(self, text: str, module_name: str) -> nodes.Module | None:
         """The tree of the file being analysed that an earlier file's analysis built (it

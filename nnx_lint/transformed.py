@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint import bounds
 from nnx_lint.bound_methods import passes_self
 from nnx_lint.flow import lookup
 from nnx_lint.nnx_api import EXTERNAL_PACKAGES
@@ -135,6 +136,9 @@ class TransformedCode:
         #: Which transform runs where: entries, transformed callables (the one resolver).
         self.transforms = transform_resolver(context)
         self._reaches: dict[int, Reach] | None = None
+        self._calls_by_name: dict[str, list[tuple[int, nodes.Call]]] | None = None
+        self._entry_calls_memo: dict[int, list[nodes.Call]] = {}
+        self._parameter_classes_memo: dict[tuple, dict] = {}
 
     # -- reach ------------------------------------------------------------------------------------
     def reach(self, function: Function) -> Reach | None:
@@ -178,7 +182,9 @@ class TransformedCode:
             return self._reaches
         reaches: dict[int, Reach] = {}
         queue: deque[tuple[Reach, int]] = deque()
+        step = "following the functions NNX transforms trace"
         for entry in self.transforms.entries:
+            bounds.checkpoint(step)
             if not entry.affected or entry.function.name == "__init__":
                 continue
             external = frozenset(_parameter_names(entry.function))
@@ -186,6 +192,7 @@ class TransformedCode:
                           classes=self._entry_parameter_classes(entry))
             self._merge(reaches, queue, reach, 0)
         while queue and len(reaches) < _MAX_FUNCTIONS:
+            bounds.checkpoint(step)
             reach, depth = queue.popleft()
             if depth >= _MAX_DEPTH:
                 continue
@@ -348,17 +355,24 @@ class TransformedCode:
         """Parameter classes of an entry from the calls of its transformed callable in this
         file (``step(m)`` with ``m = M()``), when every call agrees."""
         function = entry.function
+        applied = None
         if isinstance(function, nodes.Lambda) and entry.form == "call" and isinstance(entry.node.parent, nodes.Call) \
                 and entry.node.parent.func is entry.node:
-            calls = [entry.node.parent]  # nnx.jit(lambda m: ...)(model)
-        else:
-            names = self._callable_names().get(id(function), set())
-            calls = [c for c in self._module_calls() if _terminal_name(c.func) in names
-                     and (found := self.transforms.transformed_callable(c.func)) is not None and found.function is function]
+            applied = entry.node.parent  # nnx.jit(lambda m: ...)(model)
         parameters = _positional_names(function)
         if isinstance(function, nodes.FunctionDef) and isinstance(function.parent, nodes.ClassDef) \
                 and not passes_self(entry.node, function):
             parameters = parameters[1:]
+        key = (id(function), tuple(parameters), id(applied))
+        memo = self._parameter_classes_memo
+        if key not in memo:
+            # One function transformed at many places (`j1 = nnx.jit(f)`, ..., `jN = nnx.jit(f)`)
+            # has the same calls for every entry: worked out once, not once per entry.
+            calls = [applied] if applied is not None else self._calls_of_entry_function(function)
+            memo[key] = self._agreed_classes(calls, parameters)
+        return dict(memo[key])  # a copy: reaches merge new classes into theirs
+
+    def _agreed_classes(self, calls: list[nodes.Call], parameters: list[str]) -> dict:
         classes: dict = {}
         conflicts: set[str] = set()
         for call in calls:
@@ -373,10 +387,32 @@ class TransformedCode:
                     classes[name] = ref
         return {k: v for k, v in classes.items() if k not in conflicts}
 
-    def _module_calls(self) -> list[nodes.Call]:
-        if not hasattr(self, "_calls_memo"):
-            self._calls_memo = list(nodes_of_class(self.module, nodes.Call))
-        return self._calls_memo
+    def _calls_of_entry_function(self, function: Function) -> list[nodes.Call]:
+        """This file's calls, in its order, of a callable that transforms ``function``,
+        through the names it is called by (:meth:`_callable_names`)."""
+        memo = self._entry_calls_memo
+        if id(function) not in memo:
+            by_name = self._calls_by_terminal_name()
+            names = self._callable_names().get(id(function), set())
+            # Looked up by name in an index, not by scanning every call of the file for each
+            # function: a file with thousands of transformed functions was quadratic.
+            candidates = sorted((found for name in names for found in by_name.get(name, ())), key=lambda found: found[0])
+            memo[id(function)] = [c for _position, c in candidates
+                                  if (found := self.transforms.transformed_callable(c.func)) is not None
+                                  and found.function is function]
+        return memo[id(function)]
+
+    def _calls_by_terminal_name(self) -> dict[str, list[tuple[int, nodes.Call]]]:
+        """This file's calls by the last name of what they call (``jit_step`` for
+        ``self.jit_step(...)``), each with its place in the file's order."""
+        if self._calls_by_name is None:
+            index: dict[str, list[tuple[int, nodes.Call]]] = {}
+            for position, call in enumerate(nodes_of_class(self.module, nodes.Call)):
+                name = _terminal_name(call.func)
+                if name:
+                    index.setdefault(name, []).append((position, call))
+            self._calls_by_name = index
+        return self._calls_by_name
 
     def _callable_names(self) -> dict[int, set[str]]:
         """Names under which each entry function may be called in this file."""

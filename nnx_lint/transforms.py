@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint import bounds
 from nnx_lint.bound_methods import REJECTING_TRANSFORMS, is_bound_module_method, unbound_method_class
 from nnx_lint.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.flow import lookup
@@ -185,6 +186,7 @@ class ModuleTools:
         return self._calls[key]
 
 
+#: Per project: (its answers epoch, the tools of each other module), kept across files.
 _PROJECT_TOOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -214,7 +216,11 @@ class TransformResolver:
         root = node.root()
         if root is self.module:
             return self._own_tools
-        per_project = _PROJECT_TOOLS.setdefault(self.context.project, {})
+        project = self.context.project
+        kept = _PROJECT_TOOLS.get(project)
+        if kept is None or kept[0] != project.answers_epoch:  # memoised answers may lack a module
+            kept = _PROJECT_TOOLS[project] = (project.answers_epoch, {})
+        per_project = kept[1]
         key = id(root)
         if key not in per_project or per_project[key].module is not root:
             resolver = NameResolver(root, self.context.project)
@@ -236,6 +242,7 @@ class TransformResolver:
         if self._entries is None:
             self._entries = []
             for node in nodes_of_class(self.module, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Call)):
+                bounds.checkpoint("finding the functions NNX transforms trace")
                 if isinstance(node, nodes.Call):
                     self._entries.extend(self._call_entries(node))
                 elif node.decorators is not None:

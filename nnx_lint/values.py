@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
+from nnx_lint import bounds, nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.classes import NNX_MODULE_BASES, SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value, join_path
 from nnx_lint.flow import bound_values, lookup, unpacked_binding
@@ -386,6 +386,7 @@ class ValueModel:
         for node in nodes_of_class(scope, nodes.AssignAttr, skip_klass=(nodes.FunctionDef, nodes.ClassDef, nodes.Lambda)):
             if node.scope() is not scope:
                 continue
+            bounds.checkpoint("looking for objects stored below themselves")
             owner = self.classes.ref_of(node.expr)
             value = self.classes.ref_of(assigned_value(node))
             if owner is None or value is None or owner.origin == "self" or not _within_ref(owner, value):

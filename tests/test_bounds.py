@@ -438,6 +438,9 @@ def test_the_documented_limits_are_the_limits_in_force():
     assert f"{limits.source_bytes >> 20} MiB" in doc and f"{limits.notebook_bytes >> 20} MiB" in doc
     assert f"{limits.source_units:,}".replace(",", " ") + " tokens and lines" in doc
     assert f"{limits.analysis_seconds:g} seconds" in doc
+    assert f"{limits.replay_steps:,}".replace(",", " ") + " steps" in doc
+    assert f"{limits.imported_units:,}".replace(",", " ") + " tokens and lines in all" in doc
+    assert limits.import_share == 0.5 and "half of the file's time" in doc
 
 
 def test_the_analysed_files_own_warnings_are_not_printed():

@@ -8,6 +8,7 @@ from typing import ClassVar
 from astroid import nodes
 
 from checkers.graph_updates.analysis import _entry_pin, _relative
+from nnx_lint import bounds
 from nnx_lint.caller_evidence import passed_to
 from nnx_lint.calls import constant_bool
 from nnx_lint.facts import ABSENT, Facts
@@ -30,6 +31,7 @@ class _TransformedCodeRule(Rule):
         reported_boundaries: set[int] = set()
         reached: set[int] = set()
         for reach in service.reaches():
+            bounds.checkpoint("checking the functions NNX transforms trace")
             function = reach.function
             if function.root() is node:
                 reached.add(id(function))

@@ -11,13 +11,19 @@ class AnalysisSkipped(Rule):
     """The file is too large, over its analysis budget, or too deeply nested to analyse.
 
     What it does:
-        Reports a file that nnx-lint will not analyse because of its cost: source over
-        4 MiB (a notebook over 16 MiB on disk, or with over 4 MiB of code); source over
-        the analysis budget of 400 000 tokens and lines, checked before any tree is
-        built (the largest file of google/flax has 75 000); an analysis that ran over
-        60 seconds (then stopped, with no other diagnostic for the file); and a file
+        Reports a file that nnx-lint will not analyse, or not analyse whole, because of
+        its cost: source over 4 MiB (a notebook over 16 MiB on disk, or with over 4 MiB
+        of code); source over the analysis budget of 400 000 tokens and lines, checked
+        before any tree is built (the largest file of google/flax has 75 000); a file
         nested so deeply that Python's parser hits its recursion limit (very long
         generated expressions). Only the first 4 MiB + 1 byte of a file are ever read.
+
+        An analysis that runs over 60 seconds, or whose class models replay over
+        100 000 steps (initialisers calling base initialisers over and over), is
+        stopped: the diagnostics found before it stopped are reported with this one.
+        Project modules the file imports are read up to 1 000 000 tokens and lines in
+        all (or half of the file's time): the ones that do not fit are not read, this
+        diagnostic names them, and the file's own code is still analysed whole.
 
     Why is this bad?:
         Such files are usually generated; nnx-lint gives up on them rather than stall,
