@@ -174,7 +174,7 @@ def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
 
     requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots}
                 for path, display, selectors, roots in pending]
-    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_twice)
+    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice)
     return [(diagnostics, dependencies) for diagnostics, dependencies in answers]
 
 
@@ -200,14 +200,22 @@ def _selectors_from_json(data: list) -> tuple:
     return (tuple(select) if select is not None else None, tuple(ignore), tuple(extend))
 
 
+def _killed_once(request: dict, how: str) -> None:
+    from nnx_lint.escaping import printable
+
+    # Out of memory is the usual cause; saying so on stderr keeps it visible in a CI log.
+    print(f"nnx-lint: warning: the worker process analysing {printable(request['display'])} {how}; "
+          "the file is retried alone in a fresh worker", file=sys.stderr)
+
+
 def _killed_twice(request: dict, how: str) -> tuple[list[dict], dict[str, str]]:
     """The outcome of a file whose worker died on it, and died again when it was retried alone."""
     from nnx_lint.engine import _linter_diagnostic
 
     enabled = {rule.code for rule in rules_for_selectors(_selectors_from_json(request["selectors"]))}
     found = _linter_diagnostic(
-        "NNX004", f"the worker process analysing this file died ({how}), and died again when the file was "
-        "retried alone: it was not analysed (out of memory, or a crash)", request["display"])
+        "NNX004", f"the worker process analysing this file {how}, and so did a fresh one analysing it alone: "
+        "it was not analysed (out of memory, or a crash)", request["display"])
     return [d.to_dict() for d in [found] if d.code in enabled], {}
 
 

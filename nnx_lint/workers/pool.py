@@ -16,13 +16,17 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from nnx_lint.workers.process import WorkerDied, WorkerProcess
+from nnx_lint.workers.process import WorkerDied, WorkerProcess, WorkerStartFailed
+
+#: How many times a worker is started before its failing start-up fails the run.
+START_ATTEMPTS = 3
 
 
 def run_in_workers(jobs: list[Any], workers: int, role: str, roots: list[str],
-                   when_killed_twice: Callable[[Any, str], Any]) -> list[Any]:
-    """Each job's answer from ``role`` workers, in order; ``when_killed_twice(job, how)``
-    stands in for a job whose worker died on it twice."""
+                   when_killed: Callable[[Any, str], None], when_killed_twice: Callable[[Any, str], Any]) -> list[Any]:
+    """Each job's answer from ``role`` workers, in order. ``when_killed(job, how)`` is told
+    of each job whose worker died on it (before its retry); ``when_killed_twice(job, how)``
+    stands in for a job whose worker died on it again in the retry."""
     answers: list[Any] = [None] * len(jobs)
     state = _Shared(deque(range(len(jobs))))
 
@@ -35,10 +39,11 @@ def run_in_workers(jobs: list[Any], workers: int, role: str, roots: list[str],
                 worker = state.start(role, roots)
             try:
                 answers[index] = worker.request(jobs[index])
-            except WorkerDied:
+            except WorkerDied as died:
                 state.forget(worker)
                 worker = None
-                state.add_suspect(index)
+                if state.add_suspect(index):
+                    when_killed(jobs[index], died.how)
 
     def retry_pass(_worker: WorkerProcess | None) -> None:
         while True:
@@ -82,12 +87,26 @@ class _Shared:
                 return None
             return self.queue.popleft()
 
-    def add_suspect(self, index: int) -> None:
+    def add_suspect(self, index: int) -> bool:
+        """Remember a job whose worker died on it; False once the run is stopping (the
+        worker was ended by the run itself, not by its job)."""
         with self.lock:
+            if self.stopped or self.failure is not None:
+                return False
             self.suspects.append(index)
+            return True
 
     def start(self, role: str, roots: list[str]) -> WorkerProcess:
-        worker = WorkerProcess(role, roots)
+        for attempt in range(START_ATTEMPTS):
+            try:
+                worker = WorkerProcess(role, roots)
+                break
+            except WorkerStartFailed:
+                # Killed while it started (the out-of-memory killer does not wait for a
+                # worker to be ready): a fresh one, a few times; a worker that can never
+                # start fails the run.
+                if attempt == START_ATTEMPTS - 1 or self.stopped:
+                    raise
         with self.lock:
             if self.stopped:  # the run ended while this worker started
                 worker.kill()

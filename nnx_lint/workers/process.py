@@ -125,7 +125,7 @@ def worker_command(role: str, path: list[str]) -> list[str]:
 
 
 def describe_exit(returncode: int | None) -> str:
-    """``killed by signal SIGKILL`` / ``exited with status 1``."""
+    """``was killed by signal SIGKILL`` / ``exited with status 1``."""
     if returncode is None:
         return "stopped answering"
     if returncode < 0:
@@ -133,7 +133,7 @@ def describe_exit(returncode: int | None) -> str:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = str(-returncode)
-        return f"killed by signal {name}"
+        return f"was killed by signal {name}"
     return f"exited with status {returncode}"
 
 
