@@ -219,7 +219,8 @@ def _children(pid: int) -> list[int]:
                 command = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if int(fields[1]) == pid and b"nnx_lint.workers.serve" in command:
+            # multiprocessing's helper processes are no workers (nnx-lint no longer starts any)
+            if int(fields[1]) == pid and b"resource_tracker" not in command and b"forkserver" not in command:
                 found.append(int(entry.name))
     return found
 
