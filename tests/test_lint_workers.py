@@ -136,9 +136,10 @@ def test_a_worker_that_imports_from_the_checkout_fails_the_run(tmp_path):
     through the harness) reports the module it imported from there, and the run fails
     instead of trusting its results."""
     repo, _ = _checkout(tmp_path)
-    stdlib_csv = __import__("csv").__file__
-    # A working copy of the standard csv module, found first because the path is forced.
-    (repo / "csv.py").write_text(f"exec(compile(open({stdlib_csv!r}).read(), {stdlib_csv!r}, 'exec'))\n")
+    stdlib_textwrap = __import__("textwrap").__file__
+    # A working copy of the standard textwrap module (the analysis imports it on every
+    # Python), found first because the path is forced.
+    (repo / "textwrap.py").write_text(f"exec(compile(open({stdlib_textwrap!r}).read(), {stdlib_textwrap!r}, 'exec'))\n")
     program = textwrap.dedent(f"""\
         import sys
         import nnx_lint.workers.process as process
@@ -149,7 +150,7 @@ def test_a_worker_that_imports_from_the_checkout_fails_the_run(tmp_path):
         """)
     done = subprocess.run([sys.executable, "-c", program], cwd=repo, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "outside nnx-lint's installation" in done.stderr and "csv" in done.stderr
+    assert "outside nnx-lint's installation" in done.stderr and "textwrap" in done.stderr
     assert done.stdout == ""
 
 

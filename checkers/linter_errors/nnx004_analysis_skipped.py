@@ -19,6 +19,11 @@ class AnalysisSkipped(Rule):
         nested so deeply that Python's parser hits its recursion limit (very long
         generated expressions). Only the first 4 MiB + 1 byte of a file are ever read.
 
+        A file whose ``-j`` worker process died while analysing it (killed by the
+        out-of-memory killer, or a crash of native code) is retried alone in a fresh
+        worker; if that one dies too, the file gets this diagnostic, saying how the
+        worker ended.
+
     Why is this bad?:
         Such files are usually generated; nnx-lint gives up on them rather than stall,
         exhaust memory or crash, so that time and memory per file stay bounded. Every
