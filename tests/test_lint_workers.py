@@ -256,3 +256,21 @@ def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
     assert "internal error" not in stderr
     # The kill landed between two files, or on one that was then retried alone.
     assert stderr.count("retried alone") <= 1 and "NNX004" not in stdout
+
+
+def test_the_worker_path_keeps_the_installation_and_drops_the_checkout(tmp_path, monkeypatch):
+    """A ``.venv`` inside the checkout is part of the installation and stays; ``''``, ``.``,
+    the checkout and anything else inside it (``PYTHONPATH=src``, an editable install of the
+    analysed project) go; entries outside it stay, in order."""
+    from nnx_lint.workers import process
+
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    venv_site = repo / ".venv" / "lib" / "site-packages"
+    for directory in (repo / "src", venv_site, elsewhere):
+        directory.mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
+    monkeypatch.setattr(sys, "path", ["", ".", str(repo), "src", str(elsewhere), str(venv_site), str(repo / "src")])
+    path = process.trusted_path(process.untrusted_dirs([str(repo)]))
+    assert path[:2] == [str(elsewhere), str(venv_site)]
+    assert path[2:] in ([], [process.own_dir()]), "only nnx-lint's own directory may follow, last"

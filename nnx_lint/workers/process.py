@@ -31,7 +31,7 @@ from typing import Any
 
 #: Environment variables a worker inherits (with ``LC_*``): what the interpreter needs. The
 #: analysis reads no environment variable, and nothing else (tokens, ``PYTHONPATH``) is passed.
-PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "SYSTEMROOT")
+PASSED_THROUGH = ("PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP")
 
 #: nnx-lint's own top-level packages: the only modules a worker may import from nnx-lint's
 #: directory when that directory is inside the analysed tree (nnx-lint linting its checkout).
@@ -88,8 +88,9 @@ def trusted_path(untrusted: list[str]) -> list[str]:
     """The worker's ``sys.path``: the parent's, without ``''``/``.`` and without any entry
     inside ``untrusted`` that is not part of the Python installation (a ``.venv`` inside the
     repository is; a ``PYTHONPATH=.`` or an editable install of the analysed project is not).
-    nnx-lint's own directory is put back at the end if it was dropped (a checkout of nnx-lint
-    linting itself): after the standard library and site-packages, so it cannot shadow them."""
+    nnx-lint's own directory is added at the end when it is not on the path (an editable
+    install, or a checkout of nnx-lint linting itself): after the standard library and
+    site-packages, so it cannot shadow them."""
     prefixes = installation_prefixes()
     kept: list[str] = []
     for entry in sys.path:
@@ -106,12 +107,9 @@ def trusted_path(untrusted: list[str]) -> list[str]:
     return kept
 
 
-def worker_environment(private_dir: str) -> dict[str, str]:
-    """The allow-listed environment, with the private directory as the temporary directory."""
-    environment = {name: value for name, value in os.environ.items()
-                   if name in PASSED_THROUGH or name.startswith("LC_")}
-    environment.update({"TMPDIR": private_dir, "TEMP": private_dir, "TMP": private_dir})
-    return environment
+def worker_environment() -> dict[str, str]:
+    """The allow-listed part of the environment."""
+    return {name: value for name, value in os.environ.items() if name in PASSED_THROUGH or name.startswith("LC_")}
 
 
 def worker_command(role: str, path: list[str]) -> list[str]:
@@ -150,7 +148,7 @@ class WorkerProcess:
         try:
             self.process = subprocess.Popen(
                 worker_command(role, trusted_path(untrusted)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                cwd=private_dir, env=worker_environment(private_dir),
+                cwd=private_dir, env=worker_environment(),
             )
             # The worker moves to the run's directory once its path is fixed and its modules
             # checked (diagnostics show paths relative to it), so its start-up one can go.
