@@ -179,7 +179,11 @@ class WorkerProcess:
             line = b""
         if not line.endswith(b"\n"):
             raise WorkerDied(describe_exit(self._reap()))
-        answer = json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError:  # only a broken worker writes this: never trust it again
+            self.kill()
+            raise WorkerDied("sent a malformed answer") from None
         untrusted = answer.get("untrusted") if isinstance(answer, dict) else None
         if untrusted:
             self.close()
