@@ -109,11 +109,13 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
         sys.stdout.write(output)
         print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
         return EXIT_FINDINGS if args.diff and fixed else EXIT_CLEAN
-    fixed, changed, diffs = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes, diff=args.diff)
+    fixed, changed, diffs, crashed = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes,
+                                                         diff=args.diff)
     print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
     if args.diff:
         sys.stdout.write("".join(diffs))
-        return EXIT_FINDINGS if changed else EXIT_CLEAN
+        # A file whose fixes could not be computed may need some: never "nothing to fix".
+        return EXIT_FINDINGS if changed or crashed else EXIT_CLEAN
     return None
 
 

@@ -5,7 +5,6 @@ import hashlib
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -177,16 +176,53 @@ def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(pending) < 4:
         return _analyse_batch(pending, in_worker=False)
-    # Few large batches: each worker pays astroid's start-up once and keeps its caches.
-    batch_count = min(len(pending), jobs * 4)
-    batches = [pending[i::batch_count] for i in range(batch_count)]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        batch_results = list(pool.map(_analyse_batch, batches))
-    ordered: list[tuple | None] = [None] * len(pending)
-    for i, batch_result in enumerate(batch_results):
-        for j, outcome in enumerate(batch_result):
-            ordered[i + j * batch_count] = outcome
-    return ordered  # type: ignore[return-value]
+    from nnx_lint.workers.pool import run_in_workers
+
+    requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots}
+                for path, display, selectors, roots in pending]
+    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice)
+    return [(diagnostics, dependencies) for diagnostics, dependencies in answers]
+
+
+def prepare() -> None:
+    """In a lint worker: import the whole analysis stack up front, so the worker's module
+    check covers it before the first file (see :mod:`nnx_lint.workers.serve`)."""
+    import nnx_lint.engine  # noqa: F401
+    import nnx_lint.project  # noqa: F401
+    from nnx_lint.registry import all_rules
+
+    all_rules()
+
+
+def answer(request: dict) -> tuple[list[dict], dict[str, str]]:
+    """In a lint worker: one file's :func:`analyse_file` outcome (selectors arrive as JSON lists)."""
+    selectors = _selectors_from_json(request["selectors"])
+    return _analyse_batch([(request["path"], request["display"], selectors, request["roots"])])[0]
+
+
+def _selectors_from_json(data: list) -> tuple:
+    """Selectors as :func:`nnx_lint.file_config.selectors_for` makes them (hashable again)."""
+    select, ignore, extend = data
+    return (tuple(select) if select is not None else None, tuple(ignore), tuple(extend))
+
+
+def _killed_once(request: dict, how: str) -> None:
+    from nnx_lint.escaping import printable
+
+    # Out of memory is the usual cause; saying so on stderr keeps it visible in a CI log.
+    print(f"nnx-lint: warning: the worker process analysing {printable(request['display'])} {how}; "
+          "the file is retried alone in a fresh worker", file=sys.stderr)
+
+
+def _killed_twice(request: dict, how: str) -> tuple[list[dict], dict[str, str]]:
+    """The outcome of a file whose worker died on it, and died again when it was retried alone."""
+    from nnx_lint.engine import _linter_diagnostic
+
+    enabled = {rule.code for rule in rules_for_selectors(_selectors_from_json(request["selectors"]))}
+    found = _linter_diagnostic(
+        "NNX004", f"the worker process analysing this file {how}, and so did a fresh one analysing it alone: "
+        "it was not analysed (out of memory, or a crash)", request["display"])
+    return [d.to_dict() for d in [found] if d.code in enabled], {}
 
 
 def _display_path(path: Path) -> str:

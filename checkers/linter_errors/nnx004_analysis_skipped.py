@@ -25,6 +25,11 @@ class AnalysisSkipped(Rule):
         all (or half of the file's time): the ones that do not fit are not read, this
         diagnostic names them, and the file's own code is still analysed whole.
 
+        A file whose ``-j`` worker process died while analysing it (killed by the
+        out-of-memory killer, or a crash of native code) is retried alone in a fresh
+        worker; if that one dies too, the file gets this diagnostic, saying how the
+        worker ended.
+
     Why is this bad?:
         Such files are usually generated; nnx-lint gives up on them rather than stall,
         exhaust memory or crash, so that time and memory per file stay bounded. Every

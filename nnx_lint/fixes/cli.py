@@ -10,6 +10,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from nnx_lint.fixes.isolated import FixCrashed
+
 MISSING_LIBCST = "--fix needs libcst: pip install 'nnx-lint[fix]'"
 
 
@@ -22,48 +24,65 @@ def libcst_available() -> bool:
     return True
 
 
-def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple[Counter, int, list[str]]:
+def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple[Counter, int, list[str], int]:
     """Fix every discovered file (or, with ``diff``, only compute the fixes).
 
     Returns the applied fixes by code, the number of files changed (or that would change),
-    and the unified diffs (with ``diff``).
+    the unified diffs (with ``diff``), and the number of files whose fixes could not be
+    computed (the fix worker died on them: a note says so on stderr, and they stay as they are).
     """
     from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
     from nnx_lint.escaping import printable
+    from nnx_lint.fixes.isolated import IsolatedFixes
     from nnx_lint.runner import _display_path, discover
 
     scope = WriteScope.of(settings.root, paths)
     fixed: Counter = Counter()
     changed = 0
+    crashed = 0
     diffs: list[str] = []
-    for file in discover(paths, settings):
-        outcome = _fixed_text(file, settings, unsafe)
-        if outcome is None:
-            continue
-        before, after, counts = outcome
-        if after == before:
-            continue
-        if diff:
-            diffs.append(_unified_diff(before, after, _display_path(file)))
-        else:
+    with IsolatedFixes(str(root) for root in settings.analysis_roots()) as fixer:
+        for file in discover(paths, settings):
             try:
-                # Encoded as decoded, without newline translation: the file keeps its own line endings.
-                write_confined(file, after.encode("utf-8"), scope)
-            except (WriteRefused, OSError) as exc:
-                print(f"nnx-lint: warning: {printable(str(exc))}", file=sys.stderr)
+                outcome = _fixed_text(file, settings, unsafe, fixer)
+            except FixCrashed as crash:
+                crashed += 1
+                note_crash(_display_path(file), crash)
                 continue
-        changed += 1
-        fixed.update(counts)
-    return fixed, changed, diffs
+            if outcome is None:
+                continue
+            before, after, counts = outcome
+            if after == before:
+                continue
+            if diff:
+                diffs.append(_unified_diff(before, after, _display_path(file)))
+            else:
+                try:
+                    # Encoded as decoded, without newline translation: the file keeps its own line endings.
+                    write_confined(file, after.encode("utf-8"), scope)
+                except (WriteRefused, OSError) as exc:
+                    print(f"nnx-lint: warning: {printable(str(exc))}", file=sys.stderr)
+                    continue
+            changed += 1
+            fixed.update(counts)
+    return fixed, changed, diffs, crashed
 
 
-def _fixed_text(file: Path, settings, unsafe: bool, data: bytes | None = None) -> tuple[str, str, Counter] | None:
+def note_crash(display: str, crash: FixCrashed) -> None:
+    """One stderr line: this file's fixes could not be computed (its diagnostics are still reported)."""
+    from nnx_lint.escaping import printable
+
+    print(f"nnx-lint: warning: {printable(display)}: its fixes could not be computed (the fix worker "
+          f"{crash.how}); its diagnostics are reported without fixes", file=sys.stderr)
+
+
+def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = None) -> tuple[str, str, Counter] | None:
     """``(before, after, fixes by code)`` for one file (or its stdin ``data``); None when
     it cannot be fixed here (unreadable, over the size limits, malformed: the lint run
-    reports those)."""
+    reports those). The fixes are computed by ``fixer`` (:class:`IsolatedFixes`), which
+    raises :class:`FixCrashed` if its worker dies on this file."""
     from nnx_lint import bounds
     from nnx_lint.file_config import rules_for
-    from nnx_lint.fixes.apply import fix_file, fix_notebook
     from nnx_lint.prefilter import mentions_nnx
 
     try:
@@ -73,17 +92,18 @@ def _fixed_text(file: Path, settings, unsafe: bool, data: bytes | None = None) -
         return None
     if not mentions_nnx(data, notebook=file.suffix == ".ipynb"):
         return None
-    rules = list(rules_for(settings, file))
-    roots = [str(root) for root in settings.analysis_roots()]
     try:
-        if file.suffix == ".ipynb":
-            new_data, counts = fix_notebook(str(file), data, rules, unsafe, roots)
-            return data.decode("utf-8"), new_data.decode("utf-8"), counts
         before = data.decode("utf-8")
-        outcome = fix_file(str(file), before, rules, unsafe, roots)
-        return before, outcome.text, outcome.fixed
-    except (UnicodeDecodeError, ValueError):
+    except UnicodeDecodeError:
         return None
+    answer = fixer.ask({
+        "op": "text", "path": str(file), "text": before, "notebook": file.suffix == ".ipynb",
+        "codes": [rule.code for rule in rules_for(settings, file)],
+        "roots": [str(root) for root in settings.analysis_roots()], "unsafe": unsafe,
+    })
+    if answer.get("after") is None:
+        return None
+    return before, answer["after"], Counter(answer["fixed"])
 
 
 def _unified_diff(before: str, after: str, display: str) -> str:
@@ -95,8 +115,15 @@ def fix_stdin(data: bytes, stdin_filename: Path | None, settings, *, unsafe: boo
     """Fix source read from stdin, as Ruff does: the fixed source (or, with ``diff``, the
     diff) is what goes to stdout. ``stdin_filename`` names the file for configuration,
     notebooks and cross-file knowledge."""
+    from nnx_lint.fixes.isolated import IsolatedFixes
+
     file = stdin_filename if stdin_filename is not None else Path("-.py")
-    outcome = _fixed_text(file, settings, unsafe, data)
+    with IsolatedFixes(str(root) for root in settings.analysis_roots()) as fixer:
+        try:
+            outcome = _fixed_text(file, settings, unsafe, fixer, data)
+        except FixCrashed as crash:
+            note_crash(str(stdin_filename or "-"), crash)
+            outcome = None
     if outcome is None:
         text = data.decode("utf-8", errors="replace")
         return ("" if diff else text), Counter()
@@ -115,15 +142,15 @@ def summary(fixed: Counter, diff: bool) -> str:
 
 
 def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
-    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst)."""
+    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst).
+
+    Computed in the fix worker, one file per request: a file on which it dies gets no fixes
+    (and a note on stderr); its diagnostics and every other file's fixes are still reported."""
     if not libcst_available():
         return {}
-    from nnx_lint import bounds
-    from nnx_lint.fixes.apply import cell_edits, fix_for
-    from nnx_lint.fixes.source import SourceIndex
-    from nnx_lint.notebooks import NotebookError, notebook_source
-
     from nnx_lint.diagnostic import analysed_whole
+    from nnx_lint.fixes.isolated import IsolatedFixes
+    from nnx_lint.fixes.model import Fix
     from nnx_lint.registry import rule_by_code
 
     found: dict[int, object] = {}
@@ -135,35 +162,17 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
     # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
     failed = {d.path for d in diagnostics if not analysed_whole([d])}
     by_path = {path: positions for path, positions in by_path.items() if path not in failed}
-    for path, positions in by_path.items():
-        try:
-            data = bounds.read_bounded(path)
-            origin = None
-            if path.endswith(".ipynb"):
-                text, origin = notebook_source(data)
-            else:
-                text = data.decode("utf-8")
-        except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
-            continue
-        index = SourceIndex(text)  # a statement libcst cannot parse gets no fix (see SourceIndex)
-        for position in positions:
-            diagnostic = diagnostics[position]
-            if origin is not None:
-                # Notebook diagnostics are in cell coordinates; the facts (pin sites) and the
-                # index are in module coordinates: map the line back before asking.
-                module_line = next((i + 1 for i, o in enumerate(origin)
-                                    if o.cell == diagnostic.facts.get("cell") and o.line == diagnostic.line), None)
-                if module_line is None:
-                    continue
-                span = module_line - diagnostic.line
-                from dataclasses import replace
-
-                diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
-            fix = fix_for(diagnostic, index, unsafe)
-            if fix is not None and origin is not None:
-                fix = cell_edits(fix, origin)
-            if fix is not None:
-                found[position] = fix
+    with IsolatedFixes() as fixer:
+        for path, positions in by_path.items():
+            request = {"op": "attach", "path": path, "unsafe": unsafe,
+                       "diagnostics": [diagnostics[position].to_dict() for position in positions]}
+            try:
+                fixes = fixer.ask(request)
+            except FixCrashed as crash:
+                note_crash(path, crash)
+                continue
+            for key, fix in fixes.items():
+                found[positions[int(key)]] = Fix.from_json(fix)
     return found
 
 

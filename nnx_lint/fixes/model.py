@@ -45,6 +45,12 @@ class Edit:
             "end_location": {"row": self.end_line, "column": self.end_column},
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Edit:
+        """The edit :meth:`to_json` describes (from the fix worker)."""
+        return cls(data["location"]["row"], data["location"]["column"], data["end_location"]["row"],
+                   data["end_location"]["column"], data["content"])
+
 
 @dataclass(frozen=True)
 class Fix:
@@ -67,6 +73,11 @@ class Fix:
             "message": self.message,
             "edits": [edit.to_json() for edit in sorted(self.edits)],
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fix:
+        """The fix :meth:`to_json` describes (from the fix worker; the edits come sorted)."""
+        return cls(data["applicability"], data["message"], tuple(Edit.from_json(edit) for edit in data["edits"]))
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:

@@ -1,0 +1,142 @@
+"""Fixes computed in a clean worker process, where a native crash costs one file's fixes.
+
+libcst's parser is native code: an 8,000-term ``and`` chain made it segfault, and with it
+the whole run (``--fix``, ``--diff``, ``--output-format json``: exit 139, no output). Every
+libcst call therefore runs in a ``fix`` worker (:mod:`nnx_lint.workers`), one file per
+request. When the worker dies, :class:`IsolatedFixes` raises :class:`FixCrashed` for that
+file only (its diagnostics are still reported, without fixes) and starts a fresh worker for
+the next file. The parent keeps everything that writes or prints.
+
+The worker's side is :func:`prepare` and :func:`answer`; requests are plain data:
+
+* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe"}``: the file's
+  text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
+* ``{"op": "attach", "path", "diagnostics", "unsafe"}``: each diagnostic's fix as Ruff's
+  JSON ``fix`` object, by its position in the list.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from nnx_lint.workers.process import WorkerDied, WorkerProcess
+
+
+class FixCrashed(Exception):
+    """The fix worker died computing one file's fixes; ``how`` says how it ended."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
+
+
+class IsolatedFixes:
+    """The parent's handle on the fix worker (started on first use, replaced after a crash)."""
+
+    def __init__(self, roots: Iterable[str] = ()) -> None:
+        self.roots = [str(root) for root in roots]
+        self.worker: WorkerProcess | None = None
+
+    def ask(self, request: dict[str, Any]) -> Any:
+        """The worker's answer to ``request``; :class:`FixCrashed` if the worker died on it."""
+        # The files being fixed are analysed text: their directories are never imported from.
+        roots = [*self.roots, os.path.dirname(os.path.abspath(request["path"]))]
+        if self.worker is None:
+            self.worker = WorkerProcess("fix", roots)
+        try:
+            return self.worker.request(request)
+        except WorkerDied as died:
+            self.close()
+            raise FixCrashed(died.how) from None
+
+    def close(self) -> None:
+        """End the worker, if one is running."""
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+    def __enter__(self) -> IsolatedFixes:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is not None and self.worker is not None:
+            self.worker.kill()
+        self.close()
+
+
+# -- the worker's side -------------------------------------------------------------------
+
+
+def prepare() -> None:
+    """In the fix worker: import libcst, the fixes and the analysis stack before the module check."""
+    import nnx_lint.engine  # noqa: F401
+    import nnx_lint.fixes.apply  # noqa: F401
+    import nnx_lint.project  # noqa: F401
+    from nnx_lint.registry import all_rules
+
+    all_rules()
+
+
+def answer(request: dict[str, Any]) -> Any:
+    """In the fix worker: serve one request (see the module docstring)."""
+    if request.get("op") == "attach":
+        return _attach(request)
+    return _fixed_text(request)
+
+
+def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
+    from nnx_lint.fixes.apply import fix_file, fix_notebook
+    from nnx_lint.registry import rule_by_code
+
+    rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
+    path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
+    try:
+        if request["notebook"]:
+            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots)
+            return {"after": new_data.decode("utf-8"), "fixed": dict(counts)}
+        outcome = fix_file(path, text, rules, unsafe, roots)
+        return {"after": outcome.text, "fixed": dict(outcome.fixed)}
+    except (UnicodeDecodeError, ValueError):
+        return {"after": None, "fixed": {}}
+
+
+def _attach(request: dict[str, Any]) -> dict[str, Any]:
+    """Each diagnostic's fix (one file's diagnostics), as JSON, by position in the request."""
+    from dataclasses import replace
+
+    from nnx_lint import bounds
+    from nnx_lint.diagnostic import Diagnostic
+    from nnx_lint.fixes.apply import cell_edits, fix_for
+    from nnx_lint.fixes.source import SourceIndex
+    from nnx_lint.notebooks import NotebookError, notebook_source
+
+    path = request["path"]
+    try:
+        data = bounds.read_bounded(path)
+        origin = None
+        if path.endswith(".ipynb"):
+            text, origin = notebook_source(data)
+        else:
+            text = data.decode("utf-8")
+    except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
+        return {}
+    index = SourceIndex(text)  # a statement libcst cannot parse gets no fix (see SourceIndex)
+    found: dict[str, Any] = {}
+    for position, stored in enumerate(request["diagnostics"]):
+        diagnostic = Diagnostic.from_dict(stored)
+        if origin is not None:
+            # Notebook diagnostics are in cell coordinates; the facts (pin sites) and the
+            # index are in module coordinates: map the line back before asking.
+            module_line = next((i + 1 for i, o in enumerate(origin)
+                                if o.cell == diagnostic.facts.get("cell") and o.line == diagnostic.line), None)
+            if module_line is None:
+                continue
+            span = module_line - diagnostic.line
+            diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
+        fix = fix_for(diagnostic, index, request["unsafe"])
+        if fix is not None and origin is not None:
+            fix = cell_edits(fix, origin)
+        if fix is not None:
+            found[str(position)] = fix.to_json()
+    return found
