@@ -38,7 +38,7 @@ CHANNEL_ENV = "NNX_LINT_GATE_CHANNEL"
 KEY_BYTES = 32
 #: A line longer than this is not a record of the plugin (which bounds what it writes).
 _MAX_LINE = 8 * 1024 * 1024
-#: How many channel problems a run keeps (the first says what happened; the rest repeat it).
+#: How many different channel problems a run keeps.
 _MAX_PROBLEMS = 5
 
 
@@ -191,7 +191,7 @@ class ChannelReader:
             self._verify(line)
 
     def _problem(self, text: str) -> None:
-        if len(self.problems) < _MAX_PROBLEMS:
+        if len(self.problems) < _MAX_PROBLEMS and text not in self.problems:
             self.problems.append(text)
 
     def _verify(self, line: bytes) -> None:
