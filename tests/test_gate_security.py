@@ -423,3 +423,48 @@ def test_processes_the_tests_start_in_a_new_session_do_not_outlive_the_gate(tmp_
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+# ---------------------------------------------------------------- the channel and the agreement checks, in process
+
+
+def test_the_channel_accepts_only_signed_records_in_order(tmp_path):
+    from nnx_lint.gate.channel import ChannelReader, RecordWriter
+
+    reader = ChannelReader(save_to=tmp_path / "saved.jsonl")
+    key = os.read(reader.key_fd, 64)
+    writer = RecordWriter(reader.write_fd, key)
+    writer.send({"event": "session", "flax": "0.12.8"})
+    writer.send({"event": "report", "nodeid": "t.py::a", "phase": "teardown", "outcome": "passed"})
+    reader.poll(1.0)
+    assert [record["event"] for record in reader.records] == ["session", "report"] and reader.problems == []
+    assert reader.done == 1
+    os.write(reader.write_fd, b'{"event": "report", "nodeid": "t.py::a", "outcome": "failed"}\n')
+    RecordWriter(reader.write_fd, b"another key" * 3).send({"event": "finished", "exitstatus": 0})
+    reader.poll(1.0)
+    assert reader.problems == ["a record on the plugin's channel is not signed with the run's key (something other "
+                               "than the gate's plugin wrote to it)"]
+    replayed = RecordWriter(reader.write_fd, key)  # a signed record out of sequence (number 0 again)
+    replayed.send({"event": "finished", "exitstatus": 0})
+    reader.finish()
+    assert "arrived out of order" in reader.problems[-1]
+    assert len(reader.records) == 2
+    assert (tmp_path / "saved.jsonl").read_text().count("\n") == 2  # only what was verified is kept
+
+
+def test_records_that_disagree_with_pytest_are_untrusted():
+    from nnx_lint.gate.modes import TREE
+    from nnx_lint.gate.results import RunResults, TestResult
+    from nnx_lint.gate.trust import cross_run_problems, run_trust_problems, summary_failures
+
+    assert summary_failures("...\n========= 2 failed, 3 passed, 1 error in 0.52s =========\n") == 3
+    assert summary_failures("1 failed, 1 passed in 61.20s (0:01:01)") == 1
+    assert summary_failures("no tests ran in 0.01s") is None
+    passing = RunResults(tests={"t.py::a": TestResult("t.py::a")}, finished=True, pytest_status=0, collected=1)
+    assert run_trust_problems(passing, TREE, 0, "1 passed in 0.1s") == []
+    assert "process exited with 1" in run_trust_problems(passing, TREE, 1, "")[0]
+    assert "counts 1 failure" in run_trust_problems(passing, TREE, 0, "1 failed in 0.1s")[0]
+    unreported = RunResults(tests={"t.py::a": TestResult("t.py::a")}, finished=True, pytest_status=0, collected=2)
+    assert "2 tests were collected but only 1" in run_trust_problems(unreported, TREE, 0, "")[0]
+    tree_exit_1 = RunResults(tests=passing.tests, finished=True, pytest_status=1)
+    assert cross_run_problems(passing, tree_exit_1) and not cross_run_problems(tree_exit_1, tree_exit_1)
