@@ -77,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
 
     argv, test_command = split_test_command(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    from nnx_lint.registry import ForeignRules, check_own_rules
+
+    try:
+        check_own_rules()  # before anything imports the rules: a checkout's checkers/ must not run
+    except ForeignRules as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         if args.command == "gate":
             from nnx_lint.gate.command import run_gate_command

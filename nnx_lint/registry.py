@@ -9,6 +9,7 @@ give are enforced by tests. This is the one module of ``nnx_lint`` that imports 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import sys
 from collections.abc import Iterable
@@ -16,12 +17,39 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
+import nnx_lint
 from nnx_lint.rule import Rule
+
+
+class ForeignRules(RuntimeError):
+    """The ``checkers`` package Python would import is not the one installed with nnx-lint."""
+
+
+def check_own_rules() -> None:
+    """Raise :class:`ForeignRules` unless ``checkers`` is nnx-lint's own, installed beside ``nnx_lint``.
+
+    ``python -m nnx_lint.cli`` (without ``-P``) and ``python -m flake8`` put the working
+    directory first on ``sys.path``: in a checkout that commits a ``checkers/`` package, that
+    package would be imported as nnx-lint's rules and run. Looked up without importing it.
+    (A checkout that commits ``nnx_lint/`` itself replaces this check too: only the
+    ``nnx-lint`` console script or ``python -P -m`` avoid that; see docs/security.md.)
+    """
+    home = Path(nnx_lint.__file__).resolve().parent.parent
+    loaded = sys.modules.get("checkers")
+    spec = loaded.__spec__ if loaded is not None else importlib.util.find_spec("checkers")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations or Path(locations[0]).resolve().parent != home:
+        found = locations[0] if locations else (spec.origin if spec is not None else "nowhere")
+        raise ForeignRules(
+            f"refusing to load rules from {found}: nnx-lint's own rules are in {home / 'checkers'}. The current "
+            "directory comes first on sys.path with 'python -m'; run the nnx-lint console script or 'python -P -m "
+            "nnx_lint.cli' instead")
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class, sorted by code."""
+    check_own_rules()
     import checkers
 
     # walk_packages imports each package to look inside it, so every family module is loaded.
@@ -36,6 +64,7 @@ def all_rules() -> tuple[type[Rule], ...]:
 
 def rules_directory() -> Path:
     """The directory of the ``checkers`` package (the cache fingerprints its sources)."""
+    check_own_rules()
     import checkers
 
     return Path(checkers.__file__).parent

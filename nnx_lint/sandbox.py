@@ -18,11 +18,20 @@
   hangs or kills the worker costs only its own verdict: the worker's whole process group
   is killed (nothing it started outlives nnx-lint) and a fresh worker takes the rest.
 
+A program that leaves its process group (``setsid``, a double fork) is not reached by
+killing the group. On Linux, :class:`OrphanSweeper` makes this process a child subreaper
+(``prctl(PR_SET_CHILD_SUBREAPER)``) while workers run: every process orphaned below it is
+re-parented here instead of to init, and is killed (with whatever it started) once its
+worker is gone. The gate uses the same sweeper for its test runs. Elsewhere only the
+process group is killed.
+
 Outcomes made here (timeouts, crashes) carry ``"transient": True``: they describe this
 run, not the program, and are never cached.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import queue
@@ -32,8 +41,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterable
 
 #: Environment variables the worker inherits (with ``LC_*``): what the interpreter and
 #: JAX on CPU need to start. Anything else (tokens, ``AWS_*``, ``GITHUB_TOKEN``, ``XLA_FLAGS``,
@@ -176,6 +186,125 @@ class _Worker:
         self.reader.join(timeout=5)
 
 
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+_subreaper_lock = threading.Lock()
+_subreaper_users = 0
+
+
+def _set_child_subreaper(on: bool) -> bool:
+    """``prctl(PR_SET_CHILD_SUBREAPER, on)``; False where it is not available (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents() -> dict[int, int]:
+    """``pid -> parent pid`` of every process visible in /proc (empty without /proc)."""
+    parents = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return parents
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stream:
+                fields = stream.read().rpartition(b")")[2].split()
+            parents[int(entry)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return parents
+
+
+class OrphanSweeper:
+    """Kills the processes that a run left behind outside its process group (Linux).
+
+    While one exists, this process is a child subreaper: a descendant whose parent dies is
+    re-parented here, whatever session or group it moved to. :meth:`sweep` kills every child
+    of this process that was not a child when the sweeper was made and is not in ``keep``,
+    with all its descendants, and reaps it. A process that is never orphaned (its parent
+    lives on outside our tree) or that another service starts (``systemd-run``, ``at``, a
+    daemon) is out of reach; only a container or a cgroup bounds those.
+    """
+
+    def __init__(self) -> None:
+        global _subreaper_users
+        with _subreaper_lock:
+            self.enabled = _subreaper_users > 0 or _set_child_subreaper(True)
+            if self.enabled:
+                _subreaper_users += 1
+        me = os.getpid()
+        self._existing = {pid for pid, parent in _parents().items() if parent == me}
+        self._own: set[int] = set()
+        self._closed = False
+
+    def own(self, pid: int) -> None:
+        """Never sweep ``pid``: a child this process started on purpose and still uses."""
+        self._own.add(pid)
+
+    def sweep(self, keep: Iterable[int] = (), seconds: float = 10.0) -> int:
+        """Kill and reap the orphans adopted since the sweeper was made; how many were killed."""
+        if not self.enabled:
+            return 0
+        keep = set(keep) | self._existing | self._own
+        me, killed = os.getpid(), 0
+        limit = time.monotonic() + seconds
+        while time.monotonic() < limit:
+            parents = _parents()
+            orphans = [pid for pid, parent in parents.items() if parent == me and pid not in keep]
+            if not orphans:
+                break
+            children: dict[int, list[int]] = {}
+            for pid, parent in parents.items():
+                children.setdefault(parent, []).append(pid)
+            # Every descendant at once: a killed process cannot start another, and what its
+            # killed parent leaves behind is re-parented here and found on the next pass.
+            doomed, stack = set(), list(orphans)
+            while stack:
+                pid = stack.pop()
+                if pid not in doomed:
+                    doomed.add(pid)
+                    stack.extend(children.get(pid, ()))
+            for pid in doomed:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            for pid in orphans:
+                killed += 1
+                self._reap(pid, limit)
+        return killed
+
+    @staticmethod
+    def _reap(pid: int, limit: float) -> None:
+        while True:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if done or time.monotonic() >= limit:
+                return
+            time.sleep(0.01)
+
+    def close(self, keep: Iterable[int] = ()) -> None:
+        """A last sweep, then this process stops being a subreaper (when no other sweeper is open)."""
+        global _subreaper_users
+        if self._closed:
+            return
+        self._closed = True
+        self.sweep(keep)
+        if self.enabled:
+            with _subreaper_lock:
+                _subreaper_users -= 1
+                if _subreaper_users == 0:
+                    _set_child_subreaper(False)
+
+
 def _transient_error(message: str) -> dict:
     return {"status": "error", "message": message, "transient": True}
 
@@ -211,6 +340,7 @@ def run_isolated(programs: list[str], oracle: str, timeout: float | None = None,
     private_dir = Path(tempfile.mkdtemp(prefix="nnx-lint-confirm-"))  # mode 0700
     worker: _Worker | None = None
     serial = 0
+    sweeper = OrphanSweeper()
     try:
         environment = worker_environment(private_dir)
         for index, program in enumerate(programs):
@@ -237,9 +367,12 @@ def run_isolated(programs: list[str], oracle: str, timeout: float | None = None,
                 outcome = _transient_error(f"the confirmation worker died running this reproduction (exit status "
                                            f"{worker.process.returncode}): {worker.stderr_tail()}")
                 worker = None
+            if worker is None:  # what the killed worker's programs left outside its group goes too
+                sweeper.sweep()
             outcomes.append(outcome)
     finally:
         if worker is not None:
             worker.kill()
+        sweeper.close()
         shutil.rmtree(private_dir, ignore_errors=True)
     return outcomes

@@ -136,3 +136,25 @@ def test_the_worker_bootstrap_never_runs_from_the_current_directory(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     (outcome,) = run_programs([_program("return sys.version_info[0]\n")], "tree_runtime")
     assert outcome == {"status": "ok", "observation": sys.version_info[0]} and not marker.exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guarantee is Linux's (a child subreaper)")
+def test_a_child_in_a_new_session_does_not_outlive_the_worker():
+    """A program's child that leaves the worker's process group (``setsid``) is killed with the worker."""
+    (outcome,) = run_programs([_program("""\
+        import subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+        return child.pid
+        """)], "tree_runtime")
+    assert outcome["status"] == "ok", outcome
+    child = outcome["observation"]
+    deadline = time.monotonic() + 10
+    while _state(child) not in (None, "Z") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert _state(child) in (None, "Z"), "the program's child in a new session outlived the worker"
+    finally:
+        try:
+            os.kill(child, 9)
+        except ProcessLookupError:
+            pass

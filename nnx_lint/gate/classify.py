@@ -20,6 +20,8 @@ from nnx_lint.gate.modes import GRAPH, TREE
 from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
 from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
                                   rerun_command, run_once, uses_junit, warm_python)
+from nnx_lint.gate.trust import cross_run_problems
+from nnx_lint.sandbox import OrphanSweeper
 
 VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
 
@@ -147,12 +149,16 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     deadline = started + options.timeout if options.timeout else None
     outcome = GateOutcome()
     progress = options.progress or Progress(enabled=False)
+    # Made before the first run: a process the tests leave behind, even in a new session, is
+    # killed when its run ends (on Linux; see nnx_lint.sandbox.OrphanSweeper).
+    sweeper = OrphanSweeper()
 
     try:
         for mode in (GRAPH, TREE):
             record = (full_runs or {}).get(mode.name) or run_once(
                 _with_jobs(options.command, options.jobs), mode, cwd=options.cwd, workdir=options.workdir,
-                label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run")
+                label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run",
+                sweeper=sweeper)
             outcome.runs[mode.name] = record
             if record.status in ("failed-to-start", "no-report", "usage-error"):
                 break  # the same command will not do better in the other mode
@@ -171,7 +177,7 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
         outcome.tests_total = len(set(graph) | set(tree))
         verdicts, candidates = classify_full_runs(graph, tree)
         outcome.verdicts.extend(verdicts)
-        _isolate(candidates, graph, tree, rootdir, options, deadline, progress, outcome)
+        _isolate(candidates, graph, tree, rootdir, options, deadline, progress, outcome, sweeper)
     except (GateInterrupted, KeyboardInterrupt) as interrupted:
         # Ctrl-C while a test command ran (GateInterrupted: that run was stopped) or in between.
         outcome.interrupted = True
@@ -180,6 +186,7 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
             outcome.runs[record.mode] = record
         outcome.problems.append("interrupted (Ctrl-C): the report is partial")
     finally:
+        sweeper.close()
         progress.clear()
         outcome.elapsed = time.monotonic() - started
     outcome.verdicts.sort(key=lambda verdict: (VERDICT_KINDS.index(verdict.kind), verdict.nodeid))
@@ -187,7 +194,8 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
 
 
 def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str, TestResult], rootdir: str | None,
-             options: GateOptions, deadline: float | None, progress: Progress, outcome: GateOutcome) -> None:
+             options: GateOptions, deadline: float | None, progress: Progress, outcome: GateOutcome,
+             sweeper: OrphanSweeper) -> None:
     can_rerun = is_pytest_command(options.command) and not uses_junit(options.command)
     base_command = rerun_command(options.command, options.cwd) if can_rerun else []
     python = warm_python(base_command) if options.warm else None
@@ -212,20 +220,24 @@ def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str
                 record = None
                 if python is not None:
                     if mode.name not in servers:
-                        servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir)
+                        servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir,
+                                                        sweeper=sweeper)
                     server = servers[mode.name]
                     if server is not None:
                         record = server.run(base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
-                                            deadline=deadline)
+                                            deadline=deadline, sweeper=sweeper)
                         if record is None or record.status in ("no-report", "usage-error"):
                             servers[mode.name] = None  # a broken server: the rest run cold
                             server.close()
                             record = None
                 if record is None:
                     record = run_once(base_command + target, mode, cwd=options.cwd, workdir=options.workdir,
-                                      label=label, deadline=deadline)
+                                      label=label, deadline=deadline, sweeper=sweeper)
                 slowest = max(slowest, record.elapsed)
                 outcome.reruns.append(record)
+                if record.status == "untrusted":  # no verdict from it: the test stays "not isolated"
+                    outcome.problems.append(f"the re-run of {nodeid} alone in {mode.label} cannot be trusted: "
+                                            + "; ".join(record.trust_problems))
                 alone[mode.name] = _find(record.results, nodeid) if record.status == "finished" else None
                 if record.status == "timeout":
                     break
@@ -239,6 +251,10 @@ def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str
 
 def _check_runs(outcome: GateOutcome) -> None:
     """Record what went wrong with the full runs, in words a user can act on."""
+    graph_run, tree_run = outcome.runs.get(GRAPH.name), outcome.runs.get(TREE.name)
+    if graph_run is not None and tree_run is not None and tree_run.status == "finished":
+        outcome.problems.extend(f"the Tree Mode run cannot be trusted: {problem}"
+                                for problem in cross_run_problems(graph_run.results, tree_run.results))
     for mode in (GRAPH, TREE):
         record = outcome.runs.get(mode.name)
         if record is None:
@@ -261,11 +277,14 @@ def _check_runs(outcome: GateOutcome) -> None:
             outcome.problems.append(f"{what} collected no tests")
         elif record.status == "interrupted":
             outcome.problems.append(f"{what} was interrupted")
+        elif record.status == "untrusted":
+            outcome.problems.append(f"{what} cannot be trusted: " + "; ".join(record.trust_problems))
         results = record.results
         if results.saw_session and results.flax_version is None:
             outcome.problems.append("flax is not installed in the test command's Python: the modes mean nothing "
                                     "without it")
-        if results.flax_config is not None and results.flax_config != mode.expected_config:
+        if (results.flax_config is not None and results.flax_config != mode.expected_config
+                and record.status != "untrusted"):  # an untrusted run has said where the mode was wrong
             outcome.problems.append(f"{what} did not run in {mode.label}: flax.config was {results.flax_config} "
                                     f"(the tests or a conftest override NNX_GRAPH_MODE / NNX_GRAPH_UPDATES)")
         if mode is GRAPH and results.collect_errors:

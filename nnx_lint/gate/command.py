@@ -14,6 +14,7 @@ Exit status:
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import shutil
 import sys
@@ -81,6 +82,48 @@ def _flax_missing_here(command: list[str]) -> bool:
     return importlib.util.find_spec("flax") is None
 
 
+#: Every module the gate runs after the first test run starts (a test keeps this complete).
+#: The tests can write to the installed packages, nnx-lint's own included: a module first
+#: imported after they ran would run what they wrote there, in the gate's process.
+_GATE_MODULES = (
+    "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
+    "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
+    "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner",
+    "nnx_lint.sandbox",
+)
+#: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
+_GATE_STDLIB = ("array", "json", "select", "signal", "socket", "xml.etree.ElementTree", "xml.parsers.expat")
+
+
+def preload() -> None:
+    """Import everything the gate needs after the test runs start, before the first one does.
+
+    That is the gate's own modules, every module a lint can reach (the dependencies' frames
+    are linted after the runs), the rules, and the gate's copy of ``tree_runtime``'s
+    ``error_category`` (loaded by file). ``tests/test_gate_security.py`` runs a gate under an
+    audit hook and checks that nothing at all is imported once the first run has started.
+    """
+    import pkgutil
+
+    import astroid
+
+    from nnx_lint.eager import load_lint_path
+    from nnx_lint.gate.results import _gate_error_category
+
+    for name in _GATE_STDLIB + _GATE_MODULES:
+        importlib.import_module(name)
+    load_lint_path()
+    # astroid imports some of its own modules only when a file needs them (astroid.constraint
+    # for a guarded name); the dependencies' files are linted after the runs.
+    for module in pkgutil.walk_packages(astroid.__path__, prefix="astroid."):
+        if ".tests" not in module.name:
+            try:
+                importlib.import_module(module.name)
+            except Exception:  # noqa: BLE001 - an optional brain whose library is missing
+                pass
+    _gate_error_category()
+
+
 def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -> int:
     """Run the gate as parsed by the CLI; returns the exit status."""
     from nnx_lint.config import ConfigError
@@ -122,6 +165,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         print("nnx-lint: interrupted", file=sys.stderr)
         return EXIT_ERROR
 
+    preload()
     from nnx_lint.gate.classify import GateOptions, run_gate
     from nnx_lint.gate.runner import Progress
 
@@ -181,4 +225,3 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
                           baseline_file=str(baseline_file) if baseline_file else None,
                           findings=len(diagnostics), exit_status=status, notes=notes)
     return status, render(report, args.output_format)
-

@@ -1,25 +1,30 @@
-"""The pytest plugin of ``nnx-lint gate``: per-test outcomes as JSON lines.
+"""The pytest plugin of ``nnx-lint gate``: per-test outcomes, and the mode each test ran in.
 
-Loaded by the gate with ``-p nnx_lint.gate.pytest_plugin``; it does nothing unless the
-environment variable ``NNX_LINT_GATE_REPORT`` names the file to append to. It only uses
-the standard library and pytest, so it costs the test process nothing at import.
+Loaded by the gate with ``-p nnx_lint.gate.pytest_plugin``. It sends its records over the
+channel the gate hands it (``nnx_lint.gate.channel``: an inherited pipe, each record signed
+with a per-run key); outside the gate, ``NNX_LINT_GATE_REPORT=<file>`` makes it append the same
+records to a file instead (for measurement scripts; unsigned). With neither it does nothing.
+It only uses the standard library and pytest, so it costs the test process nothing at import.
 
-One JSON object per line, each with an ``event``:
+The channel is opened when this module is imported, i.e. when pytest processes ``-p``, before
+it imports any ``conftest.py`` of the project: the key is gone from the pipe before project
+code runs.
+
+One JSON object per record, each with an ``event``:
 
 - ``session``: the interpreter and the installed flax version (``null`` when flax is missing);
 - ``collected``: how many tests were collected (the progress total);
 - ``collect_error``: a module (or other collector) that could not be collected;
 - ``report``: one phase (``setup``/``call``/``teardown``) of one test: outcome, duration,
-  and for a failure the exception: type, message, stable category, traceback frames;
+  for a failure the exception (type, message, stable category, traceback frames), and
+  ``modes``: the flax mode seen at the start and end of the phase (see :func:`observed_mode`);
 - ``finished``: pytest's exit status and the flax configuration the tests actually ran with.
 
-Under pytest-xdist the exception is captured in the worker (where the exception object
-lives) and travels to the controller in ``report.user_properties``; only the controller
-writes the file.
+Under pytest-xdist the exception and the modes are captured in the worker (where the test
+runs) and travel to the controller in ``report.user_properties``; only the controller writes.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -29,10 +34,13 @@ from typing import Any
 
 import pytest
 
-#: The environment variable naming the report file.
-REPORT_ENV = "NNX_LINT_GATE_REPORT"
+from nnx_lint.gate.channel import REPORT_ENV, open_writer_from_environment
+from nnx_lint.gate.results import load_error_category
+
 #: The key under which a failure's details travel in ``report.user_properties``.
 _PROPERTY = "nnx_lint_gate_exception"
+#: The key under which a phase's observed modes travel in ``report.user_properties``.
+_MODES_PROPERTY = "nnx_lint_gate_modes"
 #: Bounds on what one failure may add to the report.
 _MAX_MESSAGE = 4000
 _MAX_FRAMES = 200
@@ -40,10 +48,17 @@ _MAX_FRAMES = 200
 _category_function: Any = None
 #: False in an xdist worker: the controller writes the worker's reports.
 _writer = True
+#: Opened at import, before any project code can read the key (see the module docstring).
+_channel = open_writer_from_environment()
 
 
 def _report_path() -> str | None:
     return os.environ.get(REPORT_ENV) or None
+
+
+def _active() -> bool:
+    """True when the records go somewhere: the gate's channel or a report file."""
+    return _channel is not None or _report_path() is not None
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -51,6 +66,9 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
 
 
 def _write(record: dict[str, Any]) -> None:
+    if _channel is not None:
+        _channel.send(record)
+        return
     path = _report_path()
     if path is None:
         return
@@ -75,24 +93,11 @@ def _error_category(exc: BaseException) -> str | None:
     """``tree_runtime``'s ``error_category`` of ``exc``, or None when it cannot be loaded.
 
     The category needs the exception object (its class hierarchy), so it is computed here,
-    in the test process. ``tree_runtime/_errors.py`` is loaded by file, without running the
-    package ``__init__`` (which imports jax): it needs only ``re``.
+    in the test process.
     """
     global _category_function
     if _category_function is None:
-        _category_function = False
-        try:
-            spec = importlib.util.find_spec("tree_runtime")
-            locations = list(spec.submodule_search_locations or []) if spec else []
-            if locations:
-                errors_spec = importlib.util.spec_from_file_location(
-                    "_nnx_lint_gate_tree_runtime_errors", os.path.join(locations[0], "_errors.py"))
-                if errors_spec is not None and errors_spec.loader is not None:
-                    module = importlib.util.module_from_spec(errors_spec)
-                    errors_spec.loader.exec_module(module)
-                    _category_function = module.error_category
-        except Exception:  # noqa: BLE001 - no category is better than a broken test run
-            _category_function = False
+        _category_function = load_error_category() or False
     if not _category_function:
         return None
     try:
@@ -120,10 +125,74 @@ def describe_exception(exc: BaseException, tb: Any) -> dict[str, Any]:
     }
 
 
+def observed_mode() -> list[bool] | None:
+    """The flax mode in force right now, as ``[config graph_mode, config graph_updates,
+    current graph_mode, current graph_updates]``; None when flax is not imported.
+
+    The first two are ``flax.config``; the last two what ``nnx.set_graph_mode`` /
+    ``nnx.set_graph_updates`` make current (a context entered by a fixture, or the stack
+    entry a bare ``nnx.set_graph_mode(True)`` call leaves behind), which the transforms
+    read. Read from ``sys.modules`` only: the plugin never imports flax.
+    """
+    flax = sys.modules.get("flax")
+    if flax is None:
+        return None
+    try:
+        config = [bool(flax.config.nnx_graph_mode), bool(flax.config.nnx_graph_updates)]
+    except Exception:  # noqa: BLE001 - an older flax without these options: it has no Tree Mode
+        return None
+    current = list(config)
+    graphlib = sys.modules.get("flax.nnx.graphlib")
+    for index, name in enumerate(("set_graph_mode", "set_graph_updates")):
+        context = getattr(graphlib, name, None) if graphlib is not None else None
+        try:
+            if context is not None:
+                current[index] = bool(context.current_value())
+        except Exception:  # noqa: BLE001 - an unexpected flax: config alone then
+            pass
+    return config + current
+
+
+def _observe(item: pytest.Item, phase: str) -> None:
+    """Note the mode now, for ``phase`` of ``item`` (distinct observations only)."""
+    seen = item.__dict__.setdefault("_nnx_lint_gate_modes", {}).setdefault(phase, [])
+    mode = observed_mode()
+    if mode not in seen:
+        seen.append(mode)
+
+
+# The checkpoints: the start of each phase (trylast: inside every other wrapper, so a conftest
+# wrapper that switches the mode around the phase is seen), the start and end of the test
+# function itself (inside pytest's own runtest), and the end of each phase (makereport).
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    _observe(item, "setup")
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    _observe(item, "call")
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    _observe(pyfuncitem, "call")
+    yield
+    _observe(pyfuncitem, "call")
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    _observe(item, "teardown")
+    yield
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _writer
     _writer = not _is_xdist_worker(config)
-    if _report_path() is None or not _writer:
+    if not _active() or not _writer:
         return
     _write({"event": "session", "time": time.time(), "python": sys.executable,
             "pid": os.getpid(), "flax": _flax_version(),
@@ -131,7 +200,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if _report_path() is None or _is_xdist_worker(session.config):
+    if not _active() or _is_xdist_worker(session.config):
         return
     _write({"event": "collected", "count": len(session.items)})
 
@@ -139,13 +208,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """Under xdist the controller learns the total from the workers (each collects it all)."""
-    if _report_path() is None:
+    if not _active():
         return
     _write({"event": "collected", "count": len(ids), "worker": str(getattr(node, "gateway", node))})
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if _report_path() is None or not _writer or not report.failed:
+    if not _active() or not _writer or not report.failed:
         return
     _write({"event": "collect_error", "nodeid": report.nodeid or ".",
             "message": str(report.longreprtext)[-_MAX_MESSAGE:]})
@@ -154,9 +223,14 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     outcome = yield
-    if _report_path() is None:
+    # In an xdist worker the environment says nothing (the channel is the controller's):
+    # describe every phase there, the controller decides whether to write.
+    if not (_active() or _is_xdist_worker(item.config)):
         return
     report = outcome.get_result()
+    _observe(item, call.when)
+    modes = item.__dict__.get("_nnx_lint_gate_modes", {}).pop(call.when, [])
+    report.user_properties.append((_MODES_PROPERTY, json.dumps(modes)))
     excinfo = call.excinfo
     if excinfo is None or report.skipped or not report.failed:
         return
@@ -169,16 +243,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if _report_path() is None or not _writer:
+    if not _active() or not _writer:
         return
     exception = None
+    modes = None
     for name, value in report.user_properties:
         if name == _PROPERTY:
             exception = json.loads(value)
+        elif name == _MODES_PROPERTY:
+            modes = json.loads(value)
     record: dict[str, Any] = {
         "event": "report", "nodeid": report.nodeid, "phase": report.when, "outcome": report.outcome,
         "duration": round(report.duration, 4), "location": list(report.location),
     }
+    if modes is not None:
+        record["modes"] = modes
     if hasattr(report, "wasxfail"):
         record["wasxfail"] = True
     if exception is not None:
@@ -189,19 +268,16 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _report_path() is None or _is_xdist_worker(config):
+    if not _active() or _is_xdist_worker(config):
         return
-    flax_config = None
-    flax = sys.modules.get("flax")
-    if flax is not None:  # read only if the tests imported flax: never import it here
-        try:
-            flax_config = {"nnx_graph_mode": bool(flax.config.nnx_graph_mode),
-                           "nnx_graph_updates": bool(flax.config.nnx_graph_updates)}
-        except Exception:  # noqa: BLE001 - an older flax without these options
-            flax_config = None
-    _write({"event": "finished", "exitstatus": int(getattr(config, "_nnx_lint_gate_status", -1)),
-            "flax_config": flax_config})
+    mode = observed_mode()
+    flax_config = None if mode is None else {"nnx_graph_mode": mode[0], "nnx_graph_updates": mode[1]}
+    session = getattr(config, "_nnx_lint_gate_session", None)
+    # session.exitstatus, read last: what pytest returns (a later sessionfinish hook may change it).
+    status = int(getattr(session, "exitstatus", -1)) if session is not None else -1
+    _write({"event": "finished", "exitstatus": status,
+            "flax_config": flax_config, "modes": [mode]})
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    session.config._nnx_lint_gate_status = int(exitstatus)  # type: ignore[attr-defined]
+    session.config._nnx_lint_gate_session = session  # type: ignore[attr-defined]

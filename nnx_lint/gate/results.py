@@ -1,12 +1,14 @@
 """Per-test results of one run, read from the plugin's JSON lines or from junit XML."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 #: Outcomes that count as "the test broke".
 FAILING = frozenset({"failed", "error"})
@@ -79,6 +81,16 @@ class RunResults:
     #: ``flax.config.nnx_graph_mode`` / ``nnx_graph_updates`` as the tests saw them (None: flax not imported).
     flax_config: dict[str, bool] | None = None
     pytest_status: int | None = None
+    #: Where the mode was observed, as ``(node id, phase, observation)`` (see
+    #: ``pytest_plugin.observed_mode``); the ``finished`` record's end-of-run observation has
+    #: the node id ``""`` and the phase ``"end"``.
+    modes_seen: list[tuple[str, str, Any]] = field(default_factory=list)
+    #: What makes the records untrustworthy (a forged or reordered record on the channel).
+    channel_problems: list[str] = field(default_factory=list)
+
+    def failing_count(self) -> int:
+        """Failed or errored tests, and modules that could not be collected."""
+        return sum(1 for test in self.tests.values() if test.failing) + len(self.collect_errors)
 
 
 def _apply_phase(result: TestResult, record: dict[str, Any]) -> None:
@@ -108,17 +120,26 @@ def _apply_phase(result: TestResult, record: dict[str, Any]) -> None:
 
 
 def read_plugin_report(path: Path) -> RunResults:
-    """Parse the plugin's JSON lines; a missing file or a torn last line is tolerated."""
-    results = RunResults()
+    """Parse a report file of JSON lines; a missing file or a torn last line is tolerated."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return results
+        return RunResults()
+    records = []
     for line in lines:
         try:
-            record = json.loads(line)
+            records.append(json.loads(line))
         except json.JSONDecodeError:
             continue  # a line torn by a crash or a kill
+    return results_from_records(records)
+
+
+def results_from_records(records: Iterable[Any]) -> RunResults:
+    """The results the plugin's records describe, in the order they were written."""
+    results = RunResults()
+    for record in records:
+        if not isinstance(record, dict):
+            continue
         event = record.get("event")
         if event == "session":
             results.saw_session = True
@@ -132,11 +153,35 @@ def read_plugin_report(path: Path) -> RunResults:
             nodeid = str(record.get("nodeid"))
             test = results.tests.setdefault(nodeid, TestResult(nodeid))
             _apply_phase(test, record)
+            for mode in record.get("modes") or ():
+                results.modes_seen.append((nodeid, str(record.get("phase")), mode))
         elif event == "finished":
             results.finished = True
             results.flax_config = record.get("flax_config")
             results.pytest_status = record.get("exitstatus")
+            for mode in record.get("modes") or ():
+                results.modes_seen.append(("", "end", mode))
     return results
+
+
+def load_error_category() -> Callable[[BaseException], str] | None:
+    """``tree_runtime``'s ``error_category``, loaded from ``tree_runtime/_errors.py`` by file.
+
+    The package ``__init__`` imports jax; ``_errors.py`` needs only ``re``. It is nnx-lint's own
+    copy, installed beside ``nnx_lint`` (never a ``tree_runtime`` found first on ``sys.path``),
+    loaded under a private name. None when it cannot be loaded.
+    """
+    try:
+        errors_file = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                   "tree_runtime", "_errors.py")
+        errors_spec = importlib.util.spec_from_file_location("_nnx_lint_gate_tree_runtime_errors", errors_file)
+        if errors_spec is None or errors_spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(errors_spec)
+        errors_spec.loader.exec_module(module)
+        return module.error_category
+    except Exception:  # noqa: BLE001 - no category is better than a broken test run
+        return None
 
 
 # "File "x.py", line 3, in f" (Python) and "x.py:3: ValueError" (pytest's short style).
@@ -155,15 +200,24 @@ def frames_from_text(text: str, base: Path) -> list[Frame]:
     return frames
 
 
+_ERROR_CATEGORY: list[Callable[[BaseException], str] | None] = []
+
+
+def _gate_error_category() -> Callable[[BaseException], str] | None:
+    """The gate's own copy of ``error_category``, loaded once (see ``preload`` in ``command``)."""
+    if not _ERROR_CATEGORY:
+        _ERROR_CATEGORY.append(load_error_category())
+    return _ERROR_CATEGORY[0]
+
+
 def category_from_text(type_name: str, message: str) -> str | None:
     """The error category from a type NAME and message only (junit: the object is gone).
 
     A stand-in exception class of the same name is given to ``tree_runtime``'s
     ``error_category``; categories that depend on a flax subclass' hierarchy are lost.
     """
-    try:
-        from tree_runtime._errors import error_category
-    except ImportError:
+    error_category = _gate_error_category()
+    if error_category is None:
         return None
     short = type_name.rpartition(".")[2] or "Exception"
     if not short.isidentifier():

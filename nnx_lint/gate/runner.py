@@ -1,17 +1,22 @@
 """One run of the test command in one mode: environment, time budget, process group, progress."""
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nnx_lint.gate.modes import Mode
-from nnx_lint.gate.results import RunResults, read_junit, read_plugin_report
-from nnx_lint.gate.pytest_plugin import REPORT_ENV
+from nnx_lint.gate.channel import CHANNEL_ENV, REPORT_ENV, ChannelReader
+from nnx_lint.gate.modes import MODES, Mode
+from nnx_lint.gate.results import RunResults, read_junit, results_from_records
+from nnx_lint.gate.trust import run_trust_problems
+from nnx_lint.sandbox import OrphanSweeper
 
 #: The placeholder a non-pytest command uses for the junit XML path it must write.
 JUNIT_PLACEHOLDER = "{junit}"
@@ -103,42 +108,14 @@ class Progress:
             self._width = 0
 
 
-class _ReportTail:
-    """Counts finished tests in a report that is still being written, reading only new bytes."""
-
-    def __init__(self, path: Path):
-        self.path, self.offset, self.done, self.total = path, 0, 0, None
-        self._partial = b""
-
-    def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as stream:
-                stream.seek(self.offset)
-                data = stream.read()
-        except OSError:
-            return
-        self.offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        for line in lines:
-            if b'"phase": "teardown"' in line:
-                self.done += 1
-            elif b'"event": "collected"' in line:
-                import json
-
-                try:
-                    self.total = max(self.total or 0, int(json.loads(line)["count"]))
-                except (ValueError, KeyError):
-                    pass
-
-
 @dataclass
 class RunRecord:
     """How one run of the test command went.
 
     ``status``: ``finished``; ``no-tests`` (nothing collected); ``timeout`` (stopped at the
     time budget); ``interrupted`` (Ctrl-C); ``failed-to-start``; ``crashed`` (ended without
-    the plugin's last line, e.g. a segfault or ``os._exit``); ``usage-error`` (pytest exit 3/4).
+    the plugin's last line, e.g. a segfault or ``os._exit``); ``usage-error`` (pytest exit 3/4);
+    ``untrusted`` (its records cannot be believed: ``trust_problems`` says why).
     """
 
     mode: str
@@ -148,16 +125,21 @@ class RunRecord:
     returncode: int | None = None
     elapsed: float = 0.0
     output_tail: str = ""
+    trust_problems: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return self.status == "finished"
 
 
-def _environment(mode: Mode, report: Path) -> dict[str, str]:
+def _environment(mode: Mode, channel: str | None) -> dict[str, str]:
     environment = dict(os.environ)
+    # Only the gate names where the plugin's records go; a report file is never named.
+    environment.pop(REPORT_ENV, None)
+    environment.pop(CHANNEL_ENV, None)
     environment.update(mode.environment)
-    environment[REPORT_ENV] = str(report)
+    if channel is not None:
+        environment[CHANNEL_ENV] = channel
     # The user's tree is never modified: no __pycache__ (pytest's assertion rewriting obeys it too).
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     return environment
@@ -190,11 +172,13 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 
 def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label: str, deadline: float | None,
-             progress: Progress | None = None, phase: str = "") -> RunRecord:
+             progress: Progress | None = None, phase: str = "", sweeper: OrphanSweeper | None = None) -> RunRecord:
     """Run ``command`` once in ``mode`` and read its per-test results.
 
-    ``workdir`` is the gate's private temporary directory: the report, the junit file and
-    the command's output go there, never into the user's tree.
+    ``workdir`` is the gate's private temporary directory: the junit file, the command's
+    output and a copy of the verified records (``<label>.jsonl``) go there, never into the
+    user's tree. The records themselves are read from the run's channel as they arrive.
+    ``sweeper`` kills what the run left behind outside its process group.
     """
     report = workdir / f"{label}.jsonl"
     junit = workdir / f"{label}.xml"
@@ -203,49 +187,80 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
         stale.unlink(missing_ok=True)
     junit_mode = uses_junit(command)
     full_command = [argument.replace(JUNIT_PLACEHOLDER, str(junit)) for argument in command]
+    channel = None
     if is_pytest_command(command) and not junit_mode:
         full_command = full_command + list(PYTEST_OPTIONS)
+        channel = ChannelReader(save_to=report)
     started = time.monotonic()
     record = RunRecord(mode=mode.name, command=full_command, status="finished")
     try:
         with open(output, "wb") as sink:
-            process = subprocess.Popen(full_command, cwd=cwd, env=_environment(mode, report), stdin=subprocess.DEVNULL,
-                                       stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+            process = subprocess.Popen(
+                full_command, cwd=cwd, env=_environment(mode, channel.environment_value if channel else None),
+                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(channel.write_fd, channel.key_fd) if channel else ())
     except OSError as exc:
+        if channel is not None:
+            channel.close()
         record.status = "failed-to-start"
         record.output_tail = f"{full_command[0]}: {exc.strerror or exc}"
         return record
-    tail = _ReportTail(report)
+    if channel is not None:
+        channel.handed_over()
     try:
         while True:
-            try:
-                process.wait(timeout=_POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                pass
+            # Read the records as they come (a full pipe would block the tests), else just wait.
+            if channel is not None and not channel.closed:
+                channel.poll(_POLL_SECONDS)
+                if process.poll() is not None:
+                    break
+            else:
+                try:
+                    process.wait(timeout=_POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
             if progress is not None:
-                tail.poll()
-                progress.show(phase, tail.done, tail.total)
+                progress.show(phase, channel.done if channel else 0, channel.total if channel else None)
             if deadline is not None and time.monotonic() > deadline:
                 _kill_group(process)
                 record.status = "timeout"
                 break
     except KeyboardInterrupt:
         _kill_group(process)
+        _sweep(sweeper)
         record.status = "interrupted"
         record.elapsed = time.monotonic() - started
-        record.results = read_plugin_report(report)
+        record.results = _channel_results(channel)
         raise GateInterrupted(record) from None
+    # Nothing of the run may live on: not its group, not what left the group (setsid).
+    _kill_group(process)
+    _sweep(sweeper)
     record.elapsed = time.monotonic() - started
-    return _finish(record, process.returncode, report, junit if junit_mode else None, output, cwd)
+    return _finish(record, process.returncode, channel, junit if junit_mode else None, output, cwd)
 
 
-def _finish(record: RunRecord, returncode: int | None, report: Path, junit: Path | None, output: Path,
-            cwd: Path) -> RunRecord:
-    """Read a run's results and decide its status from them and the exit status."""
+def _sweep(sweeper: OrphanSweeper | None) -> None:
+    if sweeper is not None:
+        sweeper.sweep()
+
+
+def _channel_results(channel: ChannelReader | None) -> RunResults:
+    """The results of the records received so far (none without a channel)."""
+    if channel is None:
+        return RunResults()
+    channel.finish()
+    results = results_from_records(channel.records)
+    results.channel_problems = list(channel.problems)
+    return results
+
+
+def _finish(record: RunRecord, returncode: int | None, channel: ChannelReader | None, junit: Path | None,
+            output: Path, cwd: Path) -> RunRecord:
+    """Read a run's results and decide its status from them, the exit status, and their agreement."""
     record.returncode = returncode
     record.output_tail = _tail(output)
-    record.results = read_junit(junit, cwd) if junit is not None else read_plugin_report(report)
+    record.results = read_junit(junit, cwd) if junit is not None else _channel_results(channel)
     if record.status != "finished":
         return record
     if junit is not None:
@@ -261,6 +276,11 @@ def _finish(record: RunRecord, returncode: int | None, report: Path, junit: Path
         record.status = "usage-error"
     elif pytest_status == 2:
         record.status = "interrupted"
+    mode = next((candidate for candidate in MODES if candidate.name == record.mode), None)
+    if mode is not None and channel is not None:
+        record.trust_problems = run_trust_problems(record.results, mode, returncode, record.output_tail)
+        if record.trust_problems and record.status in ("finished", "no-tests", "crashed"):
+            record.status = "untrusted"
     return record
 
 
@@ -270,86 +290,112 @@ def warm_python(command: list[str]) -> str | None:
 
 
 class WarmServer:
-    """The client of ``nnx_lint.gate.warm``: one server per mode, one forked process per re-run."""
+    """The client of ``nnx_lint.gate.warm``: one server per mode, one forked process per re-run.
 
-    def __init__(self, python: str, mode: Mode, *, cwd: Path, workdir: Path):
+    Requests go over a Unix socket (the server's stdin) together with the two descriptors of
+    the re-run's channel, so a forked re-run reports to the gate exactly as a fresh one does.
+    """
+
+    def __init__(self, python: str, mode: Mode, *, cwd: Path, workdir: Path, sweeper: OrphanSweeper | None = None):
         self.mode, self.cwd, self.workdir = mode, cwd, workdir
         self._buffer = b""
-        with open(workdir / f"warm-{mode.name}.out", "wb") as sink:
-            self.process = subprocess.Popen(
-                [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, workdir / "unused.jsonl"),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sink, start_new_session=True)
+        self._requests, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with open(workdir / f"warm-{mode.name}.out", "wb") as sink:
+                self.process = subprocess.Popen(
+                    [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, None),
+                    stdin=server_end.fileno(), stdout=subprocess.PIPE, stderr=sink, start_new_session=True)
+        finally:
+            server_end.close()
+        if sweeper is not None:
+            sweeper.own(self.process.pid)
 
-    def _reply(self, deadline: float | None) -> dict | None:
-        """The server's next reply, or None at the deadline or when the server is gone."""
-        import json
-        import select
+    def _reply(self, deadline: float | None, channel: ChannelReader) -> dict | None:
+        """The server's next reply, or None at the deadline or when the server is gone.
 
+        The re-run's records are read meanwhile: a re-run that fills the pipe would otherwise wait
+        for the gate, and the gate for it.
+        """
         descriptor = self.process.stdout.fileno()  # type: ignore[union-attr]
         while b"\n" not in self._buffer:
             wait = _POLL_SECONDS if deadline is None else max(0.0, min(_POLL_SECONDS, deadline - time.monotonic()))
-            ready, _, _ = select.select([descriptor], [], [], wait)
-            if ready:
+            watched = [descriptor] + ([channel.fileno()] if not channel.closed else [])
+            ready, _, _ = select.select(watched, [], [], wait)
+            if not channel.closed and channel.fileno() in ready:
+                channel.read_ready()
+            if descriptor in ready:
                 chunk = os.read(descriptor, 65536)
                 if not chunk:
                     return None
                 self._buffer += chunk
-            elif deadline is not None and time.monotonic() >= deadline:
+            elif not ready and deadline is not None and time.monotonic() >= deadline:
                 return None
         line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None
+        return reply if isinstance(reply, dict) else None
 
-    def run(self, args: list[str], *, label: str, deadline: float | None) -> RunRecord | None:
+    def run(self, args: list[str], *, label: str, deadline: float | None,
+            sweeper: OrphanSweeper | None = None) -> RunRecord | None:
         """One re-run; None when the server is not usable (the caller then runs it cold)."""
-        import json
-
         report, output = self.workdir / f"{label}.jsonl", self.workdir / f"{label}.out"
         report.unlink(missing_ok=True)
         record = RunRecord(mode=self.mode.name, command=["(warm)", *args], status="finished")
         started = time.monotonic()
+        channel = ChannelReader(save_to=report)
         try:
-            request = json.dumps({"args": args, "report": str(report), "output": str(output)}) + "\n"
-            self.process.stdin.write(request.encode())  # type: ignore[union-attr]
-            self.process.stdin.flush()  # type: ignore[union-attr]
-        except (BrokenPipeError, OSError):
+            request = json.dumps({"args": args, "output": str(output)}).encode() + b"\n"
+            socket.send_fds(self._requests, [request], [channel.write_fd, channel.key_fd])
+        except OSError:
+            channel.close()
             return None
+        channel.handed_over()
         pid = None
         try:
-            started_reply = self._reply(None)
-            if started_reply is None:
+            started_reply = self._reply(None, channel)
+            if started_reply is None or not isinstance(started_reply.get("pid"), int) or started_reply["pid"] <= 1:
+                channel.close()
                 return None
             pid = int(started_reply["pid"])
-            ended = self._reply(deadline)
+            ended = self._reply(deadline, channel)
             if ended is None:
                 _kill_pid_group(pid)
                 record.status = "timeout"
-                ended = self._reply(time.monotonic() + 10)
+                ended = self._reply(time.monotonic() + 10, channel)
         except KeyboardInterrupt:
             if pid is not None:
                 _kill_pid_group(pid)
             self.close()
+            _sweep(sweeper)
             record.status = "interrupted"
-            record.results = read_plugin_report(report)
+            record.results = _channel_results(channel)
             raise GateInterrupted(record) from None
+        if pid is not None:
+            _kill_pid_group(pid, grace=0.0)  # whatever the re-run left in its group
+        _sweep(sweeper)
         record.elapsed = time.monotonic() - started
-        returncode = None if ended is None else int(ended["exit"])
-        return _finish(record, returncode, report, None, output, self.cwd)
+        returncode = None if ended is None or not isinstance(ended.get("exit"), int) else int(ended["exit"])
+        return _finish(record, returncode, channel, None, output, self.cwd)
 
     def close(self) -> None:
+        """Stop the server (it exits at the end of its requests) and its whole group."""
         try:
-            self.process.stdin.close()  # type: ignore[union-attr]
+            self._requests.close()
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            _kill_group(self.process)
+            pass
+        _kill_group(self.process)
 
 
-def _kill_pid_group(pid: int) -> None:
+def _kill_pid_group(pid: int, grace: float = _KILL_GRACE_SECONDS) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pid, sig)
         except (ProcessLookupError, PermissionError):
             return
-        time.sleep(_KILL_GRACE_SECONDS if sig == signal.SIGTERM else 0)
+        time.sleep(grace if sig == signal.SIGTERM else 0)
 
 
 class GateInterrupted(Exception):

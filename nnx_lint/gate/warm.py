@@ -10,26 +10,37 @@ initialised, which importing does not do.
 Used when the test command is ``<python> -m pytest ...``; the server is started as
 ``<python> -m nnx_lint.gate.warm`` from the same directory, so ``sys.path`` is the same.
 
-Protocol, one JSON object per line: the client sends ``{"args", "report", "output"}``; the
-server answers ``{"pid"}`` when the child has started and ``{"exit"}`` (the child's exit
-status, negative for a signal) when it has ended.
+Protocol, one JSON object per line: the client sends ``{"args", "output"}`` over the Unix
+socket that is the server's stdin, with two descriptors attached (``SCM_RIGHTS``): the
+re-run's channel to the gate and the pipe holding its key (``nnx_lint.gate.channel``). The
+server answers on stdout ``{"pid"}`` when the child has started and ``{"exit"}`` (the child's
+exit status, negative for a signal) when it has ended. The child keeps neither the socket
+nor the reply pipe, so a test cannot talk to the gate in the server's name.
 """
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 
+from nnx_lint.gate.channel import CHANNEL_ENV
 
-def _child(args: list[str], report: str, output: str) -> None:
+
+def _child(args: list[str], channel: list[int], output: str) -> None:
     """Run pytest in the forked child; never returns."""
     code = 3
     try:
         os.setsid()  # its own process group: the gate can kill it and whatever it starts
         descriptor = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(descriptor, 1)
+        os.dup2(descriptor, 1)  # replaces the reply pipe
         os.dup2(descriptor, 2)
-        os.environ["NNX_LINT_GATE_REPORT"] = report
+        os.close(descriptor)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # replaces the request socket
+        os.close(null)
+        if len(channel) == 2:
+            os.environ[CHANNEL_ENV] = f"{channel[0]}:{channel[1]}"
         sys.argv = ["pytest", *args]
         import pytest
 
@@ -46,6 +57,22 @@ def _child(args: list[str], report: str, output: str) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+_pending = [b""]
+
+
+def _next_request(requests: socket.socket) -> tuple[bytes | None, list[int]]:
+    """The next request line and the descriptors sent with it; None at end of input."""
+    descriptors: list[int] = []
+    while b"\n" not in _pending[0]:
+        data, received, _flags, _address = socket.recv_fds(requests, 1 << 16, 4)
+        descriptors.extend(received)
+        if not data:
+            return None, descriptors
+        _pending[0] += data
+    line, _, _pending[0] = _pending[0].partition(b"\n")
+    return line, descriptors
 
 
 def fork_unsafe_reason() -> str | None:
@@ -76,12 +103,17 @@ def serve() -> None:
     if reason is not None:
         print(f"nnx-lint gate: no warm re-runs: {reason} after importing flax", file=sys.stderr)
         sys.exit(3)
-    requests, replies = sys.stdin, sys.stdout
-    for line in requests:
+    requests, replies = socket.socket(fileno=0), sys.stdout
+    while True:
+        line, channel = _next_request(requests)
+        if line is None:
+            return
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
-            _child(list(request["args"]), str(request["report"]), str(request["output"]))
+            _child(list(request["args"]), channel, str(request["output"]))
+        for descriptor in channel:  # the child has them; the next child must not
+            os.close(descriptor)
         replies.write(json.dumps({"pid": pid}) + "\n")
         replies.flush()
         _, status = os.waitpid(pid, 0)
