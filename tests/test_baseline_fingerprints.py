@@ -17,29 +17,7 @@ from pathlib import Path
 
 import pytest
 from _interpreters import environment_for, find_interpreters
-from _support import REPO
-
-TIED = '''\
-from flax import nnx
-
-
-class Tied(nnx.Module):
-    def __init__(self, rngs):
-        self.a = nnx.Linear(2, 2, rngs=rngs)
-        self.b = nnx.Linear(2, 2, rngs=rngs)
-        self.b.kernel = self.a.kernel
-        self.count = 0
-
-
-@nnx.jit
-def step(model, x):
-    model.count += 1
-    return x
-'''
-#: The issue's unrelated edit: a use of the class somewhere else in the file.
-NEW_USE = "\n\nm = Tied(nnx.Rngs(1))\nstep(m, 1)\n"
-NEW_FINDING = "\n\nf = nnx.vmap(step, in_axes=(nnx.StateAxes({...: 0}), None))\n"
-
+from _support import NEW_FINDING, NEW_USE, REPO, TIED
 
 def _cli(root: Path, *args: str, executable: str = sys.executable) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
