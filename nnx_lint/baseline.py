@@ -35,8 +35,8 @@ from nnx_lint.source_lines import Reader, SourceLines, read_from_disk
 BASELINE_VERSION = 2
 #: Versions still read: each entry is matched with the fingerprint of the version it was written in.
 READABLE_VERSIONS = (1, 2)
-#: Facts that say where, not what: they change when lines move, so they stay out of the hash
-#: (``pin``: the spans a pin fix edits; ``ipynb``: the span in a notebook's JSON text).
+#: Version 1 only: facts that say where, not what, left out of its hash because they change when
+#: lines move (``pin``: the spans a pin fix edits; ``ipynb``: the span in a notebook's JSON text).
 _POSITION_FACT = re.compile(r"(^|_)(line|lines|lineno|col|column|cell|traceback|pin|ipynb)($|_)")
 
 
@@ -140,10 +140,9 @@ def read_baseline(path: Path) -> list[Entry]:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
-    if not isinstance(document, dict) or document.get("version") not in READABLE_VERSIONS:
-        found = document.get("version") if isinstance(document, dict) else None
-        raise BaselineError(f"baseline {path}: expected an nnx-lint baseline of version {BASELINE_VERSION}, got version {found!r}")
-    version = document["version"]
+    version = document.get("version") if isinstance(document, dict) else None
+    if type(version) is not int or version not in READABLE_VERSIONS:  # `true == 1`: not a version
+        raise BaselineError(f"baseline {path}: expected an nnx-lint baseline of version {BASELINE_VERSION}, got version {version!r}")
     findings = document.get("findings")
     if not isinstance(findings, list):
         raise BaselineError(f"baseline {path}: `findings` must be a list")
