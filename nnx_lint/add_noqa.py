@@ -108,7 +108,8 @@ def _with_codes(line: str, codes: list[str]) -> str:
     if match.group("codes") is None:
         return line  # a bare `# noqa` already suppresses everything
     present = re.split(r"[,\s]+", match.group("codes"))
-    missing = [c for c in sorted(codes) if not any(c.startswith(p.upper()) for p in present if p)]
+    # As written, as noqa matches them: `nnx201` suppresses nothing, so NNX201 is added.
+    missing = [c for c in sorted(codes) if not any(c.startswith(p) for p in present if p)]
     if not missing:
         return line
     return body[: match.end("codes")] + ", " + ", ".join(missing) + body[match.end("codes"):] + ending

@@ -5,11 +5,18 @@ then reports (and fails on) only findings that are not in it, and counts the rec
 ones that are gone as fixed.
 
 An entry is a fingerprint that survives line moves and unrelated edits: the file
-(project-relative, POSIX), the code, and a hash of the line's code (comments such as
-``# noqa`` dropped, whitespace collapsed) and of the diagnostic's facts without their
-positions (canonical JSON), plus an occurrence index for identical fingerprints in one
-file. The file is versioned JSON, sorted and without line numbers, so it is stable
-across runs and diffs well in review.
+(project-relative, POSIX), the code, and a hash of the finding's own code only: the rule,
+the flagged lines' code (comments such as ``# noqa`` dropped, whitespace collapsed) and
+the classes and functions it is written in (``Tied.__init__``), plus an occurrence index
+for identical fingerprints in one file. Nothing about other lines enters it: the facts
+(which transform a class is used with, where else it is passed) describe other lines, so
+a new use elsewhere would change them. The hash reads text only, never the running
+interpreter's tokenizer or AST, so a baseline written on Python 3.13 matches on 3.10.
+The file is versioned JSON, sorted and without line numbers, so it is stable across runs
+and diffs well in review.
+
+Baselines of version 1 (whose fingerprints also hashed the facts) are still read and
+matched the way they were written; :func:`upgrade_note` asks for a rewrite.
 """
 from __future__ import annotations
 
@@ -28,11 +35,13 @@ from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.escaping import printable
 from nnx_lint.source_lines import Reader, SourceLines, read_from_disk
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+#: Versions still read: each entry is matched with the fingerprint of the version it was written in.
+READABLE_VERSIONS = (1, 2)
 #: A baseline larger than this is refused (about 200 000 findings).
 _BASELINE_BYTES = 64 * 1024 * 1024
-#: Facts that say where, not what: they change when lines move, so they stay out of the hash
-#: (``pin``: the spans a pin fix edits; ``ipynb``: the span in a notebook's JSON text).
+#: Version 1 only: facts that say where, not what, left out of its hash because they change when
+#: lines move (``pin``: the spans a pin fix edits; ``ipynb``: the span in a notebook's JSON text).
 _POSITION_FACT = re.compile(r"(^|_)(line|lines|lineno|col|column|cell|traceback|pin|ipynb)($|_)")
 
 
@@ -49,6 +58,8 @@ class Entry:
     fingerprint: str
     occurrence: int
     message: str = field(default="", compare=False)
+    #: The baseline version the entry was read from (how its fingerprint was computed).
+    version: int = field(default=BASELINE_VERSION, compare=False)
 
     def to_json(self) -> dict:
         """The entry as written in the file (keys in reading order)."""
@@ -56,16 +67,30 @@ class Entry:
                 "occurrence": self.occurrence, "message": self.message}
 
 
-def fingerprint(code: str, line_code: str, facts: dict) -> str:
-    """The hash of a finding's normalised line and its position-free facts."""
+def fingerprint(code: str, flagged_code: str, scope: str) -> str:
+    """The hash of a finding's own code: its rule, the flagged lines' normalised code and
+    the scope it is written in (:attr:`Diagnostic.scope`).
+
+    >>> fingerprint("NNX301", "model.count += 1", "step")
+    '7b0d972513197a42c91f'
+    """
+    canonical = json.dumps({"code": code, "flagged": flagged_code, "scope": scope}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:20]
+
+
+def _fingerprint_v1(code: str, line_code: str, facts: dict) -> str:
+    """A version 1 fingerprint: the flagged line and the position-free facts (kept to read old baselines)."""
     what = {key: value for key, value in facts.items() if not _POSITION_FACT.search(key)}
     canonical = json.dumps({"code": code, "line": line_code, "facts": what}, sort_keys=True,
                            separators=(",", ":"), ensure_ascii=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:20]
 
 
-def entries_for(diagnostics: Iterable[Diagnostic], root: Path, read: Reader = read_from_disk) -> list[tuple[Entry, Diagnostic]]:
-    """Each diagnostic with its baseline entry (occurrences counted in position order)."""
+def entries_for(diagnostics: Iterable[Diagnostic], root: Path, read: Reader = read_from_disk,
+                version: int = BASELINE_VERSION) -> list[tuple[Entry, Diagnostic]]:
+    """Each diagnostic with its baseline entry (occurrences counted in position order), as
+    baseline ``version`` fingerprints it."""
     by_file: dict[str, list[Diagnostic]] = defaultdict(list)
     for diagnostic in diagnostics:
         by_file[diagnostic.path].append(diagnostic)
@@ -75,11 +100,23 @@ def entries_for(diagnostics: Iterable[Diagnostic], root: Path, read: Reader = re
         relative = _relative_posix(Path(path), root)
         seen: Counter = Counter()
         for diagnostic in sorted(found, key=lambda d: (d.facts.get("cell", 0), d.line, d.column, d.code)):
-            key = fingerprint(diagnostic.code, lines.code_of(lines.number_of(diagnostic)), diagnostic.facts)
-            entry = Entry(relative, diagnostic.code, key, seen[(diagnostic.code, key)], diagnostic.message)
+            if version == 1:
+                key = _fingerprint_v1(diagnostic.code, lines.code_of(lines.number_of(diagnostic)), diagnostic.facts)
+            else:
+                key = fingerprint(diagnostic.code, lines.flagged_code(diagnostic), diagnostic.scope)
+            entry = Entry(relative, diagnostic.code, key, seen[(diagnostic.code, key)], diagnostic.message, version)
             seen[(diagnostic.code, key)] += 1
             result.append((entry, diagnostic))
     return result
+
+
+def upgrade_note(path: Path, entries: Iterable[Entry]) -> str | None:
+    """One line asking to rewrite a baseline written in an older format (None if it is current)."""
+    old = sorted({entry.version for entry in entries if entry.version != BASELINE_VERSION})
+    if not old:
+        return None
+    return (f"nnx-lint: baseline {path} is in the version {old[0]} format, whose fingerprints change when other "
+            f"lines change; once this run passes, rewrite it with --write-baseline {path}")
 
 
 def write_baseline(path: Path, entries: Iterable[Entry], scope: WriteScope) -> int:
@@ -115,16 +152,17 @@ def read_baseline(path: Path) -> list[Entry]:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
-    if not isinstance(document, dict) or document.get("version") != BASELINE_VERSION:
-        found = document.get("version") if isinstance(document, dict) else None
-        raise BaselineError(f"baseline {path}: expected an nnx-lint baseline of version {BASELINE_VERSION}, got version {found!r}")
+    version = document.get("version") if isinstance(document, dict) else None
+    if type(version) is not int or version not in READABLE_VERSIONS:  # `true == 1`: not a version
+        raise BaselineError(f"baseline {path}: expected an nnx-lint baseline of version {BASELINE_VERSION}, got version {version!r}")
     findings = document.get("findings")
     if not isinstance(findings, list):
         raise BaselineError(f"baseline {path}: `findings` must be a list")
     entries = []
     for index, item in enumerate(findings):
         try:
-            entry = Entry(item["file"], item["code"], item["fingerprint"], item["occurrence"], item.get("message", ""))
+            entry = Entry(item["file"], item["code"], item["fingerprint"], item["occurrence"], item.get("message", ""),
+                          version)
         except (KeyError, TypeError):
             raise BaselineError(f"baseline {path}: finding {index} lacks file, code, fingerprint or occurrence") from None
         if not (all(isinstance(v, str) for v in (entry.file, entry.code, entry.fingerprint, entry.message))
@@ -179,10 +217,11 @@ def apply_baseline(
     recorded = set(entries)
     matched: set[Entry] = set()
     baselined: set[int] = set()
-    for entry, diagnostic in entries_for(diagnostics, root, read):
-        if entry in recorded:
-            matched.add(entry)
-            baselined.add(id(diagnostic))
+    for version in sorted({entry.version for entry in recorded}):
+        for entry, diagnostic in entries_for(diagnostics, root, read, version):
+            if entry in recorded and id(diagnostic) not in baselined:
+                matched.add(entry)
+                baselined.add(id(diagnostic))
     new = [d for d in diagnostics if id(d) not in baselined]  # the run's order is kept
     scoped = [e for e in recorded if in_scope is None or in_scope(e)]
     fixed = [e for e in scoped if e not in matched]

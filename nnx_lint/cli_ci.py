@@ -70,12 +70,15 @@ def prepare(args: argparse.Namespace) -> Prepared:
         raise UsageError("--write-baseline records a whole run: use it without --baseline and without stdin")
     prepared = Prepared()
     if args.baseline is not None:
-        from nnx_lint.baseline import BaselineError, read_baseline
+        from nnx_lint.baseline import BaselineError, read_baseline, upgrade_note
 
         try:
             prepared.baseline = read_baseline(args.baseline)
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
+        note = upgrade_note(args.baseline, prepared.baseline)
+        if note:
+            print(note, file=sys.stderr)
     return prepared
 
 

@@ -1,9 +1,12 @@
 """``[tool.nnx-lint]`` in the nearest ``pyproject.toml``; CLI flags override it.
 
 Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs),
-``per-file-ignores`` (glob -> list of codes or prefixes), and ``src`` (the directories
-holding the project's packages, see :mod:`nnx_lint.package_roots`). Unknown keys and wrong types
-are a :class:`ConfigError` (the CLI exits 2), never silently ignored.
+``per-file-ignores`` (glob -> list of codes or prefixes; a glob starting with ``!`` applies
+to the files it does *not* match, as in Ruff), and ``src`` (the directories holding the
+project's packages, see :mod:`nnx_lint.package_roots`). Unknown keys and wrong types are a
+:class:`ConfigError` (the CLI exits 2), never silently ignored; so is a file named
+explicitly (``--config``, ``--nnx-config``) that has no ``[tool.nnx-lint]`` table, which
+would otherwise run the defaults and drop the project's own settings.
 """
 from __future__ import annotations
 
@@ -78,11 +81,19 @@ class Settings:
         return False
 
     def ignores_for(self, path: Path) -> list[str]:
-        """Codes/prefixes ignored for this file by ``per-file-ignores``."""
+        """Codes/prefixes ignored for this file by ``per-file-ignores``.
+
+        As in Ruff, a pattern matches the path relative to the project root or the file
+        name, and a pattern starting with ``!`` is negated: its codes are ignored in every
+        file it does *not* match (``"!src/*" = ["NNX9"]``: advisories only inside ``src``).
+        """
         relative = _relative_posix(path, self.root)
         found: list[str] = []
         for pattern, codes in self.per_file_ignores.items():
-            if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern):
+            negated = pattern.startswith("!")
+            glob = pattern[1:] if negated else pattern
+            matches = fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(path.name, glob)
+            if matches != negated:
                 found.extend(codes)
         return found
 
@@ -159,7 +170,8 @@ def default_settings() -> Settings:
 
 
 def load_settings(start: Path, config_file: Path | None = None) -> Settings:
-    """Read ``[tool.nnx-lint]`` from ``config_file`` or the nearest pyproject.toml."""
+    """Read ``[tool.nnx-lint]`` from ``config_file`` (which must have the table) or from the
+    nearest pyproject.toml (which marks the project root even without one)."""
     path = config_file or find_pyproject(start)
     if path is None:
         return default_settings()
@@ -167,6 +179,11 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigError(f"{path}: `tool` must be a table, got {type(tool).__name__}")
+    if config_file is not None and "nnx-lint" not in tool:
+        # Named explicitly, a file without the table would silently run the defaults instead
+        # of the project's settings (and from another root, without its excludes).
+        raise ConfigError(f"{path}: no [tool.nnx-lint] table; the configuration file must be a "
+                          "pyproject.toml with one")
     table = tool.get("nnx-lint", {})
     where = f"{path} [tool.nnx-lint]"
     if not isinstance(table, dict):

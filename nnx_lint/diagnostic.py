@@ -79,6 +79,10 @@ class Diagnostic:
     #: The other lines the finding involves (:class:`Related`); like ``facts``, they take no part
     #: in equality, so deduplication, noqa and baselines see the same findings as without them.
     related: tuple[Related, ...] = field(default=(), compare=False, hash=False)
+    #: The classes and functions the flagged code is written in (``Tied.__init__``; ``""`` at
+    #: module level or for a file-level NNX0xx finding). A baseline fingerprint names it, so
+    #: identical lines in two functions stay apart without depending on any other line.
+    scope: str = field(default="", compare=False, hash=False)
 
     def __post_init__(self) -> None:
         # Accept the plain-data form too (``Diagnostic(**d.to_dict())``, a JSON list of dicts).

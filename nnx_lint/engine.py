@@ -117,9 +117,28 @@ class FileContext:
         self.diagnostics.append(
             Diagnostic(
                 rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text,
-                others,
+                others, scope_name(node),
             )
         )
+
+
+def scope_name(node: nodes.NodeNG) -> str:
+    """The dotted names of the classes and functions ``node`` is written in, outermost first
+    (``Tied.__init__``, ``train.<lambda>``; ``""`` at module level). A definition's decorators
+    and defaults count as written in it. Only names of the file's own text, never a position.
+
+    >>> import astroid
+    >>> module = astroid.parse("class A:\\n    def f(self):\\n        return lambda: self.x\\n")
+    >>> scope_name(next(module.nodes_of_class(nodes.Attribute)))
+    'A.f.<lambda>'
+    """
+    names = []
+    for ancestor in node.node_ancestors():
+        if isinstance(ancestor, (nodes.ClassDef, nodes.FunctionDef)):  # AsyncFunctionDef included
+            names.append(ancestor.name)
+        elif isinstance(ancestor, nodes.Lambda):
+            names.append("<lambda>")
+    return ".".join(reversed(names))
 
 
 @functools.cache

@@ -2,8 +2,8 @@
 
 A rule declares ``facts_type`` (a :class:`Facts` subclass) and reports with it; the
 diagnostic stores its plain-data form (:meth:`Facts.as_dict`), which is what the JSON,
-SARIF, baseline, cache and fixes read, so the stored shape is the one every consumer
-already knows. :func:`facts_from_dict` is the one way back from a stored dict (a cached
+SARIF, cache and fixes read (and version 1 baselines, whose fingerprints hashed it), so the
+stored shape is the one every consumer already knows. :func:`facts_from_dict` is the one way back from a stored dict (a cached
 diagnostic, a worker's answer) to the typed facts, for reproduction builders and rendering.
 
 Some facts only some findings carry (the ``pin`` sites of a use, but not of a bare

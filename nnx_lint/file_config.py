@@ -85,22 +85,24 @@ def settings_for_file(path: Path, config_file: Path | None = None) -> Settings:
     """
     source = config_file or find_pyproject(path)
     if source is None:
-        return _settings(None, 0.0, str(Path.cwd()))
+        return _settings(None, 0.0, str(Path.cwd()), False)
     try:
         modified = source.stat().st_mtime
     except OSError:
         modified = 0.0
-    return _settings(str(source.resolve()), modified, "")
+    return _settings(str(source.resolve()), modified, "", config_file is not None)
 
 
 @lru_cache(maxsize=32)
-def _settings(source: str | None, modified: float, cwd: str) -> Settings:
+def _settings(source: str | None, modified: float, cwd: str, explicit: bool) -> Settings:
     from nnx_lint.config import ConfigError
     from nnx_lint.registry import UnknownSelector, select_rules
 
     if source is None:
         return Settings(root=Path(cwd))
-    settings = load_settings(Path(source), Path(source))
+    # Only a file the user named must have the table; a nearest pyproject.toml without one
+    # still marks the project root.
+    settings = load_settings(Path(source), Path(source) if explicit else None)
     # Validate the selectors now, so that a typo fails loudly in the plugins as in the CLI.
     try:
         select_rules(settings.select, settings.ignore, settings.extend_select)

@@ -13,6 +13,13 @@ flake8 runs every plugin on every file whatever ``--select`` says and filters af
 so :meth:`NNXFlake8Plugin.parse_options` asks flake8's own decision engine which NNX codes
 the options select: with none (``flake8 --select E9``) no analysis runs at all, and with
 some (``--select NNX2``) only those rules run.
+
+A configuration nnx-lint cannot use (invalid TOML, an unknown key, an unknown code, a
+``--nnx-config`` file without ``[tool.nnx-lint]``) fails the run the way flake8 fails on
+its own bad options: flake8's ``ExecutionError``, which it prints as "There was a critical
+error during execution of Flake8:" and one ``nnx-lint: error: FILE ...`` line, exit status
+1. The configurations of the paths on the command line are checked before any file is
+read; one found deeper in the tree fails the run from the worker that reads it.
 """
 from __future__ import annotations
 
@@ -22,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import nnx_lint
-from nnx_lint.config import default_settings
+from nnx_lint.config import ConfigError, default_settings
 from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
@@ -34,6 +41,10 @@ try:  # flake8's own select/ignore logic, so the plugin agrees with flake8 on wh
     from flake8.style_guide import Decision, DecisionEngine
 except ImportError:  # pragma: no cover - a flake8 without it: run every rule, flake8 filters
     Decision = DecisionEngine = None
+try:  # what flake8 raises for its own unusable options, and reports in one clean message
+    from flake8.exceptions import ExecutionError
+except ImportError:  # pragma: no cover - flake8 has had it since 3.0
+    ExecutionError = SystemExit
 
 # Now, before any linted code's directory can be on sys.path (see nnx_lint.eager).
 load_lint_path()
@@ -72,13 +83,19 @@ class NNXFlake8Plugin:
         # plugins' options: read it from the command line, where flake8 itself read it.
         cls.isolated = bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
         cls.selected_codes = _selected_codes(options)
+        if cls.selected_codes is not None and not cls.selected_codes:
+            return  # no NNX code selected: nnx-lint reads no configuration
+        # Check the configurations of the named paths now, in flake8's main process, so that
+        # a bad one stops the run before any worker starts.
+        for target in getattr(options, "filenames", None) or ["."]:
+            _settings_or_fail(Path(target), cls.config_file)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.selected_codes is not None and not self.selected_codes:
             return  # no NNX code selected (`flake8 --select E9`): no analysis at all
         text = "".join(self.lines)  # lint_source's pre-filter decides on it (nnx_lint.prefilter)
         path = Path(self.filename)
-        settings = default_settings() if self.isolated else settings_for_file(path, self.config_file)
+        settings = default_settings() if self.isolated else _settings_or_fail(path, self.config_file)
         rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)
                  if self.selected_codes is None or rule.code in self.selected_codes]
         if not rules:
@@ -91,6 +108,15 @@ class NNXFlake8Plugin:
         ):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
+
+
+def _settings_or_fail(path: Path, config_file: Path | None):
+    """The settings for ``path``; an unusable configuration fails the flake8 run with one line."""
+    try:
+        return settings_for_file(path, config_file)
+    except ConfigError as exc:
+        # The message may quote the analysed repository's pyproject.toml: escaped, as in the CLI.
+        raise ExecutionError(f"nnx-lint: error: {printable(str(exc))}") from None
 
 
 #: Engine-reported codes that can occur on a file flake8 could parse.

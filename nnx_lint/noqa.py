@@ -8,6 +8,10 @@ lines joined with a backslash (inside brackets each line is its own run). The CL
 flake8 and pylint therefore suppress the same diagnostics; the one difference left is
 flake8's, which also takes ``# noqa`` inside a string literal for a comment. A file the
 tokenizer rejects falls back to searching each physical line.
+
+``noqa`` itself may be written in any case, but codes are matched as written, as flake8
+and Ruff match them: ``# noqa: nnx201`` suppresses nothing in any front-end (Ruff warns
+that it is invalid; NNX009 reports it as an unknown code).
 """
 from __future__ import annotations
 
@@ -32,7 +36,8 @@ def _codes(comment: str) -> frozenset[str] | None | bool:
     if not match:
         return False
     codes = match.group("codes")
-    return frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c) if codes else None
+    # As written: flake8 (which applies noqa for the flake8 plugin) compares codes case-sensitively.
+    return frozenset(c for c in re.split(r"[,\s]+", codes) if c) if codes else None
 
 
 def _token_runs(text: str, last_line: int) -> Iterator[tuple[int, int, list[str]]]:

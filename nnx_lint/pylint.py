@@ -11,6 +11,12 @@ Which rules run on a module is decided by ``[tool.nnx-lint]`` in its nearest
 it; pylint's own ``--disable``/``--enable`` then narrow further, so every message is
 enabled by default in pylint and the file's selection is what turns advisories on.
 Syntax errors are pylint's own ``syntax-error`` (E0001), so NNX002 never shows here.
+
+A configuration nnx-lint cannot use (invalid TOML, an unknown key or code, a
+``--nnx-config`` file without ``[tool.nnx-lint]``) is one ``nnx-config-error`` (E9000)
+message naming the file and the key, on line 1 of the first module it applies to; the
+modules under it are not analysed. pylint's F0002 crash report on every module, which the
+VS Code extension shows in every file, never comes from it.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING
 from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 
+from nnx_lint.config import ConfigError
 from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.eager import load_lint_path
 from nnx_lint import bounds
@@ -48,15 +55,32 @@ def pylint_message_id(rule: type[Rule]) -> str:
     return f"{_CATEGORY[rule.kind]}9{rule.code[3:]}"
 
 
+#: The message for a configuration nnx-lint cannot use, on the first family checker
+#: (checker id ``90``: no rule has the code NNX000).
+CONFIG_ERROR_ID = "E9000"
+CONFIG_ERROR_SYMBOL = "nnx-config-error"
+
 # The engine's results for the module pylint is visiting, shared by the family checkers.
 _RESULTS: dict[int, list[Diagnostic]] = {}
+# A configuration error to report on the module pylint is visiting (its id -> the message).
+_CONFIG_ERRORS: dict[int, str] = {}
+# The configuration errors already reported in this process: each is reported once.
+_REPORTED_CONFIG_ERRORS: set[str] = set()
 
 
 def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     key = id(module)
     if key not in _RESULTS:
         _RESULTS.clear()  # one module at a time: keep memory flat on large runs
-        _RESULTS[key] = _lint(linter, module)
+        _CONFIG_ERRORS.clear()
+        try:
+            _RESULTS[key] = _lint(linter, module)
+        except ConfigError as exc:
+            _RESULTS[key] = []
+            message = printable(str(exc))  # it may quote the analysed repository's pyproject.toml
+            if message not in _REPORTED_CONFIG_ERRORS:
+                _REPORTED_CONFIG_ERRORS.add(message)
+                _CONFIG_ERRORS[key] = message
     return _RESULTS[key]
 
 
@@ -98,7 +122,10 @@ class _FamilyChecker(BaseChecker):
     family: str = ""
 
     def visit_module(self, node: nodes.Module) -> None:
-        for diagnostic in _diagnostics_for(self.linter, node):
+        diagnostics = _diagnostics_for(self.linter, node)
+        if CONFIG_ERROR_ID in self.msgs and id(node) in _CONFIG_ERRORS:
+            self.add_message(CONFIG_ERROR_SYMBOL, line=1, col_offset=0, args=(_CONFIG_ERRORS[id(node)],))
+        for diagnostic in diagnostics:
             if diagnostic.code.startswith(self.family):
                 self.add_message(
                     diagnostic.symbol,
@@ -138,6 +165,13 @@ def _family_checkers() -> list[type[_FamilyChecker]]:
             for rule in rules
         }
         options = _OPTIONS if index == 0 else ()
+        if index == 0:
+            msgs[CONFIG_ERROR_ID] = (
+                "%s", CONFIG_ERROR_SYMBOL,
+                "The [tool.nnx-lint] configuration that applies to the module cannot be used "
+                "(invalid TOML, an unknown key or code): nnx-lint analysed nothing under it.",
+                {"default_enabled": True, "scope": WarningScope.LINE},
+            )
         checkers.append(
             type(f"NNX{family[3]}Checker", (_FamilyChecker,), {"family": family, "msgs": msgs, "options": options})
         )

@@ -56,6 +56,23 @@ class SourceLines:
             return self._cell_lines.get((diagnostic.facts["cell"], diagnostic.line), 0)
         return diagnostic.line if 0 < diagnostic.line <= len(self.lines) else 0
 
+    def span_of(self, diagnostic: Diagnostic) -> tuple[int, int]:
+        """The 1-based first and last line in :attr:`lines` of the flagged code ((0, 0) if unknown)."""
+        first = self.number_of(diagnostic)
+        if not first:
+            return 0, 0
+        return first, max(first, min(first + diagnostic.end_line - diagnostic.line, len(self.lines)))
+
+    def flagged_code(self, diagnostic: Diagnostic) -> str:
+        """The lines of the flagged code without comments, whitespace collapsed (``""`` if
+        unknown): what a baseline fingerprint names. Comments are cut by
+        :func:`cut_comment`, which reads the text alone, so the answer is the same on every
+        Python version."""
+        first, last = self.span_of(diagnostic)
+        if not first:
+            return ""
+        return " ".join(" ".join(cut_comment(line).split()) for line in self.lines[first - 1:last]).strip()
+
     def code_of(self, number: int) -> str:
         """Line ``number`` without its comment, whitespace collapsed (``""`` if unknown)."""
         if not 0 < number <= len(self.lines):
@@ -80,3 +97,39 @@ def without_comment(line: str) -> str:
     except (tokenize.TokenError, SyntaxError):
         pass
     return re.sub(r"#\s*noqa\b.*$", "", line, flags=re.IGNORECASE)
+
+
+def cut_comment(line: str) -> str:
+    r"""``line`` up to its comment, read as text: a ``#`` outside a quoted string starts the
+    comment.
+
+    Unlike Python's tokenizer, whose handling of f-strings changed in 3.12, this reads
+    the same on every interpreter (a baseline written on one is checked on another). It
+    takes each line alone, so a line inside a multi-line string may lose a ``#`` and what
+    follows: the same on every run, which is all a fingerprint needs.
+
+    >>> cut_comment("x = f('#', y)  # noqa: NNX201")
+    "x = f('#', y)  "
+    >>> cut_comment('s = "a \\" # b"  # c')
+    's = "a \\" # b"  '
+    """
+    quote = ""
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote:
+            if char == "\\":
+                index += 2
+                continue
+            if line.startswith(quote, index):
+                index += len(quote)
+                quote = ""
+                continue
+        elif char == "#":
+            return line[:index]
+        elif char in "\"'":
+            quote = char * 3 if line.startswith(char * 3, index) else char
+            index += len(quote)
+            continue
+        index += 1
+    return line

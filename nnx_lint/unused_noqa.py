@@ -59,7 +59,8 @@ def unused_noqa(
             continue  # covered by a comment on another line of its token run: judged there
         for covered in _run_of(table, line):  # a comment covers its whole run (a string, `\` lines)
             used.setdefault(line, set()).update(used.get(covered, ()))
-        ours = sorted(code for code in codes if code.startswith(_PREFIX))
+        # `nnx201` is ours too: codes match as written, so it suppresses nothing and is unknown.
+        ours = sorted(code for code in codes if code.upper().startswith(_PREFIX))
         unknown = [code for code in ours if not any(k.startswith(code) for k in known)]
         unused = [
             code for code in ours
@@ -73,6 +74,10 @@ def unused_noqa(
             parts.append("unused: " + ", ".join(unused))
         if unknown:
             parts.append("unknown: " + ", ".join(unknown))
+            cased = [code.upper() for code in unknown
+                     if code != code.upper() and any(k.startswith(code.upper()) for k in known)]
+            if cased:
+                parts.append("codes are case-sensitive: " + ", ".join(cased))
         text = lines[line - 1]
         column = text.lower().find("noqa")
         column = text.rfind("#", 0, column) + 1 if column > 0 else 1

@@ -12,6 +12,28 @@ from nnx_lint.rule import Rule, expected_markers
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 
+#: A tied class and a traced function with a baselined NNX101 and NNX301 (issue 27, item 3).
+TIED = '''\
+from flax import nnx
+
+
+class Tied(nnx.Module):
+    def __init__(self, rngs):
+        self.a = nnx.Linear(2, 2, rngs=rngs)
+        self.b = nnx.Linear(2, 2, rngs=rngs)
+        self.b.kernel = self.a.kernel
+        self.count = 0
+
+
+@nnx.jit
+def step(model, x):
+    model.count += 1
+    return x
+'''
+#: The issue's unrelated edit: a use of the class somewhere else in the file.
+NEW_USE = "\n\nm = Tied(nnx.Rngs(1))\nstep(m, 1)\n"
+NEW_FINDING = "\n\nf = nnx.vmap(step, in_axes=(nnx.StateAxes({...: 0}), None))\n"
+
 
 def family_of(rule: type[Rule]) -> str:
     """The family a rule belongs to: its checkers package name (``prefix_filters``)."""

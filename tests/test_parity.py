@@ -217,3 +217,62 @@ def test_flake8_options_narrow_the_configured_selection(configured_project):
     result = _configured_run(configured_project, sys.executable, "-m", "flake8", "--select", "NNX1",
                              "--format", "%(path)s|%(code)s", ".")
     assert result.stdout.strip() == "" and result.returncode == 0, result.stdout + result.stderr
+
+
+# --- pylint on a real layout: the README's command, folders without __init__.py -------------
+
+def _readme_pylint_command() -> str:
+    """The pylint command the README documents for a project (the line that runs on its files)."""
+    lines = [line[2:] for line in (REPO / "README.md").read_text().splitlines()
+             if line.startswith("$ ") and "--load-plugins=nnx_lint.pylint" in line]
+    (command,) = [line for line in lines if "xargs" in line]
+    return command
+
+
+@pytest.fixture(scope="module")
+def layout_project(tmp_path_factory) -> Path:
+    """Folders as real repositories have them: a package with a subfolder that lacks
+    ``__init__.py`` (pylint's ``--recursive=y`` never enters it), a top-level folder without
+    one that holds a package, and a script folder nested two levels deep."""
+    root = tmp_path_factory.mktemp("layout")
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/model.py": _case("NNX201"),
+        "pkg/experimental/train.py": _case("NNX301"),          # no __init__.py in pkg/experimental
+        "pkg/experimental/deep/steps.py": _case("NNX601"),
+        "examples/__init__.py": "",
+        "examples/toy/run.py": _case("NNX202"),                # a package folder holding a loose one
+        "tests/common/__init__.py": "",
+        "tests/common/helpers.py": _case("NNX101"),            # a package inside a folder without one
+        "tests/test_model.py": _case("NNX403"),
+        "scripts/tools/convert.py": _case("NNX704"),
+        "pyproject.toml": "[tool.nnx-lint]\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    return root
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the README's command is a POSIX shell pipeline")
+def test_the_readme_pylint_command_has_full_parity_on_folders_without_init(layout_project):
+    cli = _configured_run(layout_project, sys.executable, "-m", "nnx_lint.cli", "check", "--no-cache",
+                          "--output-format", "json")
+    expected = {(os.path.normpath(d["filename"]), d["location"]["row"], d["location"]["column"], d["code"])
+                for d in json.loads(cli.stdout)}
+    assert len({path for path, *_ in expected}) == 7, expected
+    # As a user runs it: the console script on PATH, the documented shell pipeline.
+    env = {**os.environ, "PYTHONPATH": str(REPO),
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+    readme = subprocess.run(["sh", "-c", _readme_pylint_command() + " --output-format=json --persistent=n"],
+                            cwd=layout_project, capture_output=True, text=True, env=env, timeout=600)
+    assert _pylint_set(readme) == expected, readme.stderr
+    # What the command is for: pylint's own recursion misses the folders without __init__.py.
+    recursive = _configured_run(layout_project, sys.executable, "-m", "pylint", "--load-plugins=nnx_lint.pylint",
+                                "--disable=all", "--enable=nnx", "--output-format=json", "--persistent=n",
+                                "--recursive=y", ".")
+    missed = {path for path, *_ in expected - _pylint_set(recursive)}
+    assert missed == {"pkg/experimental/train.py", "pkg/experimental/deep/steps.py", "examples/toy/run.py"}
