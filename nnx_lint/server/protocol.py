@@ -25,7 +25,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 import nnx_lint
-from nnx_lint.server import actions
+import nnx_lint.server.actions as actions
 from nnx_lint.server.convert import Positions, config_diagnostic, diagnostic_key, to_lsp
 from nnx_lint.server.workspace import CONFIG_NAMES, Workspace, canonical
 
