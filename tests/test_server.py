@@ -28,7 +28,9 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # 
 from _support import REPO  # noqa: E402
 
 PROJECT = REPO / "tests" / "fixtures_server" / "project"
-pytestmark = pytest.mark.asyncio
+# One server for the tests that only open, edit and close files (each closes what it opened); the
+# tests of start-up, shutdown and command-line options start their own.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def _client() -> LanguageClient:
@@ -52,16 +54,18 @@ def _client() -> LanguageClient:
     return client
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch) -> Path:
-    root = tmp_path / "project"
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("server") / "project"
     shutil.copytree(PROJECT, root)
-    monkeypatch.chdir(root)  # the server starts here, as an editor starts it in the workspace
-    return root
+    before = os.getcwd()
+    os.chdir(root)  # the server starts here, as an editor starts it in the workspace
+    yield root
+    os.chdir(before)
 
 
-@pytest_asyncio.fixture
-async def client(project: Path):
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_client(project: Path):
     config = ClientServerConfig(server_command=[sys.executable, "-m", "nnx_lint.cli", "server"],
                                 client_factory=_client)
     client = await config.start()
@@ -69,6 +73,20 @@ async def client(project: Path):
         capabilities=client_capabilities("visual-studio-code"), root_uri=from_fs_path(str(project))))
     yield client
     await client.shutdown_session()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(shared_client: LanguageClient, project: Path):
+    """The shared server; the files a test opened are closed after it, and restored on disk."""
+    shared_client.opened = set()
+    yield shared_client
+    for opened in shared_client.opened:
+        shared_client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(opened)))
+    for path in PROJECT.iterdir():
+        if (project / path.name).read_bytes() != path.read_bytes():
+            shutil.copy(path, project / path.name)
+            shared_client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+                [types.FileEvent(uri(project / path.name), types.FileChangeType.Changed)]))
 
 
 def uri(path: Path) -> str:
@@ -99,16 +117,20 @@ async def settled(client: LanguageClient, target: str, expected: str, timeout: f
 
 
 async def open_file(client: LanguageClient, path: Path, version: int = 1) -> list[types.Diagnostic]:
+    after = len(client.published)
+    if hasattr(client, "opened"):
+        client.opened.add(uri(path))
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
         uri(path), "python", version, path.read_text())))
-    return await published(client, uri(path), version=version)
+    return await published(client, uri(path), after=after, version=version)
 
 
 async def change(client: LanguageClient, path: Path, text: str, version: int) -> list[types.Diagnostic]:
+    after = len(client.published)
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         types.VersionedTextDocumentIdentifier(version=version, uri=uri(path)),
         [types.TextDocumentContentChangeWholeDocument(text)]))
-    return await published(client, uri(path), version=version)
+    return await published(client, uri(path), after=after, version=version)
 
 
 def apply(text: str, edits: list[types.TextEdit]) -> str:
@@ -254,7 +276,7 @@ async def test_show_the_reproduction_opens_the_program(client: LanguageClient, p
     assert show.title.startswith("NNX201: show the reproduction")
     result = await client.workspace_execute_command_async(types.ExecuteCommandParams(show.command, show.arguments))
     assert result["program"].startswith("# nnx-lint reproduction of NNX201 (state-axes-prefix)")
-    (shown,) = client.shown_documents
+    shown = client.shown_documents[-1]
     assert shown.uri == result["uri"] and not shown.uri.startswith(uri(project))  # never written into the project
     compile(result["program"], "repro.py", "exec")
 
