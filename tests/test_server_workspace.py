@@ -49,3 +49,14 @@ def test_opening_a_file_as_it_is_on_disk_re_analyses_only_that_file(tmp_path: Pa
     assert "rebinding Variable" in state.analyse(train).diagnostics[0].message  # read from the buffer
     assert state.close(models) == {canonical(train)}
     assert "non-Variable" in state.analyse(train).diagnostics[0].message  # the disk again
+
+
+def test_without_pygls_the_server_says_what_to_install(monkeypatch, capsys):
+    import importlib.util
+
+    from nnx_lint.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pygls" else real(name, *a))
+    assert main(["server"]) == 2
+    assert "pip install 'nnx-lint[server]'" in capsys.readouterr().err
