@@ -59,35 +59,13 @@ def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome
     except (OSError, SyntaxError, UnicodeDecodeError) as exc:
         outcome.skipped += [f"{path}:{d.line}: cannot edit the file ({exc})" for d in diagnostics]
         return
+    changes, skipped = plan_noqa(text, diagnostics)
+    outcome.skipped += [f"{path}:{d.line}: {why}" for d, why in skipped]
     lines = text.splitlines(keepends=True)
-    placement = _Placement.of(text)
-    if placement is None:
-        outcome.skipped += [f"{path}:{d.line}: the file does not tokenize" for d in diagnostics]
-        return
-    wanted: dict[int, list[str]] = defaultdict(list)
-    for diagnostic in diagnostics:
-        target = placement.target(diagnostic.line)
-        if target is None or not 0 < target <= len(lines):
-            outcome.skipped.append(f"{path}:{diagnostic.line}: no line of the statement can carry a comment")
-            continue
-        # Ask the noqa machinery whether a comment there would suppress this finding.
-        trial = list(lines)
-        trial[target - 1] = _with_codes(trial[target - 1], [diagnostic.code])
-        if apply_noqa([diagnostic], "".join(trial)):
-            outcome.skipped.append(
-                f"{path}:{diagnostic.line}: the line ends inside a string or continues on the next one, "
-                f"and a `# noqa` on line {target} does not apply to it"
-            )
-            continue
-        if diagnostic.code not in wanted[target]:
-            wanted[target].append(diagnostic.code)
     changed = 0
-    for target, codes in wanted.items():
-        before = lines[target - 1]
-        after = _with_codes(before, codes)
-        if after != before:
-            lines[target - 1] = after
-            changed += len(codes)
+    for target, (after, count) in changes.items():
+        lines[target - 1] = after
+        changed += count
     if changed:
         try:
             write_confined(path, "".join(lines).encode(encoding), scope)
@@ -96,6 +74,46 @@ def _add_to_file(path: Path, diagnostics: list[Diagnostic], outcome: NoqaOutcome
             return
         outcome.added += changed
         outcome.files.add(str(path))
+
+
+def plan_noqa(text: str, diagnostics: list[Diagnostic]) -> tuple[dict[int, tuple[str, int]], list[tuple[Diagnostic, str]]]:
+    """Where the comments for ``diagnostics`` go in ``text``, without writing anything:
+    ``{line number: (the new line, codes added)}`` for the lines that change, and each
+    finding that cannot get one with the reason (the CLI's ``--add-noqa`` and the language
+    server's "noqa" code action both ask this).
+
+    >>> from nnx_lint.diagnostic import Diagnostic
+    >>> finding = Diagnostic("NNX201", "s", "m", "f.py", 1, 1, 1, 2, "raises")
+    >>> plan_noqa("f(x)  # noqa: E501\\n", [finding])
+    ({1: ('f(x)  # noqa: E501, NNX201\\n', 1)}, [])
+    """
+    lines = text.splitlines(keepends=True)
+    placement = _Placement.of(text)
+    if placement is None:
+        return {}, [(d, "the file does not tokenize") for d in diagnostics]
+    skipped: list[tuple[Diagnostic, str]] = []
+    wanted: dict[int, list[str]] = defaultdict(list)
+    for diagnostic in diagnostics:
+        target = placement.target(diagnostic.line)
+        if target is None or not 0 < target <= len(lines):
+            skipped.append((diagnostic, "no line of the statement can carry a comment"))
+            continue
+        # Ask the noqa machinery whether a comment there would suppress this finding.
+        trial = list(lines)
+        trial[target - 1] = _with_codes(trial[target - 1], [diagnostic.code])
+        if apply_noqa([diagnostic], "".join(trial)):
+            skipped.append((diagnostic, "the line ends inside a string or continues on the next one, "
+                                        f"and a `# noqa` on line {target} does not apply to it"))
+            continue
+        if diagnostic.code not in wanted[target]:
+            wanted[target].append(diagnostic.code)
+    changes: dict[int, tuple[str, int]] = {}
+    for target, codes in wanted.items():
+        before = lines[target - 1]
+        after = _with_codes(before, codes)
+        if after != before:
+            changes[target] = (after, len(codes))
+    return changes, skipped
 
 
 def _with_codes(line: str, codes: list[str]) -> str:

@@ -62,8 +62,10 @@ _IMPORT_WORD = re.compile(rb"import")
 class CallerIndex:
     """Import names -> the files whose imports mention them, for the files under some directories."""
 
-    def __init__(self, directories: tuple[str, ...]) -> None:
+    def __init__(self, directories: tuple[str, ...], reader=None) -> None:
         self.directories = directories
+        #: ``reader(path)``: the file's bytes (default: from disk, bounded).
+        self._reader = reader
         self._by_name: dict[bytes, list[str]] | None = None
         self._data: dict[str, bytes] = {}
         self._digests: dict[str, str] = {}
@@ -86,7 +88,7 @@ class CallerIndex:
         for path in by_name.get(stem, []):
             data = self._data.get(path)
             if data is None:
-                data = self._data[path] = _read(path) or b""
+                data = self._data[path] = self._read(path) or b""
             if data and _used(data, use) and _imports_module(data, module_name.encode()):
                 if path not in self._digests:
                     self._digests[path] = hashlib.sha256(data).hexdigest()
@@ -98,12 +100,42 @@ class CallerIndex:
             self._by_name = {}
             files = _python_files(self.directories)
             for path in files if len(files) <= MAX_FILES else []:
-                data = _read(path)
-                if not data:
-                    continue
-                for name in _imported_names(data):
-                    self._by_name.setdefault(name, []).append(path)
+                self._add(path)
         return self._by_name
+
+    def _add(self, path: str) -> None:
+        data = self._read(path)
+        if data:
+            for name in _imported_names(data):
+                self._by_name.setdefault(name, []).append(path)
+
+    def _read(self, path: str) -> bytes | None:
+        if self._reader is None:
+            return _read(path)
+        try:
+            data = self._reader(Path(path))
+        except bounds.ParseFailure:
+            return None
+        return data if len(data) <= bounds.LIMITS.source_bytes else None
+
+    def forget(self, path: str, created_or_deleted: bool = False) -> None:
+        """``path`` changed: its text and every answer are dropped, and its imports indexed
+        again (a long-lived index, the language server's; a new or deleted file re-walks)."""
+        self._data.pop(path, None)
+        self._digests.pop(path, None)
+        self._answers.clear()
+        if self._by_name is None:
+            return
+        if created_or_deleted:
+            self._by_name = None
+            return
+        indexed = False
+        for paths in self._by_name.values():
+            if path in paths:
+                paths.remove(path)
+                indexed = True
+        if indexed:  # the walk found it (a file it skips stays out); its imports may have changed
+            self._add(path)
 
 
 def dependency_key(directories: tuple[str, ...], module_name: str, function: str) -> str:
@@ -112,10 +144,11 @@ def dependency_key(directories: tuple[str, ...], module_name: str, function: str
 
 
 def dependency_value(key: str, indexes: dict[tuple[str, ...], CallerIndex],
-                     answers: CallerAnswers | None = None) -> str:
+                     answers: CallerAnswers | None = None, reader=None) -> str:
     """The current value of a caller dependency (``indexes``: one index per set of
     directories, kept by the caller for one run; ``answers``: values of earlier runs, reused
-    while no Python file under the directories changed); "" for a malformed key."""
+    while no Python file under the directories changed; ``reader``: how a new index reads
+    files, default from disk); "" for a malformed key."""
     try:
         directories, module_name, function = json.loads(key[len(KEY_PREFIX):])
         directories = tuple(str(d) for d in directories)
@@ -128,7 +161,7 @@ def dependency_value(key: str, indexes: dict[tuple[str, ...], CallerIndex],
         return known
     index = indexes.get(directories)
     if index is None:
-        index = indexes[directories] = CallerIndex(directories)
+        index = indexes[directories] = CallerIndex(directories, reader)
     value = digest(index.candidates(module_name, function))
     if answers is not None:
         answers.remember(directories, key, value)

@@ -4,6 +4,7 @@
     nnx-lint rule NNX201          print a rule's documentation
     nnx-lint rules                list every rule
     nnx-lint gate [PATH] -- CMD   run the tests in graph mode and Tree Mode (nnx_lint/gate)
+    nnx-lint server               the language server for editors, over stdio (nnx_lint/server)
 
 Exit status: 0 clean, 1 findings, 2 usage, configuration or internal error.
 """
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
     commands.add_parser("rules", help="list every rule")
+    server = commands.add_parser("server", help="the language server for editors (LSP over stdio; needs the server extra)")
+    server.add_argument("--baseline", metavar="FILE",
+                        help="publish only findings not in this baseline (relative to each file's project root)")
     from nnx_lint.gate.command import add_gate_parser
 
     add_gate_parser(commands)
@@ -93,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args)
         if args.command == "rule":
             return _rule(args.code)
+        if args.command == "server":
+            from nnx_lint.server import run as run_server
+
+            return run_server(args.baseline)
         return _rules()
     except KeyboardInterrupt:
         return EXIT_ERROR

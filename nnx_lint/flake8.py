@@ -87,7 +87,7 @@ class NNXFlake8Plugin:
             return  # no NNX code selected: nnx-lint reads no configuration
         # Check the configurations of the named paths now, in flake8's main process, so that
         # a bad one stops the run before any worker starts.
-        for target in getattr(options, "filenames", None) or ["."]:
+        for target in [] if cls.isolated else getattr(options, "filenames", None) or ["."]:
             _settings_or_fail(Path(target), cls.config_file)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:

@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 from astroid import nodes
 
 from nnx_lint import bounds, parsing
 from nnx_lint.package_roots import find_module_file, is_searchable, module_name_for, module_search_key  # noqa: F401
+
+#: How a Project reads a project file: ``read(path)`` returns its bytes (at most the size
+#: limit + 1) or raises :class:`nnx_lint.bounds.ParseFailure`.
+Reader = Callable[[Path], bytes]
+
+
+def read_from_disk(path: Path) -> bytes:
+    """The file's bytes as the CLI reads them (bounded; never a FIFO or a device)."""
+    return bounds.read_bounded(path, bounds.LIMITS.source_bytes)
 
 
 class Project:
@@ -27,7 +37,9 @@ class Project:
     Parsed modules are cached by path for the whole run.
     """
 
-    def __init__(self, roots: list[Path] | None = None) -> None:
+    def __init__(self, roots: list[Path] | None = None, reader: Reader | None = None) -> None:
+        #: Reads project files: from disk, or (the language server) the editor's unsaved buffers first.
+        self.read: Reader = reader or read_from_disk
         self.roots: list[Path] = []
         for root in roots or []:
             self.add_root(root)
@@ -132,8 +144,30 @@ class Project:
 
         directories = top_directories([*self.roots, *([self._file_root] if self._file_root else [])])
         if directories not in self._caller_indexes:
-            self._caller_indexes[directories] = CallerIndex(directories)
+            self._caller_indexes[directories] = CallerIndex(directories, self.read)
         return self._caller_indexes[directories]
+
+    def caller_dependency_value(self, key: str) -> str:
+        """The current value of a caller dependency (:func:`nnx_lint.callers.dependency_key`),
+        answered from this project's warm caller indexes."""
+        from nnx_lint.callers import dependency_value
+
+        return dependency_value(key, self._caller_indexes, reader=self.read)
+
+    def forget(self, path: Path, created_or_deleted: bool = False) -> None:
+        """``path`` changed (an edit, a save, a new or deleted file): what this project knows
+        of it is dropped, so the next analysis that needs it reads it again. Other files' trees
+        stay: each was built from its own text alone.
+
+        A long-lived Project (the language server's) calls this; a CLI run never needs to.
+        """
+        path = Path(path).resolve()
+        for table in (self._modules, self._digests, self._built_as, self._mentions, self._sizes):
+            table.pop(path, None)
+        if created_or_deleted:
+            self._files.clear()  # which file a module name finds may have changed
+        for index in self._caller_indexes.values():
+            index.forget(str(path), created_or_deleted)
 
     def is_project_module(self, module_name: str) -> bool:
         if self._own is not None and self._own[0] == module_name:
@@ -191,7 +225,7 @@ class Project:
         (:func:`bounds.source_units`) and digest noted in ``_sizes``; None when it cannot be
         read or is over the bounds of any analysed file."""
         try:
-            data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
+            data = self.read(path)
             text = parsing.decode(data)
             bounds.check_source(text)  # another file's module gets the same bounds as the file
         except parsing.ParseFailure:
@@ -268,7 +302,7 @@ class Project:
             from nnx_lint.prefilter import mentions_nnx
 
             try:
-                data = bounds.read_bounded(path, bounds.LIMITS.source_bytes)
+                data = self.read(path)
                 self._mentions[path] = (mentions_nnx(data), hashlib.sha256(data).hexdigest())
             except bounds.ParseFailure:
                 self._mentions[path] = (False, "")

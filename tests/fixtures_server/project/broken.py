@@ -1,0 +1,4 @@
+from flax import nnx
+
+def f(:
+    return nnx.jit(f)

@@ -1,0 +1,2 @@
+"""No nnx here: never analysed."""
+x = 1
