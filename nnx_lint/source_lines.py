@@ -10,7 +10,6 @@ import io
 import re
 import tokenize
 from collections.abc import Callable
-from pathlib import Path
 
 from nnx_lint.diagnostic import Diagnostic
 

@@ -87,3 +87,26 @@ def outside_string_literals(program: str, text: str) -> list[int]:
             found.append(start)
         start = program.find(text, start + 1)
     return found
+
+
+def calls_to_lint(source: str, name: str = "module.py") -> int:
+    """Python function calls made while linting ``source`` with every rule: a deterministic
+    cost measure, for tests that hold an analysis to linear work."""
+    import sys
+
+    from nnx_lint.engine import lint_source
+
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    rules = all_rules()
+    sys.setprofile(count)
+    try:
+        lint_source(source, name, rules)
+    finally:
+        sys.setprofile(None)
+    return calls

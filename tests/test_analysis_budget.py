@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _support import REPO
+from _support import REPO, calls_to_lint
 
 from nnx_lint import bounds, parsing
 from nnx_lint.classes import ClassModel
@@ -170,21 +170,7 @@ def test_the_alias_search_checks_the_time(expire_at):
 
 
 def _calls_to_lint(source: str) -> int:
-    """Python function calls made while linting ``source``: a deterministic cost measure."""
-    calls = 0
-
-    def count(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    rules = all_rules()
-    sys.setprofile(count)
-    try:
-        lint_source(source, "many_jit.py", rules)
-    finally:
-        sys.setprofile(None)
-    return calls
+    return calls_to_lint(source, "many_jit.py")
 
 
 MANY_JIT = {

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _support import REPO
+from _support import REPO, calls_to_lint
 
 from nnx_lint import bounds
 from nnx_lint.engine import lint_bytes, lint_source
@@ -405,21 +405,7 @@ def test_flake8_runs_the_selected_rules(sample, options, expected):
 
 
 def _calls_to_lint(source: str) -> int:
-    """Python function calls made while linting ``source``: a deterministic cost measure."""
-    calls = 0
-
-    def count(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    rules = all_rules()
-    sys.setprofile(count)
-    try:
-        lint_source(source, "redefinitions.py", rules)
-    finally:
-        sys.setprofile(None)
-    return calls
+    return calls_to_lint(source, "redefinitions.py")
 
 
 def test_redefining_a_class_many_times_costs_linear_work():
