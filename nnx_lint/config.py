@@ -1,8 +1,10 @@
 """``[tool.nnx-lint]`` in the nearest ``pyproject.toml``; CLI flags override it.
 
 Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs),
-``per-file-ignores`` (glob -> list of codes or prefixes), and ``src`` (the directories
-holding the project's packages, see :mod:`nnx_lint.package_roots`). Unknown keys and wrong types
+``per-file-ignores`` (glob -> list of codes or prefixes), ``src`` (the directories
+holding the project's packages, see :mod:`nnx_lint.package_roots`), and ``target-version``
+(``"py311"``; unset, the lower bound of ``[project] requires-python``, see
+:mod:`nnx_lint.syntax.target`). Unknown keys and wrong types
 are a :class:`ConfigError` (the CLI exits 2), never silently ignored.
 """
 from __future__ import annotations
@@ -27,7 +29,7 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
-_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src"}
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "target-version"}
 
 
 class ConfigError(Exception):
@@ -48,6 +50,8 @@ class Settings:
     source: Path | None = None
     #: Where the project's top-level packages live (cross-file analysis searches these).
     source_roots: list[Path] = field(default_factory=list)
+    #: The oldest Python the project supports, ``(3, 11)``: newer syntax is NNX002. None: no limit.
+    target_version: tuple[int, int] | None = None
 
     def analysis_roots(self) -> list[Path]:
         """Every root cross-file analysis searches: the package roots, the project root, the cwd.
@@ -187,4 +191,20 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
     configured_src = _string_list(table, "src", where) if "src" in table else None
     settings.source_roots = source_roots(path.parent, configured_src, data)
+    settings.target_version = _target_version(table, data, where)
     return settings
+
+
+def _target_version(table: dict, data: dict, where: str) -> tuple[int, int] | None:
+    """``target-version``, else the lower bound of ``[project] requires-python`` (as Ruff)."""
+    from nnx_lint.syntax.target import TARGET_VERSIONS, parse_target_version, requires_python_lower_bound
+
+    if "target-version" in table:
+        value = table["target-version"]
+        version = parse_target_version(value) if isinstance(value, str) else None
+        if version is None:
+            raise ConfigError(f"{where}: `target-version` must be one of {', '.join(TARGET_VERSIONS)}, got {value!r}")
+        return version
+    project = data.get("project")
+    requires = project.get("requires-python") if isinstance(project, dict) else None
+    return requires_python_lower_bound(requires) if isinstance(requires, str) else None
