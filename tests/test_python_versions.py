@@ -83,6 +83,8 @@ def test_target_version_from_requires_python_option_and_flag(project):
     (project / "pyproject.toml").write_text('[project]\nname = "p"\nrequires-python = ">=3.11"\n')
     codes = [(row, code) for _, row, _, code, _ in _findings(_nnx_lint(sys.executable, project, "--output-format", "json"))]
     assert codes == [(4, "NNX002"), (7, "NNX002"), (14, "NNX104"), (18, "NNX002"), (20, "NNX002")]
+    text = _nnx_lint(sys.executable, project).stdout
+    assert "(1 raise in Tree Mode, 4 newer than the target version; 1 file checked)" in text, text
     flagged = _findings(_nnx_lint(sys.executable, project, "--output-format", "json", "--target-version", "py312"))
     assert [code for *_, code, _ in flagged] == ["NNX104"]
     (project / "pyproject.toml").write_text('[tool.nnx-lint]\ntarget-version = "py310"\n\n'
