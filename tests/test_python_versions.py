@@ -12,7 +12,6 @@ in ``test_syntax_versions.py``.
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess

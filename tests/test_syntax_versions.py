@@ -85,5 +85,3 @@ def test_a_real_syntax_error_is_still_reported_at_its_place():
 ])
 def test_requires_python_lower_bound(specifier, bound):
     assert requires_python_lower_bound(specifier) == bound
-
-

@@ -6,3 +6,7 @@ those constructs, character for character, in syntax the running parser accepts
 (:mod:`nnx_lint.syntax.constructs`); the project's ``target-version``
 (:mod:`nnx_lint.syntax.target`) decides which of them are reported as syntax errors.
 """
+
+# Loaded with the package: the plugins import the lint path up front (nnx_lint.eager), and these
+# are imported inside functions at lint time.
+from nnx_lint.syntax import constructs, lexer, target  # noqa: F401

@@ -224,7 +224,8 @@ def _starred(masked: str, lines: _LineIndex) -> list[NewerSyntax]:
         star = match.end() - 1
         opening = _enclosing_bracket(masked, star)
         if opening is not None and masked[opening] == "[" and _is_subscript(masked, opening):
-            found.append(NewerSyntax("star expressions in subscripts (PEP 646)", (3, 11), *lines.at(star), ((star, " "),)))
+            found.append(NewerSyntax("star expressions in subscripts (PEP 646)", (3, 11), *lines.at(star),
+                                     ((star, " "),)))
     for match in _STAR_ANNOTATION.finditer(masked):
         star = match.start(1)
         found.append(NewerSyntax("star annotations `*args: *Ts` (PEP 646)", (3, 11), *lines.at(star), ((star, " "),)))
@@ -288,7 +289,10 @@ def _needs_312(text: str, token: StringToken) -> bool:
     return False
 
 
-def _lower_fstring(text: str, masked: str, token: StringToken, siblings: list[StringToken]) -> tuple[tuple[int, str], ...]:
+def _lower_fstring(text: str, masked: str, token: StringToken,
+                   siblings: list[StringToken]) -> tuple[tuple[int, str], ...]:
+    """The edits that spell the PEP 701 f-string ``token`` for Python 3.10 (``siblings``: the strings
+    around it, for implicit concatenation)."""
     requoted = _requoted(text, token)
     if requoted is not None:
         return ((token.start, requoted),)
@@ -322,7 +326,8 @@ def _requoted(text: str, token: StringToken) -> str | None:
         relexed = lex(candidate)
     except LexError:
         return None
-    if len(relexed.strings) != 1 or relexed.strings[0].end != len(candidate) or _needs_312(candidate, relexed.strings[0]):
+    whole = len(relexed.strings) == 1 and relexed.strings[0].end == len(candidate)
+    if not whole or _needs_312(candidate, relexed.strings[0]):
         return None
     return candidate
 
@@ -374,7 +379,8 @@ def _as_tuple(text: str, masked: str, token: StringToken, siblings: list[StringT
         terminators.append(end)
     index = next((i for i, s in enumerate(siblings) if s is token), None)
     after_string = index is not None and index > 0 and _adjacent(text, masked, siblings[index - 1], token)
-    before_string = index is not None and index + 1 < len(siblings) and _adjacent(text, masked, token, siblings[index + 1])
+    before_string = (index is not None and index + 1 < len(siblings)
+                     and _adjacent(text, masked, token, siblings[index + 1]))
     if after_string:
         chars[0], chars[1] = "+", "("  # `"a" f"{x}"`: a sum, not a call of the string
     else:
