@@ -26,9 +26,12 @@ def invalid_case_messages() -> list[tuple[str, str, str, str]]:
     rows = []
     for rule in all_rules():
         for case in rule.INVALID:
-            if case.python_below and sys.version_info >= case.python_below:
+            # getattr: older checkouts had `python_below` (skip where the syntax is valid) and no target
+            if getattr(case, "python_below", None) and sys.version_info >= case.python_below:
                 continue
-            for d in lint_bytes(case.source.encode("utf-8"), "case.py", [rule]):
+            target = getattr(case, "target_version", None)
+            for d in lint_bytes(case.source.encode("utf-8"), "case.py", [rule],
+                                **({"target_version": target} if target else {})):
                 if d.code == rule.code:
                     # getattr: the script also measures checkouts from before `help` existed
                     rows.append((rule.code, case.id, d.message, getattr(d, "help", "")))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nnx_lint
 from nnx_lint import cli_ci
+from nnx_lint.syntax.target import TARGET_VERSIONS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -46,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--config", type=Path, help="a pyproject.toml to read [tool.nnx-lint] from")
     check.add_argument("--isolated", action="store_true",
                        help="ignore every configuration file (as Ruff): the defaults, the cwd as the project root")
+    check.add_argument("--target-version", choices=TARGET_VERSIONS, default=None,
+                       help="the oldest Python the code supports: newer syntax is NNX002 (default: "
+                            "`target-version`, else the lower bound of `requires-python`, else none)")
     check.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing rules")
     check.add_argument("--confirm", action="store_true",
                        help="back each diagnostic with a minimal reproduction run under Tree Mode (needs jax)")
@@ -136,6 +140,7 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
 
 def _check(args: argparse.Namespace) -> int:
     from nnx_lint.config import ConfigError, default_settings, load_settings, split_codes
+    from nnx_lint.syntax.target import parse_target_version
     from nnx_lint.escaping import printable
     from nnx_lint.registry import UnknownSelector, select_rules
     from nnx_lint.reporters import render
@@ -167,6 +172,8 @@ def _check(args: argparse.Namespace) -> int:
             settings.ignore = split_codes(args.ignore) or []
         if args.extend_select is not None:
             settings.extend_select = settings.extend_select + (split_codes(args.extend_select) or [])
+        if args.target_version is not None:
+            settings.target_version = parse_target_version(args.target_version)
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).
         if settings.select is not None or settings.ignore or settings.extend_select:

@@ -2,11 +2,13 @@
 
 Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs),
 ``per-file-ignores`` (glob -> list of codes or prefixes; a glob starting with ``!`` applies
-to the files it does *not* match, as in Ruff), and ``src`` (the directories holding the
-project's packages, see :mod:`nnx_lint.package_roots`). Unknown keys and wrong types are a
-:class:`ConfigError` (the CLI exits 2), never silently ignored; so is a file named
-explicitly (``--config``, ``--nnx-config``) that has no ``[tool.nnx-lint]`` table, which
-would otherwise run the defaults and drop the project's own settings.
+to the files it does *not* match, as in Ruff), ``src`` (the directories holding the
+project's packages, see :mod:`nnx_lint.package_roots`), and ``target-version`` (``"py311"``;
+unset, the lower bound of ``[project] requires-python``, see :mod:`nnx_lint.syntax.target`).
+Unknown keys and wrong types are a :class:`ConfigError` (the CLI exits 2), never silently
+ignored; so is a file named explicitly (``--config``, ``--nnx-config``) that has no
+``[tool.nnx-lint]`` table, which would otherwise run the defaults and drop the project's own
+settings.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
-_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src"}
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "target-version"}
 
 
 class ConfigError(Exception):
@@ -51,6 +53,8 @@ class Settings:
     source: Path | None = None
     #: Where the project's top-level packages live (cross-file analysis searches these).
     source_roots: list[Path] = field(default_factory=list)
+    #: The oldest Python the project supports, ``(3, 11)``: newer syntax is NNX002. None: no limit.
+    target_version: tuple[int, int] | None = None
 
     def analysis_roots(self) -> list[Path]:
         """Every root cross-file analysis searches: the package roots, the project root, the cwd.
@@ -204,4 +208,20 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
     configured_src = _string_list(table, "src", where) if "src" in table else None
     settings.source_roots = source_roots(path.parent, configured_src, data)
+    settings.target_version = _target_version(table, data, where)
     return settings
+
+
+def _target_version(table: dict, data: dict, where: str) -> tuple[int, int] | None:
+    """``target-version``, else the lower bound of ``[project] requires-python`` (as Ruff)."""
+    from nnx_lint.syntax.target import TARGET_VERSIONS, parse_target_version, requires_python_lower_bound
+
+    if "target-version" in table:
+        value = table["target-version"]
+        version = parse_target_version(value) if isinstance(value, str) else None
+        if version is None:
+            raise ConfigError(f"{where}: `target-version` must be one of {', '.join(TARGET_VERSIONS)}, got {value!r}")
+        return version
+    project = data.get("project")
+    requires = project.get("requires-python") if isinstance(project, dict) else None
+    return requires_python_lower_bound(requires) if isinstance(requires, str) else None

@@ -115,8 +115,10 @@ class Diagnostic:
 
 def analysed_whole(diagnostics) -> bool:
     """Whether none of a file's ``diagnostics`` says it could not be analysed whole (kind
-    ``linter``: unreadable, unparsable, over its budget, or a rule failed)."""
-    return not any(d.kind == "linter" for d in diagnostics)
+    ``linter``: unreadable, unparsable, over its budget, or a rule failed). Syntax newer than
+    the target version (NNX002 with a ``target_version`` fact) is reported on a file that was
+    analysed whole."""
+    return not any(d.kind == "linter" and "target_version" not in d.facts for d in diagnostics)
 
 
 def rebase(related_path: str, old: str, new: str) -> str:

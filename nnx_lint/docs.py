@@ -72,9 +72,9 @@ def render_rule(rule: type[Rule]) -> str:
     if more_invalid or more_valid:
         out += ["## More cases", ""]
         for case in more_invalid:
-            out += [f"Flagged (`{case.id}`):", "", _code_block(case.source), ""]
+            out += [f"Flagged (`{case.id}`{_with_target(case)}):", "", _code_block(case.source), ""]
         for case in more_valid:
-            out += [f"Not flagged (`{case.id}`):", "", _code_block(case.source), ""]
+            out += [f"Not flagged (`{case.id}`{_with_target(case)}):", "", _code_block(case.source), ""]
     out += ["## Confirmation", ""]
     if rule.has_reproduction():
         out += [
@@ -113,6 +113,13 @@ def markdown_text(text: str) -> str:
     return "`".join(parts)
 
 
+def _with_target(case) -> str:
+    """``, with `--target-version py311``` for a case linted with a target version."""
+    if case.target_version is None:
+        return ""
+    return f", with `--target-version py{case.target_version[0]}{case.target_version[1]}`"
+
+
 def _how_to_fix(rule: type[Rule]) -> list[str]:
     """The "How to fix" section: the rule's help template, then the help each flagged case gets.
 
@@ -129,9 +136,7 @@ def _how_to_fix(rule: type[Rule]) -> list[str]:
 
     concrete: dict[str, str] = {}
     for case in rule.INVALID:
-        if case.python_below:
-            continue  # the page must not depend on the Python that generates it
-        for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule]):
+        for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule], target_version=case.target_version):
             if found.code == rule.code and found.help:
                 concrete.setdefault(found.help, case.id)
     if concrete:

@@ -167,6 +167,31 @@ def _linter_diagnostic(code: str, message: str, path: str, line: int = 1, column
     return Diagnostic(code, symbol, message, path, line, column, line, column, "linter", facts, help_text)
 
 
+def newer_than_target(text: str, path: str, target_version: tuple[int, int] | None) -> list[Diagnostic]:
+    """NNX002 at each use of syntax added after ``target_version`` (none without a target).
+
+    As Ruff reports its version-related syntax errors: the file is still analysed whole (the
+    construct is read in an older spelling when the running Python needs it), so the message
+    never depends on the Python running nnx-lint, and neither do the other findings.
+    """
+    if target_version is None:
+        return []
+    from nnx_lint.syntax.constructs import find_newer_syntax
+    from nnx_lint.syntax.target import version_text
+
+    return [
+        _linter_diagnostic(
+            "NNX002",
+            f"{construct.feature} need Python >= {version_text(construct.added_in)}, newer than the target "
+            f"version {version_text(target_version)}",
+            path, construct.line, construct.column,
+            syntax=construct.feature, added_in=version_text(construct.added_in),
+            target_version=version_text(target_version),
+        )
+        for construct in find_newer_syntax(text) if construct.added_in > target_version
+    ]
+
+
 def _internal_error(path: str) -> Diagnostic:
     """NNX003 for a failure outside any rule (call inside ``except``): this file only."""
     return _linter_diagnostic(
@@ -319,17 +344,20 @@ def lint_source(
     project: Project | None = None,
     module_name: str | None = None,
     apply_suppressions: bool = True,
+    target_version: tuple[int, int] | None = None,
 ) -> list[Diagnostic]:
     """Lint source text. Never executes it; files that never name ``nnx`` are skipped (:mod:`nnx_lint.prefilter`).
 
-    Text over the size limits (:mod:`nnx_lint.bounds`) is NNX004 and never parsed.
+    Text over the size limits (:mod:`nnx_lint.bounds`) is NNX004 and never parsed. Syntax newer
+    than ``target_version`` is NNX002 (:func:`newer_than_target`); None: no syntax is too new.
     """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
     if not mentions_nnx(text):
         return []
     try:
-        diagnostics = _parse_and_lint(text, path, rule_classes, project or Project(), module_name or Path(path).stem)
+        diagnostics = _parse_and_lint(text, path, rule_classes, project or Project(), module_name or Path(path).stem,
+                                      target_version)
     except Exception:  # a bug outside the rules must not cost the other files
         diagnostics = [_internal_error(path)]
     diagnostics = [d for d in diagnostics if d.code in enabled]
@@ -338,7 +366,8 @@ def lint_source(
     return sorted(diagnostics, key=Diagnostic.sort_key)
 
 
-def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], project: Project, module_name: str) -> list[Diagnostic]:
+def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], project: Project, module_name: str,
+                    target_version: tuple[int, int] | None = None) -> list[Diagnostic]:
     try:
         bounds.check_source(text, "the notebook's code" if path.endswith(".ipynb") else "the file")
         module = project.tree_of_current_file(text, module_name) or \
@@ -346,7 +375,7 @@ def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], projec
     except parsing.ParseFailure as failure:
         return [_linter_diagnostic(failure.code, failure.message, path, failure.line, failure.column)]
     project.register(module_name, module)
-    diagnostics = lint_module(module, path, rule_classes, project)
+    diagnostics = newer_than_target(text, path, target_version) + lint_module(module, path, rule_classes, project)
     if not analysed_whole(diagnostics):
         return diagnostics  # every noqa on a file not analysed whole would look unused
     enabled = {cls.code for cls in rule_classes}
@@ -361,6 +390,7 @@ def lint_bytes(
     project: Project | None = None,
     module_name: str | None = None,
     apply_suppressions: bool = True,
+    target_version: tuple[int, int] | None = None,
 ) -> list[Diagnostic]:
     """Lint raw file bytes: decoding problems become an NNX001 diagnostic.
 
@@ -382,7 +412,8 @@ def lint_bytes(
     except Exception:  # a bug outside the rules must not cost the other files
         return [d for d in [_internal_error(path)] if d.code in enabled]
     diagnostics = lint_source(
-        text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions
+        text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions,
+        target_version=target_version,
     )
     if origin is None:
         return diagnostics

@@ -6,7 +6,8 @@ a file is decided by ``[tool.nnx-lint]`` in its nearest ``pyproject.toml`` (or t
 named by ``--nnx-config``), exactly as ``nnx-lint check`` decides it: select, ignore,
 extend-select, per-file-ignores and exclude. flake8's own ``--select``/``--ignore`` then
 narrow further. ``# noqa`` is left to flake8. Unparsable or undecodable files are
-flake8's own E999/E902, so NNX001/NNX002 never show here; a rule crash (NNX003) and a
+flake8's own E999/E902, so NNX001 never shows here, and NNX002 only for syntax newer than the
+target version; a rule crash (NNX003) and a
 file over the analysis budget (NNX004) do, as in the CLI.
 
 flake8 runs every plugin on every file whatever ``--select`` says and filters afterwards,
@@ -104,7 +105,8 @@ class NNXFlake8Plugin:
         project = shared_project(settings.analysis_roots())  # the CLI's roots
         project.start_file(self.filename, package_root)
         for diagnostic in lint_source(
-            text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
+            text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False,
+            target_version=settings.target_version,
         ):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
@@ -119,8 +121,9 @@ def _settings_or_fail(path: Path, config_file: Path | None):
         raise ExecutionError(f"nnx-lint: error: {printable(str(exc))}") from None
 
 
-#: Engine-reported codes that can occur on a file flake8 could parse.
-_ENGINE_CODES_IN_FLAKE8 = ("NNX003", "NNX004")
+#: Engine-reported codes that can occur on a file flake8 could parse (NNX002: syntax newer than
+#: the target version, which the running Python parses).
+_ENGINE_CODES_IN_FLAKE8 = ("NNX002", "NNX003", "NNX004")
 
 
 def _selected_codes(options: Any) -> frozenset[str] | None:

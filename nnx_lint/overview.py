@@ -44,6 +44,8 @@ STAGES = (
 
 def stage_of(diagnostic: Diagnostic) -> Stage:
     """The step of the order of work a finding belongs to."""
+    if diagnostic.kind == "linter" and "target_version" in diagnostic.facts:
+        return STAGES[2]  # syntax newer than the target version: a SyntaxError on the target Python
     if diagnostic.kind == "linter":
         return STAGES[0]
     if diagnostic.code.startswith("NNX2"):

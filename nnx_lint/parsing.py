@@ -7,7 +7,6 @@ delayed ``obj.attr = ...`` bookkeeping): both could make astroid load flax or ja
 from __future__ import annotations
 
 import io
-import re
 import sys
 import tokenize
 import warnings
@@ -19,7 +18,7 @@ from astroid.manager import AstroidManager
 
 from nnx_lint import bounds
 from nnx_lint.bounds import ParseFailure  # re-exported: the engine's callers catch parsing.ParseFailure
-from nnx_lint.lines import physical_lines
+from nnx_lint.syntax.constructs import find_newer_syntax, lowered
 
 
 class _SafeBuilder(AstroidBuilder):
@@ -75,44 +74,36 @@ def decode(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-# Syntax newer than the running interpreter, recognised to say so plainly.
-_NEWER_SYNTAX = [
-    (re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*(\[.*\])?\s*="), (3, 12), "`type` alias statements"),
-    (re.compile(r"^\s*(async\s+)?def\s+\w+\s*\["), (3, 12), "generic function syntax `def f[T](...)`"),
-    (re.compile(r"^\s*class\s+\w+\s*\["), (3, 12), "generic class syntax `class C[T]:`"),
-    (re.compile(r"^\s*except\s*\*"), (3, 11), "`except*`"),
-]
-
-
-def _syntax_failure(error: SyntaxError, text: str) -> ParseFailure:
-    line = error.lineno or 1
-    column = error.offset or 1
-    lines = physical_lines(text)
-    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
-    for pattern, version, feature in _NEWER_SYNTAX:
-        if sys.version_info < version and pattern.search(source_line):
-            wanted = ".".join(map(str, version))
-            running = ".".join(map(str, sys.version_info[:2]))
-            return ParseFailure(
-                "NNX002",
-                f"syntax error: {feature} need Python >= {wanted}, and nnx-lint runs on Python {running}: "
-                "file not analysed",
-                line,
-                1,
-            )
-    if sys.version_info < (3, 12) and (error.msg or "").startswith("f-string"):
-        running = ".".join(map(str, sys.version_info[:2]))
-        return ParseFailure(
-            "NNX002",
-            f"syntax error: {error.msg} (Python >= 3.12 f-string syntax? nnx-lint runs on Python {running})",
-            line,
-            max(column, 1),
-        )
-    return ParseFailure("NNX002", f"syntax error: {error.msg}", line, max(column, 1))
+def _syntax_failure(error: SyntaxError) -> ParseFailure:
+    return ParseFailure("NNX002", f"syntax error: {error.msg}", error.lineno or 1, max(error.offset or 1, 1))
 
 
 def build(text: str, path: str, module_name: str, is_project_module=None) -> nodes.Module:
-    """Build the astroid tree of ``text`` without executing or importing anything."""
+    """Build the astroid tree of ``text`` without executing or importing anything.
+
+    Syntax newer than the running Python (a PEP 701 f-string on 3.11, ``type X = ...`` on 3.10)
+    is read in an older spelling with the same positions (:mod:`nnx_lint.syntax.constructs`), so
+    the tree, and every finding, is the same on every Python nnx-lint runs on.
+    """
+    try:
+        return _build(text, path, module_name, is_project_module)
+    except AstroidSyntaxError as exc:
+        error = exc.error if isinstance(exc.error, SyntaxError) else None
+        detail = str(exc.error)
+    running = sys.version_info[:2]
+    newer = find_newer_syntax(text)
+    if any(construct.added_in > running for construct in newer):
+        try:
+            return _build(lowered(text, newer, running), path, module_name, is_project_module)
+        except AstroidSyntaxError as exc:
+            # The error of the older spelling is at the same place: it is the file's own.
+            error = exc.error if isinstance(exc.error, SyntaxError) else None
+    if error is not None:
+        raise _syntax_failure(error) from None
+    raise ParseFailure("NNX002", f"syntax error: {detail}") from None
+
+
+def _build(text: str, path: str, module_name: str, is_project_module) -> nodes.Module:
     builder = _SafeBuilder(manager(), is_project_module)
     try:
         with warnings.catch_warnings():
@@ -121,11 +112,6 @@ def build(text: str, path: str, module_name: str, is_project_module=None) -> nod
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             module = builder.string_build(text, module_name, path)
-    except AstroidSyntaxError as exc:
-        error = exc.error if isinstance(exc.error, SyntaxError) else None
-        if error is not None:
-            raise _syntax_failure(error, text) from None
-        raise ParseFailure("NNX002", f"syntax error: {exc.error}") from None
     except RecursionError:
         raise ParseFailure(
             "NNX004", "file is too deeply nested to analyse (Python's recursion limit was hit)"

@@ -30,7 +30,7 @@ from nnx_lint.config import ConfigError
 from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.eager import load_lint_path
 from nnx_lint import bounds
-from nnx_lint.engine import _linter_diagnostic, lint_module
+from nnx_lint.engine import _linter_diagnostic, lint_module, newer_than_target
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
 from nnx_lint.noqa import apply_noqa
@@ -88,7 +88,9 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     path = module.file or module.name
     config = linter.config.nnx_config if hasattr(linter.config, "nnx_config") else None
     settings = settings_for_file(Path(path), Path(config) if config else None)
-    rules = [r for r in plugin_rules(settings, Path(path)) if linter.is_message_enabled(pylint_message_id(r))]
+    # NNX002 here is only syntax newer than the target version: pylint parsed the file.
+    rules = [r for r in plugin_rules(settings, Path(path), also=("NNX002",))
+             if linter.is_message_enabled(pylint_message_id(r))]
     if not rules:
         return []  # excluded, or no NNX message enabled: no analysis at all
     source = module.file_bytes
@@ -110,6 +112,8 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     if not mentions_nnx(text):
         return []
     diagnostics = lint_module(module, path, rules, project)
+    if any(rule.code == "NNX002" for rule in rules):
+        diagnostics = newer_than_target(text, path, settings.target_version) + diagnostics
     if analysed_whole(diagnostics):  # on a file not analysed whole every noqa would look unused
         diagnostics += unused_noqa(diagnostics, text, rules, path)
     return apply_noqa(diagnostics, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.runner import RunResult
 
 FORMATS = ("text", "json", "github", "sarif", "markdown")
@@ -106,8 +106,10 @@ def summary(result: RunResult) -> str:
     checked = f"{result.files_checked} file{'s' * (result.files_checked != 1)} checked"
     if not count:
         return f"All checks passed! ({checked})"
-    kinds = Counter(d.kind for d in result.diagnostics)
-    parts = [f"{kinds[k]} {_KIND_WORDS[k]}" for k in _KIND_WORDS if kinds[k]]
+    # Syntax newer than the target version is an NNX0xx on a file that was analysed: counted apart.
+    kinds = Counter("newer-syntax" if d.kind == "linter" and analysed_whole([d]) else d.kind for d in result.diagnostics)
+    parts = [f"{kinds[k]} {words}" for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version"}.items()
+             if kinds[k]]
     files = len({d.path for d in result.diagnostics})
     return (
         f"Found {count} diagnostic{'s' * (count != 1)} in {files} file{'s' * (files != 1)} "

@@ -137,8 +137,8 @@ class Case:
     tree_mode: TreeModeOutcome | None = None
     #: Extra files of a multi-file case, by relative path (for cross-file rules).
     files: dict[str, str] = field(default_factory=dict)
-    #: The case only applies on Pythons older than this (syntax that later became valid).
-    python_below: tuple[int, int] | None = None
+    #: The target version the case is linted with (``(3, 11)``: syntax added later is NNX002).
+    target_version: tuple[int, int] | None = None
 
     @property
     def source(self) -> str:

@@ -68,7 +68,8 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
                         yield file
 
 
-def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) -> tuple[list[dict], dict[str, str]]:
+def analyse_file(path: str, display: str, selectors: tuple, roots: list[str],
+                 target_version: tuple[int, int] | None = None) -> tuple[list[dict], dict[str, str]]:
     """Lint one file (in this process or a worker): diagnostics as dicts, and dependencies."""
     from nnx_lint.engine import _internal_error, _linter_diagnostic, lint_bytes
     from nnx_lint.project import module_name_for, shared_project
@@ -84,7 +85,8 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str]) ->
         project = shared_project([Path(r) for r in roots])
         module_name, package_root = module_name_for(Path(path))
         project.start_file(path, package_root)
-        diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name)
+        diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name,
+                                 target_version=target_version)
         project.end_file()
     except Exception:  # one file's failure is reported for that file; the run goes on
         return [d.to_dict() for d in [_internal_error(display)] if d.code in enabled], {}
@@ -148,15 +150,16 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         key = os.path.abspath(file)
         digest = hashlib.sha256(data).hexdigest() if data is not None else ""
         digests[key] = digest
-        # The roots decide which project modules an import finds, so they key the entry too.
-        run_fingerprint = f"{fingerprint}:{selectors!r}:{roots!r}"
+        # The roots decide which project modules an import finds, so they key the entry too;
+        # the target version decides which syntax is reported.
+        run_fingerprint = f"{fingerprint}:{selectors!r}:{roots!r}:{settings.target_version!r}"
         cached = cache.lookup(key, digest, run_fingerprint, digest_of) if data is not None else None
         if cached is not None:
             result.files_from_cache += 1
             # Stored as displayed then: re-displayed now (related paths in other files follow).
             result.diagnostics.extend(Diagnostic.from_dict(d).with_path(display) for d in cached)
             continue
-        pending.append((str(file), display, selectors, roots))
+        pending.append((str(file), display, selectors, roots, settings.target_version))
         keys.append((key, digest, run_fingerprint))
 
     outcomes = _execute(pending, jobs)

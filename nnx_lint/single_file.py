@@ -38,7 +38,8 @@ def lint_text(path: Path | None, data: bytes, settings: Settings) -> list[Diagno
     project = shared_project(settings.analysis_roots())  # the roots a `check` run uses
     project.start_file(str(where), package_root)
     rules = rules_for(settings, where)
-    return lint_bytes(data, display, rules, project=project, module_name=module_name)
+    return lint_bytes(data, display, rules, project=project, module_name=module_name,
+                      target_version=settings.target_version)
 
 
 def read_stdin() -> bytes:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from nnx_lint.engine import lint_bytes
@@ -63,7 +64,16 @@ def lint_fixture(path: Path, rules=None):
     module_name, root = module_name_for(path)
     project = Project([FIXTURES / fixture_family(path)])
     project.start_file(str(path), root)
-    return lint_bytes(path.read_bytes(), str(path), rules, project=project, module_name=module_name)
+    return lint_bytes(path.read_bytes(), str(path), rules, project=project, module_name=module_name,
+                      target_version=fixture_target_version(path))
+
+
+def fixture_target_version(path: Path) -> tuple[int, int] | None:
+    """The target version a fixture declares in its first lines (``# fixture: target-version py311``)."""
+    from nnx_lint.syntax.target import parse_target_version
+
+    found = re.search(r"target-version (py3\d+)", path.read_text("utf-8", "replace")[:200])
+    return parse_target_version(found.group(1)) if found else None
 
 
 def outside_string_literals(program: str, text: str) -> list[int]:

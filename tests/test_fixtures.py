@@ -13,8 +13,6 @@ from nnx_lint.diagnostic import KINDS
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)
 def test_fixture(path):
-    if "requires-python<3.12" in path.read_bytes()[:200].decode("utf-8", "replace") and sys.version_info >= (3, 12):
-        pytest.skip("the fixture's syntax is valid on Python >= 3.12")
     diagnostics = lint_fixture(path)
     found = {(d.line, d.code) for d in diagnostics}
     expected = fixture_expectations(path)

@@ -41,9 +41,8 @@ STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...:
 def _invalid_case_diagnostics():
     for rule in all_rules():
         for case in rule.INVALID:
-            if case.python_below and sys.version_info >= case.python_below:
-                continue
-            found = [d for d in lint_bytes(case.source.encode("utf-8"), "case.py", [rule]) if d.code == rule.code]
+            found = [d for d in lint_bytes(case.source.encode("utf-8"), "case.py", [rule],
+                                           target_version=case.target_version) if d.code == rule.code]
             yield pytest.param(rule, case, found, id=f"{rule.code}-{case.id}")
 
 

@@ -1,8 +1,6 @@
 """Every rule's VALID and INVALID cases, run with only that rule enabled."""
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from nnx_lint.engine import lint_bytes
@@ -18,10 +16,9 @@ CASES = [
 
 @pytest.mark.parametrize(("rule", "case", "expect_findings"), CASES)
 def test_case(rule, case, expect_findings):
-    if case.python_below and sys.version_info >= case.python_below:
-        pytest.skip(f"valid syntax on Python >= {case.python_below}")
     crash_rule = [r for r in all_rules() if r.code == "NNX003"]  # a crash must show, not hide as "missing"
-    diagnostics = lint_bytes(case.source.encode("utf-8"), "case.py", [rule, *crash_rule])
+    diagnostics = lint_bytes(case.source.encode("utf-8"), "case.py", [rule, *crash_rule],
+                             target_version=case.target_version)
     found = {(d.line, d.code) for d in diagnostics}
     if expect_findings:
         assert case.expected(), "an INVALID case must mark the lines that fire"
