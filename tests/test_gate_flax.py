@@ -104,6 +104,16 @@ def test_tied_weight_break_is_explained_by_nnx101_through_the_paths_in_flaxs_err
     assert attribution["matches"][0]["paths"] == ["a.kernel", "b.kernel"]
 
 
+def test_the_text_report_keeps_the_whole_error(gate_run):
+    from nnx_lint.gate.report import render_text
+
+    _done, report, _before, _after = gate_run
+    message = _break(report, "test_tied_weights")["alone_tree"]["exception"]["message"]
+    assert "found at paths:" in message and "- .args[0].b.kernel" in message
+    text = render_text(report)
+    assert "found at paths:" in text and "- .args[0].b.kernel" in text and "nnx.compat.jit(...)" in text
+
+
 def test_silent_finding_in_a_passing_test_is_listed(gate_run):
     _done, report, _before, _after = gate_run
     assert [(item["code"], item["path"], item["tests"]) for item in report["findings_in_passing_tests"]] == [
