@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 #: Keys the engine adds to a stored diagnostic's facts after the rule reported it
 #: (:mod:`nnx_lint.notebooks`: the cell of a notebook finding and its span in the file).
@@ -62,6 +62,13 @@ FactsT = TypeVar("FactsT", bound="Facts")
 @dataclass(frozen=True, kw_only=True)
 class Facts(Mapping):
     """Base of every rule's facts dataclass (declare fields in the order they are stored)."""
+
+    #: The paths, inside the objects a transform or graph API reads, of what the finding says is
+    #: shared: each path is the concatenation of these stored facts' values (``("first_position",
+    #: "first_part")`` gives ``args[0]`` + ``encoder``). flax names the same paths in its aliasing
+    #: errors (``- .args[0].a.kernel``), so the gate matches a break to the finding by them
+    #: (:mod:`nnx_lint.gate.alias_paths`). Empty for rules whose facts carry no such path.
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = ()
 
     @classmethod
     def keys_and_fields(cls) -> list[tuple[str, str]]:

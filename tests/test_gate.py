@@ -321,6 +321,67 @@ def test_a_finding_that_stores_a_name_of_the_failing_values_path_explains_the_fa
     assert not Attributor([on_store], tmp_path, cwd=tmp_path).attribute(no_path).explained
 
 
+#: flax 0.12.8's error for a tied weight passed to ``nnx.jit`` in Tree Mode (``Tied`` in the test below).
+_TIED_ERROR = ("Duplicate Param( # 4 (16 B)\n  value=Array([[ 0.7567299 , -0.68570054],\n         [-0.5688337 , "
+               "-0.8757605 ]], dtype=float32)\n)\nfound at paths:\n\n  - .args[0].a.kernel\n  - .args[0].b.kernel\n\n"
+               "nnx.jit with graph_updates=False does not support Variable aliasing (duplicate inputs, duplicate "
+               "outputs, or input Variables returned as outputs). Consider the following options:\n\n1. Remove the "
+               "duplicate Variables.")
+
+
+def test_an_aliasing_error_is_explained_by_the_finding_that_names_its_paths(tmp_path):
+    """flax raises inside ``nnx.jit``, under the test's call, far from the ``__init__`` that tied the weights:
+    the paths it names are the NNX101 finding's, and no other finding's (nor a frame match) wins over them."""
+    (tmp_path / "models.py").write_text(textwrap.dedent("""\
+        from flax import nnx
+
+        class Tied(nnx.Module):
+            def __init__(self, rngs):
+                self.a = nnx.Linear(2, 2, rngs=rngs)
+                self.b = nnx.Linear(2, 2, rngs=rngs)
+                self.b.kernel = self.a.kernel
+
+        class Other(nnx.Module):
+            def __init__(self, rngs):
+                self.c = nnx.Linear(2, 2, rngs=rngs)
+                self.d = self.c
+        """))
+    (tmp_path / "t.py").write_text("def test_x():\n    step(Tied(nnx.Rngs(0)), x)\n")
+    diagnostics = main_diagnostics(tmp_path)
+    assert sorted(d.code for d in diagnostics) == ["NNX101", "NNX101"]
+    at_frame = _diagnostic(tmp_path / "t.py", 2, "NNX304")
+    failure = Failure("builtins.ValueError", _TIED_ERROR, category="aliasing",
+                      frames=[Frame(str(tmp_path / "t.py"), 2, "test_x")])
+    verdict = Verdict("t.py::test_x", "tree-break", tree=TestResult("t.py::test_x", "failed", failure=failure))
+    attribution = Attributor(diagnostics + [at_frame], tmp_path, cwd=tmp_path).attribute(verdict)
+    assert attribution.summary(tmp_path) == (
+        "explained by NNX101 at models.py:7 (its paths `a.kernel`, `b.kernel` are inside the paths the error names: "
+        ".args[0].a.kernel, .args[0].b.kernel)")
+    assert [(m.diagnostic.line, m.how) for m in attribution.matches] == [(7, "alias-paths")]
+    # Paths that differ (``c``/``d``) explain nothing; without the tie the frame match is all there is.
+    other = [d for d in diagnostics if d.line != 7]
+    assert Attributor(other + [at_frame], tmp_path, cwd=tmp_path).attribute(verdict).matches[0].how == "at"
+
+
+def main_diagnostics(root: Path) -> list[Diagnostic]:
+    """The project's diagnostics, as the gate lints it."""
+    from nnx_lint.gate.attribution import lint_project
+    return lint_project(root, None)
+
+
+def test_every_shared_reference_rule_declares_the_facts_that_hold_its_paths():
+    """The gate reads a finding's paths from the facts its rule declares (``Facts.paths``); a declared
+    name that is not a fact would silently match nothing."""
+    from nnx_lint.registry import all_rules
+    rules = [rule for rule in all_rules() if rule.code.startswith("NNX1")]
+    assert len(rules) >= 12
+    for rule in rules:
+        declared = rule.facts_type.paths
+        assert declared, rule.code
+        stored = {key for key, _name in rule.facts_type.keys_and_fields()}
+        assert {name for group in declared for name in group} <= stored, rule.code
+
+
 def test_dependency_frames_leave_out_flax_jax_and_files_outside_installed_packages(tmp_path):
     from nnx_lint.gate.dependencies import dependency_frames, installed_location
 

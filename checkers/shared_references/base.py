@@ -1,6 +1,8 @@
 """The shared references family's base rule classes."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -155,6 +157,9 @@ def _store_sites(alias: Alias, where: nodes.NodeNG) -> list[tuple[nodes.NodeNG, 
 @dataclass(frozen=True, kw_only=True)
 class ClassAliasFacts(Facts):
     """What the class-alias rules (NNX101, NNX102, NNX105) report, in this order."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("first_path",), ("second_path",))
 
     class_name: str
     first_path: str

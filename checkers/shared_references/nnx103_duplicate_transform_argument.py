@@ -1,6 +1,8 @@
 """NNX103 ``duplicate-transform-argument``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -37,6 +39,9 @@ from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 @dataclass(frozen=True, kw_only=True)
 class DuplicateTransformArgumentFacts(Facts):
     """What ``NNX103`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("first_position",), ("second_position",))
 
     transform: str
     function: str

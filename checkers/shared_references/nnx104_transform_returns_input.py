@@ -1,6 +1,8 @@
 """NNX104 ``transform-returns-input``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from checkers.shared_references.analysis import _DUPLICATE
@@ -22,6 +24,9 @@ from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 @dataclass(frozen=True, kw_only=True)
 class TransformReturnsInputFacts(Facts):
     """What ``NNX104`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("position", "part"),)
 
     transform: str
     function: str

@@ -1,6 +1,8 @@
 """NNX106 ``transform-builds-from-input``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from checkers.shared_references.base import _ReturnRule
@@ -13,6 +15,9 @@ from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 @dataclass(frozen=True, kw_only=True)
 class TransformBuildsFromInputFacts(Facts):
     """What ``NNX106`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("stored_path",),)
 
     transform: str
     function: str

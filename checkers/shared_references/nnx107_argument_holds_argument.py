@@ -1,6 +1,8 @@
 """NNX107 ``argument-holds-argument``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -25,6 +27,9 @@ from nnx_lint.rule import Invalid, Reproduction, Valid, raises
 @dataclass(frozen=True, kw_only=True)
 class ArgumentHoldsArgumentFacts(Facts):
     """What ``NNX107`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("held_position",), ("holder_position", "held_path"))
 
     transform: str
     function: str

@@ -1,6 +1,8 @@
 """NNX108 ``tied-model-in-loop``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -33,6 +35,9 @@ from nnx_lint.rule import Invalid, Reproduction, Valid, differs
 @dataclass(frozen=True, kw_only=True)
 class TiedModelInLoopFacts(Facts):
     """What ``NNX108`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("first_path",), ("second_path",))
 
     transform: str
     what: str

@@ -1,6 +1,8 @@
 """NNX109 ``module-holds-itself``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -19,6 +21,9 @@ from nnx_lint.values import value_model
 @dataclass(frozen=True, kw_only=True)
 class ModuleHoldsItselfFacts(Facts):
     """What NNX109 saw, in this order."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("path",),)
 
     #: The class whose construction makes the cycle (None: a store after construction).
     class_name: str | None

@@ -1,6 +1,8 @@
 """NNX110 ``transform-returns-mutable-array``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from checkers.shared_references.base import _ReturnRule
@@ -16,6 +18,9 @@ _RETURNED_REF = "returned a mutable array reference"
 @dataclass(frozen=True, kw_only=True)
 class TransformReturnsMutableArrayFacts(Facts):
     """What ``NNX110`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("returned",),)
 
     transform: str
     function: str

@@ -1,6 +1,8 @@
 """NNX111 ``shared-node-in-traversal``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -46,6 +48,9 @@ _METHODS = frozenset({"iter_modules"})
 @dataclass(frozen=True, kw_only=True)
 class SharedNodeInTraversalFacts(Facts):
     """What ``NNX111`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("first_path",), ("second_path",))
 
     api: str
     value: str

@@ -1,6 +1,8 @@
 """NNX112 ``object-on-every-module``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -28,6 +30,9 @@ _SHARED_VALUES = {"Rngs": "nnx.Rngs(0)", "Variable": "nnx.Param(jnp.ones(2))",
 @dataclass(frozen=True, kw_only=True)
 class ObjectOnEveryModuleFacts(Facts):
     """What ``NNX112`` reports (the diagnostic's ``facts``, in this order)."""
+
+    #: The shared object's paths, as flax's aliasing errors name them (``Facts.paths``).
+    paths: ClassVar[tuple[tuple[str, ...], ...]] = (("attribute",),)
 
     #: ``set_attributes``, or the walk the store sits in: ``iter_modules`` / ``iter_graph`` /
     #: ``.iter_modules()``.

@@ -17,6 +17,11 @@ The first frame with any match wins, and within it the closest kind of match. Wh
 frame matches, the frames in installed dependencies are tried the same way, with the findings of
 those files (:mod:`nnx_lint.gate.dependencies`, added with :meth:`Attributor.add`).
 
+First of all, an aliasing error that lists the paths where flax met one object twice ("found at
+paths: .args[0].a.kernel, .args[0].b.kernel") is explained by a finding whose own paths lie inside
+those (:mod:`nnx_lint.gate.alias_paths`): flax raises inside the transform, under the test's call,
+far from the ``__init__`` that tied the weights, and a frame-based match there would be a guess.
+
 Last, a failure whose message names the path of the value that failed (JAX: "... was passed to the
 function at path grad_accumulator._param_dtypes['bias']") is explained by a finding on a statement
 that stores one of the path's names (``self._param_dtypes = nnx.data(...)``): JAX raises where it
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.gate import alias_paths
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.dependencies import INSTALLED, dependency_frames, installed_location
 from nnx_lint.gate.results import Failure, Frame
@@ -42,7 +48,7 @@ NEAR_LINES = 3
 #: How a diagnostic matches a frame, strongest first: on its line, on one of its related
 #: locations (the call of the transformed function, where the grad is applied, ...), within
 #: ``NEAR_LINES``, in the same function.
-MATCH_KINDS = ("at", "related", "near", "same-function", "path")
+MATCH_KINDS = ("alias-paths", "at", "related", "near", "same-function", "path")
 #: JAX's message for an argument it cannot read as an array names where the value sits.
 _LEAF_PATH = re.compile(r"passed to the function at path (\S+?)\.?(?:\s|$)")
 #: The names in such a path: attributes (``.name``), string keys (``['name']``) and the first name.
@@ -61,9 +67,15 @@ class Match:
     dependency: str | None = None
     #: For a ``path`` match: (the name the finding's statement stores, the failing value's path).
     stored: tuple[str, str] | None = None
+    #: For an ``alias-paths`` match: (the finding's paths, the paths the error lists).
+    paths: tuple[list[str], list[str]] | None = None
 
     def describe(self, root: Path) -> str:
         where = f"{display_path(self.diagnostic.path, root)}:{self.diagnostic.line}"
+        if self.paths is not None:
+            own, listed = self.paths
+            return (f"{self.diagnostic.code} at {where} (its paths {', '.join(f'`{p}`' for p in own)} "
+                    f"are inside the paths the error names: {', '.join(listed)})")
         if self.stored is not None:
             name, path = self.stored
             return f"{self.diagnostic.code} at {where} (stores `{name}`, named by the failing value's path {path})"
@@ -349,6 +361,10 @@ class Attributor:
         failure = verdict.failure
         frames = project_frames(failure, self.root)
         attribution = Attribution(verdict, failure, frames[-1] if frames else None)
+        if failure is not None:
+            attribution.matches = self._alias_path_matches(failure, attribution.deepest)
+            if attribution.matches:
+                return attribution
         for index, frame in enumerate(reversed(frames)):
             matches = self._matches_at(frame, deepest=index == 0)
             if matches:
@@ -364,6 +380,38 @@ class Attributor:
             attribution.matches = self._path_matches(failure, attribution.deepest or failure.frames[-1])
         return attribution
 
+    def _alias_path_matches(self, failure: Failure, deepest: Frame | None) -> list[Match]:
+        """Findings whose paths lie inside the paths an aliasing error lists (module docstring)."""
+        texts_and_paths = alias_paths.listed_paths(failure.message)
+        if not texts_and_paths or not failure.frames:
+            return []
+        from nnx_lint.registry import rule_by_code
+
+        frame = deepest or failure.frames[-1]
+        shown = [text for text, _path in texts_and_paths]
+        listed = [path for _text, path in texts_and_paths]
+        matches = []
+        for file, diagnostics in self.by_file.items():
+            for diagnostic in diagnostics:
+                rule = rule_by_code(diagnostic.code)
+                declared = rule.facts_type.paths if rule is not None and rule.facts_type is not None else ()
+                own = alias_paths.finding_paths(diagnostic.facts, declared)
+                if alias_paths.explains(own, listed):
+                    paths = ([alias_paths.display(path) for path in own], shown)
+                    matches.append((file, Match(diagnostic, frame, "alias-paths", deepest=False, paths=paths)))
+        return self._closest_first(failure, matches)
+
+    def _closest_first(self, failure: Failure, matches: list[tuple[str, Match]]) -> list[Match]:
+        """``matches`` (file, match) ordered: first the files of the failing frames, then the project
+        modules these files import, then the others (a copy of a class in an experimental module)."""
+        frame_files = [str(Path(f.file).resolve()) for f in project_frames(failure, self.root)]
+        imported = {module for file in frame_files for module in self.functions.imported_files(file, self.root)}
+
+        def closeness(file: str) -> int:
+            return 0 if file in frame_files else 1 if file in imported else 2
+        matches.sort(key=lambda item: (closeness(item[0]), item[1].diagnostic.path, item[1].diagnostic.line))
+        return [match for _file, match in matches]
+
     def _path_matches(self, failure: Failure, frame: Frame) -> list[Match]:
         """Findings on a statement that stores a name of the failing value's path (module docstring)."""
         found = _LEAF_PATH.search(failure.message)
@@ -377,15 +425,7 @@ class Attributor:
                 stored = self.functions.stored_names(file, diagnostic.line) & names
                 if stored:
                     matches.append((file, Match(diagnostic, frame, "path", deepest=False, stored=(min(stored), path))))
-        # Several files may store the name (a copy of a class in an experimental module): first the files
-        # of the failing frames, then the project modules those files import, then the others.
-        frame_files = [str(Path(f.file).resolve()) for f in project_frames(failure, self.root)]
-        imported = {module for file in frame_files for module in self.functions.imported_files(file, self.root)}
-
-        def closeness(file: str) -> int:
-            return 0 if file in frame_files else 1 if file in imported else 2
-        matches.sort(key=lambda item: (closeness(item[0]), item[1].diagnostic.path, item[1].diagnostic.line))
-        return [match for _file, match in matches]
+        return self._closest_first(failure, matches)
 
     def findings_in_passing_tests(self, outcome: GateOutcome, rootdir: Path) -> list[PassingFinding]:
         """Diagnostics inside the body of a test function that passed in both full runs.
@@ -500,6 +540,7 @@ def attribution_to_dict(attribution: Attribution, root: Path) -> dict[str, Any]:
         "matches": [{"code": m.diagnostic.code, "path": display_path(m.diagnostic.path, root),
                      "line": m.diagnostic.line, "how": m.how, "deepest_frame": m.deepest, "kind": m.diagnostic.kind,
                      "dependency": m.dependency, "stored": None if m.stored is None else m.stored[0],
+                     "paths": None if m.paths is None else m.paths[0],
                      "frame": {**m.frame.to_dict(), "file": display_path(m.frame.file, root)}}
                     for m in attribution.matches],
     }

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from nnx_lint.escaping import printable_lines
 from nnx_lint.gate.attribution import Attribution, PassingFinding, attribution_to_dict
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.modes import MODES
@@ -40,7 +41,7 @@ def _result_dict(result: TestResult | None) -> dict[str, Any] | None:
         return None
     failure = result.failure
     return {"outcome": result.outcome, "duration": round(result.duration, 3),
-            "exception": None if failure is None else {"type": failure.type, "message": _one_line(failure.message, 500),
+            "exception": None if failure is None else {"type": failure.type, "message": failure.message,
                                                        "category": failure.category}}
 
 
@@ -137,7 +138,7 @@ def _failure_text(item: dict[str, Any]) -> str:
         if result and result.get("exception"):
             exception = result["exception"]
             category = f" [{exception['category']}]" if exception.get("category") else ""
-            return f"{exception['type'].rpartition('.')[2]}{category}: {_one_line(exception['message'], 120)}"
+            return f"{exception['type'].rpartition('.')[2]}{category}: {exception['message'].strip()}"
     return ""
 
 
@@ -158,7 +159,11 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(f"  {item['nodeid']}{flag}")
             failure = _failure_text(item)
             if failure and key != "fails_in_both_modes":
-                lines.append(f"      {failure}")
+                # The whole error: flax's names the paths of a shared Variable on its later lines.
+                # It is the tests' text, so it is escaped like any analysed text.
+                first, *rest = printable_lines(failure).split("\n")
+                lines.append(f"      {first}")
+                lines.extend(f"        {line}" if line.strip() else "" for line in rest)
             attribution = item.get("attribution")
             if attribution:
                 frame = attribution["deepest_frame"]

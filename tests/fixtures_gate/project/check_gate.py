@@ -51,3 +51,9 @@ def test_unpredicted_break():
 def test_polluted():
     """Passes alone in both modes; fails in the full Tree Mode run after ``test_unpredicted_break``."""
     assert models.double(2) == 4
+
+
+def test_tied_weights():
+    """Breaks in Tree Mode far from the tie: flax names the paths `.args[0].a.kernel` and
+    `.args[0].b.kernel`, which NNX101 in models.TiedBlocks names too."""
+    assert models.tied_step(models.TiedBlocks(nnx.Rngs(0)), jnp.ones(2)).shape == (2,)

@@ -34,3 +34,18 @@ def attach_alias(block: Block, name: str) -> Block:
 def double(x):
     """A function the pollution test replaces and does not restore."""
     return 2 * x
+
+
+class TiedBlocks(nnx.Module):
+    """Two layers sharing one kernel: the most common Tree Mode break (NNX101)."""
+
+    def __init__(self, rngs: nnx.Rngs):
+        self.a = nnx.Linear(2, 2, rngs=rngs)
+        self.b = nnx.Linear(2, 2, rngs=rngs)
+        self.b.kernel = self.a.kernel
+
+
+@nnx.jit
+def tied_step(model: TiedBlocks, x):
+    """Both layers, compiled: Tree Mode's jit refuses the shared kernel."""
+    return model.b(model.a(x))
