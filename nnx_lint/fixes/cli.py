@@ -64,6 +64,7 @@ def _fixed_text(file: Path, settings, unsafe: bool, data: bytes | None = None) -
     from nnx_lint import bounds
     from nnx_lint.file_config import rules_for
     from nnx_lint.fixes.apply import fix_file, fix_notebook
+    from nnx_lint.fixes.flax_target import project_flax_for
     from nnx_lint.prefilter import PreFilter
 
     try:
@@ -75,12 +76,13 @@ def _fixed_text(file: Path, settings, unsafe: bool, data: bytes | None = None) -
         return None
     rules = list(rules_for(settings, file))
     roots = [str(root) for root in settings.analysis_roots()]
+    flax = project_flax_for(settings)  # pins follow the project's flax
     try:
         if file.suffix == ".ipynb":
-            new_data, counts = fix_notebook(str(file), data, rules, unsafe, roots)
+            new_data, counts = fix_notebook(str(file), data, rules, unsafe, roots, flax)
             return data.decode("utf-8"), new_data.decode("utf-8"), counts
         before = data.decode("utf-8")
-        outcome = fix_file(str(file), before, rules, unsafe, roots)
+        outcome = fix_file(str(file), before, rules, unsafe, roots, flax)
         return before, outcome.text, outcome.fixed
     except (UnicodeDecodeError, ValueError):
         return None
@@ -114,10 +116,14 @@ def summary(fixed: Counter, diff: bool) -> str:
     return f"{verb} {total} diagnostic{'s' * (total != 1)} ({by_code})."
 
 
-def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
-    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst)."""
+def attach_fixes(diagnostics, unsafe: bool, settings=None) -> dict[int, object]:
+    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst);
+    pins follow the flax of the project ``settings`` name."""
     if not libcst_available():
         return {}
+    from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
+
+    flax = UNKNOWN if settings is None else project_flax_for(settings)
     from nnx_lint import bounds
     from nnx_lint.fixes.apply import cell_edits, fix_for
     from nnx_lint.fixes.source import SourceIndex
@@ -159,7 +165,7 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
                 from dataclasses import replace
 
                 diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
-            fix = fix_for(diagnostic, index, unsafe)
+            fix = fix_for(diagnostic, index, unsafe, flax)
             if fix is not None and origin is not None:
                 fix = cell_edits(fix, origin)
             if fix is not None:
