@@ -253,6 +253,7 @@ def _requirement_lines(path: Path) -> list[str]:
     lines = []
     for line in text.replace("\\\n", "").splitlines():
         line = re.split(r"(^|\s)#", line, maxsplit=1)[0].strip()
+        line = re.split(r"\s+--?[A-Za-z]", line, maxsplit=1)[0]  # per-requirement options (--hash=...)
         if line and not line.startswith("-"):
             lines.append(line)
     return lines
