@@ -279,6 +279,11 @@ PIN_KEYWORD_SINCE: dict[str, dict[str, str]] = {
 }
 
 
+#: ``flax.nnx`` names a rewrite fix writes, by the first release that has them (measured as
+#: :data:`PIN_KEYWORD_SINCE`: ``nnx.transform_metadata`` is missing from 0.12.5's ``flax.nnx``).
+NAME_SINCE: dict[str, str] = {"transform_metadata": "0.12.6"}
+
+
 def keyword_since(api: str, keyword: str) -> str | None:
     """The first flax release whose ``nnx.<api>`` takes ``keyword=`` (None: no release the table knows).
 

@@ -247,3 +247,20 @@ def test_cli_diff_json_and_help_follow_the_project_flax(tmp_path, monkeypatch, c
     flax_target._MEMO.clear()
     assert main(["check", ".", "--no-cache", "--diff"]) == 1
     assert "+@nnx.jit(graph=True, graph_updates=True)" in capsys.readouterr().out
+
+
+def test_a_rewrite_writing_a_newer_name_is_not_offered_on_an_older_flax():
+    from nnx_lint.engine import lint_source
+    from nnx_lint.fixes.apply import fix_for
+    from nnx_lint.fixes.source import SourceIndex
+    from nnx_lint.registry import rule_by_code
+
+    rule = rule_by_code("NNX601")
+    source = rule.INVALID[0].source
+    [diagnostic] = [d for d in lint_source(source, "m.py", [rule]) if d.code == "NNX601"][:1]
+    index = SourceIndex(source)
+    old = fix_for(diagnostic, index, True, ProjectFlax("0.12.5", "x"))
+    assert old.applicability == "display-only" and not old.edits
+    assert fix_for(diagnostic, index, True, ProjectFlax("0.12.6", "x")).applicability == "unsafe"
+    assert ProjectFlax("0.12.5", "x").why_no_rewrite("transform-metadata-layer").startswith(
+        "`nnx.transform_metadata` exists only from flax 0.12.6 on")

@@ -78,7 +78,8 @@ def nnx_lint(project: Path, *arguments: str) -> subprocess.CompletedProcess:
                           env=env, capture_output=True, text=True, timeout=600)
 
 
-#: Which pin keywords each API of the flax table takes in the flax on the path (by signature).
+#: Which pin keywords each API of the flax table takes in the flax on the path (by signature),
+#: and the public names of its ``flax.nnx``.
 INTROSPECT = """\
 import inspect, json, sys
 import flax
@@ -91,7 +92,8 @@ for api in sys.argv[1:]:
     except (TypeError, ValueError):
         parameters = {}
     found[api] = [name for name in ("graph", "graph_updates") if name in parameters]
-print(json.dumps({"version": flax.__version__, "keywords": found}))
+names = sorted(name for name in dir(nnx) if not name.startswith("_"))
+print(json.dumps({"version": flax.__version__, "keywords": found, "names": names}))
 """
 
 
@@ -106,7 +108,7 @@ def flax_0_12_6() -> tuple[Path, dict]:
 
 
 def _importable(flax_dir: Path, version: str) -> tuple[Path, dict]:
-    """The release's directory and the keywords its APIs take; a skip if it cannot be imported here."""
+    """The release's directory and what it offers (see ``INTROSPECT``); a skip if it cannot be imported here."""
     from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
 
     probe = subprocess.run([sys.executable, "-c", INTROSPECT, *sorted(TRANSFORMS | GRAPH_APIS)],
@@ -115,7 +117,7 @@ def _importable(flax_dir: Path, version: str) -> tuple[Path, dict]:
         pytest.skip(f"flax {version} does not import with this environment's jax: {probe.stderr.strip()[-300:]}")
     found = json.loads(probe.stdout)
     assert found["version"] == version, found["version"]
-    return flax_dir, found["keywords"]
+    return flax_dir, found
 
 
 def _project(tmp_path: Path, requirement: str, source: str) -> Path:
@@ -225,8 +227,12 @@ def test_on_flax_0_12_6_transform_pins_run_in_tree_mode_as_in_graph_mode(tmp_pat
 def test_the_flax_table_says_which_keywords_each_release_takes(version, request):
     from nnx_lint.nnx_api import keyword_since, version_key
 
-    _flax_dir, taken = request.getfixturevalue(f"flax_{version.replace('.', '_')}")
+    from nnx_lint.nnx_api import NAME_SINCE
+
+    _flax_dir, found = request.getfixturevalue(f"flax_{version.replace('.', '_')}")
     claimed = {api: [keyword for keyword in ("graph", "graph_updates")
                      if (since := keyword_since(api, keyword)) and version_key(since) <= version_key(version)]
-               for api in taken}
-    assert taken == claimed
+               for api in found["keywords"]}
+    assert found["keywords"] == claimed
+    for name, since in NAME_SINCE.items():
+        assert (name in found["names"]) == (version_key(since) <= version_key(version)), name

@@ -65,7 +65,12 @@ def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic
     found = []
     for kind in rule.fixes:
         try:
-            fix = pin_fix(index, diagnostic, flax) if kind == PIN else REWRITES[kind](index, diagnostic)
+            if kind == PIN:
+                fix = pin_fix(index, diagnostic, flax)
+            elif (blocked := flax.why_no_rewrite(kind)) is not None:
+                fix = Fix(DISPLAY_ONLY, f"No rewrite: {blocked}")
+            else:
+                fix = REWRITES[kind](index, diagnostic)
         except Exception:  # a fix bug must never break linting or the file: no fix then
             fix = None
         if fix is not None:

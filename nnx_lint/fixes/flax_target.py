@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.nnx_api import pin_missing, pin_needs, version_key
+from nnx_lint.nnx_api import NAME_SINCE, pin_missing, pin_needs, version_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,6 +73,17 @@ class ProjectFlax:
                 return (f"`nnx.{api}` takes {keywords} only from flax {since} on, and this project's flax is "
                         f"{self.version} ({self.source}): require flax>={pin_needs(api) or since} to get this fix")
         return None
+
+    def why_no_rewrite(self, kind: str) -> str | None:
+        """Why the rewrite ``kind`` would not run on this flax (None: it would, or the version is unknown)."""
+        from nnx_lint.fixes.catalog import REWRITE_WRITES
+
+        name = REWRITE_WRITES.get(kind)
+        since = NAME_SINCE.get(name or "")
+        if self.version is None or since is None or version_key(self.version) >= version_key(since):
+            return None
+        return (f"`nnx.{name}` exists only from flax {since} on, and this project's flax is {self.version} "
+                f"({self.source}): require flax>={since} to get this fix")
 
     def needs_note(self, sites: list[dict[str, Any]]) -> str:
         """When the version is unknown: which flax the pin needs (else empty), for the fix message."""
