@@ -216,7 +216,7 @@ def test_pins_the_project_flax_takes_and_why_not_the_others():
     assert "needs flax" not in on_0_12_6["NNX301"].message
     unknown = _fixes(flax_target.UNKNOWN)
     assert unknown["NNX301"].message == ("Keep graph mode at `nnx.jit` (line 11) (needs flax>=0.12.6; this project's "
-                                         "flax version is unknown: `flax-version` under `[tool.nnx-lint]`)")
+                                         "flax is unknown: declare it, or set `flax-version` under `[tool.nnx-lint]`)")
 
 
 def test_a_class_level_pin_needs_every_use_to_take_it():

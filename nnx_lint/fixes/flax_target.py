@@ -1,7 +1,7 @@
 """The flax a project's fixed code must run on, so that a pin only adds keywords that flax takes.
 
 A pin adds ``graph=True, graph_updates=True`` to a transform and ``graph=True`` to a graph API,
-and flax took those keywords only from 0.12.4 to 0.12.7, API by API (the table is
+and flax added those keywords between 0.12.4 and 0.12.7, API by API (the table is
 :data:`nnx_lint.nnx_api.PIN_KEYWORD_SINCE`). A pin the project's flax does not take would make
 the "safe" fix a ``TypeError`` at import, so :class:`ProjectFlax` answers which release counts,
 first source that answers wins:
@@ -92,9 +92,12 @@ class ProjectFlax:
         releases = [release for site in sites if (release := pin_needs(str(site.get("api", ""))))]
         if not releases:
             return ""
-        return f" (needs flax>={max(releases, key=version_key)}; this project's flax version is unknown: {SETTING})"
+        return (f" (needs flax>={max(releases, key=version_key)}; this project's flax is unknown: declare it, "
+                f"or set {SETTING})")
 
 
+#: No source names the project's flax: every pin of the flax table is offered, its message naming
+#: the release it needs (refusing them all would leave a script without a pyproject no fix at all).
 UNKNOWN = ProjectFlax(None)
 
 
