@@ -255,9 +255,9 @@ def is_compat(qualified_name: str | None) -> bool:
 NOT_PINNABLE: frozenset[str] = frozenset({"vjp", "jvp", "with_rngs", "jit_partial"})
 
 #: The first flax release whose ``flax.nnx.<api>`` takes each pin keyword, by keyword and release.
-#: Measured by installing every release from 0.10.0 to 0.12.8 and reading ``inspect.signature``
-#: (0.10.7 to 0.12.0 by their source: they do not import with a recent jax): no release before
-#: 0.12.4 takes ``graph=`` anywhere, and none before 0.12.6 takes ``graph_updates=``. A keyword
+#: Measured on every release from 0.10.0 to 0.12.8: ``inspect.signature`` of each API for 0.10.0
+#: and 0.12.1 to 0.12.8, the source for 0.10.1 to 0.12.0 (which do not import with a recent jax):
+#: no release before 0.12.4 takes ``graph=`` anywhere, and none before 0.12.6 ``graph_updates=``. A keyword
 #: swallowed by ``**kwargs`` does not count (``nnx.reseed(node, **keys)`` before 0.12.5 would take
 #: ``graph=True`` for an RNG stream). ``tests/test_flax_table.py`` holds this against the installed
 #: flax and ``tests/test_old_flax.py`` against real 0.12.5 and 0.12.6 releases.
