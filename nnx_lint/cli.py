@@ -219,10 +219,13 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
+    from nnx_lint.fixes.flax_target import explain_blocked_pins
+
+    result.diagnostics = explain_blocked_pins(result.diagnostics, settings)
     if args.output_format == "json" and not (args.statistics or args.group_by):
         from nnx_lint.fixes.cli import attach_fixes
 
-        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes)
+        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes, settings)
     if args.statistics or args.group_by:
         from nnx_lint.reporters import render_statistics
 

@@ -3,12 +3,13 @@
 Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs),
 ``per-file-ignores`` (glob -> list of codes or prefixes; a glob starting with ``!`` applies
 to the files it does *not* match, as in Ruff), ``src`` (the directories holding the
-project's packages, see :mod:`nnx_lint.package_roots`), and ``target-version`` (``"py311"``;
-unset, the lower bound of ``[project] requires-python``, see :mod:`nnx_lint.syntax.target`).
-Unknown keys and wrong types are a :class:`ConfigError` (the CLI exits 2), never silently
-ignored; so is a file named explicitly (``--config``, ``--nnx-config``) that has no
-``[tool.nnx-lint]`` table, which would otherwise run the defaults and drop the project's own
-settings.
+project's packages, see :mod:`nnx_lint.package_roots`), ``target-version`` (``"py311"``;
+unset, the lower bound of ``[project] requires-python``, see :mod:`nnx_lint.syntax.target`),
+and ``flax-version`` (the oldest flax the project runs on, which decides the pins ``--fix``
+may add; see :mod:`nnx_lint.fixes.flax_target`). Unknown keys and wrong types are a
+:class:`ConfigError` (the CLI exits 2), never silently ignored; so is a file named
+explicitly (``--config``, ``--nnx-config``) that has no ``[tool.nnx-lint]`` table, which
+would otherwise run the defaults and drop the project's own settings.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
-_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "target-version"}
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "target-version",
+               "flax-version"}
 
 
 class ConfigError(Exception):
@@ -55,6 +57,8 @@ class Settings:
     source_roots: list[Path] = field(default_factory=list)
     #: The oldest Python the project supports, ``(3, 11)``: newer syntax is NNX002. None: no limit.
     target_version: tuple[int, int] | None = None
+    #: ``flax-version``: the oldest flax the project runs on (None: read from its requirements).
+    flax_version: str | None = None
 
     def analysis_roots(self) -> list[Path]:
         """Every root cross-file analysis searches: the package roots, the project root, the cwd.
@@ -147,6 +151,15 @@ def _string_list(table: dict, key: str, where: str) -> list[str]:
     return value
 
 
+def _flax_version(value: object, where: str) -> str:
+    """``flax-version``: a flax release such as ``"0.12.6"``."""
+    from nnx_lint.nnx_api import version_key
+
+    if not isinstance(value, str) or version_key(value) is None:
+        raise ConfigError(f"{where}: `flax-version` must be a flax release such as \"0.12.6\", got {value!r}")
+    return value.strip().split("+", 1)[0]
+
+
 def _read_toml(path: Path) -> dict:
     """The parsed TOML file; every way it can be unusable is a one-line ConfigError."""
     from nnx_lint.bounds import LIMITS, ParseFailure, read_bounded
@@ -206,6 +219,8 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         if not isinstance(per_file, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
+    if "flax-version" in table:
+        settings.flax_version = _flax_version(table["flax-version"], where)
     configured_src = _string_list(table, "src", where) if "src" in table else None
     settings.source_roots = source_roots(path.parent, configured_src, data)
     settings.target_version = _target_version(table, data, where)

@@ -13,6 +13,8 @@ for the graph-mode partials of ``nnx.compat``.
 """
 from __future__ import annotations
 
+import re
+
 NNX = "flax.nnx"
 COMPAT = "flax.nnx.compat"
 
@@ -252,6 +254,75 @@ def is_compat(qualified_name: str | None) -> bool:
 #: ``nnx.jit_partial`` does not support ``graph_updates``): no pin fix can keep graph mode there.
 NOT_PINNABLE: frozenset[str] = frozenset({"vjp", "jvp", "with_rngs", "jit_partial"})
 
+#: The first flax release whose ``flax.nnx.<api>`` takes each pin keyword, by keyword and release.
+#: Measured on every release from 0.10.0 to 0.12.8: ``inspect.signature`` of each API for 0.10.0
+#: and 0.12.1 to 0.12.8, the source for 0.10.1 to 0.12.0 (which do not import with a recent jax):
+#: no release before 0.12.4 takes ``graph=`` anywhere, and none before 0.12.6 ``graph_updates=``. A keyword
+#: swallowed by ``**kwargs`` does not count (``nnx.reseed(node, **keys)`` before 0.12.5 would take
+#: ``graph=True`` for an RNG stream). ``tests/test_flax_table.py`` holds this against the installed
+#: flax and ``tests/test_old_flax.py`` against real 0.12.5 and 0.12.6 releases.
+PIN_KEYWORD_SINCE: dict[str, dict[str, str]] = {
+    "graph": {
+        "0.12.4": "jit shard_map",
+        "0.12.5": """jit_partial grad value_and_grad custom_vjp vjp jvp remat vmap pmap scan while_loop
+                     fori_loop eval_shape cond switch checkify cached_partial split_rngs fork_rngs
+                     split state variables graphdef flatten clone iter_graph iter_children iter_modules
+                     recursive_map view view_info reseed get_abstract_model""",
+        "0.12.6": "map with_attributes transform_metadata abstract_with_sharding",
+        "0.12.7": "make_jaxpr with_rngs unpack iter_module_children prefix as_abstract",
+    },
+    "graph_updates": {
+        "0.12.6": """jit jit_partial shard_map grad value_and_grad custom_vjp vjp jvp remat vmap pmap scan
+                     while_loop fori_loop eval_shape cond switch checkify""",
+        "0.12.7": "make_jaxpr cached_partial split_rngs fork_rngs with_rngs",
+    },
+}
+
+
+#: ``flax.nnx`` names a rewrite fix writes, by the first release that has them (measured as
+#: :data:`PIN_KEYWORD_SINCE`: ``nnx.transform_metadata`` is missing from 0.12.5's ``flax.nnx``).
+NAME_SINCE: dict[str, str] = {"transform_metadata": "0.12.6"}
+
+
+def keyword_since(api: str, keyword: str) -> str | None:
+    """The first flax release whose ``nnx.<api>`` takes ``keyword=`` (None: no release the table knows).
+
+    >>> keyword_since("jit", "graph"), keyword_since("jit", "graph_updates"), keyword_since("split", "graph_updates")
+    ('0.12.4', '0.12.6', None)
+    """
+    for release, names in PIN_KEYWORD_SINCE.get(keyword, {}).items():
+        if api in names.split():
+            return release
+    return None
+
+
+def version_key(text: str) -> tuple[int, ...] | None:
+    """A PEP 440 version as a tuple that orders like the releases (None: not a version).
+
+    Only the release numbers and the phase count: a pre-release or development release
+    (``0.12.6rc1``, ``0.12.6.dev3``) comes before its release, a post-release after it, and a
+    local label (``+cpu``) is dropped.
+
+    >>> version_key("0.12.6rc1") < version_key("0.12.6") < version_key("0.12.6.post1") < version_key("0.12.7")
+    True
+    >>> version_key("0.12") == version_key("0.12.0"), version_key("latest")
+    (True, None)
+    """
+    match = _VERSION.fullmatch(text.strip().split("+", 1)[0])
+    if match is None:
+        return None
+    release = [int(part) for part in match.group(1).split(".")]
+    release += [0] * (3 - len(release))
+    phases = [phase.lower() for phase in _PHASE.findall(match.group(2) or "")]
+    # Any pre-release or development phase puts it before its release; else post after it.
+    rank = -1 if any(phase not in _POST for phase in phases) else (1 if phases else 0)
+    return (*release, rank)
+
+
+_PHASE = re.compile(r"(a|b|c|rc|alpha|beta|pre|preview|dev|post|rev|r)", re.I)
+_POST = frozenset({"post", "rev", "r"})
+_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)((?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|dev|post|rev|r)[-_.]?\d*)*)", re.I)
+
 
 def pin_flags(api: str) -> tuple[str, ...] | None:
     """The keywords that keep graph mode at a call of ``api`` (None: no pin is possible).
@@ -266,3 +337,34 @@ def pin_flags(api: str) -> tuple[str, ...] | None:
     if api in GRAPH_APIS:
         return ("graph",)
     return None
+
+
+def pin_needs(api: str) -> str | None:
+    """The oldest flax release that takes every keyword of the pin at ``api`` (None: no pin).
+
+    >>> pin_needs("jit"), pin_needs("split"), pin_needs("split_rngs"), pin_needs("vjp")
+    ('0.12.6', '0.12.5', '0.12.7', None)
+    """
+    flags = pin_flags(api)
+    if flags is None:
+        return None
+    releases = [keyword_since(api, flag) for flag in flags]
+    if None in releases:
+        return None
+    return max(releases, key=version_key)
+
+
+def pin_missing(api: str, flax_version: str) -> list[tuple[str, str]]:
+    """The pin keywords of ``api`` that flax ``flax_version`` does not take, each with the
+    release that added it (empty: the whole pin exists there).
+
+    >>> pin_missing("jit", "0.12.5"), pin_missing("jit", "0.12.6"), pin_missing("split", "0.12.4")
+    ([('graph_updates', '0.12.6')], [], [('graph', '0.12.5')])
+    """
+    have = version_key(flax_version)
+    missing = []
+    for flag in pin_flags(api) or ():
+        since = keyword_since(api, flag)
+        if since is not None and (have is None or have < version_key(since)):
+            missing.append((flag, since))
+    return missing

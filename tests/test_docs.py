@@ -133,7 +133,7 @@ def test_migration_guide_covers_its_topics_in_order():
     headings = re.findall(r"^## \d\. (.+)$", text, flags=re.MULTILINE)
     assert headings == ["Order of work", "Run your own tests in Tree Mode today",
                         "The gate: fail CI only on new breaks", "pre-commit", "GitHub Actions and code scanning",
-                        "Tracking progress"]
+                        "Tracking progress", "Fixes and your flax version"]
     for needle in ("NNX_GRAPH_MODE=false NNX_GRAPH_UPDATES=false", "nnx.set_graph_mode(False)",
                    "nnx.set_graph_updates(False)", "--write-baseline", "--baseline", "nnx-lint gate",
                    "id: nnx-lint", "(gate.md)", "(github-actions.md)", "--group-by directory",
@@ -193,3 +193,13 @@ def test_runtime_programs_tag_patterns_that_exist():
     tags = {tag for args in re.findall(r"@program\(([^)]*)\)", text) for tag in re.findall(r'"([A-Z]\d+)"', args)}
     assert "A1" in tags and "C10" in tags
     assert tags <= set(PATTERNS), tags - set(PATTERNS)
+
+
+def test_migration_guide_flax_version_table_is_current():
+    """The table of the oldest flax each fix needs is generated from the flax table
+    (``python -m nnx_lint.docs`` rewrites it)."""
+    from nnx_lint.docs import MIGRATION, migration_text
+
+    text = MIGRATION.read_text(encoding="utf-8")
+    assert text == migration_text(text), "docs/migration.md is stale: run python -m nnx_lint.docs"
+    assert "| pin: `graph=True, graph_updates=True` | `checkify`" in text

@@ -72,6 +72,20 @@ def test_graph_apis_take_only_the_graph_flag(name):
     assert "graph" in parameters and "graph_updates" not in parameters
 
 
+@pytest.mark.parametrize("name", sorted(nnx_api.TRANSFORMS | nnx_api.GRAPH_APIS))
+def test_the_pin_keyword_releases_agree_with_the_installed_flax(name):
+    """A keyword the table dates at or before the installed release is in the signature, and
+    one it dates later is not (``tests/test_old_flax.py`` does the same on 0.12.5 and 0.12.6)."""
+    from importlib.metadata import version
+
+    installed = nnx_api.version_key(version("flax"))
+    parameters = inspect.signature(getattr(nnx, name)).parameters
+    for keyword in ("graph", "graph_updates"):
+        since = nnx_api.keyword_since(name, keyword)
+        claimed = since is not None and nnx_api.version_key(since) <= installed
+        assert (keyword in parameters) == claimed, (name, keyword, since)
+
+
 def test_mode_setters_exist_and_set_their_flag():
     for qualified_name, flag in nnx_api.MODE_SETTERS.items():
         setter = getattr(nnx, qualified_name.rpartition(".")[2])

@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
@@ -27,10 +28,15 @@ from nnx_lint.rule import Rule
 MAX_PASSES = 10
 
 
-def pin_fix(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
-    """Keep graph mode at every call of the diagnostic's ``pin`` fact (safe: today's behaviour)."""
+def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKNOWN) -> Fix | None:
+    """Keep graph mode at every call of the diagnostic's ``pin`` fact (safe: today's behaviour).
+
+    Only with keywords the project's ``flax`` takes: otherwise a display-only fix says why."""
     sites = diagnostic.facts.get("pin") or []
     class_level = "pin_every_use" in diagnostic.facts
+    blocked = flax.why_no_pin(sites)
+    if blocked is not None:
+        return Fix(DISPLAY_ONLY, f"No pin: {blocked}")
     try:
         edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
         pinnable = bool(sites)
@@ -47,18 +53,24 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
                                      f"{names} are known, but not every use here can be pinned (e.g. `.eval()`, "
                                      "`nnx.Optimizer`, a call that chooses its mode), and uses in other files need it too")
         return Fix(SAFE, f"Keep graph mode at every use of `{owner}` in this file: {names} "
-                         "(uses in other files need the same pin)", tuple(edits))
+                         f"(uses in other files need the same pin){flax.needs_note(sites)}", tuple(edits))
     if not pinnable or not edits:
         return None  # no pin possible, or already pinned: the diagnostic comes from elsewhere
-    return Fix(SAFE, f"Keep graph mode at {names}", tuple(edits))
+    return Fix(SAFE, f"Keep graph mode at {names}{flax.needs_note(sites)}", tuple(edits))
 
 
-def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic) -> list[Fix]:
+def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic,
+                    flax: ProjectFlax = UNKNOWN) -> list[Fix]:
     """Every fix the rule offers for this diagnostic, in the rule's order."""
     found = []
     for kind in rule.fixes:
         try:
-            fix = pin_fix(index, diagnostic) if kind == PIN else REWRITES[kind](index, diagnostic)
+            if kind == PIN:
+                fix = pin_fix(index, diagnostic, flax)
+            elif (blocked := flax.why_no_rewrite(kind)) is not None:
+                fix = Fix(DISPLAY_ONLY, f"No rewrite: {blocked}")
+            else:
+                fix = REWRITES[kind](index, diagnostic)
         except Exception:  # a fix bug must never break linting or the file: no fix then
             fix = None
         if fix is not None:
@@ -77,14 +89,16 @@ def choose(fixes: list[Fix], unsafe: bool) -> Fix | None:
     return None
 
 
-def fix_for(diagnostic: Diagnostic, index: SourceIndex, unsafe: bool = False) -> Fix | None:
-    """The fix of one diagnostic (None: the rule has none, or none applies here)."""
+def fix_for(diagnostic: Diagnostic, index: SourceIndex, unsafe: bool = False,
+            flax: ProjectFlax = UNKNOWN) -> Fix | None:
+    """The fix of one diagnostic (None: the rule has none, or none applies here), for a
+    project on ``flax``."""
     from nnx_lint.registry import rule_by_code
 
     rule = rule_by_code(diagnostic.code)
     if rule is None:
         return None
-    return choose(candidate_fixes(rule, index, diagnostic), unsafe)
+    return choose(candidate_fixes(rule, index, diagnostic, flax), unsafe)
 
 
 def parses(text: str) -> bool:
@@ -108,12 +122,12 @@ class FixOutcome:
 
 
 def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic], unsafe: bool,
-                 fixed: Counter) -> list[Edit]:
+                 fixed: Counter, flax: ProjectFlax = UNKNOWN) -> list[Edit]:
     """One pass: the edits of the applicable, non-overlapping fixes that keep ``text`` parsing."""
     chosen: list[Fix] = []
     edits: list[Edit] = []
     for diagnostic in diagnostics:
-        fix = fix_for(diagnostic, index, unsafe)
+        fix = fix_for(diagnostic, index, unsafe, flax)
         if fix is None or not fix.applies(unsafe):
             continue
         if set(fix.edits) <= set(edits):
@@ -129,14 +143,14 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
     return edits
 
 
-def fix_text(text: str, lint, unsafe: bool = False) -> FixOutcome:
+def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
     """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics."""
     outcome = FixOutcome(text)
     for _ in range(MAX_PASSES):
         if not parses(outcome.text):
             break
         index = SourceIndex(outcome.text)
-        edits = select_edits(outcome.text, index, lint(outcome.text), unsafe, outcome.fixed)
+        edits = select_edits(outcome.text, index, lint(outcome.text), unsafe, outcome.fixed, flax)
         if not edits:
             break
         outcome.text = apply_edits(outcome.text, edits)
@@ -160,13 +174,13 @@ def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = Non
 
 
 def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
-             roots: list[str] | None = None) -> FixOutcome:
+             roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
     """Fix one Python file's text; the outcome says what was fixed."""
     if rules is None:
         from nnx_lint.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
-    return fix_text(text, linter_for(path, rules, roots), unsafe)
+    return fix_text(text, linter_for(path, rules, roots), unsafe, flax)
 
 
 def fix_source(path: str, text: str, unsafe: bool = False) -> str:
@@ -179,7 +193,7 @@ def fix_source(path: str, text: str, unsafe: bool = False) -> str:
 
 
 def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
-                 roots: list[str] | None = None) -> tuple[bytes, Counter]:
+                 roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> tuple[bytes, Counter]:
     """Fix a notebook's code cells (linted as one module, edited cell by cell); everything
     else in the document is written back as it was."""
     from nnx_lint.notebooks import notebook_source
@@ -193,7 +207,7 @@ def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool =
         if not parses(text):
             break
         index = SourceIndex(text)
-        edits = select_edits(text, index, lint(text), unsafe, fixed)
+        edits = select_edits(text, index, lint(text), unsafe, fixed, flax)
         by_cell = _edits_by_cell(edits, origin, text)
         if not by_cell:
             break

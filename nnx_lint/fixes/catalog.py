@@ -24,6 +24,10 @@ FIX_KINDS: dict[str, tuple[str, str]] = {
                                               "tangents of the inputs' own types (the body decides how)"),
 }
 
+#: Rewrite -> the ``flax.nnx`` name it writes that older flax releases lack
+#: (:data:`nnx_lint.nnx_api.NAME_SINCE` dates it): not offered to a project on an older flax.
+REWRITE_WRITES: dict[str, str] = {"transform-metadata-layer": "transform_metadata"}
+
 #: Rules whose finding is about a class or object (their diagnostics carry ``pin_every_use``):
 #: every use must be pinned.
 CLASS_LEVEL_RULES = frozenset({"NNX101", "NNX102", "NNX105"})

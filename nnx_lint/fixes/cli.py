@@ -83,6 +83,9 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
     raises :class:`FixCrashed` if its worker dies on this file."""
     from nnx_lint import bounds
     from nnx_lint.file_config import rules_for
+    from dataclasses import asdict
+
+    from nnx_lint.fixes.flax_target import project_flax_for
     from nnx_lint.prefilter import mentions_nnx
 
     try:
@@ -100,6 +103,7 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
         "op": "text", "path": str(file), "text": before, "notebook": file.suffix == ".ipynb",
         "codes": [rule.code for rule in rules_for(settings, file)],
         "roots": [str(root) for root in settings.analysis_roots()], "unsafe": unsafe,
+        "flax": asdict(project_flax_for(settings)),  # pins follow the project's flax
     })
     if answer.get("after") is None:
         return None
@@ -141,18 +145,23 @@ def summary(fixed: Counter, diff: bool) -> str:
     return f"{verb} {total} diagnostic{'s' * (total != 1)} ({by_code})."
 
 
-def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
-    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst).
+def attach_fixes(diagnostics, unsafe: bool, settings=None) -> dict[int, object]:
+    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst);
+    pins follow the flax of the project ``settings`` name.
 
     Computed in the fix worker, one file per request: a file on which it dies gets no fixes
     (and a note on stderr); its diagnostics and every other file's fixes are still reported."""
     if not libcst_available():
         return {}
+    from dataclasses import asdict
+
     from nnx_lint.diagnostic import analysed_whole
+    from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
     from nnx_lint.fixes.isolated import IsolatedFixes
     from nnx_lint.fixes.model import Fix
     from nnx_lint.registry import rule_by_code
 
+    flax = UNKNOWN if settings is None else project_flax_for(settings)
     found: dict[int, object] = {}
     by_path: dict[str, list[int]] = {}
     for position, diagnostic in enumerate(diagnostics):
@@ -164,7 +173,7 @@ def attach_fixes(diagnostics, unsafe: bool) -> dict[int, object]:
     by_path = {path: positions for path, positions in by_path.items() if path not in failed}
     with IsolatedFixes() as fixer:
         for path, positions in by_path.items():
-            request = {"op": "attach", "path": path, "unsafe": unsafe,
+            request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
                        "diagnostics": [diagnostics[position].to_dict() for position in positions]}
             try:
                 fixes = fixer.ask(request)

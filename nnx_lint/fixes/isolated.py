@@ -9,9 +9,9 @@ the next file. The parent keeps everything that writes or prints.
 
 The worker's side is :func:`prepare` and :func:`answer`; requests are plain data:
 
-* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe"}``: the file's
+* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax"}``: the file's
   text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
-* ``{"op": "attach", "path", "diagnostics", "unsafe"}``: each diagnostic's fix as Ruff's
+* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax"}``: each diagnostic's fix as Ruff's
   JSON ``fix`` object, by its position in the list.
 """
 from __future__ import annotations
@@ -91,14 +91,26 @@ def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
+    flax = _flax_of(request)
     try:
         if request["notebook"]:
-            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots)
+            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax)
             return {"after": new_data.decode("utf-8"), "fixed": dict(counts)}
-        outcome = fix_file(path, text, rules, unsafe, roots)
+        outcome = fix_file(path, text, rules, unsafe, roots, flax)
         return {"after": outcome.text, "fixed": dict(outcome.fixed)}
     except (UnicodeDecodeError, ValueError):
         return {"after": None, "fixed": {}}
+
+
+def _flax_of(request: dict[str, Any]):
+    """The project's flax the request carries (:class:`~nnx_lint.fixes.flax_target.ProjectFlax`
+    as a dict: it crosses the process boundary as JSON); unknown when it carries none."""
+    from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
+
+    carried = request.get("flax")
+    if not isinstance(carried, dict):
+        return UNKNOWN
+    return ProjectFlax(carried.get("version"), carried.get("source", "unknown"))
 
 
 def _attach(request: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +146,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
                 continue
             span = module_line - diagnostic.line
             diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
-        fix = fix_for(diagnostic, index, request["unsafe"])
+        fix = fix_for(diagnostic, index, request["unsafe"], _flax_of(request))
         if fix is not None and origin is not None:
             fix = cell_edits(fix, origin)
         if fix is not None:
