@@ -176,9 +176,10 @@ def _flax_versions_of(rule: type[Rule]) -> list[str]:
 
         apis: dict[str, str | None] = {}
         for case in rule.INVALID:
-            if case.python_below or case.files:
+            if case.files:
                 continue
-            for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule]):
+            for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule],
+                                    target_version=case.target_version):
                 for site in found.facts.get("pin") or []:
                     apis.setdefault(site["api"], pin_needs(site["api"]))
         needs = ", ".join(f"`nnx.{api}` (flax>={release})" if release else f"`nnx.{api}` (no pin: graph mode with "
