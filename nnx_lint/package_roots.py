@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -153,26 +154,72 @@ def module_search_key(first_root: Path | None, module_name: str) -> str:
     return MODULE_SEARCH_KEY + json.dumps([str(first_root) if first_root else "", module_name])
 
 
-def module_search_result(key: str, run_roots: list[Path]) -> str:
-    """The value of a :func:`module_search_key` dependency now: the file found, or ``""``."""
+def module_search_result(key: str, run_roots: list[Path] | list[str], listing: DirectoryListing | None = None) -> str:
+    """The value of a :func:`module_search_key` dependency now: the file found, or ``""``.
+    A run checking many such keys passes one ``listing``, so each directory is read once."""
     first_root, module_name = json.loads(key[len(MODULE_SEARCH_KEY):])
-    roots = ([Path(first_root)] if first_root else []) + [r for r in run_roots if str(r) != first_root]
-    found = find_module_file(module_name, roots)
+    # Strings, not Paths: a warm run asks this thousands of times.
+    roots = ([first_root] if first_root else []) + [root for root in map(str, run_roots) if root != first_root]
+    found = find_module_file(module_name, roots, listing)
     return str(found) if found else ""
 
 
-def find_module_file(module_name: str, roots: list[Path]) -> Path | None:
+class DirectoryListing:
+    """Directory contents, each directory read once: a warm run checks thousands of module
+    searches (most for names that are not the project's), and a set lookup per path part
+    is far cheaper than a ``stat`` per candidate. Valid for one run: files change between runs."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, frozenset[str]] = {}
+
+    def names(self, directory: str) -> frozenset[str]:
+        """The entries of ``directory`` (none when it cannot be read)."""
+        found = self._names.get(directory)
+        if found is None:
+            try:
+                found = frozenset(os.listdir(directory))
+            except OSError:
+                found = frozenset()
+            self._names[directory] = found
+        return found
+
+    def find(self, root: str, parts: list[str]) -> str | None:
+        """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``parts == ["a", "b"]``, the first
+        that is a regular file; each directory on the way is looked up in its parent's listing."""
+        directory = root
+        for part in parts[:-1]:
+            if part not in self.names(directory):
+                return None  # most searches end here: a package the project does not have
+            directory = os.path.join(directory, part)
+        entries = self.names(directory)
+        module = os.path.join(directory, parts[-1] + ".py")
+        if parts[-1] + ".py" in entries and os.path.isfile(module):
+            return module
+        package = os.path.join(directory, parts[-1], "__init__.py")
+        if parts[-1] in entries and "__init__.py" in self.names(os.path.dirname(package)) and os.path.isfile(package):
+            return package
+        return None
+
+
+def find_module_file(module_name: str, roots: list[Path] | list[str], listing: DirectoryListing | None = None) -> Path | None:
     """The source file ``import module_name`` finds under ``roots`` (in order), resolved;
     None for a name outside the project or a package nnx-lint never reads (flax, jax, ...).
 
     The one place that maps a module name to a project file: the project's module loader
-    and the pre-filter both ask it. Only the file system is consulted, nothing is imported.
+    and the cache's dependency check both ask it. Only the file system is consulted,
+    nothing is imported. ``listing`` answers from directory listings read once.
     """
     if not is_searchable(module_name):
         return None
-    relative = Path(*module_name.split("."))
+    parts = module_name.split(".")
     for root in roots:
-        for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
-            if candidate.is_file():
-                return candidate.resolve()
+        if listing is not None:
+            found = listing.find(os.fspath(root), parts)
+            if found is not None:
+                return Path(os.path.realpath(found))
+            continue
+        base = os.path.join(os.fspath(root), *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return Path(os.path.realpath(candidate))
     return None

@@ -14,7 +14,7 @@ from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
 from nnx_lint.collection import fewer_collections, settle_file
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
-from nnx_lint.package_roots import MODULE_SEARCH_KEY, module_search_result
+from nnx_lint.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.file_config import selectors_for as _selectors
 from nnx_lint.prefilter import mentions_nnx
@@ -111,13 +111,14 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     cache = ResultCache.open(cache_dir)
     fingerprint = code_fingerprint() if cache.path else ""
     digests: dict[str, str] = {}
+    listing = DirectoryListing()  # the module searches recorded as dependencies read each directory once
     caller_indexes: dict = {}  # for the dependencies that stand for "the callers of a function"
     caller_answers = None  # their values from earlier runs (nnx_lint.callers.CallerAnswers), on first use
 
     def digest_of(file: str) -> str:
         if file.startswith(MODULE_SEARCH_KEY):
             if file not in digests:
-                digests[file] = module_search_result(file, analysis_roots)
+                digests[file] = module_search_result(file, roots, listing)
             return digests[file]
         if file.startswith(CALLERS_KEY_PREFIX):
             from nnx_lint.callers import CallerAnswers, dependency_value
