@@ -30,7 +30,7 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
-_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src"}
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "rule-url-base"}
 
 
 class ConfigError(Exception):
@@ -51,6 +51,8 @@ class Settings:
     source: Path | None = None
     #: Where the project's top-level packages live (cross-file analysis searches these).
     source_roots: list[Path] = field(default_factory=list)
+    #: Where rule pages are published (``rule-url-base``); None: the pages shipped in the package.
+    rule_url_base: str | None = None
 
     def analysis_roots(self) -> list[Path]:
         """Every root cross-file analysis searches: the package roots, the project root, the cwd.
@@ -202,6 +204,10 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         if not isinstance(per_file, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
+    if "rule-url-base" in table:
+        if not isinstance(table["rule-url-base"], str) or not table["rule-url-base"]:
+            raise ConfigError(f"{where}: `rule-url-base` must be a non-empty string (a URL prefix, or a template with {{code}})")
+        settings.rule_url_base = table["rule-url-base"]
     configured_src = _string_list(table, "src", where) if "src" in table else None
     settings.source_roots = source_roots(path.parent, configured_src, data)
     return settings
