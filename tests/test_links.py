@@ -70,7 +70,7 @@ def test_a_hostile_rule_url_base_cannot_break_a_markdown_link(tmp_path):
 def test_markdown_without_a_base_names_the_command_not_a_local_file(tmp_path):
     (tmp_path / "bad.py").write_text(BAD)
     markdown = _check(tmp_path, "--output-format", "markdown", "bad.py").stdout
-    assert "`nnx-lint rule NNX201`" in markdown and "file://" not in markdown and "https://github.com/nnx-lint" not in markdown
+    assert "| nnx-lint rule NNX201 |" in markdown and "file://" not in markdown and "https://github.com/nnx-lint" not in markdown
 
 
 def test_the_shipped_pages_are_current():
