@@ -7,7 +7,4 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-#: Where each rule's documentation page lives; ``{code}`` is the rule code.
-DOCS_URL = "https://github.com/nnx-lint/nnx-lint/blob/main/docs/rules/{code}.md"
-
-__all__ = ["DOCS_URL", "__version__"]
+__all__ = ["__version__"]

@@ -34,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", action="append", help="only these codes or prefixes (NNX2, NNX201)")
     check.add_argument("--ignore", action="append", help="skip these codes or prefixes")
     check.add_argument("--extend-select", action="append", help="add codes to the selection")
-    check.add_argument("--output-format", choices=("text", "json", "github", "sarif", "markdown"), default="text",
+    check.add_argument("--output-format", default="text",
+                       choices=("text", "json", "github", "sarif", "markdown", "concise", "full", "junit", "gitlab",
+                                "pylint"),
                        help="markdown: a migration summary for a pull-request comment or $GITHUB_STEP_SUMMARY")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true",
@@ -57,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Tree Mode oracle for --confirm (default: tree_runtime; implies --confirm)")
     check.add_argument("--show-repro", action="store_true",
                        help="print each diagnostic's reproduction program (implies --confirm)")
-    check.add_argument("--show-fixes", action="store_true",
-                       help="text format: print how to fix each diagnostic on an indented `help:` line")
+    from nnx_lint.reporting import options as output_options
+
+    output_options.add_arguments(check)
     cli_ci.add_arguments(check)
     check.add_argument("--fix", action="store_true",
                        help="apply safe fixes (keep graph mode at the finding) and report what remains (needs libcst)")
@@ -131,6 +134,11 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
     fixed, changed, diffs, crashed = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes,
                                                          diff=args.diff)
     print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
+    if args.show_fixes:
+        from nnx_lint.reporting.options import fix_enumeration
+
+        for line in fix_enumeration(fixed, applied=not args.diff):
+            print(line, file=sys.stderr)
     if args.diff:
         sys.stdout.write("".join(diffs))
         # A file whose fixes could not be computed may need some: never "nothing to fix".
@@ -222,7 +230,9 @@ def _check(args: argparse.Namespace) -> int:
     from nnx_lint.fixes.flax_target import explain_blocked_pins
 
     result.diagnostics = explain_blocked_pins(result.diagnostics, settings)
-    if args.output_format == "json" and not (args.statistics or args.group_by):
+    # JSON carries the fixes; the text formats mark fixable findings `[*]`, as Ruff does.
+    if (args.output_format in ("json", "text", "concise", "full") and result.diagnostics
+            and not (args.statistics or args.group_by)):
         from nnx_lint.fixes.cli import attach_fixes
 
         result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes, settings)
@@ -231,11 +241,17 @@ def _check(args: argparse.Namespace) -> int:
 
         output = render_statistics(result, args.output_format, args.group_by or "rule")
     else:
-        output = render(
-            result, args.output_format, verbose=args.verbose, show_repro=args.show_repro, show_fixes=args.show_fixes
-        )
+        output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro,
+                        show_help=args.show_help, url_base=args.rule_url_base or settings.rule_url_base,
+                        unsafe=args.unsafe_fixes)
     if output:
         print(output)
+    if args.show_fixes and not (args.fix or args.diff):
+        from nnx_lint.reporting.options import available_fixes, fix_enumeration
+
+        for line in fix_enumeration(available_fixes(result.fixes or {}, result.diagnostics, args.unsafe_fixes),
+                                    applied=False):
+            print(line, file=sys.stderr)
     cli_ci.report(args, prepared)
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS

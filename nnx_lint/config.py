@@ -34,7 +34,7 @@ DEFAULT_EXCLUDES = (
 )
 
 _KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "target-version",
-               "flax-version"}
+               "flax-version", "rule-url-base"}
 
 
 class ConfigError(Exception):
@@ -59,6 +59,8 @@ class Settings:
     target_version: tuple[int, int] | None = None
     #: ``flax-version``: the oldest flax the project runs on (None: read from its requirements).
     flax_version: str | None = None
+    #: Where rule pages are published (``rule-url-base``); None: the pages shipped in the package.
+    rule_url_base: str | None = None
 
     def analysis_roots(self) -> list[Path]:
         """Every root cross-file analysis searches: the package roots, the project root, the cwd.
@@ -221,6 +223,10 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
     if "flax-version" in table:
         settings.flax_version = _flax_version(table["flax-version"], where)
+    if "rule-url-base" in table:
+        if not isinstance(table["rule-url-base"], str) or not table["rule-url-base"]:
+            raise ConfigError(f"{where}: `rule-url-base` must be a non-empty string (a URL prefix, or a template with {{code}})")
+        settings.rule_url_base = table["rule-url-base"]
     configured_src = _string_list(table, "src", where) if "src" in table else None
     settings.source_roots = source_roots(path.parent, configured_src, data)
     settings.target_version = _target_version(table, data, where)

@@ -6,7 +6,6 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from nnx_lint import DOCS_URL
 
 #: What Tree Mode does with the flagged code (see the spec): it ``raises``, or it runs
 #: and ``silent``-ly computes something else. ``linter`` marks NNX0xx (the file itself
@@ -91,8 +90,11 @@ class Diagnostic:
 
     @property
     def url(self) -> str:
-        """The rule's documentation page."""
-        return DOCS_URL.format(code=self.code)
+        """The rule's documentation page as shipped in the installed package (a ``file://``
+        URI; reporters given a configured ``rule-url-base`` use :func:`~nnx_lint.reporting.links.rule_url`)."""
+        from nnx_lint.reporting.links import rule_url
+
+        return rule_url(self.code)
 
     def sort_key(self) -> tuple:
         # A notebook's lines count from 1 in each cell: order by cell first.

@@ -1,8 +1,10 @@
 """Rule documentation pages, generated from the rule classes (never edited by hand).
 
-``docs/rules/<CODE>.md`` holds each page and ``docs/rules/README.md`` the index; a test
-fails when a page differs from what :func:`render_rule` produces now. Regenerate with
-``python -m nnx_lint.docs``.
+``docs/rules/<CODE>.md`` holds each page and ``docs/rules/README.md`` the index; the same
+pages, with ``docs/catalogue.md`` they link to, are shipped in the package
+(:data:`nnx_lint.reporting.links.PAGES_DIR`), where the default rule URLs point. Both copies
+come from this one generator, and a test fails when either differs from what
+:func:`render_rule` produces now. Regenerate with ``python -m nnx_lint.docs``.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from nnx_lint.catalogue import PATTERNS, anchor
 from nnx_lint.rule import Rule
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
+#: The hand-written catalogue the rule pages link to (``../catalogue.md``); shipped alongside them.
+CATALOGUE = DOCS_DIR.parent / "catalogue.md"
 _LONG_LINE = 100
 
 _KIND_TEXT = {
@@ -257,11 +261,31 @@ def expected_pages() -> dict[str, str]:
     return pages
 
 
+def shipped_pages() -> dict[Path, str]:
+    """Path under the package's pages directory -> content: the rule pages and the catalogue,
+    laid out as in ``docs/`` so the pages' relative links resolve in the installed copy too."""
+    pages = {Path("rules") / name: content for name, content in expected_pages().items()}
+    pages[Path("catalogue.md")] = CATALOGUE.read_text(encoding="utf-8")
+    return pages
+
+
 def write_pages(directory: Path = DOCS_DIR) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write ``docs/rules/`` (or ``directory``); returns the files that changed."""
+    return _write({Path(name): content for name, content in expected_pages().items()}, directory)
+
+
+def write_shipped_pages(directory: Path | None = None) -> list[Path]:
+    """Write the copy shipped in the package; returns the files that changed."""
+    from nnx_lint.reporting.links import PAGES_DIR
+
+    return _write(shipped_pages(), directory or PAGES_DIR)
+
+
+def _write(pages: dict[Path, str], directory: Path) -> list[Path]:
     written = []
-    for name, content in expected_pages().items():
+    for name, content in pages.items():
         path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != content:
             path.write_text(content, encoding="utf-8")
             written.append(path)
@@ -269,8 +293,8 @@ def write_pages(directory: Path = DOCS_DIR) -> list[Path]:
 
 
 if __name__ == "__main__":
-    changed = write_pages()
+    changed = write_pages() + write_shipped_pages()
     if MIGRATION.read_text(encoding="utf-8") != migration_text(MIGRATION.read_text(encoding="utf-8")):
         MIGRATION.write_text(migration_text(MIGRATION.read_text(encoding="utf-8")), encoding="utf-8")
         changed.append(MIGRATION)
-    print(f"{len(changed)} page(s) written to {DOCS_DIR}", file=sys.stderr)
+    print(f"{len(changed)} page(s) written to {DOCS_DIR} and the package's pages", file=sys.stderr)

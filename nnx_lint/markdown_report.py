@@ -24,9 +24,11 @@ MAX_FINDINGS = 100
 
 
 def render_markdown(diagnostics: list[Diagnostic], confirmations: dict, files_checked: int,
-                    status_words: dict[str, str]) -> str:
+                    status_words: dict[str, str], url_base: str | None = None) -> str:
     """The whole summary; ``status_words`` names the confirmation statuses (the text
-    reporter's words, so both say the same)."""
+    reporter's words, so both say the same). Codes link to ``url_base`` (``rule-url-base``)
+    when one is configured; otherwise they name ``nnx-lint rule CODE``, since a comment's
+    reader cannot open a file on the machine that ran the check."""
     if not diagnostics:
         return f"## nnx-lint\n\nNo findings ({_plural(files_checked, 'file')} checked)."
     files = len({d.path for d in diagnostics})
@@ -40,7 +42,7 @@ def render_markdown(diagnostics: list[Diagnostic], confirmations: dict, files_ch
     if confirmations:
         parts.append(_confirmation(confirmations, status_words))
     parts.append(_order_of_work(diagnostics))
-    parts.append(_findings(diagnostics, confirmations, status_words))
+    parts.append(_findings(diagnostics, confirmations, status_words, url_base))
     return "\n\n".join(parts)
 
 
@@ -93,14 +95,17 @@ def _order_of_work(diagnostics: list[Diagnostic]) -> str:
     return "\n".join(lines)
 
 
-def _findings(diagnostics: list[Diagnostic], confirmations: dict, status_words: dict[str, str]) -> str:
+def _findings(diagnostics: list[Diagnostic], confirmations: dict, status_words: dict[str, str],
+              url_base: str | None = None) -> str:
+    from nnx_lint.reporting.links import rule_url
+
     order = sorted(range(len(diagnostics)), key=lambda i: (STAGES.index(stage_of(diagnostics[i])),
                                                            diagnostics[i].sort_key()))
     rows = []
     for index in order[:MAX_FINDINGS]:
         d = diagnostics[index]
         cell = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
-        row = [markdown_cell(f"{d.path}:{cell}{d.line}:{d.column}"), f"[{d.code}]({d.url})", d.kind,
+        row = [markdown_cell(f"{d.path}:{cell}{d.line}:{d.column}"), (f"[{d.code}]({rule_url(d.code, url_base)})" if url_base else f"nnx-lint rule {d.code}"), d.kind,
                markdown_cell(d.message) + _also_at(d)]
         if confirmations:
             verdict = confirmations.get(index)

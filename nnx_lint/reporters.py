@@ -1,5 +1,6 @@
 """Output formats: ``text`` (Ruff-like), ``json`` (Ruff's keys plus symbol/kind/facts), ``github``,
-``sarif``, ``markdown``; and ``--statistics``."""
+``sarif``, ``markdown``; ``concise``, ``full``, ``junit``, ``gitlab`` and ``pylint`` in
+:mod:`nnx_lint.reporting.formats`; and ``--statistics``."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,10 @@ from collections import Counter
 from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.runner import RunResult
 
-FORMATS = ("text", "json", "github", "sarif", "markdown")
+FORMATS = ("text", "json", "github", "sarif", "markdown", "concise", "full", "junit", "gitlab", "pylint")
+
+#: The formats whose findings carry Ruff's ``[*]`` marker and end with the fixable hint.
+FIXABLE_MARKED = ("text", "concise", "full")
 
 _KIND_WORDS = {
     "raises": "raise in Tree Mode",
@@ -35,24 +39,64 @@ _MARKS = {
 
 
 def render(
-    result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False
+    result: RunResult, output_format: str, verbose: bool = False, show_repro: bool = False, show_help: bool = False,
+    url_base: str | None = None, unsafe: bool = False,
 ) -> str:
+    """``result`` in ``output_format``; rule links under ``url_base`` (``rule-url-base``; None:
+    the pages shipped in the package); ``unsafe``: unsafe fixes count as applicable (``[*]``)."""
+    from nnx_lint.reporting import formats
+
     if output_format == "json":
-        return render_json(result.diagnostics, result.confirmations, result.fixes)
+        return render_json(result.diagnostics, result.confirmations, result.fixes, url_base)
     if output_format == "github":
         return render_github(result.diagnostics)
     if output_format == "sarif":
-        return render_sarif(result.diagnostics, result.confirmations)
+        return render_sarif(result.diagnostics, result.confirmations, url_base)
     if output_format == "markdown":
         from nnx_lint.markdown_report import render_markdown
 
-        return render_markdown(result.diagnostics, result.confirmations, result.files_checked, _STATUS_WORDS)
-    return render_text(result, verbose, show_repro, show_fixes)
+        return render_markdown(result.diagnostics, result.confirmations, result.files_checked, _STATUS_WORDS,
+                               url_base)
+    if output_format == "pylint":
+        return formats.render_pylint(result.diagnostics)
+    if output_format == "junit":
+        return formats.render_junit(result.diagnostics)
+    if output_format == "gitlab":
+        return formats.render_gitlab(result.diagnostics)
+    if output_format == "concise":
+        return "\n".join(formats.render_concise(result.diagnostics, result.fixes or {}, unsafe)
+                         + _closing(result, unsafe))
+    if output_format == "full":
+        return "\n".join(formats.render_full(result.diagnostics, result.fixes or {}, unsafe, url_base)
+                         + _closing(result, unsafe))
+    return render_text(result, verbose, show_repro, show_help, unsafe)
 
 
-def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False, show_fixes: bool = False) -> str:
-    """``path:line:col: CODE message`` per diagnostic (``path:cell N:line:col`` in notebooks)
-    and a summary; ``show_fixes`` adds each diagnostic's help on an indented ``help:`` line,
+def _closing(result: RunResult, unsafe: bool) -> list[str]:
+    """The summary, then Ruff's fixable hint when any finding has a fix ``--fix`` would apply."""
+    return [summary(result), *fixable_hint(result.fixes or {}, unsafe)]
+
+
+def fixable_hint(fixes: dict, unsafe: bool) -> list[str]:
+    """``[*] N fixable with the `--fix` option.`` and, as in Ruff, how many more
+    ``--unsafe-fixes`` would enable (nothing when no fix applies)."""
+    applicable = sum(1 for fix in fixes.values() if fix.applies(unsafe))
+    hidden = sum(1 for fix in fixes.values() if not fix.applies(unsafe) and fix.applies(True))
+    if not applicable and not hidden:
+        return []
+    if not applicable:
+        return [f"No fixes available ({hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the "
+                "`--unsafe-fixes` option)."]
+    more = (f" ({hidden} hidden fix{'es' * (hidden != 1)} can be enabled with the `--unsafe-fixes` option)"
+            if hidden else "")
+    return [f"[*] {applicable} fixable with the `--fix` option{more}."]
+
+
+def render_text(result: RunResult, verbose: bool = False, show_repro: bool = False, show_help: bool = False,
+                unsafe: bool = False) -> str:
+    """``path:line:col: CODE [*] message`` per diagnostic (``path:cell N:line:col`` in notebooks;
+    ``[*]`` when ``--fix`` would fix it) and a summary, then the fixable hint; ``show_help`` adds
+    each diagnostic's help on an indented ``help:`` line,
     then come the confirmation's ``evidence:``, each related location on an indented ``also at
     path:line:col: message`` line, and the reproduction.
     Text from the analysed code — file names, the names quoted in messages and help,
@@ -60,15 +104,15 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
     visible line and no control character reaches the terminal."""
     from nnx_lint.escaping import line_start_path, printable, printable_lines
     from nnx_lint.related import position
+    from nnx_lint.reporting.formats import fix_marker, headline
 
     lines = []
     for index, d in enumerate(result.diagnostics):
-        where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
-        line = f"{line_start_path(d.path)}:{where}{d.line}:{d.column}: {d.code} {printable(d.message)}"
+        line = headline(d, fix_marker(index, result.fixes or {}, unsafe))
         verdict = result.confirmations.get(index)
         if verdict is not None:
             line += f" {_MARKS[verdict.status]}"
-        if show_fixes and d.help:
+        if show_help and d.help:
             line += f"\n    help: {printable(d.help)}"
         if verdict is not None and (verdict.status != "unavailable" or verbose):
             line += f"\n    evidence: {printable(verdict.evidence)}"
@@ -83,7 +127,7 @@ def render_text(result: RunResult, verbose: bool = False, show_repro: bool = Fal
             if "traceback" in d.facts:
                 lines.append(f"{line_start_path(d.path)}: traceback of {printable(str(d.facts.get('rule')))}:\n"
                              f"{printable_lines(str(d.facts['traceback']))}")
-    lines.append(summary(result))
+    lines += _closing(result, unsafe)
     if result.confirmations:
         counts = Counter(v.status for v in result.confirmations.values())
         lines.append("Confirmation: " + ", ".join(f"{counts[s]} {_STATUS_WORDS[s]}" for s in _MARKS if counts[s]) + ".")
@@ -157,10 +201,16 @@ def related_json(related) -> dict:
     }
 
 
-def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None) -> str:
+def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None,
+                url_base: str | None = None) -> str:
+    """A JSON array of :func:`to_json_object`, with ``url`` under ``url_base`` when one is configured."""
+    from nnx_lint.reporting.links import rule_url
+
     confirmations, fixes = confirmations or {}, fixes or {}
-    return json.dumps([to_json_object(d, confirmations.get(i), fixes.get(i)) for i, d in enumerate(diagnostics)],
-                      indent=2)
+    found = [to_json_object(d, confirmations.get(i), fixes.get(i)) for i, d in enumerate(diagnostics)]
+    for item in found:
+        item["url"] = rule_url(item["code"], url_base)
+    return json.dumps(found, indent=2)
 
 
 #: Workflow-command level per kind: what raises (or could not be analysed) fails the
@@ -202,11 +252,12 @@ def render_github(diagnostics: list[Diagnostic]) -> str:
 _SARIF_LEVELS = {"raises": "error", "silent": "error", "linter": "warning", "advisory": "note"}
 
 
-def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None) -> str:
+def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = None, url_base: str | None = None) -> str:
     """SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab, Azure DevOps)."""
     import nnx_lint
     from nnx_lint.notebooks import file_span
     from nnx_lint.registry import rule_by_code
+    from nnx_lint.reporting.links import rule_url
 
     confirmations = confirmations or {}
     codes = sorted({d.code for d in diagnostics})
@@ -218,8 +269,8 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "id": code,
             "name": rule.symbol if rule else code,
             "shortDescription": {"text": summary},
-            "helpUri": nnx_lint.DOCS_URL.format(code=code),
-            **_sarif_rule_help(rule),
+            "helpUri": rule_url(code, url_base),
+            **_sarif_rule_help(rule, url_base),
             "properties": {"kind": rule.kind if rule else "linter"},
         })
     results = []
@@ -284,15 +335,15 @@ def _sarif_related(related) -> list[dict]:
     return found
 
 
-def _sarif_rule_help(rule) -> dict:
+def _sarif_rule_help(rule, url_base: str | None = None) -> dict:
     """The rule's ``help`` (SARIF reportingDescriptor): the generic advice, facts shown as ``<name>``."""
-    import nnx_lint
     from nnx_lint.docs import markdown_text
+    from nnx_lint.reporting.links import rule_url
 
     advice = rule.generic_help() if rule else ""
     if not advice:
         return {}
-    page = nnx_lint.DOCS_URL.format(code=rule.code)
+    page = rule_url(rule.code, url_base)
     return {"help": {"text": advice, "markdown": f"{markdown_text(advice)}\n\nSee [{rule.code}]({page})."}}
 
 

@@ -151,7 +151,7 @@ def test_sarif_rule_help_and_result_help(project, capsys):
 def test_show_fixes_prints_the_help_under_each_diagnostic(project, capsys):
     plain = _check(capsys, "--no-cache", "axes.py")
     assert "help:" not in plain
-    lines = _check(capsys, "--no-cache", "--show-fixes", "axes.py").splitlines()
+    lines = _check(capsys, "--no-cache", "--show-help", "axes.py").splitlines()
     index = next(i for i, line in enumerate(lines) if line.startswith("axes.py:2:") and "NNX201" in line)
     assert lines[index + 1] == "    help: " + rule_by_code("NNX201").help.format(transform="vmap")
 
@@ -199,7 +199,7 @@ def test_show_fixes_puts_the_help_after_the_verdict_and_before_the_evidence():
 
     (d,) = lint_bytes(STATE_AXES.encode(), "axes.py", [rule_by_code("NNX201")])
     result = RunResult([d], files_checked=1, confirmations={0: Confirmation("confirmed", "PrefixFilterError: ...")})
-    lines = render_text(result, show_fixes=True).splitlines()
+    lines = render_text(result, show_help=True).splitlines()
     assert lines[0].endswith(f"{d.message} [confirmed]")
     assert lines[1] == f"    help: {d.help}"
     assert lines[2] == "    evidence: PrefixFilterError: ..."

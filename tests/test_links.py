@@ -1,0 +1,131 @@
+"""Issue 27, item 7: every link and every pinned version in the output and the documents resolves.
+
+Run as a user would: the installed ``nnx-lint`` console script in a subprocess."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import nnx_lint
+from _support import REPO
+
+NNX_LINT = str(Path(sys.executable).with_name("nnx-lint"))
+BAD = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
+
+
+def _check(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([NNX_LINT, "check", "--no-cache", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _page(uri: str) -> Path:
+    parsed = urlparse(uri)
+    assert parsed.scheme == "file", uri
+    return Path(url2pathname(parsed.path))
+
+
+def test_default_json_sarif_urls_are_the_installed_pages(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
+    page = _page(found["url"])
+    assert page.is_file() and page.read_text().startswith("# NNX201 `state-axes-prefix`")
+    sarif = json.loads(_check(tmp_path, "--output-format", "sarif", "bad.py").stdout)
+    (rule,) = sarif["runs"][0]["tool"]["driver"]["rules"]
+    assert _page(rule["helpUri"]) == page
+    assert f"]({found['url']})" in rule["help"]["markdown"]
+
+
+def test_the_shipped_pages_link_to_a_shipped_catalogue(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
+    page = _page(found["url"])
+    for target in re.findall(r"\]\((\.\./catalogue\.md)#", page.read_text()):
+        assert (page.parent / target).is_file()
+
+
+def test_rule_url_base_from_the_config_and_the_command_line(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "pyproject.toml").write_text('[tool.nnx-lint]\nrule-url-base = "https://docs.example.org/rules/"\n')
+    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
+    assert found["url"] == "https://docs.example.org/rules/NNX201.md"
+    markdown = _check(tmp_path, "--output-format", "markdown", "bad.py").stdout
+    assert "[NNX201](https://docs.example.org/rules/NNX201.md)" in markdown
+    flag = _check(tmp_path, "--output-format", "sarif", "--rule-url-base", "https://x.test/{code}.html", "bad.py")
+    (rule,) = json.loads(flag.stdout)["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["helpUri"] == "https://x.test/NNX201.html"
+
+
+def test_a_hostile_rule_url_base_cannot_break_a_markdown_link(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "pyproject.toml").write_text('[tool.nnx-lint]\nrule-url-base = "https://x.test/a) [evil](https://e.test/"\n')
+    markdown = _check(tmp_path, "--output-format", "markdown", "bad.py").stdout
+    assert "[evil]" not in markdown and "(https://e.test/" not in markdown
+
+
+def test_markdown_without_a_base_names_the_command_not_a_local_file(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    markdown = _check(tmp_path, "--output-format", "markdown", "bad.py").stdout
+    assert "| nnx-lint rule NNX201 |" in markdown and "file://" not in markdown and "https://github.com/nnx-lint" not in markdown
+
+
+def test_the_shipped_pages_are_current():
+    from nnx_lint.docs import shipped_pages
+    from nnx_lint.reporting.links import PAGES_DIR
+
+    stale = [str(name) for name, content in shipped_pages().items()
+             if not (PAGES_DIR / name).is_file() or (PAGES_DIR / name).read_text(encoding="utf-8") != content]
+    assert not stale, f"run `python -m nnx_lint.docs`: {stale}"
+    shipped = {p.relative_to(PAGES_DIR) for p in PAGES_DIR.rglob("*.md")}
+    assert shipped == set(shipped_pages()), "orphan shipped pages"
+
+
+def test_the_pages_are_package_data():
+    text = (REPO / "pyproject.toml").read_text()
+    assert '"nnx_lint.reporting" = ["pages/*.md", "pages/rules/*.md"]' in text
+
+
+def _toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    return tomllib.loads(path.read_text())
+
+
+def test_project_urls_exist_and_name_no_unpublished_address():
+    urls = _toml(REPO / "pyproject.toml")["project"]["urls"]
+    assert urls
+    assert not [url for url in urls.values() if "nnx-lint/nnx-lint" in url]
+
+
+#: Where the documents pin nnx-lint: pre-commit's ``rev:`` and a pip requirement ``nnx-lint@REF``.
+_PINS = re.compile(r"^\s*#?\s*rev:\s*(\S+)|nnx-lint/nnx-lint@([^\"\s]+)", re.MULTILINE)
+PLACEHOLDER = "<commit>"
+
+
+def _pinned_documents() -> list[Path]:
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / ".pre-commit-hooks.yaml",
+            *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "docs").rglob("*.yml"))]
+
+
+def test_every_pinned_version_exists_or_is_the_explained_placeholder():
+    pins = {}
+    for path in _pinned_documents():
+        for match in _PINS.finditer(path.read_text()):
+            pins.setdefault(match.group(1) or match.group(2), []).append(path.name)
+    assert pins, "the documents pin nnx-lint somewhere"
+    release = f"v{nnx_lint.__version__}"
+    wrong = {pin: where for pin, where in pins.items() if pin not in (PLACEHOLDER, release)}
+    assert not wrong, f"pins that name no commit placeholder and no release tag: {wrong}"
+    readme = (REPO / "README.md").read_text()
+    assert "`<commit>` is a placeholder" in readme
+    contributing = (REPO / "CONTRIBUTING.md").read_text()
+    assert "git tag -a \"v$(python -c 'import nnx_lint; print(nnx_lint.__version__)')\"" in contributing
+    if release in pins:  # a tag the documents name must be one the release step creates
+        assert subprocess.run(["git", "rev-parse", "-q", "--verify", f"refs/tags/{release}"], cwd=REPO,
+                              capture_output=True).returncode == 0, f"{release} is pinned but not tagged"
