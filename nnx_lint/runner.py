@@ -182,8 +182,9 @@ def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
         return _analyse_batch(pending, in_worker=False)
     from nnx_lint.workers.pool import run_in_workers
 
-    requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots}
-                for path, display, selectors, roots in pending]
+    requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots,
+                 "target_version": list(target) if target else None}
+                for path, display, selectors, roots, target in pending]
     answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice)
     return [(diagnostics, dependencies) for diagnostics, dependencies in answers]
 
@@ -201,7 +202,9 @@ def prepare() -> None:
 def answer(request: dict) -> tuple[list[dict], dict[str, str]]:
     """In a lint worker: one file's :func:`analyse_file` outcome (selectors arrive as JSON lists)."""
     selectors = _selectors_from_json(request["selectors"])
-    return _analyse_batch([(request["path"], request["display"], selectors, request["roots"])])[0]
+    target = request.get("target_version")
+    target_version = (int(target[0]), int(target[1])) if isinstance(target, list) and len(target) == 2 else None
+    return _analyse_batch([(request["path"], request["display"], selectors, request["roots"], target_version)])[0]
 
 
 def _selectors_from_json(data: list) -> tuple:

@@ -16,12 +16,11 @@ MISSING_LIBCST = "--fix needs libcst: pip install 'nnx-lint[fix]'"
 
 
 def libcst_available() -> bool:
-    """Whether libcst can be imported (the ``fix`` extra is installed)."""
-    try:
-        import libcst  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether libcst can be imported (the ``fix`` extra is installed); it is not imported here:
+    the fixes are computed in the fix worker, and a warm run should not pay for the import."""
+    import importlib.util
+
+    return importlib.util.find_spec("libcst") is not None
 
 
 def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple[Counter, int, list[str], int]:
@@ -145,7 +144,7 @@ def summary(fixed: Counter, diff: bool) -> str:
     return f"{verb} {total} diagnostic{'s' * (total != 1)} ({by_code})."
 
 
-def attach_fixes(diagnostics, unsafe: bool, settings=None) -> dict[int, object]:
+def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | None = None) -> dict[int, object]:
     """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst);
     pins follow the flax of the project ``settings`` name.
 
@@ -159,31 +158,89 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None) -> dict[int, object]:
     from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
     from nnx_lint.fixes.isolated import IsolatedFixes
     from nnx_lint.fixes.model import Fix
-    from nnx_lint.registry import rule_by_code
 
     flax = UNKNOWN if settings is None else project_flax_for(settings)
     found: dict[int, object] = {}
     by_path: dict[str, list[int]] = {}
     for position, diagnostic in enumerate(diagnostics):
-        rule = rule_by_code(diagnostic.code)
-        if rule is not None and rule.fixes:  # only these need the file parsed again
-            by_path.setdefault(diagnostic.path, []).append(position)
+        by_path.setdefault(diagnostic.path, []).append(position)
     # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
     failed = {d.path for d in diagnostics if not analysed_whole([d])}
-    by_path = {path: positions for path, positions in by_path.items() if path not in failed}
+    known = _AttachedFixes(cache_dir)
     with IsolatedFixes() as fixer:
         for path, positions in by_path.items():
+            if path in failed:
+                continue
             request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
                        "diagnostics": [diagnostics[position].to_dict() for position in positions]}
-            try:
-                fixes = fixer.ask(request)
-            except FixCrashed as crash:
-                note_crash(path, crash)
-                continue
-            for key, fix in fixes.items():
-                found[positions[int(key)]] = Fix.from_json(fix)
+            key = known.key(path, request)
+            # Asked first: a warm run then starts no worker. The parent never imports the rules or
+            # libcst for this (the worker sorts out which diagnostics have fixes).
+            fixes = known.get(key)
+            if fixes is None:
+                try:
+                    fixes = fixer.ask(request)
+                except FixCrashed as crash:
+                    note_crash(path, crash)
+                    continue
+                known.put(key, fixes)
+            for number, fix in fixes.items():
+                found[positions[int(number)]] = Fix.from_json(fix)
+    known.save()
     return found
 
 
 def print_missing() -> None:
     print(f"nnx-lint: error: {MISSING_LIBCST}", file=sys.stderr)
+
+
+class _AttachedFixes:
+    """The fixes computed for a file's diagnostics in earlier runs, by the file's bytes and
+    the request (diagnostics, ``--unsafe-fixes``, the project's flax): a warm run that shows
+    the ``[*]`` markers starts no fix worker when nothing changed. A signed cache file, like
+    the result cache (:mod:`nnx_lint.cache_store`); off with ``--no-cache``."""
+
+    def __init__(self, directory: Path | None) -> None:
+        from nnx_lint.cache_store import SignedFile
+
+        self.store = SignedFile(directory, "fixes.json", "fixes") if directory is not None else None
+        loaded = self.store.load() if self.store is not None else None
+        self.entries: dict = loaded if isinstance(loaded, dict) else {}
+        self.used: dict = {}
+        self._code = None  # nnx-lint's own fingerprint: fixes computed by other code are not reused
+
+    def key(self, path: str, request: dict) -> str | None:
+        """The request's key: None (not cached) when the file cannot be read."""
+        import hashlib
+        import json
+
+        from nnx_lint import bounds
+
+        if self.store is None:
+            return None
+        try:
+            data = bounds.read_bounded(path)
+        except bounds.ParseFailure:
+            return None
+        if self._code is None:
+            from nnx_lint.cache import code_fingerprint
+
+            self._code = code_fingerprint()
+        asked = json.dumps({k: v for k, v in request.items() if k != "path"}, sort_keys=True).encode()
+        return hashlib.sha256(self._code.encode() + b"\0" + data + b"\0" + asked).hexdigest()
+
+    def get(self, key: str | None) -> dict | None:
+        found = self.entries.get(key) if key is not None else None
+        if isinstance(found, dict):
+            self.used[key] = found
+            return found
+        return None
+
+    def put(self, key: str | None, fixes: dict) -> None:
+        if key is not None:
+            self.used[key] = fixes
+
+    def save(self) -> None:
+        # Only this run's entries are kept: the file stays as small as the findings of one run.
+        if self.store is not None and self.used != self.entries:
+            self.store.save(self.used)

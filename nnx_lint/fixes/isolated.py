@@ -123,7 +123,12 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     from nnx_lint.fixes.source import SourceIndex
     from nnx_lint.notebooks import NotebookError, notebook_source
 
+    from nnx_lint.registry import rule_by_code
+
     path = request["path"]
+    if not any((rule := rule_by_code(stored.get("code", ""))) is not None and rule.fixes
+               for stored in request["diagnostics"]):
+        return {}  # no rule here offers a fix: the file is not parsed again
     try:
         data = bounds.read_bounded(path)
         origin = None
