@@ -70,13 +70,14 @@ def test_identical_lines_in_two_functions_are_told_apart_by_their_scope(tied_pro
 
 def test_a_version_1_baseline_is_still_read_and_a_rewrite_is_suggested(tied_project):
     from nnx_lint.baseline import entries_for, write_baseline
+    from nnx_lint.confined_writes import WriteScope
     from nnx_lint.engine import lint_bytes
     from nnx_lint.registry import select_rules
 
     path = tied_project / "model.py"
     diagnostics = lint_bytes(path.read_bytes(), str(path), select_rules())
     old = [entry for entry, _ in entries_for(diagnostics, tied_project, version=1)]
-    write_baseline(tied_project / "old.json", old)
+    write_baseline(tied_project / "old.json", old, WriteScope.of(tied_project))
     document = json.loads((tied_project / "old.json").read_text())
     document["version"] = 1
     (tied_project / "old.json").write_text(json.dumps(document))

@@ -181,7 +181,7 @@ async def test_open_publishes_the_findings_with_related_information(client: Lang
     state_axes = next(d for d in found if d.code == "NNX201")
     assert state_axes.severity == types.DiagnosticSeverity.Error
     assert state_axes.source == "nnx-lint"
-    assert state_axes.code_description.href.endswith("/docs/rules/NNX201.md")
+    assert state_axes.code_description.href.endswith("/rules/NNX201.md")  # the page shipped in the package
     assert (state_axes.range.start.line, state_axes.range.start.character) == (11, 28)
     related = [(r.location.uri, r.location.range.start.line + 1, r.location.range.start.character + 1, r.message)
                for r in state_axes.related_information]

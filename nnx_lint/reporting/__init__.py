@@ -2,3 +2,7 @@
 other tools' conventions (:mod:`.formats`: Ruff's ``concise`` and ``full``, ``junit``,
 ``gitlab``, ``pylint``). The original formats live in :mod:`nnx_lint.reporters`, which
 dispatches here."""
+
+# Loaded with the package: a Diagnostic's ``url`` is read at lint time (the plugins' messages),
+# and the plugins import the lint path up front (nnx_lint.eager).
+from nnx_lint.reporting import links  # noqa: E402,F401
