@@ -44,7 +44,8 @@ class Project:
         for root in roots or []:
             self.add_root(root)
         self._file_root: Path | None = None
-        self._files: dict[tuple[str, Path | None], Path | None] = {}
+        #: (module name, file root) -> (the file found, its module-search dependency (key, value)).
+        self._files: dict[tuple[str, Path | None], tuple[Path | None, tuple[str, str] | None]] = {}
         self._modules: dict[Path, nodes.Module | None] = {}  # by resolved path
         self._digests: dict[Path, str] = {}
         #: path -> (module name, file root, digest of the text) each tree was built with.
@@ -116,13 +117,18 @@ class Project:
     def find_file(self, module_name: str) -> Path | None:
         """The source file of a project module, or None (memoised per file root)."""
         key = (module_name, self._file_root)
-        if key not in self._files:
-            self._files[key] = self._search(module_name)
-        found = self._files[key]
-        if is_searchable(module_name):
+        answer = self._files.get(key)
+        if answer is None:
+            found = self._search(module_name)
             # Found or not, the answer is a dependency: a module that appears later (restored
-            # on another branch) makes this analysis stale, as does one that goes.
-            self.dependencies[module_search_key(self._file_root, module_name)] = str(found) if found else ""
+            # on another branch) makes this analysis stale, as does one that goes. The key and
+            # value are worked out once: this is asked tens of thousands of times per run.
+            dependency = ((module_search_key(self._file_root, module_name), str(found) if found else "")
+                          if is_searchable(module_name) else None)
+            answer = self._files[key] = (found, dependency)
+        found, dependency = answer
+        if dependency is not None:
+            self.dependencies[dependency[0]] = dependency[1]
         return found
 
     def _search(self, module_name: str, first_root: Path | None = None) -> Path | None:
