@@ -5,7 +5,8 @@ astroid tree, and only for files that pass the cheap text pre-filter. Which rule
 a file is decided by ``[tool.nnx-lint]`` in its nearest ``pyproject.toml`` (or the file
 named by ``--nnx-config``), exactly as ``nnx-lint check`` decides it: select, ignore,
 extend-select, per-file-ignores and exclude. flake8's own ``--select``/``--ignore`` then
-narrow further. ``# noqa`` is left to flake8. Unparsable or undecodable files are
+narrow further. ``# noqa`` is left to flake8; the file-level ``# nnx-lint: noqa`` is applied
+here (flake8 does not know it). Unparsable or undecodable files are
 flake8's own E999/E902, so NNX001/NNX002 never show here; a rule crash (NNX003) and a
 file over the analysis budget (NNX004) do, as in the CLI.
 
@@ -34,6 +35,7 @@ from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
+from nnx_lint.noqa import apply_file_exemption
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 
@@ -103,9 +105,11 @@ class NNXFlake8Plugin:
         module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
         project = shared_project(settings.analysis_roots())  # the CLI's roots
         project.start_file(self.filename, package_root)
-        for diagnostic in lint_source(
+        found = lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
-        ):
+        )
+        # flake8 applies the line comments, but knows only its own file-level `# flake8: noqa`.
+        for diagnostic in apply_file_exemption(found, text):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
 
