@@ -167,6 +167,7 @@ def _check(args: argparse.Namespace) -> int:
             settings.ignore = split_codes(args.ignore) or []
         if args.extend_select is not None:
             settings.extend_select = settings.extend_select + (split_codes(args.extend_select) or [])
+        cli_ci.apply_overrides(args, settings)  # --exclude, --extend-exclude, --extend-ignore, gitignore
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).
         if settings.select is not None or settings.ignore or settings.extend_select:
@@ -178,6 +179,12 @@ def _check(args: argparse.Namespace) -> int:
         # never a workflow command (the Actions runner reads stderr too).
         print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+    if args.show_settings:
+        try:
+            return cli_ci.show_settings(args, settings)
+        except cli_ci.UsageError as exc:
+            print(f"nnx-lint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     if args.no_cache:
         cache_dir = None
     else:
@@ -224,8 +231,16 @@ def _check(args: argparse.Namespace) -> int:
         output = render(
             result, args.output_format, verbose=args.verbose, show_repro=args.show_repro, show_fixes=args.show_fixes
         )
-    if output:
-        print(output)
+    try:
+        # -o FILE and -q (Ruff's): the summary lines are the text format's, dropped by -q.
+        from nnx_lint.reporters import summary
+
+        quiet_drops = (summary(result),) + tuple(
+            line for line in output.split("\n") if line.startswith("Confirmation: "))
+        cli_ci.emit(args, settings, output, quiet_drops if args.output_format == "text" else ())
+    except cli_ci.UsageError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     cli_ci.report(args, prepared)
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
