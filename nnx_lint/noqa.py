@@ -16,7 +16,8 @@ that it is invalid; NNX009 reports it as an unknown code).
 A comment ``# nnx-lint: noqa`` anywhere in a file (on its own line or after code, but a
 comment: never text in a string) exempts the whole file, and ``# nnx-lint: noqa: NNX201``
 exempts it from those codes only, like Ruff's ``# ruff: noqa``. The CLI, flake8 and pylint
-all apply it through :func:`file_exemption` (flake8 knows only its own ``# flake8: noqa``).
+all apply it through :func:`file_exemption` (flake8 knows only its own ``# flake8: noqa``,
+which the CLI and pylint honour in turn when flake8 would: alone on its line, without codes).
 """
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ _NOQA = re.compile(
 _FILE_NOQA = re.compile(
     r"#\s*nnx-lint\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE
 )
+
+#: flake8's own file-level comment, which flake8 applies to the plugin's findings: the CLI and
+#: pylint honour it too (as Ruff does), on its own line and without codes, as flake8 requires.
+_FLAKE8_FILE_NOQA = re.compile(r"#\s*flake8[:=]\s*noqa\s*$", re.IGNORECASE)
 
 Suppressions = dict[int, "frozenset[str] | None"]
 
@@ -100,18 +105,23 @@ def file_exemption(text: str) -> frozenset[str] | None | bool:
     >>> file_exemption("s = '# nnx-lint: noqa'\\n")
     False
     """
-    if "nnx-lint" not in text.lower():
+    lowered = text.lower()
+    if "nnx-lint" not in lowered and "flake8" not in lowered:
         return False
     try:
-        comments = [token.string for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline)
+        # (comment, whether it is alone on its line)
+        comments = [(token.string, not token.line[:token.start[1]].strip())
+                    for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline)
                     if token.type == tokenize.COMMENT]
     except (tokenize.TokenError, SyntaxError, ValueError):
         # As for line comments: a file the tokenizer rejects is searched line by line, but
         # only lines that are nothing but the comment (a string could hold the text otherwise).
-        comments = [line.strip() for line in physical_lines(text) if line.lstrip().startswith("#")]
+        comments = [(line.strip(), True) for line in physical_lines(text) if line.lstrip().startswith("#")]
     exempted: set[str] = set()
     found = False
-    for comment in comments:
+    for comment, alone in comments:
+        if alone and _FLAKE8_FILE_NOQA.match(comment):
+            return None
         match = _FILE_NOQA.match(comment)
         if match is None:
             continue

@@ -60,11 +60,15 @@ EXEMPT_ALL = "# nnx-lint: noqa\n" + BOTH
 EXEMPT_201 = "from flax import nnx  # nnx-lint: noqa: NNX201\n" + STATE_AXES + METADATA
 EXEMPT_LOWER = "# nnx-lint: noqa: nnx201\n" + BOTH
 IN_A_STRING = BOTH + "s = '# nnx-lint: noqa'\n"
+#: flake8's own file-level comment: flake8 applies it alone on its line and without codes only.
+FLAKE8_ALL = BOTH + "# flake8: noqa\n"
+FLAKE8_TRAILING = BOTH + "x = 1  # flake8: noqa\n"
 
 
 @pytest.fixture
 def exemptions(tmp_path):
-    files = {"all.py": EXEMPT_ALL, "only201.py": EXEMPT_201, "lower.py": EXEMPT_LOWER, "quoted.py": IN_A_STRING}
+    files = {"all.py": EXEMPT_ALL, "only201.py": EXEMPT_201, "lower.py": EXEMPT_LOWER, "quoted.py": IN_A_STRING,
+             "f8.py": FLAKE8_ALL, "f8_trailing.py": FLAKE8_TRAILING}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
@@ -76,17 +80,19 @@ EXPECTED_EXEMPTIONS = {
     ("only201.py", "NNX601"),
     ("lower.py", "NNX201"), ("lower.py", "NNX601"),  # codes are case-sensitive: nothing exempted
     ("quoted.py", "NNX201"), ("quoted.py", "NNX601"),  # text in a string is no comment
+    ("f8_trailing.py", "NNX201"), ("f8_trailing.py", "NNX601"),  # flake8 needs it alone on its line
 }
+FILES = ("all.py", "only201.py", "lower.py", "quoted.py", "f8.py", "f8_trailing.py")
 
 
 def test_file_exemption_in_the_cli(exemptions):
-    result = check(exemptions, "all.py", "only201.py", "lower.py", "quoted.py")
+    result = check(exemptions, *FILES)
     assert codes_in(result.stdout) == EXPECTED_EXEMPTIONS, result.stdout + result.stderr
 
 
 def test_file_exemption_in_flake8(exemptions):
     result = _run(sys.executable, "-m", "flake8", "--select", "NNX", "--format", "%(path)s:%(code)s",
-                  "all.py", "only201.py", "lower.py", "quoted.py", cwd=exemptions)
+                  *FILES, cwd=exemptions)
     found = {(Path(path).name, code) for path, code in (line.rsplit(":", 1) for line in result.stdout.split())}
     assert found == EXPECTED_EXEMPTIONS, result.stdout + result.stderr
 
@@ -94,7 +100,7 @@ def test_file_exemption_in_flake8(exemptions):
 def test_file_exemption_in_pylint(exemptions):
     result = _run(sys.executable, "-m", "pylint", "--load-plugins=nnx_lint.pylint", "--persistent=n",
                   "--output-format=json", "--disable=all", "--enable=nnx",
-                  "all.py", "only201.py", "lower.py", "quoted.py", cwd=exemptions)
+                  *FILES, cwd=exemptions)
     messages = json.loads(result.stdout)
     symbols = {"state-axes-prefix": "NNX201", "transform-metadata-keyword": "NNX601"}
     found = {(Path(m["path"]).name, symbols.get(m["symbol"], m["symbol"])) for m in messages}
