@@ -64,6 +64,8 @@ class NNXFlake8Plugin:
     config_file: Path | None = None
     #: flake8's own ``--isolated``: no configuration file at all, [tool.nnx-lint] included.
     isolated: bool = False
+    #: flake8's ``--disable-noqa``: the file-level ``# nnx-lint: noqa`` is not applied either.
+    disable_noqa: bool = False
 
     def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
         self.filename = filename
@@ -85,6 +87,7 @@ class NNXFlake8Plugin:
         # plugins' options: read it from the command line, where flake8 itself read it.
         cls.isolated = bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
         cls.selected_codes = _selected_codes(options)
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
         if cls.selected_codes is not None and not cls.selected_codes:
             return  # no NNX code selected: nnx-lint reads no configuration
         # Check the configurations of the named paths now, in flake8's main process, so that
@@ -109,7 +112,7 @@ class NNXFlake8Plugin:
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False
         )
         # flake8 applies the line comments, but knows only its own file-level `# flake8: noqa`.
-        for diagnostic in apply_file_exemption(found, text):
+        for diagnostic in found if self.disable_noqa else apply_file_exemption(found, text):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
 

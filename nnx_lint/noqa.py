@@ -39,7 +39,7 @@ _FILE_NOQA = re.compile(
 
 #: flake8's own file-level comment, which flake8 applies to the plugin's findings: the CLI and
 #: pylint honour it too (as Ruff does), on its own line and without codes, as flake8 requires.
-_FLAKE8_FILE_NOQA = re.compile(r"#\s*flake8[:=]\s*noqa\s*$", re.IGNORECASE)
+_FLAKE8_FILE_NOQA = re.compile(r"#\s*flake8[:=]\s*noqa(?!:)", re.IGNORECASE)  # `noqa:` + codes: flake8 ignores it
 
 Suppressions = dict[int, "frozenset[str] | None"]
 

@@ -61,7 +61,7 @@ EXEMPT_201 = "from flax import nnx  # nnx-lint: noqa: NNX201\n" + STATE_AXES + M
 EXEMPT_LOWER = "# nnx-lint: noqa: nnx201\n" + BOTH
 IN_A_STRING = BOTH + "s = '# nnx-lint: noqa'\n"
 #: flake8's own file-level comment: flake8 applies it alone on its line and without codes only.
-FLAKE8_ALL = BOTH + "# flake8: noqa\n"
+FLAKE8_ALL = BOTH + "# flake8: noqa (generated)\n"
 FLAKE8_TRAILING = BOTH + "x = 1  # flake8: noqa\n"
 
 
@@ -95,6 +95,9 @@ def test_file_exemption_in_flake8(exemptions):
                   *FILES, cwd=exemptions)
     found = {(Path(path).name, code) for path, code in (line.rsplit(":", 1) for line in result.stdout.split())}
     assert found == EXPECTED_EXEMPTIONS, result.stdout + result.stderr
+    unexempted = _run(sys.executable, "-m", "flake8", "--select", "NNX", "--disable-noqa", "--format",
+                      "%(path)s:%(code)s", "all.py", cwd=exemptions)
+    assert set(unexempted.stdout.split()) == {"all.py:NNX201", "all.py:NNX601"}, "--disable-noqa: every comment"
 
 
 def test_file_exemption_in_pylint(exemptions):
