@@ -37,10 +37,22 @@ _STAR, _ANY = "*", "?"
 class _Segment:
     """One ``/``-free piece of a pattern: literal characters, ``?``, ``*`` and ``[...]`` classes."""
 
-    tokens: tuple  # str (a literal char or _STAR / _ANY, tagged) or a frozenset-based class
+    tokens: tuple  # (kind, value): ("literal", char), ("any", None), ("star", None), ("class", matcher)
+
+    def __post_init__(self) -> None:
+        # Fast paths for the common shapes (`build`, `*.pyc`); walks test every file against them.
+        kinds = [kind for kind, _ in self.tokens]
+        literal = "".join(value for kind, value in self.tokens if kind == "literal")
+        object.__setattr__(self, "_literal", literal if all(k == "literal" for k in kinds) else None)
+        suffix = kinds[:1] == ["star"] and all(k == "literal" for k in kinds[1:])
+        object.__setattr__(self, "_suffix", literal if suffix else None)
 
     def matches(self, name: str) -> bool:
         """Whether the whole of ``name`` matches (set-of-positions simulation: O(len * tokens))."""
+        if self._literal is not None:
+            return name == self._literal
+        if self._suffix is not None:
+            return name.endswith(self._suffix)
         states = self._closure({0})
         for char in name:
             following = set()
@@ -143,6 +155,8 @@ def _match_inside(segments: tuple, parts: list[str]) -> bool:
 
 def _match_parts(segments: tuple, parts: list[str]) -> bool:
     """Segments (``None``: ``**``, any number of parts) against path parts, by dynamic programming."""
+    if len(segments) == 2 and segments[0] is None and segments[1] is not None:
+        return bool(parts) and segments[1].matches(parts[-1])  # `name`: the last part only
     reachable = {0}  # how many parts the segments so far can have consumed
     for segment in segments:
         if segment is None:
@@ -248,10 +262,10 @@ class Gitignore:
         absolute = os.path.abspath(path)
         ignored = False
         for directory, patterns in self.layers:
-            relative = os.path.relpath(absolute, directory)
-            if relative.startswith(".."):
+            prefix = directory.rstrip(os.sep) + os.sep
+            if not absolute.startswith(prefix):
                 continue
-            relative = Path(relative).as_posix()
+            relative = absolute[len(prefix):].replace(os.sep, "/")
             for pattern in patterns:
                 if pattern.negated == ignored and pattern.matches(relative, is_dir):
                     ignored = not pattern.negated
