@@ -229,3 +229,24 @@ def test_add_noqa_fails_when_findings_stay_unsuppressed(project):
     (project / "nb.ipynb").unlink()
     again = check(project, "--add-noqa")
     assert again.returncode == 0 and "Added 0 noqa directives" in again.stderr
+
+
+def test_plugins_read_extend_exclude_and_extend_ignore_as_the_cli_does(layout):
+    (layout / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-exclude = ["legacy"]\nextend-ignore = ["NNX6"]\n')
+    expected = {("model.py", "NNX201"), ("gen/made.py", "NNX201")}
+    assert codes_in(check(layout, "--no-respect-gitignore").stdout) == expected
+    flake8 = _run(sys.executable, "-m", "flake8", "--select", "NNX", "--format", "%(path)s:%(code)s", ".", cwd=layout)
+    found = {(Path(path).as_posix().removeprefix("./"), code)
+             for path, code in (line.rsplit(":", 1) for line in flake8.stdout.split())}
+    assert found == expected, flake8.stdout + flake8.stderr
+    pylint = _run(sys.executable, "-m", "pylint", "--load-plugins=nnx_lint.pylint", "--persistent=n",
+                  "--output-format=json", "--disable=all", "--enable=nnx", "model.py", "gen/made.py", "legacy/old.py",
+                  cwd=layout)
+    assert {(m["path"], m["symbol"]) for m in json.loads(pylint.stdout)} == {
+        ("model.py", "state-axes-prefix"), ("gen/made.py", "state-axes-prefix")}, pylint.stdout + pylint.stderr
+
+
+def test_respect_gitignore_must_be_a_boolean(project):
+    (project / "pyproject.toml").write_text('[tool.nnx-lint]\nrespect-gitignore = "no"\n')
+    result = check(project)
+    assert result.returncode == 2 and "`respect-gitignore` must be true or false" in result.stderr
