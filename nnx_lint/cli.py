@@ -232,12 +232,13 @@ def _check(args: argparse.Namespace) -> int:
             result, args.output_format, verbose=args.verbose, show_repro=args.show_repro, show_fixes=args.show_fixes
         )
     try:
-        # -o FILE and -q (Ruff's): the summary lines are the text format's, dropped by -q.
+        # -o FILE and -q (Ruff's): -q drops the summary lines of the text-like formats (whole
+        # lines only, so a machine-readable format, which never has such a line, is untouched).
         from nnx_lint.reporters import summary
 
         quiet_drops = (summary(result),) + tuple(
             line for line in output.split("\n") if line.startswith("Confirmation: "))
-        cli_ci.emit(args, settings, output, quiet_drops if args.output_format == "text" else ())
+        cli_ci.emit(args, settings, output, quiet_drops)
     except cli_ci.UsageError as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
