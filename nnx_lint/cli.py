@@ -182,6 +182,7 @@ def _check(args: argparse.Namespace) -> int:
             settings.extend_select = settings.extend_select + (split_codes(args.extend_select) or [])
         if args.target_version is not None:
             settings.target_version = parse_target_version(args.target_version)
+        cli_ci.apply_overrides(args, settings)  # --exclude, --extend-exclude, --extend-ignore, gitignore
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).
         if settings.select is not None or settings.ignore or settings.extend_select:
@@ -193,6 +194,12 @@ def _check(args: argparse.Namespace) -> int:
         # never a workflow command (the Actions runner reads stderr too).
         print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
+    if args.show_settings:
+        try:
+            return cli_ci.show_settings(args, settings)
+        except cli_ci.UsageError as exc:
+            print(f"nnx-lint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     if args.no_cache:
         cache_dir = None
     else:
@@ -244,8 +251,17 @@ def _check(args: argparse.Namespace) -> int:
         output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro,
                         show_help=args.show_help, url_base=args.rule_url_base or settings.rule_url_base,
                         unsafe=args.unsafe_fixes)
-    if output:
-        print(output)
+    try:
+        # -o FILE and -q (Ruff's): -q drops the summary lines of the text-like formats (whole
+        # lines only, so a machine-readable format, which never has such a line, is untouched).
+        from nnx_lint.reporters import summary
+
+        quiet_drops = (summary(result),) + tuple(
+            line for line in output.split("\n") if line.startswith(("Confirmation: ", "[*] ", "No fixes available")))
+        cli_ci.emit(args, settings, output, quiet_drops)
+    except cli_ci.UsageError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     if args.show_fixes and not (args.fix or args.diff):
         from nnx_lint.reporting.options import available_fixes, fix_enumeration
 

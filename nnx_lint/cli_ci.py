@@ -33,12 +33,29 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--write-baseline", type=Path, metavar="FILE",
                        help="record every current finding in this baseline file and exit 0")
     check.add_argument("--add-noqa", action="store_true",
-                       help="append `# noqa: NNXnnn` to the line of every current finding and exit 0")
+                       help="append `# noqa: NNXnnn` to the line of every current finding; exit 1 if some "
+                            "could not get one (notebooks, say), else 0")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply the excludes to paths named on the command line too (for pre-commit)")
     check.add_argument("--stdin-filename", type=Path, metavar="PATH",
                        help="with `-` as the path: the path of the source read from stdin (config, "
                             "per-file-ignores, excludes, imports and the reported path follow it)")
+    # Ruff's names and meanings (docs/ruff-conventions.md lists the deliberate differences).
+    check.add_argument("-q", "--quiet", action="store_true",
+                       help="print the diagnostics and nothing else (no summary, no progress lines)")
+    check.add_argument("-o", "--output-file", type=Path, metavar="FILE",
+                       help="write the report to FILE instead of stdout (never through a symlink)")
+    check.add_argument("--exclude", action="append", metavar="GLOBS",
+                       help="exclude these globs (comma-separated), replacing the configured `exclude`")
+    check.add_argument("--extend-exclude", action="append", metavar="GLOBS",
+                       help="exclude these globs (comma-separated) as well")
+    check.add_argument("--extend-ignore", action="append", metavar="CODES",
+                       help="skip these codes or prefixes as well as the ignored ones")
+    check.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
+                       help="skip files and directories that .gitignore files ignore (default: on, or "
+                            "`respect-gitignore` in [tool.nnx-lint])")
+    check.add_argument("--show-settings", action="store_true",
+                       help="print the settings resolved for the first file and exit")
 
 
 @dataclass
@@ -89,6 +106,89 @@ def config_start(args: argparse.Namespace) -> Path:
     return args.paths[0]
 
 
+def apply_overrides(args: argparse.Namespace, settings: Settings) -> None:
+    """The command line's ``--exclude``, ``--extend-exclude``, ``--extend-ignore`` and
+    ``--[no-]respect-gitignore`` over the configured settings (after ``--select`` / ``--ignore``)."""
+    from nnx_lint.config import split_codes
+
+    if args.exclude is not None:
+        settings.exclude = split_codes(args.exclude) or []  # as in Ruff: `extend-exclude` still applies
+    if args.extend_exclude is not None:
+        settings.extend_exclude = settings.extend_exclude + (split_codes(args.extend_exclude) or [])
+    if args.extend_ignore is not None:
+        settings.ignore = settings.ignore + (split_codes(args.extend_ignore) or [])
+    if args.respect_gitignore is not None:
+        settings.respect_gitignore = args.respect_gitignore
+
+
+def show_settings(args: argparse.Namespace, settings: Settings) -> int:
+    """``--show-settings``: the settings resolved for the first file the run would check
+    (Ruff's ``--show-settings``), then exit 0; exit 2 if there is no such file."""
+    import json
+    import os
+
+    from nnx_lint.file_config import rules_for
+    from nnx_lint.runner import discover
+
+    settings.force_exclude = args.force_exclude
+    if reads_stdin(args):
+        first = args.stdin_filename or STDIN_PATH
+    else:
+        first = next(iter(discover(args.paths, settings)), None)
+    if first is None:
+        raise UsageError("--show-settings: no file to lint under the given paths")
+
+    def shown(path: Path | None) -> str:
+        if path is None:
+            return "none (the defaults)"
+        # Relative to the cwd when below it, so the output can be pasted and compared.
+        relative = os.path.relpath(os.path.abspath(path))
+        return Path(relative).as_posix() if not relative.startswith("..") else str(path)
+
+    rules = rules_for(settings, Path(first))
+    lines = [
+        f"Resolved settings for: {shown(Path(first))}",
+        f"Settings path: {shown(settings.source)}",
+        "",
+        f"root = {shown(settings.root)}",
+        f"select = {json.dumps(settings.select) if settings.select is not None else '(the default rules)'}",
+        f"extend-select = {json.dumps(settings.extend_select)}",
+        f"ignore = {json.dumps(settings.ignore)}",
+        f"exclude = {json.dumps(settings.exclude)}",
+        f"extend-exclude = {json.dumps(settings.extend_exclude)}",
+        f"respect-gitignore = {str(settings.respect_gitignore).lower()}",
+        f"force-exclude = {str(args.force_exclude).lower()}",
+        f"per-file-ignores = {json.dumps(settings.per_file_ignores)}",
+        f"src = {json.dumps([shown(root) for root in settings.source_roots])}",
+        f"rules for this file = {', '.join(rule.code for rule in rules)}",
+    ]
+    from nnx_lint.escaping import printable
+
+    # Globs and paths come from the analysed repository's pyproject.toml: one visible line each.
+    print("\n".join(printable(line) for line in lines))
+    return 0
+
+
+def emit(args: argparse.Namespace, settings: Settings, output: str, summary_lines: tuple[str, ...] = ()) -> None:
+    """Print the report, or write it to ``-o FILE``; ``-q`` drops ``summary_lines`` (the
+    text format's summary and confirmation lines), as Ruff's ``-q`` prints diagnostics only."""
+    if args.quiet and summary_lines:
+        output = "\n".join(line for line in output.split("\n") if line not in summary_lines)
+    if args.output_file is None:
+        if output:
+            print(output)
+        return
+    from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+
+    # The user named the file: it may lie outside the project, but is never written through a
+    # symlink, and a path inside the project must stay inside once resolved.
+    try:
+        write_confined(args.output_file, (output + "\n" if output else "").encode("utf-8"),
+                       WriteScope.of(settings.root, [args.output_file]))
+    except (WriteRefused, OSError) as exc:
+        raise UsageError(f"-o/--output-file: {exc}") from None
+
+
 def execute(args: argparse.Namespace, settings: Settings, prepared: Prepared, run_paths) -> RunResult:
     """The run: ``run_paths(paths, settings)`` for files, the single-file linter for stdin."""
     settings.force_exclude = args.force_exclude
@@ -131,6 +231,11 @@ def finish(args: argparse.Namespace, settings: Settings, result: RunResult, prep
         files = len(outcome.files)
         print(f"Added {outcome.added} noqa directive{'s' * (outcome.added != 1)} to {files} "
               f"file{'s' * (files != 1)}.", file=sys.stderr)
+        if outcome.skipped and not args.exit_zero:
+            # Findings it could not suppress (notebooks, say) still fail the next run: say so now.
+            left = len(outcome.skipped)
+            print(f"nnx-lint: --add-noqa: {left} finding{'s' * (left != 1)} left unsuppressed", file=sys.stderr)
+            return 1
         return 0
     return None
 
@@ -138,10 +243,11 @@ def finish(args: argparse.Namespace, settings: Settings, result: RunResult, prep
 def report(args: argparse.Namespace, prepared: Prepared) -> None:
     """The baseline's progress lines: after the text output, or on stderr for the
     machine-readable formats (whose stdout stays exactly what consumers parse)."""
-    if prepared.outcome is None:
-        return
+    if prepared.outcome is None or args.quiet:
+        return  # -q: the diagnostics and nothing else
     lines = prepared.outcome.summary_lines(verbose=args.verbose)
-    machine = args.output_format != "text"
+    # With -o the report file holds the diagnostics only; the progress lines go to stderr.
+    machine = args.output_format != "text" or getattr(args, "output_file", None) is not None
     print("\n".join(lines), file=sys.stderr if machine else sys.stdout)
 
 

@@ -1,6 +1,9 @@
 """``[tool.nnx-lint]`` in the nearest ``pyproject.toml``; CLI flags override it.
 
-Keys: ``select``, ``ignore``, ``extend-select``, ``exclude`` (globs),
+Keys: ``select``, ``ignore``, ``extend-select``, ``extend-ignore`` (added to ``ignore``, as
+in Ruff), ``exclude`` (globs), ``extend-exclude`` (more globs; the command line's
+``--exclude`` replaces ``exclude`` but keeps these, as in Ruff), ``respect-gitignore``
+(default true: directories are walked without what ``.gitignore`` files ignore),
 ``per-file-ignores`` (glob -> list of codes or prefixes; a glob starting with ``!`` applies
 to the files it does *not* match, as in Ruff), ``src`` (the directories holding the
 project's packages, see :mod:`nnx_lint.package_roots`), ``target-version`` (``"py311"``;
@@ -33,8 +36,8 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
-_KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "per-file-ignores", "src", "target-version",
-               "flax-version", "rule-url-base"}
+_KNOWN_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude",
+               "respect-gitignore", "per-file-ignores", "src", "target-version", "flax-version", "rule-url-base"}
 
 
 class ConfigError(Exception):
@@ -49,6 +52,10 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     extend_select: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    #: ``extend-exclude``: kept apart from ``exclude``, which ``--exclude`` replaces.
+    extend_exclude: list[str] = field(default_factory=list)
+    #: Skip what ``.gitignore`` files ignore when walking directories (:mod:`nnx_lint.discovery`).
+    respect_gitignore: bool = True
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     #: Directory holding the pyproject.toml the settings came from (globs are relative to it).
     root: Path = field(default_factory=Path.cwd)
@@ -79,10 +86,10 @@ class Settings:
         name = path.name
         if is_dir and any(fnmatch.fnmatch(name, pattern) for pattern in DEFAULT_EXCLUDES):
             return True
-        if not self.exclude:
+        if not self.exclude and not self.extend_exclude:
             return False
         relative = _relative_posix(path, self.root)
-        for pattern in self.exclude:
+        for pattern in [*self.exclude, *self.extend_exclude]:
             pattern = pattern.rstrip("/")
             if fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(relative, pattern):
                 return True
@@ -213,9 +220,16 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     settings = Settings(root=path.parent, source=path)
     if "select" in table:
         settings.select = _string_list(table, "select", where)
-    for key, attribute in (("ignore", "ignore"), ("extend-select", "extend_select"), ("exclude", "exclude")):
+    for key, attribute in (("ignore", "ignore"), ("extend-select", "extend_select"), ("exclude", "exclude"),
+                           ("extend-exclude", "extend_exclude")):
         if key in table:
             setattr(settings, attribute, _string_list(table, key, where))
+    if "extend-ignore" in table:
+        settings.ignore = settings.ignore + _string_list(table, "extend-ignore", where)
+    if "respect-gitignore" in table:
+        if not isinstance(table["respect-gitignore"], bool):
+            raise ConfigError(f"{where}: `respect-gitignore` must be true or false, got {table['respect-gitignore']!r}")
+        settings.respect_gitignore = table["respect-gitignore"]
     if "per-file-ignores" in table:
         per_file = table["per-file-ignores"]
         if not isinstance(per_file, dict):

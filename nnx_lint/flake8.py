@@ -5,9 +5,10 @@ astroid tree, and only for files that pass the cheap text pre-filter. Which rule
 a file is decided by ``[tool.nnx-lint]`` in its nearest ``pyproject.toml`` (or the file
 named by ``--nnx-config``), exactly as ``nnx-lint check`` decides it: select, ignore,
 extend-select, per-file-ignores and exclude. flake8's own ``--select``/``--ignore`` then
-narrow further. ``# noqa`` is left to flake8. Unparsable or undecodable files are
-flake8's own E999/E902, so NNX001 never shows here, and NNX002 only for syntax newer than the
-target version; a rule crash (NNX003) and a
+narrow further. ``# noqa`` is left to flake8; the file-level ``# nnx-lint: noqa`` is applied
+here (flake8 does not know it). Unparsable or undecodable files are flake8's own E999/E902, so
+NNX001 never shows here, and NNX002 only for syntax newer than the target version; a rule crash
+(NNX003) and a
 file over the analysis budget (NNX004) do, as in the CLI.
 
 flake8 runs every plugin on every file whatever ``--select`` says and filters afterwards,
@@ -35,6 +36,7 @@ from nnx_lint.eager import load_lint_path
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
+from nnx_lint.noqa import apply_file_exemption
 from nnx_lint.project import module_name_for, shared_project
 from nnx_lint.registry import all_rules
 
@@ -63,6 +65,8 @@ class NNXFlake8Plugin:
     config_file: Path | None = None
     #: flake8's own ``--isolated``: no configuration file at all, [tool.nnx-lint] included.
     isolated: bool = False
+    #: flake8's ``--disable-noqa``: the file-level ``# nnx-lint: noqa`` is not applied either.
+    disable_noqa: bool = False
 
     def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
         self.filename = filename
@@ -84,6 +88,7 @@ class NNXFlake8Plugin:
         # plugins' options: read it from the command line, where flake8 itself read it.
         cls.isolated = bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
         cls.selected_codes = _selected_codes(options)
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
         if cls.selected_codes is not None and not cls.selected_codes:
             return  # no NNX code selected: nnx-lint reads no configuration
         # Check the configurations of the named paths now, in flake8's main process, so that
@@ -104,10 +109,12 @@ class NNXFlake8Plugin:
         module_name, package_root = module_name_for(path) if path.exists() else (path.stem, Path.cwd())
         project = shared_project(settings.analysis_roots())  # the CLI's roots
         project.start_file(self.filename, package_root)
-        for diagnostic in lint_source(
+        found = lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False,
             target_version=settings.target_version,
-        ):
+        )
+        # flake8 applies the line comments, but knows only its own file-level `# flake8: noqa`.
+        for diagnostic in found if self.disable_noqa else apply_file_exemption(found, text):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
 

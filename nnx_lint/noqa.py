@@ -12,6 +12,12 @@ tokenizer rejects falls back to searching each physical line.
 ``noqa`` itself may be written in any case, but codes are matched as written, as flake8
 and Ruff match them: ``# noqa: nnx201`` suppresses nothing in any front-end (Ruff warns
 that it is invalid; NNX009 reports it as an unknown code).
+
+A comment ``# nnx-lint: noqa`` anywhere in a file (on its own line or after code, but a
+comment: never text in a string) exempts the whole file, and ``# nnx-lint: noqa: NNX201``
+exempts it from those codes only, like Ruff's ``# ruff: noqa``. The CLI, flake8 and pylint
+all apply it through :func:`file_exemption` (flake8 knows only its own ``# flake8: noqa``,
+which the CLI and pylint honour in turn when flake8 would: alone on its line, without codes).
 """
 from __future__ import annotations
 
@@ -26,6 +32,14 @@ from nnx_lint.lines import physical_lines
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
+
+_FILE_NOQA = re.compile(
+    r"#\s*nnx-lint\s*:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE
+)
+
+#: flake8's own file-level comment, which flake8 applies to the plugin's findings: the CLI and
+#: pylint honour it too (as Ruff does), on its own line and without codes, as flake8 requires.
+_FLAKE8_FILE_NOQA = re.compile(r"#\s*flake8[:=]\s*noqa(?!:)", re.IGNORECASE)  # `noqa:` + codes: flake8 ignores it
 
 Suppressions = dict[int, "frozenset[str] | None"]
 
@@ -82,6 +96,56 @@ def suppressions(text: str, last_line: int | None = None) -> Suppressions:
     return found
 
 
+def file_exemption(text: str) -> frozenset[str] | None | bool:
+    """The codes a ``# nnx-lint: noqa[: CODES]`` comment exempts the whole file from
+    (None: every code), or False when the file has no such comment. Several comments add up.
+
+    >>> sorted(file_exemption("# nnx-lint: noqa: NNX201\\nx = 1  # nnx-lint: noqa: NNX6\\n"))
+    ['NNX201', 'NNX6']
+    >>> file_exemption("s = '# nnx-lint: noqa'\\n")
+    False
+    """
+    lowered = text.lower()
+    if "nnx-lint" not in lowered and "flake8" not in lowered:
+        return False
+    try:
+        # (comment, whether it is alone on its line)
+        comments = [(token.string, not token.line[:token.start[1]].strip())
+                    for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline)
+                    if token.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        # As for line comments: a file the tokenizer rejects is searched line by line, but
+        # only lines that are nothing but the comment (a string could hold the text otherwise).
+        comments = [(line.strip(), True) for line in physical_lines(text) if line.lstrip().startswith("#")]
+    exempted: set[str] = set()
+    found = False
+    for comment, alone in comments:
+        if alone and _FLAKE8_FILE_NOQA.match(comment):
+            return None
+        match = _FILE_NOQA.match(comment)
+        if match is None:
+            continue
+        found = True
+        if match.group("codes") is None:
+            return None
+        # Case-sensitive, as the line comments: `nnx201` exempts nothing.
+        exempted.update(c for c in re.split(r"[,\s]+", match.group("codes")) if c)
+    return frozenset(exempted) if found else False
+
+
+def apply_file_exemption(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
+    """Drop the diagnostics the file's ``# nnx-lint: noqa`` comments exempt it from."""
+    diagnostics = list(diagnostics)
+    if not diagnostics:
+        return diagnostics
+    exempted = file_exemption(text)
+    if exempted is False:
+        return diagnostics
+    if exempted is None:
+        return []
+    return [d for d in diagnostics if not any(d.code.startswith(code) for code in exempted)]
+
+
 def suppressing_line(diagnostic: Diagnostic, table: dict[int, frozenset[str] | None]) -> int | None:
     """The line of the noqa comment in ``table`` that suppresses ``diagnostic``, or None.
 
@@ -96,8 +160,9 @@ def suppressing_line(diagnostic: Diagnostic, table: dict[int, frozenset[str] | N
 
 
 def apply_noqa(diagnostics: Iterable[Diagnostic], text: str) -> list[Diagnostic]:
-    """Drop diagnostics whose start line is covered by a matching noqa comment."""
-    diagnostics = list(diagnostics)
+    """Drop diagnostics whose start line is covered by a matching noqa comment, and those the
+    file's ``# nnx-lint: noqa`` exempts it from."""
+    diagnostics = apply_file_exemption(diagnostics, text)
     if not diagnostics:
         return diagnostics
     table = suppressions(text, max(d.line for d in diagnostics))

@@ -14,6 +14,7 @@ from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
 from nnx_lint.collection import fewer_collections, settle_file
 from nnx_lint.config import Settings
 from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.discovery.gitignore import Gitignore, walk_top
 from nnx_lint.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.file_config import selectors_for as _selectors
@@ -35,7 +36,8 @@ class RunResult:
 
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
-    """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs and excludes.
+    """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs, excludes
+    and (``respect-gitignore``) what ``.gitignore`` files ignore (:mod:`nnx_lint.discovery`).
 
     A file named explicitly is linted even if its extension is not ``.py`` (and reported if
     it is not a regular file), and even if it is excluded, unless ``settings.force_exclude``
@@ -52,17 +54,27 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
                 seen.add(key)
                 yield path
             continue
+        # respect-gitignore: the .gitignore patterns in force in each directory (read as data).
+        ignores = {os.path.abspath(path): Gitignore.above(path, walk_top(path, settings.root))} \
+            if settings.respect_gitignore else None
         for directory, subdirectories, files in os.walk(path):
             current = Path(directory)
+            gitignore = ignores.pop(os.path.abspath(directory)).descend(directory) if ignores is not None else None
             subdirectories[:] = sorted(
                 d for d in subdirectories
                 if not settings.is_excluded(current / d, is_dir=True)
                 and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
+                and not (gitignore is not None and gitignore.ignores(os.path.join(directory, d), is_dir=True))
             )
+            if ignores is not None:
+                for d in subdirectories:
+                    ignores[os.path.abspath(os.path.join(directory, d))] = gitignore
             for name in sorted(files):
                 if name.endswith((".py", ".pyi", ".ipynb")):
                     file = current / name
                     key = os.path.abspath(file)
+                    if gitignore is not None and gitignore.ignores(key, is_dir=False):
+                        continue
                     if key not in seen and not settings.is_excluded(file):
                         seen.add(key)
                         yield file

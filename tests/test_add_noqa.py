@@ -75,8 +75,9 @@ def test_notebooks_are_named_not_edited(project, capsys):
     (project / "nb.ipynb").write_text(json.dumps(notebook))
     before = (project / "nb.ipynb").read_text()
     code, err = add_noqa(capsys, "nb.ipynb")
-    assert code == 0 and (project / "nb.ipynb").read_text() == before
+    assert code == 1 and (project / "nb.ipynb").read_text() == before
     assert "left nb.ipynb: cell 1:2: notebooks are not edited by --add-noqa" in err
+    assert "1 finding left unsuppressed" in err, "issue 27: a notebook finding still fails the next run"
 
 
 def test_add_noqa_with_stdin_is_a_usage_error(project, capsys):
