@@ -235,7 +235,7 @@ def test_cli_diff_json_and_help_follow_the_project_flax(tmp_path, monkeypatch, c
     out = capsys.readouterr()
     assert "+graphdef, state = nnx.split([v, v], graph=True)" in out.out and "graph_updates" not in out.out
     assert "Would fix 1 diagnostic (NNX103: 1)." in out.err
-    assert main(["check", ".", "--no-cache", "--show-fixes", "--select", "NNX301"]) == 1
+    assert main(["check", ".", "--no-cache", "--show-help", "--select", "NNX301"]) == 1
     assert ("No pin fix: `nnx.jit` takes `graph_updates=` only from flax 0.12.6 on, and this project's flax is 0.12.5 "
             "(`flax>=0.12.5` in pyproject.toml [project] dependencies)") in capsys.readouterr().out
     assert main(["check", ".", "--no-cache", "--output-format", "json", "--select", "NNX301"]) == 1
