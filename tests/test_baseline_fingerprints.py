@@ -102,7 +102,7 @@ def test_a_baseline_written_on_one_python_matches_on_every_other(tmp_path, reque
         pytest.skip(f"needs two of Python 3.10-3.13, found {sorted(interpreters)}")
     # pytest's cache keeps the venvs between runs; without the cache plugin (-p no:cacheprovider) a
     # temporary directory does.
-    cache = (request.config.cache.mkdir("nnx-lint-interpreters") if request.config.cache is not None
+    cache = (request.config.cache.mkdir("nnx-lint-interpreters") if getattr(request.config, "cache", None) is not None
              else request.getfixturevalue("tmp_path_factory").mktemp("nnx-lint-interpreters"))
     binaries = {version: environment_for(executable, cache) for version, executable in interpreters.items()}
     project = tmp_path / "project"
