@@ -313,7 +313,7 @@ def test_markdown_lists_related_locations_in_the_message_cell():
     from nnx_lint.markdown_report import render_markdown
 
     out = render_markdown([_two_related()], {}, 1, {})
-    (row,) = [line for line in out.splitlines() if "NNX998.md" in line]
+    (row,) = [line for line in out.splitlines() if "nnx-lint rule NNX998" in line]
     message_cell = row.split(" | ")[3]
     assert message_cell.startswith("probe called<br>also at pkg/base.py:1:1: base class here<br>also at nb.ipynb:")
     for raw in ("|", "`", "<b>", "@you", "\x1b", "\n"):
