@@ -146,8 +146,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
                 digests[file] = ""
         return digests[file]
 
-    analysis_roots = settings.analysis_roots()
-    roots = [str(root) for root in analysis_roots]
+    roots = [str(root) for root in settings.analysis_roots()]
     pending: list[tuple] = []
     keys: list[tuple[str, str, str]] = []
     for file in discover(paths, settings):
