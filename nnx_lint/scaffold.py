@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.facts import Facts
-from nnx_lint.rule import Invalid, Rule, Valid, raises
+from nnx_lint.api import Facts, Invalid, Rule, Valid, raises
 
 
 @dataclass(frozen=True, kw_only=True)

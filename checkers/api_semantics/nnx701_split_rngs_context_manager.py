@@ -6,13 +6,9 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.api_semantics.analysis import _rng_splitter
-from checkers.api_semantics.reproduction import _FORK_NOTE
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.transformed import bound_values_of
+from checkers.api_semantics.analysis import rng_splitter
+from checkers.api_semantics.reproduction import FORK_NOTE
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, bound_values_of, lookup, pin_sites_in, raises
 
 
 def _code(text: str) -> str:
@@ -123,7 +119,7 @@ class SplitRngsContextManager(Rule):
         result is an ``Rngs``, not a context manager). For ``restore_rngs``, the code between
         the split and the restore relies on the in-place split: the vmapped init gets the
         unsplit ``rngs`` (Tree Mode: a rank error). The control passes the returned value on."""
-        note = _FORK_NOTE if facts.get("api") == "fork_rngs" else ""
+        note = FORK_NOTE if facts.get("api") == "fork_rngs" else ""
         if facts.get("form") == "restore_rngs":
             main = _CREATE + note + _code("""
                 backups = nnx.split_rngs(rngs, splits=4)  # graph mode: splits `rngs` in place
@@ -143,7 +139,7 @@ class SplitRngsContextManager(Rule):
 
     def visit_with(self, node: nodes.With) -> None:
         for expression, _ in node.items:
-            call = _rng_splitter(self.context, expression)
+            call = rng_splitter(self.context, expression)
             if call is not None and not self.context.keeps_graph_mode(call):
                 self.report(expression, usage=f"`with nnx.{call.name}(...)`", api=call.name,
                             error="TypeError: 'Rngs' object does not support the context manager protocol",
@@ -157,7 +153,7 @@ class SplitRngsContextManager(Rule):
             return
         _scope, assignments = lookup(argument)
         values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
-        splitters = [_rng_splitter(self.context, v) for v in values]
+        splitters = [rng_splitter(self.context, v) for v in values]
         if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):
             self.report(node, usage="`nnx.restore_rngs(...)` on the result of "
                         f"`nnx.{splitters[0].name}`", api=splitters[0].name,

@@ -5,11 +5,9 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.api_semantics.analysis import _rng_splitter
-from checkers.api_semantics.reproduction import _FORK_NOTE
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from checkers.api_semantics.analysis import rng_splitter
+from checkers.api_semantics.reproduction import FORK_NOTE
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, pin_sites_in
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,14 +80,14 @@ class SplitRngsResultDiscarded(Rule):
     def reproduce(cls, facts: dict) -> Reproduction:
         """The split with its result discarded; the observation is the shape of the
         ``params`` key of the same ``rngs`` afterwards. The control keeps the result."""
-        note = _FORK_NOTE if facts.get("api") == "fork_rngs" else ""
+        note = FORK_NOTE if facts.get("api") == "fork_rngs" else ""
         main = "rngs = nnx.Rngs(0)\n" + note + "nnx.split_rngs(rngs, splits=4)  # result discarded\n" + \
             "return list(rngs.params.key.shape)\n"
         control = "rngs = nnx.Rngs(0)\nrngs = nnx.split_rngs(rngs, splits=4)\nreturn list(rngs.params.key.shape)\n"
         return Reproduction(main, expect_tree=[], expect_graph=[4], control=control)
 
     def visit_expr(self, node: nodes.Expr) -> None:
-        call = _rng_splitter(self.context, node.value)
+        call = rng_splitter(self.context, node.value)
         if call is None or not call.args or self.context.keeps_graph_mode(call):
             return
         self.report(node.value, api=call.name, rngs=call.args[0].as_string(), pin=pin_sites_in(self.context, call))

@@ -5,11 +5,19 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
-from nnx_lint.program_text import bounded_index
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.transforms import transform_resolver
+from nnx_lint.api import (
+    ABSENT,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    bounded_index,
+    entry_pin_target,
+    pin_sites_in,
+    raises,
+    transform_resolver,
+)
 
 
 _KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})

@@ -6,17 +6,29 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
-from nnx_lint.calls import constant_bool
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
-from nnx_lint.flow import lookup
-from nnx_lint.names import base_classes
-from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
-from nnx_lint.program_text import bounded_index, identifier_or, literal
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.summaries import helper_summaries
-from nnx_lint.transforms import explicit_tree, transform_resolver
+from nnx_lint.api import (
+    ABSENT,
+    GRAPH_APIS,
+    TRANSFORMS,
+    WALKING_METHODS,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    base_classes,
+    bounded_index,
+    constant_bool,
+    entry_pin_target,
+    explicit_tree,
+    helper_summaries,
+    identifier_or,
+    literal,
+    lookup,
+    pin_sites_in,
+    raises,
+    transform_resolver,
+)
 
 
 #: Graph APIs that look at the object and its direct children only (measured with flax 0.12.8:
@@ -247,7 +259,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
-        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in nnx_api.WALKING_METHODS \
+        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in WALKING_METHODS \
                 and not node.args and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
             # `model.iter_modules()`, the deprecated method form of `nnx.iter_modules(model)`
             arguments, api = [node.func.expr], f".{node.func.attrname}()"

@@ -5,9 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.facts import Facts
-from nnx_lint.program_text import literal
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, literal, raises
 
 
 _SCALAR_TYPES = (int, float, bool, str)

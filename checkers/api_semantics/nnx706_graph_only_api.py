@@ -5,10 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
-from nnx_lint.rule import Invalid, Rule, Valid, raises
-from nnx_lint.transforms import transform_resolver
+from nnx_lint.api import ABSENT, Facts, Invalid, Rule, Valid, entry_pin_target, pin_sites_in, raises, transform_resolver
 
 
 @dataclass(frozen=True, kw_only=True)

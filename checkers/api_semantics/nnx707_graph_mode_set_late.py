@@ -5,15 +5,20 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
-from nnx_lint.facts import Facts
-from nnx_lint.nnx_api import TRANSFORMS
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.rule import Invalid, Rule, Valid, differs
-from nnx_lint.transformed import transformed_code
+from nnx_lint.api import (
+    MODE_SETTERS,
+    TRANSFORMS,
+    Facts,
+    Invalid,
+    Rule,
+    Valid,
+    differs,
+    nodes_of_class,
+    transformed_code,
+)
 
 
-_SETTERS = nnx_api.MODE_SETTERS
+_SETTERS = MODE_SETTERS
 
 
 _CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}

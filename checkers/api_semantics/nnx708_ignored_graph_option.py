@@ -5,11 +5,19 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.calls import NNXCall, constant_bool
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.values import value_model
+from nnx_lint.api import (
+    ABSENT,
+    Facts,
+    Invalid,
+    NNXCall,
+    Reproduction,
+    Rule,
+    Valid,
+    constant_bool,
+    differs,
+    pin_sites_in,
+    value_model,
+)
 
 #: Options of graph APIs that only graph mode reads (flax 0.12.8, `graphlib.py`): `merge`
 #: and `map` (which ends in `merge`) pass `recreate_variables` to `unflatten`, whose

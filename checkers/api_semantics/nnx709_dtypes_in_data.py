@@ -5,10 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.facts import Facts
-from nnx_lint.program_text import clipped
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.variables import TREE_MAPS
+from nnx_lint.api import TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, clipped, raises
 
 #: Modules whose attributes named like a dtype are dtypes (``jnp.float32``, ``np.int8``).
 _DTYPE_MODULES = ("jax.numpy.", "numpy.", "ml_dtypes.")

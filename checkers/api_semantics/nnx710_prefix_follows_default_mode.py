@@ -6,17 +6,24 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.calls import NNXCall
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
-from nnx_lint.nnx_api import PREFIX_KEYWORDS
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.transforms import bound_values_of
+from nnx_lint.api import (
+    ABSENT,
+    PREFIX_KEYWORDS,
+    Facts,
+    Invalid,
+    NNXCall,
+    Reproduction,
+    Rule,
+    Valid,
+    bound_values_of,
+    lookup,
+    nodes_of_class,
+    pin_sites_in,
+    raises,
+)
 
 if TYPE_CHECKING:
-    from nnx_lint.engine import FileContext
+    from nnx_lint.api import FileContext
 
 #: How far a name is followed back to the ``nnx.prefix`` call it was bound to.
 _MAX_ALIASES = 3

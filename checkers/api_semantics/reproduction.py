@@ -2,5 +2,5 @@
 from __future__ import annotations
 
 
-_FORK_NOTE = ("# found: nnx.fork_rngs; nnx.split_rngs has the same in-place (graph) / returned (Tree Mode)\n"
+FORK_NOTE = ("# found: nnx.fork_rngs; nnx.split_rngs has the same in-place (graph) / returned (Tree Mode)\n"
               "# semantics, and both implementations provide it\n")

@@ -6,14 +6,10 @@ from typing import Any, Iterator
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
-from nnx_lint.transforms import transform_resolver
-from nnx_lint.values import value_model
+from nnx_lint.api import MODE_SETTERS, SPLITS, STATE_PRODUCERS, lookup, pin_sites_in, transform_resolver, value_model
 
 
-_MODE_PROBES = frozenset(nnx_api.MODE_SETTERS)
+_MODE_PROBES = frozenset(MODE_SETTERS)
 
 
 @dataclass
@@ -109,7 +105,7 @@ class _Analysis:
             return None
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
-            if name in nnx_api.STATE_PRODUCERS:
+            if name in STATE_PRODUCERS:
                 return name.replace("flax.nnx.", "nnx.") + "(...)"
             if name == "flax.nnx.clone" and expression.args:
                 inner = self.state_tangent(expression.args[0], bwd, old_parts, depth + 1)
@@ -119,14 +115,14 @@ class _Analysis:
                 return f"jax.tree.map(..., {inner})" if inner else None
             return None
         if isinstance(expression, nodes.Subscript):
-            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in nnx_api.SPLITS:
+            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in SPLITS:
                 return "nnx.split(...) State"
             return None
         if isinstance(expression, nodes.Name):
             if expression.name in old_parts:
                 return f"{expression.name} (the old protocol's State cotangent)"
             for value, kind in _bindings(expression):
-                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in nnx_api.SPLITS:
+                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in SPLITS:
                     return "nnx.split(...) State"
                 if kind == "value":
                     found = self.state_tangent(value, bwd, old_parts, depth + 1)
@@ -141,7 +137,7 @@ class _Analysis:
         return self.values.module_evidence(registration.primal, parameter)
 
 
-def _analysis(context) -> _Analysis:
+def custom_vjp_analysis(context) -> _Analysis:
     """The file's shared analysis (one per FileContext)."""
     return context.service(_Analysis)
 
@@ -172,7 +168,7 @@ def _nondiff(node: nodes.NodeNG | None) -> frozenset[int] | None:
     return None
 
 
-def _body_nodes(function: nodes.FunctionDef, kinds) -> Iterator[nodes.NodeNG]:
+def own_body_nodes(function: nodes.FunctionDef, kinds) -> Iterator[nodes.NodeNG]:
     """Nodes of ``kinds`` in ``function``'s own body (not in nested functions/lambdas)."""
     stack = list(function.body)
     while stack:
@@ -192,7 +188,7 @@ def _mentions_isinstance_tuple(test: nodes.NodeNG, name: str) -> bool:
     return False
 
 
-def _guarded_by_protocol_check(node: nodes.NodeNG, cotangent: str, function: nodes.FunctionDef) -> bool:
+def guarded_by_protocol_check(node: nodes.NodeNG, cotangent: str, function: nodes.FunctionDef) -> bool:
     """Inside ``if isinstance(g, tuple):`` / ``a if isinstance(g, tuple) else b`` (either branch)."""
     current = node.parent
     while current is not None and current is not function:
@@ -216,14 +212,14 @@ def _under_mode_probe(node: nodes.NodeNG, context) -> bool:
 
 def _string_indexed(name: str, function: nodes.FunctionDef) -> bool:
     """``name['x']`` in ``function`` outside a branch on ``isinstance(g, tuple)``."""
-    cotangent = _cotangent_parameter(function)
-    for subscript in _body_nodes(function, nodes.Subscript):
+    cotangent = cotangent_parameter(function)
+    for subscript in own_body_nodes(function, nodes.Subscript):
         if (
             isinstance(subscript.value, nodes.Name)
             and subscript.value.name == name
             and isinstance(subscript.slice, nodes.Const)
             and isinstance(subscript.slice.value, str)
-            and not (cotangent is not None and _guarded_by_protocol_check(subscript, cotangent.name, function))
+            and not (cotangent is not None and guarded_by_protocol_check(subscript, cotangent.name, function))
         ):
             return True
     return False
@@ -248,7 +244,7 @@ def _bindings(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:
 def _returns_tuple(function: nodes.FunctionDef) -> bool | None:
     """Whether the primal returns a tuple: True/False when every return says so, else None."""
     verdicts = set()
-    for statement in _body_nodes(function, nodes.Return):
+    for statement in own_body_nodes(function, nodes.Return):
         value = statement.value
         if isinstance(value, nodes.Tuple):
             verdicts.add(True)
@@ -261,7 +257,8 @@ def _returns_tuple(function: nodes.FunctionDef) -> bool | None:
     return verdicts.pop() if len(verdicts) == 1 else None
 
 
-def _cotangent_parameter(bwd: nodes.FunctionDef) -> nodes.AssignName | None:
+def cotangent_parameter(bwd: nodes.FunctionDef) -> nodes.AssignName | None:
+    """The last positional parameter of a backward function of two or more: where the cotangent arrives."""
     if bwd.args.vararg or not bwd.args.args or len(bwd.args.args) < 2:
         return None
     return bwd.args.args[-1]
@@ -276,16 +273,16 @@ def _is_cotangent(node: nodes.NodeNG, parameter: nodes.AssignName) -> bool:
 
 def old_destructures(bwd: nodes.FunctionDef, primal: nodes.FunctionDef) -> Iterator[tuple[nodes.Assign, str, str]]:
     """``(assign, shape, confidence)`` for old-protocol destructurings of the cotangent."""
-    parameter = _cotangent_parameter(bwd)
+    parameter = cotangent_parameter(bwd)
     if parameter is None:
         return
-    for assign in _body_nodes(bwd, nodes.Assign):
+    for assign in own_body_nodes(bwd, nodes.Assign):
         if not _is_cotangent(assign.value, parameter) or len(assign.targets) != 1:
             continue
         target = assign.targets[0]
         if not isinstance(target, (nodes.Tuple, nodes.List)) or len(target.elts) != 2:
             continue
-        if _guarded_by_protocol_check(assign, parameter.name, bwd):
+        if guarded_by_protocol_check(assign, parameter.name, bwd):
             continue
         first = target.elts[0]
         shape = f"{target.as_string()} = {parameter.name}"
@@ -309,7 +306,7 @@ def old_parts(bwd: nodes.FunctionDef, primal: nodes.FunctionDef) -> set[str]:
     changed = True
     while changed:  # (m_updates_g,) = input_updates_g
         changed = False
-        for assign in _body_nodes(bwd, nodes.Assign):
+        for assign in own_body_nodes(bwd, nodes.Assign):
             if isinstance(assign.value, nodes.Name) and assign.value.name in names:
                 for name in assign.targets[0].nodes_of_class(nodes.AssignName):
                     if name.name not in names:

@@ -5,10 +5,9 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.custom_vjp.analysis import _analysis, _cotangent_parameter, old_destructures
-from checkers.custom_vjp.reproduction import _other_arguments, _tangents, _TREE_BWD, _vjp_program
-from nnx_lint.facts import Facts
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from checkers.custom_vjp.analysis import cotangent_parameter, custom_vjp_analysis, old_destructures
+from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,14 +67,14 @@ class CustomVjpOldCotangent(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        registration = _analysis(self.context).registration(node)
+        registration = custom_vjp_analysis(self.context).registration(node)
         if registration is None or registration.bwd is None:
             return
         for assign, shape, confidence in old_destructures(registration.bwd, registration.primal):
             self.report(
                 assign,
                 shape=shape,
-                cotangent=_cotangent_parameter(registration.bwd).name,
+                cotangent=cotangent_parameter(registration.bwd).name,
                 destructuring=assign.targets[0].as_string(),
                 confidence=confidence,
                 **registration.facts(),
@@ -92,21 +91,21 @@ class CustomVjpOldCotangent(Rule):
         raises ``TypeError: iteration over a 0-d array`` (``vjp-structure``). Control: the
         FLIP bwd (its Tree Mode rewrite), ``g`` used directly and a Module-typed tangent.
         """
-        others = _other_arguments(facts, 0)
+        others = other_arguments(facts, 0)
         nested = str(facts.get("destructuring") or "").startswith("((")
         if nested:
             unpack = "(m_updates_g, " + "".join("_, " for _ in others) + "), out_g = g"
         else:
             unpack = "input_updates_g, out_g = g"
-        body = _vjp_program(others, f"""
+        body = vjp_program(others, f"""
             def f_bwd(res, g):
                 {unpack}
                 cos_x, m = res
                 m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))
                 m_g['x'][...] = cos_x * out_g
-                return ({_tangents(others, 0)},)
+                return ({tangent_arguments(others, 0)},)
         """)
-        return Reproduction(body, expect_error="vjp-structure", control=_vjp_program(others, _TREE_BWD.format(tangents=_tangents(others, 0))))
+        return Reproduction(body, expect_error="vjp-structure", control=vjp_program(others, TREE_BWD.format(tangents=tangent_arguments(others, 0))))
 
     VALID = [
         Valid(

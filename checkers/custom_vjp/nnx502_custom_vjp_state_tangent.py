@@ -6,16 +6,14 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.custom_vjp.analysis import (
-    _analysis,
-    _body_nodes,
-    _cotangent_parameter,
-    _guarded_by_protocol_check,
+    cotangent_parameter,
+    custom_vjp_analysis,
+    guarded_by_protocol_check,
     old_parts,
+    own_body_nodes,
 )
-from checkers.custom_vjp.reproduction import _other_arguments, _tangents, _TREE_BWD, _vjp_program
-from nnx_lint.facts import Facts
-from nnx_lint.program_text import bounded_index
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, bounded_index, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +74,7 @@ class CustomVjpStateTangent(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = _analysis(self.context)
+        analysis = custom_vjp_analysis(self.context)
         registration = analysis.registration(node)
         if registration is None or registration.bwd is None:
             return
@@ -84,12 +82,12 @@ class CustomVjpStateTangent(Rule):
         if diff is None:
             return
         bwd = registration.bwd
-        cotangent = _cotangent_parameter(bwd)
+        cotangent = cotangent_parameter(bwd)
         old = old_parts(bwd, registration.primal)
-        for statement in _body_nodes(bwd, nodes.Return):
+        for statement in own_body_nodes(bwd, nodes.Return):
             if not isinstance(statement.value, nodes.Tuple):
                 continue
-            if cotangent is not None and _guarded_by_protocol_check(statement, cotangent.name, bwd):
+            if cotangent is not None and guarded_by_protocol_check(statement, cotangent.name, bwd):
                 continue
             for index, parameter in diff:
                 if index >= len(statement.value.elts):
@@ -127,7 +125,7 @@ class CustomVjpStateTangent(Rule):
         """
         index = (bounded_index(facts.get("tangent_index"), "the tangent index")
                  if isinstance(facts.get("tangent_index"), int) else 0)
-        others = _other_arguments(facts, index)
+        others = other_arguments(facts, index)
         tangent = str(facts.get("tangent") or "")
         if "split" in tangent:
             build = "_, m_g = nnx.split(m)\n                m_g = jax.tree.map(jnp.zeros_like, m_g)"
@@ -135,8 +133,8 @@ class CustomVjpStateTangent(Rule):
             build = "m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))"
         else:
             build = "m_g = nnx.clone(nnx.state(m))"
-        tangents = _tangents(others, index)
-        body = _vjp_program(others, f"""
+        tangents = tangent_arguments(others, index)
+        body = vjp_program(others, f"""
             def f_bwd(res, g):
                 out_g = g[1] if isinstance(g, tuple) else g  # either protocol
                 cos_x, m = res
@@ -144,7 +142,7 @@ class CustomVjpStateTangent(Rule):
                 m_g['x'][...] = cos_x * out_g
                 return ({tangents},)
         """, index)
-        control = _vjp_program(others, _TREE_BWD.format(tangents=tangents), index)
+        control = vjp_program(others, TREE_BWD.format(tangents=tangents), index)
         return Reproduction(body, expect_error="vjp-structure", control=control)
 
     VALID = [

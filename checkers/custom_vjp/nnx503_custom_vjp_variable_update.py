@@ -6,10 +6,9 @@ from typing import Iterator
 
 from astroid import nodes
 
-from checkers.custom_vjp.analysis import _analysis, _body_nodes
-from checkers.custom_vjp.reproduction import _TREE_BWD, _vjp_program
-from nnx_lint.facts import Facts
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from checkers.custom_vjp.analysis import custom_vjp_analysis, own_body_nodes
+from checkers.custom_vjp.reproduction import TREE_BWD, vjp_program
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +73,7 @@ class CustomVjpVariableUpdate(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        registration = _analysis(self.context).registration(node)
+        registration = custom_vjp_analysis(self.context).registration(node)
         if registration is None or registration.bwd is None or _declares_updates_g(registration.bwd):
             return
         for role, function in (("function", registration.primal), ("fwd", registration.fwd)):
@@ -162,9 +161,9 @@ class CustomVjpVariableUpdate(Rule):
             return grad
         """
         cos2 = -0.4161468365471424
-        body = _vjp_program(others, bwd, 0, primal_write, fwd_write).rsplit("grads = ", 1)[0]
+        body = vjp_program(others, bwd, 0, primal_write, fwd_write).rsplit("grads = ", 1)[0]
         body += "\n" + _dedent(observe.format(update="", without=cos2, with_=cos2 + 1.0))
-        control = _vjp_program(others, _TREE_BWD.format(tangents="m_g"), 0).rsplit("grads = ", 1)[0]
+        control = vjp_program(others, TREE_BWD.format(tangents="m_g"), 0).rsplit("grads = ", 1)[0]
         control += "\n" + _dedent(observe.format(update=f"\n                {update}  # moved out of the custom_vjp function",
                                           without=2 * cos2, with_=2 * (cos2 + 1.0)))
         return Reproduction(_concrete(body), expect_tree="gradient omits the update's cotangent",
@@ -289,7 +288,7 @@ def _root(node: nodes.NodeNG) -> tuple[nodes.Name | None, list[str]]:
 
 def _variable_writes(function: nodes.FunctionDef, parameters: set[str]) -> Iterator[tuple[nodes.NodeNG, str, str]]:
     """``(node, text, parameter)`` for Variable value writes on ``parameters`` in ``function``."""
-    for node in _body_nodes(function, (nodes.Subscript, nodes.AssignAttr, nodes.Call)):
+    for node in own_body_nodes(function, (nodes.Subscript, nodes.AssignAttr, nodes.Call)):
         if isinstance(node, nodes.Subscript) and _is_store(node):
             root, parts = _root(node.value)
             ellipsis = isinstance(node.slice, nodes.Const) and node.slice.value is Ellipsis

@@ -1,11 +1,11 @@
 """Reproduction builders and program pieces shared by several custom vjp rules."""
 from __future__ import annotations
 
-from nnx_lint.program_text import bounded_index
+from nnx_lint.api import bounded_index
 
 
 #: The FLIP's bwd (its Tree Mode rewrite): ``g`` is the output cotangent, Module-typed tangent.
-_TREE_BWD = """
+TREE_BWD = """
     def f_bwd(res, g):
         cos_x, m = res
         m_g = nnx.clone(m)
@@ -14,19 +14,19 @@ _TREE_BWD = """
 """
 
 
-def _other_arguments(facts: dict, index: int) -> list[str]:
+def other_arguments(facts: dict, index: int) -> list[str]:
     """Names of the primal's other (array) arguments; the Module is at ``index``."""
     names = [n for n in facts.get("primal_args") or [] if isinstance(n, str) and n.isidentifier()]
     count = max(bounded_index(len(names), "the number of primal arguments"), index + 1)
     return [f"a{i}" for i in range(count) if i != index]
 
 
-def _tangents(others: list[str], index: int) -> str:
+def tangent_arguments(others: list[str], index: int) -> str:
     """``m_g`` at ``index``, zero tangents for the scalar array arguments."""
     return ", ".join("m_g" if i == index else "jnp.zeros(())" for i in range(len(others) + 1))
 
 
-def _vjp_program(others: list[str], bwd: str, index: int = 0, primal_write: str = "", fwd_write: str = "") -> str:
+def vjp_program(others: list[str], bwd: str, index: int = 0, primal_write: str = "", fwd_write: str = "") -> str:
     """A one-Param Module ``Foo`` through ``nnx.custom_vjp`` ``f`` with ``bwd``, differentiated by ``nnx.grad``."""
     import textwrap
 

@@ -8,23 +8,28 @@ from typing import Any
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
-from nnx_lint.call_sites import where
-from nnx_lint.classes import OPTIMIZER_CLASSES
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import bound_values, expressions_within, lookup
-from nnx_lint.names import NameResolver
-from nnx_lint.program_text import clipped
-from nnx_lint.transforms import transform_resolver
-from nnx_lint.values import value_model
-from nnx_lint.variables import (
+from nnx_lint.api import (
+    ABSENT,
+    CONTAINER_MODULES,
+    NNX,
+    OPTIMIZER_CLASSES,
+    STATE_CLASSES,
     TREE_MAPS,
+    Facts,
     GradApplication,
     GradientFlow,
     GradientUse,
     Holdings,
+    NameResolver,
+    bound_values,
+    clipped,
+    expressions_within,
+    lookup,
+    pin_sites_in,
+    transform_resolver,
+    value_model,
     variable_model,
+    where,
 )
 
 
@@ -54,7 +59,7 @@ STATE_METHODS = frozenset({
 #: flax containers whose Tree Mode gradient (the container itself) still indexes, iterates and
 #: answers ``in`` like graph mode's State (measured with flax 0.12.8); ``nnx.Sequential`` is
 #: a container that does none of it, so its gradient breaks like any Module's.
-MAPPING_LIKE_CONTAINERS = frozenset({f"{nnx_api.NNX}.Dict", f"{nnx_api.NNX}.List"})
+MAPPING_LIKE_CONTAINERS = frozenset({f"{NNX}.Dict", f"{NNX}.List"})
 
 
 #: Functions that need a ``State``/Mapping argument (position of that argument).
@@ -222,7 +227,7 @@ class _Analysis:
             "gradient_via": use.via,
             "application_line": call.lineno,
             **differentiated.facts(),
-            "pin": _pin(self.context, application),
+            "pin": grad_pin_sites(self.context, application),
         }
 
     # -- which calls apply a grad-transformed function ------------------------------------
@@ -338,11 +343,11 @@ class _Analysis:
     def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
         """The argument as an instance of ``ref``, when that class is (or may be) a Module."""
         classes = self.context.classes
-        if ref.qualified_name in nnx_api.CONTAINER_MODULES:
+        if ref.qualified_name in CONTAINER_MODULES:
             # What it holds comes from its construction (`nnx.Dict(a=nnx.List([...]), b=...)`).
             return Differentiated(position, argument, ref.short_name, ref.qualified_name,
                                   self.variables.holdings_of_value(argument), evidence, frozenset(), container=True)
-        if ref.qualified_name in nnx_api.STATE_CLASSES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
+        if ref.qualified_name in STATE_CLASSES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
             return None
         if ref.definition is not None:
             if not classes.info(ref.definition).is_nnx_module:
@@ -522,7 +527,7 @@ class _Analysis:
         return None
 
 
-def _analysis(context) -> _Analysis:
+def grad_analysis(context) -> _Analysis:
     """The file's grad analysis, shared by the NNX4xx rules (one per FileContext)."""
     return context.service(_Analysis)
 
@@ -566,11 +571,13 @@ def _class_attributes(classdef: nodes.ClassDef, classes, depth: int = 0) -> set[
     return names
 
 
-def _holding_facts(holdings: Holdings, categories) -> list[dict]:
+def holding_facts(holdings: Holdings, categories) -> list[dict]:
+    """The holdings of ``categories`` as facts (at most twelve)."""
     return [h.as_fact() for h in holdings.of(categories)][:12]
 
 
-def _describe(holdings: Holdings, categories) -> str:
+def describe_holdings(holdings: Holdings, categories) -> str:
+    """The first four holdings of ``categories`` as ``path: Type (dtype)``, for a message."""
     parts = []
     for holding in holdings.of(categories)[:4]:
         dtype = {"integer": " (int)", "float": " (float)", "unknown-dtype": " (dtype unknown)"}.get(holding.category, "")
@@ -579,7 +586,7 @@ def _describe(holdings: Holdings, categories) -> str:
     return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
-def _pin(context, application: GradApplication) -> list[dict[str, Any]]:
+def grad_pin_sites(context, application: GradApplication) -> list[dict[str, Any]]:
     """Where a pin fix keeps graph mode: the grad transform applied here."""
     return pin_sites_in(context, (application.transform_node, application.transform))
 
@@ -604,7 +611,7 @@ def _with_later_stores(differentiated: Differentiated | None, position: int, arg
     return dataclasses.replace(differentiated, holdings=holdings, later_stores=tuple(stores))
 
 
-def _grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:
+def grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:
     """The grad's creation and its application, as related locations of a finding."""
     sites = [(application.transform_node, f"the `nnx.{application.transform}` is created here"),
              (application.call, "and applied here")]

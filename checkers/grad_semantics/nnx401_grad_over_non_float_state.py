@@ -5,12 +5,16 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _describe, _holding_facts, _pin
-from checkers.grad_semantics.reproduction import _dedent, _SHARED_VARIABLE_TYPES
-from nnx_lint.caller_evidence import passed_at
-from nnx_lint.program_text import bounded_index
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.variables import NON_DIFFERENTIABLE
+from checkers.grad_semantics.analysis import (
+    DifferentiatedArgumentFacts,
+    describe_holdings,
+    grad_analysis,
+    grad_pin_sites,
+    grad_sites,
+    holding_facts,
+)
+from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
+from nnx_lint.api import NON_DIFFERENTIABLE, Invalid, Reproduction, Rule, Valid, bounded_index, passed_at, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +94,7 @@ class GradOverNonFloatState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         breaks = lambda d: d.holdings is not None and bool(d.holdings.of(NON_DIFFERENTIABLE))  # noqa: E731
-        for application, differentiated in _analysis(self.context).differentiated_at(node, breaks, containers=True):
+        for application, differentiated in grad_analysis(self.context).differentiated_at(node, breaks, containers=True):
             holdings = differentiated.holdings
             stored = _stored_non_float(differentiated)
             stored_names = {store.attribute for store in stored}
@@ -107,12 +111,12 @@ class GradOverNonFloatState(Rule):
                 transform=application.transform,
                 argnums=list(application.argnums or ()),
                 has_aux=application.has_aux,
-                holding=_describe(holdings, NON_DIFFERENTIABLE),
-                non_float=_holding_facts(holdings, NON_DIFFERENTIABLE),
+                holding=describe_holdings(holdings, NON_DIFFERENTIABLE),
+                non_float=holding_facts(holdings, NON_DIFFERENTIABLE),
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
-                pin=_pin(self.context, application),
-                related=_grad_sites(application) + _caller(differentiated)
+                pin=grad_pin_sites(self.context, application),
+                related=grad_sites(application) + _caller(differentiated)
                 + [(store.node, f"`{store.attribute}` is stored onto it here") for store in stored],
             )
 
@@ -133,7 +137,7 @@ class GradOverNonFloatState(Rule):
         if "rng" in categories or not types:
             holding, call = "self.drop = nnx.Dropout(0.5, rngs=rngs)", "self.drop(self.lin(x))"
         else:
-            variable = types[0] if types[0] in _SHARED_VARIABLE_TYPES else "Variable"
+            variable = types[0] if types[0] in SHARED_VARIABLE_TYPES else "Variable"
             holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
         position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
         argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
@@ -174,8 +178,8 @@ class GradOverNonFloatState(Rule):
             out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments.replace("model", "params")}, rest)
             return type(out).__name__
         """
-        return Reproduction(_dedent(model) + _dedent(use), expect_error="grad-non-float",
-                            control=_dedent(model) + _dedent(control))
+        return Reproduction(dedented(model) + dedented(use), expect_error="grad-non-float",
+                            control=dedented(model) + dedented(control))
 
     VALID = [
         Valid(

@@ -5,10 +5,16 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, _describe, _holding_facts, _pin
-from checkers.grad_semantics.reproduction import _application, _dedent, _SHARED_VARIABLE_TYPES
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE
+from checkers.grad_semantics.analysis import (
+    DifferentiatedArgumentFacts,
+    describe_holdings,
+    grad_analysis,
+    grad_pin_sites,
+    grad_sites,
+    holding_facts,
+)
+from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
+from nnx_lint.api import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Invalid, Reproduction, Rule, Valid, differs
 
 
 #: Of those, the ones that only change when a non-Param leaf has a non-zero gradient
@@ -82,7 +88,7 @@ class GradIncludesNonParamState(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = _analysis(self.context)
+        analysis = grad_analysis(self.context)
         non_param = {FLOAT_STATE, UNKNOWN_DTYPE}
         # unknown contents, or NNX401's (raises first), do not count
         breaks = lambda d: d.holdings is not None and not d.holdings.of(NON_DIFFERENTIABLE) \
@@ -105,13 +111,13 @@ class GradIncludesNonParamState(Rule):
                 consumer=consumer,
                 transform=application.transform,
                 argnums=list(application.argnums or ()),
-                holding=_describe(holdings, non_param),
-                non_param=_holding_facts(holdings, non_param),
+                holding=describe_holdings(holdings, non_param),
+                non_param=holding_facts(holdings, non_param),
                 gradient_via=use.via,
                 application_line=node.lineno,
                 **differentiated.facts(),
-                pin=_pin(self.context, application),
-                related=elsewhere + _grad_sites(application),
+                pin=grad_pin_sites(self.context, application),
+                related=elsewhere + grad_sites(application),
             )
 
     @classmethod
@@ -138,7 +144,7 @@ class GradIncludesNonParamState(Rule):
         if variable_type == "array":
             stat = "nnx.data(jnp.zeros((2,)))"
         else:
-            stat = f"nnx.{variable_type if variable_type in _SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
+            stat = f"nnx.{variable_type if variable_type in SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
         forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
         consumer = facts.get("consumer") or "optax.global_norm"
         if consumer in ("jax.tree.reduce", "jax.tree_util.tree_reduce"):
@@ -167,8 +173,8 @@ class GradIncludesNonParamState(Rule):
             model, x = Model(), jnp.ones((4, 2))
         """
         if consumer == "jax.flatten_util.ravel_pytree":
-            model = "from jax.flatten_util import ravel_pytree\n" + _dedent(model)
-        program = _dedent(model) + "\n" + _application(facts, "jnp.sum({m}(x) ** 2)")
+            model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
+        program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum({m}(x) ** 2)")
         body = _concrete(program + "return " + observe.replace("G", "grads") + "\n")
         control = _concrete(program + "return " + observe.replace("G", "nnx.state(grads, nnx.Param)") + "\n")
         return Reproduction(body, expect_tree=tree, expect_graph=graph, control=control)

@@ -6,12 +6,15 @@ from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, _analysis, _grad_sites, STATE_FUNCTIONS, STATE_METHODS
-from checkers.grad_semantics.reproduction import _application, _dedent
-from nnx_lint.facts import ABSENT
-from nnx_lint.program_text import identifier_or
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.variables import TREE_MAPS
+from checkers.grad_semantics.analysis import (
+    STATE_FUNCTIONS,
+    STATE_METHODS,
+    DifferentiatedArgumentFacts,
+    grad_analysis,
+    grad_sites,
+)
+from checkers.grad_semantics.reproduction import dedented, grad_application_code
+from nnx_lint.api import ABSENT, TREE_MAPS, Invalid, Reproduction, Rule, Valid, identifier_or, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +97,7 @@ class GradsUsedAsState(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = _analysis(self.context)
+        analysis = grad_analysis(self.context)
         for application, differentiated, use in analysis.gradient_uses(node):
             found = analysis.state_usage(use.name, differentiated)
             if found is None:
@@ -110,7 +113,7 @@ class GradsUsedAsState(Rule):
                 error=error,
                 **_usage_facts(self.context, used),
                 **analysis.use_facts(application, differentiated, use, node),
-                related=elsewhere + _grad_sites(application),
+                related=elsewhere + grad_sites(application),
             )
 
     @classmethod
@@ -172,9 +175,9 @@ class GradsUsedAsState(Rule):
 
             model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
         """
-        program = imports + _dedent(program) + "\n" + _application(facts, "jnp.sum({m}(x))")
-        body = _dedent(program) + f"return type({use.replace('G', 'grads')}).__name__\n"
-        control = _dedent(program) + f"return type({use.replace('G', 'nnx.state(grads, nnx.Param)')}).__name__\n"
+        program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum({m}(x))")
+        body = dedented(program) + f"return type({use.replace('G', 'grads')}).__name__\n"
+        control = dedented(program) + f"return type({use.replace('G', 'nnx.state(grads, nnx.Param)')}).__name__\n"
         return Reproduction(body, expect_error=expected, control=control)
 
     VALID = [

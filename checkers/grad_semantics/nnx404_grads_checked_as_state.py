@@ -5,11 +5,10 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, _analysis, _grad_sites,
+from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, grad_analysis, grad_sites,
                                               tree_mode_value)
-from checkers.grad_semantics.reproduction import _application, _dedent
-from nnx_lint.program_text import clipped
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from checkers.grad_semantics.reproduction import dedented, grad_application_code
+from nnx_lint.api import Invalid, Reproduction, Rule, Valid, clipped, differs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +86,7 @@ class GradsCheckedAsState(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = _analysis(self.context)
+        analysis = grad_analysis(self.context)
         for application, differentiated, use in analysis.gradient_uses(node):
             check = analysis.state_type_check(use.name)
             if check is None or id(check.node) in self._reported:
@@ -105,7 +104,7 @@ class GradsCheckedAsState(Rule):
                 graph_mode_value=not check.tree_mode_value,
                 consequence=_CONSEQUENCES.get(check.test, ""),
                 **analysis.use_facts(application, differentiated, use, node),
-                related=elsewhere + _grad_sites(application),
+                related=elsewhere + grad_sites(application),
             )
 
     @classmethod
@@ -130,7 +129,7 @@ class GradsCheckedAsState(Rule):
         elif container == "flax.nnx.List":
             model, forward = "model = nnx.List([nnx.Param(jnp.ones((2, 2)))])", "jnp.sum(x @ {m}[0][...])"
         else:
-            model = _dedent("""
+            model = dedented("""
                 class Net(nnx.Module):
                     def __init__(self, rngs):
                         self.linear = nnx.Linear(2, 2, rngs=rngs)
@@ -140,7 +139,7 @@ class GradsCheckedAsState(Rule):
                 model = Net(nnx.Rngs(0))
             """)
             forward = "jnp.sum({m}(x))"
-        program = _dedent(model) + "x = jnp.ones((1, 2))\n\n" + _application(facts, forward)
+        program = dedented(model) + "x = jnp.ones((1, 2))\n\n" + grad_application_code(facts, forward)
         body = program + f"return {observe.replace('G', 'grads')}\n"
         control = program + f"return {observe.replace('G', 'nnx.state(grads, nnx.Param)')}\n"
         return Reproduction(body, expect_tree=tree, expect_graph=not tree, control=control)

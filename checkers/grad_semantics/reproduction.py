@@ -1,10 +1,10 @@
 """Reproduction builders and program pieces shared by several grad semantics rules."""
 from __future__ import annotations
 
-from nnx_lint.program_text import bounded_index
+from nnx_lint.api import bounded_index
 
 
-def _application(facts: dict, forward: str) -> str:
+def grad_application_code(facts: dict, forward: str) -> str:
     """Reproduction code that applies the flagged transform and binds ``grads``.
 
     Uses the facts' ``transform``, ``has_aux``, ``argnums`` (int or tuple) and the
@@ -32,7 +32,7 @@ def _application(facts: dict, forward: str) -> str:
     elif has_aux:
         result = "grads, aux"
     pick = f"[{argnums.index(position)}]" if tuple_argnums else ""
-    return _dedent(f"""
+    return dedented(f"""
         def loss({parameters}):
             return {value}
 
@@ -42,10 +42,11 @@ def _application(facts: dict, forward: str) -> str:
 
 
 #: Variable types that both ``flax.nnx`` and ``tree_runtime`` provide.
-_SHARED_VARIABLE_TYPES = frozenset({"Variable", "BatchStat", "Cache", "Intermediate", "Param", "Perturbation"})
+SHARED_VARIABLE_TYPES = frozenset({"Variable", "BatchStat", "Cache", "Intermediate", "Param", "Perturbation"})
 
 
-def _dedent(code: str) -> str:
+def dedented(code: str) -> str:
+    """``code`` dedented, without surrounding blank lines, ending in one newline."""
     import textwrap
 
     return textwrap.dedent(code).strip("\n") + "\n"

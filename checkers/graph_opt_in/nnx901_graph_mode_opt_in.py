@@ -5,13 +5,10 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint import nnx_api
-from nnx_lint.calls import constant_bool
-from nnx_lint.facts import Facts
-from nnx_lint.rule import Invalid, Rule, Valid
+from nnx_lint.api import MODE_SETTERS, Facts, Invalid, Rule, Valid, constant_bool
 
 
-_SETTERS = frozenset(nnx_api.MODE_SETTERS)
+_SETTERS = frozenset(MODE_SETTERS)
 
 
 @dataclass(frozen=True, kw_only=True)

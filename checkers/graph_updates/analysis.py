@@ -3,29 +3,33 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.calls import NNXCall
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
-from nnx_lint.flow import expressions_within
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.transformed import Reach
-from nnx_lint.transforms import transform_resolver
+from nnx_lint.api import (
+    NNXCall,
+    Reach,
+    entry_pin_target,
+    expressions_within,
+    nodes_of_class,
+    pin_sites_in,
+    transform_resolver,
+)
 
 
-_VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
+VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
 
 
-def _entry_pin(context, reach: Reach) -> list[dict]:
+def entry_pin(context, reach: Reach) -> list[dict]:
     """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
     transforms around it), if in this file."""
     return pin_sites_in(context, entry_pin_target(reach.entry))
 
 
-def _relative(node: nodes.NodeNG) -> str:
+def file_name(node: nodes.NodeNG) -> str:
+    """The base name of the file ``node`` is in, for a message."""
     path = node.root().file or node.root().name
     return path.rsplit("/", 1)[-1]
 
 
-def _sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
+def sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
     """``Intermediate`` / ``Perturbation`` when the filters name one (in whatever module they sit)."""
     resolver = transform_resolver(context)
     for expression in filters:
@@ -35,7 +39,8 @@ def _sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
     return None
 
 
-def _uses_capture(context, scope: nodes.NodeNG) -> bool:
+def uses_capture(context, scope: nodes.NodeNG) -> bool:
+    """Whether ``scope`` calls ``nnx.capture``."""
     for call in nodes_of_class(scope, nodes.Call):
         found = context.nnx_call(call)
         if found is not None and found.name == "capture":
@@ -43,7 +48,7 @@ def _uses_capture(context, scope: nodes.NodeNG) -> bool:
     return False
 
 
-def _perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
+def perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
     """A `nnx.DiffState(..., (..., nnx.Perturbation))` in the scope of ``node`` (or the
     module) that does not feed only graph-mode `grad`s."""
     for scope in dict.fromkeys((node.scope(), node.root())):
@@ -60,11 +65,11 @@ def _perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
 
 
 def _feeds_only_graph_mode(context, diffstate: nodes.Call) -> bool:
-    uses = _grads_of(context, diffstate)
+    uses = grads_of(context, diffstate)
     return bool(uses) and all(context.keeps_graph_mode(u) for u in uses)
 
 
-def _grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
+def grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
     """The ``grad`` / ``value_and_grad`` calls whose ``argnums`` holds ``diffstate``."""
     uses = []
     for call in nodes_of_class(diffstate.root(), nodes.Call):

@@ -7,18 +7,24 @@ from typing import ClassVar
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import _entry_pin, _relative
-from nnx_lint import bounds
-from nnx_lint.caller_evidence import passed_to
-from nnx_lint.calls import constant_bool
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.values import value_model
-from nnx_lint.rule import Rule
-from nnx_lint.transformed import Reach, TransformedCode, body_nodes, transformed_code
+from checkers.graph_updates.analysis import entry_pin, file_name
+from nnx_lint.api import (
+    ABSENT,
+    Facts,
+    Reach,
+    Rule,
+    TransformedCode,
+    body_nodes,
+    checkpoint,
+    constant_bool,
+    nodes_of_class,
+    passed_to,
+    transformed_code,
+    value_model,
+)
 
 
-class _TransformedCodeRule(Rule):
+class TransformedCodeRule(Rule):
     """Shared walk: every function of this file that runs under a Tree Mode transform
     (and, where ``use_heuristic`` says so, unreached Module methods), plus functions of
     other project files reached from here (reported at the call that leaves this file)."""
@@ -31,22 +37,22 @@ class _TransformedCodeRule(Rule):
         reported_boundaries: set[int] = set()
         reached: set[int] = set()
         for reach in service.reaches():
-            bounds.checkpoint("checking the functions NNX transforms trace")
+            checkpoint("checking the functions NNX transforms trace")
             function = reach.function
             if function.root() is node:
                 reached.add(id(function))
                 if function.name == "__init__" and not isinstance(function, nodes.Lambda):
                     continue
                 for target, facts in self.findings_for(service, reach):
-                    self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)},
+                    self.report(target, **{**facts, **reach.facts(), "pin": entry_pin(self.context, reach)},
                                 related=self.related_sites(reach, facts))
             elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
                 if getattr(function, "name", "") == "__init__":
                     continue
                 for target, facts in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
-                    where = f" ({_relative(target)}:{target.lineno}, reached through this call)"
-                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach), "where": where,
+                    where = f" ({file_name(target)}:{target.lineno}, reached through this call)"
+                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": entry_pin(self.context, reach), "where": where,
                                                    "file": target.root().file, "line": target.lineno},
                                 related=[(target, f"the flagged code, in `{reach.chain[-1]}`"),
                                          *self.related_sites(reach, facts)])
@@ -58,7 +64,7 @@ class _TransformedCodeRule(Rule):
                 reach = service.heuristic(function)
                 if reach is not None and self.heuristic_applies(reach):
                     for target, facts in self.findings_for(service, reach):
-                        self.report(target, **{**facts, **reach.facts(), "pin": _entry_pin(self.context, reach)})
+                        self.report(target, **{**facts, **reach.facts(), "pin": entry_pin(self.context, reach)})
 
     def heuristic_applies(self, reach: Reach) -> bool:
         return True
@@ -125,7 +131,7 @@ class MethodCallFacts(TransformReachFacts):
     where: str
 
 
-class _MethodCallInTransform(_TransformedCodeRule):
+class MethodCallInTransform(TransformedCodeRule):
     """Calls of given methods on an outside object in transformed code."""
 
     facts_type = MethodCallFacts

@@ -7,15 +7,22 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import _VALUE_ATTRIBUTES
-from checkers.graph_updates.base import TransformReachFacts, _TransformedCodeRule
-from checkers.graph_updates.reproduction import _RESERVED, _under
-from nnx_lint.facts import ABSENT
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.program_text import is_identifier
-from nnx_lint.values import value_model
-from nnx_lint.rule import Invalid, Reproduction, Valid, differs
-from nnx_lint.transformed import Reach, TransformedCode, body_nodes
+from checkers.graph_updates.analysis import VALUE_ATTRIBUTES
+from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
+from checkers.graph_updates.reproduction import RESERVED_NAMES, under
+from nnx_lint.api import (
+    ABSENT,
+    Invalid,
+    Reach,
+    Reproduction,
+    TransformedCode,
+    Valid,
+    body_nodes,
+    differs,
+    is_identifier,
+    nodes_of_class,
+    value_model,
+)
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"})
@@ -24,7 +31,7 @@ _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "
 def _attribute(facts: dict, default: str) -> str:
     """The flagged attribute name, when it can be used in a generated program."""
     name = facts.get("attribute")
-    if is_identifier(name) and not name.startswith("_") and name not in _RESERVED:
+    if is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
         return name
     return default
 
@@ -74,7 +81,7 @@ class GraphUpdateInTransformFacts(TransformReachFacts):
     op: str = ABSENT
 
 
-class GraphUpdateInTransform(_TransformedCodeRule):
+class GraphUpdateInTransform(TransformedCodeRule):
     """Structural or static change to a Module inside transformed code.
 
     What it does:
@@ -377,12 +384,12 @@ class GraphUpdateInTransform(_TransformedCodeRule):
             header = (f"class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))"
                       f"{init_line}{method}\n\n\nm = M()\n")
             if outside:
-                statement, note = _under(transform, "read")
+                statement, note = under(transform, "read")
                 run = (f"{function.replace('def change(m):', 'def change_outside(m):')}change_outside(m)  "
                        "# the change, outside the transform\n"
                        f"def read(m):\n    return m.w[...].sum()\n{note}{statement}\n")
             else:
-                statement, note = _under(transform, "change")
+                statement, note = under(transform, "change")
                 run = f"{function}{note}{statement}\n"
             return header + run + f"return {observation.replace('ATTR', attr)}\n"
 
@@ -402,7 +409,7 @@ class GraphUpdateInTransform(_TransformedCodeRule):
             return  # graph mode drops changes made under eval_shape too: the flip changes nothing
         external = reach.external
         for node in body_nodes(reach.function):
-            if isinstance(node, nodes.AssignAttr) and node.attrname not in _VALUE_ATTRIBUTES:
+            if isinstance(node, nodes.AssignAttr) and node.attrname not in VALUE_ATTRIBUTES:
                 statement = node.parent
                 while isinstance(statement, (nodes.Tuple, nodes.List, nodes.Starred)):
                     statement = statement.parent

@@ -5,14 +5,24 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import _perturb_recipe_diffstate, _sown_collection, _uses_capture
-from checkers.graph_updates.reproduction import _code, _under
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.summaries import helper_summaries
-from nnx_lint.transformed import TransformedCode, root_name, transformed_code
+from checkers.graph_updates.analysis import perturb_recipe_diffstate, sown_collection, uses_capture
+from checkers.graph_updates.reproduction import dedented, under
+from nnx_lint.api import (
+    ABSENT,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    TransformedCode,
+    Valid,
+    differs,
+    entry_pin_target,
+    helper_summaries,
+    nodes_of_class,
+    pin_sites_in,
+    root_name,
+    transformed_code,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,7 +181,7 @@ class SowPopAcrossTransform(Rule):
         transform = facts.get("transform")
         if transform in ("vmap", "pmap"):
             transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
-        model = _code(f"""
+        model = dedented(f"""
             class Foo(nnx.Module):
                 def __init__(self, rngs):
                     self.lin = nnx.Linear(2, 2, rngs=rngs)
@@ -184,13 +194,13 @@ class SowPopAcrossTransform(Rule):
             model = Foo(nnx.Rngs(0))
             x = jnp.ones((1, 2))
         """)
-        statement, note = _under(transform, "forward", "model, x", loss="jnp.sum(model(x))")
-        main = model + _code("""
+        statement, note = under(transform, "forward", "model, x", loss="jnp.sum(model(x))")
+        main = model + dedented("""
             def forward(m, x):
                 return m(x)
         """) + note + statement + "\n" + \
             f"return sorted(nnx.{api}(model, nnx.{collection}).keys())\n"
-        control = model + _code(f"""
+        control = model + dedented(f"""
             @nnx.jit
             def forward(m, x):
                 return nnx.capture(m, nnx.{collection})(x)
@@ -212,17 +222,17 @@ class SowPopAcrossTransform(Rule):
 
     def _check(self, node: nodes.Call, call, argument: nodes.NodeNG, helpers: tuple[str, ...]) -> None:
         """``call`` pops/reads sown state of ``argument`` (at ``node``, directly or in helpers)."""
-        collection = _sown_collection(self.context, call.args[1:])
+        collection = sown_collection(self.context, call.args[1:])
         if collection is None:
             return
         model = root_name(argument)
         if model is None or not isinstance(argument, nodes.Name):
             return
-        if collection == "Perturbation" and _perturb_recipe_diffstate(self.context, node) is not None:
+        if collection == "Perturbation" and perturb_recipe_diffstate(self.context, node) is not None:
             return  # NNX303 tells the whole perturb story
         service = transformed_code(self.context)
         scope = node.scope()
-        if _uses_capture(self.context, scope):
+        if uses_capture(self.context, scope):
             return
         found = _earlier_transformed_call(self.context, service, scope, node, model.name)
         if found is None:

@@ -6,15 +6,13 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.graph_updates.analysis import (
-    _grads_of,
-    _perturb_recipe_diffstate,
-    _sown_collection,
-    _uses_capture,
+    grads_of,
+    perturb_recipe_diffstate,
+    sown_collection,
+    uses_capture,
 )
-from checkers.graph_updates.reproduction import _code
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
+from checkers.graph_updates.reproduction import dedented
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, pin_sites_in, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +135,7 @@ class PerturbDiffStateRecipe(Rule):
         ``nnx.{state,pop,split}`` of the Perturbation state); the control is the
         ``nnx.capture`` recipe."""
         api = facts.get("api") if facts.get("api") in ("state", "pop", "split") else "state"
-        model = _code("""
+        model = dedented("""
             class Model(nnx.Module):
                 def __init__(self, rngs):
                     self.lin = nnx.Linear(2, 2, rngs=rngs)
@@ -155,12 +153,12 @@ class PerturbDiffStateRecipe(Rule):
             "pop": "interm_grads = nnx.state(grads, nnx.Perturbation)\nnnx.pop(model, nnx.Perturbation)",
             "split": "_, grads, interm_grads = nnx.split(grads, nnx.Param, nnx.Perturbation)",
         }[api]
-        main = model + _code("""
+        main = model + dedented("""
             model(x)  # creates the Perturbation attribute eagerly
             diff_state = nnx.DiffState(0, (nnx.Param, nnx.Perturbation))
             grads = nnx.grad(lambda m: jnp.mean(m(x) ** 2), argnums=diff_state)(model)
         """) + read + "\nreturn sorted(interm_grads.keys())\n"
-        control = model + _code("""
+        control = model + dedented("""
             _, perturbs = nnx.capture(model, nnx.Perturbation)(x)
 
             def loss_fn(model, perturbs):
@@ -179,15 +177,15 @@ class PerturbDiffStateRecipe(Rule):
         call = self.context.nnx_call(node)
         if call is None or call.name not in ("pop", "state", "split") or len(call.args) < 2:
             return
-        if _sown_collection(self.context, call.args[1:]) != "Perturbation":
+        if sown_collection(self.context, call.args[1:]) != "Perturbation":
             return
         scope = node.scope()
-        if id(scope) in self._reported_scopes or _uses_capture(self.context, scope):
+        if id(scope) in self._reported_scopes or uses_capture(self.context, scope):
             return
-        diffstate = _perturb_recipe_diffstate(self.context, node)
+        diffstate = perturb_recipe_diffstate(self.context, node)
         if diffstate is None:
             return
         self._reported_scopes.add(id(scope))
-        pin = pin_sites_in(self.context, *(g for g in _grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
+        pin = pin_sites_in(self.context, *(g for g in grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
         self.report(node, api=call.name, diffstate_line=diffstate.lineno,
                     diffstate=diffstate.as_string(), confidence="transform", pin=pin)

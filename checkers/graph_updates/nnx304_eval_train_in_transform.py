@@ -1,12 +1,12 @@
 """NNX304 ``eval-train-in-transform``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.graph_updates.base import _MethodCallInTransform
-from checkers.graph_updates.reproduction import _code, _under
-from nnx_lint.rule import Invalid, Reproduction, Valid, differs
+from checkers.graph_updates.base import MethodCallInTransform
+from checkers.graph_updates.reproduction import dedented, under
+from nnx_lint.api import Invalid, Reproduction, Valid, differs
 
 
-class EvalTrainInTransform(_MethodCallInTransform):
+class EvalTrainInTransform(MethodCallInTransform):
     """`model.eval()` / `model.train()` / `set_attributes(...)` inside transformed code.
 
     What it does:
@@ -81,7 +81,7 @@ class EvalTrainInTransform(_MethodCallInTransform):
                 "set_attributes": "m.set_attributes(deterministic=True)"}[method]
         start = "model.eval()  # starts in evaluation mode\n" if method == "train" else ""
         tree, graph = (True, False) if method == "train" else (False, True)
-        model = _code("""
+        model = dedented("""
             class Net(nnx.Module):
                 def __init__(self, rngs):
                     self.lin = nnx.Linear(2, 2, rngs=rngs)
@@ -93,10 +93,10 @@ class EvalTrainInTransform(_MethodCallInTransform):
 
             model = Net(nnx.Rngs(0))
         """) + start
-        statement, note = _under(facts.get("transform"), "switch_mode", "model", loss="model.lin.kernel[...].sum()")
+        statement, note = under(facts.get("transform"), "switch_mode", "model", loss="model.lin.kernel[...].sum()")
         main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
             "\nreturn model.drop.deterministic\n"
-        read, read_note = _under(facts.get("transform"), "forward", "model", loss="model.lin.kernel[...].sum()")
+        read, read_note = under(facts.get("transform"), "forward", "model", loss="model.lin.kernel[...].sum()")
         control = model + call.replace("m.", "model.", 1) + "  # outside the transform\n" + \
             "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
             "\nreturn model.drop.deterministic\n"

@@ -4,10 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from astroid import nodes
 
-from checkers.graph_updates.base import _MethodCallInTransform
-from checkers.graph_updates.reproduction import _code, _under
-from nnx_lint.rule import Invalid, Reproduction, Valid, differs
-from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name
+from checkers.graph_updates.base import MethodCallInTransform
+from checkers.graph_updates.reproduction import dedented, under
+from nnx_lint.api import Invalid, Reach, Reproduction, TransformedCode, Valid, body_nodes, differs, root_name
 
 
 def _stores_on_self(method: nodes.FunctionDef) -> bool:
@@ -26,7 +25,7 @@ def _stores_on_self(method: nodes.FunctionDef) -> bool:
     return False
 
 
-class InitCacheInTransform(_MethodCallInTransform):
+class InitCacheInTransform(MethodCallInTransform):
     """`init_cache(...)` inside transformed code.
 
     What it does:
@@ -126,13 +125,13 @@ class InitCacheInTransform(_MethodCallInTransform):
         """``init_cache`` then a decode step, under the flagged transform; the observation is
         the caller's cache shape (None when the Cache Variables were dropped). The control
         initialises the cache eagerly and only decodes inside ``nnx.jit``."""
-        statement, note = _under(facts.get("transform"), "prefill", "model, x", loss="jnp.sum(model(x))")
-        main = _code(cls._DECODER) + _code("""
+        statement, note = under(facts.get("transform"), "prefill", "model, x", loss="jnp.sum(model(x))")
+        main = dedented(cls._DECODER) + dedented("""
             def prefill(m, x):
                 m.init_cache(x.shape)  # creates new Cache Variables
                 return m(x)
         """) + note + statement + "\nreturn None if model.cached_key is None else list(model.cached_key.shape)\n"
-        control = _code(cls._DECODER) + _code("""
+        control = dedented(cls._DECODER) + dedented("""
             model.init_cache(x.shape)  # eagerly, before the transformed decode loop
             for _ in range(2):
                 nnx.jit(lambda m, x: m(x))(model, x)

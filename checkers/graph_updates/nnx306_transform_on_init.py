@@ -5,14 +5,21 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.reproduction import _code
-from nnx_lint.calls import NNXCall
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites_in
-from nnx_lint.nnx_api import TRANSFORMS
-from nnx_lint.program_text import choice_or
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.transforms import transform_resolver
+from checkers.graph_updates.reproduction import dedented
+from nnx_lint.api import (
+    TRANSFORMS,
+    Facts,
+    Invalid,
+    NNXCall,
+    Reproduction,
+    Rule,
+    Valid,
+    choice_or,
+    differs,
+    entry_pin_target,
+    pin_sites_in,
+    transform_resolver,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,7 +144,7 @@ class TransformOnInit(Rule):
             f"m = {construct}\n"
             "return hasattr(m, 'linear')\n"
         )
-        control = _code("""
+        control = dedented("""
             class Stack(nnx.Module):
                 def __init__(self, rngs):
                     @nnx.vmap(in_axes=0, out_axes=0)

@@ -6,15 +6,23 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import _VALUE_ATTRIBUTES
-from checkers.graph_updates.reproduction import _code, _RESERVED
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
-from nnx_lint.program_text import is_identifier
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
-from nnx_lint.transformed import body_nodes, root_name, transformed_code
-from nnx_lint.transforms import explicit_tree
+from checkers.graph_updates.analysis import VALUE_ATTRIBUTES
+from checkers.graph_updates.reproduction import RESERVED_NAMES, dedented
+from nnx_lint.api import (
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    body_nodes,
+    differs,
+    explicit_tree,
+    is_identifier,
+    lookup,
+    pin_sites_in,
+    root_name,
+    transformed_code,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,10 +114,10 @@ class ScanBroadcastWrite(Rule):
         Not traced: the observation is the counter's number, which is abstract under a trace."""
         target = facts.get("target_text") or ""
         attr = target.split(".")[1].split("[")[0] if target.count(".") >= 1 else "n"
-        attr = attr if is_identifier(attr) and attr not in _RESERVED else "n"
+        attr = attr if is_identifier(attr) and attr not in RESERVED_NAMES else "n"
         write = (f"cnt.{attr}.value = cnt.{attr}[...] + 1.0" if target.endswith((".value", ".raw_value"))
                  else f"cnt.{attr}[...] += 1.0")
-        model = _code(f"""
+        model = dedented(f"""
             class Counter(nnx.Module):
                 def __init__(self):
                     self.{attr} = nnx.BatchStat(jnp.array(0.0))
@@ -117,7 +125,7 @@ class ScanBroadcastWrite(Rule):
 
             cnt = Counter()
         """)
-        main = model + _code(f"""
+        main = model + dedented(f"""
             def body(carry, cnt, x):
                 {write}  # a write on the broadcast argument
                 return carry + x, None
@@ -125,7 +133,7 @@ class ScanBroadcastWrite(Rule):
             nnx.scan(body, in_axes=(nnx.Carry, None, 0), out_axes=(nnx.Carry, 0))(0.0, cnt, jnp.arange(3.0))
             return float(cnt.{attr}[...])
         """)
-        control = model + _code(f"""
+        control = model + dedented(f"""
             def body(carry, cnt, x):
                 return carry + x * cnt.{attr}[...], None  # reads only
 
@@ -164,7 +172,7 @@ def _variable_writes(function, names: set[str]) -> Iterator[tuple[nodes.NodeNG, 
             targets = node.targets if isinstance(node, nodes.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, nodes.Subscript) or (
-                        isinstance(target, nodes.AssignAttr) and target.attrname in _VALUE_ATTRIBUTES):
+                        isinstance(target, nodes.AssignAttr) and target.attrname in VALUE_ATTRIBUTES):
                     root = root_name(target)
                     if root is not None and root.name in names and _is_parameter_of(root, function):
                         yield node, root.name

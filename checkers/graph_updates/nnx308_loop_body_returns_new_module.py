@@ -6,14 +6,22 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.values import VARIABLE_TYPES
-from checkers.graph_updates.reproduction import _code
-from nnx_lint.calls import NNXCall
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import lookup
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, raises
-from nnx_lint.transformed import TransformedCode, body_nodes, transformed_code
+from nnx_lint.api import (
+    VARIABLE_TYPES,
+    Facts,
+    Invalid,
+    NNXCall,
+    Reproduction,
+    Rule,
+    TransformedCode,
+    Valid,
+    body_nodes,
+    lookup,
+    pin_sites_in,
+    raises,
+    transformed_code,
+)
+from checkers.graph_updates.reproduction import dedented
 
 
 #: `while_loop` is left out: graph mode raises on a new carry there too (same-reference check).
@@ -122,7 +130,7 @@ class LoopBodyReturnsNewModule(Rule):
                     "    return nnx.merge(graphdef, jax.tree.map(lambda a: a + 1, state))\n")
         else:
             body = "def body(i, m):\n    new = M()\n    new.w[...] = m.w[...] + 1\n    return new\n"
-        model = _code("""
+        model = dedented("""
             class M(nnx.Module):
                 def __init__(self):
                     self.w = nnx.Param(jnp.zeros(()))
@@ -130,7 +138,7 @@ class LoopBodyReturnsNewModule(Rule):
 
         """)
         main = model + "\n\n" + body + "return list(nnx.fori_loop(0, 3, body, M()).w.shape)\n"
-        control = model + "\n\n" + _code("""
+        control = model + "\n\n" + dedented("""
             def body(i, m):
                 m.w[...] += 1
                 return m
@@ -195,7 +203,7 @@ class LoopBodyReturnsNewModule(Rule):
 
     def _built(self, value: nodes.NodeNG, depth: int) -> str | None:
         if isinstance(value, nodes.Name) and depth < 3:
-            from nnx_lint.flow import bound_values
+            from nnx_lint.api import bound_values
 
             found = {self._built(v, depth + 1) for v in bound_values(value)}
             found.discard(None)

@@ -3,24 +3,24 @@ from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.nnx_api import TRANSFORMS
-from nnx_lint.program_text import choice_or
+from nnx_lint.api import TRANSFORMS, choice_or
 
 
 # -- reproduction helpers -------------------------------------------------------------------
 
 #: Names a reproduction must not reuse as attribute names (Module API, the fixtures' own).
-_RESERVED = frozenset(
+RESERVED_NAMES = frozenset(
     "eval train sow perturb set_attributes iter_modules iter_children w change read lin drop "
     "layers init_cache".split()
 )
 
 
-def _code(text: str) -> str:
+def dedented(text: str) -> str:
+    """``text`` dedented, without surrounding blank lines, ending in one newline."""
     return textwrap.dedent(text).strip("\n") + "\n"
 
 
-def _under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...].sum()") -> tuple[str, str]:
+def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...].sum()") -> tuple[str, str]:
     """``(statement, note)``: a statement running ``fn(args)`` under the flagged transform.
 
     Transforms the reference runtime lacks, or that cannot carry the change in graph mode

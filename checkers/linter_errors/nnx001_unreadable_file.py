@@ -1,7 +1,7 @@
 """NNX001 ``unreadable-file``: the rule, its examples."""
 from __future__ import annotations
 
-from nnx_lint.rule import Invalid, Rule, Valid
+from nnx_lint.api import Invalid, Rule, Valid
 
 
 class UnreadableFile(Rule):

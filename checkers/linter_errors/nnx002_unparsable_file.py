@@ -1,7 +1,7 @@
 """NNX002 ``unparsable-file``: the rule, its examples."""
 from __future__ import annotations
 
-from nnx_lint.rule import Invalid, Rule, Valid
+from nnx_lint.api import Invalid, Rule, Valid
 
 
 class SyntaxErrorInFile(Rule):

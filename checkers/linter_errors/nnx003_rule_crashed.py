@@ -1,7 +1,7 @@
 """NNX003 ``rule-crashed``: the rule, its examples."""
 from __future__ import annotations
 
-from nnx_lint.rule import Rule, Valid
+from nnx_lint.api import Rule, Valid
 
 
 class RuleCrashed(Rule):

@@ -1,7 +1,7 @@
 """NNX004 ``analysis-skipped``: the rule, its examples."""
 from __future__ import annotations
 
-from nnx_lint.rule import Invalid, Rule, Valid
+from nnx_lint.api import Invalid, Rule, Valid
 
 
 _DEEP_EXPRESSION = "x = " + "1 + " * 5000 + "1\n"

@@ -1,8 +1,7 @@
 """NNX009 ``unused-noqa``: the rule, its examples."""
 from __future__ import annotations
 
-from nnx_lint.rule import Invalid, Rule, Valid
-from nnx_lint.unused_noqa import UNUSED_NOQA_CODE
+from nnx_lint.api import UNUSED_NOQA_CODE, Invalid, Rule, Valid
 
 
 class UnusedNoqa(Rule):

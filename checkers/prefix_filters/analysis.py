@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.calls import NNXCall
+from nnx_lint.api import NNXCall
 
 
-def _is_dead_local(construction: nodes.Call) -> bool:
+def is_dead_local(construction: nodes.Call) -> bool:
     """``axes = nnx.StateAxes(...)`` in a function, and ``axes`` never used: nothing can break.
 
     (Constructing a filter does not raise; only passing it to a transform does.)
@@ -21,7 +21,8 @@ def _is_dead_local(construction: nodes.Call) -> bool:
     return not any(name.name == target.name for name in scope.nodes_of_class(nodes.Name))
 
 
-def _form(call: NNXCall) -> str:
+def call_form(call: NNXCall) -> str:
+    """How a prefix-filter transform is applied: ``partial``, ``decorator`` or ``call``."""
     if call.via_partial:
         return "partial"
     if isinstance(call.node.parent, nodes.Decorators):

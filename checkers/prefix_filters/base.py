@@ -6,13 +6,8 @@ from typing import ClassVar
 
 from astroid import nodes
 
-from checkers.prefix_filters.analysis import _form, _is_dead_local
-from nnx_lint.calls import NNXCall
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.flow import expressions_within, position_in
-from nnx_lint.nnx_api import PREFIX_KEYWORDS
-from nnx_lint.rule import Rule
+from checkers.prefix_filters.analysis import call_form, is_dead_local
+from nnx_lint.api import ABSENT, PREFIX_KEYWORDS, Facts, NNXCall, Rule, expressions_within, pin_sites_in, position_in
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +26,7 @@ class PrefixFilterFacts(Facts):
     pin: list = ABSENT
 
 
-class _PrefixFilterRule(Rule):
+class PrefixFilterRule(Rule):
     """Shared logic: find one filter class in the prefix arguments of NNX transforms."""
 
     facts_type = PrefixFilterFacts
@@ -73,7 +68,7 @@ class _PrefixFilterRule(Rule):
             argument=argument,
             position=position_in(value, reference),
             filter_args=[a.as_string() for a in construction.args],
-            form=_form(call),
+            form=call_form(call),
             line_constructed=construction.lineno,
             pin=pin_sites_in(self.context, call),
             related=[(construction, f"the `nnx.{self.filter_name}` is constructed here"),
@@ -82,7 +77,7 @@ class _PrefixFilterRule(Rule):
 
     def leave_module(self, node: nodes.Module) -> None:
         for construction in self._constructions:
-            if id(construction) in self._consumed or _is_dead_local(construction):
+            if id(construction) in self._consumed or is_dead_local(construction):
                 continue
             if self.context.mode.scope_keeps_graph_mode(construction):
                 continue

@@ -1,12 +1,12 @@
 """NNX201 ``state-axes-prefix``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.prefix_filters.base import _PrefixFilterRule
-from checkers.prefix_filters.reproduction import _dedent
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.prefix_filters.base import PrefixFilterRule
+from checkers.prefix_filters.reproduction import dedented
+from nnx_lint.api import Invalid, Reproduction, Valid, raises
 
 
-class StateAxesPrefix(_PrefixFilterRule):
+class StateAxesPrefix(PrefixFilterRule):
     """`nnx.StateAxes` prefix in `vmap` / `scan` / `pmap` axes.
 
     What it does:
@@ -161,4 +161,4 @@ class StateAxesPrefix(_PrefixFilterRule):
                                in_axes=(0, None, None))
             return forward(params, rest, jnp.ones((3,))).shape
         """
-        return Reproduction(_dedent(model) + "\n" + _dedent(use), expect_error="prefix-filter", control=_dedent(control))
+        return Reproduction(dedented(model) + "\n" + dedented(use), expect_error="prefix-filter", control=dedented(control))

@@ -1,12 +1,12 @@
 """NNX202 ``diff-state-prefix``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.prefix_filters.base import _PrefixFilterRule
-from checkers.prefix_filters.reproduction import _dedent
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.prefix_filters.base import PrefixFilterRule
+from checkers.prefix_filters.reproduction import dedented
+from nnx_lint.api import Invalid, Reproduction, Valid, raises
 
 
-class DiffStatePrefix(_PrefixFilterRule):
+class DiffStatePrefix(PrefixFilterRule):
     """`nnx.DiffState` in `grad` / `value_and_grad` `argnums` or `custom_vjp` `nondiff_argnums`.
 
     What it does:
@@ -118,4 +118,4 @@ class DiffStatePrefix(_PrefixFilterRule):
             grads = nnx.grad(lambda d, r, x: jnp.sum(nnx.merge(graphdef, d, r)(x)))(diff, rest, jnp.ones((1, 2)))
             return type(grads).__name__
         """
-        return Reproduction(_dedent(use), expect_error="prefix-filter", control=_dedent(control))
+        return Reproduction(dedented(use), expect_error="prefix-filter", control=dedented(control))

@@ -1,12 +1,12 @@
 """NNX203 ``state-sharding-prefix``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.prefix_filters.base import _PrefixFilterRule
-from checkers.prefix_filters.reproduction import _dedent
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.prefix_filters.base import PrefixFilterRule
+from checkers.prefix_filters.reproduction import dedented
+from nnx_lint.api import Invalid, Reproduction, Valid, raises
 
 
-class StateShardingPrefix(_PrefixFilterRule):
+class StateShardingPrefix(PrefixFilterRule):
     """`nnx.StateSharding` in `jit` shardings or `shard_map` specs.
 
     What it does:
@@ -94,4 +94,4 @@ class StateShardingPrefix(_PrefixFilterRule):
             forward = nnx.jit(lambda m, x: m(x))
             return forward(model, jnp.ones((1, 2))).shape
         """
-        return Reproduction(_dedent(mesh) + "\n" + _dedent(use), expect_error="prefix-filter", control=_dedent(control))
+        return Reproduction(dedented(mesh) + "\n" + dedented(use), expect_error="prefix-filter", control=dedented(control))

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 
-def _dedent(code: str) -> str:
+def dedented(code: str) -> str:
+    """``code`` dedented, without surrounding blank lines, ending in one newline."""
     import textwrap
 
     return textwrap.dedent(code).strip("\n") + "\n"

@@ -3,11 +3,18 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.classes import SHARED_KINDS, Alias, Ref, join_path
-from nnx_lint.flow import bound_values, lookup
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.program_text import clipped
-from nnx_lint.transforms import Application, Argument
+from nnx_lint.api import (
+    SHARED_KINDS,
+    Alias,
+    Application,
+    Argument,
+    Ref,
+    bound_values,
+    clipped,
+    join_path,
+    lookup,
+    nodes_of_class,
+)
 
 
 #: Transforms whose function returns its carry by design (not output aliasing).
@@ -62,20 +69,20 @@ def parameter_names(function: nodes.NodeNG) -> list[str]:
     return names
 
 
-_DUPLICATE = "Duplicate"
+DUPLICATE = "Duplicate"
 
 
-_KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state": "State",
+KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state": "State",
                "ref": "mutable array ref"}
 
 
-_CONTAINER_NAMES = frozenset({"List", "Sequential", "Dict", "data"})
+CONTAINER_NAMES = frozenset({"List", "Sequential", "Dict", "data"})
 
 
-_GRAPH_METHODS = frozenset({"eval", "train", "set_attributes"})
+GRAPH_METHODS = frozenset({"eval", "train", "set_attributes"})
 
 
-_GRAPH_USE_APIS = frozenset({"Optimizer", "ModelAndOptimizer", "EMA", "tabulate"})
+GRAPH_USE_APIS = frozenset({"Optimizer", "ModelAndOptimizer", "EMA", "tabulate"})
 
 
 _MODULE_USE_APIS = frozenset(
@@ -83,11 +90,13 @@ _MODULE_USE_APIS = frozenset(
 )
 
 
-def _self_text(path: tuple[str, ...]) -> str:
+def self_text(path: tuple[str, ...]) -> str:
+    """``self.a.b[0]`` for the attribute path ``("a", "b", "[0]")``."""
     return join_path(("self",) + tuple(path))
 
 
-def _inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
+def inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
+    """Whether ``node`` is ``ancestor`` or below it."""
     while node is not None:
         if node is ancestor:
             return True
@@ -95,11 +104,13 @@ def _inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
     return False
 
 
-def _short(node: nodes.NodeNG, limit: int = 60) -> str:
+def short_source(node: nodes.NodeNG, limit: int = 60) -> str:
+    """The source of ``node``, cut to ``limit`` characters, for a message."""
     return clipped(node.as_string(), limit)
 
 
-def _function_label(function: nodes.NodeNG | None) -> str:
+def function_label(function: nodes.NodeNG | None) -> str:
+    """The name of a transformed function (``<lambda>`` when it has none), for a message."""
     if isinstance(function, (nodes.FunctionDef, nodes.ClassDef)):
         return function.name
     if isinstance(function, nodes.Name):
@@ -107,7 +118,7 @@ def _function_label(function: nodes.NodeNG | None) -> str:
     return "<lambda>"
 
 
-def _alias_shape(alias: Alias) -> dict:
+def alias_shape(alias: Alias) -> dict:
     """What a reproduction needs beyond the paths: which part of the shared object each
     path holds (``rngs`` and ``rngs.dropout``: ``""`` and ``"dropout"``) and the container."""
     first_ref = alias.first.ref if alias.first is not None else None
@@ -124,7 +135,7 @@ def _container_type(container: nodes.NodeNG | None) -> str | None:
     if isinstance(container, nodes.Call):
         func = container.func
         name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", None)
-        return name if name in _CONTAINER_NAMES else None
+        return name if name in CONTAINER_NAMES else None
     if isinstance(container, (nodes.List, nodes.ListComp, nodes.BinOp)):
         return "list"
     if isinstance(container, (nodes.Tuple, nodes.Dict)):
@@ -132,7 +143,8 @@ def _container_type(container: nodes.NodeNG | None) -> str | None:
     return None
 
 
-def _category(alias: Alias) -> str:
+def alias_category(alias: Alias) -> str:
+    """``rngs``, ``container`` (two elements of one container) or ``attribute``: the shape of an alias."""
     first, second = alias.first, alias.second
     if alias.kind == "rngs":
         return "rngs"
@@ -144,7 +156,7 @@ def _category(alias: Alias) -> str:
     return "attribute"
 
 
-def _overlapping_pair(classes, refs: list[tuple[Argument, Ref | None]]):
+def overlapping_pair(classes, refs: list[tuple[Argument, Ref | None]]):
     """The first two arguments denoting the same stateful object (or one and its part)."""
     for i, (first, ref_a) in enumerate(refs):
         if ref_a is None:
@@ -158,7 +170,7 @@ def _overlapping_pair(classes, refs: list[tuple[Argument, Ref | None]]):
     return None
 
 
-def _relative_parts(ref_a: Ref, ref_b: Ref) -> tuple[str, str]:
+def relative_parts(ref_a: Ref, ref_b: Ref) -> tuple[str, str]:
     """The attribute paths of two overlapping refs below their common object
     (``model`` and ``model.encoder``: ``""`` and ``"encoder"``); state-view parts dropped."""
     a = tuple(p for p in ref_a.path if not p.startswith("<"))
@@ -167,7 +179,7 @@ def _relative_parts(ref_a: Ref, ref_b: Ref) -> tuple[str, str]:
     return join_path(a[common:]), join_path(b[common:])
 
 
-def _view_of(context, expression: nodes.NodeNG) -> str | None:
+def view_of(context, expression: nodes.NodeNG) -> str | None:
     """``"state"`` for ``nnx.state(x)`` / ``nnx.variables(x)``, ``"split"`` for a state
     group of ``nnx.split(x)``, None for the object itself."""
     if isinstance(expression, nodes.Name):
@@ -186,39 +198,41 @@ def _view_of(context, expression: nodes.NodeNG) -> str | None:
     return None
 
 
-def _describe_use(use: Application) -> dict:
+def describe_use(use: Application) -> dict:
+    """The facts naming a transform application: transform, function and form (``direct`` or ``applied``)."""
     function = use.functions[0] if use.functions else None
     return {
         "transform": use.name,
-        "function": _function_label(function),
+        "function": function_label(function),
         "form": "direct" if use.call is use.transform.node else "applied",
     }
 
 
-_DUPLICATE_OUTPUT_MESSAGE = (
+DUPLICATE_OUTPUT_MESSAGE = (
     "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice: Tree Mode raises ValueError"
 )
 
 
-_DUPLICATE_OUTPUT_HELP = (
+DUPLICATE_OUTPUT_HELP = (
     "Tree Mode rejects duplicate outputs, including an object and its state (ValueError: Duplicate ...). "
     "Return it once and take `nnx.state(...)` outside the transform"
 )
 
 
-class _ReturnFinding:
+class ReturnFinding:
     """One returned input found by :func:`_returned_inputs`."""
 
     def __init__(self, code, node, facts) -> None:
         self.code, self.node, self.facts = code, node, facts
 
 
-def _has_aux(use: Application) -> bool:
+def has_aux(use: Application) -> bool:
+    """Whether the application's transform passes a literal ``has_aux=True``."""
     value = use.transform.keywords.get("has_aux")
     return isinstance(value, nodes.Const) and value.value is True
 
 
-def _used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
+def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
     """Whether the body treats parameter ``name`` as an NNX Module (calls it, walks its graph,
     or, as the value model's kind from use says, writes its Variables): evidence for a
     parameter without annotation."""

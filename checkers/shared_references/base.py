@@ -8,35 +8,47 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
-    _self_text,
-    _alias_shape,
     CARRY_TRANSFORMS,
-    _category,
-    _describe_use,
-    _DUPLICATE_OUTPUT_HELP,
-    _DUPLICATE_OUTPUT_MESSAGE,
+    DUPLICATE_OUTPUT_HELP,
+    DUPLICATE_OUTPUT_MESSAGE,
+    GRAPH_METHODS,
+    GRAPH_USE_APIS,
+    KIND_WORDS,
+    ReturnFinding,
+    alias_category,
+    alias_shape,
+    describe_use,
     function_definition,
-    _function_label,
-    _GRAPH_METHODS,
-    _GRAPH_USE_APIS,
-    _has_aux,
-    _inside,
-    _KIND_WORDS,
+    function_label,
+    has_aux,
+    inside,
     parameter_names,
     returned_values,
-    _ReturnFinding,
-    _short,
-    _used_as_module,
-    _view_of,
+    self_text,
+    short_source,
+    used_as_module,
+    view_of,
 )
-from nnx_lint.calls import NNXCall, constant_bool
-from nnx_lint.classes import SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, assigned_value, join_path
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites, pin_sites_in
-from nnx_lint.flow import bound_values, expressions_within, lookup
-from nnx_lint.rule import Rule
-from nnx_lint.values import value_model
-from nnx_lint.transforms import Application, transform_resolver
+from nnx_lint.api import (
+    SHARED_KINDS,
+    STATEFUL_KINDS,
+    Alias,
+    Application,
+    Facts,
+    NNXCall,
+    Ref,
+    Rule,
+    assigned_value,
+    bound_values,
+    constant_bool,
+    expressions_within,
+    join_path,
+    lookup,
+    pin_sites,
+    pin_sites_in,
+    transform_resolver,
+    value_model,
+)
 
 
 _SPEC = "[FLIP 5310](https://github.com/google/flax/issues/5310)"
@@ -101,7 +113,7 @@ def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) 
     return False
 
 
-class _FamilyRule(Rule):
+class FamilyRule(Rule):
     """Services every NNX1xx rule uses (no ``code``: not a rule itself)."""
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -122,7 +134,7 @@ class _FamilyRule(Rule):
         return self.classes.kind_of(self.classes.ref_of(expression))
 
 
-def _self_path_parts(target: nodes.AssignAttr) -> tuple[str, ...]:
+def self_path_parts(target: nodes.AssignAttr) -> tuple[str, ...]:
     """``("noise",)`` for ``self.noise = ...``; ``("a", "b")`` for ``self.a.b = ...``."""
     parts = [target.attrname]
     current = target.expr
@@ -148,9 +160,9 @@ def _store_sites(alias: Alias, where: nodes.NodeNG) -> list[tuple[nodes.NodeNG, 
     any file), as related locations; the reported line itself is left out."""
     sites = []
     if alias.first is not None:
-        sites.append((alias.first.node, f"`{_self_text(alias.first_path)}` stored here"))
+        sites.append((alias.first.node, f"`{self_text(alias.first_path)}` stored here"))
     if alias.second.node is not where:
-        sites.append((alias.second.node, f"`{_self_text(alias.second.path)}` stored here"))
+        sites.append((alias.second.node, f"`{self_text(alias.second.path)}` stored here"))
     return sites
 
 
@@ -178,7 +190,7 @@ class ClassAliasFacts(Facts):
     pin_every_use: bool
 
 
-class _ClassAliasRule(_FamilyRule):
+class ClassAliasRule(FamilyRule):
     """Replays each NNX class of the file and reports the aliases of one category."""
 
     facts_type = ClassAliasFacts
@@ -206,13 +218,13 @@ class _ClassAliasRule(_FamilyRule):
         call = self.context.nnx_call(node)
         if call is not None:
             self._record_constructions_inside(call)
-        if call is not None and call.args and (call.is_graph_api or call.name in _GRAPH_USE_APIS):
+        if call is not None and call.args and (call.is_graph_api or call.name in GRAPH_USE_APIS):
             # an explicit graph flag either way leaves the call as it is at the flip: graph=True
             # keeps graph mode, graph=False rejects shared Variables today already
             keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
             self._record_use(call.args[0], keeps, call.name, call if call.is_graph_api or call.is_transform else None)
             return
-        if isinstance(node.func, nodes.Attribute) and node.func.attrname in _GRAPH_METHODS:
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in GRAPH_METHODS:
             if self.classes.class_of_self(node.func.expr) is not None:
                 keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
                 keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
@@ -272,7 +284,7 @@ class _ClassAliasRule(_FamilyRule):
                 continue
             construction = self.classes.construction(classdef)
             for alias in construction.aliases:
-                if _category(alias) != self.category:
+                if alias_category(alias) != self.category:
                     continue
                 where = self._location(classdef, alias)
                 if where is None or (where.lineno, where.col_offset) in reported:
@@ -294,22 +306,22 @@ class _ClassAliasRule(_FamilyRule):
             child = self.classes.class_of(value)
             if child is None or child.definition is None:
                 continue
-            own = len(_self_path_parts(event.node))
+            own = len(self_path_parts(event.node))
             rest = event.path[own:]
             for inner in self.classes.construction(child.definition).events:
                 if inner.path == rest and not inner.deleted:
-                    sites.append((inner.node, f"`{_self_text(rest)}` stored here, in `{child.short_name}`"))
+                    sites.append((inner.node, f"`{self_text(rest)}` stored here, in `{child.short_name}`"))
                     break
         return sites
 
     def _location(self, classdef: nodes.ClassDef, alias: Alias) -> nodes.NodeNG | None:
         second = alias.second
         where = second.container if self.category == "container" and second.container is not None else second.origin
-        if not _inside(where, classdef):
+        if not inside(where, classdef):
             where = second.origin
-        if where.root() is not self.context.module or not _inside(where, classdef):
+        if where.root() is not self.context.module or not inside(where, classdef):
             return None
-        if not _inside(second.node, classdef) and alias.first is not None and not _inside(alias.first.node, classdef):
+        if not inside(second.node, classdef) and alias.first is not None and not inside(alias.first.node, classdef):
             # Both stores come from a base class: reported there, unless only our arguments tie them.
             owner = second.node.frame()
             owner = owner.parent if isinstance(owner, nodes.FunctionDef) else None
@@ -325,13 +337,13 @@ class _ClassAliasRule(_FamilyRule):
             "class_name": classdef.name,
             "first_path": join_path(alias.first_path),
             "second_path": second.display_path,
-            "kind": _KIND_WORDS.get(alias.kind, alias.kind),
+            "kind": KIND_WORDS.get(alias.kind, alias.kind),
             "shared": alias.ref.describe(),
-            "container": _short(second.container) if second.container is not None else None,
+            "container": short_source(second.container) if second.container is not None else None,
             "conditional": bool(second.guards),
             "stored_in": second.node.frame().name if hasattr(second.node.frame(), "name") else None,
             "confidence": "static",
-            **_alias_shape(alias),
+            **alias_shape(alias),
             "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
             **self._pin_facts(id(classdef)),
         }
@@ -346,7 +358,7 @@ class _ClassAliasRule(_FamilyRule):
         return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
 
 
-class _ReturnRule(_FamilyRule):
+class ReturnRule(FamilyRule):
     """Collects transformed function definitions; analyses their returns at the end."""
 
     finding_code: str
@@ -383,16 +395,16 @@ class _ReturnRule(_FamilyRule):
                 if finding.code == self.code and key not in seen:
                     seen.add(key)
                     duplicate = finding.facts.get("duplicate_output")
-                    message, help_text = (_DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
+                    message, help_text = (DUPLICATE_OUTPUT_MESSAGE, DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
                     # Every transform applying this definition must keep graph mode.
                     pin = pin_sites_in(self.context, *(u.transform for u in uses))
                     self.report(finding.node, message=message, help=help_text, related=_use_sites(uses),
                                 **{**finding.facts, "pin": pin})
 
     # -- analysis -------------------------------------------------------------------------
-    def _findings(self, definition: nodes.NodeNG, uses: list[Application]) -> list[_ReturnFinding]:
+    def _findings(self, definition: nodes.NodeNG, uses: list[Application]) -> list[ReturnFinding]:
         use = uses[0]
-        findings: list[_ReturnFinding] = []
+        findings: list[ReturnFinding] = []
         if isinstance(definition, nodes.ClassDef):
             for call_use in uses:
                 if not call_use.keeps_graph:
@@ -426,32 +438,32 @@ class _ReturnRule(_FamilyRule):
                 if kind not in STATEFUL_KINDS:
                     continue
                 facts = {
-                    **_describe_use(use),
-                    "function": _function_label(definition),
+                    **describe_use(use),
+                    "function": function_label(definition),
                     "parameter": name,
                     "position": index,
-                    "returned": _short(expression),
-                    "kind": _KIND_WORDS.get(kind, kind),
-                    "has_aux": _has_aux(use),
+                    "returned": short_source(expression),
+                    "kind": KIND_WORDS.get(kind, kind),
+                    "has_aux": has_aux(use),
                     "evidence": evidence,
                     "confidence": "static" if evidence in ("annotation", "call-site", "state-view") else "heuristic",
                     "part": join_path(tuple(p for p in ref.path if not p.startswith("<"))),
-                    "view": _view_of(self.context, expression) if is_view else None,
+                    "view": view_of(self.context, expression) if is_view else None,
                 }
                 if constructed_in is not None:
                     construction, stored_path = constructed_in
                     cls = self.classes.class_of(construction)
                     facts.update({
-                        "class_name": cls.short_name if cls else _short(construction.func),
+                        "class_name": cls.short_name if cls else short_source(construction.func),
                         "stored_path": join_path(stored_path),
-                        "returned": _short(construction),
+                        "returned": short_source(construction),
                     })
-                    findings.append(_ReturnFinding("NNX106", construction, facts))
+                    findings.append(ReturnFinding("NNX106", construction, facts))
                 else:
-                    findings.append(_ReturnFinding("NNX104", expression, facts))
+                    findings.append(ReturnFinding("NNX104", expression, facts))
         return findings
 
-    def _mutable_array_findings(self, definition, value, uses: list[Application]) -> list[_ReturnFinding]:
+    def _mutable_array_findings(self, definition, value, uses: list[Application]) -> list[ReturnFinding]:
         """NNX110: returned mutable array refs (measured with flax 0.12.8: Tree Mode's
         transforms hand them to JAX, which rejects a ref among a traced function's outputs;
         graph mode turns them back into refs after the call).
@@ -486,10 +498,10 @@ class _ReturnRule(_FamilyRule):
                     continue  # graph mode raises too
             if origin is None or not usable:
                 continue
-            findings.append(_ReturnFinding("NNX110", expression, {
-                **_describe_use(usable[0]),
-                "function": _function_label(definition),
-                "returned": _short(expression, 32),
+            findings.append(ReturnFinding("NNX110", expression, {
+                **describe_use(usable[0]),
+                "function": function_label(definition),
+                "returned": short_source(expression, 32),
                 "origin": origin,
                 "parameter": parameter,
                 "evidence": evidence,
@@ -500,7 +512,7 @@ class _ReturnRule(_FamilyRule):
     def _made_mutable_inside(self, expression, ref, definition, uses) -> str | None:
         """``"new ref"`` for a ``jax.new_ref(...)`` made in ``definition``; ``"ref variables"`` for a
         Variable or Module made there with ``ref=True`` Variables; None otherwise."""
-        if ref is None or ref.root[0] != "new" or ref.path or not _inside(ref.root[1], definition):
+        if ref is None or ref.root[0] != "new" or ref.path or not inside(ref.root[1], definition):
             return None
         call = ref.root[1]
         kind = self.classes.kind_of(ref)
@@ -572,9 +584,9 @@ class _ReturnRule(_FamilyRule):
         elif isinstance(value, nodes.Name):
             bindings = bound_values(value)
             binding = bindings[0] if len(bindings) == 1 else None
-            if binding is not None and _inside(binding, definition) and self._is_composite(binding):
+            if binding is not None and inside(binding, definition) and self._is_composite(binding):
                 yield from self._returned_parts(binding, definition, depth + 1)
-            elif (split := self.context.classes.split_making(value)) is not None and _inside(split, definition):
+            elif (split := self.context.classes.split_making(value)) is not None and inside(split, definition):
                 # `_, state = nnx.split(m)`: a state group of m
                 yield value, self.classes.ref_of(value), True, None
             else:
@@ -594,7 +606,7 @@ class _ReturnRule(_FamilyRule):
             return cls is not None and cls.definition is not None
         return False
 
-    def _duplicate_output(self, definition, value, uses) -> _ReturnFinding | None:
+    def _duplicate_output(self, definition, value, uses) -> ReturnFinding | None:
         """The same object (or an object and its state) returned twice: `return model, nnx.state(model)`."""
         parts = []
         for expression, known_ref, is_view, constructed_in in self._returned_parts(value, definition):
@@ -609,23 +621,23 @@ class _ReturnRule(_FamilyRule):
                 kinds = [self.classes.kind_of(first_ref), self.classes.kind_of(second_ref)]
                 if not (first_view or second_view or all(k in STATEFUL_KINDS for k in kinds)):
                     continue
-                return _ReturnFinding("NNX104", value, {
-                    **_describe_use(uses[0]),
-                    "function": _function_label(definition),
+                return ReturnFinding("NNX104", value, {
+                    **describe_use(uses[0]),
+                    "function": function_label(definition),
                     "parameter": None,
                     "position": None,
-                    "returned": f"{_short(first, 30)}` and `{_short(second, 30)}",
-                    "kind": "State" if (first_view or second_view) else _KIND_WORDS.get(kinds[0], kinds[0]),
-                    "has_aux": _has_aux(uses[0]),
+                    "returned": f"{short_source(first, 30)}` and `{short_source(second, 30)}",
+                    "kind": "State" if (first_view or second_view) else KIND_WORDS.get(kinds[0], kinds[0]),
+                    "has_aux": has_aux(uses[0]),
                     "evidence": "state-view" if (first_view or second_view) else "annotation",
                     "confidence": "static",
                     "duplicate_output": True,
-                    "views": [_view_of(self.context, first) if first_view else None,
-                              _view_of(self.context, second) if second_view else None],
+                    "views": [view_of(self.context, first) if first_view else None,
+                              view_of(self.context, second) if second_view else None],
                 })
         return self._output_holding_another(definition, value, uses)
 
-    def _output_holding_another(self, definition, value, uses) -> _ReturnFinding | None:
+    def _output_holding_another(self, definition, value, uses) -> ReturnFinding | None:
         """`return model, optimizer` where the optimizer was built from model's Variables
         (`SGD(nnx.variables(model, nnx.Param))`, flax's `10_fsdp_and_optimizer.py`): Tree
         Mode rejects the outputs' shared Variables as it does `return model, nnx.state(model)`."""
@@ -642,14 +654,14 @@ class _ReturnRule(_FamilyRule):
                     place = values.held_part_of(holder, held)
                     if place is None or self.classes.kind_of(held) not in STATEFUL_KINDS:
                         continue
-                    return _ReturnFinding("NNX104", value, {
-                        **_describe_use(uses[0]),
-                        "function": _function_label(definition),
+                    return ReturnFinding("NNX104", value, {
+                        **describe_use(uses[0]),
+                        "function": function_label(definition),
                         "parameter": None,
                         "position": None,
-                        "returned": f"{_short(owner, 30)}` and `{_short(holder, 30)}",
+                        "returned": f"{short_source(owner, 30)}` and `{short_source(holder, 30)}",
                         "kind": "State",
-                        "has_aux": _has_aux(uses[0]),
+                        "has_aux": has_aux(uses[0]),
                         "evidence": "state-view",
                         "confidence": "static",
                         "duplicate_output": True,
@@ -671,17 +683,17 @@ class _ReturnRule(_FamilyRule):
                     argument_kind = (self.classes.kind_of(Ref(argument_ref.root, argument_ref.path + ref.path))
                                      if argument_ref else None)
                     if argument_kind in STATEFUL_KINDS and not ref.path \
-                            and _view_of(self.context, argument.expression) is not None:
+                            and view_of(self.context, argument.expression) is not None:
                         argument_kind = "state"  # `step(graphdef, state)` after `graphdef, state = nnx.split(model)`
                     call_kinds.add(argument_kind)
         call_kinds.discard(None)
         if len(call_kinds) == 1:
             return call_kinds.pop(), "call-site"
-        if not ref.path and _used_as_module(self.context, definition, name):
+        if not ref.path and used_as_module(self.context, definition, name):
             return "module", "usage"
         return None, None
 
-    def _constructor_findings(self, classdef: nodes.ClassDef, use: Application) -> list[_ReturnFinding]:
+    def _constructor_findings(self, classdef: nodes.ClassDef, use: Application) -> list[ReturnFinding]:
         init = self.classes.init_of(classdef)
         if init is None or use.call is None:
             return []
@@ -702,15 +714,15 @@ class _ReturnRule(_FamilyRule):
             if kind not in STATEFUL_KINDS:
                 continue
             path, part = stored[parameter][0]
-            findings.append(_ReturnFinding("NNX106", use.call, {
-                **_describe_use(use),
+            findings.append(ReturnFinding("NNX106", use.call, {
+                **describe_use(use),
                 "function": classdef.name,
                 "class_name": classdef.name,
                 "parameter": parameter,
                 "position": argument.index,
                 "returned": None,
                 "stored_path": join_path(path),
-                "kind": _KIND_WORDS.get(kind, kind),
+                "kind": KIND_WORDS.get(kind, kind),
                 "has_aux": False,
                 "evidence": "call-site",
                 "confidence": "static",

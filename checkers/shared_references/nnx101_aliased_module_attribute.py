@@ -1,13 +1,13 @@
 """NNX101 ``aliased-module-attribute``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.shared_references.analysis import _DUPLICATE
-from checkers.shared_references.base import _ClassAliasRule
-from checkers.shared_references.reproduction import _class_alias_reproduction
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.shared_references.analysis import DUPLICATE
+from checkers.shared_references.base import ClassAliasRule
+from checkers.shared_references.reproduction import class_alias_reproduction
+from nnx_lint.api import Invalid, Reproduction, Valid, raises
 
 
-class AliasedAttribute(_ClassAliasRule):
+class AliasedAttribute(ClassAliasRule):
     """A Module stores one Variable or submodule under two attribute paths (tied weights).
 
     What it does:
@@ -187,7 +187,7 @@ class AliasedAttribute(_ClassAliasRule):
             model = Tied()
             y = nnx.jit(lambda m, x: m(x))(model, jnp.ones((1, 2)))
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "shared-submodule-graph-api-r02",
@@ -218,7 +218,7 @@ class AliasedAttribute(_ClassAliasRule):
             model = LM(nnx.Rngs(0))
             state = nnx.state(model)
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "local-stored-twice-and-wrapper",
@@ -234,7 +234,7 @@ class AliasedAttribute(_ClassAliasRule):
             model = Model(nnx.Rngs(0))
             nnx.jit(lambda m: None)(model)
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "raw-mutable-array-ref-twice",
@@ -264,4 +264,4 @@ class AliasedAttribute(_ClassAliasRule):
         any other use (`nnx.Optimizer`, and `.eval()` / `.train()` / `iter_modules`, which
         tree_runtime does not check for shared references). Control: the r01 fix, the
         object stored once."""
-        return _class_alias_reproduction(facts, "once")
+        return class_alias_reproduction(facts, "once")

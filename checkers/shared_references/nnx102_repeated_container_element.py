@@ -3,14 +3,13 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import _CONTAINER_NAMES, _DUPLICATE, _KIND_WORDS, _short
-from checkers.shared_references.base import _ClassAliasRule
-from checkers.shared_references.reproduction import _class_alias_reproduction
-from nnx_lint.classes import SHARED_KINDS, Ref, join_path
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.shared_references.analysis import CONTAINER_NAMES, DUPLICATE, KIND_WORDS, short_source
+from checkers.shared_references.base import ClassAliasRule
+from checkers.shared_references.reproduction import class_alias_reproduction
+from nnx_lint.api import SHARED_KINDS, Invalid, Ref, Reproduction, Valid, join_path, raises
 
 
-class RepeatedContainerElement(_ClassAliasRule):
+class RepeatedContainerElement(ClassAliasRule):
     """A container (`nnx.List`, `nnx.Sequential`, `nnx.Dict`, a list) holds one object twice.
 
     What it does:
@@ -103,7 +102,7 @@ class RepeatedContainerElement(_ClassAliasRule):
 
             model = Stack(nnx.Rngs(0))
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "repeat-and-sequential",
@@ -116,7 +115,7 @@ class RepeatedContainerElement(_ClassAliasRule):
                 mlp = nnx.Sequential(block, nnx.relu, block)  # NNX102
                 return layers, mlp
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "append-in-loop",
@@ -130,7 +129,7 @@ class RepeatedContainerElement(_ClassAliasRule):
                     for _ in range(n):
                         self.blocks.append(shared)  # NNX102
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
     ]
 
@@ -139,7 +138,7 @@ class RepeatedContainerElement(_ClassAliasRule):
         """The container (`nnx.List`, or `nnx.Sequential` as the facts say) holding one
         Linear at both positions, in the class at the finding's path, through nnx.jit
         (or the API the file uses it with). Control: distinct blocks."""
-        return _class_alias_reproduction(facts, "distinct")
+        return class_alias_reproduction(facts, "distinct")
 
     #: Elements appended one by one (``self.blocks.append(shared)`` in a loop): there is no
     #: container expression to show, so the message names the class and the paths.
@@ -163,7 +162,7 @@ class RepeatedContainerElement(_ClassAliasRule):
     def visit_call(self, node: nodes.Call) -> None:
         super().visit_call(node)
         call = self.context.nnx_call(node)
-        if call is None or call.name not in _CONTAINER_NAMES or call.is_compat or call.via_partial:
+        if call is None or call.name not in CONTAINER_NAMES or call.is_compat or call.via_partial:
             return
         if self._in_class_store(node) or self._in_outer_container(node):
             return
@@ -179,7 +178,7 @@ class RepeatedContainerElement(_ClassAliasRule):
                     continue
                 self._pending.append((node, dict(
                     class_name=None, first_path=join_path(path), second_path=join_path(other_path),
-                    kind=_KIND_WORDS.get(kind, kind), shared=ref.describe(), container=_short(node),
+                    kind=KIND_WORDS.get(kind, kind), shared=ref.describe(), container=short_source(node),
                     conditional=False, stored_in=None, confidence="static", first_part="", second_part="",
                     container_type=call.name if call.name in ("List", "Sequential") else None,
                     used_with=None)))
@@ -213,7 +212,7 @@ class RepeatedContainerElement(_ClassAliasRule):
         while current is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
             if isinstance(current, nodes.Call):
                 call = self.context.nnx_call(current)
-                if call is not None and call.name in _CONTAINER_NAMES:
+                if call is not None and call.name in CONTAINER_NAMES:
                     return True
             current = current.parent
         return False

@@ -8,32 +8,38 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
-    _describe_use,
-    _DUPLICATE,
-    _KIND_WORDS,
-    _overlapping_pair,
-    _relative_parts,
-    _short,
-    _view_of,
+    DUPLICATE,
+    KIND_WORDS,
+    describe_use,
+    overlapping_pair,
+    relative_parts,
+    short_source,
+    view_of,
 )
-from checkers.shared_references.base import _FamilyRule
+from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
-    _applied,
-    _BOX,
-    _code,
-    _shared_object,
-    _viewed,
+    BOX,
     aliasing_reproduction,
+    applied,
+    dedented,
+    shared_object,
     transform_stand_ins,
+    viewed,
 )
-from nnx_lint.caller_evidence import passed_here
-from nnx_lint.classes import STATEFUL_KINDS
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.nnx_api import ALIAS_CHECKING_GRAPH_APIS
-from nnx_lint.program_text import identifier_or
-from nnx_lint.values import value_model
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import (
+    ABSENT,
+    ALIAS_CHECKING_GRAPH_APIS,
+    STATEFUL_KINDS,
+    Facts,
+    Invalid,
+    Reproduction,
+    Valid,
+    identifier_or,
+    passed_here,
+    pin_sites_in,
+    raises,
+    value_model,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,7 +71,7 @@ class DuplicateTransformArgumentFacts(Facts):
     tie: str = ABSENT
 
 
-class DuplicateTransformArgument(_FamilyRule):
+class DuplicateTransformArgument(FamilyRule):
     """One object passed twice into an NNX transform (`f(m, m)`, `f(m, m.sub)`, `f(m, nnx.state(m))`).
 
     What it does:
@@ -169,7 +175,7 @@ class DuplicateTransformArgument(_FamilyRule):
             nnx.vmap(f, in_axes=(None, None, 0))(model, model, x)  # NNX103
             nnx.grad(f, argnums=(0, 1))(model, model, x)  # NNX103
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "object-and-its-part",
@@ -188,7 +194,7 @@ class DuplicateTransformArgument(_FamilyRule):
             step(model, model.encoder, None)  # NNX103
             step(model, None, nnx.state(model))  # NNX103
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "one-value-holds-it-twice-or-tied",
@@ -210,7 +216,7 @@ class DuplicateTransformArgument(_FamilyRule):
                 other.kernel = lin.kernel
                 nnx.jit(lambda a, b: None)(lin, other)  # NNX103
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "two-arguments-hold-it",
@@ -229,7 +235,7 @@ class DuplicateTransformArgument(_FamilyRule):
             v = nnx.Param(jnp.ones(2))
             f(Container(v), Container(v))  # NNX103
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
     ]
 
@@ -271,23 +277,23 @@ class DuplicateTransformArgument(_FamilyRule):
         if use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
         refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
-        pair = _overlapping_pair(self.classes, refs)
+        pair = overlapping_pair(self.classes, refs)
         if pair is not None:
             first, ref_a, second, ref_b, kinds = pair
-            first_part, second_part = _relative_parts(ref_a, ref_b)
+            first_part, second_part = relative_parts(ref_a, ref_b)
             self.report(
                 node,
                 message=self.ref_message if "ref" in kinds else None,
-                **_describe_use(use),
-                first=_short(first.expression),
-                second=_short(second.expression),
+                **describe_use(use),
+                first=short_source(first.expression),
+                second=short_source(second.expression),
                 first_position=first.label,
                 second_position=second.label,
-                kinds=[_KIND_WORDS.get(k, k) for k in kinds],
+                kinds=[KIND_WORDS.get(k, k) for k in kinds],
                 first_part=first_part,
                 second_part=second_part,
-                first_view=_view_of(self.context, first.expression),
-                second_view=_view_of(self.context, second.expression),
+                first_view=view_of(self.context, first.expression),
+                second_view=view_of(self.context, second.expression),
                 confidence="static",
                 pin=pin_sites_in(self.context, use.transform),
                 related=passed_here(self.context, first.expression, second.expression),
@@ -296,7 +302,7 @@ class DuplicateTransformArgument(_FamilyRule):
         if self._tied_pair(node, use, refs) or self._held_by_both(node, use):
             return
         for argument in use.arguments:
-            if self._within(node, argument.expression, argument.label, _describe_use(use), use.transform):
+            if self._within(node, argument.expression, argument.label, describe_use(use), use.transform):
                 return
 
     def _held_by_both(self, node: nodes.Call, use) -> bool:
@@ -308,10 +314,10 @@ class DuplicateTransformArgument(_FamilyRule):
                 shared = values.shared_between(first.expression, second.expression)
                 if shared is None:
                     continue
-                kind = _KIND_WORDS.get(shared.kind, shared.kind)
+                kind = KIND_WORDS.get(shared.kind, shared.kind)
                 self.report(
-                    node, message=self.held_message, **_describe_use(use),
-                    first=_short(first.expression), second=_short(second.expression),
+                    node, message=self.held_message, **describe_use(use),
+                    first=short_source(first.expression), second=short_source(second.expression),
                     first_position=_element_label(first.label, shared.first_path),
                     second_position=_element_label(second.label, shared.second_path),
                     kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
@@ -339,12 +345,12 @@ class DuplicateTransformArgument(_FamilyRule):
 
     def _report_tie(self, node, use, first, second, kinds, statement) -> None:
         self.report(
-            node, message=self.tie_message, **_describe_use(use),
-            first=_short(first.expression), second=_short(second.expression),
+            node, message=self.tie_message, **describe_use(use),
+            first=short_source(first.expression), second=short_source(second.expression),
             first_position=first.label, second_position=second.label,
-            kinds=[_KIND_WORDS.get(k, k) for k in kinds], first_part="", second_part="",
+            kinds=[KIND_WORDS.get(k, k) for k in kinds], first_part="", second_part="",
             first_view=None, second_view=None, confidence="static",
-            pin=pin_sites_in(self.context, use.transform), sharing="tie", tie=_short(statement),
+            pin=pin_sites_in(self.context, use.transform), sharing="tie", tie=short_source(statement),
             related=[(statement, "the tie: after it both objects hold this Variable")],
         )
 
@@ -363,10 +369,10 @@ class DuplicateTransformArgument(_FamilyRule):
         shared = value_model(self.context).shared_within(expression)
         if shared is None or (shared.tie is None and self._nnx_container(shared.container)):
             return False  # an nnx.List/Dict/Sequential holding it twice is NNX102's finding
-        kind = _KIND_WORDS.get(shared.kind, shared.kind)
+        kind = KIND_WORDS.get(shared.kind, shared.kind)
         self.report(
             node, message=self.within_message, **described,
-            first=_short(expression), second=_short(expression),
+            first=short_source(expression), second=short_source(expression),
             first_position=_element_label(label, shared.first_path),
             second_position=_element_label(label, shared.second_path),
             kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
@@ -399,16 +405,16 @@ def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
     kinds = facts.get("kinds") or ["Module", "Module"]
     first_part, second_part = facts.get("first_part"), facts.get("second_part")
     kind = kinds[0] if not first_part else (kinds[1] if not second_part else "Module")
-    shared = _shared_object(kind, [first_part, second_part])
+    shared = shared_object(kind, [first_part, second_part])
     first_label, second_label = facts.get("first_position") or "args[0]", facts.get("second_position") or "args[1]"
-    first = _viewed("shared", first_part, facts.get("first_view"))
-    second = _viewed("shared", second_part, facts.get("second_view"))
-    definition, call = _applied(facts.get("transform"), {first_label: first, second_label: second})
+    first = viewed("shared", first_part, facts.get("first_view"))
+    second = viewed("shared", second_part, facts.get("second_view"))
+    definition, call = applied(facts.get("transform"), {first_label: first, second_label: second})
     # the rewrite: pass the object once (the other position gets an independent copy)
-    fixed = _viewed(_independent_copy(kind, "shared"), second_part, facts.get("second_view"))
-    fixed_definition, fixed_call = _applied(facts.get("transform"), {first_label: first, second_label: fixed})
-    body = _code(_BOX, f"shared = {shared}", definition, call, "return 'ran'")
-    control = _code(_BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
+    fixed = viewed(_independent_copy(kind, "shared"), second_part, facts.get("second_view"))
+    fixed_definition, fixed_call = applied(facts.get("transform"), {first_label: first, second_label: fixed})
+    body = dedented(BOX, f"shared = {shared}", definition, call, "return 'ran'")
+    control = dedented(BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.get("transform"))
 
 
@@ -416,15 +422,15 @@ def _within_reproduction(facts: dict) -> Reproduction:
     """A list holding one object of the finding's kind twice, given to the finding's transform
     or graph API. Control: the second element an independent ``nnx.clone``."""
     kind = _buildable_kind(facts)
-    shared = _shared_object(kind, [])
+    shared = shared_object(kind, [])
     api = facts.get("transform")
 
     def program(holder: str) -> str:
         if facts.get("form") == "graph API":
             name = api if api in _GRAPH_API_CALLS else "split"
-            return _code(f"shared = {shared}", f"holder = {holder}", f"nnx.{name}(holder)", "return 'ran'")
-        definition, call = _applied(api, {"args[0]": "holder"})
-        return _code(_BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
+            return dedented(f"shared = {shared}", f"holder = {holder}", f"nnx.{name}(holder)", "return 'ran'")
+        definition, call = applied(api, {"args[0]": "holder"})
+        return dedented(BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
 
     if facts.get("form") == "graph API":
         stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{identifier_or(api, '?')}`",)
@@ -443,7 +449,7 @@ def _buildable_kind(facts: dict) -> str:
 def _independent_copy(kind: str | None, name: str) -> str:
     """Source text of an independent copy of ``name``: ``nnx.clone`` for NNX objects, a
     fresh ``jax.new_ref`` for a raw mutable array ref (not an NNX graph node)."""
-    return _shared_object(kind, []) if kind == "mutable array ref" else f"nnx.clone({name})"
+    return shared_object(kind, []) if kind == "mutable array ref" else f"nnx.clone({name})"
 
 
 def _held_reproduction(facts: dict) -> Reproduction:
@@ -451,13 +457,13 @@ def _held_reproduction(facts: dict) -> Reproduction:
     transform at the finding's argument positions. Control: the second holds an independent
     copy."""
     kind = _buildable_kind(facts)
-    shared = _shared_object(kind, [])
+    shared = shared_object(kind, [])
     # `args[1].v` places the holder at args[1] (what it holds at `.v` is the shared object)
-    definition, call = _applied(facts.get("transform"), {facts.get("first_position") or "args[0]": "first",
+    definition, call = applied(facts.get("transform"), {facts.get("first_position") or "args[0]": "first",
                                                          facts.get("second_position") or "args[1]": "second"})
 
     def program(second: str) -> str:
-        return _code(_BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
+        return dedented(BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
                      "return 'ran'")
 
     return aliasing_reproduction(program("shared"), program(_independent_copy(kind, "shared")), facts.get("transform"))
@@ -468,10 +474,10 @@ def _tie_reproduction(facts: dict) -> Reproduction:
     transform at the finding's positions. Control: the same without the tie."""
     first_label = facts.get("first_position") or "args[0]"
     second_label = facts.get("second_position") or "args[1]"
-    definition, call = _applied(facts.get("transform"), {first_label: "a", second_label: "b"})
+    definition, call = applied(facts.get("transform"), {first_label: "a", second_label: "b"})
     models = "a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\nb = nnx.Linear(2, 2, rngs=nnx.Rngs(1))"
-    body = _code(_BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
-    control = _code(_BOX, models, definition, call, "return 'ran'")
+    body = dedented(BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
+    control = dedented(BOX, models, definition, call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.get("transform"))
 
 

@@ -5,20 +5,18 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.analysis import _DUPLICATE
-from checkers.shared_references.base import _ReturnRule
+from checkers.shared_references.analysis import DUPLICATE
+from checkers.shared_references.base import ReturnRule
 from checkers.shared_references.reproduction import (
-    _applied,
-    _BOX,
-    _code,
-    _REPRO_TRANSFORMS,
-    _shared_object,
-    _viewed,
+    BOX,
+    REPRO_TRANSFORMS,
     aliasing_reproduction,
+    applied,
+    dedented,
+    shared_object,
+    viewed,
 )
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.program_text import bounded_index
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, bounded_index, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +45,7 @@ class TransformReturnsInputFacts(Facts):
     pin: list
 
 
-class TransformReturnsInput(_ReturnRule):
+class TransformReturnsInput(ReturnRule):
     """An NNX-transformed function returns (part of) its input.
 
     What it does:
@@ -153,7 +151,7 @@ class TransformReturnsInput(_ReturnRule):
             nnx.value_and_grad(lambda m: (jnp.sum(m(x)), nnx.state(m)), has_aux=True)(model)  # NNX104
             nnx.eval_shape(lambda m: m, model)  # NNX104
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "train-step-returns-model",
@@ -165,7 +163,7 @@ class TransformReturnsInput(_ReturnRule):
                 loss = model(batch).mean()
                 return loss, model  # NNX104
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "returns-model-and-its-state",
@@ -178,7 +176,7 @@ class TransformReturnsInput(_ReturnRule):
                 state = nnx.state(model)
                 return model, state  # NNX104
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
     ]
 
@@ -203,15 +201,15 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
             returned = "m, Holder(nnx.variables(m, nnx.Param))"
         else:
             holder = ""
-            returned = ", ".join(_viewed("m", None, view) for view in facts.get("views") or [None, "state"])
-        body = _code(holder, f"""
+            returned = ", ".join(viewed("m", None, view) for view in facts.get("views") or [None, "state"])
+        body = dedented(holder, f"""
             def create():
                 m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
                 return {returned}
             nnx.jit(create)()
             return 'ran'
             """)
-        control = _code("""
+        control = dedented("""
             def create():
                 return nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             model = nnx.jit(create)()
@@ -222,18 +220,18 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
     kind = facts.get("kind")
     if kind == "State":
         kind = "Module"
-    holder = _shared_object(kind if not part else "Module", [part])
+    holder = shared_object(kind if not part else "Module", [part])
     position = facts.get("position") if isinstance(facts.get("position"), int) else 0
     position = bounded_index(position, "the argument position")
     label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
     parameter = f"p{position}"
-    returned = _viewed(parameter, part, view)
+    returned = viewed(parameter, part, view)
     if facts.get("has_aux") or transform in ("grad", "value_and_grad"):
         transform = transform if transform in ("grad", "value_and_grad") else "value_and_grad"
-    elif transform not in _REPRO_TRANSFORMS:
+    elif transform not in REPRO_TRANSFORMS:
         transform = "jit"
-    definition, call = _applied(transform, {label: "model"}, result=returned)
-    fixed_definition, fixed_call = _applied(transform, {label: "model"}, result=f"nnx.clone({returned})")
-    body = _code(_BOX, f"model = {holder}", definition, call, "return 'ran'")
-    control = _code(_BOX, f"model = {holder}", fixed_definition, fixed_call, "return 'ran'")
+    definition, call = applied(transform, {label: "model"}, result=returned)
+    fixed_definition, fixed_call = applied(transform, {label: "model"}, result=f"nnx.clone({returned})")
+    body = dedented(BOX, f"model = {holder}", definition, call, "return 'ran'")
+    control = dedented(BOX, f"model = {holder}", fixed_definition, fixed_call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.get("transform"))

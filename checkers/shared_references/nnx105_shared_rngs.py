@@ -1,12 +1,12 @@
 """NNX105 ``shared-rngs``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.shared_references.base import _ClassAliasRule
-from checkers.shared_references.reproduction import _class_alias_reproduction
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.shared_references.base import ClassAliasRule
+from checkers.shared_references.reproduction import class_alias_reproduction
+from nnx_lint.api import Invalid, Reproduction, Valid, raises
 
 
-class SharedRngs(_ClassAliasRule):
+class SharedRngs(ClassAliasRule):
     """One `nnx.Rngs` (or a stream of it) stored by several modules of one model.
 
     What it does:
@@ -132,4 +132,4 @@ class SharedRngs(_ClassAliasRule):
         """The class storing one `nnx.Rngs` (or a stream of it, as the facts' parts say)
         at both paths, through nnx.jit or the API the file uses it with. Control: the
         second path stores `rngs.fork()` (the r84 fix)."""
-        return _class_alias_reproduction(facts, "fork")
+        return class_alias_reproduction(facts, "fork")

@@ -5,11 +5,19 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.base import _ReturnRule
-from checkers.shared_references.reproduction import _BOX, _code, _emit_tree, _shared_object, _tree_of
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.program_text import bounded_index, identifier_or, set_attribute
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.shared_references.base import ReturnRule
+from checkers.shared_references.reproduction import BOX, dedented, emit_tree, shared_object, tree_of
+from nnx_lint.api import (
+    ABSENT,
+    Facts,
+    Invalid,
+    Reproduction,
+    Valid,
+    bounded_index,
+    identifier_or,
+    raises,
+    set_attribute,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +44,7 @@ class TransformBuildsFromInputFacts(Facts):
     pin: list
 
 
-class TransformBuildsFromInput(_ReturnRule):
+class TransformBuildsFromInput(ReturnRule):
     """A transform builds a Module that stores the transform's own input (`nnx.jit(Model)(rngs)`).
 
     What it does:
@@ -131,13 +139,13 @@ def _builds_from_input_reproduction(facts: dict) -> Reproduction:
     """NNX106: a transform builds the finding's class from an argument the class stores."""
     class_name = identifier_or(facts.get("class_name"), "Model")
     kind = facts.get("kind") or "Rngs"
-    argument = _shared_object(kind, [])
+    argument = shared_object(kind, [])
     position = facts.get("position") if isinstance(facts.get("position"), int) else 0
     position = bounded_index(position, "the argument position")
     parameters = [f"p{i}" for i in range(position)] + ["arg"]
     stored = facts.get("stored_path") or "rngs"
-    tree = _tree_of([(stored, "arg")])
-    stores = "\n".join("        " + set_attribute("self", name, _emit_tree(child)) for name, child in tree.items()
+    tree = tree_of([(stored, "arg")])
+    stores = "\n".join("        " + set_attribute("self", name, emit_tree(child)) for name, child in tree.items()
                        if isinstance(name, str)) or "        pass"
     model = f"class {class_name}(nnx.Module):\n    def __init__(self, {', '.join(parameters)}):\n{stores}\n"
     arguments = ", ".join(["jnp.ones(2)"] * position + [argument])
@@ -148,10 +156,10 @@ def _builds_from_input_reproduction(facts: dict) -> Reproduction:
         call = f"nnx.eval_shape({function}, {arguments})"
     else:
         call = f"nnx.jit({function})({arguments})"
-    body = _code(_BOX, model, call, "return 'ran'")
+    body = dedented(BOX, model, call, "return 'ran'")
     # the rewrite: create the argument inside the transformed function
     inside = ", ".join(["jnp.ones(2)"] * position + [argument])
     fixed = (f"nnx.eval_shape(lambda: {class_name}({inside}))" if transform == "eval_shape"
              else f"nnx.jit(lambda: {class_name}({inside}))()")
-    control = _code(_BOX, model, fixed, "return 'ran'")
+    control = dedented(BOX, model, fixed, "return 'ran'")
     return Reproduction(body, expect_error="aliasing", control=control)

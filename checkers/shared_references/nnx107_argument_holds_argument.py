@@ -7,21 +7,18 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import _describe_use, _DUPLICATE, _KIND_WORDS, _short
-from checkers.shared_references.base import _FamilyRule
+from checkers.shared_references.analysis import DUPLICATE, KIND_WORDS, describe_use, short_source
+from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
-    _applied,
-    _BOX,
-    _code,
-    _emit_tree,
-    _shared_object,
-    _tree_of,
+    BOX,
     aliasing_reproduction,
+    applied,
+    dedented,
+    emit_tree,
+    shared_object,
+    tree_of,
 )
-from nnx_lint.classes import STATEFUL_KINDS, join_path
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import STATEFUL_KINDS, Facts, Invalid, Reproduction, Valid, join_path, pin_sites_in, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +42,7 @@ class ArgumentHoldsArgumentFacts(Facts):
     pin: list
 
 
-class ArgumentHoldsArgument(_FamilyRule):
+class ArgumentHoldsArgument(FamilyRule):
     """A transform argument holds another argument (`ModelAndOptimizer` passed with its model).
 
     What it does:
@@ -135,7 +132,7 @@ class ArgumentHoldsArgument(_FamilyRule):
                     optimizer.update(grads)
                 train_step(model, optimizer, jnp.ones((1, 2)))  # NNX107
             """,
-            tree_mode=raises("ValueError", _DUPLICATE),
+            tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
             "model-keeps-rngs-also-passed",
@@ -182,17 +179,17 @@ class ArgumentHoldsArgument(_FamilyRule):
                     cls = self.classes.class_of(construction)
                     self.report(
                         node,
-                        **_describe_use(use),
-                        holder=_short(holder.expression),
+                        **describe_use(use),
+                        holder=short_source(holder.expression),
                         holder_class=cls.short_name if cls else None,
                         holder_position=holder.label,
-                        held=_short(other.expression),
+                        held=short_source(other.expression),
                         held_path=join_path(path),
                         held_position=other.label,
-                        kind=_KIND_WORDS.get(kind, kind),
+                        kind=KIND_WORDS.get(kind, kind),
                         confidence="static",
                         pin=pin_sites_in(self.context, use.transform),
-                        related=[(construction, f"`{_short(holder.expression)}` is built holding it here"),
+                        related=[(construction, f"`{short_source(holder.expression)}` is built holding it here"),
                                  (use.transform.node, f"transformed by `nnx.{use.name}` here")],
                     )
                     return
@@ -201,20 +198,20 @@ class ArgumentHoldsArgument(_FamilyRule):
 def _argument_holds_argument_reproduction(facts: dict) -> Reproduction:
     """NNX107: an argument built holding another argument, both passed to the transform."""
     kind = facts.get("kind") or "Module"
-    held = _shared_object(kind, [])
+    held = shared_object(kind, [])
     holder_label, held_label = facts.get("holder_position") or "args[1]", facts.get("held_position") or "args[0]"
     if facts.get("holder_class") == "ModelAndOptimizer":
         setup = f"import optax\nheld = {held}\nholder = nnx.ModelAndOptimizer(held, optax.sgd(0.1))"
         fixed_setup = f"import optax\nheld = {held}\nholder = nnx.Optimizer(held, optax.sgd(0.1), wrt=nnx.Param)"
     else:
         path = facts.get("held_path") or "model"
-        tree = _tree_of([(path, "held")])
-        setup = f"held = {held}\nholder = {_emit_tree(tree)}"
-        fixed_setup = f"held = {held}\nholder = {_emit_tree(_tree_of([(path, 'nnx.clone(held)')]))}"
-    definition, call = _applied(facts.get("transform"), {holder_label: "holder", held_label: "held"})
+        tree = tree_of([(path, "held")])
+        setup = f"held = {held}\nholder = {emit_tree(tree)}"
+        fixed_setup = f"held = {held}\nholder = {emit_tree(tree_of([(path, 'nnx.clone(held)')]))}"
+    definition, call = applied(facts.get("transform"), {holder_label: "holder", held_label: "held"})
     # the rewrite differentiates the model only (an nnx.Optimizer holds integer state)
-    fixed_definition, fixed_call = _applied(facts.get("transform"), {holder_label: "holder", held_label: "held"},
+    fixed_definition, fixed_call = applied(facts.get("transform"), {holder_label: "holder", held_label: "held"},
                                             differentiated=[held_label])
-    body = _code(_BOX, setup, definition, call, "return 'ran'")
-    control = _code(_BOX, fixed_setup, fixed_definition, fixed_call, "return 'ran'")
+    body = dedented(BOX, setup, definition, call, "return 'ran'")
+    control = dedented(BOX, fixed_setup, fixed_definition, fixed_call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.get("transform"))

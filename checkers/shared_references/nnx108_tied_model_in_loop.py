@@ -8,28 +8,36 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
-    _alias_shape,
+    KIND_WORDS,
     Argument,
-    _KIND_WORDS,
-    _overlapping_pair,
-    _relative_parts,
-    _short,
+    alias_shape,
+    overlapping_pair,
+    relative_parts,
+    short_source,
 )
-from checkers.shared_references.base import _FamilyRule
+from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
-    _access,
-    _BOX,
-    _code,
-    _emit_tree,
-    _index_of,
-    _path_parts,
-    _tree_of,
+    BOX,
+    access_of,
+    dedented,
+    emit_tree,
+    index_of,
+    path_parts,
+    tree_of,
 )
-from nnx_lint.classes import join_path
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.program_text import bounded_index, identifier_or, is_identifier, set_attribute
-from nnx_lint.rule import Invalid, Reproduction, Valid, differs
+from nnx_lint.api import (
+    Facts,
+    Invalid,
+    Reproduction,
+    Valid,
+    bounded_index,
+    differs,
+    identifier_or,
+    is_identifier,
+    join_path,
+    pin_sites_in,
+    set_attribute,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +61,7 @@ class TiedModelInLoopFacts(Facts):
     pin: list
 
 
-class TiedModelInLoop(_FamilyRule):
+class TiedModelInLoop(FamilyRule):
     """A model with shared Variables carried through `nnx.fori_loop` / `nnx.while_loop`.
 
     What it does:
@@ -177,24 +185,24 @@ class TiedModelInLoop(_FamilyRule):
             aliases = self.classes.construction(cls.definition).aliases
             if aliases:
                 alias = aliases[0]
-                what = (f"`{_short(part)}`, a `{cls.short_name}` whose `{join_path(alias.first_path)}` and "
+                what = (f"`{short_source(part)}`, a `{cls.short_name}` whose `{join_path(alias.first_path)}` and "
                         f"`{join_path(alias.second.path)}` are one object")
                 self.report(node, transform=call.name, what=what, class_name=cls.short_name,
                             first_path=join_path(alias.first_path), second_path=alias.second.display_path,
-                            argument=_short(part), confidence="static",
-                            kind=_KIND_WORDS.get(alias.kind, alias.kind), **_alias_shape(alias),
+                            argument=short_source(part), confidence="static",
+                            kind=KIND_WORDS.get(alias.kind, alias.kind), **alias_shape(alias),
                             pin=pin_sites_in(self.context, call))
                 return
         refs = [(Argument(f"init_val[{i}]", i, part), self.classes.ref_of(part)) for i, part in enumerate(parts)]
-        pair = _overlapping_pair(self.classes, refs)
+        pair = overlapping_pair(self.classes, refs)
         if pair is not None:
             first, ref_a, second, ref_b, kinds = pair
-            first_part, second_part = _relative_parts(ref_a, ref_b)
-            what = f"`{_short(first.expression)}` and `{_short(second.expression)}`, one object twice"
+            first_part, second_part = relative_parts(ref_a, ref_b)
+            what = f"`{short_source(first.expression)}` and `{short_source(second.expression)}`, one object twice"
             self.report(node, transform=call.name, what=what, class_name=None, first_path=first.label,
-                        second_path=second.label, argument=_short(init), confidence="static",
-                        kind=_KIND_WORDS.get(kinds[0], kinds[0]) if not first_part else
-                        _KIND_WORDS.get(kinds[1], kinds[1]),
+                        second_path=second.label, argument=short_source(init), confidence="static",
+                        kind=KIND_WORDS.get(kinds[0], kinds[0]) if not first_part else
+                        KIND_WORDS.get(kinds[1], kinds[1]),
                         first_part=first_part, second_part=second_part, container_type=None,
                         pin=pin_sites_in(self.context, call))
 
@@ -229,7 +237,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
         # a scalar Param reached from both aliases: at the deeper part, else `.w` of a Box
         deepest = max([first_part or "", second_part or ""], key=len)
         if deepest:
-            shared = _emit_tree(_tree_of([(deepest, "nnx.Param(jnp.ones(()))")]))
+            shared = emit_tree(tree_of([(deepest, "nnx.Param(jnp.ones(()))")]))
         else:
             shared = "nnx.Param(jnp.ones(()))" if kind == "Variable" else "Box(w=nnx.Param(jnp.ones(())))"
         update, observe, start, updated = "{}[...] += 1.0", "float(jnp.sum({}[...]))", 1.0, 3.0
@@ -238,16 +246,16 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
             # `base` holds `shared` reached at `part`: go on to the Param
             own = part or ""
             rest = deepest[len(own):].lstrip(".") if deepest else ("" if kind == "Variable" else "w")
-            return _access(base, rest)
+            return access_of(base, rest)
 
     if carry:
-        parts = {bounded_index(_index_of(first)[1], "the carry position"): first_part,
-                 bounded_index(_index_of(second)[1], "the carry position"): second_part}
+        parts = {bounded_index(index_of(first)[1], "the carry position"): first_part,
+                 bounded_index(index_of(second)[1], "the carry position"): second_part}
         positions = sorted(parts)
         size = max(positions) + 1
 
         def make(tied: bool) -> str:
-            items = [_access("shared", parts[i]) if i in parts else "jnp.ones(())" for i in range(size)]
+            items = [access_of("shared", parts[i]) if i in parts else "jnp.ones(())" for i in range(size)]
             if not tied:  # the rewrite: carry the object once
                 items = [item for i, item in enumerate(items) if i != positions[-1]]
             return f"shared = {shared}\nmodel = ({', '.join(items)},)"
@@ -258,27 +266,27 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
         class_name = identifier_or(facts.get("class_name"), "Model")
 
         def flattening_order(item):
-            return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in _path_parts(item[0])]
+            return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in path_parts(item[0])]
 
         ordered = sorted([(first, first_part), (second, second_part)], key=flattening_order)
-        tree = _tree_of([(path, _access("shared", part)) for path, part in ordered])
+        tree = tree_of([(path, access_of("shared", part)) for path, part in ordered])
 
         def make(tied: bool) -> str:
             stores = tree if tied else tree_without(tree, ordered[1][0])  # the rewrite: store it once
             lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += ["        " + set_attribute("self", name, _emit_tree(child)) for name, child in stores.items()
+            lines += ["        " + set_attribute("self", name, emit_tree(child)) for name, child in stores.items()
                       if isinstance(name, str)]
             return "\n".join(lines) + f"\n\nmodel = {class_name}()"
 
-        targets = [leaf(_access("model", path), part) for path, part in ordered]
-        body_target = leaf(_access("m", ordered[0][0]), ordered[0][1])
+        targets = [leaf(access_of("model", path), part) for path, part in ordered]
+        body_target = leaf(access_of("m", ordered[0][0]), ordered[0][1])
     value = observe.format(body_target).replace("int(", "(").replace("float(", "(")
     loop = ("nnx.fori_loop(0, 2, body, model)" if transform == "fori_loop"
             else f"nnx.while_loop(lambda m: {value} < {updated!r}, body, model)")
 
     def program(tied: bool) -> str:
         observed = targets if tied else [targets[0], targets[0]]
-        return _code(_BOX, make(tied), f"""
+        return dedented(BOX, make(tied), f"""
             def body(*args):
                 m = args[-1]
                 {update.format(body_target)}
@@ -301,7 +309,7 @@ def tree_without(tree: dict, path: str) -> dict:
     import copy
 
     result = copy.deepcopy(tree)
-    parts = _path_parts(path)
+    parts = path_parts(path)
     node = result
     for part in parts[:-1]:
         node = node.get(part, {})

@@ -7,15 +7,29 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import _inside, _self_text, _short
-from checkers.shared_references.base import _ClassAliasRule, _self_path_parts
-from checkers.shared_references.reproduction import _BOX, _REPRO_TRANSFORMS, _applied, _code, _emit_tree, _path_parts
-from nnx_lint.classes import STATEFUL_KINDS, Ref, SelfReference, assigned_value, join_path
-from nnx_lint.facts import Facts
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.program_text import UnsafeFact, access, bounded_index, identifier, set_attribute, shown
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
-from nnx_lint.values import value_model
+from checkers.shared_references.analysis import inside, self_text, short_source
+from checkers.shared_references.base import ClassAliasRule, self_path_parts
+from checkers.shared_references.reproduction import BOX, REPRO_TRANSFORMS, applied, dedented, emit_tree, path_parts
+from nnx_lint.api import (
+    STATEFUL_KINDS,
+    Facts,
+    Invalid,
+    Ref,
+    Reproduction,
+    SelfReference,
+    UnsafeFact,
+    Valid,
+    access,
+    assigned_value,
+    bounded_index,
+    identifier,
+    join_path,
+    nodes_of_class,
+    raises,
+    set_attribute,
+    shown,
+    value_model,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,7 +58,7 @@ class ModuleHoldsItselfFacts(Facts):
     pin_every_use: bool
 
 
-class ModuleHoldsItself(_ClassAliasRule):
+class ModuleHoldsItself(ClassAliasRule):
     """A Module stores itself (or a Module that holds it) below itself: a cycle.
 
     What it does:
@@ -258,7 +272,7 @@ class ModuleHoldsItself(_ClassAliasRule):
                 continue  # a latent risk (see NNX101)
             for reference in self.classes.construction(classdef).self_references:
                 where = reference.store.origin
-                if where.root() is not self.context.module or not _inside(where, classdef):
+                if where.root() is not self.context.module or not inside(where, classdef):
                     continue
                 if (where.lineno, where.col_offset) in reported:
                     continue
@@ -284,7 +298,7 @@ class ModuleHoldsItself(_ClassAliasRule):
         child = self._child_store(reference.store)
         return {
             "class_name": classdef.name,
-            "holder": _self_text(reference.target),
+            "holder": self_text(reference.target),
             "path": join_path(reference.store.path),
             "target": join_path(reference.target),
             "via_class": child[1] if child else None,
@@ -316,11 +330,11 @@ class ModuleHoldsItself(_ClassAliasRule):
         class makes it."""
         store, sites = reference.store, []
         if store.node is not store.origin:
-            sites.append((store.node, f"`{_self_text(store.path)}` stored here"))
+            sites.append((store.node, f"`{self_text(store.path)}` stored here"))
         child = self._child_store(store)
         if child is not None:
             node, name, path = child
-            sites.append((node, f"`{_self_text(path)}` keeps the owner here, in `{name}`"))
+            sites.append((node, f"`{self_text(path)}` keeps the owner here, in `{name}`"))
         return sites
 
     def _child_store(self, store) -> tuple[nodes.NodeNG, str, tuple[str, ...]] | None:
@@ -328,7 +342,7 @@ class ModuleHoldsItself(_ClassAliasRule):
         the constructor argument ending up as the back-reference (``Child(self)``)."""
         if not isinstance(store.node, nodes.AssignAttr):
             return None
-        own = len(_self_path_parts(store.node))
+        own = len(self_path_parts(store.node))
         value, rest = assigned_value(store.node), store.path[own:]
         while rest and isinstance(value, (nodes.Call, nodes.List, nodes.Tuple, nodes.ListComp)):
             child = self.classes.class_of(value) if isinstance(value, nodes.Call) else None
@@ -352,7 +366,7 @@ class ModuleHoldsItself(_ClassAliasRule):
         used = self._object_use_names.get(root, [])
         return {
             "class_name": None,
-            "holder": _short(store.parent.value) if isinstance(store.parent, nodes.Assign) else value.describe(),
+            "holder": short_source(store.parent.value) if isinstance(store.parent, nodes.Assign) else value.describe(),
             "path": join_path(holder.path[len(value.path):]),
             "target": join_path(value.path),
             "via_class": None,
@@ -376,8 +390,8 @@ class ModuleHoldsItself(_ClassAliasRule):
         transform the file uses it with (`used_with`), or to `nnx.jit` for anything else
         (graph APIs raise a different error when the Module holds Variables, see above).
         Control: the same class without the back-reference."""
-        parts = _path_parts(facts.path)
-        target = _path_parts(facts.target)
+        parts = path_parts(facts.path)
+        target = path_parts(facts.target)
         if not parts or len(target) >= len(parts) or target != parts[:len(target)]:
             raise UnsafeFact(f"{shown(facts.path)} is not below {shown(facts.target)}")
         if not isinstance(parts[0], str):
@@ -396,7 +410,7 @@ class ModuleHoldsItself(_ClassAliasRule):
                 for part in parent[:-1]:
                     node = node.setdefault(part, {})
                 node[parent[-1]] = "Box()"
-                lines.append("        " + set_attribute("self", parts[0], _emit_tree(tree[parts[0]])))
+                lines.append("        " + set_attribute("self", parts[0], emit_tree(tree[parts[0]])))
             if with_cycle:
                 owner, back = access("self", parent), access("self", target)
                 if isinstance(last, int):
@@ -405,8 +419,8 @@ class ModuleHoldsItself(_ClassAliasRule):
                     lines.append("        " + set_attribute(owner, last, back))
             return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
 
-        use = facts.used_with if facts.used_with in _REPRO_TRANSFORMS else "jit"
-        definition, call = _applied(use, {"args[0]": "model"})
+        use = facts.used_with if facts.used_with in REPRO_TRANSFORMS else "jit"
+        definition, call = applied(use, {"args[0]": "model"})
         apply = f"{definition}{call}\nreturn 'ran'"
-        return Reproduction(_code(_BOX, build(True), apply), expect_error="cycle",
-                            control=_code(_BOX, build(False), apply))
+        return Reproduction(dedented(BOX, build(True), apply), expect_error="cycle",
+                            control=dedented(BOX, build(False), apply))

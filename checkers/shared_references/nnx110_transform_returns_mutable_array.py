@@ -5,11 +5,9 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.base import _ReturnRule
-from checkers.shared_references.reproduction import _code
-from nnx_lint.facts import Facts
-from nnx_lint.program_text import identifier_or
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.shared_references.base import ReturnRule
+from checkers.shared_references.reproduction import dedented
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, identifier_or, raises
 
 #: JAX's words for it, in both flax's Tree Mode and tree_runtime (category "mutable-array-output").
 _RETURNED_REF = "returned a mutable array reference"
@@ -35,7 +33,7 @@ class TransformReturnsMutableArrayFacts(Facts):
     pin: list
 
 
-class TransformReturnsMutableArray(_ReturnRule):
+class TransformReturnsMutableArray(ReturnRule):
     """An NNX-transformed function returns a mutable array ref (`jax.new_ref`, `ref=True` Variables).
 
     What it does:
@@ -163,23 +161,23 @@ def _returned_ref_reproduction(facts: dict) -> Reproduction:
     transform = facts.get("transform")
     stand_ins = () if transform == "jit" else (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
     if facts.get("origin") == "input":
-        body = _code("""
+        body = dedented("""
             r = jax.new_ref(jnp.ones(2))
             nnx.jit(lambda r: r)(r)
             return 'ran'
             """)
-        control = _code("""
+        control = dedented("""
             r = jax.new_ref(jnp.ones(2))
             nnx.jit(lambda r: r[...])(r)
             return 'ran'
             """)
     else:
-        body = _code("""
+        body = dedented("""
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             nnx.jit(lambda m: jax.new_ref(jnp.ones(2)))(model)
             return 'ran'
             """)
-        control = _code("""
+        control = dedented("""
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             nnx.jit(lambda m: jax.new_ref(jnp.ones(2))[...])(model)
             return 'ran'

@@ -7,15 +7,21 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import _short
-from checkers.shared_references.base import _FamilyRule
-from checkers.shared_references.reproduction import _BOX, _code
-from nnx_lint.classes import Ref
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.rule import Invalid, Reproduction, Valid, differs
-from nnx_lint.transforms import transform_resolver
-from nnx_lint.values import value_model
+from checkers.shared_references.analysis import short_source
+from checkers.shared_references.base import FamilyRule
+from checkers.shared_references.reproduction import BOX, dedented
+from nnx_lint.api import (
+    ABSENT,
+    Facts,
+    Invalid,
+    Ref,
+    Reproduction,
+    Valid,
+    differs,
+    pin_sites_in,
+    transform_resolver,
+    value_model,
+)
 
 #: What each traversal does, in Tree Mode, with a node reachable at two paths (measured with
 #: flax 0.12.8 on a Variable-free `nnx.Pytree` / `nnx.Module` in a list, a dict and two
@@ -61,7 +67,7 @@ class SharedNodeInTraversalFacts(Facts):
     pin: list = ABSENT
 
 
-class SharedNodeInTraversal(_FamilyRule):
+class SharedNodeInTraversal(FamilyRule):
     """A graph node without Variables reachable twice, walked by a graph traversal or a transform that shows it.
 
     What it does:
@@ -247,7 +253,7 @@ class SharedNodeInTraversal(_FamilyRule):
             if shared.container is not None and shared.container is not node else []
         if made_by is not None:
             related.append((made_by, "the GraphDef is made here" if name else "the transform is applied here"))
-        self.report(node, api=api, value=_short(walked, 40), node_class=self._class_name(shared.ref),
+        self.report(node, api=api, value=short_source(walked, 40), node_class=self._class_name(shared.ref),
                     first_path=shared.first_path, second_path=shared.second_path,
                     effect=EFFECTS[name] if name else TRANSFORM_EFFECT, pin=pin, related=related or None)
         return True
@@ -270,29 +276,29 @@ class SharedNodeInTraversal(_FamilyRule):
         if api == "recursive_map":
             visit = ("count = [0]\n\ndef visit(path, x):\n    if isinstance(x, Node):\n        count[0] += 1\n"
                      "    return x")
-            body = _code(node, visit, "out = nnx.recursive_map(visit, [node, node])",
+            body = dedented(node, visit, "out = nnx.recursive_map(visit, [node, node])",
                          "return [count[0], out[0] is out[1]]")
-            control = _code(node, visit, "mapped = nnx.recursive_map(visit, node)", "out = [mapped, mapped]",
+            control = dedented(node, visit, "mapped = nnx.recursive_map(visit, node)", "out = [mapped, mapped]",
                             "return [count[0], out[0] is out[1]]")
             return Reproduction(body, expect_tree=[2, False], expect_graph=[1, True], control=control)
         if api in ("iter_graph", "iter_modules"):
             def walk(box: str) -> str:
-                return _code(_BOX, node, f"box = {box}",
+                return dedented(BOX, node, f"box = {box}",
                              f"return sum(isinstance(x, Node) for _, x in nnx.{api}(box))")
             return Reproduction(walk("Box(a=node, b=node)"), expect_tree=2, expect_graph=1,
                                 control=walk("Box(a=node)"))
         if api not in EFFECTS:  # a transform: the function returns what it was given
-            body = _code(_BOX, node, "box = Box(a=node, b=node)", "out = nnx.jit(lambda b: b)(box)",
+            body = dedented(BOX, node, "box = Box(a=node, b=node)", "out = nnx.jit(lambda b: b)(box)",
                          "return out.a is out.b")
-            control = _code(_BOX, node, "box = Box(a=node)", "out = nnx.jit(lambda b: b)(box)", "out.b = out.a",
+            control = dedented(BOX, node, "box = Box(a=node)", "out = nnx.jit(lambda b: b)(box)", "out.b = out.a",
                             "return out.a is out.b")
             stand_ins = () if api == "jit" else (f"`nnx.jit` stands for `nnx.{api}`",)
             return Reproduction(body, expect_tree=False, expect_graph=True, control=control, stand_ins=stand_ins)
         call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)",
                 "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))",
                 }.get(api, "nnx.view(box)")
-        body = _code(_BOX, node, "box = Box(a=node, b=node)", f"out = {call}", "return out.a is out.b")
-        control = _code(_BOX, node, "box = Box(a=node)", f"out = {call}", "out.b = out.a", "return out.a is out.b")
+        body = dedented(BOX, node, "box = Box(a=node, b=node)", f"out = {call}", "return out.a is out.b")
+        control = dedented(BOX, node, "box = Box(a=node)", f"out = {call}", "out.b = out.a", "return out.a is out.b")
         stand_ins = {"with_attributes": ("`nnx.view` stands for `nnx.with_attributes`",),
                      "unflatten": ("`nnx.merge(*nnx.split(...))` stands for `nnx.unflatten(*nnx.flatten(...))`",),
                      }.get(api, ())

@@ -7,16 +7,24 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import _inside, _short
-from checkers.shared_references.base import _FamilyRule
-from nnx_lint import nnx_api
-from nnx_lint.classes import SHARED_KINDS
-from nnx_lint.flax_layers import FLAX_LAYERS
-from nnx_lint.facts import Facts
-from nnx_lint.flow import bound_values, lookup
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.program_text import clipped, identifier_or
-from nnx_lint.rule import Invalid, Reproduction, Valid, raises
+from checkers.shared_references.analysis import inside, short_source
+from checkers.shared_references.base import FamilyRule
+from nnx_lint.api import (
+    FLAX_LAYERS,
+    MODULE_CLASSES,
+    SHARED_KINDS,
+    WALKING_METHODS,
+    Facts,
+    Invalid,
+    Reproduction,
+    Valid,
+    bound_values,
+    clipped,
+    identifier_or,
+    lookup,
+    nodes_of_class,
+    raises,
+)
 
 #: Graph APIs whose walk yields every Module of a model.
 _WALKS = frozenset({"iter_modules", "iter_graph"})
@@ -50,7 +58,7 @@ class ObjectOnEveryModuleFacts(Facts):
     confidence: str
 
 
-class ObjectOnEveryModule(_FamilyRule):
+class ObjectOnEveryModule(FamilyRule):
     """One `nnx.Rngs` (or other stateful object) stored on every Module of a model after it is built.
 
     What it does:
@@ -224,13 +232,13 @@ class ObjectOnEveryModule(_FamilyRule):
                 return call.name, call.args[0]
             return None
         func = iterable.func
-        if isinstance(func, nodes.Attribute) and func.attrname in nnx_api.WALKING_METHODS and not iterable.args:
+        if isinstance(func, nodes.Attribute) and func.attrname in WALKING_METHODS and not iterable.args:
             return f".{func.attrname}()", func.expr
         return None
 
     def _is_module_class(self, cls) -> bool:
         """Whether ``cls`` is an NNX Module class (flax's or a project's)."""
-        return self.classes.is_instance_of(cls, nnx_api.MODULE_CLASSES) or (
+        return self.classes.is_instance_of(cls, MODULE_CLASSES) or (
             cls.definition is not None and self.classes.info(cls.definition).is_nnx_module)
 
     def _has_submodules(self, cls) -> bool:
@@ -263,7 +271,7 @@ class ObjectOnEveryModule(_FamilyRule):
             if not isinstance(base, nodes.Name):
                 return None  # built per pass (a call in the loop) or unknown
             _scope, bindings = lookup(base)
-            if not bindings or any(_inside(binding, invariant_in) for binding in bindings):
+            if not bindings or any(inside(binding, invariant_in) for binding in bindings):
                 return None
         kind = self.kind_of_expression(value)
         if kind in SHARED_KINDS:
@@ -274,15 +282,15 @@ class ObjectOnEveryModule(_FamilyRule):
 
     def _report(self, node: nodes.NodeNG, api: str, model: nodes.NodeNG, attribute: str, value: nodes.NodeNG,
                 kind: str, confidence: str, walk_node: nodes.NodeNG | None = None) -> None:
-        related = [(walk_node, f"`{_short(model, 40)}` is walked here")] if walk_node is not None else []
+        related = [(walk_node, f"`{short_source(model, 40)}` is walked here")] if walk_node is not None else []
         self.report(
             node,
             message=None if walk_node is None else self.loop_message,
             related=related,
             api=api,
-            model=_short(model, 24),
+            model=short_source(model, 24),
             attribute=clipped(attribute, 24),
-            value=_short(value, 24),
+            value=short_source(value, 24),
             kind=kind,
             confidence=confidence,
         )

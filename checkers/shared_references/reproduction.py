@@ -4,7 +4,8 @@ from __future__ import annotations
 import re
 import textwrap
 
-from nnx_lint.program_text import (
+from nnx_lint.api import (
+    Reproduction,
     UnsafeFact,
     access,
     bounded_index,
@@ -15,7 +16,6 @@ from nnx_lint.program_text import (
     set_attribute,
     shown,
 )
-from nnx_lint.rule import Reproduction
 
 
 # ---------------------------------------------------------------------------------------
@@ -31,7 +31,7 @@ from nnx_lint.rule import Reproduction
 # `nnx_lint.program_text` (safe names as names, other keys as `repr` literals, indices as
 # validated ints); a fact it cannot place safely means no reproduction (`UnsafeFact`).
 
-_BOX = '''
+BOX = '''
 class Box(nnx.Module):
     """A plain Module storing its keyword arguments: the finding's attribute paths."""
 
@@ -47,7 +47,7 @@ _PATH_TOKEN = re.compile(r"\.?([A-Za-z_]\w*)|\[(\d+)\]|\[(?:'([^']*)'|\"([^\"]*)
 #: Transforms the reproductions run as they are (both tree_runtime and flax implement
 #: them); any other transform (pmap, shard_map, checkify, custom_vjp, ...) is reproduced
 #: with nnx.jit: the input/output aliasing check is the same in every Tree Mode transform.
-_REPRO_TRANSFORMS = frozenset({"jit", "vmap", "grad", "value_and_grad", "remat", "eval_shape", "cond", "switch"})
+REPRO_TRANSFORMS = frozenset({"jit", "vmap", "grad", "value_and_grad", "remat", "eval_shape", "cond", "switch"})
 
 
 #: Graph APIs the reproductions can pass a model through (both implementations reject
@@ -62,25 +62,25 @@ _REPRO_GRAPH_APIS = {
 
 
 def transform_stand_ins(transform: str | None, graph_apis: bool = False) -> tuple[str, ...]:
-    """What a program that applies ``transform`` (via :func:`_applied`, or a graph API when
+    """What a program that applies ``transform`` (via :func:`applied`, or a graph API when
     ``graph_apis``) puts in place of the finding's own use: ``nnx.jit`` for a transform
     the runtimes do not share, or for a use the file does not show."""
     if transform is None:
         return ("no use in a transform or graph API is known; the program passes it to `nnx.jit`",)
-    if transform in _REPRO_TRANSFORMS or (graph_apis and transform in _REPRO_GRAPH_APIS):
+    if transform in REPRO_TRANSFORMS or (graph_apis and transform in _REPRO_GRAPH_APIS):
         return ()
     return (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
 
 
 def aliasing_reproduction(body: str, control: str, transform: str | None, graph_apis: bool = False) -> Reproduction:
     """Tree Mode raises the aliasing error on ``body`` and runs ``control`` (the rewrite); a
-    program that applies ``transform`` through :func:`_applied` (or a graph API, with
+    program that applies ``transform`` through :func:`applied` (or a graph API, with
     ``graph_apis``) names where ``nnx.jit`` stood in for the finding's own use."""
     return Reproduction(body, expect_error="aliasing", control=control,
                         stand_ins=transform_stand_ins(transform, graph_apis=graph_apis))
 
 
-def _path_parts(path: str | None) -> list:
+def path_parts(path: str | None) -> list:
     """``"blocks[0].stream"`` -> ``["blocks", 0, "stream"]`` (strings: attributes or keys;
     neither is checked here: :func:`nnx_lint.program_text.access` places them safely).
     A path of another shape is no path the program can rebuild: :class:`UnsafeFact`."""
@@ -100,34 +100,34 @@ def _path_parts(path: str | None) -> list:
     return parts
 
 
-def _access(base: str, path: str | None) -> str:
+def access_of(base: str, path: str | None) -> str:
     """Source text reaching ``path`` from ``base``."""
-    return access(base, _path_parts(path))
+    return access(base, path_parts(path))
 
 
-def _emit_tree(tree, container_type: str | None = None) -> str:
+def emit_tree(tree, container_type: str | None = None) -> str:
     """Source text building a nested tree: dict of str -> Box, of int -> List/Sequential."""
     if not isinstance(tree, dict):
         return tree
     if tree and all(isinstance(k, int) for k in tree):
-        items = [_emit_tree(tree[i], container_type) if i in tree else
+        items = [emit_tree(tree[i], container_type) if i in tree else
                  ("nnx.relu" if container_type == "Sequential" else "Box()") for i in range(max(tree) + 1)]
         if container_type == "Sequential":
             return "nnx.Sequential(" + ", ".join(items) + ")"
         return "nnx.List([" + ", ".join(items) + "])"
     if container_type == "Sequential" and list(tree) == ["layers"] and isinstance(tree["layers"], dict) \
             and tree["layers"] and all(isinstance(k, int) for k in tree["layers"]):
-        return _emit_tree(tree["layers"], container_type)
-    arguments = keyword_arguments({name: _emit_tree(child, container_type) for name, child in tree.items()
+        return emit_tree(tree["layers"], container_type)
+    arguments = keyword_arguments({name: emit_tree(child, container_type) for name, child in tree.items()
                                    if isinstance(name, str)})
     return f"Box({arguments})"
 
 
-def _tree_of(stores: list[tuple[str, str]]) -> dict:
+def tree_of(stores: list[tuple[str, str]]) -> dict:
     """``[(path, expression)]`` -> nested dict (later stores at one path win)."""
     tree: dict = {}
     for path, expression in stores:
-        parts = _path_parts(path)
+        parts = path_parts(path)
         if not parts:
             continue
         node = tree
@@ -140,13 +140,13 @@ def _tree_of(stores: list[tuple[str, str]]) -> dict:
     return tree
 
 
-def _shared_object(kind: str | None, parts: list[str | None], scalar: bool = False) -> str:
+def shared_object(kind: str | None, parts: list[str | None], scalar: bool = False) -> str:
     """A fresh object of ``kind`` that has every attribute path in ``parts``."""
     wanted = [p for p in parts if p]
     if kind == "mutable array ref":  # a raw jax.new_ref, as the finding saw it (no Variable)
         return "jax.new_ref(jnp.ones(()))" if scalar else "jax.new_ref(jnp.ones(2))"
     if kind == "Rngs":
-        streams = [_path_parts(p)[0] for p in wanted if _path_parts(p) and isinstance(_path_parts(p)[0], str)]
+        streams = [path_parts(p)[0] for p in wanted if path_parts(p) and isinstance(path_parts(p)[0], str)]
         stream = identifier(streams[0], "the Rngs stream") if streams else "default"
         return f"nnx.Rngs({stream}=0)"
     if kind == "Variable" and not wanted:
@@ -155,12 +155,12 @@ def _shared_object(kind: str | None, parts: list[str | None], scalar: bool = Fal
         return "Box(w=nnx.Param(jnp.ones(())))" if scalar else "nnx.Linear(2, 2, rngs=nnx.Rngs(0))"
     if all(p == "embedding" for p in wanted):
         return "nnx.Embed(4, 2, rngs=nnx.Rngs(0))"
-    return _emit_tree(_tree_of([(p, "nnx.Linear(2, 2, rngs=nnx.Rngs(0))") for p in wanted]))
+    return emit_tree(tree_of([(p, "nnx.Linear(2, 2, rngs=nnx.Rngs(0))") for p in wanted]))
 
 
-def _viewed(expression: str, part: str | None, view: str | None) -> str:
+def viewed(expression: str, part: str | None, view: str | None) -> str:
     """``expression`` reached at ``part``, then seen through ``view`` (state / split group)."""
-    text = _access(expression, part)
+    text = access_of(expression, part)
     if view == "state":
         return f"nnx.state({text})"
     if view == "split":
@@ -168,7 +168,7 @@ def _viewed(expression: str, part: str | None, view: str | None) -> str:
     return text
 
 
-def _index_of(label: str | None) -> tuple[str, int | str]:
+def index_of(label: str | None) -> tuple[str, int | str]:
     """``"args[1]"`` -> ``("args", 1)``; ``"kwargs['x']"`` -> ``("kwargs", "x")``."""
     match = re.match(r"(\w+)\[(?:(\d+)|'([^']*)'|\"([^\"]*)\")\]", label or "")
     if match is None:
@@ -177,7 +177,7 @@ def _index_of(label: str | None) -> tuple[str, int | str]:
     return group, bounded_index(int(number), "the argument position") if number is not None else (key_a or key_b)
 
 
-def _applied(transform: str | None, placed: dict, function: str = "f", result: str = "None",
+def applied(transform: str | None, placed: dict, function: str = "f", result: str = "None",
              differentiated: list[str] | None = None) -> tuple[str, str]:
     """``(definition, call)``: ``function`` taking the values in ``placed`` (label -> source)
     at their positions (free positions get an array), transformed by ``transform``.
@@ -186,12 +186,12 @@ def _applied(transform: str | None, placed: dict, function: str = "f", result: s
     keyword parameters), except for grad/value_and_grad, which return a scalar loss
     (and ``result`` as aux), differentiating the values at ``differentiated`` (default: all).
     """
-    transform = transform if transform in _REPRO_TRANSFORMS else "jit"
+    transform = transform if transform in REPRO_TRANSFORMS else "jit"
     positional: dict[int, str] = {}
     diff_indices: list[int] = []
     keywords: dict[str, str] = {}
     for label, source in placed.items():
-        group, index = _index_of(label)
+        group, index = index_of(label)
         if group == "kwargs" and transform == "jit" and is_identifier(index):
             keywords[index] = source
         else:
@@ -233,11 +233,12 @@ def _applied(transform: str | None, placed: dict, function: str = "f", result: s
     return definition, call
 
 
-def _code(*blocks: str) -> str:
+def dedented(*blocks: str) -> str:
+    """The ``blocks`` dedented, without surrounding blank lines, joined, ending in one newline."""
     return "\n".join(textwrap.dedent(block).strip("\n") for block in blocks if block) + "\n"
 
 
-def _class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
+def class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
     """NNX101 / NNX102 / NNX105: the finding's class (or container), with one object
     stored at both paths, passed through the API the file uses it with (else nnx.jit).
 
@@ -246,38 +247,38 @@ def _class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
     """
     kind = facts.get("kind")
     first_part, second_part = facts.get("first_part"), facts.get("second_part")
-    shared = _shared_object(kind, [first_part, second_part])
+    shared = shared_object(kind, [first_part, second_part])
     container_type = facts.get("container_type")
     first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
 
     def build(second_value: str | None) -> str:
-        stores = [(first, _access("shared", first_part))]
+        stores = [(first, access_of("shared", first_part))]
         if second_value is not None:
             stores.append((second, second_value))
-        tree = _tree_of(stores)
+        tree = tree_of(stores)
         class_name = facts.get("class_name")
         if is_identifier(class_name) and all(isinstance(k, str) for k in tree):
             lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += ["        " + set_attribute("self", name, _emit_tree(child, container_type))
+            lines += ["        " + set_attribute("self", name, emit_tree(child, container_type))
                       for name, child in tree.items()]
             return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
-        return f"shared = {shared}\nmodel = {_emit_tree(tree, container_type)}\n"
+        return f"shared = {shared}\nmodel = {emit_tree(tree, container_type)}\n"
 
     use = facts.get("used_with")
     if use in _REPRO_GRAPH_APIS:
         apply = f"{_REPRO_GRAPH_APIS[use]}\nreturn 'ran'"
-    elif use in _REPRO_TRANSFORMS:
-        definition, call = _applied(use, {"args[0]": "model"})
+    elif use in REPRO_TRANSFORMS:
+        definition, call = applied(use, {"args[0]": "model"})
         apply = f"{definition}{call}\nreturn 'ran'"
-    else:  # no use in the file, or one reproduced by nnx.jit (see _REPRO_TRANSFORMS)
-        definition, call = _applied("jit", {"args[0]": "model"})
+    else:  # no use in the file, or one reproduced by nnx.jit (see REPRO_TRANSFORMS)
+        definition, call = applied("jit", {"args[0]": "model"})
         apply = f"{definition}{call}\nreturn 'ran'"
     if tie_fix == "once":
         fixed = None
     elif tie_fix == "fork":
-        fixed = _access("shared.fork()", second_part)
+        fixed = access_of("shared.fork()", second_part)
     else:
-        fixed = _access(_shared_object(kind, [first_part, second_part]), second_part)
-    body = _code(_BOX, build(_access("shared", second_part)), apply)
-    control = _code(_BOX, build(fixed), apply)
+        fixed = access_of(shared_object(kind, [first_part, second_part]), second_part)
+    body = dedented(BOX, build(access_of("shared", second_part)), apply)
+    control = dedented(BOX, build(fixed), apply)
     return aliasing_reproduction(body, control, use, graph_apis=True)

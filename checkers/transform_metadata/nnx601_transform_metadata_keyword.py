@@ -6,10 +6,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.facts import Facts
-from nnx_lint.fixes.sites import pin_sites_in
-from nnx_lint.program_text import UnsafeFact, literal, shown
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, UnsafeFact, Valid, differs, literal, pin_sites_in, shown
 
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})

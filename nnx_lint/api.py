@@ -1,0 +1,172 @@
+"""The one surface a rule imports: everything a checker may use from the core, by purpose.
+
+Rules (``checkers/**``) import the core only from here; an import-linter contract in
+``pyproject.toml`` (run by ``tests/test_layers.py``) holds them to it. A service a rule needs
+is added here, under its purpose, and documented in its own module; each name below keeps the
+docstring it has there. Most answers about the file being linted come from ``self.context``
+(a :class:`FileContext`): its ``names``, ``mode``, ``classes``, ``project`` and the memoised
+services of the calls and values listed here.
+
+Declaring a rule:
+
+- ``Rule`` — the base class of every rule (code, symbol, kind, message, help, visits).
+- ``Facts`` — the base of a rule's frozen facts dataclass; ``ABSENT`` marks a fact a finding lacks.
+- ``Valid``, ``Invalid`` — the rule's example cases; ``raises``, ``differs`` — what Tree Mode does
+  with an ``Invalid`` one.
+- ``Reproduction`` — what a rule's ``reproduce`` returns.
+- ``FileContext`` — the type of ``self.context``, for annotations only: import it under
+  ``TYPE_CHECKING`` (the engine, which runs the rules, sits above this surface, so the name
+  is bound only for type checkers and is not in ``__all__``).
+- ``UNUSED_NOQA_CODE`` — the code the engine reports unused ``# noqa`` comments under.
+- ``checkpoint`` — call inside long walks: raises once the file is over its analysis budget.
+
+The flax table (qualified names as ``flax.nnx.X``, short names where noted):
+
+- ``NNX`` — ``"flax.nnx"``, the prefix of every qualified NNX name.
+- ``TRANSFORMS``, ``GRAPH_APIS``, ``ALIAS_CHECKING_GRAPH_APIS`` — short names of the NNX
+  transforms and graph APIs; ``PREFIX_KEYWORDS`` — their keywords that take prefixes.
+- ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS`` — APIs by role.
+- ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
+  ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
+- ``TREE_MAPS`` — the ``jax.tree`` map functions.
+
+Names and syntax:
+
+- ``NameResolver`` — canonical qualified names (``self.context.names`` is the file's);
+  ``base_classes`` — a class's base expressions.
+- ``nodes_of_class`` — indexed ``node.nodes_of_class``; ``body_nodes`` — a function's own body.
+- ``lookup``, ``bound_values``, ``bound_values_of``, ``expressions_within``, ``position_in`` —
+  what a name is bound to, and what a value is built from.
+- ``assigned_value``, ``root_name``, ``join_path`` — stores and attribute paths.
+- ``constant_bool`` — a literal ``True``/``False`` argument.
+
+Calls and transforms:
+
+- ``NNXCall`` — one call of a ``flax.nnx`` function, however it is spelled.
+- ``transform_resolver`` — the file's transform resolver; ``Application`` — one call running a
+  transformed function, ``Argument`` — one of its arguments; ``explicit_tree`` — a call that pins
+  Tree Mode itself.
+- ``transformed_code``, ``TransformedCode``, ``Reach`` — does this code run inside a transform, and how.
+- ``helper_summaries`` — what the file's helper functions do to their arguments.
+- ``where`` — a call site, for a message.
+
+Values, classes and Variables:
+
+- ``value_model`` — the file's value model (what an expression is).
+- ``Ref``, ``Alias``, ``SelfReference`` — objects inside constructed instances: where they come
+  from, reached twice, stored below themselves; ``SHARED_KINDS``, ``STATEFUL_KINDS`` — their kinds.
+- ``variable_model`` — the file's Variable model; ``Holdings`` — what a class or value holds;
+  ``FLOAT_STATE``, ``NON_DIFFERENTIABLE``, ``UNKNOWN_DTYPE`` — its leaf kinds.
+- ``GradApplication``, ``GradientFlow``, ``GradientUse`` — a grad application and where its
+  gradient goes.
+- ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
+
+Fixes:
+
+- ``pin_sites_in``, ``pin_sites``, ``entry_pin_target`` — the call sites a graph-mode pin edits
+  (the ``pin`` fact).
+
+Reproduction programs (facts are hostile text: a program is built only through these):
+
+- ``UnsafeFact`` — raised for a fact that cannot be used (the finding gets no reproduction).
+- ``identifier``, ``identifier_or``, ``is_identifier``, ``bounded_index``, ``choice_or`` — checked facts.
+- ``literal``, ``access``, ``set_attribute``, ``keyword_arguments`` — program text built from them.
+- ``clipped``, ``shown`` — a fact quoted in a note or a reason.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nnx_lint.bounds import checkpoint
+from nnx_lint.call_sites import where
+from nnx_lint.caller_evidence import passed_at, passed_here, passed_to
+from nnx_lint.calls import NNXCall, constant_bool
+from nnx_lint.classes import (
+    OPTIMIZER_CLASSES,
+    SHARED_KINDS,
+    STATEFUL_KINDS,
+    Alias,
+    Ref,
+    SelfReference,
+    assigned_value,
+    join_path,
+)
+from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.fixes.sites import entry_pin_target, pin_sites, pin_sites_in
+from nnx_lint.flax_layers import FLAX_LAYERS
+from nnx_lint.flow import bound_values, expressions_within, lookup, position_in
+from nnx_lint.names import NameResolver, base_classes
+from nnx_lint.nnx_api import (
+    ALIAS_CHECKING_GRAPH_APIS,
+    CONTAINER_MODULES,
+    GRAPH_APIS,
+    MODE_SETTERS,
+    MODULE_CLASSES,
+    NNX,
+    PREFIX_KEYWORDS,
+    SPLITS,
+    STATE_CLASSES,
+    STATE_PRODUCERS,
+    TRANSFORMS,
+    WALKING_METHODS,
+)
+from nnx_lint.node_index import nodes_of_class
+from nnx_lint.program_text import (
+    UnsafeFact,
+    access,
+    bounded_index,
+    choice_or,
+    clipped,
+    identifier,
+    identifier_or,
+    is_identifier,
+    keyword_arguments,
+    literal,
+    set_attribute,
+    shown,
+)
+from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
+from nnx_lint.summaries import helper_summaries
+from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
+from nnx_lint.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
+from nnx_lint.unused_noqa import UNUSED_NOQA_CODE
+from nnx_lint.values import VARIABLE_TYPES, value_model
+from nnx_lint.variables import (
+    FLOAT_STATE,
+    NON_DIFFERENTIABLE,
+    TREE_MAPS,
+    UNKNOWN_DTYPE,
+    GradApplication,
+    GradientFlow,
+    GradientUse,
+    Holdings,
+    variable_model,
+)
+
+if TYPE_CHECKING:
+    from nnx_lint.engine import FileContext
+
+__all__ = [
+    # Declaring a rule.
+    "Rule", "Facts", "ABSENT", "Valid", "Invalid", "raises", "differs", "Reproduction", "UNUSED_NOQA_CODE",
+    "checkpoint",
+    # The flax table.
+    "NNX", "TRANSFORMS", "GRAPH_APIS", "ALIAS_CHECKING_GRAPH_APIS", "PREFIX_KEYWORDS", "MODE_SETTERS", "SPLITS",
+    "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
+    "OPTIMIZER_CLASSES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
+    # Names and syntax.
+    "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
+    "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
+    # Calls and transforms.
+    "NNXCall", "transform_resolver", "Application", "Argument", "explicit_tree", "transformed_code",
+    "TransformedCode", "Reach", "helper_summaries", "where",
+    # Values, classes and Variables.
+    "value_model", "Ref", "Alias", "SelfReference", "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
+    "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
+    "passed_here", "passed_to", "passed_at",
+    # Fixes.
+    "pin_sites_in", "pin_sites", "entry_pin_target",
+    # Reproduction programs.
+    "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "literal", "access",
+    "set_attribute", "keyword_arguments", "clipped", "shown",
+]
