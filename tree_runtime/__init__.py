@@ -68,15 +68,14 @@ from ._layers import (
     swish,
     tanh,
 )
-from ._module import Dict, List, Module, Pytree, Sequential, capture, data, is_data, iter_modules, static
+from ._module import Dict, List, Module, Sequential, capture, iter_modules
 from ._optimizer import ModelAndOptimizer, Optimizer
+from ._prefix_filters import DiffState, StateAxes, StateSharding
+from ._pytree import Pytree, data, is_data, static
 from ._rngs import Rngs, RngStream, split_rngs
 from ._state import State, filter_state, merge_state, replace_by_pure_dict, split_state, to_pure_dict
 from ._transforms import (
     Carry,
-    DiffState,
-    StateAxes,
-    StateSharding,
     cond,
     eval_shape,
     fori_loop,

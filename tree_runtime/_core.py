@@ -16,8 +16,8 @@ import typing as tp
 import jax
 from jax import tree_util as jtu
 
-from ._errors import AliasingError, GraphModeNotSupportedError, PrefixFilterError
-from ._graph import check_acyclic, check_pytree
+from ._errors import AliasingError, GraphModeNotSupportedError
+from ._module import check_acyclic, check_pytree
 from ._variables import Variable
 
 
@@ -64,17 +64,6 @@ def check_tree_mode(fn_name: str, graph: bool | None, graph_updates: bool | None
     """Reject ``graph=True``: this runtime implements Tree Mode only."""
     if graph or (graph_updates and graph is not False):
         raise GraphModeNotSupportedError(fn_name)
-
-
-def reject_prefix_filters(fn_name: str, **prefixes: tp.Any) -> None:
-    """Raise ``PrefixFilterError`` if any prefix contains StateAxes/DiffState/StateSharding
-    (called when the transform is created, as flax does)."""
-    from ._transforms import PrefixFilter
-
-    for argument, prefix in prefixes.items():
-        for leaf in jax.tree.leaves(prefix, is_leaf=lambda x: isinstance(x, PrefixFilter)):
-            if isinstance(leaf, PrefixFilter):
-                raise PrefixFilterError(fn_name, argument, type(leaf).__name__)
 
 
 def check_no_aliases(fn_name: str, /, *, traced: tp.Any = 0, **groups: tp.Any) -> dict[str, Variable]:

@@ -15,8 +15,9 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 
-from ._core import changed_variables, check_no_aliases, check_tree_mode, copy_args, reject_prefix_filters, snapshot, apply_updates
+from ._core import apply_updates, changed_variables, check_no_aliases, check_tree_mode, copy_args, snapshot
 from ._errors import CustomVjpUpdateError
+from ._prefix_filters import reject_prefix_filters
 
 
 def _run(fn: tp.Callable, args: tuple, nondiff_argnums: tuple, is_fwd: bool = False) -> tuple[tp.Any, dict]:

@@ -15,9 +15,9 @@ import typing as tp
 import jax
 from jax import tree_util as jtu
 
-from ._errors import AliasingError, CycleError, NonPytreeModuleError
 from ._filters import to_predicate
-from ._module import _MUTABLE_ARRAYS, Dict, List, Pytree, _children
+from ._module import Dict, List, Module, _children, _is_variable, iter_modules, variables_with_paths
+from ._pytree import Pytree
 from ._state import State, split_state
 from ._variables import Variable
 
@@ -35,89 +35,6 @@ def nnx_path(jax_path: tuple) -> tuple:
         else:
             parts.append(getattr(key, "key", key))
     return tuple(parts)
-
-
-#: Leaves that may not be reachable twice: Variables, and raw mutable array refs.
-_STATE_LEAVES: tuple[type, ...] = (Variable,) + _MUTABLE_ARRAYS
-
-
-def _is_variable(x: tp.Any) -> bool:
-    return isinstance(x, Variable)
-
-
-def check_pytree(node: tp.Any, prefix: tp.Any = 0) -> None:
-    """Raise ``NonPytreeModuleError`` for objects declared ``pytree=False``.
-
-    Such an object is an opaque JAX leaf.  ``prefix`` (a JAX-style prefix of
-    ``node``) marks with ``None`` the leaves JAX passes through untouched
-    (``vmap`` broadcast axes, ``jit`` static arguments, non-differentiated
-    ``grad`` arguments): there flax Tree Mode accepts them, and so do we.
-
-    >>> import tree_runtime as nnx
-    >>> class Legacy(nnx.Module, pytree=False):
-    ...   pass
-    >>> check_pytree((Legacy(), 1), prefix=(None, 0))   # broadcast: fine
-    >>> try:
-    ...   check_pytree((Legacy(), 1))
-    ... except NonPytreeModuleError as exc:
-    ...   exc.category
-    'non-pytree'
-    """
-    try:
-        marks = jax.tree.broadcast(prefix, node, is_leaf=lambda x: x is None)
-    except (ValueError, TypeError):  # a prefix that does not fit: JAX reports it
-        return
-    for mark, leaf in zip(jax.tree.leaves(marks, is_leaf=lambda x: x is None), jax.tree.leaves(node)):
-        if mark is not None and isinstance(leaf, Pytree) and not leaf._pytree__is_pytree:
-            raise NonPytreeModuleError(type(leaf).__name__)
-
-
-def check_acyclic(tree: tp.Any, fn_name: str) -> None:
-    """Raise ``CycleError`` if a graph node holds itself (``self.sub = self``, a child
-    keeping its parent): a pytree cannot, and flattening it would never end.
-
-    A plain depth-first walk over data children, before anything hands the tree to JAX.
-
-    >>> import tree_runtime as nnx
-    >>> class Loop(nnx.Module):
-    ...   def __init__(self):
-    ...     self.sub = self
-    >>> try:
-    ...   check_acyclic([Loop()], 'jit')
-    ... except CycleError as exc:
-    ...   exc.path
-    '[0].sub'
-    """
-    on_path: set[int] = set()
-
-    def walk(node: tp.Any, path: str) -> None:
-        children = _children(node)
-        if not children:
-            return
-        if id(node) in on_path:
-            raise CycleError(fn_name, path)
-        on_path.add(id(node))
-        for key, child in children:
-            walk(child, f"{path}.{key}" if isinstance(key, str) and key.isidentifier() else f"{path}[{key!r}]")
-        on_path.discard(id(node))
-
-    walk(tree, "")
-
-
-def variables_with_paths(tree: tp.Any, fn_name: str = "split") -> list[tuple[tuple, tp.Any]]:
-    """``(jax_path, leaf)`` pairs with Variables as leaves; rejects aliasing and cycles."""
-    check_acyclic(tree, fn_name)
-    check_pytree(tree)
-    seen: dict[int, tuple] = {}
-    leaves = jtu.tree_leaves_with_path(tree, is_leaf=_is_variable)
-    for path, leaf in leaves:
-        # A raw mutable array ref (jax.new_ref) is state as a Variable is: one ref reachable
-        # twice is rejected as well (flax: "Duplicate Ref ... does not support shared references").
-        if isinstance(leaf, _STATE_LEAVES):
-            if id(leaf) in seen:
-                raise AliasingError(fn_name, jtu.keystr(seen[id(leaf)]), jtu.keystr(path), type(leaf).__name__)
-            seen[id(leaf)] = path
-    return leaves
 
 
 @jtu.register_static
@@ -424,8 +341,6 @@ def view(node: tp.Any, /, *, only: tp.Any = ..., raise_if_not_found: bool = True
          graph: bool | None = None, **attributes: tp.Any) -> tp.Any:
     """A copy of ``node`` sharing its Variables, with static attributes changed
     (e.g. ``nnx.view(model, deterministic=True)``); ``node`` is untouched."""
-    from ._module import Module, iter_modules
-
     _no_graph("view", graph)
     copy = jax.tree.map(lambda x: x, node, is_leaf=_is_variable)
     predicate, found = to_predicate(only), set()

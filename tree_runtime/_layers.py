@@ -10,7 +10,8 @@ import typing as tp
 import jax
 import jax.numpy as jnp
 
-from ._module import Module, data
+from ._module import Module
+from ._pytree import data
 from ._rngs import Rngs, RngStream
 from ._variables import BatchStat, Param
 

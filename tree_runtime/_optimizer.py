@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from ._graph import state, update
-from ._module import Pytree, data
+from ._pytree import Pytree, data
 from ._state import State
 from ._variables import OptArray, OptState, OptVariable, Variable
 

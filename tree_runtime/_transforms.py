@@ -1,7 +1,6 @@
 """Tree Mode transforms: thin wrappers over ``jax.*`` following the FLIP
-pattern (see ``_core``).  Each wrapper fits on one screen.  Prefix filters
-(``StateAxes``, ``DiffState``, ``StateSharding``) exist only so that code using
-them fails the way flax fails in Tree Mode: at decoration time.
+pattern (see ``_core``).  Each wrapper fits on one screen.  Each rejects the
+graph-mode prefix filters (``_prefix_filters``) when it is created, as flax does.
 """
 
 from __future__ import annotations
@@ -13,29 +12,10 @@ import jax
 import jax.numpy as jnp
 
 from ._core import (apply_updates, axes_by_path, changed_variables, check_no_aliases,
-                    check_tree_mode, copy_args, group_by_axis, is_variable,
-                    reject_prefix_filters, snapshot)
+                    check_tree_mode, copy_args, group_by_axis, is_variable, snapshot)
 from ._errors import CarryIdentityError
+from ._prefix_filters import reject_prefix_filters
 from ._variables import Variable
-
-
-class PrefixFilter:
-    """Base of the graph-mode prefix filters; any use in a transform raises."""
-
-    def __init__(self, *args: tp.Any, **kwargs: tp.Any):
-        self.args, self.kwargs = args, kwargs
-
-
-class StateAxes(PrefixFilter):
-    """Graph-mode ``in_axes`` prefix; rejected by every Tree Mode transform."""
-
-
-class DiffState(PrefixFilter):
-    """Graph-mode ``argnums`` prefix; rejected by every Tree Mode transform."""
-
-
-class StateSharding(PrefixFilter):
-    """Graph-mode sharding prefix; rejected by every Tree Mode transform."""
 
 
 class Carry:
