@@ -111,6 +111,7 @@ from nnx_lint.nnx_api import (
     WALKING_METHODS,
 )
 from nnx_lint.node_index import nodes_of_class
+from nnx_lint.noqa import UNUSED_NOQA_CODE
 from nnx_lint.program_text import (
     UnsafeFact,
     access,
@@ -129,7 +130,6 @@ from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
 from nnx_lint.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
-from nnx_lint.unused_noqa import UNUSED_NOQA_CODE
 from nnx_lint.values import VARIABLE_TYPES, value_model
 from nnx_lint.variables import (
     FLOAT_STATE,

@@ -46,7 +46,7 @@ def plugin_rules(settings: Settings, path: Path, also: tuple[str, ...] = ()) -> 
     selection without the NNX0xx file failures, which flake8 (E902/E999) and pylint
     (E0001, F0010) report their own way; ``also`` names the NNX0xx codes the front-end
     can still report (flake8: a rule crash and the analysis budget)."""
-    from nnx_lint.unused_noqa import UNUSED_NOQA_CODE
+    from nnx_lint.noqa import UNUSED_NOQA_CODE
 
     if is_path_excluded(settings, path):
         return []

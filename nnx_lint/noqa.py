@@ -29,6 +29,9 @@ from collections.abc import Iterable, Iterator
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.lines import physical_lines
 
+#: The code of unknown and unused ``# noqa`` codes (NNX009, computed in ``nnx_lint.unused_noqa``).
+UNUSED_NOQA_CODE = "NNX009"
+
 _NOQA = re.compile(
     r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )

@@ -14,9 +14,8 @@ from collections.abc import Iterable
 
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.lines import physical_lines
-from nnx_lint.noqa import suppressing_line, suppressions
+from nnx_lint.noqa import UNUSED_NOQA_CODE, suppressing_line, suppressions
 
-UNUSED_NOQA_CODE = "NNX009"
 _PREFIX = "NNX"
 
 

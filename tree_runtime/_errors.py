@@ -5,12 +5,15 @@ ends with the path of the nnx-lint rule family page.  Each class carries a
 stable ``category`` string; :func:`error_category` maps both these errors and
 the equivalent flax / jax exceptions onto the same strings, so a differential
 test (or the confirmer) can compare "the same kind of failure" across
-implementations without comparing message texts.
+implementations without comparing message texts.  :func:`category_from_text`
+does the same from the text a test report keeps (class names and message); this
+module needs only ``re``, so nnx-lint's gate loads it alone, without jax.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # The rule index (in this repository) and the family to look for there; one place to change.
 RULE_DOCS: dict[str, str] = {
@@ -268,9 +271,26 @@ def error_category(exc: BaseException) -> str:
     category = getattr(type(exc), "category", None)
     if isinstance(category, str):
         return category
-    message = str(exc)
-    names = {cls.__name__ for cls in type(exc).__mro__}
+    return category_from_text([cls.__name__ for cls in type(exc).__mro__], str(exc))
+
+
+def category_from_text(type_names: Sequence[str], message: str) -> str:
+    """The stable category of a flax or jax error known only as text: the names of its
+    class and of its bases (its own first) and its message, as a test report carries them.
+
+    A report that names the class alone loses what its bases would add (a flax error
+    subclassing ``ValueError``, say). This needs nothing but ``re``: the gate loads this
+    module alone (``nnx_lint.gate.results``), without jax.
+
+    >>> category_from_text(["ValueError"], "Cycle detected for Parent")
+    'cycle'
+    >>> category_from_text(["TraceContextError", "Exception"], "Cannot mutate Param")
+    'trace-context'
+    >>> category_from_text(["KeyError", "LookupError"], "'x'")
+    'other:KeyError'
+    """
+    names = set(type_names)
     for type_name, pattern, category in _FOREIGN_PATTERNS:
         if type_name in names and re.search(pattern, message, re.DOTALL):
             return category
-    return f"other:{type(exc).__name__}"
+    return f"other:{type_names[0] if type_names else 'Exception'}"

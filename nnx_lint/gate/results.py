@@ -8,7 +8,8 @@ import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from types import ModuleType
+from typing import Any, Callable, Iterable, Sequence
 
 #: Outcomes that count as "the test broke".
 FAILING = frozenset({"failed", "error"})
@@ -164,12 +165,14 @@ def results_from_records(records: Iterable[Any]) -> RunResults:
     return results
 
 
-def load_error_category() -> Callable[[BaseException], str] | None:
-    """``tree_runtime``'s ``error_category``, loaded from ``tree_runtime/_errors.py`` by file.
+def load_runtime_errors() -> ModuleType | None:
+    """``tree_runtime/_errors.py`` (the error categories), loaded by file.
 
-    The package ``__init__`` imports jax; ``_errors.py`` needs only ``re``. It is nnx-lint's own
-    copy, installed beside ``nnx_lint`` (never a ``tree_runtime`` found first on ``sys.path``),
-    loaded under a private name. None when it cannot be loaded.
+    Importing it as ``tree_runtime._errors`` would run the package ``__init__``, which imports
+    jax; the module itself needs only ``re``. It is nnx-lint's own copy, installed beside
+    ``nnx_lint`` (never a ``tree_runtime`` found first on ``sys.path``), loaded under a private
+    name. None when it cannot be loaded. (An edge import-linter cannot see:
+    ``tests/test_layers.py`` runs the gate's categorisation with jax unimportable.)
     """
     try:
         errors_file = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -179,9 +182,15 @@ def load_error_category() -> Callable[[BaseException], str] | None:
             return None
         module = importlib.util.module_from_spec(errors_spec)
         errors_spec.loader.exec_module(module)
-        return module.error_category
+        return module
     except Exception:  # noqa: BLE001 - no category is better than a broken test run
         return None
+
+
+def load_error_category() -> Callable[[BaseException], str] | None:
+    """``tree_runtime``'s ``error_category`` (of an exception object), or None (see :func:`load_runtime_errors`)."""
+    module = load_runtime_errors()
+    return module.error_category if module is not None else None
 
 
 # "File "x.py", line 3, in f" (Python) and "x.py:3: ValueError" (pytest's short style).
@@ -200,30 +209,31 @@ def frames_from_text(text: str, base: Path) -> list[Frame]:
     return frames
 
 
-_ERROR_CATEGORY: list[Callable[[BaseException], str] | None] = []
+_RUNTIME_ERRORS: list[ModuleType | None] = []
 
 
-def _gate_error_category() -> Callable[[BaseException], str] | None:
-    """The gate's own copy of ``error_category``, loaded once (see ``preload`` in ``command``)."""
-    if not _ERROR_CATEGORY:
-        _ERROR_CATEGORY.append(load_error_category())
-    return _ERROR_CATEGORY[0]
+def _gate_error_category() -> Callable[[Sequence[str], str], str] | None:
+    """The gate's copy of ``tree_runtime``'s textual ``category_from_text``, loaded once (see
+    ``preload`` in ``command``)."""
+    if not _RUNTIME_ERRORS:
+        _RUNTIME_ERRORS.append(load_runtime_errors())
+    module = _RUNTIME_ERRORS[0]
+    return module.category_from_text if module is not None else None
 
 
 def category_from_text(type_name: str, message: str) -> str | None:
     """The error category from a type NAME and message only (junit: the object is gone).
 
-    A stand-in exception class of the same name is given to ``tree_runtime``'s
-    ``error_category``; categories that depend on a flax subclass' hierarchy are lost.
+    Textual, as ``tree_runtime`` categorises a report: the class's short name and the
+    message; categories that depend on a flax subclass' hierarchy are lost.
     """
-    error_category = _gate_error_category()
-    if error_category is None:
+    categorise = _gate_error_category()
+    if categorise is None:
         return None
     short = type_name.rpartition(".")[2] or "Exception"
     if not short.isidentifier():
         return None
-    stand_in = type(short, (Exception,), {})
-    return error_category(stand_in(message))
+    return categorise([short], message)
 
 
 def read_junit(path: Path, base: Path) -> RunResults:
