@@ -60,6 +60,8 @@ Values, classes and Variables:
 - ``GradApplication``, ``GradientFlow``, ``GradientUse`` — a grad application and where its
   gradient goes.
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
+- ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
+  model asks it last; a rule that sees a bare local name asks it the same way).
 
 Fixes:
 
@@ -90,6 +92,7 @@ from nnx_lint.classes import (
     SelfReference,
     assigned_value,
     join_path,
+    names_rngs,
 )
 from nnx_lint.facts import ABSENT, Facts
 from nnx_lint.fixes.sites import entry_pin_target, pin_sites, pin_sites_in
@@ -163,7 +166,7 @@ __all__ = [
     # Values, classes and Variables.
     "value_model", "Ref", "Alias", "SelfReference", "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "passed_here", "passed_to", "passed_at",
+    "passed_here", "passed_to", "passed_at", "names_rngs",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.

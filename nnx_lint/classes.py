@@ -684,14 +684,12 @@ class ClassModel:
             return self._descend(self.class_of(call), ref.path, call, depth)
         if origin == "param":
             function, name = ref.root[1], ref.root[2]
-            known = self._parameter_annotation(function, name)
-            if known is None or known.qualified_name in NNX_MODULE_BASES:
-                known = self._specific(known, self.call_site_class(function, name, depth))
+            known = self.parameter_class(function, name, depth)
             if known is not None:
                 return self._descend(known, ref.path, None, depth)
             if not ref.path and self._annotation_name(function, name) in MUTABLE_ARRAY_TYPES:
                 return "ref"
-            if name == "rngs" or name.endswith("_rngs"):
+            if self.parameter_is_rngs(function, name, depth):  # unknown class: the naming convention
                 return "rngs"
             if not ref.path and self.used_as_module(function, name):
                 return "module"
@@ -738,6 +736,29 @@ class ClassModel:
         if candidate.definition is not None:
             return candidate if self.info(candidate.definition).is_nnx_module else generic
         return candidate if candidate.qualified_name.startswith("flax.nnx.") else generic
+
+    def parameter_class(self, function: nodes.NodeNG, name: str, depth: int = 0) -> ClassRef | None:
+        """The class of ``function``'s parameter ``name``: its annotation, narrowed by what the
+        project's calls pass when the annotation says only "a Module" (or is missing)."""
+        known = self._parameter_annotation(function, name)
+        if known is None or known.qualified_name in NNX_MODULE_BASES:
+            known = self._specific(known, self.call_site_class(function, name, depth))
+        return known
+
+    def parameter_is_rngs(self, function: nodes.NodeNG, name: str, depth: int = 0) -> bool:
+        """The one answer to "is this parameter an ``nnx.Rngs``?" that every rule gets (the
+        shared-reference rules through :meth:`kind_of`, the grad rules through what a Module
+        holds): an Rngs, an RngStream or an RNG Variable by its class (:meth:`parameter_class`),
+        else, when nothing says its class, by the naming convention (:func:`names_rngs`)."""
+        known = self.parameter_class(function, name, depth)
+        if known is not None:
+            return known.qualified_name in RNG_TYPES or self.class_kind(known) == "rngs"
+        annotation = _annotation_node(function, name)
+        if annotation is not None:  # a stated type (`int`, `nnx.Rngs | None`): does it name an Rngs?
+            resolver = self.resolver_for(annotation)
+            return any(resolver.qualified_name(part) in RNG_TYPES
+                       for part in (annotation, *annotation.nodes_of_class((nodes.Name, nodes.Attribute))))
+        return names_rngs(name)
 
     def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
         annotation = _annotation_node(function, name)
@@ -1316,6 +1337,14 @@ MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.e
 #: The type of those refs, as annotations name it (``def f(m: jax.Ref)``).
 MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
+#: Qualified names of what holds RNG state: the Rngs objects and the RNG Variables.
+RNG_TYPES = nnx_api.qualified(nnx_api.RNG_OBJECTS | nnx_api.variable_types("rng"))
+
+
+def names_rngs(name: str) -> bool:
+    """The naming convention of an ``nnx.Rngs`` parameter whose class nothing states:
+    ``rngs``, ``dropout_rngs`` (flax's own layers and examples follow it)."""
+    return name == "rngs" or name.endswith("_rngs")
 VARIABLE_CLASSES = nnx_api.variable_types()
 
 

@@ -25,6 +25,7 @@ from astroid import nodes
 
 from nnx_lint import nnx_api
 from nnx_lint.calls import constant_bool
+from nnx_lint.classes import RNG_TYPES
 from nnx_lint.flow import bound_values, lookup
 from nnx_lint.later_stores import LaterStore, stores_onto
 from nnx_lint.names import base_classes
@@ -113,7 +114,6 @@ def _join(prefix: str, path: str) -> str:
 PARAM_TYPES = nnx_api.qualified(nnx_api.variable_types("param"))
 #: ``Metric`` is a Pytree of metric Variables, not a Variable; its values count as state too.
 STATE_TYPES = nnx_api.qualified(nnx_api.variable_types("state") | {"Metric"})
-RNG_TYPES = nnx_api.qualified(nnx_api.RNG_OBJECTS | nnx_api.variable_types("rng"))
 #: Containers whose contents are their arguments' contents.
 _CONTAINERS = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.data", "builtins.list", "builtins.tuple",
                          "builtins.dict", "list", "tuple", "dict"})
@@ -381,14 +381,11 @@ class VariableModel:
 
     # -- rngs ---------------------------------------------------------------------------
     def _is_rngs_parameter(self, name: nodes.Name) -> bool:
-        """A function parameter that is an ``nnx.Rngs``: annotated so, or named ``rngs``."""
+        """A function parameter that is an ``nnx.Rngs`` (the class model's one answer)."""
         _scope, assignments = lookup(name)
         for assignment in assignments:
             if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Arguments):
-                ref = self.context.classes.class_of(name)
-                if ref is not None:
-                    return ref.qualified_name in RNG_TYPES
-                return name.name == "rngs"
+                return self.context.classes.parameter_is_rngs(assignment.parent.parent, name.name)
         return False
 
     def _is_rngs_expression(self, expression: nodes.NodeNG) -> bool:

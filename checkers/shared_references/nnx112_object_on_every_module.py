@@ -22,6 +22,7 @@ from nnx_lint.api import (
     clipped,
     identifier_or,
     lookup,
+    names_rngs,
     nodes_of_class,
     raises,
 )
@@ -276,7 +277,7 @@ class ObjectOnEveryModule(FamilyRule):
         kind = self.kind_of_expression(value)
         if kind in SHARED_KINDS:
             return _KIND_WORDS[kind], "static"
-        if isinstance(value, nodes.Name) and (value.name == "rngs" or value.name.endswith("_rngs")):
+        if isinstance(value, nodes.Name) and names_rngs(value.name):
             return "Rngs", "heuristic"
         return None
 
