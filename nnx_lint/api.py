@@ -27,7 +27,7 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
   transforms and graph APIs; ``PREFIX_KEYWORDS`` — their keywords that take prefixes.
 - ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS`` — APIs by role.
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
-  ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
+  ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
 - ``TREE_MAPS`` — the ``jax.tree`` map functions.
 
 Names and syntax:
@@ -84,6 +84,7 @@ from nnx_lint.call_sites import where
 from nnx_lint.caller_evidence import passed_at, passed_here, passed_to
 from nnx_lint.calls import NNXCall, constant_bool
 from nnx_lint.classes import (
+    NNX_MODULE_BASES,
     OPTIMIZER_CLASSES,
     SHARED_KINDS,
     STATEFUL_KINDS,
@@ -156,7 +157,7 @@ __all__ = [
     # The flax table.
     "NNX", "TRANSFORMS", "GRAPH_APIS", "ALIAS_CHECKING_GRAPH_APIS", "PREFIX_KEYWORDS", "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
-    "OPTIMIZER_CLASSES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
+    "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",

@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--target-version", choices=TARGET_VERSIONS, default=None,
                        help="the oldest Python the code supports: newer syntax is NNX002 (default: "
                             "`target-version`, else the lower bound of `requires-python`, else none)")
+    check.add_argument("--strict", action="store_true", default=None,
+                       help="audit mode: where a finding hangs on a value the analysis cannot resolve, report "
+                            "an unproven diagnostic instead of staying silent (config: `strict = true`)")
     check.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of failing rules")
     check.add_argument("--confirm", action="store_true",
                        help="back each diagnostic with a minimal reproduction run under Tree Mode (needs jax)")
@@ -182,6 +185,8 @@ def _check(args: argparse.Namespace) -> int:
             settings.extend_select = settings.extend_select + (split_codes(args.extend_select) or [])
         if args.target_version is not None:
             settings.target_version = parse_target_version(args.target_version)
+        if args.strict:
+            settings.strict = True
         cli_ci.apply_overrides(args, settings)  # --exclude, --extend-exclude, --extend-ignore, gitignore
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).

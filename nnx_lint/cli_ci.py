@@ -159,6 +159,7 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
         f"respect-gitignore = {str(settings.respect_gitignore).lower()}",
         f"force-exclude = {str(args.force_exclude).lower()}",
         f"per-file-ignores = {json.dumps(settings.per_file_ignores)}",
+        f"strict = {str(settings.strict).lower()}",
         f"src = {json.dumps([shown(root) for root in settings.source_roots])}",
         f"rules for this file = {', '.join(rule.code for rule in rules)}",
     ]

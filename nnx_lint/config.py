@@ -8,8 +8,9 @@ in Ruff), ``exclude`` (globs), ``extend-exclude`` (more globs; the command line'
 to the files it does *not* match, as in Ruff), ``src`` (the directories holding the
 project's packages, see :mod:`nnx_lint.package_roots`), ``target-version`` (``"py311"``;
 unset, the lower bound of ``[project] requires-python``, see :mod:`nnx_lint.syntax.target`),
-and ``flax-version`` (the oldest flax the project runs on, which decides the pins ``--fix``
-may add; see :mod:`nnx_lint.fixes.flax_target`). Unknown keys and wrong types are a
+``flax-version`` (the oldest flax the project runs on, which decides the pins ``--fix``
+may add; see :mod:`nnx_lint.fixes.flax_target`), and ``strict`` (audit mode: unproven
+diagnostics where the analysis could not resolve a value a finding hangs on). Unknown keys and wrong types are a
 :class:`ConfigError` (the CLI exits 2), never silently ignored; so is a file named
 explicitly (``--config``, ``--nnx-config``) that has no ``[tool.nnx-lint]`` table, which
 would otherwise run the defaults and drop the project's own settings.
@@ -37,7 +38,8 @@ DEFAULT_EXCLUDES = (
 )
 
 _KNOWN_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude",
-               "respect-gitignore", "per-file-ignores", "src", "target-version", "flax-version", "rule-url-base"}
+               "respect-gitignore", "per-file-ignores", "src", "target-version", "flax-version", "rule-url-base",
+               "strict"}
 
 
 class ConfigError(Exception):
@@ -68,6 +70,9 @@ class Settings:
     flax_version: str | None = None
     #: Where rule pages are published (``rule-url-base``); None: the pages shipped in the package.
     rule_url_base: str | None = None
+    #: ``strict``: audit mode. Where a finding hangs on a value the analysis could not resolve,
+    #: report an unproven diagnostic instead of staying silent (:func:`nnx_lint.diagnostic.shown`).
+    strict: bool = False
 
     def analysis_roots(self) -> list[Path]:
         """Every root cross-file analysis searches: the package roots, the project root, the cwd.
@@ -237,6 +242,10 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
     if "flax-version" in table:
         settings.flax_version = _flax_version(table["flax-version"], where)
+    if "strict" in table:
+        if not isinstance(table["strict"], bool):
+            raise ConfigError(f"{where}: `strict` must be true or false, got {table['strict']!r}")
+        settings.strict = table["strict"]
     if "rule-url-base" in table:
         if not isinstance(table["rule-url-base"], str) or not table["rule-url-base"]:
             raise ConfigError(f"{where}: `rule-url-base` must be a non-empty string (a URL prefix, or a template with {{code}})")

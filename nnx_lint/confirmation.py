@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nnx_lint.cache_store import SignedFile
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.program_text import UnsafeFact, carried_fact_text
 from nnx_lint.registry import rule_by_code
 from nnx_lint.rule import Reproduction
@@ -103,6 +103,8 @@ def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
     rule = rule_by_code(diagnostic.code)
     if rule is None:
         return "this rule has no reproduction builder yet"
+    if diagnostic.proof == UNPROVEN:
+        return "unproven: the analysis could not resolve the value this finding hangs on, so nothing is known to run"
     if not rule.has_reproduction():
         return rule.no_reproduction_reason or "this rule has no reproduction builder yet"
     try:

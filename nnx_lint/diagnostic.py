@@ -82,6 +82,10 @@ class Diagnostic:
     #: module level or for a file-level NNX0xx finding). A baseline fingerprint names it, so
     #: identical lines in two functions stay apart without depending on any other line.
     scope: str = field(default="", compare=False, hash=False)
+    #: ``proven``: the analysis resolved every value the finding hangs on. ``unproven``: it could
+    #: not (the class of an argument is unknown, ...), and the finding says which value and why;
+    #: reported only in audit mode (``--strict``, ``strict = true``; :func:`shown`).
+    proof: str = "proven"
 
     def __post_init__(self) -> None:
         # Accept the plain-data form too (``Diagnostic(**d.to_dict())``, a JSON list of dicts).
@@ -113,6 +117,16 @@ class Diagnostic:
         locations in this file follow it, those in other files are re-based alike."""
         related = tuple(replace(r, path=rebase(r.path, self.path, path)) for r in self.related)
         return replace(self, path=path, facts=dict(self.facts), related=related)
+
+
+#: The ``proof`` of a finding the analysis could not prove (audit mode, ``--strict``).
+UNPROVEN = "unproven"
+
+
+def shown(diagnostics, strict: bool) -> list:
+    """The diagnostics a run reports: unproven ones only in audit mode (``strict``). Every
+    front-end filters here, after the cache, so one cached analysis serves both modes."""
+    return [d for d in diagnostics if strict or d.proof != UNPROVEN]
 
 
 def analysed_whole(diagnostics) -> bool:

@@ -96,7 +96,7 @@ class FileContext:
 
     def report(
         self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None,
-        help: str | None = None, related: Iterable[RelatedSpec] | None = None,
+        help: str | None = None, related: Iterable[RelatedSpec] | None = None, proof: str = "proven",
     ) -> None:
         """Record a diagnostic of ``rule`` at ``node``; ``related`` names the other lines it
         involves, as ``(node or Related, "what happens there")`` pairs. A "Tree Mode raises"
@@ -117,7 +117,7 @@ class FileContext:
         self.diagnostics.append(
             Diagnostic(
                 rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text,
-                others, scope_name(node),
+                others, scope_name(node), proof,
             )
         )
 

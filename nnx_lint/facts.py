@@ -115,3 +115,15 @@ def facts_from_dict(facts_type: type[FactsT], stored: Mapping[str, Any], *, repo
         elif not (reported and key in ADDED_AFTER_REPORT):
             raise TypeError(f"{facts_type.__name__} has no fact {key!r}")
     return facts_type(**arguments)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnprovenFacts(Facts):
+    """What an unproven diagnostic (audit mode, ``--strict``) reports: the value the decision
+    hangs on, why the analysis could not resolve it, and the transform involved (if any)."""
+
+    #: The value's source text (``model``).
+    value: str
+    #: Why it could not be resolved (``an unannotated parameter that no call in the project passes``).
+    reason: str
+    transform: str = ABSENT

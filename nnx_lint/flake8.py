@@ -33,6 +33,7 @@ from typing import Any
 import nnx_lint
 from nnx_lint.config import ConfigError, default_settings
 from nnx_lint.eager import load_lint_path
+from nnx_lint.diagnostic import shown
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
@@ -67,6 +68,9 @@ class NNXFlake8Plugin:
     isolated: bool = False
     #: flake8's ``--disable-noqa``: the file-level ``# nnx-lint: noqa`` is not applied either.
     disable_noqa: bool = False
+    #: ``--nnx-strict`` (or ``nnx-strict = true`` in flake8's configuration): audit mode, as
+    #: ``strict = true`` in [tool.nnx-lint] and the CLI's ``--strict``.
+    strict: bool = False
 
     def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
         self.filename = filename
@@ -77,6 +81,10 @@ class NNXFlake8Plugin:
         option_manager.add_option(
             "--nnx-config", parse_from_config=True, default=None, metavar="PYPROJECT",
             help="read [tool.nnx-lint] from this pyproject.toml instead of each file's nearest one",
+        )
+        option_manager.add_option(
+            "--nnx-strict", parse_from_config=True, action="store_true", default=False,
+            help="audit mode: report unproven NNX diagnostics where the analysis cannot resolve a value",
         )
 
     @classmethod
@@ -89,6 +97,7 @@ class NNXFlake8Plugin:
         cls.isolated = bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
         cls.selected_codes = _selected_codes(options)
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+        cls.strict = bool(getattr(options, "nnx_strict", False))
         if cls.selected_codes is not None and not cls.selected_codes:
             return  # no NNX code selected: nnx-lint reads no configuration
         # Check the configurations of the named paths now, in flake8's main process, so that
@@ -113,6 +122,7 @@ class NNXFlake8Plugin:
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False,
             target_version=settings.target_version,
         )
+        found = shown(found, settings.strict or self.strict)
         # flake8 applies the line comments, but knows only its own file-level `# flake8: noqa`.
         for diagnostic in found if self.disable_noqa else apply_file_exemption(found, text):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
+from pylint.interfaces import INFERENCE_FAILURE, UNDEFINED
 
 from nnx_lint.config import ConfigError
-from nnx_lint.diagnostic import Diagnostic, analysed_whole
+from nnx_lint.diagnostic import UNPROVEN, Diagnostic, analysed_whole, shown
 from nnx_lint.eager import load_lint_path
 from nnx_lint import bounds
 from nnx_lint.engine import _linter_diagnostic, lint_module, newer_than_target
@@ -116,7 +117,8 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
         diagnostics = newer_than_target(text, path, settings.target_version) + diagnostics
     if analysed_whole(diagnostics):  # on a file not analysed whole every noqa would look unused
         diagnostics += unused_noqa(diagnostics, text, rules, path)
-    return apply_noqa(diagnostics, text)
+    strict = settings.strict or bool(getattr(linter.config, "nnx_strict", False))
+    return shown(apply_noqa(diagnostics, text), strict)
 
 
 class _FamilyChecker(BaseChecker):
@@ -138,6 +140,8 @@ class _FamilyChecker(BaseChecker):
                     end_lineno=diagnostic.end_line,
                     end_col_offset=diagnostic.end_column - 1,
                     args=(diagnostic.code, printable(diagnostic.message)),  # analysed text, escaped
+                    # An unproven finding (audit mode) hangs on a value the analysis could not resolve.
+                    confidence=INFERENCE_FAILURE if diagnostic.proof == UNPROVEN else UNDEFINED,
                 )
 
 
@@ -147,6 +151,12 @@ _OPTIONS = (
         "nnx-config",
         {"default": None, "type": "string", "metavar": "<pyproject.toml>",
          "help": "read [tool.nnx-lint] from this pyproject.toml instead of each module's nearest one"},
+    ),
+    (
+        "nnx-strict",
+        {"default": False, "type": "yn", "metavar": "<y or n>",
+         "help": "audit mode: report unproven NNX diagnostics (confidence INFERENCE_FAILURE) where the "
+                 "analysis cannot resolve a value a finding hangs on"},
     ),
 )
 

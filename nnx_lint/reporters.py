@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from nnx_lint.diagnostic import Diagnostic, analysed_whole
+from nnx_lint.diagnostic import UNPROVEN, Diagnostic, analysed_whole
 from nnx_lint.runner import RunResult
 
 FORMATS = ("text", "json", "github", "sarif", "markdown", "concise", "full", "junit", "gitlab", "pylint")
@@ -151,8 +151,11 @@ def summary(result: RunResult) -> str:
     if not count:
         return f"All checks passed! ({checked})"
     # Syntax newer than the target version is an NNX0xx on a file that was analysed: counted apart.
-    kinds = Counter("newer-syntax" if d.kind == "linter" and analysed_whole([d]) else d.kind for d in result.diagnostics)
-    parts = [f"{kinds[k]} {words}" for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version"}.items()
+    # Unproven findings (audit mode) are counted apart from what is known to break.
+    kinds = Counter(UNPROVEN if d.proof == UNPROVEN else "newer-syntax" if d.kind == "linter" and analysed_whole([d])
+                    else d.kind for d in result.diagnostics)
+    parts = [f"{kinds[k]} {words}" for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version",
+                                                    UNPROVEN: "unproven"}.items()
              if kinds[k]]
     files = len({d.path for d in result.diagnostics})
     return (
@@ -185,6 +188,8 @@ def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
         "noqa_row": d.line,
         "cell": d.facts.get("cell"),
         "related": [related_json(r) for r in d.related],
+        # Only on unproven findings (audit mode): the value the analysis could not resolve.
+        **({"proof": d.proof} if d.proof == UNPROVEN else {}),
         **extra,
     }
 
@@ -287,7 +292,8 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
         results.append({
             "ruleId": d.code,
             "ruleIndex": codes.index(d.code),
-            "level": _SARIF_LEVELS[d.kind],
+            # An unproven finding (audit mode) is a note: a place to look, not a known break.
+            "level": "note" if d.proof == UNPROVEN else _SARIF_LEVELS[d.kind],
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nnx_lint.facts import Facts, facts_from_dict
+from nnx_lint.diagnostic import UNPROVEN
+from nnx_lint.facts import ABSENT, Facts, UnprovenFacts, facts_from_dict
 from nnx_lint.program_text import literal
 
 if TYPE_CHECKING:
@@ -175,6 +176,14 @@ def Invalid(id: str, code: str, tree_mode: TreeModeOutcome | None = None, **kwar
     return Case(id=id, code=code, tree_mode=tree_mode, **kwargs)
 
 
+#: The help of every unproven diagnostic: how to settle it either way.
+_UNPROVEN_HELP = (
+    "nnx-lint could not resolve `{value}` ({reason}). Check what it is at this line: annotate it "
+    "(a parameter) or construct it where the analysis can see it, then the finding becomes proven "
+    "or goes away; or suppress it with `# noqa: CODE` once checked"
+)
+
+
 class Rule:
     """Base class of every nnx-lint rule. Subclasses are discovered, never listed."""
 
@@ -204,6 +213,10 @@ class Rule:
     #: Why ``--confirm`` has no reproduction for this rule's diagnostics: set exactly when the
     #: rule does not override :meth:`reproduce` (a test keeps the two in step).
     no_reproduction_reason: ClassVar[str] = ""
+    #: ``str.format`` template over :class:`~nnx_lint.facts.UnprovenFacts` (``value``,
+    #: ``reason``, ``transform``): what would break if the unresolved value is what the rule
+    #: looks for. Set by rules that report unproven diagnostics (:meth:`report_unproven`).
+    unproven_message: ClassVar[str] = ""
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
@@ -228,6 +241,20 @@ class Rule:
         elif fields:
             raise TypeError("report() takes a facts instance or fact keywords, not both")
         self.context.report(self, node, facts.as_dict(), message=message, help=help, related=related)
+
+    def report_unproven(
+        self, node: nodes.NodeNG, *, value: str, reason: str, transform: str = ABSENT,
+        related: Iterable[tuple[Any, str]] | None = None,
+    ) -> None:
+        """Report that this rule's decision at ``node`` hangs on ``value``, which the analysis
+        could not resolve (``reason``): an *unproven* diagnostic, shown only in audit mode
+        (``--strict``), where staying silent would read as "safe". Its message is
+        :attr:`unproven_message`; it has no fix and no reproduction (nothing is known to run)."""
+        if not self.unproven_message:
+            raise TypeError(f"{type(self).__name__} declares no unproven_message")
+        facts = UnprovenFacts(value=value, reason=reason, transform=transform)
+        self.context.report(self, node, facts.as_dict(), message="unproven: " + self.unproven_message,
+                            help=_UNPROVEN_HELP.replace("CODE", self.code), related=related, proof=UNPROVEN)
 
     @classmethod
     def facts_from(cls, stored: Mapping[str, Any]) -> Facts:

@@ -13,7 +13,7 @@ from nnx_lint.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
 from nnx_lint.collection import fewer_collections, settle_file
 from nnx_lint.config import Settings
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import Diagnostic, shown
 from nnx_lint.discovery.gitignore import Gitignore, walk_top
 from nnx_lint.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.file_config import is_path_excluded, rules_for_selectors
@@ -183,7 +183,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     cache.save()
     if caller_answers is not None:
         caller_answers.save()
-    result.diagnostics.sort(key=Diagnostic.sort_key)
+    # Unproven findings are cached like the others and shown only in audit mode (--strict).
+    result.diagnostics = sorted(shown(result.diagnostics, settings.strict), key=Diagnostic.sort_key)
     return result
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from nnx_lint.diagnostic import shown
 from nnx_lint.engine import lint_bytes
 from nnx_lint.registry import all_rules
 
@@ -19,6 +20,7 @@ def test_case(rule, case, expect_findings):
     crash_rule = [r for r in all_rules() if r.code == "NNX003"]  # a crash must show, not hide as "missing"
     diagnostics = lint_bytes(case.source.encode("utf-8"), "case.py", [rule, *crash_rule],
                              target_version=case.target_version)
+    diagnostics = shown(diagnostics, strict=False)  # the cases describe the default mode
     found = {(d.line, d.code) for d in diagnostics}
     if expect_findings:
         assert case.expected(), "an INVALID case must mark the lines that fire"

@@ -12,6 +12,7 @@ from nnx_lint.api import (
     ABSENT,
     CONTAINER_MODULES,
     NNX,
+    NNX_MODULE_BASES,
     OPTIMIZER_CLASSES,
     STATE_CLASSES,
     TREE_MAPS,
@@ -204,6 +205,20 @@ class _Analysis:
                            and (breaks is None or breaks(c))), None)
             if chosen is not None:
                 yield application, chosen
+
+    def unresolved_at(self, call: nodes.Call) -> Iterator[tuple[GradApplication, Differentiated, str]]:
+        """``(application, argument, reason)`` for each differentiated argument of ``call``
+        that is (taken to be) a Module whose contents the analysis could not resolve, with
+        why: what audit mode (``--strict``) reports instead of staying silent. An argument
+        with at least one resolved candidate is left to the proven rules."""
+        analysed = self.application(call)
+        if analysed is None:
+            return
+        application, arguments = analysed
+        for candidates in arguments:
+            unresolved = [c for c in candidates if not c.container]
+            if unresolved and all(c.holdings is None for c in unresolved):
+                yield application, unresolved[0], _why_unresolved(unresolved[0])
 
     def gradient_uses(self, call: nodes.Call, breaks: Callable[[Differentiated], bool] | None = None
                       ) -> Iterator[tuple[GradApplication, Differentiated, GradientUse]]:
@@ -569,6 +584,17 @@ def _class_attributes(classdef: nodes.ClassDef, classes, depth: int = 0) -> set[
             if base.definition is not None:
                 names |= _class_attributes(base.definition, classes, depth + 1)
     return names
+
+
+def _why_unresolved(differentiated: Differentiated) -> str:
+    """Why what ``differentiated`` holds is unknown, for an unproven finding's message."""
+    if differentiated.evidence == "merge":
+        return "it is rebuilt by `nnx.merge` from a state whose class is unknown"
+    if differentiated.class_name is None:
+        return "the loss calls it, so it is a Module, but nothing in the project says which class"
+    if differentiated.qualified_name in NNX_MODULE_BASES:
+        return f"it is annotated only as `nnx.{differentiated.class_name}`, and no call in the project passes a class"
+    return f"its class `{differentiated.class_name}` is defined where the analysis cannot read it"
 
 
 def holding_facts(holdings: Holdings, categories) -> list[dict]:

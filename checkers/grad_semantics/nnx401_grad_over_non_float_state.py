@@ -14,7 +14,17 @@ from checkers.grad_semantics.analysis import (
     holding_facts,
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
-from nnx_lint.api import NON_DIFFERENTIABLE, Invalid, Reproduction, Rule, Valid, bounded_index, passed_at, raises
+from nnx_lint.api import (
+    NON_DIFFERENTIABLE,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    bounded_index,
+    clipped,
+    passed_at,
+    raises,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,9 +102,18 @@ class GradOverNonFloatState(Rule):
         "`nnx.compat.{transform}`"
     )
 
+    #: Audit mode (``--strict``): the argument is a Module whose contents are unknown.
+    unproven_message = (
+        "`nnx.{transform}` differentiates all of `{value}`, whose contents are unknown ({reason}): "
+        "if it holds RNG state or integer Variables, Tree Mode raises TypeError"
+    )
+
     def visit_call(self, node: nodes.Call) -> None:
         breaks = lambda d: d.holdings is not None and bool(d.holdings.of(NON_DIFFERENTIABLE))  # noqa: E731
-        for application, differentiated in grad_analysis(self.context).differentiated_at(node, breaks, containers=True):
+        analysis = grad_analysis(self.context)
+        reported = False
+        for application, differentiated in analysis.differentiated_at(node, breaks, containers=True):
+            reported = True
             holdings = differentiated.holdings
             stored = _stored_non_float(differentiated)
             stored_names = {store.attribute for store in stored}
@@ -119,6 +138,10 @@ class GradOverNonFloatState(Rule):
                 related=grad_sites(application) + _caller(differentiated)
                 + [(store.node, f"`{store.attribute}` is stored onto it here") for store in stored],
             )
+        if not reported:
+            for application, differentiated, reason in analysis.unresolved_at(node):
+                self.report_unproven(node, value=clipped(differentiated.argument.as_string()), reason=reason,
+                                     transform=application.transform, related=grad_sites(application))
 
     @classmethod
     def reproduce(cls, facts: dict) -> Reproduction:

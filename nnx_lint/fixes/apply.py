@@ -16,7 +16,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
@@ -96,7 +96,7 @@ def fix_for(diagnostic: Diagnostic, index: SourceIndex, unsafe: bool = False,
     from nnx_lint.registry import rule_by_code
 
     rule = rule_by_code(diagnostic.code)
-    if rule is None:
+    if rule is None or diagnostic.proof == UNPROVEN:  # an unproven finding: nothing known to fix
         return None
     return choose(candidate_fixes(rule, index, diagnostic, flax), unsafe)
 

@@ -1,0 +1,103 @@
+"""Audit mode (``--strict``): where a finding hangs on a value the analysis could not
+resolve, an *unproven* diagnostic says so instead of silence. Off by default; the same
+switch in the CLI, ``[tool.nnx-lint] strict``, flake8 (``--nnx-strict``) and pylint
+(``--nnx-strict=y``); counted apart in the summary, ``level: note`` in SARIF,
+``proof: unproven`` in JSON, confidence ``INFERENCE_FAILURE`` in pylint; never fixed or
+reproduced (nothing is known to run).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _support import REPO
+
+SOURCE = '''\
+from flax import nnx
+
+
+def loss(model, x):
+    return model(x).sum()
+
+
+def train_step(model, x):
+    return nnx.grad(loss)(model, x)
+
+
+def generic(model: nnx.Module, x):
+    return nnx.grad(loss)(model, x)
+'''
+UNPROVEN_LINES = {9, 13}
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(SOURCE)
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    return tmp_path
+
+
+def _run(cwd: Path, *command: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", *command], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def _check_json(cwd: Path, *options: str) -> list[dict]:
+    done = _run(cwd, "nnx_lint.cli", "check", "train.py", "--no-cache", "--output-format", "json", *options)
+    return json.loads(done.stdout)
+
+
+def test_silent_by_default_and_unproven_in_audit_mode(project):
+    assert _check_json(project) == []
+    found = _check_json(project, "--strict")
+    assert {(d["code"], d["location"]["row"]) for d in found} == {("NNX401", line) for line in UNPROVEN_LINES}
+    assert all(d["proof"] == "unproven" and d["fix"] is None for d in found)
+    # Each names the value and why it could not be resolved.
+    messages = sorted(d["message"] for d in found)
+    assert all(m.startswith("unproven: ") and "`model`" in m for m in messages)
+    assert "annotated only as `nnx.Module`" in messages[0] + messages[1]
+    assert "the loss calls it" in messages[0] + messages[1]
+
+
+def test_the_config_switch_and_the_counted_apart_summary(project):
+    (project / "pyproject.toml").write_text("[tool.nnx-lint]\nstrict = true\n")
+    done = _run(project, "nnx_lint.cli", "check", "train.py", "--no-cache")
+    assert done.returncode == 1
+    assert "Found 2 diagnostics in 1 file (2 unproven; 1 file checked)." in done.stdout
+    settings = _run(project, "nnx_lint.cli", "check", "train.py", "--show-settings").stdout
+    assert "strict = true" in settings
+    (project / "pyproject.toml").write_text("[tool.nnx-lint]\nstrict = 1\n")
+    bad = _run(project, "nnx_lint.cli", "check", "train.py", "--no-cache")
+    assert bad.returncode == 2 and "`strict` must be true or false" in bad.stderr
+
+
+def test_sarif_level_note(project):
+    done = _run(project, "nnx_lint.cli", "check", "train.py", "--no-cache", "--strict", "--output-format", "sarif")
+    results = json.loads(done.stdout)["runs"][0]["results"]
+    assert [r["level"] for r in results] == ["note", "note"]
+
+
+def test_flake8_and_pylint_switches(project):
+    default = _run(project, "flake8", "--select", "NNX", "train.py")
+    assert default.stdout == ""
+    strict = _run(project, "flake8", "--select", "NNX", "--nnx-strict", "train.py")
+    assert {int(line.split(":")[1]) for line in strict.stdout.splitlines()} == UNPROVEN_LINES
+    pylint = _run(project, "pylint", "--load-plugins", "nnx_lint.pylint", "--disable", "all", "--enable",
+                  "grad-over-non-float-state", "--nnx-strict", "y", "--output-format", "json2", "train.py")
+    messages = json.loads(pylint.stdout)["messages"]
+    assert {(m["line"], m["confidence"]) for m in messages} == {(line, "INFERENCE_FAILURE") for line in UNPROVEN_LINES}
+
+
+def test_unproven_findings_have_no_reproduction():
+    from nnx_lint.confirmation import reproduction_for
+    from nnx_lint.engine import lint_bytes
+    from nnx_lint.registry import all_rules
+
+    found = [d for d in lint_bytes(SOURCE.encode(), "train.py", all_rules()) if d.proof == "unproven"]
+    assert len(found) == 2
+    assert all(str(reproduction_for(d)).startswith("unproven: ") for d in found)
