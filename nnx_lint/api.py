@@ -73,6 +73,8 @@ Reproduction programs (facts are hostile text: a program is built only through t
 - ``UnsafeFact`` — raised for a fact that cannot be used (the finding gets no reproduction).
 - ``identifier``, ``identifier_or``, ``is_identifier``, ``bounded_index``, ``choice_or`` — checked facts.
 - ``literal``, ``access``, ``set_attribute``, ``keyword_arguments`` — program text built from them.
+- ``filled`` — a builder's code template with its placeholder names replaced on the syntax tree
+  (renames touch whole names only), written back with ``ast.unparse``.
 - ``clipped``, ``shown`` — a fact quoted in a note or a reason.
 """
 from __future__ import annotations
@@ -122,6 +124,7 @@ from nnx_lint.program_text import (
     bounded_index,
     choice_or,
     clipped,
+    filled,
     identifier,
     identifier_or,
     is_identifier,
@@ -172,5 +175,5 @@ __all__ = [
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.
     "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "literal", "access",
-    "set_attribute", "keyword_arguments", "clipped", "shown",
+    "set_attribute", "keyword_arguments", "filled", "clipped", "shown",
 ]

@@ -24,9 +24,11 @@ when that fact is replaced by a neutral name, the program is refused, never run 
 from __future__ import annotations
 
 import ast
+import copy
 import keyword
 import math
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -366,3 +368,90 @@ def carried_fact_text(programs: list[str], facts: Any,
             if count(neutral, piece) < number:
                 return f"the fact text {shown(piece)} appears in the program outside string literals"
     return None
+
+
+# -- programs built on syntax trees ------------------------------------------------------------
+
+def filled(template: str, names: dict[str, str] | None = None, expressions: dict[str, str] | None = None,
+           statements: dict[str, str] | None = None) -> str:
+    """``template`` (code the builder wrote, with placeholder names) with its placeholders
+    replaced on the syntax tree (:mod:`ast`), then written back with :func:`ast.unparse`.
+
+    Placeholders are whole names, never substrings, so no other identifier is touched
+    (``self.OBJECTS`` stays ``self.OBJECTS`` when ``OBJ`` is renamed):
+
+    * ``names``: placeholder -> a name (checked by :func:`identifier`), wherever the placeholder is
+      a name: a variable, an attribute (``m.ATTR``), a parameter, a keyword argument, a defined
+      function or class, or a string constant that is exactly the placeholder (``hasattr(m, 'ATTR')``);
+    * ``expressions``: placeholder -> an expression (program text the builder wrote, parsed), for the
+      placeholder used as a variable (``G`` in ``isinstance(G, nnx.State)``);
+    * ``statements``: placeholder -> statements (program text the builder wrote, parsed), for a
+      statement that is the placeholder alone.
+
+    Comments do not survive :func:`ast.unparse`: a builder writes its comments around the pieces.
+
+    >>> print(filled("OBJ.ATTR += 1", names={"OBJ": "m", "ATTR": "OBJECTS"}), end="")
+    m.OBJECTS += 1
+    >>> print(filled("isinstance(G, nnx.State)", expressions={"G": "nnx.state(grads, nnx.Param)"}), end="")
+    isinstance(nnx.state(grads, nnx.Param), nnx.State)
+    >>> filled("m.ATTR", names={"ATTR": "x; import os"})
+    Traceback (most recent call last):
+    ...
+    nnx_lint.program_text.UnsafeFact: the name 'x; import os' is not a plain Python identifier
+    """
+    tree = _Filled(
+        {key: identifier(value, "the name") for key, value in (names or {}).items()},
+        {key: ast.parse(value, mode="eval").body for key, value in (expressions or {}).items()},
+        {key: ast.parse(textwrap.dedent(value)).body for key, value in (statements or {}).items()},
+    ).visit(ast.parse(textwrap.dedent(template)))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+class _Filled(ast.NodeTransformer):
+    """The placeholder replacements of :func:`filled`, node by node."""
+
+    def __init__(self, names: dict[str, str], expressions: dict[str, ast.expr],
+                 statements: dict[str, list[ast.stmt]]) -> None:
+        self.names, self.expressions, self.statements = names, expressions, statements
+
+    def _name(self, name: str | None) -> str | None:
+        return self.names.get(name, name) if name is not None else None
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.expressions:
+            return copy.deepcopy(self.expressions[node.id])
+        node.id = self._name(node.id)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.Attribute:
+        self.generic_visit(node)
+        node.attr = self._name(node.attr)
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        if isinstance(node.value, str) and node.value in self.names:
+            node.value = self.names[node.value]
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        self.generic_visit(node)
+        node.arg = self._name(node.arg)
+        return node
+
+    def visit_keyword(self, node: ast.keyword) -> ast.keyword:
+        self.generic_visit(node)
+        node.arg = self._name(node.arg)
+        return node
+
+    def _defined(self, node: ast.FunctionDef | ast.ClassDef) -> ast.stmt:
+        self.generic_visit(node)
+        node.name = self._name(node.name)
+        return node
+
+    visit_FunctionDef = visit_ClassDef = _defined
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt | list[ast.stmt]:
+        if isinstance(node.value, ast.Name) and node.value.id in self.statements:
+            return copy.deepcopy(self.statements[node.value.id])
+        self.generic_visit(node)
+        return node

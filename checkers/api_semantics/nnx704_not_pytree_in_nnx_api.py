@@ -394,14 +394,14 @@ class NotPytreeObjectInNNXAPI(Rule):
                     f"f = lambda *a: jnp.sum(a[{position}](jnp.ones(2)))\n"
                     f"{apply}\nreturn 'ok'\n")
         model = textwrap.dedent("""\
-            class Model(nnx.Module{pytree}):
+            class {name}(nnx.Module{pytree}):
                 def __init__(self):
                     self.w = nnx.Param(jnp.ones(2))
                 def __call__(self, x):
                     return x * self.w[...]
             """)
         if facts.get("part"):  # the non-pytree object is a part of the argument
-            model = model.replace("class Model(", "class Part(") + textwrap.dedent("""\
+            model = model.format(name="Part", pytree="{pytree}") + textwrap.dedent("""\
 
                 class Model(nnx.Module):
                     def __init__(self):
@@ -409,5 +409,7 @@ class NotPytreeObjectInNNXAPI(Rule):
                     def __call__(self, x):
                         return self.part(x)
                 """)
+        else:
+            model = model.format(name="Model", pytree="{pytree}")
         return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
                             control=model.format(pytree="") + call, stand_ins=tuple(stand_ins))

@@ -97,12 +97,13 @@ class ScalarInDataContainer(Rule):
         values = facts.get("scalar_values") or [2]
         value = values[0]
         scalar = literal(value)  # a literal of the analysed code: only ever repr'd plain data
-        model = (
-            "class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"
-            f"        self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))\n\n\nm = M()\n"
-        )
-        static = model.replace(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))",
-                               f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {scalar})  # static")
+
+        def made(cfg: str) -> str:  # the Module, its configuration stored by ``cfg``
+            return ("class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"
+                    f"        {cfg}\n\n\nm = M()\n")
+
+        model = made(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))")
+        static = made(f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {scalar})  # static")
         if isinstance(value, int) and not isinstance(value, bool):
             use = "return list(nnx.jit(lambda m: jnp.zeros(m.cfg[1]) + m.w.sum())(m).shape)\n"
             return Reproduction(model + use, expect_error="other:TypeError", control=static + use)

@@ -98,12 +98,13 @@ class DtypesInData(Rule):
     def reproduce(cls, facts: dict) -> Reproduction:
         """A Module holding ``nnx.data({"w": jnp.float32})`` next to a Param, passed to
         ``nnx.jit``; the control stores the same dict as a plain attribute."""
-        model = (
-            "class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))\n"
-            "        self.dtypes = nnx.data({'w': jnp.float32})\n\n\nm = M()\n"
-            "nnx.jit(lambda m: m.w[...].sum())(m)\nreturn 'ran'\n"
-        )
-        control = model.replace("nnx.data({'w': jnp.float32})", "{'w': jnp.float32}  # static")
+
+        def made(dtypes: str) -> str:  # the program, the dtypes stored as ``dtypes``
+            return ("class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))\n"
+                    f"        self.dtypes = {dtypes}\n\n\nm = M()\n"
+                    "nnx.jit(lambda m: m.w[...].sum())(m)\nreturn 'ran'\n")
+
+        model, control = made("nnx.data({'w': jnp.float32})"), made("{'w': jnp.float32}  # static")
         return Reproduction(model, expect_error="other:TypeError", control=control)
 
     def visit_call(self, node: nodes.Call) -> None:

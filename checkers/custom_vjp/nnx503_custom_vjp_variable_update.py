@@ -161,9 +161,9 @@ class CustomVjpVariableUpdate(Rule):
             return grad
         """
         cos2 = -0.4161468365471424
-        body = vjp_program(others, bwd, 0, primal_write, fwd_write).rsplit("grads = ", 1)[0]
+        body = vjp_program(others, bwd, 0, primal_write, fwd_write, differentiated=False)
         body += "\n" + _dedent(observe.format(update="", without=cos2, with_=cos2 + 1.0))
-        control = vjp_program(others, TREE_BWD.format(tangents="m_g"), 0).rsplit("grads = ", 1)[0]
+        control = vjp_program(others, TREE_BWD.format(tangents="m_g"), 0, differentiated=False)
         control += "\n" + _dedent(observe.format(update=f"\n                {update}  # moved out of the custom_vjp function",
                                           without=2 * cos2, with_=2 * (cos2 + 1.0)))
         return Reproduction(_concrete(body), expect_tree="gradient omits the update's cotangent",

@@ -26,8 +26,10 @@ def tangent_arguments(others: list[str], index: int) -> str:
     return ", ".join("m_g" if i == index else "jnp.zeros(())" for i in range(len(others) + 1))
 
 
-def vjp_program(others: list[str], bwd: str, index: int = 0, primal_write: str = "", fwd_write: str = "") -> str:
-    """A one-Param Module ``Foo`` through ``nnx.custom_vjp`` ``f`` with ``bwd``, differentiated by ``nnx.grad``."""
+def vjp_program(others: list[str], bwd: str, index: int = 0, primal_write: str = "", fwd_write: str = "",
+                differentiated: bool = True) -> str:
+    """A one-Param Module ``Foo`` through ``nnx.custom_vjp`` ``f`` with ``bwd``, differentiated by ``nnx.grad``
+    (unless not ``differentiated``: the caller then differentiates and observes it its own way)."""
     import textwrap
 
     parameters = list(others)
@@ -47,5 +49,6 @@ def f({signature}):{primal_write}
 def f_fwd({signature}):{fwd_write}
     return f({signature}), (jnp.cos(m.x[...]), m)
 """
+    differentiate = f"grads = nnx.grad(f, argnums={index})({values})\nreturn type(grads).__name__\n"
     return (textwrap.dedent(program).strip("\n") + "\n\n" + textwrap.dedent(bwd).strip("\n") + "\n\n"
-            + f"f.defvjp(f_fwd, f_bwd)\ngrads = nnx.grad(f, argnums={index})({values})\nreturn type(grads).__name__\n")
+            + "f.defvjp(f_fwd, f_bwd)\n" + (differentiate if differentiated else ""))

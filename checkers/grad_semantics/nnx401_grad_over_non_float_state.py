@@ -166,14 +166,18 @@ class GradOverNonFloatState(Rule):
         argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
                    if isinstance(a, int)] or [position]
         count = max(argnums + [position]) + 1
-        arguments = ", ".join("model" if i == position else "x" for i in range(count))
         parameters = ", ".join(f"a{i}" for i in range(count))
         argnums_text = repr(argnums[0]) if len(argnums) == 1 else repr(tuple(argnums))
-        value = f"jnp.sum(a{position}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
-        if facts.get("has_aux"):
-            value, aux = f"({value}, 0.0)", ", has_aux=True"
-        else:
-            aux = ""
+
+        def differentiated(model: str, called: str) -> tuple[str, str]:
+            """``(arguments, loss value)``: ``model`` at the position, called as ``called``."""
+            value = f"jnp.sum({called}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
+            return (", ".join(model if i == position else "x" for i in range(count)),
+                    f"({value}, 0.0)" if facts.get("has_aux") else value)
+
+        arguments, value = differentiated("model", f"a{position}")
+        fixed_arguments, fixed_value = differentiated("params", f"nnx.merge(graphdef, a{position}, rest)")
+        aux = ", has_aux=True" if facts.get("has_aux") else ""
         model = f"""
             class Model(nnx.Module):
                 def __init__(self, rngs):
@@ -191,14 +195,13 @@ class GradOverNonFloatState(Rule):
             out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments})
             return type(out).__name__
         """
-        fixed_value = value.replace(f"jnp.sum(a{position}(x))", f"jnp.sum(nnx.merge(graphdef, a{position}, rest)(x))")
         control = f"""
             graphdef, params, rest = nnx.split(model, nnx.Param, ...)
 
             def loss({parameters}, rest):  # rest (RNG counters, ...) passed, not differentiated
                 return {fixed_value}
 
-            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments.replace("model", "params")}, rest)
+            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({fixed_arguments}, rest)
             return type(out).__name__
         """
         return Reproduction(dedented(model) + dedented(use), expect_error="grad-non-float",

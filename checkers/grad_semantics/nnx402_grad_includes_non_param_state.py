@@ -14,7 +14,8 @@ from checkers.grad_semantics.analysis import (
     holding_facts,
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
-from nnx_lint.api import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.api import (FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Invalid, Reproduction, Rule, Valid, differs,
+                         filled)
 
 
 #: Of those, the ones that only change when a non-Param leaf has a non-zero gradient
@@ -175,8 +176,9 @@ class GradIncludesNonParamState(Rule):
         if consumer == "jax.flatten_util.ravel_pytree":
             model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
         program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum({m}(x) ** 2)")
-        body = _concrete(program + "return " + observe.replace("G", "grads") + "\n")
-        control = _concrete(program + "return " + observe.replace("G", "nnx.state(grads, nnx.Param)") + "\n")
+        # G is the gradient: a placeholder name, replaced on the syntax tree
+        body = _concrete(program + filled(f"return {observe}", expressions={"G": "grads"}))
+        control = _concrete(program + filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"}))
         return Reproduction(body, expect_tree=tree, expect_graph=graph, control=control)
 
     VALID = [

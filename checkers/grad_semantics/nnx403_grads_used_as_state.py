@@ -14,7 +14,7 @@ from checkers.grad_semantics.analysis import (
     grad_sites,
 )
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import ABSENT, TREE_MAPS, Invalid, Reproduction, Rule, Valid, identifier_or, raises
+from nnx_lint.api import ABSENT, TREE_MAPS, Invalid, Reproduction, Rule, Valid, filled, identifier_or, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,8 +176,10 @@ class GradsUsedAsState(Rule):
             model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
         """
         program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum({m}(x))")
-        body = dedented(program) + f"return type({use.replace('G', 'grads')}).__name__\n"
-        control = dedented(program) + f"return type({use.replace('G', 'nnx.state(grads, nnx.Param)')}).__name__\n"
+        # G is the gradient: a placeholder name, replaced on the syntax tree (a key `Gate` stays `Gate`)
+        observe = f"return type({use}).__name__"
+        body = dedented(program) + filled(observe, expressions={"G": "grads"})
+        control = dedented(program) + filled(observe, expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_error=expected, control=control)
 
     VALID = [

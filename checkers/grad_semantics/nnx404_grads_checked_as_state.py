@@ -8,7 +8,7 @@ from astroid import nodes
 from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, grad_analysis, grad_sites,
                                               tree_mode_value)
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import Invalid, Reproduction, Rule, Valid, clipped, differs
+from nnx_lint.api import Invalid, Reproduction, Rule, Valid, clipped, differs, filled
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,8 +140,9 @@ class GradsCheckedAsState(Rule):
             """)
             forward = "jnp.sum({m}(x))"
         program = dedented(model) + "x = jnp.ones((1, 2))\n\n" + grad_application_code(facts, forward)
-        body = program + f"return {observe.replace('G', 'grads')}\n"
-        control = program + f"return {observe.replace('G', 'nnx.state(grads, nnx.Param)')}\n"
+        # G is the gradient: a placeholder name, replaced on the syntax tree
+        body = program + filled(f"return {observe}", expressions={"G": "grads"})
+        control = program + filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_tree=tree, expect_graph=not tree, control=control)
 
     VALID = [

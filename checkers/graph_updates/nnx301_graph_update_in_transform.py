@@ -19,6 +19,7 @@ from nnx_lint.api import (
     Valid,
     body_nodes,
     differs,
+    filled,
     is_identifier,
     nodes_of_class,
     value_model,
@@ -43,6 +44,24 @@ def _literal_shape(value: nodes.NodeNG | None) -> str:
             if isinstance(node, literal):
                 return name
     return "other"
+
+
+#: The reproduction's Module: INIT sets the flagged attribute, METHOD changes it (when the
+#: finding was reached through a method call).
+_MODEL = """
+class M(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+        INIT
+    METHOD
+
+m = M()
+"""
+#: What the control runs under the transform: a read only.
+_READ = """
+def read(m):
+    return m.w[...].sum()
+"""
 
 
 #: flax's Linen-to-NNX wrappers, which create their Variables on the first call.
@@ -373,25 +392,30 @@ class GraphUpdateInTransform(TransformedCodeRule):
         in_method = len(facts.get("call_chain") or []) > 1
 
         def program(init_value, change_text, observation, outside=False, transform=facts.get("transform")):
-            init_line = f"\n        self.{attr} = {init_value}" if init_value is not None else ""
-            body = change_text.replace("ATTR", attr)
+            # built on syntax trees: the placeholders OBJ and ATTR are whole names, so no other
+            # name changes with them (an attribute `OBJECTS` stays `OBJECTS`)
+            names = {"ATTR": attr}
+            init_line = (filled("self.ATTR = VALUE", names, {"VALUE": init_value})
+                         if init_value is not None else "")
+            method = ""
             if in_method and not outside:
-                method = f"\n\n    def change(self):\n        {body.replace('OBJ', 'self')}"
-                function = "def change(m):\n    m.change()\n"
+                method = filled("def change(self):\n    CHANGE", statements={
+                    "CHANGE": filled(change_text, {**names, "OBJ": "self"})})
+                change_call = "m.change()"
             else:
-                method = ""
-                function = f"def change(m):\n    {body.replace('OBJ', 'm')}\n"
-            header = (f"class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))"
-                      f"{init_line}{method}\n\n\nm = M()\n")
+                change_call = filled(change_text, {**names, "OBJ": "m"})
+            header = filled(_MODEL, statements={"INIT": init_line, "METHOD": method})
+            function = filled("def FUNCTION(m):\n    CHANGE", {"FUNCTION": "change_outside" if outside else "change"},
+                              statements={"CHANGE": change_call})
             if outside:
                 statement, note = under(transform, "read")
-                run = (f"{function.replace('def change(m):', 'def change_outside(m):')}change_outside(m)  "
-                       "# the change, outside the transform\n"
-                       f"def read(m):\n    return m.w[...].sum()\n{note}{statement}\n")
+                run = (f"{function}# the change, outside the transform\nchange_outside(m)\n"
+                       f"{filled(_READ)}{note}{filled(statement)}")
             else:
                 statement, note = under(transform, "change")
-                run = f"{function}{note}{statement}\n"
-            return header + run + f"return {observation.replace('ATTR', attr)}\n"
+                run = f"{function}{note}{filled(statement)}"
+            return header + run + filled("return OBSERVATION", expressions={
+                "OBSERVATION": filled(observation, names)})
 
         main = program(init, change, observe)
         if control_change is not None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.graph_updates.base import MethodCallInTransform
 from checkers.graph_updates.reproduction import dedented, under
-from nnx_lint.api import Invalid, Reproduction, Valid, differs
+from nnx_lint.api import Invalid, Reproduction, Valid, differs, filled
 
 
 class EvalTrainInTransform(MethodCallInTransform):
@@ -97,7 +97,7 @@ class EvalTrainInTransform(MethodCallInTransform):
         main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
             "\nreturn model.drop.deterministic\n"
         read, read_note = under(facts.get("transform"), "forward", "model", loss="model.lin.kernel[...].sum()")
-        control = model + call.replace("m.", "model.", 1) + "  # outside the transform\n" + \
+        control = model + "# outside the transform\n" + filled(call, {"m": "model"}) + \
             "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
             "\nreturn model.drop.deterministic\n"
         return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)

@@ -136,9 +136,8 @@ class StateAxesPrefix(PrefixFilterRule):
                 def __init__(self):
                     self.w = nnx.Param(jnp.ones((4, 3)))
                     self.scale = nnx.BatchStat(jnp.array(2.0))
-
-            axes = nnx.StateAxes({nnx.Param: 0, ...: None})
         """
+        axes = "axes = nnx.StateAxes({nnx.Param: 0, ...: None})\n"
         if transform == "scan":
             use = """
             step = nnx.scan(lambda c, m: (c + m.w.sum() * m.scale, None),
@@ -155,10 +154,11 @@ class StateAxesPrefix(PrefixFilterRule):
             forward = nnx.vmap(lambda m, x: (m.w @ x) * m.scale, in_axes=(axes, None))
             return forward(Ensemble(), jnp.ones((3,))).shape
             """
-        control = model.replace("axes = nnx.StateAxes({nnx.Param: 0, ...: None})", "") + """
+        control = model + """
             graphdef, params, rest = nnx.split(Ensemble(), nnx.Param, ...)
             forward = nnx.vmap(lambda p, r, x: (nnx.merge(graphdef, p, r).w @ x) * r["scale"][...],
                                in_axes=(0, None, None))
             return forward(params, rest, jnp.ones((3,))).shape
         """
-        return Reproduction(dedented(model) + "\n" + dedented(use), expect_error="prefix-filter", control=dedented(control))
+        return Reproduction(dedented(model) + "\n" + axes + dedented(use), expect_error="prefix-filter",
+                            control=dedented(control))

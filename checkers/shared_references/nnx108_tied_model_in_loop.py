@@ -229,7 +229,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
     if kind == "Rngs":
         stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
         shared = f"nnx.Rngs({stream}=0)"
-        update, observe, start, updated = "{}()", "int({}.count[...])", 0, 2
+        update, value_of, number, start, updated = "{}()", "{}.count[...]", "int", 0, 2
 
         def leaf(base: str, part: str | None) -> str:  # the stream: stored as such, or of the Rngs
             return base if part else f"{base}.{stream}"
@@ -240,7 +240,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
             shared = emit_tree(tree_of([(deepest, "nnx.Param(jnp.ones(()))")]))
         else:
             shared = "nnx.Param(jnp.ones(()))" if kind == "Variable" else "Box(w=nnx.Param(jnp.ones(())))"
-        update, observe, start, updated = "{}[...] += 1.0", "float(jnp.sum({}[...]))", 1.0, 3.0
+        update, value_of, number, start, updated = "{}[...] += 1.0", "jnp.sum({}[...])", "float", 1.0, 3.0
 
         def leaf(base: str, part: str | None) -> str:
             # `base` holds `shared` reached at `part`: go on to the Param
@@ -280,7 +280,12 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
 
         targets = [leaf(access_of("model", path), part) for path, part in ordered]
         body_target = leaf(access_of("m", ordered[0][0]), ordered[0][1])
-    value = observe.format(body_target).replace("int(", "(").replace("float(", "(")
+    value = value_of.format(body_target)  # the loop condition compares the traced value itself
+
+    def observe(target: str) -> str:  # the concrete number the program returns
+        return f"{number}({value_of.format(target)})"
+
+
     loop = ("nnx.fori_loop(0, 2, body, model)" if transform == "fori_loop"
             else f"nnx.while_loop(lambda m: {value} < {updated!r}, body, model)")
 
@@ -297,7 +302,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
             except ValueError as error:  # tree_runtime (FLIP): the aliased carry is rejected
                 if "Duplicate" not in str(error):
                     raise
-            return [{observe.format(observed[0])}, {observe.format(observed[1])}]
+            return [{observe(observed[0])}, {observe(observed[1])}]
             """)
 
     return Reproduction(program(True), expect_tree=[start, start], expect_graph=[updated, updated],
