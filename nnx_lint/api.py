@@ -60,6 +60,8 @@ Values, classes and Variables:
 - ``GradApplication``, ``GradientFlow``, ``GradientUse`` — a grad application and where its
   gradient goes.
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
+- ``may_leave`` — could a value reach other code (returned, passed, stored, yielded), or is it
+  only read where it is made.
 
 Fixes:
 
@@ -130,6 +132,7 @@ from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
 from nnx_lint.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
+from nnx_lint.value_uses import may_leave
 from nnx_lint.values import VARIABLE_TYPES, value_model
 from nnx_lint.variables import (
     FLOAT_STATE,
@@ -163,7 +166,7 @@ __all__ = [
     # Values, classes and Variables.
     "value_model", "Ref", "Alias", "SelfReference", "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "passed_here", "passed_to", "passed_at",
+    "passed_here", "passed_to", "passed_at", "may_leave",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.
