@@ -26,6 +26,7 @@ from nnx_lint.node_index import SCOPE_TYPES, module_index
 from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
+from nnx_lint.first_error import name_first_errors
 from nnx_lint.related import RelatedSpec, anchored
 from nnx_lint.related import locations as related_locations
 from nnx_lint.rule import Rule
@@ -237,9 +238,12 @@ def lint_module(
 
 def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], project: Project) -> list[Diagnostic]:
     context: FileContext | None = None
+    rule_classes = list(rule_classes)  # read twice: the walk, then the stages
     try:
         context = FileContext(module, path, project)
-        return _run_rules(module, path, rule_classes, context)
+        found = _run_rules(module, path, rule_classes, context)
+        stages = {rule.code: rule.stage_order() for rule in rule_classes}
+        return name_first_errors(found, stages.get)
     except bounds.BudgetExceeded as stop:
         # What the rules reported before the stop is kept: each finding stands on its own.
         found = context.diagnostics if context is not None else []

@@ -40,6 +40,8 @@ class PrefixFilterRule(Rule):
     """Shared logic: find one filter class in the prefix arguments of NNX transforms."""
 
     facts_type = PrefixFilterFacts
+    #: Tree Mode rejects the filter when the transform is created, before it is ever called.
+    stage = "transform-created"
     filter_name: ClassVar[str]
     unused_message: ClassVar[str]
     unused_help: ClassVar[str]
