@@ -32,12 +32,13 @@ from nnx_lint.flow import lookup
 
 #: How many names a value may pass through before the walk gives up (and says "may leave").
 MAX_HOPS = 50
-#: Nodes that hold their elements: a value in one goes wherever the container goes.
+#: Nodes that hold their elements: a value in one goes wherever the container goes
+#: (``(axes,) + rest`` holds ``axes`` as much as ``(axes,)`` does).
 _CONTAINERS = (nodes.List, nodes.Tuple, nodes.Set, nodes.Dict, nodes.Starred, nodes.IfExp, nodes.BoolOp,
-               nodes.NamedExpr, nodes.JoinedStr, nodes.FormattedValue, nodes.Await)
+               nodes.NamedExpr, nodes.BinOp, nodes.Await)
 #: Uses that only read the value (their result is something else).
-_READS = (nodes.Attribute, nodes.Subscript, nodes.Compare, nodes.UnaryOp, nodes.BinOp, nodes.If, nodes.While,
-          nodes.Assert, nodes.Expr, nodes.Delete, nodes.For, nodes.Comprehension)
+_READS = (nodes.Compare, nodes.UnaryOp, nodes.If, nodes.While, nodes.Assert, nodes.Expr, nodes.Delete,
+          nodes.JoinedStr, nodes.FormattedValue)
 
 
 def may_leave(node: nodes.NodeNG) -> bool:
@@ -47,10 +48,12 @@ def may_leave(node: nodes.NodeNG) -> bool:
 
     Reads (an attribute or a subscript of it, a test, a comparison) keep it. Anything the
     walk does not know is "may leave"."""
-    return _leaves(node, set(), [0])
+    return _leaves(node, set(), [0], held=False)
 
 
-def _leaves(node: nodes.NodeNG, seen: set[int], hops: list[int]) -> bool:
+def _leaves(node: nodes.NodeNG, seen: set[int], hops: list[int], held: bool) -> bool:
+    """``held``: ``node`` is a container (or a name of one) holding the value, not the value:
+    reading an element, iterating or calling a method of it may hand the value on."""
     checkpoint("following where a value goes")
     parent = node.parent
     if parent is None:
@@ -63,20 +66,26 @@ def _leaves(node: nodes.NodeNG, seen: set[int], hops: list[int]) -> bool:
         return True  # a keyword argument of a call (or of a class definition)
     if isinstance(parent, nodes.IfExp) and parent.test is node:
         return False
-    if isinstance(parent, nodes.Dict) and any(key is node for key, _value in parent.items):
-        return _leaves(parent, seen, hops)  # a key is kept by the dict as well
     if isinstance(parent, _CONTAINERS):
-        if isinstance(parent, nodes.NamedExpr) and not _name_stays(parent.target, seen, hops):
+        if isinstance(parent, nodes.NamedExpr) and not _name_stays(parent.target, seen, hops, held):
             return True
-        return _leaves(parent, seen, hops)
-    if isinstance(parent, (nodes.Attribute, nodes.Subscript)):
-        # ``value.attr`` / ``value[key]`` read it; as the key of a subscript store it leaves.
-        return isinstance(parent, nodes.Subscript) and parent.slice is node and not _is_load(parent)
+        # A choice (``a if c else b``, ``a or b``) is the value itself; a literal or a sum holds it.
+        same = isinstance(parent, (nodes.IfExp, nodes.BoolOp, nodes.NamedExpr, nodes.Await))
+        return _leaves(parent, seen, hops, held=held if same else True)
+    if isinstance(parent, nodes.Subscript) and parent.value is node:
+        # ``value[key]`` reads the value; an element of a container holding it may be it.
+        return _leaves(parent, seen, hops, held) if held else False
+    if isinstance(parent, nodes.Subscript):
+        return not _is_load(parent)  # the key of a subscript store is kept by the container
+    if isinstance(parent, nodes.Attribute):
+        return held  # a method of a container holding it may hand it on (``d.get``, ``l.pop``)
+    if isinstance(parent, (nodes.For, nodes.Comprehension)):
+        return held and parent.iter is node  # iterating a container hands out its elements
     if isinstance(parent, _READS):
         return False
     if isinstance(parent, (nodes.Assign, nodes.AnnAssign)):
         targets = parent.targets if isinstance(parent, nodes.Assign) else [parent.target]
-        return any(not _name_stays(target, seen, hops) for target in targets)
+        return any(not _name_stays(target, seen, hops, held) for target in targets)
     return True  # defaults, decorators, augmented assignments, with-items, ...
 
 
@@ -84,7 +93,7 @@ def _is_load(subscript: nodes.Subscript) -> bool:
     return getattr(subscript, "ctx", None) is None or subscript.ctx.name == "Load"
 
 
-def _name_stays(target: nodes.NodeNG, seen: set[int], hops: list[int]) -> bool:
+def _name_stays(target: nodes.NodeNG, seen: set[int], hops: list[int], held: bool) -> bool:
     """Whether a value bound to ``target`` stays: a local name none of whose uses lets it leave."""
     if not isinstance(target, nodes.AssignName):
         return False  # an attribute, a subscript, an unpacking: stored where others can reach it
@@ -103,7 +112,7 @@ def _name_stays(target: nodes.NodeNG, seen: set[int], hops: list[int]) -> bool:
         # A read in a nested function (a closure) is followed like any other: what the
         # closure does with the value decides, not the closure itself.
         _name_scope, bindings = lookup(name)
-        if any(binding is target for binding in bindings) and _leaves(name, seen, hops):
+        if any(binding is target for binding in bindings) and _leaves(name, seen, hops, held):
             return False
     return True
 

@@ -58,3 +58,14 @@ def test_values_that_may_reach_other_code_leave(source):
 def test_doctests():
     failures, tried = doctest.testmod(value_uses)
     assert tried and not failures
+
+
+@pytest.mark.parametrize("source", [
+    "def f(scan, n):\n    axes = make()\n    in_axes = (axes,) + (axes,) * n + (0,)\n    return scan(in_axes=in_axes)\n",
+    "def f(g):\n    axes = [make()]\n    g(axes[0])\n",
+    "def f(g):\n    axes = {'a': make()}\n    g(axes.get('a'))\n",
+    "def f(g):\n    for a in [make()]:\n        g(a)\n",
+], ids=["tuple-sum-passed-on", "element-passed-on", "method-of-container", "iterated"])
+def test_a_container_holding_the_value_hands_it_on(source):
+    """datarax's pipeline.py builds ``in_axes = (state_axes,) + ...`` for ``nnx.scan``."""
+    assert may_leave(_made(source))
