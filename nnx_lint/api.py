@@ -52,7 +52,9 @@ Calls and transforms:
 
 Values, classes and Variables:
 
-- ``value_model`` — the file's value model (what an expression is).
+- ``value_model`` — the file's value model (what an expression is); ``DATA_CONTAINER``,
+  ``STATIC_CONTAINER``, ``CONTAINER_KINDS`` — what its ``stored_kind`` calls a container an
+  attribute stores (a pytree node a Tree Mode transform rebuilds, or one carried by reference).
 - ``Ref``, ``Alias``, ``SelfReference`` — objects inside constructed instances: where they come
   from, reached twice, stored below themselves; ``SHARED_KINDS``, ``STATEFUL_KINDS`` — their kinds.
 - ``variable_model`` — the file's Variable model; ``Holdings`` — what a class or value holds;
@@ -62,6 +64,8 @@ Values, classes and Variables:
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
+- ``may_leave`` — could a value reach other code (returned, passed, stored, yielded), or is it
+  only read where it is made.
 
 Fixes:
 
@@ -137,7 +141,8 @@ from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
 from nnx_lint.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
-from nnx_lint.values import VARIABLE_TYPES, value_model
+from nnx_lint.value_uses import may_leave
+from nnx_lint.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
 from nnx_lint.variables import (
     FLOAT_STATE,
     NON_DIFFERENTIABLE,
@@ -168,9 +173,10 @@ __all__ = [
     "NNXCall", "transform_resolver", "Application", "Argument", "explicit_tree", "transformed_code",
     "TransformedCode", "Reach", "helper_summaries", "where",
     # Values, classes and Variables.
-    "value_model", "Ref", "Alias", "SelfReference", "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
+    "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
+    "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "passed_here", "passed_to", "passed_at", "names_rngs",
+    "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.

@@ -26,7 +26,8 @@ from nnx_lint.node_index import SCOPE_TYPES, module_index
 from nnx_lint.noqa import apply_noqa
 from nnx_lint.prefilter import mentions_nnx
 from nnx_lint.project import Project
-from nnx_lint.related import RelatedSpec
+from nnx_lint.first_error import name_first_errors
+from nnx_lint.related import RelatedSpec, anchored
 from nnx_lint.related import locations as related_locations
 from nnx_lint.rule import Rule
 from nnx_lint.unused_noqa import unused_noqa
@@ -102,10 +103,12 @@ class FileContext:
         involves, as ``(node or Related, "what happens there")`` pairs. A "Tree Mode raises"
         finding inside an assertion that the code raises is not recorded
         (:mod:`nnx_lint.expected_errors`)."""
-        if node.root() is not self.module:
+        anchor, related = anchored(node, related, self.module)
+        if anchor is None:
             # A rule that followed a value into another project file reports where it left
-            # this one; that file's lines are related locations, never this file's.
+            # this one; with no line of this file to carry the finding, that is a rule bug.
             raise ValueError(f"{rule.code} reported a node of another module ({node.root().name})")
+        node = anchor
         if rule.kind == "raises" and expects_error(node):
             return
         text, help_text = rule.render(facts, message=message, help=help)
@@ -235,9 +238,12 @@ def lint_module(
 
 def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], project: Project) -> list[Diagnostic]:
     context: FileContext | None = None
+    rule_classes = list(rule_classes)  # read twice: the walk, then the stages
     try:
         context = FileContext(module, path, project)
-        return _run_rules(module, path, rule_classes, context)
+        found = _run_rules(module, path, rule_classes, context)
+        stages = {rule.code: rule.stage_order() for rule in rule_classes}
+        return name_first_errors(found, stages.get)
     except bounds.BudgetExceeded as stop:
         # What the rules reported before the stop is kept: each finding stands on its own.
         found = context.diagnostics if context is not None else []

@@ -91,6 +91,39 @@ def _relative_to_cwd(path: str) -> str:
         return path
 
 
+#: How the anchored finding names the line it was found on, in the other file.
+FOUND_THERE = "found here, in another file"
+
+
+def anchored(
+    node: nodes.NodeNG, specs: Iterable[RelatedSpec] | None, module: nodes.Module,
+) -> tuple[nodes.NodeNG | None, list[RelatedSpec]]:
+    """Where a finding at ``node`` is reported in ``module``, and its related locations then.
+
+    A finding stays in the file being linted: a rule that followed a value into another
+    project module (a helper returning a model, a base class's ``__init__``) may find it
+    there, but the user acts on this file's line. A node of ``module`` is its own anchor. A
+    node of another module is anchored at the first related location in ``module`` (the
+    call or transform that led there), and the node itself becomes the first related
+    location (:data:`FOUND_THERE`, unless the rule named it already). ``(None, specs)``
+    when nothing in ``module`` can carry the finding.
+
+    >>> import astroid
+    >>> here, there = astroid.parse("f(1)\\n", "here"), astroid.parse("x = 1\\n", "there")
+    >>> anchor, specs = anchored(there.body[0], [(here.body[0], "called here")], here)
+    >>> anchor is here.body[0], [message for _node, message in specs]
+    (True, ['found here, in another file', 'called here'])
+    """
+    specs = list(specs or ())
+    if node.root() is module:
+        return node, specs
+    anchor = next((target for target, _message in specs
+                   if not isinstance(target, Related) and target.root() is module), None)
+    if anchor is None:
+        return None, specs
+    if not any(target is node for target, _message in specs):
+        specs.insert(0, (node, FOUND_THERE))
+    return anchor, specs
 
 
 def position(related: Related) -> str:

@@ -210,6 +210,10 @@ class Rule:
     no_fix_reason: ClassVar[str] = ""
     #: The rule's facts dataclass (:mod:`nnx_lint.facts`); None only for engine-reported rules.
     facts_type: ClassVar[type[Facts] | None] = None
+    #: When Tree Mode's check behind this rule fires on a line, a key of
+    #: :data:`nnx_lint.first_error.STAGES` (``"inputs-flattened"`` for aliasing); a silent rule
+    #: is ``"silent"``. None: not measured, and no message names a first error against it.
+    stage: ClassVar[str | None] = None
     #: Why ``--confirm`` has no reproduction for this rule's diagnostics: set exactly when the
     #: rule does not override :meth:`reproduce` (a test keeps the two in step).
     no_reproduction_reason: ClassVar[str] = ""
@@ -220,6 +224,14 @@ class Rule:
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
+
+    @classmethod
+    def stage_order(cls) -> int | None:
+        """The rule's place in the order Tree Mode's checks fire (None: no place)."""
+        from nnx_lint.first_error import STAGES
+
+        stage = cls.stage if cls.stage is not None else ("silent" if cls.kind == "silent" else None)
+        return STAGES.get(stage) if stage is not None else None
 
     def report(
         self, node: nodes.NodeNG, facts: Facts | None = None, *, message: str | None = None,

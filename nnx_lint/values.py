@@ -45,6 +45,14 @@ _LOOPS: dict[str, tuple[int, int, int]] = {
 }
 #: Classes whose instances are list- or dict-like containers of other values.
 CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "builtins.dict", "list", "dict"})
+#: What :meth:`ValueModel.stored_kind` calls a container an attribute stores. A *data* container
+#: (``nnx.List``, ``nnx.Dict``, ``nnx.data({...})``, or a plain one on an attribute the class
+#: declares ``nnx.data()``) is a pytree node of the Module: a Tree Mode transform rebuilds it, so
+#: an in-place change inside is dropped. A *static* container (a plain list or dict, which flax
+#: 0.12 keeps only without data in it) is carried by reference: the change survives in both modes.
+DATA_CONTAINER = "data-container"
+STATIC_CONTAINER = "static-container"
+CONTAINER_KINDS = frozenset({DATA_CONTAINER, STATIC_CONTAINER})
 #: flax.nnx calls whose result is (or, ``_GRAPHDEF_FIRST``, starts with) a GraphDef.
 _GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
 _GRAPHDEF_FIRST = frozenset({"split", "flatten"})
@@ -147,26 +155,61 @@ class ValueModel:
         return ref.qualified_name.startswith("flax.nnx.")
 
     def stored_kind(self, value: nodes.NodeNG | None) -> str:
-        """What a stored value is: ``container`` (list, dict, ``nnx.List``, ...), ``variable``
+        """What a stored value is: :data:`DATA_CONTAINER` (``nnx.List``, ``nnx.Dict``,
+        ``nnx.data([...])``), :data:`STATIC_CONTAINER` (a plain list or dict), ``variable``
         (a Variable construction) or ``other``."""
         if isinstance(value, (nodes.List, nodes.Dict, nodes.ListComp, nodes.DictComp)):
-            return "container"
+            return STATIC_CONTAINER
         if isinstance(value, nodes.Call):
+            if value.args and self.context.qualified_name(value.func) == "flax.nnx.data":
+                inner = self.stored_kind(value.args[0])
+                return DATA_CONTAINER if inner in CONTAINER_KINDS else inner
             ref = self.classes.class_of(value)
             name = ref.qualified_name if ref else None
+            if name in nnx_api.CONTAINER_MODULES:
+                return DATA_CONTAINER
             if name in CONTAINER_TYPES:
-                return "container"
+                return STATIC_CONTAINER
             if ref is not None and self.is_variable_class(ref):
                 return "variable"
         return "other"
 
     def stored_kinds(self, owner: nodes.NodeNG, attribute: str, ref: ClassRef | None = None) -> set[str]:
         """:meth:`stored_kind` of every store of ``owner.attribute`` during construction
-        (empty when the class or the attribute is unknown)."""
+        (empty when the class or the attribute is unknown). A plain container on an attribute
+        the class (or a base) declares data (``cache: dict = nnx.data()``, ``nnx.Data[...]``)
+        is a :data:`DATA_CONTAINER`."""
         ref = ref or self.classes.class_of_self(owner)
         if ref is None or ref.definition is None:
             return set()
-        return {self.stored_kind(store.value) for store in self.classes.info(ref.definition).stores_of(attribute)}
+        kinds = {self.stored_kind(store.value) for store in self.classes.info(ref.definition).stores_of(attribute)}
+        if STATIC_CONTAINER in kinds and self._declared_data(ref.definition, attribute):
+            kinds = (kinds - {STATIC_CONTAINER}) | {DATA_CONTAINER}
+        return kinds
+
+    def _declared_data(self, classdef: nodes.ClassDef, attribute: str) -> bool:
+        """Whether ``classdef`` or a base declares ``attribute`` data at class level."""
+        try:
+            classes = [classdef, *classdef.ancestors()]
+        except Exception:  # an unresolvable base: only the class itself
+            classes = [classdef]
+        for cls in classes:
+            for statement in cls.body:
+                if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName):
+                    target, value, annotation = statement.target, statement.value, statement.annotation
+                elif isinstance(statement, nodes.Assign) and len(statement.targets) == 1 \
+                        and isinstance(statement.targets[0], nodes.AssignName):
+                    target, value, annotation = statement.targets[0], statement.value, None
+                else:
+                    continue
+                if target.name != attribute:
+                    continue
+                if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data":
+                    return True
+                base = annotation.value if isinstance(annotation, nodes.Subscript) else annotation
+                if base is not None and self.context.qualified_name(base) == "flax.nnx.Data":
+                    return True
+        return False
 
     # -- identity -----------------------------------------------------------------------------
     def shared_within(self, expression: nodes.NodeNG) -> SharedPair | None:

@@ -359,3 +359,69 @@ def test_flake8_messages_stay_one_line_without_related(tmp_path, monkeypatch):
     monkeypatch.setattr(plugin_module, "plugin_rules", lambda settings, path, also=(): [RelatedProbe])
     plugin = plugin_module.NNXFlake8Plugin(None, str(root / "a.py"), MODULE.splitlines(keepends=True))
     assert [(line, column, message) for line, column, message, _ in plugin.run()] == [(8, 0, "NNX998 probe called")]
+
+
+# -- a finding in another file is anchored in this one (issue 26) -------------------------------------
+
+FACTORY = """\
+import dataclasses
+
+import jax
+import optax
+from flax import nnx
+
+
+@jax.tree_util.register_pytree_node_class
+@dataclasses.dataclass(frozen=True)
+class TrainingState:
+    networks: object
+    optimizer: object
+
+    def tree_flatten(self):
+        return (self.networks, self.optimizer), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+
+def new_training_state(env, networks, seed):
+    optimizer = nnx.Optimizer(networks, optax.adam(1e-3), wrt=nnx.Param)
+    return TrainingState(networks, optimizer)
+"""
+FACTORY_TEST = """\
+from flax import nnx
+
+import factory
+
+
+def test_jit():
+    nets = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    return nnx.jit(factory.new_training_state, static_argnums=(0, 2))("env", nets, 18)
+"""
+
+
+def test_a_finding_found_in_another_file_is_reported_at_this_files_transform(tmp_path, monkeypatch):
+    """nnx-ppo's ppo_test.py: NNX106 followed ``nnx.jit(ppo.new_training_state)`` into ppo.py and
+    reported the return there, which crashed the rule (NNX003 for the whole file). Tree Mode
+    raises ``Duplicate Param`` (flax 0.12.8); graph mode runs."""
+    from nnx_lint.config import load_settings
+    from nnx_lint.runner import run
+
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    (tmp_path / "factory.py").write_text(FACTORY)
+    (tmp_path / "factory_test.py").write_text(FACTORY_TEST)
+    monkeypatch.chdir(tmp_path)
+    result = run([Path("factory_test.py")], load_settings(Path(".")), jobs=1)
+    assert [(d.code, d.path, d.line) for d in result.diagnostics] == [("NNX106", "factory_test.py", 8)]
+    (finding,) = result.diagnostics
+    assert (finding.related[0].path, finding.related[0].line, finding.related[0].message) == (
+        "factory.py", 24, related_module.FOUND_THERE)
+
+
+def test_a_foreign_node_with_no_anchor_here_is_still_a_rule_error():
+    import astroid
+
+    here, there = astroid.parse("x = 1\n", "here"), astroid.parse("y = 2\n", "there")
+    assert related_module.anchored(there.body[0], [(there.body[0], "only there")], here) == (
+        None, [(there.body[0], "only there")])

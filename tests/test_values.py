@@ -115,8 +115,39 @@ def f(c: Counter):
     model = value_model(context)
     owner = _marked(context, "here").args[0]
     assert {a: model.stored_kinds(owner, a) for a in ("count", "items", "blocks", "name", "steps", "missing")} == {
-        "count": {"variable"}, "items": {"container"}, "blocks": {"container"}, "name": {"other"},
+        "count": {"variable"}, "items": {"static-container"}, "blocks": {"data-container"}, "name": {"other"},
         "steps": {"variable"}, "missing": set()}
+
+
+def test_stored_kinds_tell_data_containers_from_static_ones(tmp_path):
+    """flax 0.12.8, both modes: an item written under nnx.grad/jit into a plain dict survives; into
+    nnx.Dict, nnx.data({}) or a dict on a class-level ``nnx.data()`` attribute, Tree Mode drops it."""
+    context = _context(tmp_path, HEADER + """
+class Base(nnx.Module):
+    declared: dict = nnx.data()
+
+class Caches(Base):
+    annotated: nnx.Data[dict]
+
+    def __init__(self):
+        self.plain = {}
+        self.listed = list()
+        self.wrapped = nnx.data({})
+        self.nnx_dict = nnx.Dict({})
+        self.declared = {}
+        self.annotated = {}
+        self.array = nnx.data(jnp.zeros(2))
+
+def f(c: Caches):
+    use(c)  # here
+""")
+    model = value_model(context)
+    owner = _marked(context, "here").args[0]
+    names = ("plain", "listed", "wrapped", "nnx_dict", "declared", "annotated", "array")
+    assert {a: model.stored_kinds(owner, a) for a in names} == {
+        "plain": {"static-container"}, "listed": {"static-container"}, "wrapped": {"data-container"},
+        "nnx_dict": {"data-container"}, "declared": {"data-container"}, "annotated": {"data-container"},
+        "array": {"other"}}
 
 
 def test_the_resolver_sees_stored_transforms_and_ahead_of_time_calls(tmp_path):

@@ -80,6 +80,8 @@ class GradOverNonFloatState(Rule):
     fixes = ("pin",)
     symbol = "grad-over-non-float-state"
     kind = "raises"
+    #: jax.grad rejects the non-float leaves when it traces, after the inputs are flattened.
+    stage = "traced"
     catalogue = ("D2",)
     message = (
         "`nnx.{transform}` differentiates all of `{argument}`, and `{class}` holds non-float state: "

@@ -12,6 +12,8 @@ from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
 from checkers.graph_updates.reproduction import RESERVED_NAMES, under
 from nnx_lint.api import (
     ABSENT,
+    CONTAINER_KINDS,
+    DATA_CONTAINER,
     Invalid,
     Reach,
     Reproduction,
@@ -111,7 +113,9 @@ class GraphUpdateInTransform(TransformedCodeRule):
         non-Variable attribute (`self.count += 1`, `m.training = False`), adding, deleting
         (`del`, `delattr`) or rebinding attributes and submodules, rebinding a Variable
         attribute to a new Variable or a plain array, and `append`/`insert`/`pop`/item
-        assignment on list or dict attributes. Writes through Variables (`v[...] = x`,
+        assignment on data containers (`nnx.List`, `nnx.Dict`, `nnx.data([...])`, an attribute
+        declared `nnx.data()`). A plain list or dict is static and kept by reference: a write
+        into it survives in both modes, so it stays silent. Writes through Variables (`v[...] = x`,
         `v[...] += 1`, `v.set_value(x)`, and the deprecated `v.value = x`) stay silent,
         and so do changes to modules constructed inside the transform, graph-mode opt-ins
         (`graph=True, graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and
@@ -457,7 +461,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
                     if isinstance(target, nodes.Subscript) and isinstance(target.value, nodes.Attribute):
                         owner = target.value
                         if service.is_external(owner.expr, external) and value_model(self.context).stored_kinds(
-                                owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
+                                owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {DATA_CONTAINER}:
                             yield node, {**self._facts(
                                 "Item assignment on list/dict attribute", owner.expr, owner.attrname, None,
                                 "container-item", "Build the new container outside the transform, or keep the "
@@ -508,7 +512,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
             return self._facts("Adding attribute", owner, target.attrname, cls, "add-attribute",
                                "Declare the slot in `__init__` (e.g. `nnx.data(None)`), return the new value as an "
                                "output of the transform and attach it outside.")
-        if kinds == {"container"} or isinstance(value, (nodes.List, nodes.Dict, nodes.Tuple)):
+        if (kinds and kinds <= CONTAINER_KINDS) or isinstance(value, (nodes.List, nodes.Dict, nodes.Tuple)):
             return self._facts("Rebinding container attribute", owner, target.attrname, cls, "rebind-container",
                                "Build the new container outside the transform.")
         return self._facts("Assigning non-Variable attribute", owner, target.attrname, cls, "assign",
@@ -537,7 +541,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
         if isinstance(func, nodes.Attribute) and func.attrname in _MUTATORS and isinstance(func.expr, nodes.Attribute):
             owner = func.expr
             if service.is_external(owner.expr, external) and value_model(self.context).stored_kinds(
-                    owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {"container"}:
+                    owner.expr, owner.attrname, self.owner_class(service, owner.expr)) == {DATA_CONTAINER}:
                 return {**self._facts(f"`.{func.attrname}()` on list/dict attribute", owner.expr, owner.attrname,
                                       None, "container-mutation", "Build the new container outside the transform "
                                       "(a static list mutated in a trace changes only once, at trace time)."),

@@ -6,14 +6,24 @@ from typing import ClassVar
 
 from astroid import nodes
 
-from checkers.prefix_filters.analysis import call_form, is_dead_local
-from nnx_lint.api import ABSENT, PREFIX_KEYWORDS, Facts, NNXCall, Rule, expressions_within, pin_sites_in, position_in
+from checkers.prefix_filters.analysis import call_form
+from nnx_lint.api import (
+    ABSENT,
+    PREFIX_KEYWORDS,
+    Facts,
+    NNXCall,
+    Rule,
+    expressions_within,
+    may_leave,
+    pin_sites_in,
+    position_in,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
 class PrefixFilterFacts(Facts):
-    """What the NNX2xx rules report. A filter that reaches no transform in the file is reported
-    where it is constructed: ``transform``, ``argument`` and ``position`` are None, ``form`` is
+    """What the NNX2xx rules report. A filter that reaches no transform in the file, but may
+    leave the code that builds it (``may_leave``), is reported where it is constructed: ``transform``, ``argument`` and ``position`` are None, ``form`` is
     ``"construction"`` and there is no ``pin``."""
 
     filter: str
@@ -30,6 +40,8 @@ class PrefixFilterRule(Rule):
     """Shared logic: find one filter class in the prefix arguments of NNX transforms."""
 
     facts_type = PrefixFilterFacts
+    #: Tree Mode rejects the filter when the transform is created, before it is ever called.
+    stage = "transform-created"
     filter_name: ClassVar[str]
     unused_message: ClassVar[str]
     unused_help: ClassVar[str]
@@ -77,7 +89,10 @@ class PrefixFilterRule(Rule):
 
     def leave_module(self, node: nodes.Module) -> None:
         for construction in self._constructions:
-            if id(construction) in self._consumed or is_dead_local(construction):
+            # A filter that reaches no transform here is reported only if it may reach one
+            # elsewhere: constructing it does not raise, a transform reading it does. One only
+            # read where it is made (a lookup helper's ``map_prefix``) breaks nothing.
+            if id(construction) in self._consumed or not may_leave(construction):
                 continue
             if self.context.mode.scope_keeps_graph_mode(construction):
                 continue

@@ -62,6 +62,8 @@ class AliasedAttribute(ClassAliasRule):
     fixes = ("pin",)
     symbol = "aliased-module-attribute"
     kind = "raises"
+    #: Variable aliasing among the inputs is found when they are flattened (before tracing).
+    stage = "inputs-flattened"
     catalogue = ("A1", "A2")
     category = "attribute"
     message = (

@@ -42,6 +42,8 @@ class RepeatedContainerElement(ClassAliasRule):
     fixes = ("pin",)
     symbol = "repeated-container-element"
     kind = "raises"
+    #: Variable aliasing among the inputs is found when they are flattened (before tracing).
+    stage = "inputs-flattened"
     catalogue = ("A3",)
     category = "container"
     message = (

@@ -115,6 +115,8 @@ class DuplicateTransformArgument(FamilyRule):
     fixes = ("pin",)
     symbol = "duplicate-transform-argument"
     kind = "raises"
+    #: Variable aliasing among the inputs is found when they are flattened (before tracing).
+    stage = "inputs-flattened"
     catalogue = ("A4",)
     message = (
         "`{first}` and `{second}` share Variables, both passed to `nnx.{transform}`-transformed "

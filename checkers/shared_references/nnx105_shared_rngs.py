@@ -34,6 +34,8 @@ class SharedRngs(ClassAliasRule):
     fixes = ("pin", "fork-shared-rngs")
     symbol = "shared-rngs"
     kind = "raises"
+    #: Variable aliasing among the inputs is found when they are flattened (before tracing).
+    stage = "inputs-flattened"
     catalogue = ("A7",)
     category = "rngs"
     message = (

@@ -69,6 +69,8 @@ class ArgumentHoldsArgument(FamilyRule):
     fixes = ("pin",)
     symbol = "argument-holds-argument"
     kind = "raises"
+    #: Variable aliasing among the inputs is found when they are flattened (before tracing).
+    stage = "inputs-flattened"
     catalogue = ("A9",)
     message = (
         "`{holder}` holds `{held}` at `.{held_path}`; both passed to `nnx.{transform}`-transformed "
