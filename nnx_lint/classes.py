@@ -27,7 +27,7 @@ from astroid import nodes
 from nnx_lint import bounds, nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
-from nnx_lint.flow import bound_values, lookup, unpacked_binding
+from nnx_lint.flow import bound_values, default_fallback, lookup, resolved_default, unpacked_binding
 from nnx_lint.names import base_classes
 from nnx_lint.node_index import nodes_of_class
 
@@ -530,6 +530,10 @@ class ClassModel:
             return None
         if isinstance(expression, nodes.Name):
             _scope, assignments = lookup(expression)
+            # `if rngs is None: rngs = self.rngs`: on the default path it is the replacement
+            resolved = resolved_default(assignments)
+            if resolved is not None:
+                assignments = [resolved]
             refs = set()
             for assignment in assignments:
                 ref = self._ref_of_binding(assignment, depth + 1)
@@ -558,6 +562,12 @@ class ClassModel:
             return self._raw_ref(expression.value, depth + 1)
         if isinstance(expression, nodes.Call):
             return self._ref_of_call(expression, depth)
+        if isinstance(expression, (nodes.IfExp, nodes.BoolOp)):
+            # `rngs if rngs is not None else self.rngs`, `rngs or self.rngs`: the object the
+            # default path uses (measured: with `self.rngs`, `nnx.vmap(f)(self, xs, rngs)`
+            # raises Duplicate RngCount in Tree Mode)
+            fallback = default_fallback(expression)
+            return self._raw_ref(fallback, depth + 1) if fallback is not None else None
         return None
 
     def _nnx_name(self, call: nodes.Call) -> str | None:
