@@ -62,6 +62,8 @@ Values, classes and Variables:
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
+- ``argument_views``, ``ArgumentView`` — a call's arguments as its function and its callers see
+  them (relations across calls); ``held_items`` — what an argument was built holding.
 
 Fixes:
 
@@ -129,6 +131,7 @@ from nnx_lint.program_text import (
     set_attribute,
     shown,
 )
+from nnx_lint.relations import ArgumentView, argument_views, held_items
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
@@ -166,7 +169,7 @@ __all__ = [
     # Values, classes and Variables.
     "value_model", "Ref", "Alias", "SelfReference", "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "passed_here", "passed_to", "passed_at", "names_rngs",
+    "passed_here", "passed_to", "passed_at", "names_rngs", "argument_views", "ArgumentView", "held_items",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.
