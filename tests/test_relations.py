@@ -186,3 +186,29 @@ def test_fallbacks_of_none_defaults_denote_the_fallback(tmp_path):
         assert ref is not None and ref.origin == "self" and ref.path == ("rngs",), marker
     for marker in ("required", "other test", "resolved otherwise"):
         assert context.classes.ref_of(_call(context, marker).args[0]) is None, marker
+
+
+RETURNS = """
+import optax
+from flax import nnx
+
+def make(tx):
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    return model, nnx.ModelAndOptimizer(model, tx)
+
+def run(tx):
+    model, optimizer = make(tx)
+    f(model, optimizer)  # one evaluation
+    m1, _ = make(tx)
+    _, o2 = make(tx)
+    f(m1, o2)  # two evaluations
+"""
+
+
+def test_what_one_evaluation_of_a_project_function_returns_is_related(tmp_path):
+    context = _context(tmp_path, RETURNS)
+    views = argument_views(context, list(_call(context, "one evaluation").args))
+    assert not _holds(context, views[0])
+    assert any(_holds(context, view) for view in views[1:])
+    views = argument_views(context, list(_call(context, "two evaluations").args))
+    assert not any(_holds(context, view) for view in views)

@@ -183,7 +183,7 @@ class ArgumentHoldsArgument(FamilyRule):
     def _holder_in(self, node: nodes.Call, use, view: ArgumentView) -> bool:
         arguments = use.arguments
         for position, holder in enumerate(arguments):
-            held = held_items(self.context, view.expressions[position], view.refs[position])
+            held = held_items(self.context, view.expressions[position], view.refs[position], view.substitutions)
             if held is None:
                 continue
             construction, items = held
