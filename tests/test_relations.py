@@ -51,7 +51,9 @@ def main():
 
 def _holds(context: FileContext, view) -> bool:
     """Whether the view's second argument holds its first."""
-    held = held_items(context, view.expressions[1], view.refs[1])
+    if view.refs[0] is None:
+        return False
+    held = held_items(context, view.expressions[1], view.refs[1], view.substitutions)
     return held is not None and any(ref is not None and ref.overlaps(view.refs[0]) for _path, ref in held[1])
 
 
