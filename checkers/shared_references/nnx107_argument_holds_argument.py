@@ -60,8 +60,11 @@ class ArgumentHoldsArgument(FamilyRule):
     What it does:
         Flags a call of an NNX-transformed function where one argument was built holding
         another one: `nnx.ModelAndOptimizer(model, tx)` (it keeps `.model`) passed next to
-        `model`, a project container class (a `TrainState`-like `nnx.Pytree`) that keeps
-        the model, or a model that keeps the `rngs` also passed. `nnx.Optimizer` does not
+        `model`, a project container class (a `TrainState`-like `nnx.Pytree`), a dataclass,
+        `flax.struct` dataclass, NamedTuple or dict that keeps the model, or a model that keeps
+        the `rngs` also passed. The arguments are also seen as the callers of the enclosing
+        function pass them (`measure(model, optimizer, x)` with the optimizer built by the
+        caller) and as a project function returns them (`model, optimizer = make(tx)`). `nnx.Optimizer` does not
         hold the model and stays silent. Respects the transform's opt-in.
 
     Why is this bad?:
@@ -143,6 +146,25 @@ class ArgumentHoldsArgument(FamilyRule):
                     grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(model)
                     optimizer.update(grads)
                 train_step(model, optimizer, jnp.ones((1, 2)))  # NNX107
+            """,
+            tree_mode=raises("ValueError", DUPLICATE),
+        ),
+        Invalid(
+            "holder-built-by-the-caller",
+            """
+            import optax
+            from flax import nnx
+
+            def train_step(model, optimizer, x):
+                optimizer.update(nnx.grad(lambda m: m(x).sum())(model))
+
+            def measure(model, optimizer, x):
+                return nnx.jit(train_step).lower(model, optimizer, x)  # NNX107
+
+            def main(x):
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+                measure(model, optimizer, x)
             """,
             tree_mode=raises("ValueError", DUPLICATE),
         ),
