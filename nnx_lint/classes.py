@@ -270,6 +270,10 @@ class ClassModel:
             refs = {self.class_of(value, depth + 1) for value in values}
             refs.discard(None)
             return refs.pop() if len(refs) == 1 else None
+        if isinstance(expression, (nodes.IfExp, nodes.BoolOp)):
+            # `model if model is not None else Model(...)`: the class the default path uses
+            fallback = default_fallback(expression)
+            return self.class_of(fallback, depth + 1) if fallback is not None else None
         if isinstance(expression, nodes.Attribute):
             owner = self.class_of_self(expression.expr)
             if owner is not None and owner.definition is not None:
