@@ -66,6 +66,8 @@ Values, classes and Variables:
   model asks it last; a rule that sees a bare local name asks it the same way).
 - ``may_leave`` — could a value reach other code (returned, passed, stored, yielded), or is it
   only read where it is made.
+- ``argument_views``, ``ArgumentView`` — a call's arguments as its function and its callers see
+  them (relations across calls); ``held_items`` — what an argument was built holding.
 
 Fixes:
 
@@ -137,6 +139,7 @@ from nnx_lint.program_text import (
     set_attribute,
     shown,
 )
+from nnx_lint.relations import ArgumentView, argument_views, held_items
 from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.summaries import helper_summaries
 from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
@@ -176,7 +179,8 @@ __all__ = [
     "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave",
+    "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
+    "held_items",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.

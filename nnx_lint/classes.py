@@ -27,7 +27,7 @@ from astroid import nodes
 from nnx_lint import bounds, nnx_api
 from nnx_lint.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.flax_layers import FLAX_STORED_ARGUMENTS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
-from nnx_lint.flow import bound_values, lookup, unpacked_binding
+from nnx_lint.flow import bound_values, default_fallback, lookup, resolved_default, unpacked_binding
 from nnx_lint.names import base_classes
 from nnx_lint.node_index import nodes_of_class
 
@@ -270,6 +270,10 @@ class ClassModel:
             refs = {self.class_of(value, depth + 1) for value in values}
             refs.discard(None)
             return refs.pop() if len(refs) == 1 else None
+        if isinstance(expression, (nodes.IfExp, nodes.BoolOp)):
+            # `model if model is not None else Model(...)`: the class the default path uses
+            fallback = default_fallback(expression)
+            return self.class_of(fallback, depth + 1) if fallback is not None else None
         if isinstance(expression, nodes.Attribute):
             owner = self.class_of_self(expression.expr)
             if owner is not None and owner.definition is not None:
@@ -530,6 +534,10 @@ class ClassModel:
             return None
         if isinstance(expression, nodes.Name):
             _scope, assignments = lookup(expression)
+            # `if rngs is None: rngs = self.rngs`: on the default path it is the replacement
+            resolved = resolved_default(assignments)
+            if resolved is not None:
+                assignments = [resolved]
             refs = set()
             for assignment in assignments:
                 ref = self._ref_of_binding(assignment, depth + 1)
@@ -558,6 +566,12 @@ class ClassModel:
             return self._raw_ref(expression.value, depth + 1)
         if isinstance(expression, nodes.Call):
             return self._ref_of_call(expression, depth)
+        if isinstance(expression, (nodes.IfExp, nodes.BoolOp)):
+            # `rngs if rngs is not None else self.rngs`, `rngs or self.rngs`: the object the
+            # default path uses (measured: with `self.rngs`, `nnx.vmap(f)(self, xs, rngs)`
+            # raises Duplicate RngCount in Tree Mode)
+            fallback = default_fallback(expression)
+            return self._raw_ref(fallback, depth + 1) if fallback is not None else None
         return None
 
     def _nnx_name(self, call: nodes.Call) -> str | None:
@@ -590,9 +604,32 @@ class ClassModel:
                 and not any(self._field_holds_variables(call.args[0], k.arg) for k in call.keywords or []):
             # dataclasses.replace(c, steps=...) keeps every other field: it still holds c's objects
             return self._raw_ref(call.args[0], depth + 1)
+        copied = self._copied_container(call)
+        if copied is not None:
+            return self._raw_ref(copied, depth + 1)
         # Any other call: one object per evaluation — what it is stays unknown (kind None),
         # but two names bound to the same call result denote the same object.
         return Ref(("new", call))
+
+    def _copied_container(self, call: nodes.Call) -> nodes.NodeNG | None:
+        """The receiver of ``state.replace(step=...)`` (a ``flax.struct`` dataclass or
+        ``PyTreeNode``) or ``point._replace(...)`` (a NamedTuple) when the copy keeps every
+        field that holds NNX state: the copy still holds the receiver's objects (measured with
+        flax 0.12.8: ``nnx.jit`` returning ``state.replace(step=...)`` of its input raises
+        Duplicate Param in Tree Mode). Only classes known to be such containers, and without
+        a method of that name of their own, count."""
+        func = call.func
+        if not isinstance(func, nodes.Attribute) or func.attrname not in ("replace", "_replace") or call.args:
+            return None
+        cls = self.class_of(func.expr)
+        if cls is None or cls.definition is None or func.attrname in cls.definition.locals:
+            return None
+        if func.attrname == "_replace" and not _is_named_tuple(cls.definition):
+            return None
+        if not _fields(cls.definition) or any(k.arg is None or self._field_holds_variables(func.expr, k.arg)
+                                               for k in call.keywords or []):
+            return None
+        return func.expr
 
     def _merged(self, call: nodes.Call, depth: int) -> Ref | None:
         """``nnx.merge(graphdef, state, *states)`` without ``copy=True``: the object whose
@@ -1481,15 +1518,31 @@ def _is_static(function: nodes.FunctionDef) -> bool:
 
 
 def _fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
-    """Annotated class-body fields of a dataclass-decorated class (name -> annotation)."""
+    """Annotated class-body fields of a dataclass-decorated class, a ``flax.struct.PyTreeNode``
+    or a ``typing.NamedTuple`` (name -> annotation)."""
     decorators = classdef.decorators.nodes if classdef.decorators else []
     names = {d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", None)
              for d in (dd.func if isinstance(dd, nodes.Call) else dd for dd in decorators)}
-    if not names & {"dataclass", "struct", "pytree_dataclass"}:
+    if not names & {"dataclass", "struct", "pytree_dataclass"} and not _is_named_tuple(classdef) \
+            and not _base_named(classdef, _FIELD_CLASS_BASES):
         return {}
     return {statement.target.name: statement.annotation for statement in classdef.body
             if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName)
             and _annotation_head(statement.annotation) != "ClassVar"}  # not an __init__ parameter
+
+
+#: Bases whose subclasses are dataclasses (fields from annotations, ``.replace``).
+_FIELD_CLASS_BASES = frozenset({"PyTreeNode"})
+
+
+def _is_named_tuple(classdef: nodes.ClassDef) -> bool:
+    """``class Point(NamedTuple)`` / ``typing.NamedTuple``."""
+    return _base_named(classdef, frozenset({"NamedTuple"}))
+
+
+def _base_named(classdef: nodes.ClassDef, names: frozenset[str]) -> bool:
+    return any((base.attrname if isinstance(base, nodes.Attribute) else getattr(base, "name", None)) in names
+               for base in classdef.bases)
 
 
 def _stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:

@@ -154,3 +154,73 @@ def position_in(container: nodes.NodeNG, reference: nodes.NodeNG) -> int | None:
             if element is reference:
                 return index
     return None
+
+
+def default_fallback(expression: nodes.NodeNG) -> nodes.NodeNG | None:
+    """What a parameter's default resolves to on the default path, or None.
+
+    ``a if a is not None else b``, ``b if a is None else a`` and ``a or b``, with ``a`` a
+    parameter whose default is ``None``: when the caller leaves ``a`` out (the path the
+    default exists for), the value is ``b`` (``rngs = rngs if rngs is not None else
+    self.rngs``). Any other conditional is not a fallback and stays unknown.
+    """
+    if isinstance(expression, nodes.IfExp):
+        tested = _none_test(expression.test)
+        if tested is None:
+            return None
+        name, is_none = tested
+        kept, fallback = (expression.orelse, expression.body) if is_none else (expression.body, expression.orelse)
+        if isinstance(kept, nodes.Name) and kept.name == name.name and defaults_to_none(name):
+            return fallback
+        return None
+    if isinstance(expression, nodes.BoolOp) and expression.op == "or" and len(expression.values) == 2:
+        first, fallback = expression.values
+        if isinstance(first, nodes.Name) and defaults_to_none(first):
+            return fallback
+    return None
+
+
+def resolved_default(bindings: list[nodes.NodeNG]) -> nodes.NodeNG | None:
+    """The one binding that replaces a ``None`` default in the body, when ``bindings`` (what
+    :func:`lookup` finds in force) are the parameter and assignments under ``if a is None:``
+    (``if rngs is None: rngs = self.rngs``): on the default path the name holds that value."""
+    parameters = [b for b in bindings if isinstance(b, nodes.AssignName) and isinstance(b.parent, nodes.Arguments)]
+    others = [b for b in bindings if b not in parameters]
+    if len(parameters) != 1 or len(others) != 1 or not _has_none_default(parameters[0]):
+        return None
+    other = others[0]
+    statement = other.statement()
+    branch = statement.parent
+    if not isinstance(other, nodes.AssignName) or not isinstance(statement, nodes.Assign) \
+            or not isinstance(branch, nodes.If) or statement not in branch.body:
+        return None
+    tested = _none_test(branch.test)
+    if tested is None or not tested[1] or tested[0].name != parameters[0].name:
+        return None
+    return other
+
+
+def defaults_to_none(name: nodes.Name) -> bool:
+    """Whether ``name`` reads (only) a parameter whose default is ``None``."""
+    _scope, bindings = lookup(name)
+    return len(bindings) == 1 and _has_none_default(bindings[0])
+
+
+def _has_none_default(binding: nodes.NodeNG) -> bool:
+    if not isinstance(binding, nodes.AssignName) or not isinstance(binding.parent, nodes.Arguments):
+        return False
+    try:
+        default = binding.parent.default_value(binding.name)
+    except Exception:  # astroid's NoDefault: a parameter without a default
+        return False
+    return isinstance(default, nodes.Const) and default.value is None
+
+
+def _none_test(test: nodes.NodeNG) -> tuple[nodes.Name, bool] | None:
+    """``a is None`` -> (a, True), ``a is not None`` -> (a, False), else None."""
+    if not isinstance(test, nodes.Compare) or len(test.ops) != 1 or not isinstance(test.left, nodes.Name):
+        return None
+    operator, right = test.ops[0]
+    if not (isinstance(right, nodes.Const) and right.value is None) or operator not in ("is", "is not"):
+        return None
+    return test.left, operator == "is"

@@ -9,7 +9,12 @@ the package is lost. The roots are, in order:
    otherwise the project root and its ``src/`` directory when it exists (Ruff's default);
 2. the package directories the build configuration declares: setuptools
    ``package-dir`` and ``packages.find.where`` (``pyproject.toml`` or ``setup.cfg``),
-   Poetry ``packages = [{include, from}]``, and Hatch's wheel ``packages``.
+   Poetry ``packages = [{include, from}]``, and Hatch's wheel ``packages``;
+3. the packages installed from inside the project (a monorepo's ``libs/core/`` with its own
+   ``pyproject.toml``, ``setup.cfg`` or ``setup.py``, up to :data:`NESTED_PACKAGE_DEPTH`
+   directories down): each one's directory, its ``src/`` and its ``setup.cfg`` package
+   directories, after the project's own, so a base class defined there (``from core.base
+   import Base``) is known to the subclasses elsewhere. Not with a configured ``src``.
 
 Build files are read as data; ``setup.py`` is never executed, so a package directory
 declared only there is not found (configure ``src`` instead).
@@ -39,6 +44,10 @@ def source_roots(project_root: Path, configured: list[str] | None, pyproject: di
         candidates = [project_root, project_root / "src"]
     candidates += [project_root / entry for entry in _declared_package_dirs(pyproject)]
     candidates += [project_root / entry for entry in _setup_cfg_package_dirs(project_root / "setup.cfg")]
+    if configured is None:
+        for package in _nested_packages(project_root):
+            candidates += [package, package / "src"]
+            candidates += [package / entry for entry in _setup_cfg_package_dirs(package / "setup.cfg")]
     roots: list[Path] = []
     try:
         inside = project_root.resolve()
@@ -52,6 +61,50 @@ def source_roots(project_root: Path, configured: list[str] | None, pyproject: di
         if resolved.is_dir() and resolved not in roots and resolved.is_relative_to(inside):
             roots.append(resolved)
     return roots
+
+
+#: How far below the project root a nested package's build file is looked for.
+NESTED_PACKAGE_DEPTH = 3
+#: At most this many nested packages become roots (a repository of hundreds of examples,
+#: each with its own ``setup.py``, is not a monorepo of libraries).
+MAX_NESTED_PACKAGES = 16
+#: At most this many directories are listed looking for them.
+_MAX_SCANNED = 2_000
+_BUILD_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+# Directories never searched for nested packages (kept in step with the run's default excludes).
+_NOT_SEARCHED = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pycache__", ".mypy_cache", ".pytest_cache",
+    ".ruff_cache", ".tox", ".nox", ".nnx_lint_cache", "build", "dist", "node_modules", "site-packages",
+})
+
+
+def _nested_packages(project_root: Path) -> list[Path]:
+    """Directories below ``project_root`` (not itself) holding a build file, breadth first,
+    sorted, without following symlinked directories."""
+    found: list[Path] = []
+    level, scanned = [project_root], 0
+    for _ in range(NESTED_PACKAGE_DEPTH):
+        following: list[Path] = []
+        for directory in level:
+            scanned += 1
+            if scanned > _MAX_SCANNED:
+                return found  # a run started in a huge tree (a home directory): what was found so far
+            try:
+                with os.scandir(directory) as entries:
+                    children = sorted(entry.path for entry in entries
+                                      if entry.is_dir(follow_symlinks=False) and entry.name not in _NOT_SEARCHED
+                                      and not entry.name.startswith(".") and not entry.name.endswith(".egg-info"))
+            except OSError:
+                continue
+            for child in children:
+                path = Path(child)
+                if any((path / name).is_file() for name in _BUILD_FILES):
+                    found.append(path)
+                    if len(found) > MAX_NESTED_PACKAGES:
+                        return []
+                following.append(path)
+        level = following
+    return found
 
 
 def _table(data: Any, *keys: str) -> dict[str, Any]:

@@ -107,3 +107,74 @@ def test_roots_are_existing_directories_without_duplicates(tmp_path):
     roots = source_roots(tmp_path, None, {"tool": {"setuptools": {"package-dir": {"": "src"}}}})
     assert roots == [tmp_path.resolve(), (tmp_path / "src").resolve()]
     assert source_roots(tmp_path, ["missing"], {}) == []
+
+
+def test_a_package_installed_from_inside_the_project_is_a_root(tmp_path, capsys, monkeypatch):
+    """A monorepo's library with its own build file (`libs/pkgproj/pyproject.toml`, `src/` layout)."""
+    project = _project(tmp_path, "libs/pkgproj/src")
+    assert _codes(project, capsys, monkeypatch) == []  # not yet a package: a plain directory
+    (project / "libs" / "pkgproj" / "pyproject.toml").write_text('[project]\nname = "pkg"\nversion = "0"\n')
+    assert _codes(project, capsys, monkeypatch) == FIRES
+
+
+def test_nested_package_roots_come_after_the_projects_own(tmp_path):
+    core = tmp_path / "libs" / "core"
+    (core / "src").mkdir(parents=True)
+    (core / "setup.py").write_text("")
+    (tmp_path / "deep" / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "deep" / "a" / "b" / "c" / "pyproject.toml").write_text("")  # four levels down: not searched
+    (tmp_path / "node_modules" / "x").mkdir(parents=True)
+    (tmp_path / "node_modules" / "x" / "setup.py").write_text("")
+    assert source_roots(tmp_path, None, {}) == [tmp_path.resolve(), core.resolve(), (core / "src").resolve()]
+    assert source_roots(tmp_path, ["."], {}) == [tmp_path.resolve()]  # a configured `src` is the whole answer
+
+
+BASE = """\
+from flax import nnx
+
+
+class Base(nnx.Module):
+    def __init__(self, *, rngs):
+        self.rngs = rngs
+"""
+
+SUBCLASS = """\
+import jax.numpy as jnp
+from flax import nnx
+
+from core.base import Base
+
+
+class Child(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+        self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+
+class Model(Base):
+    def __init__(self, rngs):
+        super().__init__(rngs=rngs)
+        self.child = Child(rngs)
+
+
+def run():
+    model = Model(nnx.Rngs(0))
+    return nnx.jit(lambda m, x: m.child.lin(x))(model, jnp.ones((1, 2)))
+"""
+
+
+def test_a_base_class_in_another_package_of_the_project_is_followed(tmp_path, capsys, monkeypatch):
+    """`Base` (in `libs/core`, installed from the project) stores `self.rngs`; the subclass hands the
+    same Rngs to a child that stores it: Tree Mode raises Duplicate RngCount (flax 0.12.8)."""
+    package = tmp_path / "libs" / "core" / "src" / "core"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(BASE)
+    (tmp_path / "libs" / "core" / "pyproject.toml").write_text('[project]\nname = "core"\nversion = "0"\n')
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "model.py").write_text(SUBCLASS)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\nversion = "0"\n')
+    monkeypatch.chdir(tmp_path / "app")
+    main(["check", str(tmp_path), "--no-cache", "--output-format", "json", "-j", "1", "--select", "NNX105"])
+    found = sorted((Path(d["filename"]).name, d["code"]) for d in json.loads(capsys.readouterr().out))
+    assert found == [("model.py", "NNX105")]

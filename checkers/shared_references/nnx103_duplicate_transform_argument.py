@@ -34,6 +34,7 @@ from nnx_lint.api import (
     Invalid,
     Reproduction,
     Valid,
+    argument_views,
     identifier_or,
     passed_here,
     pin_sites_in,
@@ -278,8 +279,16 @@ class DuplicateTransformArgument(FamilyRule):
             return
         if use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
-        refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
-        pair = overlapping_pair(self.classes, refs)
+        views = argument_views(self.context, [argument.expression for argument in use.arguments])
+        refs = list(zip(use.arguments, views[0].refs))
+        # the arguments as this function sees them, then as its callers do (`f(m, m)` calling
+        # `def f(a, b): nnx.jit(g)(a, b)`)
+        pair, via = None, ()
+        for view in views:
+            pair = overlapping_pair(self.classes, list(zip(use.arguments, view.refs)))
+            if pair is not None:
+                via = view.via
+                break
         if pair is not None:
             first, ref_a, second, ref_b, kinds = pair
             first_part, second_part = relative_parts(ref_a, ref_b)
@@ -298,7 +307,8 @@ class DuplicateTransformArgument(FamilyRule):
                 second_view=view_of(self.context, second.expression),
                 confidence="static",
                 pin=pin_sites_in(self.context, use.transform),
-                related=passed_here(self.context, first.expression, second.expression),
+                related=passed_here(self.context, first.expression, second.expression)
+                + [(call, f"`{short_source(call.func)}` is called here with both") for call in via],
             )
             return
         if self._tied_pair(node, use, refs) or self._held_by_both(node, use):

@@ -18,7 +18,19 @@ from checkers.shared_references.reproduction import (
     shared_object,
     tree_of,
 )
-from nnx_lint.api import STATEFUL_KINDS, Facts, Invalid, Reproduction, Valid, join_path, pin_sites_in, raises
+from nnx_lint.api import (
+    STATEFUL_KINDS,
+    ArgumentView,
+    Facts,
+    Invalid,
+    Reproduction,
+    Valid,
+    argument_views,
+    held_items,
+    join_path,
+    pin_sites_in,
+    raises,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,8 +60,11 @@ class ArgumentHoldsArgument(FamilyRule):
     What it does:
         Flags a call of an NNX-transformed function where one argument was built holding
         another one: `nnx.ModelAndOptimizer(model, tx)` (it keeps `.model`) passed next to
-        `model`, a project container class (a `TrainState`-like `nnx.Pytree`) that keeps
-        the model, or a model that keeps the `rngs` also passed. `nnx.Optimizer` does not
+        `model`, a project container class (a `TrainState`-like `nnx.Pytree`), a dataclass,
+        `flax.struct` dataclass, NamedTuple or dict that keeps the model, or a model that keeps
+        the `rngs` also passed. The arguments are also seen as the callers of the enclosing
+        function pass them (`measure(model, optimizer, x)` with the optimizer built by the
+        caller) and as a project function returns them (`model, optimizer = make(tx)`). `nnx.Optimizer` does not
         hold the model and stays silent. Respects the transform's opt-in.
 
     Why is this bad?:
@@ -137,6 +152,25 @@ class ArgumentHoldsArgument(FamilyRule):
             tree_mode=raises("ValueError", DUPLICATE),
         ),
         Invalid(
+            "holder-built-by-the-caller",
+            """
+            import optax
+            from flax import nnx
+
+            def train_step(model, optimizer, x):
+                optimizer.update(nnx.grad(lambda m: m(x).sum())(model))
+
+            def measure(model, optimizer, x):
+                return nnx.jit(train_step).lower(model, optimizer, x)  # NNX107
+
+            def main(x):
+                model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))
+                measure(model, optimizer, x)
+            """,
+            tree_mode=raises("ValueError", DUPLICATE),
+        ),
+        Invalid(
             "model-keeps-rngs-also-passed",
             """
             from flax import nnx
@@ -164,25 +198,34 @@ class ArgumentHoldsArgument(FamilyRule):
         use = self.finder.application(node)
         if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
-        refs = [(argument, self.classes.ref_of(argument.expression)) for argument in use.arguments]
-        for holder, holder_ref in refs:
-            if holder_ref is None or holder_ref.root[0] != "new" or holder_ref.path:
+        # the arguments as this function sees them, then as its callers do (`measure(model,
+        # optimizer, x)` called with `optimizer = nnx.ModelAndOptimizer(model, tx)`)
+        for view in argument_views(self.context, [argument.expression for argument in use.arguments]):
+            if self._holder_in(node, use, view):
+                return
+
+    def _holder_in(self, node: nodes.Call, use, view: ArgumentView) -> bool:
+        arguments = use.arguments
+        for position, holder in enumerate(arguments):
+            held = held_items(self.context, view.expressions[position], view.refs[position], view.substitutions)
+            if held is None:
                 continue
-            construction = holder_ref.root[1]
-            for path, held_ref, _container in self.classes.stored_items(construction)[1:]:
+            construction, items = held
+            for path, held_ref in items:
                 if held_ref is None:
                     continue
-                for other, other_ref in refs:
+                for other, other_ref in zip(arguments, view.refs):
                     if other is holder or other_ref is None or not other_ref.overlaps(held_ref):
                         continue
                     kind = self.classes.kind_of(other_ref)
                     if kind not in STATEFUL_KINDS:
                         continue
-                    cls = self.classes.class_of(construction)
+                    cls = self.classes.class_of(construction) if isinstance(construction, nodes.Call) else None
+                    holder_text = short_source(holder.expression)
                     self.report(
                         node,
                         **describe_use(use),
-                        holder=short_source(holder.expression),
+                        holder=holder_text,
                         holder_class=cls.short_name if cls else None,
                         holder_position=holder.label,
                         held=short_source(other.expression),
@@ -191,10 +234,13 @@ class ArgumentHoldsArgument(FamilyRule):
                         kind=KIND_WORDS.get(kind, kind),
                         confidence="static",
                         pin=pin_sites_in(self.context, use.transform),
-                        related=[(construction, f"`{short_source(holder.expression)}` is built holding it here"),
+                        related=[(construction, f"`{holder_text}` is built holding it here"),
+                                 *[(call, f"`{short_source(call.func)}` is called here with both")
+                                   for call in view.via],
                                  (use.transform.node, f"transformed by `nnx.{use.name}` here")],
                     )
-                    return
+                    return True
+        return False
 
 
 def _argument_holds_argument_reproduction(facts: dict) -> Reproduction:

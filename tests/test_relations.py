@@ -1,0 +1,216 @@
+"""Relations in the value model: across calls (nnx_lint.relations), containers and fallbacks
+(nnx_lint.classes identity, nnx_lint.flow defaults)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from astroid import nodes
+
+from nnx_lint import parsing
+from nnx_lint.engine import FileContext
+from nnx_lint.project import Project
+from nnx_lint.relations import argument_views, held_items
+
+
+def _context(tmp_path: Path, source: str) -> FileContext:
+    text = textwrap.dedent(source)
+    path = tmp_path / "main.py"
+    path.write_text(text)
+    project = Project([tmp_path])
+    project.start_file(str(path))
+    module = parsing.build(text, str(path), "main", project.is_project_module)
+    project.register("main", module)
+    return FileContext(module, str(path), project)
+
+
+def _call(context: FileContext, marker: str) -> nodes.Call:
+    """The outermost call on the line ending with ``# <marker>``."""
+    line = next(i for i, text in enumerate(context.module.file_bytes.decode().splitlines(), 1)
+                if text.rstrip().endswith(f"# {marker}"))
+    return min((node for node in context.module.nodes_of_class(nodes.Call) if node.lineno == line),
+               key=lambda node: node.col_offset)
+
+
+HELPER = """
+import optax
+from flax import nnx
+
+def train_step(model, optimizer, x):
+    pass
+
+def measure(model, optimizer, x):
+    return nnx.jit(train_step).lower(model, optimizer, x)  # transform
+
+def main():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    {setup}
+    measure(model, optimizer, None)  # caller
+"""
+
+
+def _holds(context: FileContext, view) -> bool:
+    """Whether the view's second argument holds its first."""
+    if view.refs[0] is None:
+        return False
+    held = held_items(context, view.expressions[1], view.refs[1], view.substitutions)
+    return held is not None and any(ref is not None and ref.overlaps(view.refs[0]) for _path, ref in held[1])
+
+
+def test_a_caller_makes_one_parameter_hold_another(tmp_path):
+    context = _context(tmp_path, HELPER.format(setup="optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))"))
+    call = _call(context, "transform")
+    views = argument_views(context, list(call.args))
+    assert views[0].via == () and views[0].refs[0].origin == "param"
+    assert not _holds(context, views[0])  # the helper alone does not say
+    assert len(views) == 2 and views[1].via == (_call(context, "caller"),)
+    assert _holds(context, views[1])
+
+
+def test_a_caller_passing_unrelated_objects_relates_nothing(tmp_path):
+    context = _context(tmp_path, HELPER.format(setup="optimizer = optax.sgd(0.1).init(nnx.state(model))"))
+    views = argument_views(context, list(_call(context, "transform").args))
+    assert not any(_holds(context, view) for view in views)
+
+
+def test_callers_are_followed_two_calls_out(tmp_path):
+    source = """
+    from flax import nnx
+
+    def inner(a, b):
+        return nnx.jit(lambda x, y: None)(a, b)  # transform
+
+    def middle(a, b):
+        return inner(a, b)
+
+    def outer():
+        m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        middle(m, m)
+    """
+    context = _context(tmp_path, source)
+    views = argument_views(context, list(_call(context, "transform").args))
+    last = views[-1]
+    assert len(last.via) == 2 and last.refs[0] == last.refs[1] and last.refs[0].origin == "new"
+
+
+def test_a_dict_display_holds_its_values(tmp_path):
+    source = """
+    from flax import nnx
+
+    def run():
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        holder = {"model": model, "other": nnx.Linear(2, 2, rngs=nnx.Rngs(1))}
+        f(holder, model)  # here
+    """
+    context = _context(tmp_path, source)
+    holder, model = _call(context, "here").args
+    built, items = held_items(context, holder, context.classes.ref_of(holder))
+    assert isinstance(built, nodes.Dict)
+    model_ref = context.classes.ref_of(model)
+    assert [path for path, ref in items if ref is not None and ref.overlaps(model_ref)] == [("model",)]
+
+
+STRUCT = """
+from typing import NamedTuple
+import flax
+from flax import nnx
+
+@flax.struct.dataclass
+class TrainingState:
+    networks: nnx.Module
+    step: int
+
+class Pair(NamedTuple):
+    net: nnx.Module
+    step: int
+
+class Plain:
+    def __init__(self, net):
+        self.net = net
+
+def f(state: TrainingState, pair: Pair, plain: Plain):
+    g(state.replace(step=1))  # keeps
+    g(state.replace(networks=nnx.Linear(2, 2, rngs=nnx.Rngs(0))))  # new module
+    g(pair._replace(step=1))  # named tuple
+    g(plain._replace(step=1))  # not a named tuple
+"""
+
+
+def test_copies_of_containers_keep_the_objects_they_do_not_replace(tmp_path):
+    context = _context(tmp_path, STRUCT)
+    ref_of = context.classes.ref_of
+    kept = ref_of(_call(context, "keeps").args[0])
+    assert kept is not None and kept.root[0] == "param" and kept.root[2] == "state"
+    assert ref_of(_call(context, "new module").args[0]).origin == "new"
+    assert ref_of(_call(context, "named tuple").args[0]).root[2] == "pair"
+    assert ref_of(_call(context, "not a named tuple").args[0]).origin == "new"
+
+
+FALLBACKS = """
+from flax import nnx
+
+class Noisy(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+    def conditional(self, rngs=None):
+        rngs = rngs if rngs is not None else self.rngs
+        g(rngs)  # conditional
+
+    def inverted(self, rngs=None):
+        g(self.rngs if rngs is None else rngs)  # inverted
+
+    def either(self, rngs=None):
+        g(rngs or self.rngs)  # either
+
+    def resolved(self, rngs=None):
+        if rngs is None:
+            rngs = self.rngs
+        g(rngs)  # resolved
+
+    def required(self, rngs):
+        g(rngs or self.rngs)  # required
+
+    def other_test(self, rngs=None, flag=None):
+        g(rngs if flag is not None else self.rngs)  # other test
+
+    def resolved_otherwise(self, rngs=None):
+        if rngs is not None:
+            rngs = self.rngs
+        g(rngs)  # resolved otherwise
+"""
+
+
+def test_fallbacks_of_none_defaults_denote_the_fallback(tmp_path):
+    context = _context(tmp_path, FALLBACKS)
+    for marker in ("conditional", "inverted", "either", "resolved"):
+        ref = context.classes.ref_of(_call(context, marker).args[0])
+        assert ref is not None and ref.origin == "self" and ref.path == ("rngs",), marker
+    for marker in ("required", "other test", "resolved otherwise"):
+        assert context.classes.ref_of(_call(context, marker).args[0]) is None, marker
+
+
+RETURNS = """
+import optax
+from flax import nnx
+
+def make(tx):
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    return model, nnx.ModelAndOptimizer(model, tx)
+
+def run(tx):
+    model, optimizer = make(tx)
+    f(model, optimizer)  # one evaluation
+    m1, _ = make(tx)
+    _, o2 = make(tx)
+    f(m1, o2)  # two evaluations
+"""
+
+
+def test_what_one_evaluation_of_a_project_function_returns_is_related(tmp_path):
+    context = _context(tmp_path, RETURNS)
+    views = argument_views(context, list(_call(context, "one evaluation").args))
+    assert not _holds(context, views[0])
+    assert any(_holds(context, view) for view in views[1:])
+    views = argument_views(context, list(_call(context, "two evaluations").args))
+    assert not any(_holds(context, view) for view in views)
