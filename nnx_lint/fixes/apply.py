@@ -22,6 +22,7 @@ from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, app
 from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
 from nnx_lint.fixes.source import SourceIndex
+from nnx_lint.fixes.tracking import gone
 from nnx_lint.rule import Rule
 
 #: Bound on the passes of :func:`fix_text` (Ruff stops at 100; fixes here rarely nest deeper than 2).
@@ -116,13 +117,17 @@ class FixOutcome:
     """What fixing one text did."""
 
     text: str
-    #: Applied fixes by diagnostic code.
+    #: The findings the fixed text no longer has, by code.
     fixed: Counter = field(default_factory=Counter)
     passes: int = 0
+    #: The findings of the text before (the first pass's lint).
+    before: list[Diagnostic] = field(default_factory=list)
+    #: Positions in ``before`` of the findings that are gone.
+    gone: list[int] = field(default_factory=list)
 
 
 def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic], unsafe: bool,
-                 fixed: Counter, flax: ProjectFlax = UNKNOWN) -> list[Edit]:
+                 flax: ProjectFlax = UNKNOWN) -> list[Edit]:
     """One pass: the edits of the applicable, non-overlapping fixes that keep ``text`` parsing."""
     chosen: list[Fix] = []
     edits: list[Edit] = []
@@ -131,30 +136,39 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
         if fix is None or not fix.applies(unsafe):
             continue
         if set(fix.edits) <= set(edits):
-            fixed[diagnostic.code] += 1  # the same pin as an earlier diagnostic's
-            continue
+            continue  # the same pin as an earlier diagnostic's
         if any(overlaps(fix, other) for other in chosen):
             continue  # recomputed on the next pass
         if not parses(apply_edits(text, [*edits, *fix.edits])):
             continue
         chosen.append(fix)
         edits.extend(fix.edits)
-        fixed[diagnostic.code] += 1
     return edits
 
 
 def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
-    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics."""
+    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics.
+
+    ``fixed`` counts the findings of ``text`` that the fixed text no longer has
+    (:mod:`nnx_lint.fixes.tracking`), not the fixes applied on the way."""
     outcome = FixOutcome(text)
+    first = latest = None
     for _ in range(MAX_PASSES):
         if not parses(outcome.text):
             break
-        index = SourceIndex(outcome.text)
-        edits = select_edits(outcome.text, index, lint(outcome.text), unsafe, outcome.fixed, flax)
+        latest = lint(outcome.text)
+        first = latest if first is None else first
+        edits = select_edits(outcome.text, SourceIndex(outcome.text), latest, unsafe, flax)
         if not edits:
             break
         outcome.text = apply_edits(outcome.text, edits)
         outcome.passes += 1
+        latest = None
+    outcome.before = first or []
+    if first is not None and outcome.passes:
+        final = latest if latest is not None else lint(outcome.text)
+        outcome.gone = gone(first, final, text, outcome.text)
+        outcome.fixed = Counter(first[position].code for position in outcome.gone)
     return outcome
 
 
@@ -195,20 +209,32 @@ def fix_source(path: str, text: str, unsafe: bool = False) -> str:
 def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
                  roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> tuple[bytes, Counter]:
     """Fix a notebook's code cells (linted as one module, edited cell by cell); everything
-    else in the document is written back as it was."""
+    else in the document is written back as it was. The counter has the findings gone, by code."""
+    new, before, positions = fix_notebook_tracked(path, data, rules, unsafe, roots, flax)
+    return new, Counter(before[position].code for position in positions)
+
+
+def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
+                         roots: list[str] | None = None,
+                         flax: ProjectFlax = UNKNOWN) -> tuple[bytes, list[Diagnostic], list[int]]:
+    """:func:`fix_notebook` with the notebook's findings before (module coordinates) and the
+    positions of those that are gone."""
     from nnx_lint.notebooks import notebook_source
 
     document = json.loads(data.decode("utf-8"))
     lint = linter_for(path, rules, roots)
-    fixed: Counter = Counter()
     changed = False
+    first = latest = None
+    first_text = text = ""
     for _ in range(MAX_PASSES):
         text, origin = notebook_source(json.dumps(document).encode("utf-8"))
         if not parses(text):
+            latest = None
             break
-        index = SourceIndex(text)
-        edits = select_edits(text, index, lint(text), unsafe, fixed, flax)
-        by_cell = _edits_by_cell(edits, origin, text)
+        latest = lint(text)
+        if first is None:
+            first, first_text = latest, text
+        by_cell = _edits_by_cell(select_edits(text, SourceIndex(text), latest, unsafe, flax), origin, text)
         if not by_cell:
             break
         for cell_number, cell_edits in by_cell.items():
@@ -218,9 +244,14 @@ def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool =
             new = apply_edits("".join(source) if was_list else str(source), cell_edits)
             cell["source"] = new.splitlines(keepends=True) if was_list else new
         changed = True
-    if not changed:
-        return data, fixed
-    return _dump_like(document, data), fixed
+        latest = None
+    if not changed or first is None:
+        return data, first or [], []
+    if latest is None:  # stopped after MAX_PASSES (or on a text that no longer parses)
+        text, _origin = notebook_source(json.dumps(document).encode("utf-8"))
+        latest = lint(text) if parses(text) else []
+    # As for files: the findings gone, not the edits made.
+    return _dump_like(document, data), first, gone(first, latest, first_text, text)
 
 
 def _edits_by_cell(edits: list[Edit], origin, text: str) -> dict[int, list[Edit]]:
