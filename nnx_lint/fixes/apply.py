@@ -18,6 +18,7 @@ import libcst as cst
 
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
+from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
@@ -40,6 +41,10 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
         return Fix(DISPLAY_ONLY, f"No pin: {blocked}")
     try:
         edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
+        if any(a is not b and _touch(a, b) for a in edits for b in edits):
+            # Nested pinned calls (`nnx.jit(nnx.grad(f))`): a wrapped outer call would rewrite the
+            # inner one's text too, so both stay on their lines.
+            edits = [edit for edit in (pin_edit(index, site, wrap=False) for site in sites) if edit is not None]
         pinnable = bool(sites)
     except CannotPin:
         edits, pinnable = [], False
@@ -58,6 +63,10 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     if not pinnable or not edits:
         return None  # no pin possible, or already pinned: the diagnostic comes from elsewhere
     return Fix(SAFE, f"Keep graph mode at {names}{flax.needs_note(sites)}", tuple(edits))
+
+
+def _touch(a: Edit, b: Edit) -> bool:
+    return a.start <= b.end and b.start <= a.end
 
 
 def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic,
@@ -146,8 +155,10 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
     return edits
 
 
-def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
-    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics.
+def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
+             line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
+    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics; pinned calls are
+    wrapped to fit ``line_length``.
 
     ``fixed`` counts the findings of ``text`` that the fixed text no longer has
     (:mod:`nnx_lint.fixes.tracking`), not the fixes applied on the way."""
@@ -158,7 +169,7 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN)
             break
         latest = lint(outcome.text)
         first = latest if first is None else first
-        edits = select_edits(outcome.text, SourceIndex(outcome.text), latest, unsafe, flax)
+        edits = select_edits(outcome.text, SourceIndex(outcome.text, line_length), latest, unsafe, flax)
         if not edits:
             break
         outcome.text = apply_edits(outcome.text, edits)
@@ -188,13 +199,14 @@ def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = Non
 
 
 def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
-             roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
+             roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
+             line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
     """Fix one Python file's text; the outcome says what was fixed."""
     if rules is None:
         from nnx_lint.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
-    return fix_text(text, linter_for(path, rules, roots), unsafe, flax)
+    return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length)
 
 
 def fix_source(path: str, text: str, unsafe: bool = False) -> str:
@@ -207,16 +219,18 @@ def fix_source(path: str, text: str, unsafe: bool = False) -> str:
 
 
 def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
-                 roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> tuple[bytes, Counter]:
+                 roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
+                 line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, Counter]:
     """Fix a notebook's code cells (linted as one module, edited cell by cell); everything
     else in the document is written back as it was. The counter has the findings gone, by code."""
-    new, before, positions = fix_notebook_tracked(path, data, rules, unsafe, roots, flax)
+    new, before, positions = fix_notebook_tracked(path, data, rules, unsafe, roots, flax, line_length)
     return new, Counter(before[position].code for position in positions)
 
 
 def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
                          roots: list[str] | None = None,
-                         flax: ProjectFlax = UNKNOWN) -> tuple[bytes, list[Diagnostic], list[int]]:
+                         flax: ProjectFlax = UNKNOWN,
+                         line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, list[Diagnostic], list[int]]:
     """:func:`fix_notebook` with the notebook's findings before (module coordinates) and the
     positions of those that are gone."""
     from nnx_lint.notebooks import notebook_source
@@ -234,7 +248,7 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
         latest = lint(text)
         if first is None:
             first, first_text = latest, text
-        by_cell = _edits_by_cell(select_edits(text, SourceIndex(text), latest, unsafe, flax), origin, text)
+        by_cell = _edits_by_cell(select_edits(text, SourceIndex(text, line_length), latest, unsafe, flax), origin, text)
         if not by_cell:
             break
         for cell_number, cell_edits in by_cell.items():

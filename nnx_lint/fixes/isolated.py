@@ -9,9 +9,9 @@ the next file. The parent keeps everything that writes or prints.
 
 The worker's side is :func:`prepare` and :func:`answer`; requests are plain data:
 
-* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax"}``: the file's
+* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax", "line_length"}``: the file's
   text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
-* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "codes", "roots"}``: each
+* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "line_length", "codes", "roots"}``: each
   diagnostic's fix as Ruff's JSON ``fix`` object, by its position in the list, with
   ``resolves``: whether the finding is gone once the file is fixed as ``--fix`` fixes it
   (only with ``codes``, the rules the run uses; :mod:`nnx_lint.fixes.tracking`).
@@ -93,12 +93,12 @@ def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
-    flax = _flax_of(request)
+    flax, width = _flax_of(request), _line_length_of(request)
     try:
         if request["notebook"]:
-            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax)
+            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax, width)
             return {"after": new_data.decode("utf-8"), "fixed": dict(counts)}
-        outcome = fix_file(path, text, rules, unsafe, roots, flax)
+        outcome = fix_file(path, text, rules, unsafe, roots, flax, width)
         return {"after": outcome.text, "fixed": dict(outcome.fixed)}
     except (UnicodeDecodeError, ValueError):
         return {"after": None, "fixed": {}}
@@ -113,6 +113,13 @@ def _flax_of(request: dict[str, Any]):
     if not isinstance(carried, dict):
         return UNKNOWN
     return ProjectFlax(carried.get("version"), carried.get("source", "unknown"))
+
+
+def _line_length_of(request: dict[str, Any]) -> int:
+    """The project's line length the request carries (the default when it carries none)."""
+    from nnx_lint.fixes.line_length import DEFAULT, valid
+
+    return valid(request.get("line_length")) or DEFAULT
 
 
 def _attach(request: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +148,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             text = data.decode("utf-8")
     except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
         return {}
-    index = SourceIndex(text)  # a statement libcst cannot parse gets no fix (see SourceIndex)
+    index = SourceIndex(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
     for position, stored in enumerate(request["diagnostics"]):
@@ -175,11 +182,11 @@ def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool
     from nnx_lint.registry import rule_by_code
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
-    roots, unsafe, flax = request.get("roots"), request["unsafe"], _flax_of(request)
+    roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
     if notebook:
-        _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax)
+        _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width)
     else:
-        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax)
+        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax, width)
         before, positions = outcome.before, outcome.gone
     gone = set(positions)
     return {(d.code, d.line, d.column) for position, d in enumerate(before) if position not in gone}
