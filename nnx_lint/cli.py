@@ -132,10 +132,16 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
         output, fixed = fixes_cli.fix_stdin(read_stdin(), args.stdin_filename, settings,
                                             unsafe=args.unsafe_fixes, diff=args.diff)
         sys.stdout.write(output)
+        sys.stdout.flush()  # the fixed source (or diff) before the summary, as in Ruff
         print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
         return EXIT_FINDINGS if args.diff and fixed else EXIT_CLEAN
     fixed, changed, diffs, crashed = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes,
                                                          diff=args.diff)
+    if args.diff:
+        # As in Ruff: the diff first, then what it would fix (flushed, so a terminal that shows
+        # both streams shows them in this order too).
+        sys.stdout.write("".join(diffs))
+        sys.stdout.flush()
     print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
     if args.show_fixes:
         from nnx_lint.reporting.options import fix_enumeration
@@ -143,7 +149,6 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
         for line in fix_enumeration(fixed, applied=not args.diff):
             print(line, file=sys.stderr)
     if args.diff:
-        sys.stdout.write("".join(diffs))
         # A file whose fixes could not be computed may need some: never "nothing to fix".
         return EXIT_FINDINGS if changed or crashed else EXIT_CLEAN
     return None

@@ -128,6 +128,7 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
     import os
 
     from nnx_lint.file_config import rules_for
+    from nnx_lint.fixes.line_length import settings_line_length
     from nnx_lint.runner import discover
 
     settings.force_exclude = args.force_exclude
@@ -146,6 +147,7 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
         return Path(relative).as_posix() if not relative.startswith("..") else str(path)
 
     rules = rules_for(settings, Path(first))
+    width = settings_line_length(settings)
     lines = [
         f"Resolved settings for: {shown(Path(first))}",
         f"Settings path: {shown(settings.source)}",
@@ -161,6 +163,7 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
         f"per-file-ignores = {json.dumps(settings.per_file_ignores)}",
         f"strict = {str(settings.strict).lower()}",
         f"src = {json.dumps([shown(root) for root in settings.source_roots])}",
+        f"line-length = {width.value} ({width.source})",
         f"rules for this file = {', '.join(rule.code for rule in rules)}",
     ]
     from nnx_lint.escaping import printable

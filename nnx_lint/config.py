@@ -9,8 +9,10 @@ to the files it does *not* match, as in Ruff), ``src`` (the directories holding 
 project's packages, see :mod:`nnx_lint.package_roots`), ``target-version`` (``"py311"``;
 unset, the lower bound of ``[project] requires-python``, see :mod:`nnx_lint.syntax.target`),
 ``flax-version`` (the oldest flax the project runs on, which decides the pins ``--fix``
-may add; see :mod:`nnx_lint.fixes.flax_target`), and ``strict`` (audit mode: unproven
-diagnostics where the analysis could not resolve a value a finding hangs on). Unknown keys and wrong types are a
+may add; see :mod:`nnx_lint.fixes.flax_target`), ``line-length`` (the width a pinned call
+must fit, else it is wrapped; unset, Ruff's, black's, flake8's or pylint's, see
+:mod:`nnx_lint.fixes.line_length`), and ``strict`` (audit mode: unproven diagnostics where the
+analysis could not resolve a value a finding hangs on). Unknown keys and wrong types are a
 :class:`ConfigError` (the CLI exits 2), never silently ignored; so is a file named
 explicitly (``--config``, ``--nnx-config``) that has no ``[tool.nnx-lint]`` table, which
 would otherwise run the defaults and drop the project's own settings.
@@ -39,7 +41,11 @@ DEFAULT_EXCLUDES = (
 
 _KNOWN_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude",
                "respect-gitignore", "per-file-ignores", "src", "target-version", "flax-version", "rule-url-base",
-               "strict"}
+               "line-length", "strict"}
+
+
+#: The widest ``line-length`` accepted (Ruff's bound).
+MAXIMUM_LINE_LENGTH = 320
 
 
 class ConfigError(Exception):
@@ -70,6 +76,8 @@ class Settings:
     flax_version: str | None = None
     #: Where rule pages are published (``rule-url-base``); None: the pages shipped in the package.
     rule_url_base: str | None = None
+    #: ``line-length``: the width pinned calls must fit (None: the project's other tools decide).
+    line_length: int | None = None
     #: ``strict``: audit mode. Where a finding hangs on a value the analysis could not resolve,
     #: report an unproven diagnostic instead of staying silent (:func:`nnx_lint.diagnostic.shown`).
     strict: bool = False
@@ -174,6 +182,14 @@ def _flax_version(value: object, where: str) -> str:
     return value.strip().split("+", 1)[0]
 
 
+def _line_length(value: object, where: str) -> int:
+    """``line-length``: a whole number of characters, as Ruff accepts it (1 to 320)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAXIMUM_LINE_LENGTH:
+        raise ConfigError(f"{where}: `line-length` must be a whole number from 1 to {MAXIMUM_LINE_LENGTH}, "
+                          f"got {value!r}")
+    return value
+
+
 def _read_toml(path: Path) -> dict:
     """The parsed TOML file; every way it can be unusable is a one-line ConfigError."""
     from nnx_lint.bounds import LIMITS, ParseFailure, read_bounded
@@ -250,6 +266,8 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         if not isinstance(table["rule-url-base"], str) or not table["rule-url-base"]:
             raise ConfigError(f"{where}: `rule-url-base` must be a non-empty string (a URL prefix, or a template with {{code}})")
         settings.rule_url_base = table["rule-url-base"]
+    if "line-length" in table:
+        settings.line_length = _line_length(table["line-length"], where)
     configured_src = _string_list(table, "src", where) if "src" in table else None
     settings.source_roots = source_roots(path.parent, configured_src, data)
     settings.target_version = _target_version(table, data, where)

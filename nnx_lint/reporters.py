@@ -80,7 +80,7 @@ def _closing(result: RunResult, unsafe: bool) -> list[str]:
 def fixable_hint(fixes: dict, unsafe: bool) -> list[str]:
     """``[*] N fixable with the `--fix` option.`` and, as in Ruff, how many more
     ``--unsafe-fixes`` would enable (nothing when no fix applies)."""
-    applicable = sum(1 for fix in fixes.values() if fix.applies(unsafe))
+    applicable = sum(1 for fix in fixes.values() if fix.fixes_finding(unsafe))
     hidden = sum(1 for fix in fixes.values() if not fix.applies(unsafe) and fix.applies(True))
     if not applicable and not hidden:
         return []

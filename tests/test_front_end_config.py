@@ -17,7 +17,7 @@ from _support import REPO
 AXES = "f = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"
 SOURCE = f"from flax import nnx\n{AXES}\n"
 #: A Ruff key nnx-lint does not have (the issue's example, `extend-ignore`, is a key now).
-RUFF_KEY = '[tool.nnx-lint]\nline-length = 88\n'
+RUFF_KEY = '[tool.nnx-lint]\nindent-width = 2\n'
 
 
 def _run(root: Path, *command: str) -> subprocess.CompletedProcess:
@@ -81,7 +81,7 @@ def test_flake8_fails_the_run_with_one_line_naming_the_file_and_the_key(project,
     assert result.stderr == "", result.stderr
     header, line = result.stdout.splitlines()
     assert header == "There was a critical error during execution of Flake8:"  # flake8's own, for its options
-    assert line.startswith(f"nnx-lint: error: {project / 'pyproject.toml'} [tool.nnx-lint]: unknown key(s) line-length")
+    assert line.startswith(f"nnx-lint: error: {project / 'pyproject.toml'} [tool.nnx-lint]: unknown key(s) indent-width")
 
 
 def test_flake8_reports_a_deeper_invalid_toml_from_its_workers_in_one_line(project):
@@ -93,7 +93,7 @@ def test_flake8_reports_a_deeper_invalid_toml_from_its_workers_in_one_line(proje
     assert len(result.stdout.splitlines()) == 2, result.stdout
 
 
-@pytest.mark.parametrize("content, expected", [(RUFF_KEY, "unknown key(s) line-length"),
+@pytest.mark.parametrize("content, expected", [(RUFF_KEY, "unknown key(s) indent-width"),
                                                ("[tool.nnx-lint\n", "invalid TOML")])
 def test_pylint_reports_one_clean_message_not_a_crash_on_every_file(project, content, expected):
     (project / "pyproject.toml").write_text(content)
@@ -110,7 +110,7 @@ def test_the_cli_says_the_same_in_one_line(project):
     result = _cli(project, ".")
     assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
-    assert line.startswith(f"nnx-lint: error: {project / 'pyproject.toml'} [tool.nnx-lint]: unknown key(s) line-length")
+    assert line.startswith(f"nnx-lint: error: {project / 'pyproject.toml'} [tool.nnx-lint]: unknown key(s) indent-width")
 
 
 # -- item 5: --config rejects a file it cannot use; negated globs work as in Ruff ----------------

@@ -18,10 +18,12 @@ import libcst as cst
 
 from nnx_lint.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
+from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
 from nnx_lint.fixes.source import SourceIndex
+from nnx_lint.fixes.tracking import gone
 from nnx_lint.rule import Rule
 
 #: Bound on the passes of :func:`fix_text` (Ruff stops at 100; fixes here rarely nest deeper than 2).
@@ -39,6 +41,10 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
         return Fix(DISPLAY_ONLY, f"No pin: {blocked}")
     try:
         edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
+        if any(a is not b and _touch(a, b) for a in edits for b in edits):
+            # Nested pinned calls (`nnx.jit(nnx.grad(f))`): a wrapped outer call would rewrite the
+            # inner one's text too, so both stay on their lines.
+            edits = [edit for edit in (pin_edit(index, site, wrap=False) for site in sites) if edit is not None]
         pinnable = bool(sites)
     except CannotPin:
         edits, pinnable = [], False
@@ -57,6 +63,10 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     if not pinnable or not edits:
         return None  # no pin possible, or already pinned: the diagnostic comes from elsewhere
     return Fix(SAFE, f"Keep graph mode at {names}{flax.needs_note(sites)}", tuple(edits))
+
+
+def _touch(a: Edit, b: Edit) -> bool:
+    return a.start <= b.end and b.start <= a.end
 
 
 def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic,
@@ -116,13 +126,17 @@ class FixOutcome:
     """What fixing one text did."""
 
     text: str
-    #: Applied fixes by diagnostic code.
+    #: The findings the fixed text no longer has, by code.
     fixed: Counter = field(default_factory=Counter)
     passes: int = 0
+    #: The findings of the text before (the first pass's lint).
+    before: list[Diagnostic] = field(default_factory=list)
+    #: Positions in ``before`` of the findings that are gone.
+    gone: list[int] = field(default_factory=list)
 
 
 def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic], unsafe: bool,
-                 fixed: Counter, flax: ProjectFlax = UNKNOWN) -> list[Edit]:
+                 flax: ProjectFlax = UNKNOWN) -> list[Edit]:
     """One pass: the edits of the applicable, non-overlapping fixes that keep ``text`` parsing."""
     chosen: list[Fix] = []
     edits: list[Edit] = []
@@ -131,30 +145,41 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
         if fix is None or not fix.applies(unsafe):
             continue
         if set(fix.edits) <= set(edits):
-            fixed[diagnostic.code] += 1  # the same pin as an earlier diagnostic's
-            continue
+            continue  # the same pin as an earlier diagnostic's
         if any(overlaps(fix, other) for other in chosen):
             continue  # recomputed on the next pass
         if not parses(apply_edits(text, [*edits, *fix.edits])):
             continue
         chosen.append(fix)
         edits.extend(fix.edits)
-        fixed[diagnostic.code] += 1
     return edits
 
 
-def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
-    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics."""
+def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
+             line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
+    """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics; pinned calls are
+    wrapped to fit ``line_length``.
+
+    ``fixed`` counts the findings of ``text`` that the fixed text no longer has
+    (:mod:`nnx_lint.fixes.tracking`), not the fixes applied on the way."""
     outcome = FixOutcome(text)
+    first = latest = None
     for _ in range(MAX_PASSES):
         if not parses(outcome.text):
             break
-        index = SourceIndex(outcome.text)
-        edits = select_edits(outcome.text, index, lint(outcome.text), unsafe, outcome.fixed, flax)
+        latest = lint(outcome.text)
+        first = latest if first is None else first
+        edits = select_edits(outcome.text, SourceIndex(outcome.text, line_length), latest, unsafe, flax)
         if not edits:
             break
         outcome.text = apply_edits(outcome.text, edits)
         outcome.passes += 1
+        latest = None
+    outcome.before = first or []
+    if first is not None and outcome.passes:
+        final = latest if latest is not None else lint(outcome.text)
+        outcome.gone = gone(first, final, text, outcome.text)
+        outcome.fixed = Counter(first[position].code for position in outcome.gone)
     return outcome
 
 
@@ -174,13 +199,14 @@ def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = Non
 
 
 def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
-             roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> FixOutcome:
+             roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
+             line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
     """Fix one Python file's text; the outcome says what was fixed."""
     if rules is None:
         from nnx_lint.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
-    return fix_text(text, linter_for(path, rules, roots), unsafe, flax)
+    return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length)
 
 
 def fix_source(path: str, text: str, unsafe: bool = False) -> str:
@@ -193,22 +219,36 @@ def fix_source(path: str, text: str, unsafe: bool = False) -> str:
 
 
 def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
-                 roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN) -> tuple[bytes, Counter]:
+                 roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
+                 line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, Counter]:
     """Fix a notebook's code cells (linted as one module, edited cell by cell); everything
-    else in the document is written back as it was."""
+    else in the document is written back as it was. The counter has the findings gone, by code."""
+    new, before, positions = fix_notebook_tracked(path, data, rules, unsafe, roots, flax, line_length)
+    return new, Counter(before[position].code for position in positions)
+
+
+def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
+                         roots: list[str] | None = None,
+                         flax: ProjectFlax = UNKNOWN,
+                         line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, list[Diagnostic], list[int]]:
+    """:func:`fix_notebook` with the notebook's findings before (module coordinates) and the
+    positions of those that are gone."""
     from nnx_lint.notebooks import notebook_source
 
     document = json.loads(data.decode("utf-8"))
     lint = linter_for(path, rules, roots)
-    fixed: Counter = Counter()
     changed = False
+    first = latest = None
+    first_text = text = ""
     for _ in range(MAX_PASSES):
         text, origin = notebook_source(json.dumps(document).encode("utf-8"))
         if not parses(text):
+            latest = None
             break
-        index = SourceIndex(text)
-        edits = select_edits(text, index, lint(text), unsafe, fixed, flax)
-        by_cell = _edits_by_cell(edits, origin, text)
+        latest = lint(text)
+        if first is None:
+            first, first_text = latest, text
+        by_cell = _edits_by_cell(select_edits(text, SourceIndex(text, line_length), latest, unsafe, flax), origin, text)
         if not by_cell:
             break
         for cell_number, cell_edits in by_cell.items():
@@ -218,9 +258,14 @@ def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool =
             new = apply_edits("".join(source) if was_list else str(source), cell_edits)
             cell["source"] = new.splitlines(keepends=True) if was_list else new
         changed = True
-    if not changed:
-        return data, fixed
-    return _dump_like(document, data), fixed
+        latest = None
+    if not changed or first is None:
+        return data, first or [], []
+    if latest is None:  # stopped after MAX_PASSES (or on a text that no longer parses)
+        text, _origin = notebook_source(json.dumps(document).encode("utf-8"))
+        latest = lint(text) if parses(text) else []
+    # As for files: the findings gone, not the edits made.
+    return _dump_like(document, data), first, gone(first, latest, first_text, text)
 
 
 def _edits_by_cell(edits: list[Edit], origin, text: str) -> dict[int, list[Edit]]:

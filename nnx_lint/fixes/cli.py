@@ -85,6 +85,7 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
     from dataclasses import asdict
 
     from nnx_lint.fixes.flax_target import project_flax_for
+    from nnx_lint.fixes.line_length import settings_line_length
     from nnx_lint.prefilter import mentions_nnx
 
     try:
@@ -103,6 +104,7 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
         "codes": [rule.code for rule in rules_for(settings, file)],
         "roots": [str(root) for root in settings.analysis_roots()], "unsafe": unsafe,
         "flax": asdict(project_flax_for(settings)),  # pins follow the project's flax
+        "line_length": settings_line_length(settings).value,  # and fit its line length
     })
     if answer.get("after") is None:
         return None
@@ -157,6 +159,8 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
     from nnx_lint.diagnostic import analysed_whole
     from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
     from nnx_lint.fixes.isolated import IsolatedFixes
+    from nnx_lint.file_config import rules_for
+    from nnx_lint.fixes.line_length import settings_line_length
     from nnx_lint.fixes.model import Fix
 
     flax = UNKNOWN if settings is None else project_flax_for(settings)
@@ -167,12 +171,20 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
     # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
     failed = {d.path for d in diagnostics if not analysed_whole([d])}
     known = _AttachedFixes(cache_dir)
-    with IsolatedFixes() as fixer:
+    roots = [] if settings is None else [str(root) for root in settings.analysis_roots()]
+    width = None if settings is None else settings_line_length(settings).value
+    with IsolatedFixes(roots) as fixer:  # the roots it lints with are never imported from
         for path, positions in by_path.items():
             if path in failed:
                 continue
             request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
                        "diagnostics": [diagnostics[position].to_dict() for position in positions]}
+            if settings is not None:
+                request["line_length"] = width
+                # The run's rules and roots: the worker fixes the file as --fix would, to mark
+                # `[*]` only the findings that then go away.
+                request["codes"] = [rule.code for rule in rules_for(settings, Path(path))]
+                request["roots"] = roots
             key = known.key(path, request)
             # Asked first: a warm run then starts no worker. The parent never imports the rules or
             # libcst for this (the worker sorts out which diagnostics have fixes).

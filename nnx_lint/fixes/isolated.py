@@ -9,10 +9,12 @@ the next file. The parent keeps everything that writes or prints.
 
 The worker's side is :func:`prepare` and :func:`answer`; requests are plain data:
 
-* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax"}``: the file's
+* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax", "line_length"}``: the file's
   text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
-* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax"}``: each diagnostic's fix as Ruff's
-  JSON ``fix`` object, by its position in the list.
+* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "line_length", "codes", "roots"}``: each
+  diagnostic's fix as Ruff's JSON ``fix`` object, by its position in the list, with
+  ``resolves``: whether the finding is gone once the file is fixed as ``--fix`` fixes it
+  (only with ``codes``, the rules the run uses; :mod:`nnx_lint.fixes.tracking`).
 """
 from __future__ import annotations
 
@@ -91,12 +93,12 @@ def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
-    flax = _flax_of(request)
+    flax, width = _flax_of(request), _line_length_of(request)
     try:
         if request["notebook"]:
-            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax)
+            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax, width)
             return {"after": new_data.decode("utf-8"), "fixed": dict(counts)}
-        outcome = fix_file(path, text, rules, unsafe, roots, flax)
+        outcome = fix_file(path, text, rules, unsafe, roots, flax, width)
         return {"after": outcome.text, "fixed": dict(outcome.fixed)}
     except (UnicodeDecodeError, ValueError):
         return {"after": None, "fixed": {}}
@@ -113,6 +115,13 @@ def _flax_of(request: dict[str, Any]):
     return ProjectFlax(carried.get("version"), carried.get("source", "unknown"))
 
 
+def _line_length_of(request: dict[str, Any]) -> int:
+    """The project's line length the request carries (the default when it carries none)."""
+    from nnx_lint.fixes.line_length import DEFAULT, valid
+
+    return valid(request.get("line_length")) or DEFAULT
+
+
 def _attach(request: dict[str, Any]) -> dict[str, Any]:
     """Each diagnostic's fix (one file's diagnostics), as JSON, by position in the request."""
     from dataclasses import replace
@@ -120,6 +129,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     from nnx_lint import bounds
     from nnx_lint.diagnostic import Diagnostic
     from nnx_lint.fixes.apply import cell_edits, fix_for
+    from nnx_lint.fixes.model import Fix
     from nnx_lint.fixes.source import SourceIndex
     from nnx_lint.notebooks import NotebookError, notebook_source
 
@@ -138,8 +148,9 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             text = data.decode("utf-8")
     except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
         return {}
-    index = SourceIndex(text)  # a statement libcst cannot parse gets no fix (see SourceIndex)
+    index = SourceIndex(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
     found: dict[str, Any] = {}
+    located: dict[str, tuple[str, int, int]] = {}
     for position, stored in enumerate(request["diagnostics"]):
         diagnostic = Diagnostic.from_dict(stored)
         if origin is not None:
@@ -156,4 +167,26 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             fix = cell_edits(fix, origin)
         if fix is not None:
             found[str(position)] = fix.to_json()
+            located[str(position)] = (diagnostic.code, diagnostic.line, diagnostic.column)
+    if "codes" in request and any(Fix.from_json(fix).applies(request["unsafe"]) for fix in found.values()):
+        # Only what --fix would make go away gets `[*]`: fix the text as --fix does and look.
+        left = _still_there(request, data, text, origin is not None)
+        for number, where in located.items():
+            found[number]["resolves"] = where not in left
     return found
+
+
+def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool) -> set[tuple[str, int, int]]:
+    """``(code, line, column)`` (module coordinates) of the findings ``--fix`` leaves in the file."""
+    from nnx_lint.fixes.apply import fix_file, fix_notebook_tracked
+    from nnx_lint.registry import rule_by_code
+
+    rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
+    roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
+    if notebook:
+        _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width)
+    else:
+        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax, width)
+        before, positions = outcome.before, outcome.gone
+    gone = set(positions)
+    return {(d.code, d.line, d.column) for position, d in enumerate(before) if position not in gone}

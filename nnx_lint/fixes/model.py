@@ -59,12 +59,20 @@ class Fix:
     applicability: str
     message: str
     edits: tuple[Edit, ...] = ()
+    #: Whether the finding is gone once ``--fix`` has run (:mod:`nnx_lint.fixes.tracking`): a
+    #: class-level pin, say, may apply and leave the finding, which then gets no ``[*]``.
+    resolves: bool = True
 
     def applies(self, unsafe: bool) -> bool:
         """Whether ``--fix`` (and ``--unsafe-fixes`` when ``unsafe``) applies this fix."""
         if not self.edits:
             return False
         return self.applicability == SAFE or (unsafe and self.applicability == UNSAFE)
+
+    def fixes_finding(self, unsafe: bool) -> bool:
+        """Whether ``--fix`` (with ``--unsafe-fixes`` when ``unsafe``) makes the finding go:
+        what the ``[*]`` marker and the fixable hint count, as ``Fixed N`` does."""
+        return self.resolves and self.applies(unsafe)
 
     def to_json(self) -> dict[str, Any]:
         """Ruff's JSON ``fix`` object."""
@@ -76,8 +84,10 @@ class Fix:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fix:
-        """The fix :meth:`to_json` describes (from the fix worker; the edits come sorted)."""
-        return cls(data["applicability"], data["message"], tuple(Edit.from_json(edit) for edit in data["edits"]))
+        """The fix :meth:`to_json` describes (from the fix worker; the edits come sorted, and
+        the worker adds ``resolves``, which Ruff's object does not have)."""
+        return cls(data["applicability"], data["message"], tuple(Edit.from_json(edit) for edit in data["edits"]),
+                   bool(data.get("resolves", True)))
 
 
 def apply_edits(text: str, edits: list[Edit]) -> str:

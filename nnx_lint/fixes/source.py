@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import Edit, line_offsets, source_lines
 
 
@@ -41,8 +42,10 @@ class _Region:
 class SourceIndex:
     """A parsed file: nodes by span, parents, and edits from node replacements."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, line_length: int = DEFAULT_LINE_LENGTH) -> None:
         self.text = text
+        #: The project's line length, which the lines a fix writes should fit (:mod:`nnx_lint.fixes.pin`).
+        self.line_length = line_length
         self.lines = source_lines(text)
         self.offsets = line_offsets(text)
         self._ranges = _statement_ranges(text, len(self.lines))

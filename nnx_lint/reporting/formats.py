@@ -34,7 +34,7 @@ _CONTEXT = 1
 def fix_marker(index: int, fixes: dict, unsafe: bool) -> str:
     """``"[*] "`` when the finding at ``index`` has a fix ``--fix`` would apply (Ruff's marker)."""
     fix = fixes.get(index)
-    return "[*] " if fix is not None and fix.applies(unsafe) else ""
+    return "[*] " if fix is not None and fix.fixes_finding(unsafe) else ""
 
 
 def headline(d: Diagnostic, marker: str = "") -> str:

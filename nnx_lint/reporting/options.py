@@ -35,4 +35,4 @@ def fix_enumeration(by_code: Counter, applied: bool) -> list[str]:
 
 def available_fixes(fixes: dict, diagnostics: list, unsafe: bool) -> Counter:
     """The findings ``--fix`` would fix now, by code."""
-    return Counter(diagnostics[index].code for index, fix in fixes.items() if fix.applies(unsafe))
+    return Counter(diagnostics[index].code for index, fix in fixes.items() if fix.fixes_finding(unsafe))

@@ -1,0 +1,189 @@
+"""Every documented console snippet runs as written (issue 27, "Done when").
+
+For README.md and docs/*.md, each ```console block whose lines start with ``$ `` is run
+in a fresh temporary directory, its commands one after another in one shell (so ``echo $?``
+sees the previous command), stdout and stderr merged as a terminal shows them, and the
+transcript is compared with the block. HTML comments on the lines right before a block:
+
+* ``<!-- not-run: REASON -->``: not run (installs, the gate, a corpus the test cannot have);
+* ``<!-- setup NAME -->``: a setup from :data:`SETUPS` first (``example``: docs/example as
+  ``docs/example``; ``project``: docs/example's files at the top);
+* ``<!-- file PATH -->`` (before any code block): that block is written to PATH before the
+  next console block's commands;
+* ``<!-- requires MODULE -->``: skipped, with the reason, when MODULE cannot be imported.
+
+A console block with commands and no marker is an error: every snippet is run or says why
+not. Only the temporary directory's path is normalised (to ``/tmp/project``).
+``NNX_LINT_UPDATE_SNIPPETS=1`` rewrites the blocks' outputs from real runs.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+FENCE = re.compile(r"^( *)```(\w*)\s*$")
+MARKER = re.compile(r"^\s*<!-- (not-run: .+|setup [\w-]+|file \S+|requires [\w.]+) -->\s*$")
+SHOWN_TMP = "/tmp/project"
+
+
+def _example(directory: Path) -> None:
+    shutil.copytree(REPO / "docs" / "example", directory / "docs" / "example")
+
+
+def _project(directory: Path) -> None:
+    shutil.copytree(REPO / "docs" / "example", directory, dirs_exist_ok=True)
+
+
+def _ruff_config(directory: Path) -> None:
+    _project(directory)
+    (directory / "ruff.toml").write_text("line-length = 100\n")
+
+
+def _bad_config(directory: Path) -> None:
+    _project(directory)
+    (directory / "pyproject.toml").write_text("[tool.nnx-lint]\nindent-width = 2\n")
+
+
+#: Named setups a ``<!-- setup NAME -->`` marker asks for.
+SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config}
+
+
+@dataclass
+class Block:
+    """One console block: where it is, its markers, the files written before it, its lines."""
+
+    document: str
+    start: int  # index of the first line inside the fence
+    end: int  # index of the closing fence
+    indent: str
+    lines: list[str]
+    markers: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.document}:{self.start}"
+
+    @property
+    def commands(self) -> list[str]:
+        return [line[2:] for line in self.lines if line.startswith("$ ")]
+
+
+def _markers_before(lines: list[str], fence: int) -> list[str]:
+    """The markers on the lines right above the fence (a run of marker lines, no gap)."""
+    found, i = [], fence - 1
+    while i >= 0 and (match := MARKER.match(lines[i])):
+        found.append(match.group(1))
+        i -= 1
+    return found
+
+
+def blocks(document: str) -> list[Block]:
+    """The console blocks of a document with commands, with their markers and files."""
+    lines = (REPO / document).read_text().split("\n")
+    found: list[Block] = []
+    files: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match or not match.group(2):
+            i += 1
+            continue
+        indent, language = match.group(1), match.group(2)
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+        body = [line[len(indent):] for line in lines[i + 1:end]]
+        markers = _markers_before(lines, i)
+        file_marker = next((m for m in markers if m.startswith("file ")), None)
+        if file_marker is not None:
+            files[file_marker[5:]] = "\n".join(body) + "\n"
+        elif language == "console" and any(line.startswith("$ ") for line in body):
+            found.append(Block(document, i + 1, end, indent, body, markers, files))
+            files = {}
+        i = end + 1
+    return found
+
+
+ALL = [block for document in DOCUMENTS for block in blocks(document)]
+
+
+def transcript(block: Block, directory: Path) -> str:
+    """The block's commands run in ``directory``: each ``$ command`` line, then its output."""
+    script = ["exec 2>&1"]
+    for command in block.commands:
+        script.append(f"printf '%s\\n' {_quote('$ ' + command)}")
+        script.append(command)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("NNX_GRAPH_MODE", None)
+    env.pop("NNX_GRAPH_UPDATES", None)
+    result = subprocess.run(["bash", "-c", "\n".join(script)], cwd=directory, capture_output=True, text=True,
+                            env=env, timeout=300)
+    text = result.stdout.replace(str(directory.resolve()), SHOWN_TMP).replace(str(directory), SHOWN_TMP)
+    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def test_every_console_block_is_run_or_says_why_not():
+    unmarked = [block.id for block in ALL
+                if not any(m.startswith(("not-run: ", "setup ")) for m in block.markers)]
+    assert not unmarked, f"console blocks with neither `<!-- setup NAME -->` nor `<!-- not-run: REASON -->`: {unmarked}"
+    unknown = [block.id for block in ALL for m in block.markers if m.startswith("setup ") and m[6:] not in SETUPS]
+    assert not unknown
+
+
+RUN = [block for block in ALL if not any(m.startswith("not-run: ") for m in block.markers)]
+
+
+@pytest.mark.parametrize("block", RUN, ids=[block.id for block in RUN])
+def test_snippet_output_is_real(block, tmp_path):
+    for marker in block.markers:
+        if marker.startswith("requires ") and importlib.util.find_spec(marker[9:]) is None:
+            pytest.skip(f"needs {marker[9:]}")
+    directory = tmp_path / "project"
+    directory.mkdir()
+    for marker in block.markers:
+        if marker.startswith("setup "):
+            SETUPS[marker[6:]](directory)
+    for path, text in block.files.items():
+        (directory / path).parent.mkdir(parents=True, exist_ok=True)
+        (directory / path).write_text(text)
+    real = transcript(block, directory)
+    written = "\n".join(line.rstrip() for line in block.lines)
+    if real != written and os.environ.get("NNX_LINT_UPDATE_SNIPPETS") == "1":
+        _rewrite(block, real)
+        return
+    assert real == written
+
+
+def _rewrite(block: Block, real: str) -> None:
+    path = REPO / block.document
+    lines = path.read_text().split("\n")
+    # Blocks below this one keep their positions only if this one keeps its length: rewrite by content.
+    old = "\n".join(lines[block.start:block.end])
+    new = "\n".join((block.indent + line) if line else line for line in real.split("\n"))
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def test_the_github_actions_counts_are_its_own_snippets():
+    """The progress line docs/github-actions.md quotes agrees with its baseline snippet (which is run
+    above): `N of M baselined findings remain` with M the findings written and N + fixed = M."""
+    text = (REPO / "docs" / "github-actions.md").read_text()
+    remain = re.search(r"`(\d+) of (\d+) baselined findings remain\.`", text)
+    fixed = re.search(r"`(\d+) baselined findings? (?:is|are) fixed", text)
+    wrote = re.search(r"wrote (\d+) findings", text)
+    assert remain and fixed and wrote
+    assert int(remain.group(2)) == int(wrote.group(1))
+    assert int(remain.group(1)) + int(fixed.group(1)) == int(remain.group(2))
