@@ -21,6 +21,7 @@ from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_t
 from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
                                   rerun_command, run_once, uses_junit, warm_python)
 from nnx_lint.gate.trust import cross_run_problems
+from nnx_lint.gate.untested import no_report_reason
 from nnx_lint.sandbox import OrphanSweeper
 
 VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
@@ -160,7 +161,7 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
                 label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run",
                 sweeper=sweeper)
             outcome.runs[mode.name] = record
-            if record.status in ("failed-to-start", "no-report", "usage-error"):
+            if record.status in ("failed-to-start", "no-report", "usage-error", "no-tests"):
                 break  # the same command will not do better in the other mode
             if record.results.saw_session and record.results.flax_version is None:
                 break  # no flax: the other mode would run the very same code
@@ -268,8 +269,7 @@ def _check_runs(outcome: GateOutcome) -> None:
             outcome.problems.append(f"{what} crashed (exit status {record.returncode}) before pytest finished: "
                                     f"results after the last reported test are missing")
         elif record.status == "no-report":
-            outcome.problems.append(f"{what} produced no report (exit status {record.returncode}); is nnx-lint "
-                                    f"installed in the test command's Python? Output:\n{record.output_tail}")
+            outcome.problems.append(no_report_reason(record, mode.label))
         elif record.status == "usage-error":
             outcome.problems.append(f"{what}: pytest reported a usage or internal error (exit status "
                                     f"{record.results.pytest_status}):\n{record.output_tail}")

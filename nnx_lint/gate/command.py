@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnx_lint.config import split_codes
+from nnx_lint.gate.untested import GATE_EXTRA
 
 if TYPE_CHECKING:
     from nnx_lint.gate.classify import GateOutcome
@@ -88,7 +89,7 @@ def _flax_missing_here(command: list[str]) -> bool:
 _GATE_MODULES = (
     "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
     "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
-    "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner",
+    "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.gate.untested", "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner",
     "nnx_lint.sandbox",
 )
 #: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
@@ -147,8 +148,12 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         notes.append(f"-n {jobs} ignored: pytest-xdist is not installed, the tests ran in one process")
         jobs = None
     if _flax_missing_here(command):
-        print("nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
-              "and Tree Mode and needs it (pip install flax)", file=sys.stderr)
+        print(f"nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
+              f"and Tree Mode and needs it ({GATE_EXTRA})", file=sys.stderr)
+        return EXIT_ERROR
+    if test_command is None and importlib.util.find_spec("pytest") is None:
+        print(f"nnx-lint: error: pytest is not installed in this Python; the gate runs the project's pytest "
+              f"suite ({GATE_EXTRA})", file=sys.stderr)
         return EXIT_ERROR
     baseline: set[str] | None = None
     try:
@@ -189,7 +194,8 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     from nnx_lint.gate.attribution import Attributor, lint_dependency_files
     from nnx_lint.gate.baseline import BaselineError, write_baseline
     from nnx_lint.gate.dependencies import dependency_frames
-    from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
+    from nnx_lint.gate.report import BREAKING_KINDS, build_report, final_line, render
+    from nnx_lint.gate.untested import untested_reason
 
     root = path.resolve() if path.is_dir() else path.resolve().parent
     attributor = Attributor(diagnostics, root)
@@ -205,16 +211,25 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     tree_run = outcome.runs.get("tree")
     rootdir = Path(tree_run.results.rootdir) if tree_run and tree_run.results.rootdir else Path.cwd()
     passing = attributor.findings_in_passing_tests(outcome, rootdir)
-    if args.write_baseline is not None:
+    untested = untested_reason(outcome)
+    if args.write_baseline is not None and untested is not None:
+        # An empty baseline from a run that tested nothing would accept every later break.
+        print(f"nnx-lint gate: {args.write_baseline} not written: nothing was tested", file=sys.stderr)
+    elif args.write_baseline is not None:
         try:
             from nnx_lint.confined_writes import WriteScope
 
             scope = WriteScope.of(Path.cwd(), [path, args.write_baseline])
-            write_baseline(args.write_baseline, {verdict.nodeid for verdict in breaking}, scope)
+            written = {verdict.nodeid for verdict in breaking}
+            write_baseline(args.write_baseline, written, scope)
+            print(f"nnx-lint gate: wrote {len(written)} Tree Mode break(s) to {args.write_baseline}"
+                  + (f" ({', '.join(sorted(written)[:3])}{', ...' if len(written) > 3 else ''})" if written else ""),
+                  file=sys.stderr)
         except BaselineError as exc:
             outcome.problems.append(str(exc))
         baseline = (baseline or set()) | {verdict.nodeid for verdict in breaking}
-    status = exit_status(outcome.problems, {verdict.nodeid for verdict in breaking}, baseline or set())
+    status = EXIT_ERROR if untested is not None else exit_status(
+        outcome.problems, {verdict.nodeid for verdict in breaking}, baseline or set())
     if outcome.reruns_skipped:
         notes.append(f"{outcome.reruns_skipped} Tree-Mode-only failure(s) were not re-run alone: "
                      "they are listed as 'not isolated'")
@@ -223,5 +238,8 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     baseline_file = args.baseline or args.write_baseline
     report = build_report(outcome, attributions, passing, root=root, baseline=baseline,
                           baseline_file=str(baseline_file) if baseline_file else None,
-                          findings=len(diagnostics), exit_status=status, notes=notes)
+                          findings=len(diagnostics), exit_status=status, notes=notes, untested=untested)
+    if untested is not None and args.output_format != "text":
+        # The text report ends with this line; a JSON or markdown report on stdout may be piped away.
+        print(final_line(report), file=sys.stderr)
     return status, render(report, args.output_format)
