@@ -122,3 +122,32 @@ def test_write_baseline_says_what_it_wrote_and_refuses_an_untested_run(tmp_path)
     _nothing_tested(done)
     assert "base.json not written: nothing was tested" in done.stderr
     assert read_baseline(root / "base.json") == {"check_env.py::test_break"}
+
+
+def test_progress_in_a_ci_log_phase_lines_and_heartbeats(tmp_path):
+    # stderr is a pipe, as in CI: one line per phase and a heartbeat while the tests run.
+    root = _write(tmp_path, {"pytest.ini": PYTEST_INI, "check_slow.py": textwrap.dedent("""\
+        import time
+
+
+        def test_slow():
+            time.sleep(2.5)
+
+
+        def test_fast():
+            pass
+        """)})
+    done = _gate(root, ".", "--progress-interval", "0.5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert "\r" not in done.stderr
+    expected = ["lint: .", "lint: ended, 0 finding(s)", "graph mode run: started", "graph mode run: collected 2 test(s)",
+                "graph mode run: ended (finished), 2 test(s) reported", "Tree Mode run: started",
+                "Tree Mode run: collected 2 test(s)", "Tree Mode run: ended (finished)", "join: attributing 0 break(s)",
+                "join: ended"]
+    positions = [next((index for index, line in enumerate(lines) if line.startswith(f"nnx-lint gate: {text}")), None)
+                 for text in expected]
+    assert None not in positions and positions == sorted(positions), done.stderr
+    heartbeats = [line for line in lines if re.match(r"nnx-lint gate: (graph mode|Tree Mode) run: \d+/2 tests \(", line)]
+    assert len(heartbeats) >= 2, done.stderr  # test_slow takes 2.5 s in each mode: a heartbeat every 0.5 s
+    assert all(re.search(r"\(\d+:\d\d elapsed\)$", line) for line in lines if line.startswith("nnx-lint gate: "))

@@ -215,7 +215,7 @@ def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str
             for mode in (TREE, GRAPH):
                 if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
                     break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
-                progress.show(f"re-running alone ({mode.label}) {index + 1}/{len(candidates)}")
+                progress.show("isolated re-runs", index, len(candidates), unit="Tree-Mode-only failures")
                 target = _rerun_target(nodeid, rootdir, options.cwd)
                 label = f"alone-{index}-{mode.name}"
                 record = None
@@ -244,6 +244,9 @@ def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str
                     break
             outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
                                                         alone.get("graph")))
+        if candidates:
+            progress.phase(f"isolated re-runs: ended, {len(outcome.reruns)} re-run(s) of {len(candidates)} "
+                           f"Tree-Mode-only failure(s)")
     finally:
         for server in servers.values():
             if server is not None:

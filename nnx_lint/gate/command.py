@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnx_lint.config import split_codes
+from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
 from nnx_lint.gate.untested import GATE_EXTRA
 
 if TYPE_CHECKING:
@@ -64,6 +65,9 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--no-warm-reruns", action="store_true",
                       help="start every isolated re-run as a fresh test command instead of forking it from a "
                            "server that imported flax once")
+    gate.add_argument("--progress-interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS",
+                      help="when stderr is not a terminal (CI), print the tests done so far every SECONDS "
+                           f"(default: {DEFAULT_INTERVAL:.0f})")
     gate.add_argument("--timeout", type=float, metavar="SECONDS",
                       help="time budget for the whole gate; a run still going is stopped and reported as incomplete")
 
@@ -89,8 +93,8 @@ def _flax_missing_here(command: list[str]) -> bool:
 _GATE_MODULES = (
     "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
     "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
-    "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.gate.untested", "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner",
-    "nnx_lint.sandbox",
+    "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.gate.untested",
+    "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner", "nnx_lint.sandbox",
 )
 #: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
 _GATE_STDLIB = ("array", "json", "select", "signal", "socket", "xml.etree.ElementTree", "xml.parsers.expat")
@@ -139,6 +143,9 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     if args.timeout is not None and args.timeout <= 0:
         print("nnx-lint: error: --timeout must be positive", file=sys.stderr)
         return EXIT_ERROR
+    if args.progress_interval <= 0:
+        print("nnx-lint: error: --progress-interval must be positive", file=sys.stderr)
+        return EXIT_ERROR
     if args.jobs is not None and args.jobs < 1:
         print("nnx-lint: error: -n must be at least 1", file=sys.stderr)
         return EXIT_ERROR
@@ -162,7 +169,10 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         select = split_codes(args.select)
         from nnx_lint.gate.attribution import lint_project
 
+        progress = Progress(interval=args.progress_interval)
+        progress.phase(f"lint: {path}")
         diagnostics = lint_project(path, select)
+        progress.phase(f"lint: ended, {len(diagnostics)} finding(s)")
     except (BaselineError, ConfigError, UnknownSelector) as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -172,15 +182,17 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
 
     preload()
     from nnx_lint.gate.classify import GateOptions, run_gate
-    from nnx_lint.gate.runner import Progress
 
     workdir = Path(tempfile.mkdtemp(prefix="nnx-lint-gate-"))
     try:
         outcome = run_gate(GateOptions(command=command, cwd=Path.cwd(), workdir=workdir, jobs=jobs,
-                                       timeout=args.timeout, progress=Progress(), warm=not args.no_warm_reruns))
+                                       timeout=args.timeout, progress=progress, warm=not args.no_warm_reruns))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))
+    progress.phase(f"join: attributing {breaks} break(s) to the findings")
     status, output = finish(outcome, diagnostics, path, baseline, args, notes)
+    progress.phase("join: ended")
     try:
         print(output)
     except BrokenPipeError:
