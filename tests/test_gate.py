@@ -663,9 +663,9 @@ def test_flax_missing_in_the_test_process_and_a_mode_that_did_not_take_effect_ar
 def test_progress_line_only_when_enabled(capsys):
     from nnx_lint.gate.runner import Progress
 
-    Progress(enabled=False).show("graph mode run", 3, 10)
+    Progress(enabled=False, log=False).show("graph mode run", 3, 10)
     assert capsys.readouterr().err == ""
-    progress = Progress(enabled=True)
+    progress = Progress(enabled=True, log=False)
     progress.show("graph mode run", 3, 10)
     progress.show("Tree Mode run", 4, None)
     err = capsys.readouterr().err
