@@ -20,6 +20,8 @@ from nnx_lint.gate.modes import GRAPH, TREE
 from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
 from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
                                   rerun_command, run_once, uses_junit, warm_python)
+from nnx_lint.gate.shard import PYTEST_OPTION as SHARD_OPTION
+from nnx_lint.gate.shard import in_shard
 from nnx_lint.gate.trust import cross_run_problems
 from nnx_lint.gate.untested import no_report_reason
 from nnx_lint.sandbox import OrphanSweeper
@@ -119,10 +121,16 @@ class GateOptions:
     progress: Progress | None = None
     #: Fork re-runs from a server that imported flax once (``<python> -m pytest`` commands only).
     warm: bool = True
+    #: ``(K, N)``: run only shard K of N of the tests (``nnx_lint.gate.shard``).
+    shard: tuple[int, int] | None = None
 
 
 def _with_jobs(command: list[str], jobs: int | None) -> list[str]:
     return command + ["-n", str(jobs)] if jobs and is_pytest_command(command) else command
+
+
+def _with_shard(command: list[str], shard: tuple[int, int] | None) -> list[str]:
+    return command + [SHARD_OPTION, f"{shard[0]}/{shard[1]}"] if shard else command
 
 
 def _find(results: RunResults, nodeid: str) -> TestResult | None:
@@ -149,7 +157,7 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     outcome = GateOutcome()
-    progress = options.progress or Progress(enabled=False)
+    progress = options.progress or Progress(enabled=False, log=False)
     # Made before the first run: a process the tests leave behind, even in a new session, is
     # killed when its run ends (on Linux; see nnx_lint.sandbox.OrphanSweeper).
     sweeper = OrphanSweeper()
@@ -157,7 +165,8 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     try:
         for mode in (GRAPH, TREE):
             record = (full_runs or {}).get(mode.name) or run_once(
-                _with_jobs(options.command, options.jobs), mode, cwd=options.cwd, workdir=options.workdir,
+                _with_shard(_with_jobs(options.command, options.jobs), options.shard),
+                mode, cwd=options.cwd, workdir=options.workdir,
                 label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run",
                 sweeper=sweeper)
             outcome.runs[mode.name] = record
@@ -165,6 +174,11 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
                 break  # the same command will not do better in the other mode
             if record.results.saw_session and record.results.flax_version is None:
                 break  # no flax: the other mode would run the very same code
+        if options.shard is not None:
+            for record in outcome.runs.values():  # a module that cannot be collected belongs to one shard
+                record.results.collect_errors = {nodeid: message for nodeid, message in
+                                                 record.results.collect_errors.items()
+                                                 if in_shard(nodeid, options.shard)}
         _check_runs(outcome)
         graph_run, tree_run = outcome.runs.get("graph"), outcome.runs.get("tree")
         if graph_run is None or tree_run is None:

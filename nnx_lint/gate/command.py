@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import importlib.util
 import shutil
 import sys
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from nnx_lint.config import split_codes
 from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
+from nnx_lint.gate.shard import ShardError, parse_shard
 from nnx_lint.gate.untested import GATE_EXTRA
 
 if TYPE_CHECKING:
@@ -31,6 +33,26 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_BREAKS, EXIT_ERROR = 0, 1, 2
 DEFAULT_COMMAND = ("{python}", "-m", "pytest")
+
+
+def run_merge_command(argv: list[str]) -> int:
+    """``nnx-lint gate merge REPORT... [--output-format F]``: one verdict and exit status for the shards."""
+    from nnx_lint.gate.report import render
+    from nnx_lint.gate.shard import merge_reports
+
+    parser = argparse.ArgumentParser(prog="nnx-lint gate merge",
+                                     description="Merge the JSON reports of the shards of a gate run (--shard K/N "
+                                                 "--report-file FILE) into one verdict and exit status.")
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
+    parser.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
+    args = parser.parse_args(argv)
+    try:
+        merged = merge_reports(args.reports)
+    except ShardError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(render(merged, args.output_format))
+    return int(merged["exit_status"])
 
 
 def split_test_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -65,6 +87,11 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--no-warm-reruns", action="store_true",
                       help="start every isolated re-run as a fresh test command instead of forking it from a "
                            "server that imported flax once")
+    gate.add_argument("--shard", metavar="K/N",
+                      help="run only shard K of N of the tests (a hash of each node id), both modes; merge the "
+                           "shards' JSON reports with: nnx-lint gate merge REPORT...")
+    gate.add_argument("--report-file", type=Path, metavar="FILE",
+                      help="also write the JSON report to FILE (what nnx-lint gate merge reads)")
     gate.add_argument("--progress-interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS",
                       help="when stderr is not a terminal (CI), print the tests done so far every SECONDS "
                            f"(default: {DEFAULT_INTERVAL:.0f})")
@@ -93,7 +120,8 @@ def _flax_missing_here(command: list[str]) -> bool:
 _GATE_MODULES = (
     "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
     "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
-    "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.gate.untested",
+    "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.shard", "nnx_lint.confined_writes",
+    "nnx_lint.gate.trust", "nnx_lint.gate.untested",
     "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner", "nnx_lint.sandbox",
 )
 #: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
@@ -143,6 +171,19 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     if args.timeout is not None and args.timeout <= 0:
         print("nnx-lint: error: --timeout must be positive", file=sys.stderr)
         return EXIT_ERROR
+    shard = None
+    if args.shard is not None:
+        try:
+            shard = parse_shard(args.shard)
+        except ShardError as exc:
+            print(f"nnx-lint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        from nnx_lint.gate.runner import is_pytest_command, uses_junit
+
+        if not is_pytest_command(command) or uses_junit(command):
+            print("nnx-lint: error: --shard needs a pytest test command (the plugin selects the shard's tests)",
+                  file=sys.stderr)
+            return EXIT_ERROR
     if args.progress_interval <= 0:
         print("nnx-lint: error: --progress-interval must be positive", file=sys.stderr)
         return EXIT_ERROR
@@ -186,7 +227,8 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     workdir = Path(tempfile.mkdtemp(prefix="nnx-lint-gate-"))
     try:
         outcome = run_gate(GateOptions(command=command, cwd=Path.cwd(), workdir=workdir, jobs=jobs,
-                                       timeout=args.timeout, progress=progress, warm=not args.no_warm_reruns))
+                                       timeout=args.timeout, progress=progress, warm=not args.no_warm_reruns,
+                                       shard=shard))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))
@@ -250,7 +292,17 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     baseline_file = args.baseline or args.write_baseline
     report = build_report(outcome, attributions, passing, root=root, baseline=baseline,
                           baseline_file=str(baseline_file) if baseline_file else None,
-                          findings=len(diagnostics), exit_status=status, notes=notes, untested=untested)
+                          findings=len(diagnostics), exit_status=status, notes=notes, untested=untested,
+                          shard=parse_shard(args.shard) if getattr(args, "shard", None) else None)
+    if getattr(args, "report_file", None) is not None:
+        from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+
+        try:
+            write_confined(args.report_file, (json.dumps(report, indent=2) + "\n").encode("utf-8"),
+                           WriteScope.of(Path.cwd(), [path, args.report_file]))
+        except (WriteRefused, OSError) as exc:
+            report["problems"].append(f"{args.report_file}: cannot write the report: {exc}")
+            report["exit_status"] = status = EXIT_ERROR
     if untested is not None and args.output_format != "text":
         # The text report ends with this line; a JSON or markdown report on stdout may be piped away.
         print(final_line(report), file=sys.stderr)

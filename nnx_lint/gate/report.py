@@ -70,7 +70,8 @@ def _run_dict(record: Any) -> dict[str, Any]:
 
 def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], passing: list[PassingFinding], *,
                  root: Path, baseline: set[str] | None, baseline_file: str | None, findings: int | None,
-                 exit_status: int, notes: list[str], untested: str | None = None) -> dict[str, Any]:
+                 exit_status: int, notes: list[str], untested: str | None = None,
+                 shard: tuple[int, int] | None = None) -> dict[str, Any]:
     """The whole report as plain data (the JSON output)."""
     baseline = baseline or set()
     sections: dict[str, list] = {key: [] for key, _title, _hint in _SECTIONS}
@@ -85,6 +86,8 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
         "version": 1,
         "project": str(root),
         "modes": {mode.name: mode.environment for mode in MODES},
+        # This report covers shard K of N (nnx-lint gate --shard K/N; nnx-lint gate merge joins them).
+        "shard": None if shard is None else {"index": shard[0], "count": shard[1]},
         "runs": {name: _run_dict(record) for name, record in outcome.runs.items()},
         "summary": {
             "tests": outcome.tests_total,
