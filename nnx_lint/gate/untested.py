@@ -78,6 +78,8 @@ def _run_reason(record: RunRecord, label: str, other_mode_reported: bool) -> str
 
 def untested_reason(outcome: GateOutcome) -> str | None:
     """Why the gate compared nothing (one line), or None when at least one test ran in both modes."""
+    if not outcome.runs and outcome.verdicts:
+        return None  # verdicts from runs made elsewhere (a measurement script resuming saved reports)
     for mode in MODES:
         record = outcome.runs.get(mode.name)
         if record is None:
