@@ -89,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     from nnx_lint.gate.command import split_test_command
 
-    argv, test_command = split_test_command(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["gate", "merge"]:  # the shards' reports; a project directory named merge is ./merge
+        from nnx_lint.gate.command import run_merge_command
+
+        return run_merge_command(argv[2:])
+    argv, test_command = split_test_command(argv)
     args = parser.parse_args(argv)
     from nnx_lint.registry import ForeignRules, check_own_rules
 

@@ -20,7 +20,10 @@ from nnx_lint.gate.modes import GRAPH, TREE
 from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
 from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
                                   rerun_command, run_once, uses_junit, warm_python)
+from nnx_lint.gate.shard import PYTEST_OPTION as SHARD_OPTION
+from nnx_lint.gate.shard import in_shard
 from nnx_lint.gate.trust import cross_run_problems
+from nnx_lint.gate.untested import no_report_reason
 from nnx_lint.sandbox import OrphanSweeper
 
 VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
@@ -118,10 +121,16 @@ class GateOptions:
     progress: Progress | None = None
     #: Fork re-runs from a server that imported flax once (``<python> -m pytest`` commands only).
     warm: bool = True
+    #: ``(K, N)``: run only shard K of N of the tests (``nnx_lint.gate.shard``).
+    shard: tuple[int, int] | None = None
 
 
 def _with_jobs(command: list[str], jobs: int | None) -> list[str]:
     return command + ["-n", str(jobs)] if jobs and is_pytest_command(command) else command
+
+
+def _with_shard(command: list[str], shard: tuple[int, int] | None) -> list[str]:
+    return command + [SHARD_OPTION, f"{shard[0]}/{shard[1]}"] if shard else command
 
 
 def _find(results: RunResults, nodeid: str) -> TestResult | None:
@@ -148,22 +157,31 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     started = time.monotonic()
     deadline = started + options.timeout if options.timeout else None
     outcome = GateOutcome()
-    progress = options.progress or Progress(enabled=False)
+    progress = options.progress or Progress(enabled=False, log=False)
     # Made before the first run: a process the tests leave behind, even in a new session, is
     # killed when its run ends (on Linux; see nnx_lint.sandbox.OrphanSweeper).
     sweeper = OrphanSweeper()
 
+    servers: dict[str, WarmServer | None] = {}
     try:
         for mode in (GRAPH, TREE):
+            if mode is TREE and not (full_runs or {}).get(mode.name):
+                _start_warm_servers(options, servers, sweeper)
             record = (full_runs or {}).get(mode.name) or run_once(
-                _with_jobs(options.command, options.jobs), mode, cwd=options.cwd, workdir=options.workdir,
+                _with_shard(_with_jobs(options.command, options.jobs), options.shard),
+                mode, cwd=options.cwd, workdir=options.workdir,
                 label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run",
                 sweeper=sweeper)
             outcome.runs[mode.name] = record
-            if record.status in ("failed-to-start", "no-report", "usage-error"):
+            if record.status in ("failed-to-start", "no-report", "usage-error", "no-tests"):
                 break  # the same command will not do better in the other mode
             if record.results.saw_session and record.results.flax_version is None:
                 break  # no flax: the other mode would run the very same code
+        if options.shard is not None:
+            for record in outcome.runs.values():  # a module that cannot be collected belongs to one shard
+                record.results.collect_errors = {nodeid: message for nodeid, message in
+                                                 record.results.collect_errors.items()
+                                                 if in_shard(nodeid, options.shard)}
         _check_runs(outcome)
         graph_run, tree_run = outcome.runs.get("graph"), outcome.runs.get("tree")
         if graph_run is None or tree_run is None:
@@ -177,7 +195,7 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
         outcome.tests_total = len(set(graph) | set(tree))
         verdicts, candidates = classify_full_runs(graph, tree)
         outcome.verdicts.extend(verdicts)
-        _isolate(candidates, graph, tree, rootdir, options, deadline, progress, outcome, sweeper)
+        _isolate(candidates, graph, tree, rootdir, options, deadline, progress, outcome, sweeper, servers)
     except (GateInterrupted, KeyboardInterrupt) as interrupted:
         # Ctrl-C while a test command ran (GateInterrupted: that run was stopped) or in between.
         outcome.interrupted = True
@@ -186,6 +204,9 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
             outcome.runs[record.mode] = record
         outcome.problems.append("interrupted (Ctrl-C): the report is partial")
     finally:
+        for server in servers.values():
+            if server is not None:
+                server.close()
         sweeper.close()
         progress.clear()
         outcome.elapsed = time.monotonic() - started
@@ -193,60 +214,74 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     return outcome
 
 
+def _warm_rerun_python(options: GateOptions) -> str | None:
+    """The interpreter whose warm servers fork the re-runs, or None when re-runs start fresh."""
+    if not options.warm or not is_pytest_command(options.command) or uses_junit(options.command):
+        return None
+    return warm_python(rerun_command(options.command, options.cwd))
+
+
+def _start_warm_servers(options: GateOptions, servers: dict[str, WarmServer | None], sweeper: OrphanSweeper) -> None:
+    """Start both modes' warm servers while the Tree Mode run goes: their imports (seconds of flax and
+    jax each) then overlap the run instead of delaying the first re-run. Unused servers are closed."""
+    python = _warm_rerun_python(options)
+    if python is not None:
+        for mode in (TREE, GRAPH):
+            servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir, sweeper=sweeper)
+
+
 def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str, TestResult], rootdir: str | None,
              options: GateOptions, deadline: float | None, progress: Progress, outcome: GateOutcome,
-             sweeper: OrphanSweeper) -> None:
+             sweeper: OrphanSweeper, servers: dict[str, WarmServer | None]) -> None:
+    """Re-run each candidate alone; ``servers`` holds the warm servers started so far (closed by the caller)."""
     can_rerun = is_pytest_command(options.command) and not uses_junit(options.command)
     base_command = rerun_command(options.command, options.cwd) if can_rerun else []
-    python = warm_python(base_command) if options.warm else None
-    servers: dict[str, WarmServer | None] = {}
+    python = _warm_rerun_python(options)
     slowest = 0.0
-    try:
-        for index, nodeid in enumerate(candidates):
-            reason = "" if can_rerun else "re-runs need a pytest command"
-            if reason == "" and deadline is not None and time.monotonic() + 2 * slowest > deadline:
-                reason = "skipped: the time budget would be exceeded"
-            if reason:
-                outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
-                outcome.reruns_skipped += 1
-                continue
-            alone: dict[str, TestResult | None] = {}
-            for mode in (TREE, GRAPH):
-                if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
-                    break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
-                progress.show(f"re-running alone ({mode.label}) {index + 1}/{len(candidates)}")
-                target = _rerun_target(nodeid, rootdir, options.cwd)
-                label = f"alone-{index}-{mode.name}"
-                record = None
-                if python is not None:
-                    if mode.name not in servers:
-                        servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir,
-                                                        sweeper=sweeper)
-                    server = servers[mode.name]
-                    if server is not None:
-                        record = server.run(base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
-                                            deadline=deadline, sweeper=sweeper)
-                        if record is None or record.status in ("no-report", "usage-error"):
-                            servers[mode.name] = None  # a broken server: the rest run cold
-                            server.close()
-                            record = None
-                if record is None:
-                    record = run_once(base_command + target, mode, cwd=options.cwd, workdir=options.workdir,
-                                      label=label, deadline=deadline, sweeper=sweeper)
-                slowest = max(slowest, record.elapsed)
-                outcome.reruns.append(record)
-                if record.status == "untrusted":  # no verdict from it: the test stays "not isolated"
-                    outcome.problems.append(f"the re-run of {nodeid} alone in {mode.label} cannot be trusted: "
-                                            + "; ".join(record.trust_problems))
-                alone[mode.name] = _find(record.results, nodeid) if record.status == "finished" else None
-                if record.status == "timeout":
-                    break
-            outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
-                                                        alone.get("graph")))
-    finally:
-        for server in servers.values():
-            if server is not None:
-                server.close()
+    for index, nodeid in enumerate(candidates):
+        reason = "" if can_rerun else "re-runs need a pytest command"
+        if reason == "" and deadline is not None and time.monotonic() + 2 * slowest > deadline:
+            reason = "skipped: the time budget would be exceeded"
+        if reason:
+            outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
+            outcome.reruns_skipped += 1
+            continue
+        alone: dict[str, TestResult | None] = {}
+        for mode in (TREE, GRAPH):
+            if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
+                break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
+            progress.show("isolated re-runs", index, len(candidates), unit="Tree-Mode-only failures")
+            target = _rerun_target(nodeid, rootdir, options.cwd)
+            label = f"alone-{index}-{mode.name}"
+            record = None
+            if python is not None:
+                if mode.name not in servers:
+                    servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir,
+                                                    sweeper=sweeper)
+                server = servers[mode.name]
+                if server is not None:
+                    record = server.run(base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
+                                        deadline=deadline, sweeper=sweeper)
+                    if record is None or record.status in ("no-report", "usage-error"):
+                        servers[mode.name] = None  # a broken server: the rest run cold
+                        server.close()
+                        record = None
+            if record is None:
+                record = run_once(base_command + target, mode, cwd=options.cwd, workdir=options.workdir,
+                                  label=label, deadline=deadline, sweeper=sweeper)
+            slowest = max(slowest, record.elapsed)
+            outcome.reruns.append(record)
+            if record.status == "untrusted":  # no verdict from it: the test stays "not isolated"
+                outcome.problems.append(f"the re-run of {nodeid} alone in {mode.label} cannot be trusted: "
+                                        + "; ".join(record.trust_problems))
+            alone[mode.name] = _find(record.results, nodeid) if record.status == "finished" else None
+            if record.status == "timeout":
+                break
+        outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
+                                                    alone.get("graph")))
+    if candidates:
+        progress.phase(f"isolated re-runs: ended, {len(outcome.reruns)} re-run(s) of {len(candidates)} "
+                       f"Tree-Mode-only failure(s)")
 
 
 def _check_runs(outcome: GateOutcome) -> None:
@@ -268,8 +303,7 @@ def _check_runs(outcome: GateOutcome) -> None:
             outcome.problems.append(f"{what} crashed (exit status {record.returncode}) before pytest finished: "
                                     f"results after the last reported test are missing")
         elif record.status == "no-report":
-            outcome.problems.append(f"{what} produced no report (exit status {record.returncode}); is nnx-lint "
-                                    f"installed in the test command's Python? Output:\n{record.output_tail}")
+            outcome.problems.append(no_report_reason(record, mode.label))
         elif record.status == "usage-error":
             outcome.problems.append(f"{what}: pytest reported a usage or internal error (exit status "
                                     f"{record.results.pytest_status}):\n{record.output_tail}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import importlib.util
 import shutil
 import sys
@@ -23,12 +24,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnx_lint.config import split_codes
+from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
+from nnx_lint.gate.shard import ShardError, parse_shard
+from nnx_lint.gate.untested import GATE_EXTRA
 
 if TYPE_CHECKING:
     from nnx_lint.gate.classify import GateOutcome
 
 EXIT_CLEAN, EXIT_BREAKS, EXIT_ERROR = 0, 1, 2
 DEFAULT_COMMAND = ("{python}", "-m", "pytest")
+
+
+def run_merge_command(argv: list[str]) -> int:
+    """``nnx-lint gate merge REPORT... [--output-format F]``: one verdict and exit status for the shards."""
+    from nnx_lint.gate.report import render
+    from nnx_lint.gate.shard import merge_reports
+
+    parser = argparse.ArgumentParser(prog="nnx-lint gate merge",
+                                     description="Merge the JSON reports of the shards of a gate run (--shard K/N "
+                                                 "--report-file FILE) into one verdict and exit status.")
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
+    parser.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
+    args = parser.parse_args(argv)
+    try:
+        merged = merge_reports(args.reports)
+    except ShardError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(render(merged, args.output_format))
+    return int(merged["exit_status"])
 
 
 def split_test_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -63,6 +87,14 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--no-warm-reruns", action="store_true",
                       help="start every isolated re-run as a fresh test command instead of forking it from a "
                            "server that imported flax once")
+    gate.add_argument("--shard", metavar="K/N",
+                      help="run only shard K of N of the tests (a hash of each node id), both modes; merge the "
+                           "shards' JSON reports with: nnx-lint gate merge REPORT...")
+    gate.add_argument("--report-file", type=Path, metavar="FILE",
+                      help="also write the JSON report to FILE (what nnx-lint gate merge reads)")
+    gate.add_argument("--progress-interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS",
+                      help="when stderr is not a terminal (CI), print the tests done so far every SECONDS "
+                           f"(default: {DEFAULT_INTERVAL:.0f})")
     gate.add_argument("--timeout", type=float, metavar="SECONDS",
                       help="time budget for the whole gate; a run still going is stopped and reported as incomplete")
 
@@ -88,8 +120,9 @@ def _flax_missing_here(command: list[str]) -> bool:
 _GATE_MODULES = (
     "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
     "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
-    "nnx_lint.gate.runner", "nnx_lint.gate.trust", "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner",
-    "nnx_lint.sandbox",
+    "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.shard", "nnx_lint.confined_writes",
+    "nnx_lint.gate.trust", "nnx_lint.gate.untested",
+    "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner", "nnx_lint.sandbox",
 )
 #: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
 _GATE_STDLIB = ("array", "json", "select", "signal", "socket", "xml.etree.ElementTree", "xml.parsers.expat")
@@ -138,6 +171,22 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     if args.timeout is not None and args.timeout <= 0:
         print("nnx-lint: error: --timeout must be positive", file=sys.stderr)
         return EXIT_ERROR
+    shard = None
+    if args.shard is not None:
+        try:
+            shard = parse_shard(args.shard)
+        except ShardError as exc:
+            print(f"nnx-lint: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        from nnx_lint.gate.runner import is_pytest_command, uses_junit
+
+        if not is_pytest_command(command) or uses_junit(command):
+            print("nnx-lint: error: --shard needs a pytest test command (the plugin selects the shard's tests)",
+                  file=sys.stderr)
+            return EXIT_ERROR
+    if args.progress_interval <= 0:
+        print("nnx-lint: error: --progress-interval must be positive", file=sys.stderr)
+        return EXIT_ERROR
     if args.jobs is not None and args.jobs < 1:
         print("nnx-lint: error: -n must be at least 1", file=sys.stderr)
         return EXIT_ERROR
@@ -147,8 +196,12 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         notes.append(f"-n {jobs} ignored: pytest-xdist is not installed, the tests ran in one process")
         jobs = None
     if _flax_missing_here(command):
-        print("nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
-              "and Tree Mode and needs it (pip install flax)", file=sys.stderr)
+        print(f"nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
+              f"and Tree Mode and needs it ({GATE_EXTRA})", file=sys.stderr)
+        return EXIT_ERROR
+    if test_command is None and importlib.util.find_spec("pytest") is None:
+        print(f"nnx-lint: error: pytest is not installed in this Python; the gate runs the project's pytest "
+              f"suite ({GATE_EXTRA})", file=sys.stderr)
         return EXIT_ERROR
     baseline: set[str] | None = None
     try:
@@ -157,7 +210,10 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         select = split_codes(args.select)
         from nnx_lint.gate.attribution import lint_project
 
+        progress = Progress(interval=args.progress_interval)
+        progress.phase(f"lint: {path}")
         diagnostics = lint_project(path, select)
+        progress.phase(f"lint: ended, {len(diagnostics)} finding(s)")
     except (BaselineError, ConfigError, UnknownSelector) as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -167,15 +223,18 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
 
     preload()
     from nnx_lint.gate.classify import GateOptions, run_gate
-    from nnx_lint.gate.runner import Progress
 
     workdir = Path(tempfile.mkdtemp(prefix="nnx-lint-gate-"))
     try:
         outcome = run_gate(GateOptions(command=command, cwd=Path.cwd(), workdir=workdir, jobs=jobs,
-                                       timeout=args.timeout, progress=Progress(), warm=not args.no_warm_reruns))
+                                       timeout=args.timeout, progress=progress, warm=not args.no_warm_reruns,
+                                       shard=shard))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))
+    progress.phase(f"join: attributing {breaks} break(s) to the findings")
     status, output = finish(outcome, diagnostics, path, baseline, args, notes)
+    progress.phase("join: ended")
     try:
         print(output)
     except BrokenPipeError:
@@ -189,7 +248,8 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     from nnx_lint.gate.attribution import Attributor, lint_dependency_files
     from nnx_lint.gate.baseline import BaselineError, write_baseline
     from nnx_lint.gate.dependencies import dependency_frames
-    from nnx_lint.gate.report import BREAKING_KINDS, build_report, render
+    from nnx_lint.gate.report import BREAKING_KINDS, build_report, final_line, render
+    from nnx_lint.gate.untested import untested_reason
 
     root = path.resolve() if path.is_dir() else path.resolve().parent
     attributor = Attributor(diagnostics, root)
@@ -205,16 +265,25 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     tree_run = outcome.runs.get("tree")
     rootdir = Path(tree_run.results.rootdir) if tree_run and tree_run.results.rootdir else Path.cwd()
     passing = attributor.findings_in_passing_tests(outcome, rootdir)
-    if args.write_baseline is not None:
+    untested = untested_reason(outcome)
+    if args.write_baseline is not None and untested is not None:
+        # An empty baseline from a run that tested nothing would accept every later break.
+        print(f"nnx-lint gate: {args.write_baseline} not written: nothing was tested", file=sys.stderr)
+    elif args.write_baseline is not None:
         try:
             from nnx_lint.confined_writes import WriteScope
 
             scope = WriteScope.of(Path.cwd(), [path, args.write_baseline])
-            write_baseline(args.write_baseline, {verdict.nodeid for verdict in breaking}, scope)
+            written = {verdict.nodeid for verdict in breaking}
+            write_baseline(args.write_baseline, written, scope)
+            print(f"nnx-lint gate: wrote {len(written)} Tree Mode break(s) to {args.write_baseline}"
+                  + (f" ({', '.join(sorted(written)[:3])}{', ...' if len(written) > 3 else ''})" if written else ""),
+                  file=sys.stderr)
         except BaselineError as exc:
             outcome.problems.append(str(exc))
         baseline = (baseline or set()) | {verdict.nodeid for verdict in breaking}
-    status = exit_status(outcome.problems, {verdict.nodeid for verdict in breaking}, baseline or set())
+    status = EXIT_ERROR if untested is not None else exit_status(
+        outcome.problems, {verdict.nodeid for verdict in breaking}, baseline or set())
     if outcome.reruns_skipped:
         notes.append(f"{outcome.reruns_skipped} Tree-Mode-only failure(s) were not re-run alone: "
                      "they are listed as 'not isolated'")
@@ -223,5 +292,18 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     baseline_file = args.baseline or args.write_baseline
     report = build_report(outcome, attributions, passing, root=root, baseline=baseline,
                           baseline_file=str(baseline_file) if baseline_file else None,
-                          findings=len(diagnostics), exit_status=status, notes=notes)
+                          findings=len(diagnostics), exit_status=status, notes=notes, untested=untested,
+                          shard=parse_shard(args.shard) if getattr(args, "shard", None) else None)
+    if getattr(args, "report_file", None) is not None:
+        from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+
+        try:
+            write_confined(args.report_file, (json.dumps(report, indent=2) + "\n").encode("utf-8"),
+                           WriteScope.of(Path.cwd(), [path, args.report_file]))
+        except (WriteRefused, OSError) as exc:
+            report["problems"].append(f"{args.report_file}: cannot write the report: {exc}")
+            report["exit_status"] = status = EXIT_ERROR
+    if untested is not None and args.output_format != "text":
+        # The text report ends with this line; a JSON or markdown report on stdout may be piped away.
+        print(final_line(report), file=sys.stderr)
     return status, render(report, args.output_format)

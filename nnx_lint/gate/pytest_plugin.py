@@ -36,6 +36,8 @@ import pytest
 
 from nnx_lint.gate.channel import REPORT_ENV, open_writer_from_environment
 from nnx_lint.gate.results import load_error_category
+from nnx_lint.gate.shard import PYTEST_OPTION as SHARD_OPTION
+from nnx_lint.gate.shard import in_shard, parse_shard
 
 #: The key under which a failure's details travel in ``report.user_properties``.
 _PROPERTY = "nnx_lint_gate_exception"
@@ -211,6 +213,24 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     if not _active():
         return
     _write({"event": "collected", "count": len(ids), "worker": str(getattr(node, "gateway", node))})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(SHARD_OPTION, dest="nnx_lint_gate_shard", default=None, metavar="K/N",
+                     help="nnx-lint gate: run only the tests of shard K of N (by a hash of the node id)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``nnx-lint gate --shard K/N``, deselect the tests of the other shards."""
+    value = config.getoption("nnx_lint_gate_shard", None)
+    if not value:
+        return
+    shard = parse_shard(value)
+    kept = [item for item in items if in_shard(item.nodeid, shard)]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if not in_shard(item.nodeid, shard)])
+        items[:] = kept
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:

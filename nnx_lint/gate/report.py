@@ -63,12 +63,15 @@ def _run_dict(record: Any) -> dict[str, Any]:
     return {"status": record.status, "returncode": record.returncode, "elapsed": round(record.elapsed, 1),
             "tests": len(results.tests), "failing": sum(1 for t in results.tests.values() if t.failing),
             "collect_errors": sorted(results.collect_errors), "flax_version": results.flax_version,
-            "flax_config": results.flax_config, "command": record.command}
+            "flax_config": results.flax_config, "command": record.command,
+            # What the command printed last, when it produced no usable report (the text report names the cause).
+            "output_tail": record.output_tail if record.status in ("no-report", "usage-error", "crashed") else ""}
 
 
 def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], passing: list[PassingFinding], *,
                  root: Path, baseline: set[str] | None, baseline_file: str | None, findings: int | None,
-                 exit_status: int, notes: list[str]) -> dict[str, Any]:
+                 exit_status: int, notes: list[str], untested: str | None = None,
+                 shard: tuple[int, int] | None = None) -> dict[str, Any]:
     """The whole report as plain data (the JSON output)."""
     baseline = baseline or set()
     sections: dict[str, list] = {key: [] for key, _title, _hint in _SECTIONS}
@@ -83,6 +86,8 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
         "version": 1,
         "project": str(root),
         "modes": {mode.name: mode.environment for mode in MODES},
+        # This report covers shard K of N (nnx-lint gate --shard K/N; nnx-lint gate merge joins them).
+        "shard": None if shard is None else {"index": shard[0], "count": shard[1]},
         "runs": {name: _run_dict(record) for name, record in outcome.runs.items()},
         "summary": {
             "tests": outcome.tests_total,
@@ -112,6 +117,8 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
             "file": baseline_file, "fixed": sorted(baseline - still_breaking)},
         "problems": list(outcome.problems),
         "notes": notes,
+        # Why the gate compared nothing (nnx_lint.gate.untested); the run then exits 2 and says so last.
+        "untested": untested,
         "exit_status": exit_status,
     }
 
@@ -189,8 +196,15 @@ def render_text(report: dict[str, Any]) -> str:
     for problem in report["problems"]:
         lines.append(f"problem: {problem}")
     lines.append("")
-    lines.append(_status_line(report))
+    lines.append(final_line(report))
     return "\n".join(lines).strip("\n")
+
+
+def final_line(report: dict[str, Any]) -> str:
+    """The report's last line: the summary, or why nothing was tested (never a clean-looking summary)."""
+    if report.get("untested"):
+        return f"nnx-lint gate: nothing was tested: {report['untested']}"
+    return _status_line(report)
 
 
 def _md(text: str) -> str:
@@ -202,7 +216,7 @@ def _md(text: str) -> str:
 def render_markdown(report: dict[str, Any]) -> str:
     """The report for ``$GITHUB_STEP_SUMMARY``."""
     verdict = {0: "passed", 1: "failed: new Tree Mode breaks", 2: "could not complete"}.get(report["exit_status"], "")
-    lines = [f"## nnx-lint gate: {verdict}", "", _md(_status_line(report)), ""]
+    lines = [f"## nnx-lint gate: {verdict}", "", _md(final_line(report)), ""]
     lines += ["| run | status | tests | failing | time |", "|---|---|---|---|---|"]
     for name, run in report["runs"].items():
         lines.append(f"| {name} | {run['status']} | {run['tests']} | {run['failing']} | {run['elapsed']:.0f}s |")

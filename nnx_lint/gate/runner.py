@@ -7,13 +7,13 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nnx_lint.gate.channel import CHANNEL_ENV, REPORT_ENV, ChannelReader
 from nnx_lint.gate.modes import MODES, Mode
+from nnx_lint.gate.progress import Progress
 from nnx_lint.gate.results import RunResults, read_junit, results_from_records
 from nnx_lint.gate.trust import run_trust_problems
 from nnx_lint.sandbox import OrphanSweeper
@@ -81,31 +81,6 @@ def _pytest_argument_start(command: list[str]) -> int:
     if command[1:3] == ["-m", "pytest"]:
         return 3
     return len(command)
-
-
-class Progress:
-    """One status line on stderr, rewritten in place; silent unless stderr is a TTY."""
-
-    def __init__(self, enabled: bool | None = None, started: float | None = None):
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.started = started if started is not None else time.monotonic()
-        self._width = 0
-
-    def show(self, phase: str, done: int | None = None, total: int | None = None) -> None:
-        if not self.enabled:
-            return
-        elapsed = int(time.monotonic() - self.started)
-        counts = "" if done is None else f" {done}/{total if total is not None else '?'} tests"
-        line = f"nnx-lint gate: {phase}{counts}, {elapsed // 60}:{elapsed % 60:02d} elapsed"
-        sys.stderr.write("\r" + line.ljust(self._width))
-        sys.stderr.flush()
-        self._width = len(line)
-
-    def clear(self) -> None:
-        if self.enabled and self._width:
-            sys.stderr.write("\r" + " " * self._width + "\r")
-            sys.stderr.flush()
-            self._width = 0
 
 
 @dataclass
@@ -237,6 +212,10 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
     _kill_group(process)
     _sweep(sweeper)
     record.elapsed = time.monotonic() - started
+    if progress is not None and phase:
+        progress.show(phase, channel.done if channel else 0, channel.total if channel else None)
+        progress.phase(f"{phase}: ended ({record.status}), {channel.done if channel else '?'} test(s) reported "
+                       f"in {record.elapsed:.0f}s")
     return _finish(record, process.returncode, channel, junit if junit_mode else None, output, cwd)
 
 
