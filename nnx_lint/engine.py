@@ -19,6 +19,7 @@ from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import ClassModel
 from nnx_lint.diagnostic import Diagnostic, analysed_whole
 from nnx_lint.expected_errors import expects_error
+from nnx_lint.facts import Facts
 from nnx_lint.file_memo import forget_file_memos
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
@@ -95,7 +96,7 @@ class FileContext:
         return self.mode.flip_changes(call)
 
     def report(
-        self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None,
+        self, rule: Rule, node: nodes.NodeNG, facts: Facts, message: str | None = None,
         help: str | None = None, related: Iterable[RelatedSpec] | None = None,
     ) -> None:
         """Record a diagnostic of ``rule`` at ``node``; ``related`` names the other lines it
@@ -116,7 +117,8 @@ class FileContext:
         others = related_locations(related, self.module, self.path, self.project.current_file, (line, column))
         self.diagnostics.append(
             Diagnostic(
-                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text,
+                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind,
+                facts.as_dict(), help_text,
                 others, scope_name(node),
             )
         )

@@ -14,7 +14,7 @@ from checkers.grad_semantics.analysis import (
     holding_facts,
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
-from nnx_lint.api import NON_DIFFERENTIABLE, Invalid, Reproduction, Rule, Valid, bounded_index, passed_at, raises
+from nnx_lint.api import Facts, NON_DIFFERENTIABLE, Invalid, Reproduction, Rule, Valid, bounded_index, passed_at, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,7 +121,7 @@ class GradOverNonFloatState(Rule):
             )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The flagged application on a Linear plus the non-float state the facts name.
 
         Variants by facts: the holding's category (``rng``: a ``Dropout`` with stored
@@ -131,23 +131,23 @@ class GradOverNonFloatState(Rule):
         differentiated positions get float arrays). Control: the FLIP recipe, split by
         ``nnx.Param`` and differentiate ``(params, rest)``.
         """
-        transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
-        categories = {h.get("category") for h in facts.get("non_float") or []}
-        types = [h.get("type") for h in facts.get("non_float") or [] if h.get("category") == "integer"]
+        transform = facts.transform if facts.transform in ("grad", "value_and_grad") else "grad"
+        categories = {h.get("category") for h in facts.non_float or []}
+        types = [h.get("type") for h in facts.non_float or [] if h.get("category") == "integer"]
         if "rng" in categories or not types:
             holding, call = "self.drop = nnx.Dropout(0.5, rngs=rngs)", "self.drop(self.lin(x))"
         else:
             variable = types[0] if types[0] in SHARED_VARIABLE_TYPES else "Variable"
             holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
-        position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
-        argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+        position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+        argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
                    if isinstance(a, int)] or [position]
         count = max(argnums + [position]) + 1
         arguments = ", ".join("model" if i == position else "x" for i in range(count))
         parameters = ", ".join(f"a{i}" for i in range(count))
         argnums_text = repr(argnums[0]) if len(argnums) == 1 else repr(tuple(argnums))
         value = f"jnp.sum(a{position}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
-        if facts.get("has_aux"):
+        if facts.has_aux:
             value, aux = f"({value}, 0.0)", ", has_aux=True"
         else:
             aux = ""
