@@ -8,6 +8,7 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
+    GRAD_TRANSFORMS,
     GRAPH_APIS,
     TRANSFORMS,
     WALKING_METHODS,
@@ -68,7 +69,7 @@ def _passed_through(transform: str, keywords: dict, position: int) -> bool:
         static = keywords.get("static_argnums")
         static = [static] if isinstance(static, int) else (static or [])
         return position in static
-    if transform in ("grad", "value_and_grad"):
+    if transform in GRAD_TRANSFORMS:
         argnums = keywords.get("argnums", 0)
         argnums = [argnums] if isinstance(argnums, int) else argnums
         return isinstance(argnums, list) and position not in argnums

@@ -14,7 +14,18 @@ from checkers.grad_semantics.analysis import (
     holding_facts,
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
-from nnx_lint.api import Facts, NON_DIFFERENTIABLE, Invalid, Reproduction, Rule, Valid, bounded_index, passed_at, raises
+from nnx_lint.api import (
+    GRAD_TRANSFORMS,
+    NON_DIFFERENTIABLE,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    bounded_index,
+    passed_at,
+    raises,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,7 +142,7 @@ class GradOverNonFloatState(Rule):
         differentiated positions get float arrays). Control: the FLIP recipe, split by
         ``nnx.Param`` and differentiate ``(params, rest)``.
         """
-        transform = facts.transform if facts.transform in ("grad", "value_and_grad") else "grad"
+        transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
         categories = {h.get("category") for h in facts.non_float or []}
         types = [h.get("type") for h in facts.non_float or [] if h.get("category") == "integer"]
         if "rng" in categories or not types:

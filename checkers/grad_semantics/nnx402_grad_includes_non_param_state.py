@@ -14,7 +14,18 @@ from checkers.grad_semantics.analysis import (
     holding_facts,
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
-from nnx_lint.api import ABSENT, Facts, FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Invalid, Reproduction, Rule, Valid, differs
+from nnx_lint.api import (
+    ABSENT,
+    FLOAT_STATE,
+    NON_DIFFERENTIABLE,
+    UNKNOWN_DTYPE,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    differs,
+)
 
 
 #: Of those, the ones that only change when a non-Param leaf has a non-zero gradient

@@ -14,7 +14,7 @@ from checkers.grad_semantics.analysis import (
     grad_sites,
 )
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import Facts, ABSENT, TREE_MAPS, Invalid, Reproduction, Rule, Valid, identifier_or, raises
+from nnx_lint.api import ABSENT, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, identifier_or, raises
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,7 @@
 """Reproduction builders and program pieces shared by several grad semantics rules."""
 from __future__ import annotations
 
-from nnx_lint.api import Facts, bounded_index
+from nnx_lint.api import GRAD_TRANSFORMS, Facts, bounded_index
 
 
 def grad_application_code(facts: Facts, forward: str) -> str:
@@ -11,7 +11,7 @@ def grad_application_code(facts: Facts, forward: str) -> str:
     differentiated ``position``; ``model`` and ``x`` must exist, the other differentiated
     positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
     """
-    transform = facts.transform if facts.transform in ("grad", "value_and_grad") else "grad"
+    transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
     position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
     argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
                if isinstance(a, int)] or [position]

@@ -11,7 +11,8 @@ from checkers.graph_updates.analysis import VALUE_ATTRIBUTES
 from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
 from checkers.graph_updates.reproduction import RESERVED_NAMES, under
 from nnx_lint.api import (
-    Facts, ABSENT,
+    ABSENT,
+    Facts,
     Invalid,
     Reach,
     Reproduction,

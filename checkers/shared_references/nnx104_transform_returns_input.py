@@ -16,7 +16,7 @@ from checkers.shared_references.reproduction import (
     shared_object,
     viewed,
 )
-from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, bounded_index, raises
+from nnx_lint.api import ABSENT, GRAD_TRANSFORMS, Facts, Invalid, Reproduction, Valid, bounded_index, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,8 +226,8 @@ def _returned_input_reproduction(facts: Facts) -> Reproduction:
     label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
     parameter = f"p{position}"
     returned = viewed(parameter, part, view)
-    if facts.has_aux or transform in ("grad", "value_and_grad"):
-        transform = transform if transform in ("grad", "value_and_grad") else "value_and_grad"
+    if facts.has_aux or transform in GRAD_TRANSFORMS:
+        transform = transform if transform in GRAD_TRANSFORMS else "value_and_grad"
     elif transform not in REPRO_TRANSFORMS:
         transform = "jit"
     definition, call = applied(transform, {label: "model"}, result=returned)

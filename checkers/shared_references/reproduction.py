@@ -5,7 +5,9 @@ import re
 import textwrap
 
 from nnx_lint.api import (
-    Facts, Reproduction,
+    GRAD_TRANSFORMS,
+    Facts,
+    Reproduction,
     UnsafeFact,
     access,
     bounded_index,
@@ -207,8 +209,8 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
         arguments.append("jnp.ones(2)")
         parameters.append("x")
     signature = ", ".join(parameters)
-    body = "jnp.sum(jnp.ones(()))" if transform in ("grad", "value_and_grad") else result
-    if transform in ("grad", "value_and_grad") and result != "None":
+    body = "jnp.sum(jnp.ones(()))" if transform in GRAD_TRANSFORMS else result
+    if transform in GRAD_TRANSFORMS and result != "None":
         body = f"(jnp.sum(jnp.ones(())), {result})"
     definition = f"def {function}({signature}):\n    return {body}\n"
     passed = ", ".join(arguments + [f"{k}={v}" for k, v in keywords.items()])
@@ -216,7 +218,7 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
         axes = ", ".join(["None"] * (len(arguments) - 1) + ["0"])
         out = ", out_axes=None" if result != "None" else ""  # a returned input is not mapped
         call = f"nnx.vmap({function}, in_axes=({axes},){out})({passed})"
-    elif transform in ("grad", "value_and_grad"):
+    elif transform in GRAD_TRANSFORMS:
         # every object differentiated (graph mode rejects one object both differentiated and not)
         indices = sorted(diff_indices) or [0]
         argnums = str(indices[0]) if len(indices) == 1 else "(" + ", ".join(map(str, indices)) + ")"
