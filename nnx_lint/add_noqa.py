@@ -41,7 +41,7 @@ def add_noqa(diagnostics: list[Diagnostic], scope: WriteScope) -> NoqaOutcome:
         by_file[diagnostic.path].append(diagnostic)
     for path, found in sorted(by_file.items()):
         if path.endswith(".ipynb"):
-            outcome.skipped += [f"{path}: cell {d.facts.get('cell', '?')}:{d.line}: notebooks are not edited by "
+            outcome.skipped += [f"{path}: cell {d.cell or '?'}:{d.line}: notebooks are not edited by "
                                 f"--add-noqa" for d in found]
             continue
         _add_to_file(Path(path), found, outcome, scope)

@@ -23,7 +23,7 @@ Declaring a rule:
 The flax table (qualified names as ``flax.nnx.X``, short names where noted):
 
 - ``NNX`` — ``"flax.nnx"``, the prefix of every qualified NNX name.
-- ``TRANSFORMS``, ``GRAPH_APIS``, ``ALIAS_CHECKING_GRAPH_APIS`` — short names of the NNX
+- ``TRANSFORMS`` (``GRAD_TRANSFORMS``: grad and value_and_grad), ``GRAPH_APIS``, ``ALIAS_CHECKING_GRAPH_APIS`` — short names of the NNX
   transforms and graph APIs; ``PREFIX_KEYWORDS`` — their keywords that take prefixes.
 - ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS`` — APIs by role.
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
@@ -111,6 +111,7 @@ from nnx_lint.names import NameResolver, base_classes
 from nnx_lint.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
     CONTAINER_MODULES,
+    GRAD_TRANSFORMS,
     GRAPH_APIS,
     MODE_SETTERS,
     MODULE_CLASSES,
@@ -166,7 +167,8 @@ __all__ = [
     "Rule", "Facts", "ABSENT", "Valid", "Invalid", "raises", "differs", "Reproduction", "UNUSED_NOQA_CODE",
     "checkpoint",
     # The flax table.
-    "NNX", "TRANSFORMS", "GRAPH_APIS", "ALIAS_CHECKING_GRAPH_APIS", "PREFIX_KEYWORDS", "MODE_SETTERS", "SPLITS",
+    "NNX", "TRANSFORMS", "GRAD_TRANSFORMS", "GRAPH_APIS", "ALIAS_CHECKING_GRAPH_APIS", "PREFIX_KEYWORDS",
+    "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
     "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
     # Names and syntax.

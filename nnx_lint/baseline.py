@@ -79,9 +79,10 @@ def fingerprint(code: str, flagged_code: str, scope: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:20]
 
 
-def _fingerprint_v1(code: str, line_code: str, facts: dict) -> str:
-    """A version 1 fingerprint: the flagged line and the position-free facts (kept to read old baselines)."""
-    what = {key: value for key, value in facts.items() if not _POSITION_FACT.search(key)}
+def _fingerprint_v1(code: str, line_code: str, stored: dict) -> str:
+    """A version 1 fingerprint: the flagged line and the position-free stored facts dict (kept to
+    read old baselines, whose fingerprints hashed it)."""
+    what = {key: value for key, value in stored.items() if not _POSITION_FACT.search(key)}
     canonical = json.dumps({"code": code, "line": line_code, "facts": what}, sort_keys=True,
                            separators=(",", ":"), ensure_ascii=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:20]
@@ -99,7 +100,7 @@ def entries_for(diagnostics: Iterable[Diagnostic], root: Path, read: Reader = re
         lines = SourceLines(path, read(path))
         relative = _relative_posix(Path(path), root)
         seen: Counter = Counter()
-        for diagnostic in sorted(found, key=lambda d: (d.facts.get("cell", 0), d.line, d.column, d.code)):
+        for diagnostic in sorted(found, key=lambda d: (d.cell or 0, d.line, d.column, d.code)):
             if version == 1:
                 key = _fingerprint_v1(diagnostic.code, lines.code_of(lines.number_of(diagnostic)), diagnostic.facts)
             else:

@@ -34,6 +34,7 @@ from nnx_lint.program_text import UnsafeFact, carried_fact_text
 from nnx_lint.registry import rule_by_code
 from nnx_lint.rule import Reproduction
 from nnx_lint.sandbox import run_isolated
+from nnx_lint.facts import Facts
 
 ORACLES = ("tree_runtime", "flax")
 
@@ -120,7 +121,7 @@ def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
     except UnsafeFact as exc:
         return f"no reproduction: {exc}"
 
-    def rebuild(facts: dict) -> list[str] | None:
+    def rebuild(facts: Facts) -> list[str] | None:
         other = rule.reproduce(rule.facts_from(facts))
         return _programs(other, rule) if isinstance(other, Reproduction) else None
 

@@ -12,6 +12,11 @@ from typing import Any
 #: could not be analysed), ``advisory`` marks NNX9xx (not a break, off by default).
 KINDS = ("raises", "silent", "linter", "advisory")
 
+#: The keys the engine adds to a notebook finding's stored facts after its rule reported it
+#: (:data:`nnx_lint.facts.ADDED_AFTER_REPORT`): its cell, and its span in the JSON text.
+NOTEBOOK_CELL = "cell"
+NOTEBOOK_SPAN = "ipynb"
+
 
 @dataclass(frozen=True)
 class Related:
@@ -100,9 +105,24 @@ class Diagnostic:
 
         return rule_url(self.code)
 
+    @property
+    def cell(self) -> int | None:
+        """The notebook cell the finding is in (1-based, as editors count), None outside a notebook.
+
+        The engine adds it to the stored facts after the rule reported (:mod:`nnx_lint.notebooks`;
+        not a fact of the rule), so this is the one reader of that key."""
+        return self.facts.get(NOTEBOOK_CELL)
+
+    @property
+    def ipynb_span(self) -> dict[str, int] | None:
+        """A notebook finding's span in the ``.ipynb`` JSON text (``line``, ``column``, ``end_line``,
+        ``end_column``) when the engine knew it, else None (added after reporting, like :attr:`cell`)."""
+        span = self.facts.get(NOTEBOOK_SPAN)
+        return span if isinstance(span, dict) else None
+
     def sort_key(self) -> tuple:
         # A notebook's lines count from 1 in each cell: order by cell first.
-        return (self.path, self.facts.get("cell", 0), self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
 
     def to_dict(self) -> dict[str, Any]:
         """The plain-data form used by the cache and by workers."""

@@ -173,6 +173,7 @@ def _flax_versions_of(rule: type[Rule]) -> list[str]:
     from nnx_lint.fixes.catalog import REWRITE_WRITES
     from nnx_lint.fixes.model import PIN
     from nnx_lint.nnx_api import NAME_SINCE, pin_needs
+    from nnx_lint.registry import facts_of, pin_sites
 
     out = []
     if PIN in rule.fixes:
@@ -184,7 +185,7 @@ def _flax_versions_of(rule: type[Rule]) -> list[str]:
                 continue
             for found in lint_bytes(case.source.encode("utf-8"), "example.py", [rule],
                                     target_version=case.target_version):
-                for site in found.facts.get("pin") or []:
+                for site in pin_sites(facts_of(found)):
                     apis.setdefault(site["api"], pin_needs(site["api"]))
         needs = ", ".join(f"`nnx.{api}` (flax>={release})" if release else f"`nnx.{api}` (no pin: graph mode with "
                           "graph updates is rejected there)" for api, release in sorted(apis.items()))

@@ -17,8 +17,9 @@ from astroid import nodes
 from nnx_lint import bounds, parsing
 from nnx_lint.calls import NNXCall, match_nnx_call
 from nnx_lint.classes import ClassModel
-from nnx_lint.diagnostic import Diagnostic, analysed_whole
+from nnx_lint.diagnostic import Diagnostic, analysed_whole, shown
 from nnx_lint.expected_errors import expects_error
+from nnx_lint.facts import Facts
 from nnx_lint.file_memo import forget_file_memos
 from nnx_lint.mode import ModeContext
 from nnx_lint.names import NameResolver
@@ -96,7 +97,7 @@ class FileContext:
         return self.mode.flip_changes(call)
 
     def report(
-        self, rule: Rule, node: nodes.NodeNG, facts: dict[str, Any], message: str | None = None,
+        self, rule: Rule, node: nodes.NodeNG, facts: Facts, message: str | None = None,
         help: str | None = None, related: Iterable[RelatedSpec] | None = None, proof: str = "proven",
     ) -> None:
         """Record a diagnostic of ``rule`` at ``node``; ``related`` names the other lines it
@@ -119,7 +120,8 @@ class FileContext:
         others = related_locations(related, self.module, self.path, self.project.current_file, (line, column))
         self.diagnostics.append(
             Diagnostic(
-                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind, facts, help_text,
+                rule.code, rule.symbol, text, self.path, line, column, end_line, end_column, rule.kind,
+                facts.as_dict(), help_text,
                 others, scope_name(node), proof,
             )
         )
@@ -351,11 +353,13 @@ def lint_source(
     module_name: str | None = None,
     apply_suppressions: bool = True,
     target_version: tuple[int, int] | None = None,
+    strict: bool = False,
 ) -> list[Diagnostic]:
     """Lint source text. Never executes it; files that never name ``nnx`` are skipped (:mod:`nnx_lint.prefilter`).
 
     Text over the size limits (:mod:`nnx_lint.bounds`) is NNX004 and never parsed. Syntax newer
     than ``target_version`` is NNX002 (:func:`newer_than_target`); None: no syntax is too new.
+    Unproven findings (audit mode) are kept only with ``strict`` (:func:`~nnx_lint.diagnostic.shown`).
     """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
@@ -369,7 +373,7 @@ def lint_source(
     diagnostics = [d for d in diagnostics if d.code in enabled]
     if apply_suppressions:
         diagnostics = apply_noqa(diagnostics, text)
-    return sorted(diagnostics, key=Diagnostic.sort_key)
+    return sorted(shown(diagnostics, strict), key=Diagnostic.sort_key)
 
 
 def _parse_and_lint(text: str, path: str, rule_classes: list[type[Rule]], project: Project, module_name: str,
@@ -397,6 +401,7 @@ def lint_bytes(
     module_name: str | None = None,
     apply_suppressions: bool = True,
     target_version: tuple[int, int] | None = None,
+    strict: bool = False,
 ) -> list[Diagnostic]:
     """Lint raw file bytes: decoding problems become an NNX001 diagnostic.
 
@@ -419,7 +424,7 @@ def lint_bytes(
         return [d for d in [_internal_error(path)] if d.code in enabled]
     diagnostics = lint_source(
         text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions,
-        target_version=target_version,
+        target_version=target_version, strict=strict,
     )
     if origin is None:
         return diagnostics

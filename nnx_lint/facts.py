@@ -12,9 +12,11 @@ so a diagnostic's facts hold exactly the keys they held when they were a ``**kwa
 A fact whose name is a Python keyword (``class``) is a field with a trailing underscore and
 ``metadata={"key": "class"}``.
 
-Facts are also read-only mappings over their stored keys (``facts["transform"]``,
-``facts.get("pin")``, ``"pin" in facts``, ``template.format(**facts)``): builders and
-message templates written against the dict form read the typed facts unchanged.
+Facts are read as attributes only (``facts.transform``; ``facts.pin is ABSENT`` for a fact the
+finding lacks): they are no mapping, so a reader written against the stored dict
+(``facts.get("pin")``) fails at once instead of reading a fact the rule does not declare.
+A reader given a stored dict (a cached diagnostic, a worker's answer, JSON) converts it once,
+at that boundary, with :func:`facts_from_dict` (``Rule.facts_from``).
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True, kw_only=True)
@@ -28,7 +30,7 @@ Example(transform='vmap', pin=[])
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
@@ -60,7 +62,7 @@ FactsT = TypeVar("FactsT", bound="Facts")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Facts(Mapping):
+class Facts:
     """Base of every rule's facts dataclass (declare fields in the order they are stored)."""
 
     #: The paths, inside the objects a transform or graph API reads, of what the finding says is
@@ -83,20 +85,6 @@ class Facts(Mapping):
             if value is not ABSENT:
                 found[key] = value
         return found
-
-    def __getitem__(self, key: str) -> Any:
-        for stored, name in self.keys_and_fields():
-            if stored == key:
-                value = getattr(self, name)
-                if value is not ABSENT:
-                    return value
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.as_dict())
-
-    def __len__(self) -> int:
-        return len(self.as_dict())
 
 
 def facts_from_dict(facts_type: type[FactsT], stored: Mapping[str, Any], *, reported: bool = True) -> FactsT:

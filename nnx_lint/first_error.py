@@ -25,7 +25,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.diagnostic import UNPROVEN, Diagnostic
 
 #: Tree Mode's checks, in the order they fire on one line (measured with flax 0.12.8):
 #: creating the transform (prefix filters are rejected there), flattening its inputs (Variable aliasing), tracing (grad over non-float state),
@@ -49,8 +49,8 @@ def name_first_errors(diagnostics: list[Diagnostic], stage_of: Callable[[str], i
     first: dict[tuple, tuple[int, Diagnostic]] = {}
     for diagnostic in diagnostics:
         stage = stage_of(diagnostic.code)
-        if stage is None or diagnostic.kind != "raises":
-            continue
+        if stage is None or diagnostic.kind != "raises" or diagnostic.proof == UNPROVEN:
+            continue  # an unproven finding (audit mode) is not known to raise at all
         key = _line(diagnostic)
         if key not in first or stage < first[key][0]:
             first[key] = (stage, diagnostic)
@@ -68,7 +68,7 @@ def name_first_errors(diagnostics: list[Diagnostic], stage_of: Callable[[str], i
 
 
 def _line(diagnostic: Diagnostic) -> tuple:
-    return (diagnostic.path, diagnostic.facts.get("cell"), diagnostic.line)
+    return (diagnostic.path, diagnostic.cell, diagnostic.line)
 
 
 __all__ = ["STAGES", "TEMPLATE", "name_first_errors"]

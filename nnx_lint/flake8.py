@@ -33,7 +33,6 @@ from typing import Any
 import nnx_lint
 from nnx_lint.config import ConfigError, default_settings
 from nnx_lint.eager import load_lint_path
-from nnx_lint.diagnostic import shown
 from nnx_lint.engine import lint_source
 from nnx_lint.escaping import printable
 from nnx_lint.file_config import plugin_rules, settings_for_file
@@ -120,9 +119,8 @@ class NNXFlake8Plugin:
         project.start_file(self.filename, package_root)
         found = lint_source(
             text, self.filename, rules, project=project, module_name=module_name, apply_suppressions=False,
-            target_version=settings.target_version,
+            target_version=settings.target_version, strict=settings.strict or self.strict,
         )
-        found = shown(found, settings.strict or self.strict)
         # flake8 applies the line comments, but knows only its own file-level `# flake8: noqa`.
         for diagnostic in found if self.disable_noqa else apply_file_exemption(found, text):
             # printable(): the message may quote analysed text, which must not reach the terminal raw.

@@ -104,7 +104,7 @@ def _findings(diagnostics: list[Diagnostic], confirmations: dict, status_words: 
     rows = []
     for index in order[:MAX_FINDINGS]:
         d = diagnostics[index]
-        cell = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
+        cell = f"cell {d.cell}:" if d.cell is not None else ""
         row = [markdown_cell(f"{d.path}:{cell}{d.line}:{d.column}"), (f"[{d.code}]({rule_url(d.code, url_base)})" if url_base else f"nnx-lint rule {d.code}"), d.kind,
                markdown_cell(d.message) + _also_at(d)]
         if confirmations:

@@ -74,6 +74,11 @@ TRANSFORMS: frozenset[str] = frozenset(
     """.split()
 )
 
+#: The gradient transforms (of :data:`TRANSFORMS`): their result is a gradient of the
+#: differentiated arguments (``value_and_grad`` with the value first), and they take ``argnums``
+#: and ``has_aux``. The one spelling of this pair for every rule.
+GRAD_TRANSFORMS: frozenset[str] = frozenset({"grad", "value_and_grad"})
+
 #: Graph APIs: they take only ``graph=`` and read the mode at each call.
 GRAPH_APIS: frozenset[str] = frozenset(
     """

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from nnx_lint.diagnostic import Diagnostic, Related
+from nnx_lint.diagnostic import NOTEBOOK_CELL, NOTEBOOK_SPAN, Diagnostic, Related
 from nnx_lint.lines import physical_lines
 
 
@@ -96,7 +96,7 @@ def notebook_source(data: bytes) -> tuple[str, list[CellLine]]:
 
 
 #: The fact that holds a notebook diagnostic's span in the ``.ipynb`` JSON text.
-IPYNB_SPAN = "ipynb"
+IPYNB_SPAN = NOTEBOOK_SPAN
 
 
 def map_to_cells(
@@ -111,7 +111,7 @@ def map_to_cells(
     for diagnostic in diagnostics:
         cell, line, end_line, end_column, span = _to_cell(
             origin, locator, diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column)
-        facts = {**diagnostic.facts, "cell": cell}
+        facts = {**diagnostic.facts, NOTEBOOK_CELL: cell}
         if span is not None:
             facts[IPYNB_SPAN] = span
         # Related locations in the notebook itself are mapped alike (those in other files stay).
@@ -153,7 +153,7 @@ def _ipynb_span(locator, start: CellLine, column: int, end: CellLine, end_column
 def file_span(diagnostic: Diagnostic) -> tuple[int, int, int, int]:
     """(line, column, end line, end column) in the file as stored: for a notebook, in its
     JSON text when known; for a Python file, the diagnostic's own span."""
-    span = diagnostic.facts.get(IPYNB_SPAN)
-    if isinstance(span, dict):
+    span = diagnostic.ipynb_span
+    if span is not None:
         return span["line"], span["column"], span["end_line"], span["end_column"]
     return diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column

@@ -243,27 +243,27 @@ def text_pieces(text: str) -> set[str]:
     return {piece for piece in pieces if piece and not is_inert(piece)}
 
 
-def string_leaves(facts: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    """``(path, text)`` for every string in ``facts``: values and list items at any depth,
+def string_leaves(stored: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """``(path, text)`` for every string in a stored facts dict: values and list items at any depth,
     and the keys of nested dicts (``("key", k)`` in the path); top-level keys are fact names.
 
     >>> list(string_leaves({"a": "x", "b": [1, "y"], "c": {"k": 2}}))
     [(('a',), 'x'), (('b', 1), 'y'), (('c', ('key', 'k')), 'k')]
     """
-    if isinstance(facts, str):
-        yield path, facts
-    elif isinstance(facts, dict):
-        for key, value in facts.items():
+    if isinstance(stored, str):
+        yield path, stored
+    elif isinstance(stored, dict):
+        for key, value in stored.items():
             if path and isinstance(key, str):
                 yield path + (("key", key),), key
             yield from string_leaves(value, path + (key,))
-    elif isinstance(facts, (list, tuple)):
-        for position, item in enumerate(facts):
+    elif isinstance(stored, (list, tuple)):
+        for position, item in enumerate(stored):
             yield from string_leaves(item, path + (position,))
 
 
-def replaced(facts: Any, path: tuple, new: str) -> Any:
-    """A copy of ``facts`` with the string at ``path`` (see :func:`string_leaves`) set to ``new``.
+def replaced(stored: Any, path: tuple, new: str) -> Any:
+    """A copy of a stored facts dict ``stored`` with the string at ``path`` (see :func:`string_leaves`) set to ``new``.
 
     >>> replaced({"a": ["x", "y"], "c": {"k": 2}}, ("a", 1), "z")
     {'a': ['x', 'z'], 'c': {'k': 2}}
@@ -273,11 +273,11 @@ def replaced(facts: Any, path: tuple, new: str) -> Any:
     if not path:
         return new
     step, rest = path[0], path[1:]
-    if isinstance(facts, dict):
+    if isinstance(stored, dict):
         if isinstance(step, tuple) and not rest:  # a nested dict's key
-            return {(new if key == step[1] else key): value for key, value in facts.items()}
-        return {key: (replaced(value, rest, new) if key == step else value) for key, value in facts.items()}
-    return [replaced(item, rest, new) if position == step else item for position, item in enumerate(facts)]
+            return {(new if key == step[1] else key): value for key, value in stored.items()}
+        return {key: (replaced(value, rest, new) if key == step else value) for key, value in stored.items()}
+    return [replaced(item, rest, new) if position == step else item for position, item in enumerate(stored)]
 
 
 def string_constant_spans(program: str) -> list[tuple[int, int]]:

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 
 import nnx_lint
+from nnx_lint.diagnostic import UNPROVEN, Diagnostic
+from nnx_lint.facts import ABSENT, Facts, UnprovenFacts, facts_from_dict
 from nnx_lint.rule import Rule
 
 
@@ -86,6 +88,26 @@ def _subclasses(cls: type) -> Iterable[type]:
 def rule_by_code(code: str) -> type[Rule] | None:
     """The rule with this exact code, if any."""
     return next((r for r in all_rules() if r.code == code), None)
+
+
+def facts_of(diagnostic: Diagnostic) -> Facts | None:
+    """The typed facts of a stored diagnostic (its rule's ``facts_type`` read back from the stored
+    dict, :meth:`Rule.facts_from`): the boundary where a reader of a diagnostic (the fixes, the
+    docs) turns its facts into attributes. None for an engine-reported NNX0xx diagnostic (whose
+    facts the engine writes, not a rule) or an unknown code."""
+    rule = rule_by_code(diagnostic.code)
+    if rule is None or rule.facts_type is None:
+        return None
+    if diagnostic.proof == UNPROVEN:  # audit mode: the value and why, not the rule's facts
+        return facts_from_dict(UnprovenFacts, diagnostic.facts)
+    return rule.facts_from(diagnostic.facts)
+
+
+def pin_sites(facts: Facts | None) -> list:
+    """The ``pin`` fact of typed facts (the calls that keep graph mode), ``[]`` when the finding
+    has none or its rule declares no such fact."""
+    pin = getattr(facts, "pin", ABSENT)
+    return pin or []
 
 
 def rule_by_symbol(symbol: str) -> type[Rule] | None:

@@ -140,7 +140,7 @@ def _repro_block(d: Diagnostic, program: str) -> str:
     but its string literals may quote analysed text: control characters are escaped."""
     from nnx_lint.escaping import printable, printable_lines
 
-    cell = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
+    cell = f"cell {d.cell}:" if d.cell is not None else ""
     header = f"--- reproduction for {d.code} at {printable(d.path)}:{cell}{d.line} ---"
     return f"{header}\n{printable_lines(program.rstrip())}\n--- end of reproduction ---"
 
@@ -186,7 +186,7 @@ def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
         "facts": facts,
         "fix": fix.to_json() if fix is not None else None,
         "noqa_row": d.line,
-        "cell": d.facts.get("cell"),
+        "cell": d.cell,
         "related": [related_json(r) for r in d.related],
         # Only on unproven findings (audit mode): the value the analysis could not resolve.
         **({"proof": d.proof} if d.proof == UNPROVEN else {}),

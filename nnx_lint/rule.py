@@ -252,7 +252,7 @@ class Rule:
             facts = facts_from_dict(self.facts_type, fields, reported=False)
         elif fields:
             raise TypeError("report() takes a facts instance or fact keywords, not both")
-        self.context.report(self, node, facts.as_dict(), message=message, help=help, related=related)
+        self.context.report(self, node, facts, message=message, help=help, related=related)
 
     def report_unproven(
         self, node: nodes.NodeNG, *, value: str, reason: str, transform: str = ABSENT,
@@ -265,7 +265,7 @@ class Rule:
         if not self.unproven_message:
             raise TypeError(f"{type(self).__name__} declares no unproven_message")
         facts = UnprovenFacts(value=value, reason=reason, transform=transform)
-        self.context.report(self, node, facts.as_dict(), message="unproven: " + self.unproven_message,
+        self.context.report(self, node, facts, message="unproven: " + self.unproven_message,
                             help=_UNPROVEN_HELP.replace("CODE", self.code), related=related, proof=UNPROVEN)
 
     @classmethod
@@ -277,11 +277,12 @@ class Rule:
         return facts_from_dict(cls.facts_type, stored)
 
     @classmethod
-    def reproduce(cls, facts: Mapping[str, Any]) -> Reproduction | str | None:
+    def reproduce(cls, facts: Facts) -> Reproduction | str | None:
         """A minimal program showing this diagnostic's pattern under Tree Mode (``--confirm``).
 
         ``facts`` are the diagnostic's typed facts (:meth:`facts_from`); builders read them
-        as attributes or by key. A rule with a builder overrides this; it may return a
+        as attributes (``facts.transform``; :data:`~nnx_lint.facts.ABSENT` for a fact this
+        finding does not carry). A rule with a builder overrides this; it may return a
         string, the reason this one diagnostic has no reproduction. The base returns None:
         the rule has no builder, and ``no_reproduction_reason`` says why.
         """
@@ -293,17 +294,29 @@ class Rule:
         return getattr(cls.reproduce, "__func__", None) is not Rule.reproduce.__func__
 
     @classmethod
-    def render(cls, facts: Mapping[str, Any], message: str | None = None, help: str | None = None) -> tuple[str, str]:
+    def render(cls, facts: Facts | Mapping[str, Any], message: str | None = None,
+               help: str | None = None) -> tuple[str, str]:
         """The ``(message, help)`` of a diagnostic, formatted from its facts: the one place that does it.
 
+        ``facts`` are the rule's typed facts; an engine-reported rule (NNX0xx, no ``facts_type``)
+        gives its stored facts dict. The templates name facts by their stored keys.
+
         >>> from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
-        >>> message, help = StateAxesPrefix.render({"argument": "in_axes", "transform": "vmap"})
+        >>> facts = StateAxesPrefix.facts_type(filter="nnx.StateAxes(...)", transform="vmap", argument="in_axes",
+        ...                                    position=0, filter_args=[], form="keyword", line_constructed=3)
+        >>> message, help = StateAxesPrefix.render(facts)
         >>> message
         '`nnx.StateAxes` in `in_axes` of `nnx.vmap`: Tree Mode raises ValueError (prefix filters are rejected)'
         """
+        if isinstance(facts, Facts):
+            stored = facts.as_dict()
+        elif cls.facts_type is None:
+            stored = dict(facts)
+        else:
+            raise TypeError(f"{cls.__name__}.render() takes its {cls.facts_type.__name__}, not a dict")
         message_template = message if message is not None else cls.message
         help_template = help if help is not None else cls.help
-        return message_template.format(**facts), help_template.format(**facts)
+        return message_template.format_map(stored), help_template.format_map(stored)
 
     @classmethod
     def generic_help(cls) -> str:

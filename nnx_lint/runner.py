@@ -97,8 +97,9 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str],
         project = shared_project([Path(r) for r in roots])
         module_name, package_root = module_name_for(Path(path))
         project.start_file(path, package_root)
+        # Unproven findings are cached too; the run shows them only in audit mode (run()).
         diagnostics = lint_bytes(data, display, rules, project=project, module_name=module_name,
-                                 target_version=target_version)
+                                 target_version=target_version, strict=True)
         project.end_file()
     except Exception:  # one file's failure is reported for that file; the run goes on
         return [d.to_dict() for d in [_internal_error(display)] if d.code in enabled], {}

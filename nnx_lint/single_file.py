@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from nnx_lint.config import Settings
-from nnx_lint.diagnostic import Diagnostic, shown
+from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.file_config import is_path_excluded, rules_for
 
 #: The reported path when no ``--stdin-filename`` is given (Ruff's convention).
@@ -38,8 +38,8 @@ def lint_text(path: Path | None, data: bytes, settings: Settings) -> list[Diagno
     project = shared_project(settings.analysis_roots())  # the roots a `check` run uses
     project.start_file(str(where), package_root)
     rules = rules_for(settings, where)
-    return shown(lint_bytes(data, display, rules, project=project, module_name=module_name,
-                            target_version=settings.target_version), settings.strict)
+    return lint_bytes(data, display, rules, project=project, module_name=module_name,
+                      target_version=settings.target_version, strict=settings.strict)
 
 
 def read_stdin() -> bytes:

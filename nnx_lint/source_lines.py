@@ -1,7 +1,7 @@
 """The source line a diagnostic points at, read the way the engine read the file.
 
 The baseline fingerprints a finding by its line's code without comments: it needs the
-text behind ``(path, line)`` — for a notebook, the line of the cell (``facts["cell"]``) —
+text behind ``(path, line)`` — for a notebook, the line of the cell (:attr:`~nnx_lint.diagnostic.Diagnostic.cell`) —
 and where that line's comment starts.
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ class SourceLines:
 
     def number_of(self, diagnostic: Diagnostic) -> int:
         """The 1-based line in :attr:`lines` the diagnostic starts on (0 if unknown)."""
-        if "cell" in diagnostic.facts and self._cell_lines:
-            return self._cell_lines.get((diagnostic.facts["cell"], diagnostic.line), 0)
+        if diagnostic.cell is not None and self._cell_lines:
+            return self._cell_lines.get((diagnostic.cell, diagnostic.line), 0)
         return diagnostic.line if 0 < diagnostic.line <= len(self.lines) else 0
 
     def span_of(self, diagnostic: Diagnostic) -> tuple[int, int]:

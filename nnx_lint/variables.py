@@ -590,8 +590,6 @@ def variable_model(context: FileContext) -> VariableModel:
 
 # -- gradient flow ------------------------------------------------------------------------
 
-GRAD_TRANSFORMS = frozenset({"grad", "value_and_grad"})
-
 
 @dataclass
 class GradApplication:

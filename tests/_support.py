@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
@@ -122,3 +123,12 @@ def calls_to_lint(source: str, name: str = "module.py") -> int:
     finally:
         sys.setprofile(None)
     return calls
+
+
+def partial_facts(rule: type[Rule], **given):
+    """``rule``'s typed facts from only some facts (a test's hand-made finding): every other
+    required fact is None, as a reader of the stored dict once read a missing key."""
+    required = {f.name for f in dataclasses.fields(rule.facts_type)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    missing = {key: None for key, name in rule.facts_type.keys_and_fields() if name in required and key not in given}
+    return rule.facts_from({**missing, **given})

@@ -20,6 +20,7 @@ from nnx_lint.confirmation import Confirmation, confirm, judge, run_programs  # 
 from nnx_lint.engine import lint_bytes  # noqa: E402
 from nnx_lint.registry import all_rules  # noqa: E402
 from nnx_lint.rule import Reproduction  # noqa: E402
+from _support import partial_facts  # noqa: E402
 
 CASES = [
     (rule, case, diagnostic)
@@ -177,12 +178,12 @@ def test_a_program_with_stand_ins_confirms_the_pattern_only():
 
     facts = {"transform": "shard_map", "first_position": "args[0]", "second_position": "args[1]",
              "kinds": ["Module", "Module"]}
-    reproduction = DuplicateTransformArgument.reproduce(facts)
+    reproduction = DuplicateTransformArgument.reproduce(partial_facts(DuplicateTransformArgument, **facts))
     assert reproduction.stand_ins == ("`nnx.jit` stands for `nnx.shard_map`",)
     raised = {"status": "raises", "category": "aliasing", "type": "ValueError", "message": "Duplicate Param"}
     status, evidence = judge(reproduction, raised)
     assert status == "pattern-confirmed" and "`nnx.jit` stands for `nnx.shard_map`" in evidence
-    exact = DuplicateTransformArgument.reproduce({**facts, "transform": "jit"})
+    exact = DuplicateTransformArgument.reproduce(partial_facts(DuplicateTransformArgument, **{**facts, "transform": "jit"}))
     assert exact.stand_ins == () and judge(exact, raised)[0] == "confirmed"
     # a program that runs as graph mode would is still suspect, stand-ins or not
     assert judge(reproduction, {"status": "ok", "observation": "ran"})[0] == "not-confirmed"

@@ -53,13 +53,21 @@ def test_every_rule_with_cases_is_covered():
     assert {rule.code for rule, _c, _d in CASES} == {rule.code for rule in REPORTING if rule.INVALID}
 
 
-def test_facts_read_as_attributes_and_as_a_mapping():
+def test_facts_are_read_as_attributes_never_as_a_mapping():
+    """A reader written against the stored dict fails at once (no mapping interface to fall back on)."""
     rule = rule_by_code("NNX201")
     _r, _c, diagnostic = next(c for c in CASES if c[0] is rule)
     facts = rule.facts_from(diagnostic.facts)
-    assert facts.transform == facts["transform"] == facts.get("transform") == "vmap"
-    assert "{argument}".format(**facts) == facts.argument
-    assert rule.render(facts) == rule.render(diagnostic.facts)
+    assert facts.transform == diagnostic.facts["transform"] == "vmap"
+    with pytest.raises(TypeError):
+        facts["transform"]  # noqa: B018 - the read itself is the test
+    with pytest.raises(AttributeError):
+        facts.get("transform")
+    with pytest.raises(TypeError):
+        "{argument}".format(**facts)
+    assert rule.render(facts)[0] == diagnostic.message
+    with pytest.raises(TypeError, match="not a dict"):
+        rule.render(diagnostic.facts)
 
 
 def test_an_absent_fact_is_left_out_and_a_keyword_fact_keeps_its_name():
@@ -70,7 +78,7 @@ def test_an_absent_fact_is_left_out_and_a_keyword_fact_keeps_its_name():
         pin: list = ABSENT
 
     facts = Example(kind="Module", class_="M")
-    assert facts.as_dict() == {"kind": "Module", "class": "M"} and "pin" not in facts
+    assert facts.as_dict() == {"kind": "Module", "class": "M"} and facts.pin is ABSENT
     assert facts_from_dict(Example, {"kind": "Module", "class": "M", "pin": []}).pin == []
 
 
@@ -95,8 +103,8 @@ def test_report_refuses_a_fact_the_rule_does_not_declare():
 
     instance = rule(Context())
     instance.report(object(), what="`nnx.compat.vmap`")
-    assert reported == [{"what": "`nnx.compat.vmap`"}]
+    assert [facts.as_dict() for facts in reported] == [{"what": "`nnx.compat.vmap`"}]
     with pytest.raises(TypeError):
         instance.report(object(), what="x", extra=1)
     instance.report(object(), rule.facts_type(what="y"))
-    assert reported[-1] == {"what": "y"}
+    assert reported[-1] == rule.facts_type(what="y")

@@ -166,3 +166,50 @@ def test_graph_apis_left_out_of_the_alias_table_take_shared_variables():
     layer = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     nnx.to_tree((layer, layer))
     assert nnx.find_duplicates((layer, layer))
+
+
+def _table_names() -> list[tuple[str, str]]:
+    """``(module, name)`` for every dotted flax/jax/optax name the table writes as a string
+    constant (docstrings aside; a prefix such as ``"flax.nnx."`` names its package)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    dotted = re.compile(r"^(flax|jax|optax)\.[A-Za-z_][\w.]*$")
+    found = []
+    for module in (nnx_api, __import__("nnx_lint.flax_layers", fromlist=["_"])):
+        tree = ast.parse(Path(module.__file__).read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        found += [(module.__name__, node.value.rstrip(".")) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and dotted.match(node.value)]
+    return found
+
+
+#: Spellings the table keeps for older flax releases only (``canonical`` maps them to today's).
+_OLD_SPELLINGS = {"flax.experimental.nnx"}
+
+
+def test_the_table_finds_its_names():
+    assert ("nnx_lint.flax_layers", "flax.nnx.BatchNorm") in _table_names()
+    assert ("nnx_lint.nnx_api", "flax.nnx.compat") in _table_names()
+
+
+@pytest.mark.parametrize("name", sorted({name for _module, name in _table_names()} - _OLD_SPELLINGS))
+def test_every_dotted_name_of_the_table_resolves_in_the_installed_flax(name):
+    """Each dotted name the table writes is a module, or an attribute of one, in the installed
+    flax/jax/optax (importlib, then getattr down the rest of the path)."""
+    import importlib
+
+    parts = name.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            value = getattr(value, attribute)  # AttributeError: flax no longer has this name
+        return
+    pytest.fail(f"{name}: no importable prefix")

@@ -51,7 +51,7 @@ def test_the_guard_refuses_a_builder_that_pastes_a_fact(monkeypatch):
     """Defence in depth: a builder bug that pastes fact text gives no reproduction, never a run."""
 
     def pasting(cls, facts):
-        return Reproduction(f"m = {facts['second_path']}\nreturn 'ran'\n", expect_error="aliasing")
+        return Reproduction(f"m = {facts.second_path}\nreturn 'ran'\n", expect_error="aliasing")
 
     monkeypatch.setattr(AliasedAttribute, "reproduce", classmethod(pasting))
     facts = {**_ALIAS_FACTS, "second_path": "0; __import__('os').system('id')"}
@@ -64,7 +64,7 @@ def test_the_guard_refuses_a_builder_that_pastes_a_fact(monkeypatch):
 
 def test_the_guard_refuses_a_paste_of_a_piece_of_a_key(monkeypatch):
     def pasting_key(cls, facts):
-        key = facts["second_path"][2:-2]  # ['...'] -> ...
+        key = facts.second_path[2:-2]  # ['...'] -> ...
         return Reproduction(f"self_{key} = 1\nreturn 'ran'\n", expect_error="aliasing")
 
     monkeypatch.setattr(AliasedAttribute, "reproduce", classmethod(pasting_key))
@@ -74,7 +74,7 @@ def test_the_guard_refuses_a_paste_of_a_piece_of_a_key(monkeypatch):
 
 def test_the_guard_refuses_a_fact_in_a_comment(monkeypatch):
     def commenting(cls, facts):
-        return Reproduction(f"# found: {facts['used_with']}\nreturn 'ran'\n", expect_error="aliasing")
+        return Reproduction(f"# found: {facts.used_with}\nreturn 'ran'\n", expect_error="aliasing")
 
     monkeypatch.setattr(AliasedAttribute, "reproduce", classmethod(commenting))
     facts = {**_ALIAS_FACTS, "used_with": "jit\nimport os"}

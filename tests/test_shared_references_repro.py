@@ -21,6 +21,7 @@ from checkers.shared_references.nnx106_transform_builds_from_input import Transf
 from checkers.shared_references.nnx107_argument_holds_argument import ArgumentHoldsArgument  # noqa: E402
 from checkers.shared_references.nnx108_tied_model_in_loop import TiedModelInLoop  # noqa: E402
 from nnx_lint.confirmation import judge, run_programs  # noqa: E402
+from _support import partial_facts  # noqa: E402
 
 VARIANTS = [
     (AliasedAttribute, {"class_name": "M", "first_path": "z", "second_path": "a.b", "kind": "Module",
@@ -71,7 +72,7 @@ VARIANTS = [
     (TiedModelInLoop, {"transform": "fori_loop", "class_name": None, "first_path": "init_val[0]",
                        "second_path": "init_val[2]", "kind": "Module", "first_part": "", "second_part": "enc"}),
 ]
-REPRODUCTIONS = [rule.reproduce(facts) for rule, facts in VARIANTS]
+REPRODUCTIONS = [rule.reproduce(partial_facts(rule, **facts)) for rule, facts in VARIANTS]
 IDS = [f"{rule.code}-{i}" for i, (rule, _facts) in enumerate(VARIANTS)]
 MAIN = [r.program() for r in REPRODUCTIONS]
 CONTROLS = [r.program(r.control) for r in REPRODUCTIONS]

@@ -98,6 +98,6 @@ def test_unproven_findings_have_no_reproduction():
     from nnx_lint.engine import lint_bytes
     from nnx_lint.registry import all_rules
 
-    found = [d for d in lint_bytes(SOURCE.encode(), "train.py", all_rules()) if d.proof == "unproven"]
+    found = [d for d in lint_bytes(SOURCE.encode(), "train.py", all_rules(), strict=True) if d.proof == "unproven"]
     assert len(found) == 2
     assert all(str(reproduction_for(d)).startswith("unproven: ") for d in found)

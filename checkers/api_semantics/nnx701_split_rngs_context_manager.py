@@ -114,13 +114,13 @@ class SplitRngsContextManager(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """``with nnx.split_rngs(rngs, splits=4):`` around a vmapped init (Tree Mode: the
         result is an ``Rngs``, not a context manager). For ``restore_rngs``, the code between
         the split and the restore relies on the in-place split: the vmapped init gets the
         unsplit ``rngs`` (Tree Mode: a rank error). The control passes the returned value on."""
-        note = FORK_NOTE if facts.get("api") == "fork_rngs" else ""
-        if facts.get("form") == "restore_rngs":
+        note = FORK_NOTE if facts.api == "fork_rngs" else ""
+        if facts.form == "restore_rngs":
             main = _CREATE + note + _code("""
                 backups = nnx.split_rngs(rngs, splits=4)  # graph mode: splits `rngs` in place
                 model = create(rngs)  # ... then `nnx.restore_rngs(backups)`

@@ -77,10 +77,10 @@ class SplitRngsResultDiscarded(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The split with its result discarded; the observation is the shape of the
         ``params`` key of the same ``rngs`` afterwards. The control keeps the result."""
-        note = FORK_NOTE if facts.get("api") == "fork_rngs" else ""
+        note = FORK_NOTE if facts.api == "fork_rngs" else ""
         main = "rngs = nnx.Rngs(0)\n" + note + "nnx.split_rngs(rngs, splits=4)  # result discarded\n" + \
             "return list(rngs.params.key.shape)\n"
         control = "rngs = nnx.Rngs(0)\nrngs = nnx.split_rngs(rngs, splits=4)\nreturn list(rngs.params.key.shape)\n"

@@ -119,15 +119,15 @@ class KeywordArgumentsToTransformedFunction(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The flagged transform called with the flagged number of positional arguments and
         the rest by keyword (``variant``): ``vmap`` with tuple ``in_axes`` and ``scan`` raise,
         ``grad`` cannot reach a keyword-passed differentiated argument, and ``vmap`` with
         ``in_axes=None`` / a non-zero axis silently maps the keyword over axis 0 (the
         observation is the output shape). The control passes everything positionally."""
-        variant = facts.get("variant") or ("scan" if facts.get("transform") == "scan" else "vmap-tuple")
+        variant = facts.variant or ("scan" if facts.transform == "scan" else "vmap-tuple")
         note = "# found: nnx.pmap; vmap applies the same argument rules on one CPU device\n" \
-            if facts.get("transform") == "pmap" else ""
+            if facts.transform == "pmap" else ""
         if variant == "scan":
             setup = "xs = jnp.ones((3, 3))\nscanned = nnx.scan(lambda c, xs: (c + xs.sum(), None), " \
                     "in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))\n"
@@ -135,7 +135,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             control = setup + "return list(scanned(jnp.zeros(()), xs)[0].shape)\n"
             return Reproduction(note + main, expect_error="other:TypeError", control=control)
         if variant in ("vmap-broadcast", "vmap-axis"):
-            axis = facts.get("in_axes") if isinstance(facts.get("in_axes"), int) else None
+            axis = facts.in_axes if isinstance(facts.in_axes, int) else None
             options = "in_axes=None, axis_size=3" if axis is None else f"in_axes={axis}"
             setup = f"xs = jnp.ones((3, 4))\nf = nnx.vmap(lambda x: x, {options})\n"
             tree = [3, 4]
@@ -143,8 +143,8 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return Reproduction(note + setup + "return list(f(x=xs).shape)\n", expect_tree=tree, expect_graph=graph,
                                 control=setup + "return list(f(xs).shape)\n")
         if variant == "grad":
-            argnums = [a for a in facts.get("argnums") or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
-            given = bounded_index(facts.get("positional") or 0, "the positional count", 6)
+            argnums = [a for a in facts.argnums or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
+            given = bounded_index(facts.positional or 0, "the positional count", 6)
             count = max(max(argnums) + 1, 2, given + 1)
             positional = min(given, count - 1)
             names = ["m"] + [f"x{i}" for i in range(1, count)]
@@ -153,15 +153,15 @@ class KeywordArgumentsToTransformedFunction(Rule):
             values = ["model"] + ["jnp.ones((1, 2))"] * (count - 1)
             call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
             argnums_text = "" if argnums == [0] else f", argnums={tuple(argnums) if len(argnums) > 1 else argnums[0]}"
-            transform = "value_and_grad" if facts.get("transform") == "value_and_grad" else "grad"
+            transform = "value_and_grad" if facts.transform == "value_and_grad" else "grad"
             setup = "model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n" + loss + \
                 f"g = nnx.{transform}(loss{argnums_text})\n"
             main = setup + f"g({', '.join(call_args)})\nreturn 'differentiated'\n"
             control = setup + f"g({', '.join(values)})\nreturn 'differentiated'\n"
             return Reproduction(main, expect_error="other:TypeError", control=control)
-        length = facts.get("in_axes_length") if isinstance(facts.get("in_axes_length"), int) else 2
+        length = facts.in_axes_length if isinstance(facts.in_axes_length, int) else 2
         length = min(max(length, 2), 6)
-        positional = min(bounded_index(facts.get("positional") or 0, "the positional count"), length - 1)
+        positional = min(bounded_index(facts.positional or 0, "the positional count"), length - 1)
         names = ["m"] + [f"x{i}" for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
         body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])

@@ -8,6 +8,7 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
+    GRAD_TRANSFORMS,
     GRAPH_APIS,
     TRANSFORMS,
     WALKING_METHODS,
@@ -68,7 +69,7 @@ def _passed_through(transform: str, keywords: dict, position: int) -> bool:
         static = keywords.get("static_argnums")
         static = [static] if isinstance(static, int) else (static or [])
         return position in static
-    if transform in ("grad", "value_and_grad"):
+    if transform in GRAD_TRANSFORMS:
         argnums = keywords.get("argnums", 0)
         argnums = [argnums] if isinstance(argnums, int) else argnums
         return isinstance(argnums, list) and position not in argnums
@@ -341,7 +342,7 @@ class NotPytreeObjectInNNXAPI(Rule):
                           "eval_shape": ()}
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The flagged class stands in as a ``pytree=False`` Module (``Legacy``) and is passed
         where the finding passes it: to the flagged graph API (``function``; an API the two
         Tree Mode implementations do not share is reproduced with ``nnx.split``, noted in the
@@ -357,14 +358,14 @@ class NotPytreeObjectInNNXAPI(Rule):
         # Notes name only what is known: the class if it is a plain name, the API or
         # transform if it is one of flax's (the facts are the analysed code's text).
         note, stand_ins = "", []
-        if facts.get("reason") and "pytree=False" not in str(facts.get("reason")):
+        if facts.reason and "pytree=False" not in str(facts.reason):
             subclass = next((f"a subclass of {base}" for base in ("nnx.bridge.Module", "nnx.Object")
-                             if base in str(facts["reason"])), "a Pytree subclass")
-            note = (f"# found: {identifier_or(facts.get('class_name'), 'a class')} ({subclass}); such "
+                             if base in str(facts.reason)), "a Pytree subclass")
+            note = (f"# found: {identifier_or(facts.class_name, 'a class')} ({subclass}); such "
                     "classes are Pytrees with pytree=False, reproduced here directly\n")
-        transform = facts.get("transform")
+        transform = facts.transform
         if transform is None:
-            function = facts.get("function")
+            function = facts.function
             use = cls._SHARED_GRAPH_APIS.get(function)
             if use is None:
                 found = f"nnx.{function}" if function in GRAPH_APIS else "another graph API"
@@ -378,12 +379,12 @@ class NotPytreeObjectInNNXAPI(Rule):
                 note += f"# found: {found}; nnx.jit traces its arguments the same way\n"
                 stand_ins.append(f"`nnx.jit` stands for {found}")
                 transform = "jit"
-            keywords = {k: v for k, v in (facts.get("transform_keywords") or {}).items()
+            keywords = {k: v for k, v in (facts.transform_keywords or {}).items()
                         if k in cls._SHARED_TRANSFORMS[transform]}
             if transform == "vmap" and keywords.get("in_axes", 0) is None:
                 keywords["axis_size"] = 2
-            position = bounded_index(facts.get("position") or 0, "the argument position")
-            n_args = max(bounded_index(facts.get("n_args") or 1, "the argument count"), position + 1)
+            position = bounded_index(facts.position or 0, "the argument position")
+            n_args = max(bounded_index(facts.n_args or 1, "the argument count"), position + 1)
             args = ", ".join("m" if i == position else "x" for i in range(n_args))
             kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
             if transform == "eval_shape":
@@ -400,7 +401,7 @@ class NotPytreeObjectInNNXAPI(Rule):
                 def __call__(self, x):
                     return x * self.w[...]
             """)
-        if facts.get("part"):  # the non-pytree object is a part of the argument
+        if facts.part:  # the non-pytree object is a part of the argument
             model = model.format(name="Part", pytree="{pytree}") + textwrap.dedent("""\
 
                 class Model(nnx.Module):

@@ -89,12 +89,12 @@ class ScalarInDataContainer(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A Param next to the flagged scalar in ``nnx.data((...))``, read under ``nnx.jit``:
         an int used as a shape raises (it is a traced leaf); a float/bool is silently traced
         (the observation is whether the jitted code saw a Python scalar); a string cannot be
         a leaf at all. The control keeps the scalar in a plain (static) attribute."""
-        values = facts.get("scalar_values") or [2]
+        values = facts.scalar_values or [2]
         value = values[0]
         scalar = literal(value)  # a literal of the analysed code: only ever repr'd plain data
 

@@ -146,8 +146,8 @@ class IgnoredGraphOption(Rule):
         rewrite, `jax.tree.map` over the Module with Variables as leaves."""
         model = "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))"
         # tree_runtime has no flatten/unflatten: merge is the same Tree Mode unflatten
-        stand_ins = ("`nnx.merge` stands for `nnx.unflatten`",) if facts["api"] == "nnx.unflatten" else ()
-        if facts["api"] in ("nnx.merge", "nnx.unflatten"):
+        stand_ins = ("`nnx.merge` stands for `nnx.unflatten`",) if facts.api == "nnx.unflatten" else ()
+        if facts.api in ("nnx.merge", "nnx.unflatten"):
             call = ("graphdef, state = nnx.split(model)\n"
                     "new = nnx.merge(graphdef, nnx.to_pure_dict(state), recreate_variables=False)")
         else:

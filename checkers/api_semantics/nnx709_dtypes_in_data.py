@@ -95,7 +95,7 @@ class DtypesInData(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A Module holding ``nnx.data({"w": jnp.float32})`` next to a Param, passed to
         ``nnx.jit``; the control stores the same dict as a plain attribute."""
 

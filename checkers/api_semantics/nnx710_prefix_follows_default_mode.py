@@ -200,12 +200,12 @@ class PrefixFollowsDefaultMode(Rule):
         return self._prefix_call(values[0], depth + 1) if len(values) == 1 else None
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A Linear's prefix made without `graph=` and read as a `TreeState` (`.state`); the control
         is the Tree Mode reading (`.kernel`). For a prefix given to a pinned transform the same read
         shows the Module-shaped prefix the transform rejects: tree_runtime has no graph mode to pin."""
         model = "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\naxes = nnx.prefix(model, {nnx.Param: 0, ...: None})"
-        stand_ins = () if facts["use"].startswith("read") else (
+        stand_ins = () if facts.use.startswith("read") else (
             "reading `.state` stands for the transform pinned to `graph=True`",)
         return Reproduction(f"{model}\nreturn axes.state['kernel']\n", expect_error="other:AttributeError",
                             control=f"{model}\nreturn axes.kernel\n", stand_ins=stand_ins)

@@ -81,7 +81,7 @@ class CustomVjpOldCotangent(Rule):
             )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """r40: an ``nnx.custom_vjp`` with a scalar output whose bwd unpacks ``g`` the graph-mode way.
 
         Variants by facts: the destructuring (nested ``(m_updates_g, ...), out_g = g`` or
@@ -92,7 +92,7 @@ class CustomVjpOldCotangent(Rule):
         FLIP bwd (its Tree Mode rewrite), ``g`` used directly and a Module-typed tangent.
         """
         others = other_arguments(facts, 0)
-        nested = str(facts.get("destructuring") or "").startswith("((")
+        nested = str(facts.destructuring or "").startswith("((")
         if nested:
             unpack = "(m_updates_g, " + "".join("_, " for _ in others) + "), out_g = g"
         else:

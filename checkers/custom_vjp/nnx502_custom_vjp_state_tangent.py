@@ -110,7 +110,7 @@ class CustomVjpStateTangent(Rule):
                 )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """r41: a bwd that reads ``g`` either way but returns an ``nnx.State`` tangent for a Module.
 
         Variants by facts: how the tangent is a State (``tangent``: ``nnx.clone(nnx.state(m))``,
@@ -123,10 +123,10 @@ class CustomVjpStateTangent(Rule):
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
         bwd returning a Module-typed tangent (its Tree Mode rewrite).
         """
-        index = (bounded_index(facts.get("tangent_index"), "the tangent index")
-                 if isinstance(facts.get("tangent_index"), int) else 0)
+        index = (bounded_index(facts.tangent_index, "the tangent index")
+                 if isinstance(facts.tangent_index, int) else 0)
         others = other_arguments(facts, index)
-        tangent = str(facts.get("tangent") or "")
+        tangent = str(facts.tangent or "")
         if "split" in tangent:
             build = "_, m_g = nnx.split(m)\n                m_g = jax.tree.map(jnp.zeros_like, m_g)"
         elif tangent.startswith("jax.tree.map"):

@@ -98,7 +98,7 @@ class CustomVjpVariableUpdate(Rule):
                 )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """r42/r43: a Variable updated inside the custom_vjp function; the loss reads the update.
 
         ``f(m)`` doubles ``m.x`` (with the flagged write form: ``[...] =``, ``[...] +=``,
@@ -119,7 +119,7 @@ class CustomVjpVariableUpdate(Rule):
         custom_vjp function, into the loss before calling ``f`` (the fix the message
         suggests); its gradient ``2 (cos(2) + 1)`` includes the update's cotangent.
         """
-        write = str(facts.get("write") or "")
+        write = str(facts.write or "")
         if ".set_value" in write:
             update = "m.x.set_value(m.x[...] * 2.0)"
         elif ".value" in write:
@@ -128,7 +128,7 @@ class CustomVjpVariableUpdate(Rule):
             update = "m.x[...] += m.x[...]"
         else:
             update = "m.x[...] = m.x[...] * 2.0"
-        in_fwd = facts.get("role") == "fwd"
+        in_fwd = facts.role == "fwd"
         primal_write = "" if in_fwd else f"\n    {update}  # the flagged update"
         fwd_write = f"\n    {update}  # the flagged update" if in_fwd else ""
         others: list[str] = []  # the Module alone: the update is what matters

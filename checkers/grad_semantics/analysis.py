@@ -11,6 +11,7 @@ from astroid import nodes
 from nnx_lint.api import (
     ABSENT,
     CONTAINER_MODULES,
+    GRAD_TRANSFORMS,
     NNX,
     NNX_MODULE_BASES,
     OPTIMIZER_CLASSES,
@@ -287,7 +288,7 @@ class _Analysis:
         if found is None:
             return None
         transform, function, keeps = found
-        if transform.name not in ("grad", "value_and_grad"):
+        if transform.name not in GRAD_TRANSFORMS:
             return None
         args, keywords = transform.args, transform.keywords
         if isinstance(function, nodes.FunctionDef) and function.decorators \

@@ -15,7 +15,9 @@ from checkers.grad_semantics.analysis import (
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
 from nnx_lint.api import (
+    GRAD_TRANSFORMS,
     NON_DIFFERENTIABLE,
+    Facts,
     Invalid,
     Reproduction,
     Rule,
@@ -146,7 +148,7 @@ class GradOverNonFloatState(Rule):
                                      transform=application.transform, related=grad_sites(application))
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The flagged application on a Linear plus the non-float state the facts name.
 
         Variants by facts: the holding's category (``rng``: a ``Dropout`` with stored
@@ -156,16 +158,16 @@ class GradOverNonFloatState(Rule):
         differentiated positions get float arrays). Control: the FLIP recipe, split by
         ``nnx.Param`` and differentiate ``(params, rest)``.
         """
-        transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
-        categories = {h.get("category") for h in facts.get("non_float") or []}
-        types = [h.get("type") for h in facts.get("non_float") or [] if h.get("category") == "integer"]
+        transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
+        categories = {h.get("category") for h in facts.non_float or []}
+        types = [h.get("type") for h in facts.non_float or [] if h.get("category") == "integer"]
         if "rng" in categories or not types:
             holding, call = "self.drop = nnx.Dropout(0.5, rngs=rngs)", "self.drop(self.lin(x))"
         else:
             variable = types[0] if types[0] in SHARED_VARIABLE_TYPES else "Variable"
             holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
-        position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
-        argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+        position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+        argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
                    if isinstance(a, int)] or [position]
         count = max(argnums + [position]) + 1
         parameters = ", ".join(f"a{i}" for i in range(count))
@@ -175,11 +177,11 @@ class GradOverNonFloatState(Rule):
             """``(arguments, loss value)``: ``model`` at the position, called as ``called``."""
             value = f"jnp.sum({called}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
             return (", ".join(model if i == position else "x" for i in range(count)),
-                    f"({value}, 0.0)" if facts.get("has_aux") else value)
+                    f"({value}, 0.0)" if facts.has_aux else value)
 
         arguments, value = differentiated("model", f"a{position}")
         fixed_arguments, fixed_value = differentiated("params", f"nnx.merge(graphdef, a{position}, rest)")
-        aux = ", has_aux=True" if facts.get("has_aux") else ""
+        aux = ", has_aux=True" if facts.has_aux else ""
         model = f"""
             class Model(nnx.Module):
                 def __init__(self, rngs):

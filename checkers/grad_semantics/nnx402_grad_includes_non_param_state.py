@@ -14,8 +14,19 @@ from checkers.grad_semantics.analysis import (
     holding_facts,
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
-from nnx_lint.api import (FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Invalid, Reproduction, Rule, Valid, differs,
-                         filled)
+from nnx_lint.api import (
+    ABSENT,
+    FLOAT_STATE,
+    NON_DIFFERENTIABLE,
+    UNKNOWN_DTYPE,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    differs,
+    filled,
+)
 
 
 #: Of those, the ones that only change when a non-Param leaf has a non-zero gradient
@@ -38,6 +49,10 @@ class GradIncludesNonParamStateFacts(DifferentiatedArgumentFacts):
     non_param: list
     gradient_via: list
     application_line: int
+    #: Never carried by an NNX402 finding: declared so the shared reproduction builder
+    #: (:func:`~checkers.grad_semantics.reproduction.grad_application_code`) reads them as ABSENT.
+    has_aux: bool = ABSENT
+    argnums_is_tuple: bool = ABSENT
 
 
 class GradIncludesNonParamState(Rule):
@@ -122,7 +137,7 @@ class GradIncludesNonParamState(Rule):
             )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A Module with one Param and one non-Param float Variable, reduced by the flagged consumer.
 
         The values are explicit (``w = 1``, the non-Param Variable ``= 0``), so the numbers do
@@ -138,7 +153,7 @@ class GradIncludesNonParamState(Rule):
         mode: Params only (norm 11.314, 1 leaf, size 2). Control: the consumer over
         ``nnx.state(grads, nnx.Param)``.
         """
-        holdings = facts.get("non_param") or [{}]
+        holdings = facts.non_param or [{}]
         read = [h for h in holdings if h.get("read_in_forward")]
         holding = (read or holdings)[0]
         variable_type = holding.get("type")
@@ -147,7 +162,7 @@ class GradIncludesNonParamState(Rule):
         else:
             stat = f"nnx.{variable_type if variable_type in SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
         forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
-        consumer = facts.get("consumer") or "optax.global_norm"
+        consumer = facts.consumer or "optax.global_norm"
         if consumer in ("jax.tree.reduce", "jax.tree_util.tree_reduce"):
             observe = "round(float(jnp.sqrt(jax.tree.reduce(lambda a, g: a + jnp.sum(g ** 2), G, 0.0))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)

@@ -14,7 +14,7 @@ from checkers.grad_semantics.analysis import (
     grad_sites,
 )
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import ABSENT, TREE_MAPS, Invalid, Reproduction, Rule, Valid, filled, identifier_or, raises
+from nnx_lint.api import ABSENT, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, filled, identifier_or, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +117,7 @@ class GradsUsedAsState(Rule):
             )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction | str:
+    def reproduce(cls, facts: Facts) -> Reproduction | str:
         """A Module gradient used as a State in the flagged way (the graph-mode habit).
 
         Variants by facts: ``usage_kind`` (``subscript`` with the flagged string key as the
@@ -134,12 +134,12 @@ class GradsUsedAsState(Rule):
         ``nnx.to_flat_state``, ``nnx.merge``, ...) have no shared reproduction: the builder
         returns the reason instead.
         """
-        kind = facts.get("usage_kind")
-        key = identifier_or(facts.get("key"), "linear")
+        kind = facts.usage_kind
+        key = identifier_or(facts.key, "linear")
         if kind == "subscript":
             use, expected = f"G[{key!r}]", "not-subscriptable"
         elif kind == "method":
-            method = facts.get("method")
+            method = facts.method
             if method not in _METHOD_CALLS:
                 return (f"`State.{method}()` is not a method both Tree Mode implementations' States provide "
                         "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles")
@@ -148,22 +148,22 @@ class GradsUsedAsState(Rule):
             use, expected = "[path for path in G]", "other:TypeError"
         elif kind == "membership":
             use, expected = f"{key!r} in G", "other:TypeError"
-        elif kind == "function" and facts.get("function") in _FUNCTION_CALLS:
-            use, expected = _FUNCTION_CALLS[facts["function"]]
+        elif kind == "function" and facts.function in _FUNCTION_CALLS:
+            use, expected = _FUNCTION_CALLS[facts.function]
         elif kind == "optimizer-extra-argument":
-            if facts.get("keyword") != "grad":
-                return (f"`{facts.get('usage')}`: optax's linesearches read the extra argument `grad`; what reads "
-                        f"`{facts.get('keyword')}` is not known, so no program can show the failure")
+            if facts.keyword != "grad":
+                return (f"`{facts.usage}`: optax's linesearches read the extra argument `grad`; what reads "
+                        f"`{facts.keyword}` is not known, so no program can show the failure")
             use, expected = ("nnx.Optimizer(model, optax.lbfgs(0.1), wrt=nnx.Param).update(model, G, grad=G, "
                              "value=jnp.sum(model(x)), value_fn=lambda p: jnp.sum(nnx.merge(nnx.graphdef(model), p)(x)))",
                              "tree-structure")
         elif kind == "tree-map":
             use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
-        elif facts.get("function") in _RUNTIME_LACKS:
-            return (f"`{facts.get('usage')}`: tree_runtime has no `{facts.get('function')}`, so no program "
+        elif facts.function in _RUNTIME_LACKS:
+            return (f"`{facts.usage}`: tree_runtime has no `{facts.function}`, so no program "
                     "can run under both Tree Mode implementations")
         else:
-            return (f"`{facts.get('usage')}` raises in both Tree Mode implementations, but with different "
+            return (f"`{facts.usage}` raises in both Tree Mode implementations, but with different "
                     "exception types (no shared error category), so no reproduction can be confirmed by both")
         imports = "import optax\n" if kind == "optimizer-extra-argument" else ""
         program = f"""

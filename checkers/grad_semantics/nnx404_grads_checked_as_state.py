@@ -8,7 +8,7 @@ from astroid import nodes
 from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, grad_analysis, grad_sites,
                                               tree_mode_value)
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import Invalid, Reproduction, Rule, Valid, clipped, differs, filled
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, clipped, differs, filled
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +108,7 @@ class GradsCheckedAsState(Rule):
             )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The gradient of a Module (or of the flagged container) checked against ``nnx.State``.
 
         Variants by facts: the ``test`` (``isinstance`` and the ``unittest`` assertions observe
@@ -119,11 +119,11 @@ class GradsCheckedAsState(Rule):
         observes ``tree_mode_value`` (False for ``isinstance``), graph mode the opposite.
         Control: the same check of ``nnx.state(grads, nnx.Param)``, a State in both modes.
         """
-        test = facts.get("test")
+        test = facts.test
         observe = {"type-is": "type(G) is nnx.State", "type-is-not": "type(G) is not nnx.State"}.get(
             test, "isinstance(G, nnx.State)")
         tree = tree_mode_value(test)
-        container = facts.get("class_qualified_name")
+        container = facts.class_qualified_name
         if container == "flax.nnx.Dict":
             model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ {m}['w'][...])"
         elif container == "flax.nnx.List":

@@ -1,19 +1,19 @@
 """Reproduction builders and program pieces shared by several grad semantics rules."""
 from __future__ import annotations
 
-from nnx_lint.api import bounded_index
+from nnx_lint.api import GRAD_TRANSFORMS, Facts, bounded_index
 
 
-def grad_application_code(facts: dict, forward: str) -> str:
+def grad_application_code(facts: Facts, forward: str) -> str:
     """Reproduction code that applies the flagged transform and binds ``grads``.
 
     Uses the facts' ``transform``, ``has_aux``, ``argnums`` (int or tuple) and the
     differentiated ``position``; ``model`` and ``x`` must exist, the other differentiated
     positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
     """
-    transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
-    position = bounded_index(facts.get("position") if isinstance(facts.get("position"), int) else 0, "the position")
-    argnums = [bounded_index(a, "argnums") for a in facts.get("argnums") or [position]
+    transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
+    position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+    argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
                if isinstance(a, int)] or [position]
     if position not in argnums:
         argnums = [position]
@@ -21,9 +21,9 @@ def grad_application_code(facts: dict, forward: str) -> str:
     arguments = ", ".join("model" if i == position else "x" for i in range(count))
     parameters = ", ".join(f"a{i}" for i in range(count))
     value = forward.format(m=f"a{position}") + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
-    tuple_argnums = bool(facts.get("argnums_is_tuple")) or len(argnums) > 1
+    tuple_argnums = bool(facts.argnums_is_tuple) or len(argnums) > 1
     argnums_text = repr(tuple(argnums)) if tuple_argnums else repr(argnums[0])
-    has_aux = bool(facts.get("has_aux"))
+    has_aux = bool(facts.has_aux)
     if has_aux:
         value = f"({value}, 0.0)"
     result = "grads"

@@ -4,6 +4,7 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.api import (
+    GRAD_TRANSFORMS,
     NNXCall,
     Reach,
     entry_pin_target,
@@ -74,7 +75,7 @@ def grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
     uses = []
     for call in nodes_of_class(diffstate.root(), nodes.Call):
         found = context.nnx_call(call)
-        if found is None or found.name not in ("grad", "value_and_grad") or "argnums" not in found.keywords:
+        if found is None or found.name not in GRAD_TRANSFORMS or "argnums" not in found.keywords:
             continue
         if any(e is diffstate for e, _ in expressions_within(found.keywords["argnums"])):
             uses.append(found)

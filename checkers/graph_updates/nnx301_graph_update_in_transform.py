@@ -14,6 +14,7 @@ from nnx_lint.api import (
     ABSENT,
     CONTAINER_KINDS,
     DATA_CONTAINER,
+    Facts,
     Invalid,
     Reach,
     Reproduction,
@@ -31,9 +32,9 @@ from nnx_lint.api import (
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"})
 
 
-def _attribute(facts: dict, default: str) -> str:
+def _attribute(facts: Facts, default: str) -> str:
     """The flagged attribute name, when it can be used in a generated program."""
-    name = facts.get("attribute")
+    name = facts.attribute
     if is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
         return name
     return default
@@ -326,23 +327,23 @@ class GraphUpdateInTransform(TransformedCodeRule):
     }
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction | str:
+    def reproduce(cls, facts: Facts) -> Reproduction | str:
         """The flagged kind of change (``change_kind``) on the flagged attribute, made under the
         flagged transform (in a method when the finding was reached through calls); the
         observation is the caller's attribute afterwards. The control makes the same change
         the Tree Mode way (outside the transform, or as a Variable value write). The lazy
         initialisation of an ``nnx.bridge.ToNNX`` has no reproduction: it wraps a Linen module,
         and tree_runtime has no Linen bridge."""
-        kind = facts.get("change_kind") or "assign"
+        kind = facts.change_kind or "assign"
         if kind == "lazy-init":
             return ("`nnx.bridge.ToNNX` wraps a Linen module; tree_runtime has no Linen bridge, so no program "
                     "runs under both Tree Mode implementations (the fixture runs it with flax in both modes)")
-        setter = (facts.get("change") or "").startswith(("Setting", "Deleting")) and "`" not in (facts.get("change") or "")
+        setter = (facts.change or "").startswith(("Setting", "Deleting")) and "`" not in (facts.change or "")
         attr = _attribute(facts, {"augment": "count", "add-attribute": "extra", "assign-variable": "extra",
                                   "rebind-variable": "w2", "rebind-container": "tags", "container-mutation": "layers",
                                   "container-item": "layers"}.get(kind, "training"))
         one_linear = "nnx.List([nnx.Linear(2, 2, rngs=nnx.Rngs(0))])"
-        op = facts.get("op") if facts.get("op") in ("+=", "-=", "*=") else "+="
+        op = facts.op if facts.op in ("+=", "-=", "*=") else "+="
         graph_count = {"+=": 3, "-=": -1, "*=": 2}[op]
         control_change = None
         if kind == "augment":
@@ -350,7 +351,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
             observe, tree, graph = "m.ATTR", 1, graph_count
             control_init, control_change = "nnx.Variable(jnp.array(1))", f"OBJ.ATTR[...] {op} 2"
             control_observe = "int(m.ATTR[...])"
-        elif kind == "rebind-variable" and facts.get("op"):
+        elif kind == "rebind-variable" and facts.op:
             # `m.v += 1` on a Variable: flax 0.12.8 raises in graph mode too (no in-place Variable ops)
             init, change = "nnx.Param(jnp.ones(2))", f"OBJ.ATTR {op} 1"
             observe = "list(m.ATTR.shape)"
@@ -368,20 +369,20 @@ class GraphUpdateInTransform(TransformedCodeRule):
         elif kind == "delete":
             init, change = "True", "delattr(OBJ, 'ATTR')" if setter else "del OBJ.ATTR"
             observe, tree, graph = "hasattr(m, 'ATTR')", True, False
-        elif kind == "rebind-container" or (kind == "assign" and facts.get("value_shape") in ("tuple", "list")):
+        elif kind == "rebind-container" or (kind == "assign" and facts.value_shape in ("tuple", "list")):
             init, change = "('a',)", "OBJ.ATTR = OBJ.ATTR + ('b',)"
             observe, tree, graph = "list(m.ATTR)", ["a"], ["a", "b"]
-        elif kind == "container-mutation" and facts.get("method") in cls._DICT_CHANGES:
+        elif kind == "container-mutation" and facts.method in cls._DICT_CHANGES:
             init = "nnx.Dict({'a': nnx.Linear(2, 2, rngs=nnx.Rngs(0))})"
-            change = cls._DICT_CHANGES[facts["method"]]
+            change = cls._DICT_CHANGES[facts.method]
             observe, tree = "sorted(m.ATTR)", ["a"]
-            graph = [] if facts["method"] == "popitem" else ["a", "b"]
+            graph = [] if facts.method == "popitem" else ["a", "b"]
         elif kind == "container-mutation":
-            method = facts.get("method") if facts.get("method") in cls._LIST_CHANGES else "append"
+            method = facts.method if facts.method in cls._LIST_CHANGES else "append"
             init, change = one_linear, cls._LIST_CHANGES[method]
             observe, tree = "len(m.ATTR)", 1
             graph = 2 if method in ("append", "extend", "insert") else 0
-        elif kind == "container-item" and facts.get("statement") == "delete":
+        elif kind == "container-item" and facts.statement == "delete":
             init, change = one_linear, "del OBJ.ATTR[0]"
             observe, tree, graph = "len(m.ATTR)", 1, 0
         elif kind == "container-item":
@@ -393,9 +394,9 @@ class GraphUpdateInTransform(TransformedCodeRule):
             observe, tree, graph = "m.ATTR", True, False
         if control_change is None:  # the rewrite: the same change outside the transform, which only reads
             control_init, control_observe = init, observe
-        in_method = len(facts.get("call_chain") or []) > 1
+        in_method = len(facts.call_chain or []) > 1
 
-        def program(init_value, change_text, observation, outside=False, transform=facts.get("transform")):
+        def program(init_value, change_text, observation, outside=False, transform=facts.transform):
             # built on syntax trees: the placeholders OBJ and ATTR are whole names, so no other
             # name changes with them (an attribute `OBJECTS` stays `OBJECTS`)
             names = {"ATTR": attr}

@@ -169,16 +169,16 @@ class SowPopAcrossTransform(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A module that sows (or perturbs) in ``__call__``, run once through the flagged
         transform, then ``nnx.pop``/``nnx.state`` of the collection: the observation is the
         names found. The control captures inside the transform with ``nnx.capture``."""
-        collection = "Perturbation" if facts.get("collection") == "Perturbation" else "Intermediate"
-        api = "state" if facts.get("api") == "state" else "pop"
+        collection = "Perturbation" if facts.collection == "Perturbation" else "Intermediate"
+        api = "state" if facts.api == "state" else "pop"
         record = ("x = self.perturb('grad_of_x', x)\n" + " " * 20 + "y = self.lin(x)" if collection == "Perturbation"
                   else "y = self.lin(x)\n" + " " * 20 + "self.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
         name = "grad_of_x" if collection == "Perturbation" else "y_mean"
-        transform = facts.get("transform")
+        transform = facts.transform
         if transform in ("vmap", "pmap"):
             transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
         model = dedented(f"""

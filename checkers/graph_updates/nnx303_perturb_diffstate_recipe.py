@@ -130,11 +130,11 @@ class PerturbDiffStateRecipe(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The old recipe with the flagged read-back API (``DiffState`` grad, then
         ``nnx.{state,pop,split}`` of the Perturbation state); the control is the
         ``nnx.capture`` recipe."""
-        api = facts.get("api") if facts.get("api") in ("state", "pop", "split") else "state"
+        api = facts.api if facts.api in ("state", "pop", "split") else "state"
         model = dedented("""
             class Model(nnx.Module):
                 def __init__(self, rngs):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.graph_updates.base import MethodCallInTransform
 from checkers.graph_updates.reproduction import dedented, under
-from nnx_lint.api import Invalid, Reproduction, Valid, differs, filled
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, filled
 
 
 class EvalTrainInTransform(MethodCallInTransform):
@@ -72,11 +72,11 @@ class EvalTrainInTransform(MethodCallInTransform):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The flagged method called on a Dropout-holding module under the flagged transform;
         the observation is the caller's ``drop.deterministic`` afterwards. The control calls
         it outside, before the transformed forward pass."""
-        method = facts.get("method") if facts.get("method") in ("eval", "train", "set_attributes") else "eval"
+        method = facts.method if facts.method in ("eval", "train", "set_attributes") else "eval"
         call = {"eval": "m.eval()", "train": "m.train()",
                 "set_attributes": "m.set_attributes(deterministic=True)"}[method]
         start = "model.eval()  # starts in evaluation mode\n" if method == "train" else ""
@@ -93,10 +93,10 @@ class EvalTrainInTransform(MethodCallInTransform):
 
             model = Net(nnx.Rngs(0))
         """) + start
-        statement, note = under(facts.get("transform"), "switch_mode", "model", loss="model.lin.kernel[...].sum()")
+        statement, note = under(facts.transform, "switch_mode", "model", loss="model.lin.kernel[...].sum()")
         main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
             "\nreturn model.drop.deterministic\n"
-        read, read_note = under(facts.get("transform"), "forward", "model", loss="model.lin.kernel[...].sum()")
+        read, read_note = under(facts.transform, "forward", "model", loss="model.lin.kernel[...].sum()")
         control = model + "# outside the transform\n" + filled(call, {"m": "model"}) + \
             "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
             "\nreturn model.drop.deterministic\n"

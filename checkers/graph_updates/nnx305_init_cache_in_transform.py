@@ -6,7 +6,7 @@ from astroid import nodes
 
 from checkers.graph_updates.base import MethodCallInTransform
 from checkers.graph_updates.reproduction import dedented, under
-from nnx_lint.api import Invalid, Reach, Reproduction, TransformedCode, Valid, body_nodes, differs, root_name
+from nnx_lint.api import Facts, Invalid, Reach, Reproduction, TransformedCode, Valid, body_nodes, differs, root_name
 
 
 def _stores_on_self(method: nodes.FunctionDef) -> bool:
@@ -121,11 +121,11 @@ class InitCacheInTransform(MethodCallInTransform):
     """
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """``init_cache`` then a decode step, under the flagged transform; the observation is
         the caller's cache shape (None when the Cache Variables were dropped). The control
         initialises the cache eagerly and only decodes inside ``nnx.jit``."""
-        statement, note = under(facts.get("transform"), "prefill", "model, x", loss="jnp.sum(model(x))")
+        statement, note = under(facts.transform, "prefill", "model, x", loss="jnp.sum(model(x))")
         main = dedented(cls._DECODER) + dedented("""
             def prefill(m, x):
                 m.init_cache(x.shape)  # creates new Cache Variables

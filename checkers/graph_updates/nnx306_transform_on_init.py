@@ -117,17 +117,17 @@ class TransformOnInit(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
         finding has it) building a layer on ``self``; the observation is whether the object
         has the layer. The control transforms a factory and assigns its output."""
-        transform = choice_or(facts.get("transform") or "vmap", TRANSFORMS, "jit")
+        transform = choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
         note = ""
         if transform in ("vmap", "pmap", "scan"):
             if transform != "vmap":
                 note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
                         "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
-            if facts.get("split_rngs", True):
+            if facts.split_rngs:
                 decorators, construct = "@nnx.split_rngs(splits=4)\n    @nnx.vmap(in_axes=(0, 0), out_axes=0)", \
                     "Stack(nnx.Rngs(0))"
             else:

@@ -106,13 +106,13 @@ class ScanBroadcastWrite(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A counter Variable on a broadcast (``in_axes=None``) scan argument, written in the
         body of a three-step scan (by ``.value =`` when the finding writes ``.value``); the
         observation is the counter afterwards. The control only reads it.
 
         Not traced: the observation is the counter's number, which is abstract under a trace."""
-        target = facts.get("target_text") or ""
+        target = facts.target_text or ""
         attr = target.split(".")[1].split("[")[0] if target.count(".") >= 1 else "n"
         attr = attr if is_identifier(attr) and attr not in RESERVED_NAMES else "n"
         write = (f"cnt.{attr}.value = cnt.{attr}[...] + 1.0" if target.endswith((".value", ".raw_value"))

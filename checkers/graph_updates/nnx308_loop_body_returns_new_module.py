@@ -118,11 +118,11 @@ class LoopBodyReturnsNewModule(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A ``fori_loop`` body returning the flagged kind of new object (a Module
         construction, ``nnx.clone``, ``nnx.merge`` of new state); Tree Mode rejects it. The
         control updates the input in place and returns it."""
-        built = facts.get("built") or ""
+        built = facts.built or ""
         if "clone" in built:
             body = "def body(i, m):\n    return nnx.clone(m)\n"
         elif "merge" in built:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.api import TRANSFORMS, choice_or
+from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, choice_or
 
 
 # -- reproduction helpers -------------------------------------------------------------------
@@ -36,7 +36,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
     if t == "pmap":
         return (f"nnx.vmap({fn}, in_axes=None, axis_size=2)({args})",
                 "# nnx.pmap: the same per-call copy; vmap stands in for it on one CPU device\n")
-    if t in ("grad", "value_and_grad"):
+    if t in GRAD_TRANSFORMS:
         return f"nnx.{t}(lambda {args}: ({fn}({args}), {loss})[1])({args})", ""
     if t == "remat":
         return f"nnx.remat({fn})({args})", ""

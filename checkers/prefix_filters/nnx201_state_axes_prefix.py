@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.prefix_filters.base import PrefixFilterRule
 from checkers.prefix_filters.reproduction import dedented
-from nnx_lint.api import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, raises
 
 
 class StateAxesPrefix(PrefixFilterRule):
@@ -128,9 +128,9 @@ class StateAxesPrefix(PrefixFilterRule):
 
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A two-Variable model vectorised with a StateAxes prefix, in the flagged position."""
-        transform = facts.get("transform") or "vmap"
+        transform = facts.transform or "vmap"
         model = """
             class Ensemble(nnx.Module):
                 def __init__(self):
@@ -144,7 +144,7 @@ class StateAxesPrefix(PrefixFilterRule):
                             in_axes=(nnx.Carry, axes), out_axes=(nnx.Carry, 0))
             return step(jnp.array(0.0), Ensemble())[0].shape
             """
-        elif facts.get("argument") == "out_axes":
+        elif facts.argument == "out_axes":
             use = """
             create = nnx.vmap(lambda x: Ensemble(), in_axes=0, out_axes=axes)
             return create(jnp.arange(4)).w.shape

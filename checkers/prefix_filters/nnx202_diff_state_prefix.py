@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.prefix_filters.base import PrefixFilterRule
 from checkers.prefix_filters.reproduction import dedented
-from nnx_lint.api import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import GRAD_TRANSFORMS, Facts, Invalid, Reproduction, Valid, raises
 
 
 class DiffStatePrefix(PrefixFilterRule):
@@ -96,16 +96,16 @@ class DiffStatePrefix(PrefixFilterRule):
 
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A Linear differentiated (or custom_vjp'd) with a DiffState prefix."""
-        if facts.get("transform") == "custom_vjp":
+        if facts.transform == "custom_vjp":
             use = """
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             f = nnx.custom_vjp(lambda m, x: jnp.sum(m(x)), nondiff_argnums=(nnx.DiffState(1, nnx.Param),))
             return "created"
             """
         else:
-            transform = facts.get("transform") if facts.get("transform") in ("grad", "value_and_grad") else "grad"
+            transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
             use = f"""
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             only_kernel = nnx.DiffState(0, nnx.PathContains("kernel"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.prefix_filters.base import PrefixFilterRule
 from checkers.prefix_filters.reproduction import dedented
-from nnx_lint.api import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, raises
 
 
 class StateShardingPrefix(PrefixFilterRule):
@@ -72,14 +72,14 @@ class StateShardingPrefix(PrefixFilterRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A Linear jitted with a StateSharding prefix on a one-device mesh."""
         mesh = """
             mesh = jax.sharding.Mesh(jax.devices()[:1], ("d",))
             replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
         """
-        if facts.get("argument") == "out_shardings":
+        if facts.argument == "out_shardings":
             use = """
             create = nnx.jit(lambda: nnx.Linear(2, 2, rngs=nnx.Rngs(0)),
                              out_shardings=nnx.StateSharding({...: replicated}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from checkers.shared_references.analysis import DUPLICATE
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, raises
 
 
 class AliasedAttribute(ClassAliasRule):
@@ -258,7 +258,7 @@ class AliasedAttribute(ClassAliasRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The class with one Variable / Module at both paths (a flax layer of the finding's
         kind, `Box` Modules for the intermediate paths), through the transform or graph API
         the file uses it with (`used_with`: the transforms both runtimes implement, and

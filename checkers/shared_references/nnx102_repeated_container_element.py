@@ -6,7 +6,7 @@ from astroid import nodes
 from checkers.shared_references.analysis import CONTAINER_NAMES, DUPLICATE, KIND_WORDS, short_source
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import SHARED_KINDS, Invalid, Ref, Reproduction, Valid, join_path, raises
+from nnx_lint.api import SHARED_KINDS, Facts, Invalid, Ref, Reproduction, Valid, join_path, raises
 
 
 class RepeatedContainerElement(ClassAliasRule):
@@ -136,7 +136,7 @@ class RepeatedContainerElement(ClassAliasRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The container (`nnx.List`, or `nnx.Sequential` as the facts say) holding one
         Linear at both positions, in the class at the finding's path, through nnx.jit
         (or the API the file uses it with). Control: distinct blocks."""
@@ -152,7 +152,7 @@ class RepeatedContainerElement(ClassAliasRule):
     def report(self, node: nodes.NodeNG, facts=None, *, message: str | None = None, help: str | None = None,
                related=None, **fields) -> None:
         """As :meth:`Rule.report`, with :attr:`appended_message` when no container expression exists."""
-        container = facts["container"] if facts is not None else fields.get("container")
+        container = facts.container if facts is not None else fields.get("container")
         if message is None and container is None:
             message = self.appended_message
         super().report(node, facts, message=message, help=help, related=related, **fields)

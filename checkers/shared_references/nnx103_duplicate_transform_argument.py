@@ -243,7 +243,7 @@ class DuplicateTransformArgument(FamilyRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The finding's transform called with one object at both argument positions
         (itself, a part of it, `nnx.state(...)` or a split group, as the facts say).
         pmap / shard_map / checkify / custom_vjp / scan are reproduced with nnx.jit (the
@@ -404,47 +404,47 @@ def _element_label(label: str, path: str) -> str:
     return f"{label}{path}" if path.startswith("[") else f"{label}.{path}"
 
 
-def _duplicate_argument_reproduction(facts: dict) -> Reproduction:
+def _duplicate_argument_reproduction(facts: Facts) -> Reproduction:
     """NNX103: one object (or it and its part / its state) at the finding's two positions;
     for ``sharing="within"`` one list holding it twice, for ``sharing="tie"`` two Linears
     tied by ``b.kernel = a.kernel`` (the user's own pattern, not a substitute)."""
-    if facts.get("sharing") == "within":
+    if facts.sharing == "within":
         return _within_reproduction(facts)
-    if facts.get("sharing") == "tie":
+    if facts.sharing == "tie":
         return _tie_reproduction(facts)
-    if facts.get("sharing") == "held":
+    if facts.sharing == "held":
         return _held_reproduction(facts)
-    kinds = facts.get("kinds") or ["Module", "Module"]
-    first_part, second_part = facts.get("first_part"), facts.get("second_part")
+    kinds = facts.kinds or ["Module", "Module"]
+    first_part, second_part = facts.first_part, facts.second_part
     kind = kinds[0] if not first_part else (kinds[1] if not second_part else "Module")
     shared = shared_object(kind, [first_part, second_part])
-    first_label, second_label = facts.get("first_position") or "args[0]", facts.get("second_position") or "args[1]"
-    first = viewed("shared", first_part, facts.get("first_view"))
-    second = viewed("shared", second_part, facts.get("second_view"))
-    definition, call = applied(facts.get("transform"), {first_label: first, second_label: second})
+    first_label, second_label = facts.first_position or "args[0]", facts.second_position or "args[1]"
+    first = viewed("shared", first_part, facts.first_view)
+    second = viewed("shared", second_part, facts.second_view)
+    definition, call = applied(facts.transform, {first_label: first, second_label: second})
     # the rewrite: pass the object once (the other position gets an independent copy)
-    fixed = viewed(_independent_copy(kind, "shared"), second_part, facts.get("second_view"))
-    fixed_definition, fixed_call = applied(facts.get("transform"), {first_label: first, second_label: fixed})
+    fixed = viewed(_independent_copy(kind, "shared"), second_part, facts.second_view)
+    fixed_definition, fixed_call = applied(facts.transform, {first_label: first, second_label: fixed})
     body = dedented(BOX, f"shared = {shared}", definition, call, "return 'ran'")
     control = dedented(BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
-    return aliasing_reproduction(body, control, facts.get("transform"))
+    return aliasing_reproduction(body, control, facts.transform)
 
 
-def _within_reproduction(facts: dict) -> Reproduction:
+def _within_reproduction(facts: Facts) -> Reproduction:
     """A list holding one object of the finding's kind twice, given to the finding's transform
     or graph API. Control: the second element an independent ``nnx.clone``."""
     kind = _buildable_kind(facts)
     shared = shared_object(kind, [])
-    api = facts.get("transform")
+    api = facts.transform
 
     def program(holder: str) -> str:
-        if facts.get("form") == "graph API":
+        if facts.form == "graph API":
             name = api if api in _GRAPH_API_CALLS else "split"
             return dedented(f"shared = {shared}", f"holder = {holder}", f"nnx.{name}(holder)", "return 'ran'")
         definition, call = applied(api, {"args[0]": "holder"})
         return dedented(BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
 
-    if facts.get("form") == "graph API":
+    if facts.form == "graph API":
         stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{identifier_or(api, '?')}`",)
     else:
         stand_ins = transform_stand_ins(api)
@@ -452,9 +452,9 @@ def _within_reproduction(facts: dict) -> Reproduction:
                         control=program(f"[shared, {_independent_copy(kind, 'shared')}]"), stand_ins=stand_ins)
 
 
-def _buildable_kind(facts: dict) -> str:
+def _buildable_kind(facts: Facts) -> str:
     """The finding's kind, when a program can build one such object; a Module otherwise."""
-    kinds = facts.get("kinds") or ["Module"]
+    kinds = facts.kinds or ["Module"]
     return kinds[0] if kinds[0] in ("Variable", "Module", "Rngs", "mutable array ref") else "Module"
 
 
@@ -464,33 +464,33 @@ def _independent_copy(kind: str | None, name: str) -> str:
     return shared_object(kind, []) if kind == "mutable array ref" else f"nnx.clone({name})"
 
 
-def _held_reproduction(facts: dict) -> Reproduction:
+def _held_reproduction(facts: Facts) -> Reproduction:
     """Two lists each holding one object of the finding's kind, given to the finding's
     transform at the finding's argument positions. Control: the second holds an independent
     copy."""
     kind = _buildable_kind(facts)
     shared = shared_object(kind, [])
     # `args[1].v` places the holder at args[1] (what it holds at `.v` is the shared object)
-    definition, call = applied(facts.get("transform"), {facts.get("first_position") or "args[0]": "first",
-                                                         facts.get("second_position") or "args[1]": "second"})
+    definition, call = applied(facts.transform, {facts.first_position or "args[0]": "first",
+                                                         facts.second_position or "args[1]": "second"})
 
     def program(second: str) -> str:
         return dedented(BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
                      "return 'ran'")
 
-    return aliasing_reproduction(program("shared"), program(_independent_copy(kind, "shared")), facts.get("transform"))
+    return aliasing_reproduction(program("shared"), program(_independent_copy(kind, "shared")), facts.transform)
 
 
-def _tie_reproduction(facts: dict) -> Reproduction:
+def _tie_reproduction(facts: Facts) -> Reproduction:
     """Two Linears, the second's kernel tied to the first's, both given to the finding's
     transform at the finding's positions. Control: the same without the tie."""
-    first_label = facts.get("first_position") or "args[0]"
-    second_label = facts.get("second_position") or "args[1]"
-    definition, call = applied(facts.get("transform"), {first_label: "a", second_label: "b"})
+    first_label = facts.first_position or "args[0]"
+    second_label = facts.second_position or "args[1]"
+    definition, call = applied(facts.transform, {first_label: "a", second_label: "b"})
     models = "a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\nb = nnx.Linear(2, 2, rngs=nnx.Rngs(1))"
     body = dedented(BOX, models, "b.kernel = a.kernel", definition, call, "return 'ran'")
     control = dedented(BOX, models, definition, call, "return 'ran'")
-    return aliasing_reproduction(body, control, facts.get("transform"))
+    return aliasing_reproduction(body, control, facts.transform)
 
 
 #: Graph APIs a ``within`` reproduction calls (all check aliasing in Tree Mode).

@@ -16,7 +16,7 @@ from checkers.shared_references.reproduction import (
     shared_object,
     viewed,
 )
-from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, bounded_index, raises
+from nnx_lint.api import ABSENT, GRAD_TRANSFORMS, Facts, Invalid, Reproduction, Valid, bounded_index, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,7 +181,7 @@ class TransformReturnsInput(ReturnRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The finding's transform over a function returning the same kind of part of its
         input at the same position: the input, an attribute (`m.kernel`), `nnx.state(m)` /
         a split group, inside `has_aux` aux for grad / value_and_grad; or an object built
@@ -190,18 +190,18 @@ class TransformReturnsInput(ReturnRule):
     finding_code = "NNX104"
 
 
-def _returned_input_reproduction(facts: dict) -> Reproduction:
+def _returned_input_reproduction(facts: Facts) -> Reproduction:
     """NNX104: the transformed function returns the finding's kind of part of its input
     (the input itself, an attribute, ``nnx.state`` / a split group, in ``has_aux`` aux),
     or builds an object and returns it twice."""
-    transform = facts.get("transform")
-    if facts.get("duplicate_output"):
-        if facts.get("held_at"):  # the second output holds the first one's Params (an optimizer built from them)
+    transform = facts.transform
+    if facts.duplicate_output:
+        if facts.held_at:  # the second output holds the first one's Params (an optimizer built from them)
             holder = "class Holder(nnx.Pytree):\n    def __init__(self, params):\n        self.params = nnx.data(params)\n"
             returned = "m, Holder(nnx.variables(m, nnx.Param))"
         else:
             holder = ""
-            returned = ", ".join(viewed("m", None, view) for view in facts.get("views") or [None, "state"])
+            returned = ", ".join(viewed("m", None, view) for view in facts.views or [None, "state"])
         body = dedented(holder, f"""
             def create():
                 m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
@@ -216,22 +216,22 @@ def _returned_input_reproduction(facts: dict) -> Reproduction:
             return len(nnx.state(model))
             """)
         return Reproduction(body, expect_error="aliasing", control=control)
-    part, view = facts.get("part"), facts.get("view")
-    kind = facts.get("kind")
+    part, view = facts.part, facts.view
+    kind = facts.kind
     if kind == "State":
         kind = "Module"
     holder = shared_object(kind if not part else "Module", [part])
-    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = facts.position if isinstance(facts.position, int) else 0
     position = bounded_index(position, "the argument position")
     label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
     parameter = f"p{position}"
     returned = viewed(parameter, part, view)
-    if facts.get("has_aux") or transform in ("grad", "value_and_grad"):
-        transform = transform if transform in ("grad", "value_and_grad") else "value_and_grad"
+    if facts.has_aux or transform in GRAD_TRANSFORMS:
+        transform = transform if transform in GRAD_TRANSFORMS else "value_and_grad"
     elif transform not in REPRO_TRANSFORMS:
         transform = "jit"
     definition, call = applied(transform, {label: "model"}, result=returned)
     fixed_definition, fixed_call = applied(transform, {label: "model"}, result=f"nnx.clone({returned})")
     body = dedented(BOX, f"model = {holder}", definition, call, "return 'ran'")
     control = dedented(BOX, f"model = {holder}", fixed_definition, fixed_call, "return 'ran'")
-    return aliasing_reproduction(body, control, facts.get("transform"))
+    return aliasing_reproduction(body, control, facts.transform)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import Invalid, Reproduction, Valid, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, raises
 
 
 class SharedRngs(ClassAliasRule):
@@ -130,7 +130,7 @@ class SharedRngs(ClassAliasRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The class storing one `nnx.Rngs` (or a stream of it, as the facts' parts say)
         at both paths, through nnx.jit or the API the file uses it with. Control: the
         second path stores `rngs.fork()` (the r84 fix)."""

@@ -127,7 +127,7 @@ class TransformBuildsFromInput(ReturnRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """`nnx.jit` / `nnx.eval_shape` applied to the class itself or to a function
         building it, given an argument of the finding's kind at the finding's position,
         which the class stores at `stored_path`. Control: the argument created inside."""
@@ -135,22 +135,22 @@ class TransformBuildsFromInput(ReturnRule):
     finding_code = "NNX106"
 
 
-def _builds_from_input_reproduction(facts: dict) -> Reproduction:
+def _builds_from_input_reproduction(facts: Facts) -> Reproduction:
     """NNX106: a transform builds the finding's class from an argument the class stores."""
-    class_name = identifier_or(facts.get("class_name"), "Model")
-    kind = facts.get("kind") or "Rngs"
+    class_name = identifier_or(facts.class_name, "Model")
+    kind = facts.kind or "Rngs"
     argument = shared_object(kind, [])
-    position = facts.get("position") if isinstance(facts.get("position"), int) else 0
+    position = facts.position if isinstance(facts.position, int) else 0
     position = bounded_index(position, "the argument position")
     parameters = [f"p{i}" for i in range(position)] + ["arg"]
-    stored = facts.get("stored_path") or "rngs"
+    stored = facts.stored_path or "rngs"
     tree = tree_of([(stored, "arg")])
     stores = "\n".join("        " + set_attribute("self", name, emit_tree(child)) for name, child in tree.items()
                        if isinstance(name, str)) or "        pass"
     model = f"class {class_name}(nnx.Module):\n    def __init__(self, {', '.join(parameters)}):\n{stores}\n"
     arguments = ", ".join(["jnp.ones(2)"] * position + [argument])
-    transform = facts.get("transform") if facts.get("transform") in ("jit", "eval_shape") else "jit"
-    direct = facts.get("function") == facts.get("class_name")
+    transform = facts.transform if facts.transform in ("jit", "eval_shape") else "jit"
+    direct = facts.function == facts.class_name
     function = class_name if direct else f"lambda {', '.join(parameters)}: {class_name}({', '.join(parameters)})"
     if transform == "eval_shape":
         call = f"nnx.eval_shape({function}, {arguments})"

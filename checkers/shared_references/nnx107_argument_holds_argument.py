@@ -188,7 +188,7 @@ class ArgumentHoldsArgument(FamilyRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The holder (a real `nnx.ModelAndOptimizer`, else a Module keeping the held
         object at `held_path`) and the held object at the finding's positions of the
         finding's transform. Control: `nnx.Optimizer` (the r81 fix) or an independent copy."""
@@ -243,23 +243,23 @@ class ArgumentHoldsArgument(FamilyRule):
         return False
 
 
-def _argument_holds_argument_reproduction(facts: dict) -> Reproduction:
+def _argument_holds_argument_reproduction(facts: Facts) -> Reproduction:
     """NNX107: an argument built holding another argument, both passed to the transform."""
-    kind = facts.get("kind") or "Module"
+    kind = facts.kind or "Module"
     held = shared_object(kind, [])
-    holder_label, held_label = facts.get("holder_position") or "args[1]", facts.get("held_position") or "args[0]"
-    if facts.get("holder_class") == "ModelAndOptimizer":
+    holder_label, held_label = facts.holder_position or "args[1]", facts.held_position or "args[0]"
+    if facts.holder_class == "ModelAndOptimizer":
         setup = f"import optax\nheld = {held}\nholder = nnx.ModelAndOptimizer(held, optax.sgd(0.1))"
         fixed_setup = f"import optax\nheld = {held}\nholder = nnx.Optimizer(held, optax.sgd(0.1), wrt=nnx.Param)"
     else:
-        path = facts.get("held_path") or "model"
+        path = facts.held_path or "model"
         tree = tree_of([(path, "held")])
         setup = f"held = {held}\nholder = {emit_tree(tree)}"
         fixed_setup = f"held = {held}\nholder = {emit_tree(tree_of([(path, 'nnx.clone(held)')]))}"
-    definition, call = applied(facts.get("transform"), {holder_label: "holder", held_label: "held"})
+    definition, call = applied(facts.transform, {holder_label: "holder", held_label: "held"})
     # the rewrite differentiates the model only (an nnx.Optimizer holds integer state)
-    fixed_definition, fixed_call = applied(facts.get("transform"), {holder_label: "holder", held_label: "held"},
+    fixed_definition, fixed_call = applied(facts.transform, {holder_label: "holder", held_label: "held"},
                                             differentiated=[held_label])
     body = dedented(BOX, setup, definition, call, "return 'ran'")
     control = dedented(BOX, fixed_setup, fixed_definition, fixed_call, "return 'ran'")
-    return aliasing_reproduction(body, control, facts.get("transform"))
+    return aliasing_reproduction(body, control, facts.transform)

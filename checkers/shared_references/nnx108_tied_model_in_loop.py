@@ -162,7 +162,7 @@ class TiedModelInLoop(FamilyRule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """The tied class (or the carry holding one object twice) in the finding's loop;
         see :func:`_tied_loop_reproduction` for why both Tree Mode oracles observe the lost
         update although tree_runtime raises where flax stays silent (deviation A6).
@@ -207,7 +207,7 @@ class TiedModelInLoop(FamilyRule):
                         pin=pin_sites_in(self.context, call))
 
 
-def _tied_loop_reproduction(facts: dict) -> Reproduction:
+def _tied_loop_reproduction(facts: Facts) -> Reproduction:
     """NNX108: the finding's tied model (or a carry holding one object twice) in the loop.
 
     The body updates the alias that comes first in flattening order (sorted attribute
@@ -221,10 +221,10 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
     ``traced=False``: the observation is the loop's concrete values, which abstract
     tracing cannot show.
     """
-    kind = facts.get("kind") or "Variable"
-    transform = facts.get("transform") if facts.get("transform") in ("fori_loop", "while_loop") else "fori_loop"
-    first_part, second_part = facts.get("first_part"), facts.get("second_part")
-    first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
+    kind = facts.kind or "Variable"
+    transform = facts.transform if facts.transform in ("fori_loop", "while_loop") else "fori_loop"
+    first_part, second_part = facts.first_part, facts.second_part
+    first, second = facts.first_path or "a", facts.second_path or "b"
     carry = first.startswith("init_val[") and second.startswith("init_val[")
     if kind == "Rngs":
         stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
@@ -263,7 +263,7 @@ def _tied_loop_reproduction(facts: dict) -> Reproduction:
         targets = [leaf(f"model[{p}]", parts[p]) for p in (positions[0], positions[-1])]
         body_target = leaf(f"m[{positions[0]}]", parts[positions[0]])
     else:
-        class_name = identifier_or(facts.get("class_name"), "Model")
+        class_name = identifier_or(facts.class_name, "Model")
 
         def flattening_order(item):
             return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in path_parts(item[0])]

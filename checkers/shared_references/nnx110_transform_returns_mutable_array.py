@@ -149,18 +149,18 @@ class TransformReturnsMutableArray(ReturnRule):
     finding_code = "NNX110"
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """`nnx.jit` over a function returning a ref: the input ref itself (origin "input")
         or one made inside, next to a Module input (graph mode needs an NNX input to return
         it). Control: the ref's array (`r[...]`) returned instead."""
         return _returned_ref_reproduction(facts)
 
 
-def _returned_ref_reproduction(facts: dict) -> Reproduction:
+def _returned_ref_reproduction(facts: Facts) -> Reproduction:
     """NNX110: nnx.jit returns a mutable array ref (the input, or one made inside)."""
-    transform = facts.get("transform")
+    transform = facts.transform
     stand_ins = () if transform == "jit" else (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
-    if facts.get("origin") == "input":
+    if facts.origin == "input":
         body = dedented("""
             r = jax.new_ref(jnp.ones(2))
             nnx.jit(lambda r: r)(r)

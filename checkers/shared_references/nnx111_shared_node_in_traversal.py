@@ -271,7 +271,7 @@ class SharedNodeInTraversal(FamilyRule):
         reproduced with `nnx.view`, `unflatten` with `nnx.merge(*nnx.split(...))`
         (tree_runtime has neither `with_attributes` nor `flatten`/`unflatten`), and a
         transform with `nnx.jit` of a function returning its argument."""
-        api = facts["api"].removeprefix("nnx.").removeprefix(".").removesuffix("()")
+        api = facts.api.removeprefix("nnx.").removeprefix(".").removesuffix("()")
         node = "class Node(nnx.Module):\n    def __init__(self):\n        self.d = 1\n\nnode = Node()"
         if api == "recursive_map":
             visit = ("count = [0]\n\ndef visit(path, x):\n    if isinstance(x, Node):\n        count[0] += 1\n"

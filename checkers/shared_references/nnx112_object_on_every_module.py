@@ -297,15 +297,15 @@ class ObjectOnEveryModule(FamilyRule):
         )
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """A model of two Linear layers receiving one object of the finding's kind on every
         Module, through the finding's form (``set_attributes`` then ``nnx.jit``, or a store in
         a ``nnx.iter_modules`` walk). Control: each Module gets its own (``.fork()`` of the
         Rngs, or a new object per Module)."""
-        attribute = identifier_or(facts.get("attribute"), "shared")
-        shared = _SHARED_VALUES.get(facts.get("kind"))
+        attribute = identifier_or(facts.attribute, "shared")
+        shared = _SHARED_VALUES.get(facts.kind)
         # An Rngs stands in for a State or a raw ref; nnx.jit for whatever the model meets next.
-        stand_ins = () if shared else (f"an nnx.Rngs for the {facts.get('kind')}",)
+        stand_ins = () if shared else (f"an nnx.Rngs for the {facts.kind}",)
         shared = shared or "nnx.Rngs(0)"
         own = "shared.fork()" if shared.startswith("nnx.Rngs") else shared
         model = (
@@ -319,7 +319,7 @@ class ObjectOnEveryModule(FamilyRule):
             "model = Block()\n"
             f"shared = {shared}\n"
         )
-        if facts.get("api") == "set_attributes":
+        if facts.api == "set_attributes":
             def body(value: str) -> str:
                 return (model + f"model.set_attributes({attribute}={value})\n"
                         "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")

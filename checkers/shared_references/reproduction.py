@@ -5,6 +5,8 @@ import re
 import textwrap
 
 from nnx_lint.api import (
+    GRAD_TRANSFORMS,
+    Facts,
     Reproduction,
     UnsafeFact,
     access,
@@ -207,8 +209,8 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
         arguments.append("jnp.ones(2)")
         parameters.append("x")
     signature = ", ".join(parameters)
-    body = "jnp.sum(jnp.ones(()))" if transform in ("grad", "value_and_grad") else result
-    if transform in ("grad", "value_and_grad") and result != "None":
+    body = "jnp.sum(jnp.ones(()))" if transform in GRAD_TRANSFORMS else result
+    if transform in GRAD_TRANSFORMS and result != "None":
         body = f"(jnp.sum(jnp.ones(())), {result})"
     definition = f"def {function}({signature}):\n    return {body}\n"
     passed = ", ".join(arguments + [f"{k}={v}" for k, v in keywords.items()])
@@ -216,7 +218,7 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
         axes = ", ".join(["None"] * (len(arguments) - 1) + ["0"])
         out = ", out_axes=None" if result != "None" else ""  # a returned input is not mapped
         call = f"nnx.vmap({function}, in_axes=({axes},){out})({passed})"
-    elif transform in ("grad", "value_and_grad"):
+    elif transform in GRAD_TRANSFORMS:
         # every object differentiated (graph mode rejects one object both differentiated and not)
         indices = sorted(diff_indices) or [0]
         argnums = str(indices[0]) if len(indices) == 1 else "(" + ", ".join(map(str, indices)) + ")"
@@ -238,25 +240,25 @@ def dedented(*blocks: str) -> str:
     return "\n".join(textwrap.dedent(block).strip("\n") for block in blocks if block) + "\n"
 
 
-def class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
+def class_alias_reproduction(facts: Facts, tie_fix: str) -> Reproduction:
     """NNX101 / NNX102 / NNX105: the finding's class (or container), with one object
     stored at both paths, passed through the API the file uses it with (else nnx.jit).
 
     ``tie_fix`` is the control's Tree Mode rewrite: ``"once"`` (store it once, tie by
     use), ``"distinct"`` (a distinct object at the second path) or ``"fork"``.
     """
-    kind = facts.get("kind")
-    first_part, second_part = facts.get("first_part"), facts.get("second_part")
+    kind = facts.kind
+    first_part, second_part = facts.first_part, facts.second_part
     shared = shared_object(kind, [first_part, second_part])
-    container_type = facts.get("container_type")
-    first, second = facts.get("first_path") or "a", facts.get("second_path") or "b"
+    container_type = facts.container_type
+    first, second = facts.first_path or "a", facts.second_path or "b"
 
     def build(second_value: str | None) -> str:
         stores = [(first, access_of("shared", first_part))]
         if second_value is not None:
             stores.append((second, second_value))
         tree = tree_of(stores)
-        class_name = facts.get("class_name")
+        class_name = facts.class_name
         if is_identifier(class_name) and all(isinstance(k, str) for k in tree):
             lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
             lines += ["        " + set_attribute("self", name, emit_tree(child, container_type))
@@ -264,7 +266,7 @@ def class_alias_reproduction(facts: dict, tie_fix: str) -> Reproduction:
             return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
         return f"shared = {shared}\nmodel = {emit_tree(tree, container_type)}\n"
 
-    use = facts.get("used_with")
+    use = facts.used_with
     if use in _REPRO_GRAPH_APIS:
         apply = f"{_REPRO_GRAPH_APIS[use]}\nreturn 'ran'"
     elif use in REPRO_TRANSFORMS:

@@ -108,18 +108,18 @@ class TransformMetadataKeyword(Rule):
     ]
 
     @classmethod
-    def reproduce(cls, facts: dict) -> Reproduction:
+    def reproduce(cls, facts: Facts) -> Reproduction:
         """Stack a layer with ``transform_metadata=`` and read the kernel's ``out_sharding``.
 
         Runs eagerly: ``jax.set_mesh`` (needed to create sharded Variables) cannot be
         used inside a trace. The sizes are tiny.
         """
-        partition = facts.get("partition") or "layers"
+        partition = facts.partition or "layers"
         if not isinstance(partition, str):
             raise UnsafeFact(f"the partition name {shown(partition)} is not a string")
         # the name (text of the analysed code) enters the program as a string literal only
         name = literal(partition)
-        transform = facts.get("transform") if facts.get("transform") in ("vmap", "scan") else "vmap"
+        transform = facts.transform if facts.transform in ("vmap", "scan") else "vmap"
         setup = f"""
             mesh = jax.make_mesh((1, 1, 1), ({name}, "din", "dout"),
                                  axis_types=(jax.sharding.AxisType.Auto,) * 3)

@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 
 from nnx_lint.diagnostic import UNPROVEN, Diagnostic
+from nnx_lint.facts import ABSENT
 from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
@@ -24,6 +25,7 @@ from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
 from nnx_lint.fixes.source import SourceIndex
 from nnx_lint.fixes.tracking import gone
+from nnx_lint.registry import facts_of, pin_sites
 from nnx_lint.rule import Rule
 
 #: Bound on the passes of :func:`fix_text` (Ruff stops at 100; fixes here rarely nest deeper than 2).
@@ -34,8 +36,10 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     """Keep graph mode at every call of the diagnostic's ``pin`` fact (safe: today's behaviour).
 
     Only with keywords the project's ``flax`` takes: otherwise a display-only fix says why."""
-    sites = diagnostic.facts.get("pin") or []
-    class_level = "pin_every_use" in diagnostic.facts
+    facts = facts_of(diagnostic)
+    sites = pin_sites(facts)
+    every_use = getattr(facts, "pin_every_use", ABSENT)  # only the class-level rules declare it
+    class_level = every_use is not ABSENT
     blocked = flax.why_no_pin(sites)
     if blocked is not None:
         return Fix(DISPLAY_ONLY, f"No pin: {blocked}")
@@ -50,11 +54,11 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
         edits, pinnable = [], False
     names = ", ".join(dict.fromkeys(f"`nnx.{site['api']}` (line {site['line']})" for site in sites))
     if class_level:
-        owner = diagnostic.facts.get("class_name") or diagnostic.facts.get("container") or "this object"
+        owner = getattr(facts, "class_name", ABSENT) or getattr(facts, "container", ABSENT) or "this object"
         if not sites:
             return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
                                      "no use in a transform or graph API call is known in this file")
-        if not pinnable or not edits or not diagnostic.facts.get("pin_every_use"):
+        if not pinnable or not edits or not every_use:
             return Fix(DISPLAY_ONLY, f"Every use of `{owner}` must keep graph mode (`graph=True` / `nnx.compat.*`); "
                                      f"{names} are known, but not every use here can be pinned (e.g. `.eval()`, "
                                      "`nnx.Optimizer`, a call that chooses its mode), and uses in other files need it too")

@@ -107,12 +107,15 @@ def explain_blocked_pins(diagnostics: list, settings) -> list:
     The project files are read only when some diagnostic has a pin."""
     from dataclasses import replace
 
-    if not any(d.facts.get("pin") for d in diagnostics):
+    from nnx_lint.registry import facts_of, pin_sites
+
+    pins = [pin_sites(facts_of(d)) for d in diagnostics]
+    if not any(pins):
         return diagnostics
     flax = project_flax_for(settings)
     explained = []
-    for diagnostic in diagnostics:
-        blocked = flax.why_no_pin(diagnostic.facts.get("pin") or [])
+    for diagnostic, sites in zip(diagnostics, pins):
+        blocked = flax.why_no_pin(sites)
         if blocked is not None:
             note = f"No pin fix: {blocked}."
             diagnostic = replace(diagnostic, help=f"{diagnostic.help} {note}" if diagnostic.help else note)

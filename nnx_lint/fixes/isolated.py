@@ -157,7 +157,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             # Notebook diagnostics are in cell coordinates; the facts (pin sites) and the
             # index are in module coordinates: map the line back before asking.
             module_line = next((i + 1 for i, o in enumerate(origin)
-                                if o.cell == diagnostic.facts.get("cell") and o.line == diagnostic.line), None)
+                                if o.cell == diagnostic.cell and o.line == diagnostic.line), None)
             if module_line is None:
                 continue
             span = module_line - diagnostic.line

@@ -16,6 +16,7 @@ import libcst as cst
 from nnx_lint.diagnostic import Diagnostic
 from nnx_lint.fixes.model import DISPLAY_ONLY, UNSAFE, Fix
 from nnx_lint.fixes.source import SourceIndex
+from nnx_lint.registry import facts_of, pin_sites
 
 
 def keep_split_rngs_result(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
@@ -35,7 +36,7 @@ def keep_split_rngs_result(index: SourceIndex, diagnostic: Diagnostic) -> Fix | 
     edit = index.edit(start, start, f"{target} = ")
     if edit is None:
         return None
-    api = diagnostic.facts.get("api", "split_rngs")
+    api = facts_of(diagnostic).api
     return Fix(UNSAFE, f"Keep the result: `{target} = nnx.{api}({target}, ...)`", (edit,))
 
 
@@ -52,7 +53,8 @@ def transform_metadata_layer(index: SourceIndex, diagnostic: Diagnostic) -> Fix 
     Only the decorator form of ``vmap`` spelled ``<module>.vmap`` with a one-entry dict
     literal naming the partition with a string; anything else is display-only.
     """
-    sites = diagnostic.facts.get("pin") or []
+    facts = facts_of(diagnostic)
+    sites = pin_sites(facts)
     call = index.node_at(sites[0]["line"], sites[0]["column"], sites[0]["end_line"], sites[0]["end_column"]) if sites else None
     if not isinstance(call, cst.Call):
         return _todo(index, diagnostic, _METADATA_TODO)
@@ -63,7 +65,7 @@ def transform_metadata_layer(index: SourceIndex, diagnostic: Diagnostic) -> Fix 
     partition = _partition(metadata.value, func) if metadata is not None else None
     mechanical = (
         isinstance(decorator, cst.Decorator) and decorator.decorator is call
-        and diagnostic.facts.get("transform") == "vmap"
+        and facts.transform == "vmap"
         and isinstance(func, cst.Attribute) and func.attr.value == "vmap" and _is_name_chain(func.value)
         and partition is not None
         and all(arg.keyword is not None for arg in call.args)
@@ -118,7 +120,7 @@ def fork_shared_rngs(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
 def new_custom_vjp_backward(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:
     """NNX501: the Tree Mode backward receives only the output cotangent; how the body
     used the input updates decides the rewrite, so the fix is display-only."""
-    cotangent = diagnostic.facts.get("cotangent", "g")
+    cotangent = facts_of(diagnostic).cotangent
     return _todo(index, diagnostic, f"`{cotangent}` is the output cotangent only in Tree Mode: use it directly "
                                     "and return tangents of the inputs' own types")
 

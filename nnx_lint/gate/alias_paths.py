@@ -28,7 +28,7 @@ False
 from __future__ import annotations
 
 import re
-from typing import Any
+from nnx_lint.facts import ABSENT, Facts
 
 #: The header flax writes before the paths of a duplicate (or a cycle): "found at paths:",
 #: "Found duplicate at paths:".
@@ -83,15 +83,16 @@ def listed_paths(message: str) -> list[tuple[str, tuple[str, ...]]]:
     return found
 
 
-def finding_paths(facts: dict[str, Any], declared: tuple[tuple[str, ...], ...]) -> list[tuple[str, ...]]:
-    """The paths a finding names: each ``declared`` group of facts concatenated, as keys (a fact that
-    holds no path, an expression, say, leaves its group out)."""
+def finding_paths(facts: Facts) -> list[tuple[str, ...]]:
+    """The paths a finding names: each group of its facts type's declared ``paths`` concatenated,
+    as keys (a fact that holds no path, an expression, say, leaves its group out)."""
     found = []
-    for group in declared:
+    field_of = dict(facts.keys_and_fields())  # ``paths`` names facts by their stored keys
+    for group in facts.paths:
         path: list[str] = []
         for name in group:
-            value = facts.get(name)
-            if value in (None, ""):
+            value = getattr(facts, field_of[name])
+            if value is ABSENT or value in (None, ""):
                 continue
             # A position as a number is the transform's positional argument: flax's ``.args[0]``.
             parsed = ("args", str(value)) if isinstance(value, int) and not isinstance(value, bool) else keys(str(value))

@@ -394,8 +394,13 @@ class Attributor:
         for file, diagnostics in self.by_file.items():
             for diagnostic in diagnostics:
                 rule = rule_by_code(diagnostic.code)
-                declared = rule.facts_type.paths if rule is not None and rule.facts_type is not None else ()
-                own = alias_paths.finding_paths(diagnostic.facts, declared)
+                if rule is None or rule.facts_type is None or not rule.facts_type.paths:
+                    continue
+                try:
+                    facts = rule.facts_from(diagnostic.facts)  # the stored dict, typed at this boundary
+                except TypeError:  # stored by another version of the rule: it names no path we can read
+                    continue
+                own = alias_paths.finding_paths(facts)
                 if alias_paths.explains(own, listed):
                     paths = ([alias_paths.display(path) for path in own], shown)
                     matches.append((file, Match(diagnostic, frame, "alias-paths", deepest=False, paths=paths)))

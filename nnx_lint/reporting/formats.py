@@ -41,7 +41,7 @@ def headline(d: Diagnostic, marker: str = "") -> str:
     """``path:line:col: CODE [*] message`` (``path:cell N:line:col`` in notebooks), escaped."""
     from nnx_lint.escaping import line_start_path, printable
 
-    where = f"cell {d.facts['cell']}:" if "cell" in d.facts else ""
+    where = f"cell {d.cell}:" if d.cell is not None else ""
     return f"{line_start_path(d.path)}:{where}{d.line}:{d.column}: {d.code} {marker}{printable(d.message)}"
 
 
@@ -61,7 +61,7 @@ def render_full(diagnostics: list[Diagnostic], fixes: dict, unsafe: bool, url_ba
     for index, d in enumerate(diagnostics):
         block = [headline(d, fix_marker(index, fixes, unsafe))]
         lines = sources.setdefault(d.path, _source_lines(d.path))
-        if lines is not None and "cell" not in d.facts and 1 <= d.line <= len(lines):
+        if lines is not None and d.cell is None and 1 <= d.line <= len(lines):
             block += _snippet(lines, d)
         for other in d.related:
             block.append(f"  = also at {printable(position(other))}: {printable(other.message)}")

@@ -165,7 +165,8 @@ class Workspace:
         project.start_file(str(key), package_root)
         data = text.encode("utf-8", "surrogatepass")
         try:
-            diagnostics = lint_bytes(data, str(key), rules, project=project, module_name=module_name)
+            diagnostics = lint_bytes(data, str(key), rules, project=project, module_name=module_name,
+                                     strict=settings.strict)
         finally:
             dependencies = dict(project.dependencies)
             project.end_file()
