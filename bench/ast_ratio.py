@@ -35,9 +35,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from nnx_lint.config import Settings  # noqa: E402
-from nnx_lint.prefilter import mentions_nnx  # noqa: E402
-from nnx_lint.runner import discover  # noqa: E402
+from nnx_lint.engine.config import Settings  # noqa: E402
+from nnx_lint.analysis.prefilter import mentions_nnx  # noqa: E402
+from nnx_lint.engine.runner import discover  # noqa: E402
 
 
 def children_cpu() -> float:
@@ -88,7 +88,7 @@ def main() -> int:
                 pass
 
     def build_kept() -> None:
-        from nnx_lint import parsing
+        from nnx_lint.analysis import parsing
 
         for file, data in kept.items():
             try:

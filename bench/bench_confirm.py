@@ -60,7 +60,7 @@ def main() -> int:
     verdicts = [d.get("confirmation", {}).get("status") for d in json.loads(out)]
     warm, _ = timed([*base, "--confirm"], target)
 
-    from nnx_lint.confirmation import run_programs
+    from nnx_lint.confirmation.oracle import run_programs
     from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
 
     program = StateAxesPrefix.reproduce({"transform": "vmap", "argument": "in_axes"}).program()

@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from nnx_lint.config import Settings  # noqa: E402
-from nnx_lint.prefilter import mentions_nnx  # noqa: E402
-from nnx_lint.runner import discover  # noqa: E402
+from nnx_lint.engine.config import Settings  # noqa: E402
+from nnx_lint.analysis.prefilter import mentions_nnx  # noqa: E402
+from nnx_lint.engine.runner import discover  # noqa: E402
 
 
 def best_of(repeat: int, function) -> float:
@@ -88,7 +88,7 @@ def main() -> int:
             manager.astroid_cache.pop(file.stem, None)
 
     def astroid_nnx_lint_builder():
-        from nnx_lint import parsing
+        from nnx_lint.analysis import parsing
 
         for file, data in prefiltered.items():
             try:

@@ -119,7 +119,7 @@ def checked_tuples(project: Path) -> dict[str, list[tuple]]:
     the CLI's UTF-8 byte columns converted to UTF-16 units (what LSP counts by default) on
     the file's own line, and empty spans widened to one character as the server does."""
     sys.path.insert(0, str(REPO))
-    from nnx_lint.server.convert import Positions
+    from nnx_lint.frontends.server.convert import Positions
 
     output = subprocess.run([sys.executable, "-m", "nnx_lint.cli", "check", ".", "--no-cache", "--output-format",
                              "json"], cwd=project, capture_output=True, text=True).stdout
@@ -148,9 +148,9 @@ def checked_tuples(project: Path) -> dict[str, list[tuple]]:
 
 def analysed_files(project: Path) -> list[Path]:
     sys.path.insert(0, str(REPO))
-    from nnx_lint.config import load_settings
-    from nnx_lint.prefilter import mentions_nnx
-    from nnx_lint.runner import discover
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.analysis.prefilter import mentions_nnx
+    from nnx_lint.engine.runner import discover
 
     os.chdir(project)
     settings = load_settings(Path("."))

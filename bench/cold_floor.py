@@ -19,9 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
-from nnx_lint import cli, parsing  # noqa: E402
-from nnx_lint.config import Settings  # noqa: E402
-from nnx_lint.runner import discover  # noqa: E402
+from nnx_lint import cli
+from nnx_lint.analysis import parsing  # noqa: E402
+from nnx_lint.engine.config import Settings  # noqa: E402
+from nnx_lint.engine.runner import discover  # noqa: E402
 
 original_build = parsing.build
 spent: collections.Counter = collections.Counter()

@@ -20,8 +20,8 @@ EDITOR_WIDTH = 120
 
 def invalid_case_messages() -> list[tuple[str, str, str, str]]:
     """``(code, case id, message, help)`` of every diagnostic on the rules' INVALID cases."""
-    from nnx_lint.engine import lint_bytes
-    from nnx_lint.registry import all_rules
+    from nnx_lint.engine.walk import lint_bytes
+    from nnx_lint.engine.registry import all_rules
 
     rows = []
     for rule in all_rules():

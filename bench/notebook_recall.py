@@ -7,7 +7,7 @@ For each notebook (``.ipynb``; directories are searched recursively) the script:
 
 1. runs its code cells in order, in one fresh Python process per mode (graph mode:
    ``NNX_GRAPH_MODE=true NNX_GRAPH_UPDATES=true``; Tree Mode: both ``false``), with IPython magics and
-   shell escapes commented out exactly as nnx-lint reads them (:func:`nnx_lint.notebooks.notebook_source`),
+   shell escapes commented out exactly as nnx-lint reads them (:func:`nnx_lint.base.notebooks.notebook_source`),
    recording for each cell whether it raised (type and first message line) and what it printed;
 2. compares the two runs cell by cell. A cell *breaks* when it ran in graph mode and raised in Tree
    Mode; it *changes* when it ran in both modes and printed something different (after replacing memory
@@ -37,7 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from nnx_lint.notebooks import notebook_source  # noqa: E402
+from nnx_lint.base.notebooks import notebook_source  # noqa: E402
 
 MODES = {
     "graph": {"NNX_GRAPH_MODE": "true", "NNX_GRAPH_UPDATES": "true"},

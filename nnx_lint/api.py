@@ -87,11 +87,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nnx_lint.bounds import checkpoint
-from nnx_lint.call_sites import where
-from nnx_lint.caller_evidence import passed_at, passed_here, passed_to
-from nnx_lint.calls import NNXCall, constant_bool
-from nnx_lint.classes import (
+from nnx_lint.base.bounds import checkpoint
+from nnx_lint.analysis.call_sites import where
+from nnx_lint.analysis.caller_evidence import passed_at, passed_here, passed_to
+from nnx_lint.analysis.calls import NNXCall, constant_bool
+from nnx_lint.analysis.classes import (
     NNX_MODULE_BASES,
     OPTIMIZER_CLASSES,
     SHARED_KINDS,
@@ -103,12 +103,12 @@ from nnx_lint.classes import (
     join_path,
     names_rngs,
 )
-from nnx_lint.facts import ABSENT, Facts
-from nnx_lint.fixes.sites import entry_pin_target, pin_sites, pin_sites_in
-from nnx_lint.flax_layers import FLAX_LAYERS
-from nnx_lint.flow import bound_values, expressions_within, lookup, position_in
-from nnx_lint.names import NameResolver, base_classes
-from nnx_lint.nnx_api import (
+from nnx_lint.base.facts import ABSENT, Facts
+from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
+from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
+from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
+from nnx_lint.analysis.names import NameResolver, base_classes
+from nnx_lint.flax_table.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
     CONTAINER_MODULES,
     GRAD_TRANSFORMS,
@@ -123,9 +123,9 @@ from nnx_lint.nnx_api import (
     TRANSFORMS,
     WALKING_METHODS,
 )
-from nnx_lint.node_index import nodes_of_class
-from nnx_lint.noqa import UNUSED_NOQA_CODE
-from nnx_lint.program_text import (
+from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.base.noqa import UNUSED_NOQA_CODE
+from nnx_lint.base.program_text import (
     UnsafeFact,
     access,
     bounded_index,
@@ -140,14 +140,14 @@ from nnx_lint.program_text import (
     set_attribute,
     shown,
 )
-from nnx_lint.relations import ArgumentView, argument_views, held_items
-from nnx_lint.rule import Invalid, Reproduction, Rule, Valid, differs, raises
-from nnx_lint.summaries import helper_summaries
-from nnx_lint.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
-from nnx_lint.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
-from nnx_lint.value_uses import may_leave
-from nnx_lint.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
-from nnx_lint.variables import (
+from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
+from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
+from nnx_lint.analysis.summaries import helper_summaries
+from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
+from nnx_lint.analysis.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
+from nnx_lint.analysis.value_uses import may_leave
+from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
+from nnx_lint.analysis.variables import (
     FLOAT_STATE,
     NON_DIFFERENTIABLE,
     TREE_MAPS,
@@ -160,7 +160,7 @@ from nnx_lint.variables import (
 )
 
 if TYPE_CHECKING:
-    from nnx_lint.engine import FileContext
+    from nnx_lint.engine.walk import FileContext
 
 __all__ = [
     # Declaring a rule.

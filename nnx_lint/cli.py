@@ -4,7 +4,7 @@
     nnx-lint rule NNX201          print a rule's documentation
     nnx-lint rules                list every rule
     nnx-lint gate [PATH] -- CMD   run the tests in graph mode and Tree Mode (nnx_lint/gate)
-    nnx-lint server               the language server for editors, over stdio (nnx_lint/server)
+    nnx-lint server               the language server for editors, over stdio (nnx_lint/frontends/server)
 
 Exit status: 0 clean, 1 findings, 2 usage, configuration or internal error.
 """
@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import nnx_lint
-from nnx_lint import cli_ci
-from nnx_lint.syntax.target import TARGET_VERSIONS
+from nnx_lint.frontends import cli_ci
+from nnx_lint.base.syntax.target import TARGET_VERSIONS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_merge_command(argv[2:])
     argv, test_command = split_test_command(argv)
     args = parser.parse_args(argv)
-    from nnx_lint.registry import ForeignRules, check_own_rules
+    from nnx_lint.engine.registry import ForeignRules, check_own_rules
 
     try:
         check_own_rules()  # before anything imports the rules: a checkout's checkers/ must not run
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "rule":
             return _rule(args.code)
         if args.command == "server":
-            from nnx_lint.server import run as run_server
+            from nnx_lint.frontends.server import run as run_server
 
             return run_server(args.baseline)
         return _rules()
@@ -132,7 +132,7 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
         fixes_cli.print_missing()
         return EXIT_ERROR
     if cli_ci.reads_stdin(args):
-        from nnx_lint.single_file import read_stdin
+        from nnx_lint.frontends.single_file import read_stdin
 
         output, fixed = fixes_cli.fix_stdin(read_stdin(), args.stdin_filename, settings,
                                             unsafe=args.unsafe_fixes, diff=args.diff)
@@ -160,12 +160,12 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from nnx_lint.config import ConfigError, default_settings, load_settings, split_codes
-    from nnx_lint.syntax.target import parse_target_version
-    from nnx_lint.escaping import printable
-    from nnx_lint.registry import UnknownSelector, select_rules
-    from nnx_lint.reporters import render
-    from nnx_lint.runner import run
+    from nnx_lint.engine.config import ConfigError, default_settings, load_settings, split_codes
+    from nnx_lint.base.syntax.target import parse_target_version
+    from nnx_lint.base.escaping import printable
+    from nnx_lint.engine.registry import UnknownSelector, select_rules
+    from nnx_lint.reporting.reporters import render
+    from nnx_lint.engine.runner import run
 
     try:
         prepared = cli_ci.prepare(args)
@@ -218,7 +218,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.no_cache:
         cache_dir = None
     else:
-        from nnx_lint.cache_store import default_cache_dir
+        from nnx_lint.base.cache_store import default_cache_dir
 
         cache_dir = args.cache_dir or default_cache_dir(settings.root)
     if args.fix or args.diff:
@@ -242,7 +242,7 @@ def _check(args: argparse.Namespace) -> int:
     if finished is not None:
         return finished
     if args.confirm or args.confirm_with or args.show_repro:
-        from nnx_lint.confirmation import OracleUnavailable, confirm
+        from nnx_lint.confirmation.oracle import OracleUnavailable, confirm
 
         try:
             result.confirmations = confirm(result.diagnostics, args.confirm_with or "tree_runtime", cache_dir)
@@ -259,7 +259,7 @@ def _check(args: argparse.Namespace) -> int:
 
         result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes, settings, cache_dir)
     if args.statistics or args.group_by:
-        from nnx_lint.reporters import render_statistics
+        from nnx_lint.reporting.reporters import render_statistics
 
         output = render_statistics(result, args.output_format, args.group_by or "rule")
     else:
@@ -269,7 +269,7 @@ def _check(args: argparse.Namespace) -> int:
     try:
         # -o FILE and -q (Ruff's): -q drops the summary lines of the text-like formats (whole
         # lines only, so a machine-readable format, which never has such a line, is untouched).
-        from nnx_lint.reporters import summary
+        from nnx_lint.reporting.reporters import summary
 
         quiet_drops = (summary(result),) + tuple(
             line for line in output.split("\n") if line.startswith(("Confirmation: ", "[*] ", "No fixes available")))
@@ -290,8 +290,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _rule(name: str) -> int:
-    from nnx_lint.docs import render_rule
-    from nnx_lint.registry import rule_by_code, rule_by_symbol
+    from nnx_lint.reporting.docs import render_rule
+    from nnx_lint.engine.registry import rule_by_code, rule_by_symbol
 
     rule = rule_by_code(name.upper()) or rule_by_symbol(name)
     if rule is None:
@@ -302,7 +302,7 @@ def _rule(name: str) -> int:
 
 
 def _rules() -> int:
-    from nnx_lint.registry import all_rules
+    from nnx_lint.engine.registry import all_rules
 
     rules = all_rules()
     # Columns as wide as their longest entry; the summary is last and never cut.

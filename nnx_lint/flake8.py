@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import nnx_lint
-from nnx_lint.config import ConfigError, default_settings
-from nnx_lint.eager import load_lint_path
-from nnx_lint.engine import lint_source
-from nnx_lint.escaping import printable
-from nnx_lint.file_config import plugin_rules, settings_for_file
-from nnx_lint.noqa import apply_file_exemption
-from nnx_lint.project import module_name_for, shared_project
-from nnx_lint.registry import all_rules
+from nnx_lint.engine.config import ConfigError, default_settings
+from nnx_lint.engine.eager import load_lint_path
+from nnx_lint.engine.walk import lint_source
+from nnx_lint.base.escaping import printable
+from nnx_lint.engine.file_config import plugin_rules, settings_for_file
+from nnx_lint.base.noqa import apply_file_exemption
+from nnx_lint.analysis.project import module_name_for, shared_project
+from nnx_lint.engine.registry import all_rules
 
 try:  # flake8's own select/ignore logic, so the plugin agrees with flake8 on what is selected
     from flake8.style_guide import Decision, DecisionEngine
@@ -49,12 +49,12 @@ try:  # what flake8 raises for its own unusable options, and reports in one clea
 except ImportError:  # pragma: no cover - flake8 has had it since 3.0
     ExecutionError = SystemExit
 
-# Now, before any linted code's directory can be on sys.path (see nnx_lint.eager).
+# Now, before any linted code's directory can be on sys.path (see nnx_lint.engine.eager).
 load_lint_path()
 
 
 class NNXFlake8Plugin:
-    """flake8 tree plugin adapter around :func:`nnx_lint.engine.lint_source`."""
+    """flake8 tree plugin adapter around :func:`nnx_lint.engine.walk.lint_source`."""
 
     name = "nnx-lint"
     version = nnx_lint.__version__
@@ -107,7 +107,7 @@ class NNXFlake8Plugin:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         if self.selected_codes is not None and not self.selected_codes:
             return  # no NNX code selected (`flake8 --select E9`): no analysis at all
-        text = "".join(self.lines)  # lint_source's pre-filter decides on it (nnx_lint.prefilter)
+        text = "".join(self.lines)  # lint_source's pre-filter decides on it (nnx_lint.analysis.prefilter)
         path = Path(self.filename)
         settings = default_settings() if self.isolated else _settings_or_fail(path, self.config_file)
         rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)

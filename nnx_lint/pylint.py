@@ -27,25 +27,25 @@ from pylint.checkers import BaseChecker
 from pylint.constants import WarningScope
 from pylint.interfaces import INFERENCE_FAILURE, UNDEFINED
 
-from nnx_lint.config import ConfigError
-from nnx_lint.diagnostic import UNPROVEN, Diagnostic, analysed_whole, shown
-from nnx_lint.eager import load_lint_path
-from nnx_lint import bounds
-from nnx_lint.engine import _linter_diagnostic, lint_module, newer_than_target
-from nnx_lint.escaping import printable
-from nnx_lint.file_config import plugin_rules, settings_for_file
-from nnx_lint.noqa import apply_noqa
-from nnx_lint.prefilter import mentions_nnx
-from nnx_lint.project import module_name_for, shared_project
-from nnx_lint.registry import all_rules
-from nnx_lint.rule import Rule
-from nnx_lint.unused_noqa import unused_noqa
+from nnx_lint.engine.config import ConfigError
+from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic, analysed_whole, shown
+from nnx_lint.engine.eager import load_lint_path
+from nnx_lint.base import bounds
+from nnx_lint.engine.walk import _linter_diagnostic, lint_module, newer_than_target
+from nnx_lint.base.escaping import printable
+from nnx_lint.engine.file_config import plugin_rules, settings_for_file
+from nnx_lint.base.noqa import apply_noqa
+from nnx_lint.analysis.prefilter import mentions_nnx
+from nnx_lint.analysis.project import module_name_for, shared_project
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.analysis.rule import Rule
+from nnx_lint.engine.unused_noqa import unused_noqa
 
 if TYPE_CHECKING:
     from astroid import nodes
     from pylint.lint import PyLinter
 
-# Now, while the linted code's directory is not yet on sys.path (see nnx_lint.eager).
+# Now, while the linted code's directory is not yet on sys.path (see nnx_lint.engine.eager).
 load_lint_path()
 
 _CATEGORY = {"raises": "E", "silent": "W", "linter": "E", "advisory": "C"}

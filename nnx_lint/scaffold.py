@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from nnx_lint.registry import all_rules, rule_by_code, rule_by_symbol, rules_directory
+from nnx_lint.engine.registry import all_rules, rule_by_code, rule_by_symbol, rules_directory
 
 FIXTURES = Path("tests") / "fixtures"
 

@@ -6,11 +6,11 @@ import dataclasses
 import re
 from pathlib import Path
 
-from nnx_lint.diagnostic import shown
-from nnx_lint.engine import lint_bytes
-from nnx_lint.project import Project, module_name_for
-from nnx_lint.registry import all_rules, family_package
-from nnx_lint.rule import Rule, expected_markers
+from nnx_lint.base.diagnostic import shown
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.analysis.project import Project, module_name_for
+from nnx_lint.engine.registry import all_rules, family_package
+from nnx_lint.analysis.rule import Rule, expected_markers
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -73,7 +73,7 @@ def lint_fixture(path: Path, rules=None):
 
 def fixture_target_version(path: Path) -> tuple[int, int] | None:
     """The target version a fixture declares in its first lines (``# fixture: target-version py311``)."""
-    from nnx_lint.syntax.target import parse_target_version
+    from nnx_lint.base.syntax.target import parse_target_version
 
     found = re.search(r"target-version (py3\d+)", path.read_text("utf-8", "replace")[:200])
     return parse_target_version(found.group(1)) if found else None
@@ -107,7 +107,7 @@ def calls_to_lint(source: str, name: str = "module.py") -> int:
     cost measure, for tests that hold an analysis to linear work."""
     import sys
 
-    from nnx_lint.engine import lint_source
+    from nnx_lint.engine.walk import lint_source
 
     calls = 0
 

@@ -15,7 +15,7 @@ from _support import REPO
 
 from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
 from nnx_lint.pylint import pylint_message_id
-from nnx_lint.registry import all_rules
+from nnx_lint.engine.registry import all_rules
 
 SOURCE = (
     "from flax import nnx\n"

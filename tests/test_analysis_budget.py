@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 from _support import REPO, calls_to_lint
 
-from nnx_lint import bounds, parsing
-from nnx_lint.classes import ClassModel
-from nnx_lint.engine import FileContext, lint_bytes, lint_source
-from nnx_lint.project import Project
-from nnx_lint.registry import all_rules
-from nnx_lint.transformed import TransformedCode
+from nnx_lint.base import bounds
+from nnx_lint.analysis import parsing
+from nnx_lint.analysis.classes import ClassModel
+from nnx_lint.engine.walk import FileContext, lint_bytes, lint_source
+from nnx_lint.analysis.project import Project
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.analysis.transformed import TransformedCode
 
 #: A finding the walk reports on its way (NNX201, line 3), before any class is modelled.
 FIRST = "from flax import nnx\nx = nnx.StateAxes({nnx.Param: 0})\nf = nnx.vmap(lambda m: m, in_axes=(x,))\n"
@@ -300,6 +301,6 @@ def test_reading_an_import_checks_the_time(importing_project, expire_at):
 
 def _file_dependencies(project) -> list[str]:
     """The project files an analysis read (not the module searches it made, also dependencies)."""
-    from nnx_lint.package_roots import MODULE_SEARCH_KEY
+    from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY
 
     return [key for key in project.dependencies if not key.startswith(MODULE_SEARCH_KEY)]

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nnx_lint.baseline import entries_for, fingerprint
+from nnx_lint.frontends.baseline import entries_for, fingerprint
 from nnx_lint.cli import main
 
 AXES = "nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"
@@ -126,8 +126,8 @@ def test_fingerprint_names_the_code_the_flagged_text_and_the_scope_only():
 
 
 def test_notebook_findings_are_fingerprinted_by_their_cell_line(tmp_path):
-    from nnx_lint.engine import lint_bytes
-    from nnx_lint.registry import select_rules
+    from nnx_lint.engine.walk import lint_bytes
+    from nnx_lint.engine.registry import select_rules
 
     cells = [{"cell_type": "code", "source": ["from flax import nnx\n"]},
              {"cell_type": "code", "source": [f"f = {AXES}\n"]}]

@@ -69,10 +69,10 @@ def test_identical_lines_in_two_functions_are_told_apart_by_their_scope(tied_pro
 
 
 def test_a_version_1_baseline_is_still_read_and_a_rewrite_is_suggested(tied_project):
-    from nnx_lint.baseline import entries_for, write_baseline
-    from nnx_lint.confined_writes import WriteScope
-    from nnx_lint.engine import lint_bytes
-    from nnx_lint.registry import select_rules
+    from nnx_lint.frontends.baseline import entries_for, write_baseline
+    from nnx_lint.base.confined_writes import WriteScope
+    from nnx_lint.engine.walk import lint_bytes
+    from nnx_lint.engine.registry import select_rules
 
     path = tied_project / "model.py"
     diagnostics = lint_bytes(path.read_bytes(), str(path), select_rules())
@@ -89,7 +89,8 @@ def test_a_version_1_baseline_is_still_read_and_a_rewrite_is_suggested(tied_proj
 
 
 def test_fingerprint_doctests():
-    from nnx_lint import baseline, engine, source_lines
+    from nnx_lint.frontends import baseline
+    from nnx_lint.engine import walk as engine, source_lines
 
     for module in (baseline, engine, source_lines):
         failures, tried = doctest.testmod(module)

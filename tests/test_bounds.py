@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from _support import REPO, calls_to_lint
 
-from nnx_lint import bounds
-from nnx_lint.engine import lint_bytes, lint_source
-from nnx_lint.lines import physical_lines
-from nnx_lint.registry import all_rules
+from nnx_lint.base import bounds
+from nnx_lint.engine.walk import lint_bytes, lint_source
+from nnx_lint.base.lines import physical_lines
+from nnx_lint.engine.registry import all_rules
 
 STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
 #: Far more than nnx-lint needs on these inputs, far less than the attacks took on the old main.
@@ -154,7 +154,7 @@ def test_huge_file_costs_neither_memory_nor_the_other_files(tree):
 
 
 def test_token_budget_is_checked_before_any_tree_is_built(monkeypatch):
-    from nnx_lint import parsing
+    from nnx_lint.analysis import parsing
 
     def build(*args, **kwargs):
         raise AssertionError("a file over the budget must not reach astroid")
@@ -260,9 +260,9 @@ def test_notebook_size_caps_cover_the_file_and_its_code(monkeypatch):
 
 
 def test_a_failure_outside_the_rules_costs_only_its_file(tree, monkeypatch):
-    from nnx_lint import notebooks
-    from nnx_lint.config import Settings
-    from nnx_lint.runner import run
+    from nnx_lint.base import notebooks
+    from nnx_lint.engine.config import Settings
+    from nnx_lint.engine.runner import run
 
     def explode(data):
         raise RuntimeError("boom")
@@ -381,13 +381,13 @@ def sample(tmp_path, monkeypatch):
 
 
 def test_flake8_without_nnx_selected_runs_no_analysis(sample, monkeypatch):
-    import nnx_lint.engine
+    import nnx_lint.engine.walk
     import nnx_lint.flake8
 
     def no_analysis(*args, **kwargs):
         raise AssertionError("flake8 --select E9 must not run nnx-lint's analysis")
 
-    monkeypatch.setattr(nnx_lint.engine, "lint_source", no_analysis)
+    monkeypatch.setattr(nnx_lint.engine.walk, "lint_source", no_analysis)
     monkeypatch.setattr(nnx_lint.flake8, "lint_source", no_analysis, raising=False)
     assert _flake8_plugin_findings(sample, "--select", "E9") == []
 
@@ -441,8 +441,8 @@ def test_the_analysed_files_own_warnings_are_not_printed():
 def test_fast_lookup_agrees_with_astroid_on_many_redefinitions():
     from astroid import nodes
 
-    from nnx_lint import parsing
-    from nnx_lint.flow import MANY_BINDINGS, lookup
+    from nnx_lint.analysis import parsing
+    from nnx_lint.analysis.flow import MANY_BINDINGS, lookup
 
     count = MANY_BINDINGS + 50
     lines = ["import flax"]

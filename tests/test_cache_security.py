@@ -70,9 +70,9 @@ def test_plain_data_cache_in_the_project_cannot_hide_findings(project, capsys):
     """A data-only cache (no code) with a correct key, digest and fingerprint, saying "no findings"."""
     import hashlib
 
-    from nnx_lint.cache import code_fingerprint
-    from nnx_lint.config import load_settings
-    from nnx_lint.runner import _selectors
+    from nnx_lint.engine.cache import code_fingerprint
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.engine.runner import _selectors
 
     expected = _uncached(capsys)
     settings = load_settings(Path("."))
@@ -102,7 +102,7 @@ def _tamper_diagnostics(data: bytes) -> bytes:
 
 
 def _signed_by_another_user(data: bytes) -> bytes:
-    from nnx_lint import cache_store
+    from nnx_lint.base import cache_store
 
     _header, _, payload = data.partition(b"\n")
     entries = json.loads(payload)
@@ -129,7 +129,7 @@ MUTATIONS = {
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=list(MUTATIONS))
 @pytest.mark.parametrize("where", ["user-cache", "cache-dir-in-project"])
 def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mutation, where):
-    from nnx_lint.cache_store import default_cache_dir
+    from nnx_lint.base.cache_store import default_cache_dir
 
     expected = _uncached(capsys)
     args = ("--cache-dir", ".cache-in-repo") if where == "cache-dir-in-project" else ()
@@ -144,7 +144,7 @@ def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mu
 
 
 def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache):
-    from nnx_lint.cache_store import default_cache_dir
+    from nnx_lint.base.cache_store import default_cache_dir
 
     expected = _uncached(capsys)
     _check(capsys)
@@ -153,8 +153,8 @@ def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache
     key = private_user_cache / "key"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
     assert not (project / ".nnx_lint_cache").exists()
-    from nnx_lint.config import load_settings
-    from nnx_lint.runner import run
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.engine.runner import run
 
     result = run([Path(".")], load_settings(Path(".")), cache_dir=default_cache_dir(project))
     assert result.files_from_cache == 2 and [d.to_dict() for d in result.diagnostics] != []
@@ -242,10 +242,10 @@ def test_a_fifo_under_the_cache_name_does_not_hang_the_run(project, capsys):
 
 def test_a_planted_confirmation_cache_cannot_forge_a_verdict(tmp_path, monkeypatch):
     pytest.importorskip("jax")
-    from nnx_lint import confirmation
-    from nnx_lint.confirmation import OutcomeCache, confirm, oracle_version, reproduction_for
-    from nnx_lint.engine import lint_bytes
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.confirmation import oracle as confirmation
+    from nnx_lint.confirmation.oracle import OutcomeCache, confirm, oracle_version, reproduction_for
+    from nnx_lint.engine.walk import lint_bytes
+    from nnx_lint.engine.registry import rule_by_code
 
     (diagnostic,) = lint_bytes(STATE_AXES.encode(), "m.py", [rule_by_code("NNX201")])
     reproduction = reproduction_for(diagnostic)
@@ -267,10 +267,10 @@ def test_a_planted_confirmation_cache_cannot_forge_a_verdict(tmp_path, monkeypat
 
 def test_timeouts_and_crashes_are_not_cached(tmp_path, monkeypatch):
     pytest.importorskip("jax")
-    from nnx_lint import confirmation
-    from nnx_lint.confirmation import OutcomeCache, confirm
-    from nnx_lint.engine import lint_bytes
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.confirmation import oracle as confirmation
+    from nnx_lint.confirmation.oracle import OutcomeCache, confirm
+    from nnx_lint.engine.walk import lint_bytes
+    from nnx_lint.engine.registry import rule_by_code
 
     (diagnostic,) = lint_bytes(STATE_AXES.encode(), "m.py", [rule_by_code("NNX201")])
     monkeypatch.setattr(confirmation, "run_programs", lambda programs, oracle, timeout=None: [

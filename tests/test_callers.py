@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from nnx_lint.callers import CallerIndex, dependency_key, dependency_value, top_directories
-from nnx_lint.config import load_settings
-from nnx_lint.engine import lint_bytes
-from nnx_lint.project import Project, module_name_for
-from nnx_lint.registry import rule_by_code
-from nnx_lint.runner import run
+from nnx_lint.analysis.callers import CallerIndex, dependency_key, dependency_value, top_directories
+from nnx_lint.engine.config import load_settings
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.analysis.project import Project, module_name_for
+from nnx_lint.engine.registry import rule_by_code
+from nnx_lint.engine.runner import run
 
 MODELS = """\
 from flax import nnx
@@ -180,7 +180,7 @@ def test_the_dependency_value_changes_with_any_candidate(tmp_path):
 
 def test_a_function_many_files_call_gets_no_class_from_them(project):
     """A library helper: more candidate files than MAX_CALLER_FILES are not parsed at all."""
-    from nnx_lint.callers import MAX_CALLER_FILES
+    from nnx_lint.analysis.callers import MAX_CALLER_FILES
 
     for number in range(MAX_CALLER_FILES - 1):  # with main.py (Policy): exactly the limit
         (project / f"caller_{number}.py").write_text(_caller("Plain"))
@@ -230,7 +230,7 @@ def test_a_warm_run_reuses_the_caller_answers_until_a_file_changes(project, tmp_
     unchanged (no import is read again); a change of any file there makes them be recomputed."""
     import os
 
-    from nnx_lint import callers
+    from nnx_lint.analysis import callers
 
     cache = tmp_path_factory.mktemp("cache")
 

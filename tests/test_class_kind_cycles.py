@@ -5,8 +5,8 @@ model asked what ``A`` holds, which asked what ``B`` holds, which asked about ``
 """
 from __future__ import annotations
 
-from nnx_lint.engine import lint_source
-from nnx_lint.registry import all_rules
+from nnx_lint.engine.walk import lint_source
+from nnx_lint.engine.registry import all_rules
 
 MUTUAL = '''
 from flax import nnx

@@ -133,15 +133,15 @@ def test_default_excludes_skip_virtualenvs_and_git(project, capsys):
 
 
 def test_cache_is_used_and_invalidated(project, capsys, private_user_cache):
-    from nnx_lint import runner
-    from nnx_lint.cache_store import default_cache_dir
+    from nnx_lint.engine import runner
+    from nnx_lint.base.cache_store import default_cache_dir
 
     settings_args = ["--output-format", "json"]
     first = run(capsys, *settings_args)[1]
     cache_dir = default_cache_dir(project)
     assert (cache_dir / "results.json").exists() and cache_dir.is_relative_to(private_user_cache)
     assert not (project / ".nnx_lint_cache").exists(), "nothing is written into the project"
-    result = runner.run([Path(".")], __import__("nnx_lint.config", fromlist=["x"]).load_settings(Path(".")),
+    result = runner.run([Path(".")], __import__("nnx_lint.engine.config", fromlist=["x"]).load_settings(Path(".")),
                         cache_dir=cache_dir)
     assert result.files_from_cache == 3 and result.files_analysed == 0
     assert json.loads(run(capsys, *settings_args)[1]) == json.loads(first)
@@ -162,7 +162,7 @@ def test_cross_file_dependency_invalidates_cache(tmp_path, monkeypatch, capsys):
 
 
 def test_corrupt_cache_never_breaks_a_run(project, capsys):
-    from nnx_lint.cache_store import default_cache_dir
+    from nnx_lint.base.cache_store import default_cache_dir
 
     default_cache_dir(project).mkdir(parents=True)
     (default_cache_dir(project) / "results.json").write_bytes(b"not a cache")

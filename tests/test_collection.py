@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nnx_lint import collection, engine, runner
-from nnx_lint.project import forget_shared_projects
+from nnx_lint.engine import collection, walk as engine, runner
+from nnx_lint.analysis.project import forget_shared_projects
 
 
 @pytest.fixture

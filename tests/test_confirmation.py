@@ -14,12 +14,12 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from nnx_lint import confirmation  # noqa: E402
+from nnx_lint.confirmation import oracle as confirmation  # noqa: E402
 from nnx_lint.cli import main  # noqa: E402
-from nnx_lint.confirmation import Confirmation, confirm, judge, run_programs  # noqa: E402
-from nnx_lint.engine import lint_bytes  # noqa: E402
-from nnx_lint.registry import all_rules  # noqa: E402
-from nnx_lint.rule import Reproduction  # noqa: E402
+from nnx_lint.confirmation.oracle import Confirmation, confirm, judge, run_programs  # noqa: E402
+from nnx_lint.engine.walk import lint_bytes  # noqa: E402
+from nnx_lint.engine.registry import all_rules  # noqa: E402
+from nnx_lint.analysis.rule import Reproduction  # noqa: E402
 from _support import partial_facts  # noqa: E402
 
 CASES = [
@@ -93,7 +93,7 @@ def _first_diagnostic(rule):
 
 
 def test_the_base_rule_has_no_builder():
-    from nnx_lint.rule import Rule
+    from nnx_lint.analysis.rule import Rule
 
     assert Rule.reproduce({}) is None and not Rule.has_reproduction()
 

@@ -87,8 +87,8 @@ def _catalogue_sections() -> dict[str, tuple[str, str]]:
 
 
 def test_catalogue_headings_are_the_pattern_table():
-    """Rule pages take titles from nnx_lint.catalogue; the document's headings must say the same, in order."""
-    from nnx_lint.catalogue import PATTERNS
+    """Rule pages take titles from nnx_lint.base.catalogue; the document's headings must say the same, in order."""
+    from nnx_lint.base.catalogue import PATTERNS
 
     sections = _catalogue_sections()
     assert list(sections) == list(PATTERNS)
@@ -96,7 +96,7 @@ def test_catalogue_headings_are_the_pattern_table():
 
 
 def test_every_pattern_a_rule_cites_is_in_the_catalogue():
-    from nnx_lint.registry import all_rules
+    from nnx_lint.engine.registry import all_rules
 
     sections = _catalogue_sections()
     unknown = {rule.code: pattern_id for rule in all_rules() for pattern_id in rule.catalogue
@@ -106,7 +106,7 @@ def test_every_pattern_a_rule_cites_is_in_the_catalogue():
 
 def test_catalogue_names_the_rules_that_cite_each_pattern():
     """A pattern's "Flagged by" line and its row in the summary table list exactly the rules citing it."""
-    from nnx_lint.registry import all_rules
+    from nnx_lint.engine.registry import all_rules
 
     text = (ROOT / "docs" / "catalogue.md").read_text()
     for pattern_id, (_, body) in _catalogue_sections().items():
@@ -120,8 +120,8 @@ def test_catalogue_names_the_rules_that_cite_each_pattern():
 
 
 def test_rule_pages_link_to_their_patterns():
-    from nnx_lint.docs import render_rule
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.reporting.docs import render_rule
+    from nnx_lint.engine.registry import rule_by_code
 
     page = render_rule(rule_by_code("NNX101"))
     assert "[A1: Tied Variable into a transform](../catalogue.md#a1)" in page
@@ -142,7 +142,7 @@ def test_migration_guide_covers_its_topics_in_order():
 
 
 def test_migration_guide_order_of_work_matches_the_tool():
-    from nnx_lint.overview import STAGES
+    from nnx_lint.reporting.overview import STAGES
 
     text = (ROOT / "docs" / "migration.md").read_text().split("## 2.", 1)[0]
     steps = re.findall(r"^\d\. \*\*(.+?)\*\*", text, flags=re.MULTILINE)
@@ -187,7 +187,7 @@ head -c 1000000 /dev/zero > "$3/weight"
 
 def test_runtime_programs_tag_patterns_that_exist():
     """The differential programs are tagged with catalogue ids (`@program("A1", ...)`): each must be a pattern."""
-    from nnx_lint.catalogue import PATTERNS
+    from nnx_lint.base.catalogue import PATTERNS
 
     text = (ROOT / "tests" / "runtime" / "runtime_programs.py").read_text()
     tags = {tag for args in re.findall(r"@program\(([^)]*)\)", text) for tag in re.findall(r'"([A-Z]\d+)"', args)}
@@ -198,7 +198,7 @@ def test_runtime_programs_tag_patterns_that_exist():
 def test_migration_guide_flax_version_table_is_current():
     """The table of the oldest flax each fix needs is generated from the flax table
     (``python -m nnx_lint.docs`` rewrites it)."""
-    from nnx_lint.docs import MIGRATION, migration_text
+    from nnx_lint.reporting.docs import MIGRATION, migration_text
 
     text = MIGRATION.read_text(encoding="utf-8")
     assert text == migration_text(text), "docs/migration.md is stale: run python -m nnx_lint.docs"

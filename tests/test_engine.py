@@ -4,9 +4,9 @@ from __future__ import annotations
 from astroid import nodes
 
 from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
-from nnx_lint.engine import lint_bytes, lint_source
-from nnx_lint.registry import all_rules
-from nnx_lint.rule import Rule
+from nnx_lint.engine.walk import lint_bytes, lint_source
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.analysis.rule import Rule
 
 STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
 
@@ -91,7 +91,7 @@ def test_diagnostic_positions_and_url():
 
 
 def test_prefilter_skips_linen_only_files():
-    from nnx_lint.prefilter import mentions_nnx
+    from nnx_lint.analysis.prefilter import mentions_nnx
 
     linen = "import flax.linen as nn\nclass M(nn.Module):\n    pass\n"
     assert not mentions_nnx(linen) and not mentions_nnx(linen.encode())

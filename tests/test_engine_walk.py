@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from astroid import nodes
 
-from nnx_lint import parsing
-from nnx_lint.engine import lint_module
-from nnx_lint.project import Project
-from nnx_lint.rule import Rule
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import lint_module
+from nnx_lint.analysis.project import Project
+from nnx_lint.analysis.rule import Rule
 
 # The rule fixtures (linter_errors holds files that do not parse or nest too deeply to walk).
 FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures").glob("*/*.py") if p.parent.name != "linter_errors")

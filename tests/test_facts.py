@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from nnx_lint.diagnostic import Diagnostic
-from nnx_lint.engine import lint_bytes
-from nnx_lint.facts import ABSENT, Facts, facts_from_dict
-from nnx_lint.registry import all_rules, rule_by_code
+from nnx_lint.base.diagnostic import Diagnostic
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.base.facts import ABSENT, Facts, facts_from_dict
+from nnx_lint.engine.registry import all_rules, rule_by_code
 
 REPORTING = [rule for rule in all_rules() if not rule.engine_reported]
 CASES = [

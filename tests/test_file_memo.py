@@ -6,10 +6,10 @@ import weakref
 
 import astroid
 
-from nnx_lint import flow, parsing
-from nnx_lint.engine import lint_module
-from nnx_lint.project import Project
-from nnx_lint.registry import all_rules
+from nnx_lint.analysis import flow, parsing
+from nnx_lint.engine.walk import lint_module
+from nnx_lint.analysis.project import Project
+from nnx_lint.engine.registry import all_rules
 
 SOURCE = """
 from flax import nnx

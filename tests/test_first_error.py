@@ -10,9 +10,9 @@ from __future__ import annotations
 import doctest
 import textwrap
 
-from nnx_lint import first_error
-from nnx_lint.engine import lint_source
-from nnx_lint.registry import all_rules
+from nnx_lint.analysis import first_error
+from nnx_lint.engine.walk import lint_source
+from nnx_lint.engine.registry import all_rules
 
 SOURCE = textwrap.dedent("""\
     import jax.numpy as jnp

@@ -119,12 +119,12 @@ def test_any_crash_of_the_fix_worker_costs_only_that_file(tmp_path):
                 os.kill(os.getpid(), signal.SIGSEGV)
             return _real(request)
         isolated.answer = answer
-        from nnx_lint.workers.serve import main
+        from nnx_lint.engine.workers.serve import main
         main(sys.argv[1])
         """)
     program = textwrap.dedent(f"""\
         import sys
-        import nnx_lint.workers.process as process
+        import nnx_lint.engine.workers.process as process
         process.BOOTSTRAP = {bootstrap!r}
         from nnx_lint.cli import main
         sys.exit(main({["check", ".", "--no-cache", "-j", "1", "--output-format", "json"]!r}))

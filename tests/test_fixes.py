@@ -13,13 +13,13 @@ pytest.importorskip("libcst")
 import libcst as cst  # noqa: E402
 
 from nnx_lint.cli import main
-from nnx_lint.engine import lint_source
+from nnx_lint.engine.walk import lint_source
 from nnx_lint.fixes.apply import fix_for, fix_notebook, fix_text, parses
 from nnx_lint.fixes.catalog import FIX_KINDS
 from nnx_lint.fixes.model import PIN, SAFE, apply_edits
 from nnx_lint.fixes.rewrites import REWRITES
 from nnx_lint.fixes.source import SourceIndex
-from nnx_lint.registry import all_rules, rule_by_code
+from nnx_lint.engine.registry import all_rules, rule_by_code
 
 FIXABLE = [rule for rule in all_rules() if rule.fixes]
 CASES = [(rule, case) for rule in FIXABLE for case in rule.INVALID if not case.files]
@@ -205,7 +205,7 @@ _OUTER_GRAD_OBSERVED = {"NNX501", "NNX502"}
 
 def test_fixed_reproductions_give_graph_mode_results_in_tree_mode() -> None:
     pytest.importorskip("flax")
-    from nnx_lint.confirmation import run_programs
+    from nnx_lint.confirmation.oracle import run_programs
     from nnx_lint.fixes.proof import proofs_for
 
     proofs = []
@@ -307,7 +307,7 @@ def test_fixed_invalid_cases_run_in_tree_mode_as_in_graph_mode() -> None:
     case in Tree Mode must end as the original does in graph mode (runs, or raises the same
     error type when the case is not runnable as-is, e.g. it needs inputs)."""
     pytest.importorskip("flax")
-    from nnx_lint.confirmation import run_programs
+    from nnx_lint.confirmation.oracle import run_programs
     from nnx_lint.fixes.proof import case_program
 
     items = []

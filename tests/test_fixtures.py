@@ -8,7 +8,7 @@ import sys
 import pytest
 from _support import FIXTURES, fixture_expectations, fixture_files, lint_fixture
 
-from nnx_lint.diagnostic import KINDS
+from nnx_lint.base.diagnostic import KINDS
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.name)

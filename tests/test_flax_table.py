@@ -1,4 +1,4 @@
-"""The flax table (``nnx_lint/nnx_api.py``) against the installed flax, by introspection.
+"""The flax table (``nnx_lint/flax_table/nnx_api.py``) against the installed flax, by introspection.
 
 The linter never imports flax; these tests do, so that a flax release that adds a
 Variable type, a transform or a compat partial shows up here as a failing row rather than
@@ -10,8 +10,8 @@ import inspect
 
 import pytest
 
-from nnx_lint import nnx_api
-from nnx_lint.flax_layers import FLAX_LAYERS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
+from nnx_lint.flax_table import nnx_api
+from nnx_lint.flax_table.flax_layers import FLAX_LAYERS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 
 nnx = pytest.importorskip("flax.nnx")
 
@@ -177,7 +177,7 @@ def _table_names() -> list[tuple[str, str]]:
 
     dotted = re.compile(r"^(flax|jax|optax)\.[A-Za-z_][\w.]*$")
     found = []
-    for module in (nnx_api, __import__("nnx_lint.flax_layers", fromlist=["_"])):
+    for module in (nnx_api, __import__("nnx_lint.flax_table.flax_layers", fromlist=["_"])):
         tree = ast.parse(Path(module.__file__).read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
@@ -193,8 +193,8 @@ _OLD_SPELLINGS = {"flax.experimental.nnx"}
 
 
 def test_the_table_finds_its_names():
-    assert ("nnx_lint.flax_layers", "flax.nnx.BatchNorm") in _table_names()
-    assert ("nnx_lint.nnx_api", "flax.nnx.compat") in _table_names()
+    assert ("nnx_lint.flax_table.flax_layers", "flax.nnx.BatchNorm") in _table_names()
+    assert ("nnx_lint.flax_table.nnx_api", "flax.nnx.compat") in _table_names()
 
 
 @pytest.mark.parametrize("name", sorted({name for _module, name in _table_names()} - _OLD_SPELLINGS))

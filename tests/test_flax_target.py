@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from nnx_lint.cli import main
-from nnx_lint.config import ConfigError, load_settings
+from nnx_lint.engine.config import ConfigError, load_settings
 from nnx_lint.fixes import flax_target
 from nnx_lint.fixes.flax_target import ProjectFlax, declared_flax, locked_flax, project_flax, requirement_lower_bound
-from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS, keyword_since, pin_flags, pin_missing, pin_needs, version_key
+from nnx_lint.flax_table.nnx_api import GRAPH_APIS, TRANSFORMS, keyword_since, pin_flags, pin_missing, pin_needs, version_key
 
 
 @pytest.mark.parametrize("requirement,bound", [
@@ -190,10 +190,10 @@ graphdef, state = nnx.split([v, v])
 
 
 def _fixes(flax: ProjectFlax, source: str = SOURCE) -> dict[str, object]:
-    from nnx_lint.engine import lint_source
+    from nnx_lint.engine.walk import lint_source
     from nnx_lint.fixes.apply import fix_for
     from nnx_lint.fixes.source import SourceIndex
-    from nnx_lint.registry import select_rules
+    from nnx_lint.engine.registry import select_rules
 
     index = SourceIndex(source)
     return {d.code: fix_for(d, index, False, flax) for d in lint_source(source, "m.py", list(select_rules(None, (), ())))
@@ -250,10 +250,10 @@ def test_cli_diff_json_and_help_follow_the_project_flax(tmp_path, monkeypatch, c
 
 
 def test_a_rewrite_writing_a_newer_name_is_not_offered_on_an_older_flax():
-    from nnx_lint.engine import lint_source
+    from nnx_lint.engine.walk import lint_source
     from nnx_lint.fixes.apply import fix_for
     from nnx_lint.fixes.source import SourceIndex
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     rule = rule_by_code("NNX601")
     source = rule.INVALID[0].source

@@ -50,7 +50,7 @@ def _findings(tool: str, result: subprocess.CompletedProcess) -> set[tuple[str, 
         return {(os.path.normpath(d["filename"]), d["location"]["row"], d["code"]) for d in json.loads(result.stdout)}
     if tool == "flake8":
         return {(os.path.normpath(p), int(r), c) for p, r, _, c in (line.split("|") for line in result.stdout.split())}
-    from nnx_lint.registry import rule_by_symbol
+    from nnx_lint.engine.registry import rule_by_symbol
 
     return {(os.path.normpath(m["path"]), m["line"], rule_by_symbol(m["symbol"]).code) for m in _pylint_messages(result)}
 

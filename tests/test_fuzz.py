@@ -37,10 +37,10 @@ hypothesmith = pytest.importorskip("hypothesmith", reason="fuzzing needs the `fu
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from nnx_lint.diagnostic import Diagnostic  # noqa: E402
-from nnx_lint.engine import lint_bytes, lint_source  # noqa: E402
-from nnx_lint.project import Project, module_name_for  # noqa: E402
-from nnx_lint.registry import all_rules  # noqa: E402
+from nnx_lint.base.diagnostic import Diagnostic  # noqa: E402
+from nnx_lint.engine.walk import lint_bytes, lint_source  # noqa: E402
+from nnx_lint.analysis.project import Project, module_name_for  # noqa: E402
+from nnx_lint.engine.registry import all_rules  # noqa: E402
 
 _REQUESTED = os.environ.get("NNX_LINT_FUZZ_EXAMPLES")
 EXAMPLES = int(_REQUESTED) if _REQUESTED else 20

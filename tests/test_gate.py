@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from nnx_lint.cli import main
-from nnx_lint.confined_writes import WriteScope
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.base.confined_writes import WriteScope
+from nnx_lint.base.diagnostic import Diagnostic
 from nnx_lint.gate import command as gate_command
 from nnx_lint.gate.attribution import Attributor, project_frames
 from nnx_lint.gate.baseline import BaselineError, read_baseline, write_baseline
@@ -202,7 +202,7 @@ def test_attribution_at_near_same_function_and_unexplained(project):
 def test_a_related_location_at_the_frame_explains_the_failure(project):
     """A finding reported where the fix goes (a return in another file) whose related location is the
     failing line (the call of the transformed function) explains the failure, before a mere "near"."""
-    from nnx_lint.diagnostic import Related
+    from nnx_lint.base.diagnostic import Related
 
     models, test = str(project / "models.py"), str(project / "t.py")
     failing = _verdict_failing_at(Frame(test, 2, "test_x"), Frame(models, 7, "build"))
@@ -372,7 +372,7 @@ def main_diagnostics(root: Path) -> list[Diagnostic]:
 def test_every_shared_reference_rule_declares_the_facts_that_hold_its_paths():
     """The gate reads a finding's paths from the facts its rule declares (``Facts.paths``); a declared
     name that is not a fact would silently match nothing."""
-    from nnx_lint.registry import all_rules
+    from nnx_lint.engine.registry import all_rules
     rules = [rule for rule in all_rules() if rule.code.startswith("NNX1")]
     assert len(rules) >= 12
     for rule in rules:

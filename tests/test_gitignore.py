@@ -1,11 +1,11 @@
-"""gitignore(5) semantics of :mod:`nnx_lint.discovery.gitignore`, file by file and through a walk."""
+"""gitignore(5) semantics of :mod:`nnx_lint.engine.discovery.gitignore`, file by file and through a walk."""
 from __future__ import annotations
 
 import time
 
 import pytest
 
-from nnx_lint.discovery.gitignore import Gitignore, parse, parse_line
+from nnx_lint.engine.discovery.gitignore import Gitignore, parse, parse_line
 
 
 def ignored(text: str, path: str, is_dir: bool = False) -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from _support import FIXTURES, REPO, family_rules, lint_fixture
 
-from nnx_lint.engine import lint_source
-from nnx_lint.registry import rule_by_code
-from nnx_lint.variables import FLAX_LAYERS, NON_DIFFERENTIABLE
+from nnx_lint.engine.walk import lint_source
+from nnx_lint.engine.registry import rule_by_code
+from nnx_lint.analysis.variables import FLAX_LAYERS, NON_DIFFERENTIABLE
 
 FAMILIES = ("grad_semantics", "custom_vjp")
 #: Complete scripts that run each pattern with flax in graph mode or Tree Mode

@@ -101,7 +101,7 @@ def test_write_baseline_does_not_follow_a_symlink_and_file_names_stay_data(repo)
 
 
 def test_gate_baseline_write_refuses_a_symlink(repo):
-    from nnx_lint.confined_writes import WriteScope
+    from nnx_lint.base.confined_writes import WriteScope
     from nnx_lint.gate.baseline import BaselineError, write_baseline
 
     target = repo.parent / "outside" / "rc"
@@ -125,8 +125,8 @@ def test_a_baseline_linked_to_an_endless_device_is_refused(repo):
 def test_stdin_is_read_bounded(monkeypatch):
     import io
 
-    from nnx_lint import bounds
-    from nnx_lint.single_file import read_stdin
+    from nnx_lint.base import bounds
+    from nnx_lint.frontends.single_file import read_stdin
 
     monkeypatch.setattr(bounds, "LIMITS", bounds.Limits(source_bytes=10, notebook_bytes=20))
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * 1000)))
@@ -134,7 +134,7 @@ def test_stdin_is_read_bounded(monkeypatch):
 
 
 def test_a_src_symlink_to_the_root_of_the_file_system_is_no_source_root(repo):
-    from nnx_lint.package_roots import source_roots
+    from nnx_lint.analysis.package_roots import source_roots
 
     (repo / "src").symlink_to("/", target_is_directory=True)
     (repo / "lib").mkdir()

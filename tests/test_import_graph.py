@@ -15,7 +15,7 @@ from _support import REPO
 
 PACKAGE = REPO / "nnx_lint"
 #: The one module of nnx_lint that may import ``checkers``: rule discovery.
-DISCOVERY = "nnx_lint.registry"
+DISCOVERY = "nnx_lint.engine.registry"
 
 
 def module_name(path: Path) -> str:
@@ -98,16 +98,16 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_scan_sees_the_package():
     graph = import_graph()
-    assert {"nnx_lint.engine", "nnx_lint.fixes.apply", "nnx_lint.gate.runner", DISCOVERY} <= graph.keys()
-    assert "nnx_lint.rule" in graph["nnx_lint.engine"] or any("nnx_lint.rule" in t for t in graph.values())
+    assert {"nnx_lint.engine.walk", "nnx_lint.fixes.apply", "nnx_lint.gate.runner", DISCOVERY} <= graph.keys()
+    assert "nnx_lint.analysis.rule" in graph["nnx_lint.engine.walk"] or any("nnx_lint.analysis.rule" in t for t in graph.values())
 
 
 def test_function_level_imports_are_edges_and_type_only_imports_are_not(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nnx_lint.engine import X\n"
-                      "def f():\n    from nnx_lint.rule import Rule\n    from . import sibling\n")
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nnx_lint.engine.walk import X\n"
+                      "def f():\n    from nnx_lint.analysis.rule import Rule\n    from . import sibling\n")
     found = imported_names(module, "nnx_lint.m")
-    assert {"nnx_lint.rule", "nnx_lint.sibling"} <= found and "nnx_lint.engine" not in found
+    assert {"nnx_lint.analysis.rule", "nnx_lint.sibling"} <= found and "nnx_lint.engine.walk" not in found
 
 
 def test_find_cycle_reports_a_cycle():
@@ -125,4 +125,4 @@ def test_only_discovery_imports_the_rules():
         name for name, path in modules().items()
         if name != DISCOVERY and any(t == "checkers" or t.startswith("checkers.") for t in imported_names(path, name))
     )
-    assert offenders == [], "nnx_lint reaches the rules only through nnx_lint.registry"
+    assert offenders == [], "nnx_lint reaches the rules only through nnx_lint.engine.registry"

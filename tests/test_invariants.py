@@ -7,10 +7,10 @@ import re
 import pytest
 from _support import family_of, fixture_files
 
-from nnx_lint.diagnostic import KINDS
-from nnx_lint.docs import DOCS_DIR, expected_pages
-from nnx_lint.registry import all_rules
-from nnx_lint.rule import SECTION_TITLES
+from nnx_lint.base.diagnostic import KINDS
+from nnx_lint.reporting.docs import DOCS_DIR, expected_pages
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.analysis.rule import SECTION_TITLES
 
 RULES = all_rules()
 
@@ -64,7 +64,7 @@ def test_rule_has_a_fixture(rule):
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_facts_are_json_able(rule):
-    from nnx_lint.engine import lint_bytes
+    from nnx_lint.engine.walk import lint_bytes
 
     for case in rule.INVALID:
         for diagnostic in lint_bytes(case.source.encode(), "case.py", [rule]):

@@ -65,10 +65,10 @@ def test_the_contracts_hold():
 
 #: One violation per contract: (file, line appended to it).
 PLANTED = [
-    ("checkers/graph_opt_in/nnx901_graph_mode_opt_in.py", "from nnx_lint.rule import Rule as _PlantedRule"),
-    ("tree_runtime/_filters.py", "import nnx_lint.bounds as _planted_bounds"),
-    ("nnx_lint/names.py", "import jax as _planted_jax"),
-    ("nnx_lint/facts.py", "import nnx_lint.engine as _planted_engine"),
+    ("checkers/graph_opt_in/nnx901_graph_mode_opt_in.py", "from nnx_lint.analysis.rule import Rule as _PlantedRule"),
+    ("tree_runtime/_filters.py", "import nnx_lint.base.bounds as _planted_bounds"),
+    ("nnx_lint/analysis/names.py", "import jax as _planted_jax"),
+    ("nnx_lint/base/facts.py", "import nnx_lint.engine.walk as _planted_engine"),
     ("tree_runtime/_variables.py", "from . import _module as _planted_cycle"),
 ]
 

@@ -74,8 +74,8 @@ def test_markdown_without_a_base_names_the_command_not_a_local_file(tmp_path):
 
 
 def test_the_shipped_pages_are_current():
-    from nnx_lint.docs import shipped_pages
-    from nnx_lint.reporting.links import PAGES_DIR
+    from nnx_lint.reporting.docs import shipped_pages
+    from nnx_lint.base.links import PAGES_DIR
 
     stale = [str(name) for name, content in shipped_pages().items()
              if not (PAGES_DIR / name).is_file() or (PAGES_DIR / name).read_text(encoding="utf-8") != content]

@@ -37,7 +37,7 @@ import multiprocessing as _real
 sys.modules["multiprocessing"] = _real
 class _Hook:
     def find_spec(self, name, path=None, target=None):
-        if name != "nnx_lint.runner": return None
+        if name != "nnx_lint.engine.runner": return None
         sys.meta_path.remove(self); spec = importlib.util.find_spec(name); run = spec.loader.exec_module
         def exec_module(m):
             run(m)
@@ -142,7 +142,7 @@ def test_a_worker_that_imports_from_the_checkout_fails_the_run(tmp_path):
     (repo / "textwrap.py").write_text(f"exec(compile(open({stdlib_textwrap!r}).read(), {stdlib_textwrap!r}, 'exec'))\n")
     program = textwrap.dedent(f"""\
         import sys
-        import nnx_lint.workers.process as process
+        import nnx_lint.engine.workers.process as process
         trusted = process.trusted_path
         process.trusted_path = lambda untrusted: [{str(repo)!r}, *trusted(untrusted)]
         from nnx_lint.cli import main
@@ -162,7 +162,7 @@ KILLING_BOOTSTRAP = """\
 import sys
 sys.path[:] = sys.argv[2:]
 import os, signal
-import nnx_lint.runner as runner
+import nnx_lint.engine.runner as runner
 _real = runner.answer
 def answer(request):
     if request["path"].endswith("dies.py"):
@@ -173,7 +173,7 @@ def answer(request):
             os.kill(os.getpid(), signal.SIGKILL)
     return _real(request)
 runner.answer = answer
-from nnx_lint.workers.serve import main
+from nnx_lint.engine.workers.serve import main
 main(sys.argv[1])
 """
 
@@ -181,7 +181,7 @@ main(sys.argv[1])
 def _run_with_killing_workers(repo: Path, once: Path | None) -> subprocess.CompletedProcess:
     program = textwrap.dedent(f"""\
         import sys
-        import nnx_lint.workers.process as process
+        import nnx_lint.engine.workers.process as process
         process.BOOTSTRAP = {KILLING_BOOTSTRAP.format(once=str(once) if once else None)!r}
         from nnx_lint.cli import main
         sys.exit(main({ARGS!r}))
@@ -262,7 +262,7 @@ def test_the_worker_path_keeps_the_installation_and_drops_the_checkout(tmp_path,
     """A ``.venv`` inside the checkout is part of the installation and stays; ``''``, ``.``,
     the checkout and anything else inside it (``PYTHONPATH=src``, an editable install of the
     analysed project) go; entries outside it stay, in order."""
-    from nnx_lint.workers import process
+    from nnx_lint.engine.workers import process
 
     repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
     venv_site = repo / ".venv" / "lib" / "site-packages"

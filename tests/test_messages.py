@@ -17,10 +17,10 @@ import pytest
 from _support import REPO
 
 from nnx_lint.cli import main
-from nnx_lint.diagnostic import Diagnostic
-from nnx_lint.docs import render_rule
-from nnx_lint.engine import lint_bytes
-from nnx_lint.registry import all_rules, rule_by_code
+from nnx_lint.base.diagnostic import Diagnostic
+from nnx_lint.reporting.docs import render_rule
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.engine.registry import all_rules, rule_by_code
 
 MAX_MESSAGE = 120
 
@@ -193,9 +193,9 @@ def test_flake8_and_pylint_show_the_message_only(project):
 
 def test_show_fixes_puts_the_help_after_the_verdict_and_before_the_evidence():
     """With ``--confirm``, the verdict tag stays on the diagnostic's line."""
-    from nnx_lint.confirmation import Confirmation
-    from nnx_lint.reporters import render_text
-    from nnx_lint.runner import RunResult
+    from nnx_lint.confirmation.oracle import Confirmation
+    from nnx_lint.reporting.reporters import render_text
+    from nnx_lint.engine.runner import RunResult
 
     (d,) = lint_bytes(STATE_AXES.encode(), "axes.py", [rule_by_code("NNX201")])
     result = RunResult([d], files_checked=1, confirmations={0: Confirmation("confirmed", "PrefixFilterError: ...")})

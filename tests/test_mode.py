@@ -6,9 +6,9 @@ import textwrap
 import pytest
 from astroid import nodes
 
-from nnx_lint import parsing
-from nnx_lint.engine import FileContext
-from nnx_lint.project import Project
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.project import Project
 
 
 def last_nnx_call_keeps_graph(source: str) -> bool:

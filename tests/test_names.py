@@ -8,9 +8,9 @@ import textwrap
 import pytest
 from _support import REPO
 
-from nnx_lint import parsing
-from nnx_lint.names import NameResolver
-from nnx_lint.project import Project
+from nnx_lint.analysis import parsing
+from nnx_lint.analysis.names import NameResolver
+from nnx_lint.analysis.project import Project
 
 
 def resolve_last(source: str, project: Project | None = None, module_name: str = "m") -> str | None:
@@ -70,9 +70,9 @@ def test_reexport_through_project_module(tmp_path):
 NO_FLAX_PROGRAM = r"""
 import sys
 from pathlib import Path
-from nnx_lint.engine import lint_bytes
-from nnx_lint.parsing import manager
-from nnx_lint.registry import all_rules
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.analysis.parsing import manager
+from nnx_lint.engine.registry import all_rules
 fixtures = sorted(Path(sys.argv[1]).rglob("*.py"))
 total = 0
 for path in fixtures:

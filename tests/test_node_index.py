@@ -6,9 +6,9 @@ import gc
 import pytest
 from astroid import nodes
 
-from nnx_lint import parsing
-from nnx_lint.file_memo import forget_file_memos
-from nnx_lint.node_index import module_index, nodes_of_class
+from nnx_lint.analysis import parsing
+from nnx_lint.base.file_memo import forget_file_memos
+from nnx_lint.base.node_index import module_index, nodes_of_class
 
 SOURCE = '''
 import flax.nnx as nnx

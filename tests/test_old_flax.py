@@ -109,7 +109,7 @@ def flax_0_12_6() -> tuple[Path, dict]:
 
 def _importable(flax_dir: Path, version: str) -> tuple[Path, dict]:
     """The release's directory and what it offers (see ``INTROSPECT``); a skip if it cannot be imported here."""
-    from nnx_lint.nnx_api import GRAPH_APIS, TRANSFORMS
+    from nnx_lint.flax_table.nnx_api import GRAPH_APIS, TRANSFORMS
 
     probe = subprocess.run([sys.executable, "-c", INTROSPECT, *sorted(TRANSFORMS | GRAPH_APIS)],
                            env={**os.environ, "PYTHONPATH": str(flax_dir)}, capture_output=True, text=True, timeout=300)
@@ -225,9 +225,9 @@ def test_on_flax_0_12_6_transform_pins_run_in_tree_mode_as_in_graph_mode(tmp_pat
 
 @pytest.mark.parametrize("version", ["0.12.5", "0.12.6"])
 def test_the_flax_table_says_which_keywords_each_release_takes(version, request):
-    from nnx_lint.nnx_api import keyword_since, version_key
+    from nnx_lint.flax_table.nnx_api import keyword_since, version_key
 
-    from nnx_lint.nnx_api import NAME_SINCE
+    from nnx_lint.flax_table.nnx_api import NAME_SINCE
 
     _flax_dir, found = request.getfixturevalue(f"flax_{version.replace('.', '_')}")
     claimed = {api: [keyword for keyword in ("graph", "graph_updates")

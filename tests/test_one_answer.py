@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from nnx_lint.diagnostic import shown
-from nnx_lint.engine import lint_bytes
-from nnx_lint.registry import all_rules
+from nnx_lint.base.diagnostic import shown
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.engine.registry import all_rules
 
 _MODEL = """\
 from flax import nnx

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nnx_lint.cli import main
-from nnx_lint.package_roots import source_roots
+from nnx_lint.analysis.package_roots import source_roots
 
 MODEL = """\
 from flax import nnx

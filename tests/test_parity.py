@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _support import FIXTURES, REPO, fixture_expectations
 
-from nnx_lint.registry import rule_by_symbol
+from nnx_lint.engine.registry import rule_by_symbol
 
 FOLDERS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name != "linter_errors")
 Finding = tuple[str, int, int, str]
@@ -141,7 +141,7 @@ per-file-ignores = { "tests/*" = ["NNX3"] }
 
 
 def _case(code: str) -> str:
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     return rule_by_code(code).INVALID[0].source
 

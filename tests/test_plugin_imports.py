@@ -101,8 +101,8 @@ def _late_imports(path: Path) -> set[str]:
 
 
 def test_every_late_import_on_the_lint_path_is_loaded_with_the_plugin():
-    """A new ``import x`` inside a lint-time function must be added to nnx_lint.eager's lists."""
-    from nnx_lint.eager import NOT_ON_THE_LINT_PATH
+    """A new ``import x`` inside a lint-time function must be added to nnx_lint.engine.eager's lists."""
+    from nnx_lint.engine.eager import NOT_ON_THE_LINT_PATH
 
     late = set()
     for path in [*sorted((REPO / "nnx_lint").glob("*.py")), *sorted((REPO / "checkers").rglob("*.py"))]:
@@ -110,8 +110,8 @@ def test_every_late_import_on_the_lint_path_is_loaded_with_the_plugin():
             continue
         late |= _late_imports(path)
     assert late, "the scan found nothing: it is broken"
-    probe = ("import json, sys\nfrom nnx_lint.eager import load_lint_path\nload_lint_path()\n"
+    probe = ("import json, sys\nfrom nnx_lint.engine.eager import load_lint_path\nload_lint_path()\n"
              "print(json.dumps(sorted(sys.modules)))\n")
     result = _run([sys.executable, "-c", probe], REPO)
     loaded = set(json.loads(result.stdout))
-    assert sorted(late - loaded) == [], "imported lazily at lint time but not loaded by nnx_lint.eager"
+    assert sorted(late - loaded) == [], "imported lazily at lint time but not loaded by nnx_lint.engine.eager"

@@ -1,9 +1,9 @@
-"""The pre-filter decides on the text Python reads, not on raw bytes (nnx_lint/prefilter.py)."""
+"""The pre-filter decides on the text Python reads, not on raw bytes (nnx_lint/analysis/prefilter.py)."""
 from __future__ import annotations
 
 import pytest
 
-from nnx_lint.prefilter import mentions_nnx
+from nnx_lint.analysis.prefilter import mentions_nnx
 
 
 @pytest.mark.parametrize("data", [

@@ -1,14 +1,15 @@
-"""``nnx_lint.program_text`` and the guard on the one path every reproduction takes."""
+"""``nnx_lint.base.program_text`` and the guard on the one path every reproduction takes."""
 from __future__ import annotations
 
 import doctest
 
 from checkers.shared_references.nnx101_aliased_module_attribute import AliasedAttribute
 from checkers.shared_references.nnx105_shared_rngs import SharedRngs
-from nnx_lint import confirmation, program_text
-from nnx_lint.confirmation import confirm, reproduction_for
-from nnx_lint.diagnostic import Diagnostic
-from nnx_lint.rule import Reproduction
+from nnx_lint.confirmation import oracle as confirmation
+from nnx_lint.base import program_text
+from nnx_lint.confirmation.oracle import confirm, reproduction_for
+from nnx_lint.base.diagnostic import Diagnostic
+from nnx_lint.analysis.rule import Reproduction
 
 # Every fact a class-alias diagnostic carries (reproduction_for reads them as typed facts).
 _ALIAS_FACTS = {"class_name": "Tied", "first_path": "a", "second_path": "b", "kind": "Module",

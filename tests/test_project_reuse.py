@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nnx_lint import parsing
-from nnx_lint.engine import lint_bytes
-from nnx_lint.project import Project, module_name_for
-from nnx_lint.registry import all_rules
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.analysis.project import Project, module_name_for
+from nnx_lint.engine.registry import all_rules
 
 FIXTURE = Path(__file__).parent / "fixtures" / "shared_references" / "NNX101_tied_variable_into_jit.py"
 MAIN = """\

@@ -10,9 +10,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from nnx_lint.config import load_settings
-from nnx_lint.project import Project
-from nnx_lint.runner import run
+from nnx_lint.engine.config import load_settings
+from nnx_lint.analysis.project import Project
+from nnx_lint.engine.runner import run
 
 FILES = {
     "pkg/__init__.py": "",

@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from astroid import nodes
 
-from nnx_lint import related as related_module
-from nnx_lint.baseline import entries_for
-from nnx_lint.diagnostic import Diagnostic, Related
-from nnx_lint.engine import lint_bytes, lint_source
-from nnx_lint.project import Project
-from nnx_lint.registry import all_rules
-from nnx_lint.reporters import render_github, render_json, render_sarif, render_text
-from nnx_lint.facts import Facts
-from nnx_lint.rule import Rule
-from nnx_lint.runner import RunResult
+from nnx_lint.base import related as related_module
+from nnx_lint.frontends.baseline import entries_for
+from nnx_lint.base.diagnostic import Diagnostic, Related
+from nnx_lint.engine.walk import lint_bytes, lint_source
+from nnx_lint.analysis.project import Project
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.reporting.reporters import render_github, render_json, render_sarif, render_text
+from nnx_lint.base.facts import Facts
+from nnx_lint.analysis.rule import Rule
+from nnx_lint.engine.runner import RunResult
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def test_with_path_moves_this_files_locations_and_rebases_the_others():
 def test_path_doctests():
     import doctest
 
-    from nnx_lint import diagnostic
+    from nnx_lint.base import diagnostic
 
     failures, tried = doctest.testmod(related_module)
     finder = doctest.DocTestFinder()
@@ -196,10 +196,10 @@ def test_notebook_related_locations_are_mapped_to_their_cells(tmp_path):
 
 
 def test_cached_findings_keep_their_related_locations_under_another_name(tmp_path, monkeypatch):
-    from nnx_lint.config import load_settings
-    from nnx_lint.runner import analyse_file, run
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.engine.runner import analyse_file, run
 
-    monkeypatch.setattr("nnx_lint.runner.rules_for_selectors", lambda selectors: [RelatedProbe])
+    monkeypatch.setattr("nnx_lint.engine.runner.rules_for_selectors", lambda selectors: [RelatedProbe])
     root = _project(tmp_path)
     cache = tmp_path / "cache"
     monkeypatch.chdir(root)
@@ -223,10 +223,10 @@ def test_cached_findings_keep_their_related_locations_under_another_name(tmp_pat
 
 
 def test_stdin_names_this_buffer_dash_and_other_files_from_the_working_directory(tmp_path, monkeypatch):
-    from nnx_lint.config import load_settings
-    from nnx_lint.single_file import lint_text
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.frontends.single_file import lint_text
 
-    monkeypatch.setattr("nnx_lint.single_file.rules_for", lambda settings, path: [RelatedProbe])
+    monkeypatch.setattr("nnx_lint.frontends.single_file.rules_for", lambda settings, path: [RelatedProbe])
     root = _project(tmp_path)
     monkeypatch.chdir(root)
     (finding,) = lint_text(None, MODULE.encode(), load_settings(Path(".")))
@@ -310,7 +310,7 @@ def test_github_puts_related_locations_in_the_escaped_message():
 
 
 def test_markdown_lists_related_locations_in_the_message_cell():
-    from nnx_lint.markdown_report import render_markdown
+    from nnx_lint.reporting.markdown_report import render_markdown
 
     out = render_markdown([_two_related()], {}, 1, {})
     (row,) = [line for line in out.splitlines() if "nnx-lint rule NNX998" in line]
@@ -322,7 +322,7 @@ def test_markdown_lists_related_locations_in_the_message_cell():
 
 
 def test_statistics_are_unaffected(tmp_path):
-    from nnx_lint.reporters import render_statistics
+    from nnx_lint.reporting.reporters import render_statistics
 
     finding = _two_related()
     bare = Diagnostic(**{**finding.to_dict(), "related": ()})
@@ -333,7 +333,7 @@ def test_statistics_are_unaffected(tmp_path):
 def test_cli_end_to_end_shows_related_locations(tmp_path, monkeypatch, capsys):
     from nnx_lint.cli import main
 
-    monkeypatch.setattr("nnx_lint.runner.rules_for_selectors", lambda selectors: [RelatedProbe])
+    monkeypatch.setattr("nnx_lint.engine.runner.rules_for_selectors", lambda selectors: [RelatedProbe])
     root = _project(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--no-cache", "-j", "1", "proj"]) == 1
@@ -405,8 +405,8 @@ def test_a_finding_found_in_another_file_is_reported_at_this_files_transform(tmp
     """nnx-ppo's ppo_test.py: NNX106 followed ``nnx.jit(ppo.new_training_state)`` into ppo.py and
     reported the return there, which crashed the rule (NNX003 for the whole file). Tree Mode
     raises ``Duplicate Param`` (flax 0.12.8); graph mode runs."""
-    from nnx_lint.config import load_settings
-    from nnx_lint.runner import run
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.engine.runner import run
 
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
     (tmp_path / "factory.py").write_text(FACTORY)

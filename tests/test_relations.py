@@ -1,5 +1,5 @@
-"""Relations in the value model: across calls (nnx_lint.relations), containers and fallbacks
-(nnx_lint.classes identity, nnx_lint.flow defaults)."""
+"""Relations in the value model: across calls (nnx_lint.analysis.relations), containers and fallbacks
+(nnx_lint.analysis.classes identity, nnx_lint.analysis.flow defaults)."""
 from __future__ import annotations
 
 import textwrap
@@ -7,10 +7,10 @@ from pathlib import Path
 
 from astroid import nodes
 
-from nnx_lint import parsing
-from nnx_lint.engine import FileContext
-from nnx_lint.project import Project
-from nnx_lint.relations import argument_views, held_items
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.project import Project
+from nnx_lint.analysis.relations import argument_views, held_items
 
 
 def _context(tmp_path: Path, source: str) -> FileContext:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from nnx_lint import escaping, notebook_lines
+from nnx_lint.base import escaping, notebook_lines
 from nnx_lint.cli import main
 
 STATE_AXES = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
@@ -252,8 +252,8 @@ def test_markdown_summary_without_findings(tmp_path, monkeypatch, capsys):
 
 
 def test_markdown_summary_with_confirmation_counts(migrating_project, monkeypatch, capsys):
-    from nnx_lint import confirmation
-    from nnx_lint.confirmation import Confirmation
+    from nnx_lint.confirmation import oracle as confirmation
+    from nnx_lint.confirmation.oracle import Confirmation
 
     verdicts = ["confirmed", "unavailable", "not-confirmed", "error", "confirmed", "confirmed"]
     monkeypatch.setattr(confirmation, "confirm", lambda diagnostics, oracle, cache_dir: {
@@ -267,7 +267,7 @@ def test_markdown_summary_with_confirmation_counts(migrating_project, monkeypatc
 
 
 def test_rules_listing_aligns_columns_and_never_cuts_a_summary(capsys):
-    from nnx_lint.registry import all_rules
+    from nnx_lint.engine.registry import all_rules
 
     assert main(["rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -294,10 +294,10 @@ def test_no_rule_page_advises_the_deprecated_value_attribute():
 
 
 def test_one_word_for_a_missing_reproduction_in_tag_and_summary():
-    from nnx_lint.confirmation import Confirmation
-    from nnx_lint.diagnostic import Diagnostic
-    from nnx_lint.reporters import render_text
-    from nnx_lint.runner import RunResult
+    from nnx_lint.confirmation.oracle import Confirmation
+    from nnx_lint.base.diagnostic import Diagnostic
+    from nnx_lint.reporting.reporters import render_text
+    from nnx_lint.engine.runner import RunResult
 
     finding = Diagnostic("NNX201", "state-axes-prefix", "m", "a.py", 1, 1, 1, 2, "raises")
     result = RunResult(diagnostics=[finding, finding], files_checked=1,
@@ -309,10 +309,10 @@ def test_one_word_for_a_missing_reproduction_in_tag_and_summary():
 
 
 def test_show_repro_prints_the_program_verbatim_and_terminal_safe():
-    from nnx_lint.confirmation import Confirmation
-    from nnx_lint.diagnostic import Diagnostic
-    from nnx_lint.reporters import render_text
-    from nnx_lint.runner import RunResult
+    from nnx_lint.confirmation.oracle import Confirmation
+    from nnx_lint.base.diagnostic import Diagnostic
+    from nnx_lint.reporting.reporters import render_text
+    from nnx_lint.engine.runner import RunResult
 
     program = "def run(nnx):\n    return 'x'\n\n\nprint(run(None))\n"
     finding = Diagnostic("NNX101", "aliased-module-attribute", "m", "a\x1b.py", 3, 1, 3, 2, "raises")

@@ -3,7 +3,7 @@
 Every string fact of every INVALID case's diagnostics is replaced by hostile text; each
 builder must then give a reason (no reproduction) or programs that parse and hold the
 hostile text only inside string literals. The check here is independent of the guard in
-``nnx_lint.program_text``: it walks the parsed program's ``ast.Constant`` string nodes.
+``nnx_lint.base.program_text``: it walks the parsed program's ``ast.Constant`` string nodes.
 
 ``NNX_LINT_FUZZ_EXAMPLES`` raises the number of random combinations hypothesis tries.
 """
@@ -15,12 +15,12 @@ import os
 import pytest
 from _support import outside_string_literals
 
-from nnx_lint.confirmation import reproduction_for
-from nnx_lint.diagnostic import Diagnostic
-from nnx_lint.engine import lint_bytes
-from nnx_lint.program_text import UnsafeFact, replaced, string_leaves
-from nnx_lint.registry import all_rules
-from nnx_lint.rule import Reproduction
+from nnx_lint.confirmation.oracle import reproduction_for
+from nnx_lint.base.diagnostic import Diagnostic
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.base.program_text import UnsafeFact, replaced, string_leaves
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.analysis.rule import Reproduction
 
 MARKER = "PWNED"
 #: Text that breaks out of every template form: names, keyword arguments, subscripts, string

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.engine import lint_bytes
-from nnx_lint.registry import rule_by_code
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.engine.registry import rule_by_code
 
 
 def _lint(source: str, *codes: str):

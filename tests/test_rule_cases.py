@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from nnx_lint.diagnostic import shown
-from nnx_lint.engine import lint_bytes
-from nnx_lint.registry import all_rules
+from nnx_lint.base.diagnostic import shown
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.engine.registry import all_rules
 
 CASES = [
     pytest.param(rule, case, expect_findings, id=f"{rule.code}-{'invalid' if expect_findings else 'valid'}-{case.id}")

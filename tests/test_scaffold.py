@@ -7,8 +7,8 @@ import sys
 import pytest
 from _support import fixture_expectations
 
-from nnx_lint.engine import lint_bytes
-from nnx_lint.rule import Rule
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.analysis.rule import Rule
 from nnx_lint.scaffold import scaffold
 
 

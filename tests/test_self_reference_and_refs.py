@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from nnx_lint.engine import lint_bytes
-from nnx_lint.registry import rule_by_code
+from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.engine.registry import rule_by_code
 
 
 def _lint(source: str, *codes: str):
@@ -185,7 +185,7 @@ def test_a_recursion_error_does_not_break_the_programs_after_it(oracle):
     """flax flattens a cycle until RecursionError, and JAX's C++ flattening then keeps the
     recursion depth it used: the worker retires after it, so later programs still run."""
     pytest.importorskip("flax")
-    from nnx_lint.confirmation import run_programs
+    from nnx_lint.confirmation.oracle import run_programs
 
     outcomes = run_programs([_LOOP, _FINE, _LOOP, _FINE], oracle)
     assert [(o["status"], o.get("category")) for o in outcomes] == [

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nnx_lint.callers import CallerIndex
-from nnx_lint.project import read_from_disk
+from nnx_lint.analysis.callers import CallerIndex
+from nnx_lint.analysis.project import read_from_disk
 
 
 def test_a_warm_caller_index_answers_as_a_fresh_one_after_an_edit(tmp_path: Path):
@@ -29,7 +29,7 @@ def test_a_warm_caller_index_answers_as_a_fresh_one_after_an_edit(tmp_path: Path
 
 
 def test_opening_a_file_as_it_is_on_disk_re_analyses_only_that_file(tmp_path: Path, monkeypatch):
-    from nnx_lint.server.workspace import Workspace, canonical
+    from nnx_lint.frontends.server.workspace import Workspace, canonical
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")

@@ -20,7 +20,7 @@ from checkers.shared_references.nnx105_shared_rngs import SharedRngs  # noqa: E4
 from checkers.shared_references.nnx106_transform_builds_from_input import TransformBuildsFromInput  # noqa: E402
 from checkers.shared_references.nnx107_argument_holds_argument import ArgumentHoldsArgument  # noqa: E402
 from checkers.shared_references.nnx108_tied_model_in_loop import TiedModelInLoop  # noqa: E402
-from nnx_lint.confirmation import judge, run_programs  # noqa: E402
+from nnx_lint.confirmation.oracle import judge, run_programs  # noqa: E402
 from _support import partial_facts  # noqa: E402
 
 VARIANTS = [

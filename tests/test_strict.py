@@ -94,9 +94,9 @@ def test_flake8_and_pylint_switches(project):
 
 
 def test_unproven_findings_have_no_reproduction():
-    from nnx_lint.confirmation import reproduction_for
-    from nnx_lint.engine import lint_bytes
-    from nnx_lint.registry import all_rules
+    from nnx_lint.confirmation.oracle import reproduction_for
+    from nnx_lint.engine.walk import lint_bytes
+    from nnx_lint.engine.registry import all_rules
 
     found = [d for d in lint_bytes(SOURCE.encode(), "train.py", all_rules(), strict=True) if d.proof == "unproven"]
     assert len(found) == 2

@@ -10,10 +10,10 @@ import textwrap
 import pytest
 from test_python_versions import NEWER
 
-from nnx_lint.engine import lint_source
-from nnx_lint.registry import all_rules
-from nnx_lint.syntax.constructs import find_newer_syntax, lowered
-from nnx_lint.syntax.target import requires_python_lower_bound
+from nnx_lint.engine.walk import lint_source
+from nnx_lint.engine.registry import all_rules
+from nnx_lint.base.syntax.constructs import find_newer_syntax, lowered
+from nnx_lint.base.syntax.target import requires_python_lower_bound
 
 NEWER_CONSTRUCTS = {(4, "`type` alias statements"), (7, "generic functions `def f[T](...)`"),
                     (18, "PEP 701 f-strings"), (20, "PEP 701 f-strings"), (23, "`except*` clauses")}

@@ -1,4 +1,4 @@
-"""The transformed-code service (nnx_lint.transformed): entries, reach, opt-ins, files."""
+"""The transformed-code service (nnx_lint.analysis.transformed): entries, reach, opt-ins, files."""
 from __future__ import annotations
 
 import textwrap
@@ -6,10 +6,10 @@ from pathlib import Path
 
 from astroid import nodes
 
-from nnx_lint import parsing
-from nnx_lint.engine import FileContext
-from nnx_lint.project import Project
-from nnx_lint.transformed import transformed_code
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.project import Project
+from nnx_lint.analysis.transformed import transformed_code
 
 
 def _service(tmp_path: Path, source: str, files: dict[str, str] | None = None, name: str = "main"):

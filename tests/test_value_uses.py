@@ -8,8 +8,8 @@ import astroid
 import pytest
 from astroid import nodes
 
-from nnx_lint import value_uses
-from nnx_lint.value_uses import may_leave
+from nnx_lint.analysis import value_uses
+from nnx_lint.analysis.value_uses import may_leave
 
 
 def _made(source: str) -> nodes.Call:

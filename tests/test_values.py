@@ -1,4 +1,4 @@
-"""The value model (nnx_lint.values) and the transform resolver (nnx_lint.transforms)."""
+"""The value model (nnx_lint.analysis.values) and the transform resolver (nnx_lint.analysis.transforms)."""
 from __future__ import annotations
 
 import textwrap
@@ -6,11 +6,11 @@ from pathlib import Path
 
 from astroid import nodes
 
-from nnx_lint import parsing
-from nnx_lint.engine import FileContext
-from nnx_lint.project import Project
-from nnx_lint.transforms import transform_resolver
-from nnx_lint.values import value_model
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.project import Project
+from nnx_lint.analysis.transforms import transform_resolver
+from nnx_lint.analysis.values import value_model
 
 
 def _context(tmp_path: Path, source: str, files: dict[str, str] | None = None) -> FileContext:
@@ -299,7 +299,7 @@ def f(x):
 
 
 def test_helper_summaries_see_graph_calls_and_returned_parameters(tmp_path):
-    from nnx_lint.summaries import helper_summaries
+    from nnx_lint.analysis.summaries import helper_summaries
 
     context = _context(tmp_path, """
 from flax import nnx

@@ -1,6 +1,6 @@
 """The confirmation worker runs isolated (issue 10, item 4).
 
-Generated programs, given to :func:`nnx_lint.confirmation.run_programs` as ``--confirm``
+Generated programs, given to :func:`nnx_lint.confirmation.oracle.run_programs` as ``--confirm``
 does, look at the worker from the inside: what is on ``sys.path``, which directory it
 runs in, which environment variables it sees. A program that hangs costs only its own
 verdict, and nothing it started survives.
@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("jax")
 
-from nnx_lint.confirmation import run_programs  # noqa: E402
+from nnx_lint.confirmation.oracle import run_programs  # noqa: E402
 
 
 def _program(body: str) -> str:

@@ -225,7 +225,7 @@ class _Analysis:
                       ) -> Iterator[tuple[GradApplication, Differentiated, GradientUse]]:
         """``(application, argument, use)`` for each place the gradient of a differentiated
         argument of ``call`` flows to (:meth:`differentiated_at` with ``containers``, then
-        :meth:`nnx_lint.variables.GradientFlow.uses`): what NNX402-NNX404 each inspect."""
+        :meth:`nnx_lint.analysis.variables.GradientFlow.uses`): what NNX402-NNX404 each inspect."""
         for application, differentiated in self.differentiated_at(call, breaks, containers=True):
             for use in self.flow.uses(application, differentiated.position):
                 yield application, differentiated, use
@@ -388,7 +388,7 @@ class _Analysis:
 
     # -- State values -----------------------------------------------------------------------
     def is_state_value(self, expression: nodes.NodeNG, on_some_path: bool = False) -> bool:
-        """Whether ``expression`` is an ``nnx.State`` (:meth:`nnx_lint.values.ValueModel.is_state`)."""
+        """Whether ``expression`` is an ``nnx.State`` (:meth:`nnx_lint.analysis.values.ValueModel.is_state`)."""
         return self.values.is_state(expression, on_some_path=on_some_path)
 
     # -- consumers --------------------------------------------------------------------------

@@ -78,7 +78,7 @@ class SowPopAcrossTransform(Rule):
         "`nnx.{api}({model}, nnx.{collection})` after `{model}` ran under `nnx.{transform}` (line "
         "{transform_line}) is silently empty in Tree Mode"
     )
-    #: The pop happens inside project helpers (:mod:`nnx_lint.summaries`).
+    #: The pop happens inside project helpers (:mod:`nnx_lint.analysis.summaries`).
     helper_message = (
         "`{helpers[0]}(...)` runs `nnx.{api}(..., nnx.{collection})` on `{model}` after it ran under "
         "`nnx.{transform}` (line {transform_line}): silently empty in Tree Mode"

@@ -29,7 +29,7 @@ from nnx_lint.api import (
 
 #: Graph APIs whose walk yields every Module of a model.
 _WALKS = frozenset({"iter_modules", "iter_graph"})
-#: The kinds of :meth:`nnx_lint.classes.ClassModel.kind_of`, as the facts and messages name them.
+#: The kinds of :meth:`nnx_lint.analysis.classes.ClassModel.kind_of`, as the facts and messages name them.
 _KIND_WORDS = {"rngs": "Rngs", "variable": "Variable", "module": "Module", "state": "State", "ref": "mutable array"}
 #: What the reproduction stores, by the finding's kind (a State or a raw ref: an Rngs stands in).
 _SHARED_VALUES = {"Rngs": "nnx.Rngs(0)", "Variable": "nnx.Param(jnp.ones(2))",

@@ -30,7 +30,7 @@ from nnx_lint.api import (
 # names one; the shared object is a flax layer of the finding's kind.
 #
 # Paths, keys and names come from the analysed code: they reach the program only through
-# `nnx_lint.program_text` (safe names as names, other keys as `repr` literals, indices as
+# `nnx_lint.base.program_text` (safe names as names, other keys as `repr` literals, indices as
 # validated ints); a fact it cannot place safely means no reproduction (`UnsafeFact`).
 
 BOX = '''
@@ -84,7 +84,7 @@ def aliasing_reproduction(body: str, control: str, transform: str | None, graph_
 
 def path_parts(path: str | None) -> list:
     """``"blocks[0].stream"`` -> ``["blocks", 0, "stream"]`` (strings: attributes or keys;
-    neither is checked here: :func:`nnx_lint.program_text.access` places them safely).
+    neither is checked here: :func:`nnx_lint.base.program_text.access` places them safely).
     A path of another shape is no path the program can rebuild: :class:`UnsafeFact`."""
     parts: list = []
     position = 0

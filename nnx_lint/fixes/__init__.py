@@ -2,7 +2,7 @@
 
 The package splits into small modules:
 
-* :mod:`~nnx_lint.fixes.sites` — the ``pin`` fact rules attach to a diagnostic (no libcst);
+* :mod:`~nnx_lint.analysis.pin_sites` — the ``pin`` fact rules attach to a diagnostic (no libcst);
 * :mod:`~nnx_lint.fixes.model` — :class:`Fix` and :class:`Edit`, Ruff's JSON ``fix`` object (no libcst);
 * :mod:`~nnx_lint.fixes.flax_target` — the flax the project runs on, which decides the pins offered (no libcst);
 * :mod:`~nnx_lint.fixes.pin` — the pin edit at a call (libcst);

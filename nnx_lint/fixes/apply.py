@@ -16,8 +16,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from nnx_lint.diagnostic import UNPROVEN, Diagnostic
-from nnx_lint.facts import ABSENT
+from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
+from nnx_lint.base.facts import ABSENT
 from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
@@ -25,8 +25,8 @@ from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import REWRITES
 from nnx_lint.fixes.source import SourceIndex
 from nnx_lint.fixes.tracking import gone
-from nnx_lint.registry import facts_of, pin_sites
-from nnx_lint.rule import Rule
+from nnx_lint.engine.registry import facts_of, pin_sites
+from nnx_lint.analysis.rule import Rule
 
 #: Bound on the passes of :func:`fix_text` (Ruff stops at 100; fixes here rarely nest deeper than 2).
 MAX_PASSES = 10
@@ -107,7 +107,7 @@ def fix_for(diagnostic: Diagnostic, index: SourceIndex, unsafe: bool = False,
             flax: ProjectFlax = UNKNOWN) -> Fix | None:
     """The fix of one diagnostic (None: the rule has none, or none applies here), for a
     project on ``flax``."""
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     rule = rule_by_code(diagnostic.code)
     if rule is None or diagnostic.proof == UNPROVEN:  # an unproven finding: nothing known to fix
@@ -189,8 +189,8 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
 
 def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = None):
     """``lint(text)`` for a file at ``path``, with the project's cross-file knowledge."""
-    from nnx_lint.engine import lint_source
-    from nnx_lint.project import module_name_for, shared_project
+    from nnx_lint.engine.walk import lint_source
+    from nnx_lint.analysis.project import module_name_for, shared_project
 
     project = shared_project([Path(r) for r in roots or [str(Path.cwd())]])
     module_name, package_root = module_name_for(Path(path))
@@ -207,7 +207,7 @@ def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe
              line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
     """Fix one Python file's text; the outcome says what was fixed."""
     if rules is None:
-        from nnx_lint.registry import select_rules
+        from nnx_lint.engine.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
     return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length)
@@ -237,7 +237,7 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
                          line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, list[Diagnostic], list[int]]:
     """:func:`fix_notebook` with the notebook's findings before (module coordinates) and the
     positions of those that are gone."""
-    from nnx_lint.notebooks import notebook_source
+    from nnx_lint.base.notebooks import notebook_source
 
     document = json.loads(data.decode("utf-8"))
     lint = linter_for(path, rules, roots)

@@ -25,7 +25,7 @@ FIX_KINDS: dict[str, tuple[str, str]] = {
 }
 
 #: Rewrite -> the ``flax.nnx`` name it writes that older flax releases lack
-#: (:data:`nnx_lint.nnx_api.NAME_SINCE` dates it): not offered to a project on an older flax.
+#: (:data:`nnx_lint.flax_table.nnx_api.NAME_SINCE` dates it): not offered to a project on an older flax.
 REWRITE_WRITES: dict[str, str] = {"transform-metadata-layer": "transform_metadata"}
 
 #: Rules whose finding is about a class or object (their diagnostics carry ``pin_every_use``):

@@ -30,10 +30,10 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
     the unified diffs (with ``diff``), and the number of files whose fixes could not be
     computed (the fix worker died on them: a note says so on stderr, and they stay as they are).
     """
-    from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
-    from nnx_lint.escaping import printable
+    from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
+    from nnx_lint.base.escaping import printable
     from nnx_lint.fixes.isolated import IsolatedFixes
-    from nnx_lint.runner import _display_path, discover
+    from nnx_lint.engine.runner import _display_path, discover
 
     scope = WriteScope.of(settings.root, paths)
     fixed: Counter = Counter()
@@ -69,7 +69,7 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
 
 def note_crash(display: str, crash: FixCrashed) -> None:
     """One stderr line: this file's fixes could not be computed (its diagnostics are still reported)."""
-    from nnx_lint.escaping import printable
+    from nnx_lint.base.escaping import printable
 
     print(f"nnx-lint: warning: {printable(display)}: its fixes could not be computed (the fix worker "
           f"{crash.how}); its diagnostics are reported without fixes", file=sys.stderr)
@@ -80,13 +80,13 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
     it cannot be fixed here (unreadable, over the size limits, malformed: the lint run
     reports those). The fixes are computed by ``fixer`` (:class:`IsolatedFixes`), which
     raises :class:`FixCrashed` if its worker dies on this file."""
-    from nnx_lint import bounds
-    from nnx_lint.file_config import rules_for
+    from nnx_lint.base import bounds
+    from nnx_lint.engine.file_config import rules_for
     from dataclasses import asdict
 
     from nnx_lint.fixes.flax_target import project_flax_for
     from nnx_lint.fixes.line_length import settings_line_length
-    from nnx_lint.prefilter import mentions_nnx
+    from nnx_lint.analysis.prefilter import mentions_nnx
 
     try:
         data = bounds.read_bounded(file) if data is None else data
@@ -156,10 +156,10 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
         return {}
     from dataclasses import asdict
 
-    from nnx_lint.diagnostic import analysed_whole
+    from nnx_lint.base.diagnostic import analysed_whole
     from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
     from nnx_lint.fixes.isolated import IsolatedFixes
-    from nnx_lint.file_config import rules_for
+    from nnx_lint.engine.file_config import rules_for
     from nnx_lint.fixes.line_length import settings_line_length
     from nnx_lint.fixes.model import Fix
 
@@ -210,10 +210,10 @@ class _AttachedFixes:
     """The fixes computed for a file's diagnostics in earlier runs, by the file's bytes and
     the request (diagnostics, ``--unsafe-fixes``, the project's flax): a warm run that shows
     the ``[*]`` markers starts no fix worker when nothing changed. A signed cache file, like
-    the result cache (:mod:`nnx_lint.cache_store`); off with ``--no-cache``."""
+    the result cache (:mod:`nnx_lint.base.cache_store`); off with ``--no-cache``."""
 
     def __init__(self, directory: Path | None) -> None:
-        from nnx_lint.cache_store import SignedFile
+        from nnx_lint.base.cache_store import SignedFile
 
         self.store = SignedFile(directory, "fixes.json", "fixes") if directory is not None else None
         loaded = self.store.load() if self.store is not None else None
@@ -226,7 +226,7 @@ class _AttachedFixes:
         import hashlib
         import json
 
-        from nnx_lint import bounds
+        from nnx_lint.base import bounds
 
         if self.store is None:
             return None
@@ -235,7 +235,7 @@ class _AttachedFixes:
         except bounds.ParseFailure:
             return None
         if self._code is None:
-            from nnx_lint.cache import code_fingerprint
+            from nnx_lint.engine.cache import code_fingerprint
 
             self._code = code_fingerprint()
         asked = json.dumps({k: v for k, v in request.items() if k != "path"}, sort_keys=True).encode()

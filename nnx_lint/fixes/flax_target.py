@@ -2,7 +2,7 @@
 
 A pin adds ``graph=True, graph_updates=True`` to a transform and ``graph=True`` to a graph API,
 and flax added those keywords between 0.12.4 and 0.12.7, API by API (the table is
-:data:`nnx_lint.nnx_api.PIN_KEYWORD_SINCE`). A pin the project's flax does not take would make
+:data:`nnx_lint.flax_table.nnx_api.PIN_KEYWORD_SINCE`). A pin the project's flax does not take would make
 the "safe" fix a ``TypeError`` at import, so :class:`ProjectFlax` answers which release counts,
 first source that answers wins:
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.nnx_api import NAME_SINCE, pin_missing, pin_needs, version_key
+from nnx_lint.flax_table.nnx_api import NAME_SINCE, pin_missing, pin_needs, version_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,7 +107,7 @@ def explain_blocked_pins(diagnostics: list, settings) -> list:
     The project files are read only when some diagnostic has a pin."""
     from dataclasses import replace
 
-    from nnx_lint.registry import facts_of, pin_sites
+    from nnx_lint.engine.registry import facts_of, pin_sites
 
     pins = [pin_sites(facts_of(d)) for d in diagnostics]
     if not any(pins):
@@ -352,7 +352,7 @@ def _shown(text: Any) -> str:
 
 def _read(path: Path) -> str | None:
     """The text of a regular file inside the project (at most :data:`_MAX_BYTES`); None otherwise."""
-    from nnx_lint.bounds import ParseFailure, read_bounded
+    from nnx_lint.base.bounds import ParseFailure, read_bounded
 
     if path.is_symlink():
         return None

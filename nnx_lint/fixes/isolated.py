@@ -2,7 +2,7 @@
 
 libcst's parser is native code: an 8,000-term ``and`` chain made it segfault, and with it
 the whole run (``--fix``, ``--diff``, ``--output-format json``: exit 139, no output). Every
-libcst call therefore runs in a ``fix`` worker (:mod:`nnx_lint.workers`), one file per
+libcst call therefore runs in a ``fix`` worker (:mod:`nnx_lint.engine.workers`), one file per
 request. When the worker dies, :class:`IsolatedFixes` raises :class:`FixCrashed` for that
 file only (its diagnostics are still reported, without fixes) and starts a fresh worker for
 the next file. The parent keeps everything that writes or prints.
@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from nnx_lint.workers.process import WorkerDied, WorkerProcess
+from nnx_lint.engine.workers.process import WorkerDied, WorkerProcess
 
 
 class FixCrashed(Exception):
@@ -72,10 +72,10 @@ class IsolatedFixes:
 
 def prepare() -> None:
     """In the fix worker: import libcst, the fixes and the analysis stack before the module check."""
-    import nnx_lint.engine  # noqa: F401
+    import nnx_lint.engine.walk  # noqa: F401
     import nnx_lint.fixes.apply  # noqa: F401
-    import nnx_lint.project  # noqa: F401
-    from nnx_lint.registry import all_rules
+    import nnx_lint.analysis.project  # noqa: F401
+    from nnx_lint.engine.registry import all_rules
 
     all_rules()
 
@@ -89,7 +89,7 @@ def answer(request: dict[str, Any]) -> Any:
 
 def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
     from nnx_lint.fixes.apply import fix_file, fix_notebook
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
@@ -126,14 +126,14 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     """Each diagnostic's fix (one file's diagnostics), as JSON, by position in the request."""
     from dataclasses import replace
 
-    from nnx_lint import bounds
-    from nnx_lint.diagnostic import Diagnostic
+    from nnx_lint.base import bounds
+    from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.fixes.apply import cell_edits, fix_for
     from nnx_lint.fixes.model import Fix
     from nnx_lint.fixes.source import SourceIndex
-    from nnx_lint.notebooks import NotebookError, notebook_source
+    from nnx_lint.base.notebooks import NotebookError, notebook_source
 
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     path = request["path"]
     if not any((rule := rule_by_code(stored.get("code", ""))) is not None and rule.fixes
@@ -179,7 +179,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
 def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool) -> set[tuple[str, int, int]]:
     """``(code, line, column)`` (module coordinates) of the findings ``--fix`` leaves in the file."""
     from nnx_lint.fixes.apply import fix_file, fix_notebook_tracked
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)

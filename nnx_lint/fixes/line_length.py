@@ -4,7 +4,7 @@ A pin appends ``graph=True, graph_updates=True`` to a call, so a line that fitte
 longer. The limit is the one the project already enforces, read from the project root with
 the precedence a team would expect (the first found wins):
 
-1. ``line-length`` in ``[tool.nnx-lint]`` (read and validated by :mod:`nnx_lint.config`);
+1. ``line-length`` in ``[tool.nnx-lint]`` (read and validated by :mod:`nnx_lint.engine.config`);
 2. Ruff: ``line-length`` in ``.ruff.toml``, ``ruff.toml``, then ``[tool.ruff]`` of
    ``pyproject.toml`` (Ruff's own order of precedence between its files);
 3. black or pyink: ``line-length`` in ``[tool.black]`` / ``[tool.pyink]``;
@@ -23,7 +23,7 @@ import configparser
 from dataclasses import dataclass
 from pathlib import Path
 
-from nnx_lint.config import MAXIMUM_LINE_LENGTH
+from nnx_lint.engine.config import MAXIMUM_LINE_LENGTH
 
 #: Black's and Ruff's default.
 DEFAULT = 88
@@ -83,13 +83,13 @@ def project_line_length(root: Path, configured: int | None = None, configured_in
 
 
 def settings_line_length(settings) -> LineLength:
-    """The line length for a run's :class:`~nnx_lint.config.Settings`."""
+    """The line length for a run's :class:`~nnx_lint.engine.config.Settings`."""
     return project_line_length(settings.root, settings.line_length, settings.source)
 
 
 def _toml(path: Path) -> dict:
     """The parsed TOML file, or ``{}`` when it is missing or unusable (another tool's file)."""
-    from nnx_lint.config import ConfigError, _read_toml
+    from nnx_lint.engine.config import ConfigError, _read_toml
 
     if not path.is_file():
         return {}
@@ -101,7 +101,7 @@ def _toml(path: Path) -> dict:
 
 def _ini(path: Path, sections: tuple[str, ...], key: str) -> int | None:
     """``key`` of the first of ``sections`` in an INI file, as a line length (None: absent or unusable)."""
-    from nnx_lint.bounds import LIMITS, ParseFailure, read_bounded
+    from nnx_lint.base.bounds import LIMITS, ParseFailure, read_bounded
 
     if not path.is_file():
         return None

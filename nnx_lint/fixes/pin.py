@@ -3,7 +3,7 @@
 The call gets ``graph=True, graph_updates=True`` (a transform) or ``graph=True`` (a graph
 API); a bare decorator ``@nnx.jit`` becomes ``@nnx.jit(graph=True, graph_updates=True)``.
 flax 0.12.8 accepts these keywords on every transform and graph API except the ones in
-:data:`nnx_lint.nnx_api.NOT_PINNABLE`. Existing ``graph=`` / ``graph_updates=`` keywords
+:data:`nnx_lint.flax_table.nnx_api.NOT_PINNABLE`. Existing ``graph=`` / ``graph_updates=`` keywords
 are kept: only missing flags are added, and a call that already gives a flag another value
 (``graph=False``, ``graph=use_graph``) or passes ``**kwargs`` gets no pin, because a pin
 spells out today's defaults and must never change the code's own choice.
@@ -20,7 +20,7 @@ import libcst as cst
 
 from nnx_lint.fixes.model import Edit, source_lines
 from nnx_lint.fixes.source import SourceIndex
-from nnx_lint.nnx_api import pin_flags
+from nnx_lint.flax_table.nnx_api import pin_flags
 
 
 class CannotPin(Exception):

@@ -2,7 +2,7 @@
 
 A reproduction body (``def run(nnx):``) is turned into a module that imports ``flax.nnx``
 by name, so the linter sees the NNX calls; the fix is applied to that text, and both
-programs run in the confirmation worker (:func:`nnx_lint.confirmation.run_programs`):
+programs run in the confirmation worker (:func:`nnx_lint.confirmation.oracle.run_programs`):
 the original with flax in graph mode, the fixed one with flax in Tree Mode. A pin fix
 must give the graph-mode outcome; a rewrite must give the outcome the rule's docs
 promise for the Tree Mode rewrite (the reproduction's graph-mode observation).
@@ -13,8 +13,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from nnx_lint.diagnostic import Diagnostic
-from nnx_lint.rule import Reproduction, Rule
+from nnx_lint.base.diagnostic import Diagnostic
+from nnx_lint.analysis.rule import Reproduction, Rule
 
 
 def lintable_program(reproduction: Reproduction) -> str:
@@ -41,7 +41,7 @@ class Proof:
 
 def proofs_for(rule: type[Rule], diagnostics: list[Diagnostic], unsafe: bool) -> list[Proof]:
     """Fixed reproductions for ``diagnostics`` of ``rule`` (those the fix changes)."""
-    from nnx_lint.engine import lint_source
+    from nnx_lint.engine.walk import lint_source
     from nnx_lint.fixes.apply import fix_text
 
     found, seen = [], set()

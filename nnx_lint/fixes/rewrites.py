@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.base.diagnostic import Diagnostic
 from nnx_lint.fixes.model import DISPLAY_ONLY, UNSAFE, Fix
 from nnx_lint.fixes.source import SourceIndex
-from nnx_lint.registry import facts_of, pin_sites
+from nnx_lint.engine.registry import facts_of, pin_sites
 
 
 def keep_split_rngs_result(index: SourceIndex, diagnostic: Diagnostic) -> Fix | None:

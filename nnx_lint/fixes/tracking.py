@@ -17,7 +17,7 @@ import difflib
 from collections import Counter
 from collections.abc import Sequence
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.base.diagnostic import Diagnostic
 from nnx_lint.fixes.model import source_lines
 
 

@@ -28,7 +28,7 @@ False
 from __future__ import annotations
 
 import re
-from nnx_lint.facts import ABSENT, Facts
+from nnx_lint.base.facts import ABSENT, Facts
 
 #: The header flax writes before the paths of a duplicate (or a cycle): "found at paths:",
 #: "Found duplicate at paths:".

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.base.diagnostic import Diagnostic
 from nnx_lint.gate import alias_paths
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.dependencies import INSTALLED, dependency_frames, installed_location
@@ -385,7 +385,7 @@ class Attributor:
         texts_and_paths = alias_paths.listed_paths(failure.message)
         if not texts_and_paths or not failure.frames:
             return []
-        from nnx_lint.registry import rule_by_code
+        from nnx_lint.engine.registry import rule_by_code
 
         frame = deepest or failure.frames[-1]
         shown = [text for text, _path in texts_and_paths]
@@ -491,7 +491,7 @@ def lint_project(path: Path, select: list[str] | None) -> list[Diagnostic]:
     The cache is off so that nothing is written into the user's tree. ``--select`` replaces the
     configuration's selection, exactly as for ``nnx-lint check``.
     """
-    from nnx_lint.config import load_settings
+    from nnx_lint.engine.config import load_settings
 
     return _lint([path], load_settings(path, None), select)
 
@@ -505,7 +505,7 @@ def lint_dependency_files(files: list[str], select: list[str] | None) -> list[Di
     Each installed-packages directory is linted as the root of its files, so that a dependency's
     imports of its own modules resolve (``qwix._src.providers`` under ``site-packages``).
     """
-    from nnx_lint.config import Settings
+    from nnx_lint.engine.config import Settings
 
     by_directory: dict[Path, list[Path]] = {}
     for file in files:
@@ -522,8 +522,8 @@ def lint_dependency_files(files: list[str], select: list[str] | None) -> list[Di
 def _lint(paths: list[Path], settings, select: list[str] | None) -> list[Diagnostic]:
     """``paths`` linted in-process with ``settings``, without the cache; ``select`` replaces the
     settings' selection (a typo raises ``UnknownSelector``)."""
-    from nnx_lint.registry import select_rules
-    from nnx_lint.runner import run
+    from nnx_lint.engine.registry import select_rules
+    from nnx_lint.engine.runner import run
 
     if select is not None:
         settings.select = select

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nnx_lint import bounds
-from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+from nnx_lint.base import bounds
+from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
 
 TOOL = "nnx-lint gate"
 VERSION = 1

@@ -24,7 +24,7 @@ from nnx_lint.gate.shard import PYTEST_OPTION as SHARD_OPTION
 from nnx_lint.gate.shard import in_shard
 from nnx_lint.gate.trust import cross_run_problems
 from nnx_lint.gate.untested import no_report_reason
-from nnx_lint.sandbox import OrphanSweeper
+from nnx_lint.confirmation.sandbox import OrphanSweeper
 
 VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
 
@@ -159,7 +159,7 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     outcome = GateOutcome()
     progress = options.progress or Progress(enabled=False, log=False)
     # Made before the first run: a process the tests leave behind, even in a new session, is
-    # killed when its run ends (on Linux; see nnx_lint.sandbox.OrphanSweeper).
+    # killed when its run ends (on Linux; see nnx_lint.confirmation.sandbox.OrphanSweeper).
     sweeper = OrphanSweeper()
 
     servers: dict[str, WarmServer | None] = {}

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nnx_lint.config import split_codes
+from nnx_lint.engine.config import split_codes
 from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
 from nnx_lint.gate.shard import ShardError, parse_shard
 from nnx_lint.gate.untested import GATE_EXTRA
@@ -120,9 +120,9 @@ def _flax_missing_here(command: list[str]) -> bool:
 _GATE_MODULES = (
     "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
     "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
-    "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.shard", "nnx_lint.confined_writes",
+    "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.shard", "nnx_lint.base.confined_writes",
     "nnx_lint.gate.trust", "nnx_lint.gate.untested",
-    "nnx_lint.config", "nnx_lint.registry", "nnx_lint.runner", "nnx_lint.sandbox",
+    "nnx_lint.engine.config", "nnx_lint.engine.registry", "nnx_lint.engine.runner", "nnx_lint.confirmation.sandbox",
 )
 #: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
 _GATE_STDLIB = ("array", "json", "select", "signal", "socket", "xml.etree.ElementTree", "xml.parsers.expat")
@@ -140,7 +140,7 @@ def preload() -> None:
 
     import astroid
 
-    from nnx_lint.eager import load_lint_path
+    from nnx_lint.engine.eager import load_lint_path
     from nnx_lint.gate.results import _gate_error_category
 
     for name in _GATE_STDLIB + _GATE_MODULES:
@@ -159,9 +159,9 @@ def preload() -> None:
 
 def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -> int:
     """Run the gate as parsed by the CLI; returns the exit status."""
-    from nnx_lint.config import ConfigError
+    from nnx_lint.engine.config import ConfigError
     from nnx_lint.gate.baseline import BaselineError, read_baseline
-    from nnx_lint.registry import UnknownSelector
+    from nnx_lint.engine.registry import UnknownSelector
 
     command = test_command or [part.replace("{python}", sys.executable) for part in DEFAULT_COMMAND]
     path: Path = args.path
@@ -271,7 +271,7 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
         print(f"nnx-lint gate: {args.write_baseline} not written: nothing was tested", file=sys.stderr)
     elif args.write_baseline is not None:
         try:
-            from nnx_lint.confined_writes import WriteScope
+            from nnx_lint.base.confined_writes import WriteScope
 
             scope = WriteScope.of(Path.cwd(), [path, args.write_baseline])
             written = {verdict.nodeid for verdict in breaking}
@@ -295,7 +295,7 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
                           findings=len(diagnostics), exit_status=status, notes=notes, untested=untested,
                           shard=parse_shard(args.shard) if getattr(args, "shard", None) else None)
     if getattr(args, "report_file", None) is not None:
-        from nnx_lint.confined_writes import WriteRefused, WriteScope, write_confined
+        from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
 
         try:
             write_confined(args.report_file, (json.dumps(report, indent=2) + "\n").encode("utf-8"),

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.escaping import printable_lines
+from nnx_lint.base.escaping import printable_lines
 from nnx_lint.gate.attribution import Attribution, PassingFinding, attribution_to_dict
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.modes import MODES

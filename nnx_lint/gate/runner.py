@@ -16,7 +16,7 @@ from nnx_lint.gate.modes import MODES, Mode
 from nnx_lint.gate.progress import Progress
 from nnx_lint.gate.results import RunResults, read_junit, results_from_records
 from nnx_lint.gate.trust import run_trust_problems
-from nnx_lint.sandbox import OrphanSweeper
+from nnx_lint.confirmation.sandbox import OrphanSweeper
 
 #: The placeholder a non-pytest command uses for the junit XML path it must write.
 JUNIT_PLACEHOLDER = "{junit}"

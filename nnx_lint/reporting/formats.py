@@ -10,7 +10,7 @@
   ``severity``, ``location.path``, ``location.lines.begin``).
 
 Analysed text (file names, messages, source lines) is escaped as in every other format:
-:func:`~nnx_lint.escaping.printable` for terminal text, ``line_start_path`` for a file name
+:func:`~nnx_lint.base.escaping.printable` for terminal text, ``line_start_path`` for a file name
 that begins a line, XML escaping by :mod:`xml.etree` and JSON escaping by :mod:`json`.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from nnx_lint.diagnostic import Diagnostic
+from nnx_lint.base.diagnostic import Diagnostic
 
 #: The formats this module renders.
 FORMATS = ("concise", "full", "junit", "gitlab", "pylint")
@@ -39,7 +39,7 @@ def fix_marker(index: int, fixes: dict, unsafe: bool) -> str:
 
 def headline(d: Diagnostic, marker: str = "") -> str:
     """``path:line:col: CODE [*] message`` (``path:cell N:line:col`` in notebooks), escaped."""
-    from nnx_lint.escaping import line_start_path, printable
+    from nnx_lint.base.escaping import line_start_path, printable
 
     where = f"cell {d.cell}:" if d.cell is not None else ""
     return f"{line_start_path(d.path)}:{where}{d.line}:{d.column}: {d.code} {marker}{printable(d.message)}"
@@ -52,9 +52,9 @@ def render_concise(diagnostics: list[Diagnostic], fixes: dict, unsafe: bool) -> 
 
 def render_full(diagnostics: list[Diagnostic], fixes: dict, unsafe: bool, url_base: str | None) -> list[str]:
     """Each finding with its source lines, carets under the span, its help and related lines."""
-    from nnx_lint.escaping import printable
-    from nnx_lint.related import position
-    from nnx_lint.reporting.links import rule_reference
+    from nnx_lint.base.escaping import printable
+    from nnx_lint.base.related import position
+    from nnx_lint.base.links import rule_reference
 
     sources: dict[str, list[str] | None] = {}
     blocks = []
@@ -74,7 +74,7 @@ def render_full(diagnostics: list[Diagnostic], fixes: dict, unsafe: bool, url_ba
 
 def _source_lines(path: str) -> list[str] | None:
     """The file's lines, read with the same bounds as the lint (None if it cannot be read)."""
-    from nnx_lint import bounds
+    from nnx_lint.base import bounds
 
     if path == "-" or path.endswith(".ipynb"):
         return None
@@ -87,7 +87,7 @@ def _source_lines(path: str) -> list[str] | None:
 
 def _snippet(lines: list[str], d: Diagnostic) -> list[str]:
     """Ruff's gutter: numbered lines, and ``^`` under the flagged span of its first line."""
-    from nnx_lint.escaping import printable
+    from nnx_lint.base.escaping import printable
 
     first = max(1, d.line - _CONTEXT)
     last = min(len(lines), max(d.line, d.end_line) + _CONTEXT)
@@ -108,7 +108,7 @@ def _snippet(lines: list[str], d: Diagnostic) -> list[str]:
 
 def render_pylint(diagnostics: list[Diagnostic]) -> str:
     """``path:line: [CODE] message``, one line each (Ruff's and flake8's pylint format)."""
-    from nnx_lint.escaping import line_start_path, printable
+    from nnx_lint.base.escaping import line_start_path, printable
 
     return "\n".join(f"{line_start_path(d.path)}:{d.line}: [{d.code}] {printable(d.message)}" for d in diagnostics)
 
@@ -121,7 +121,7 @@ def render_junit(diagnostics: list[Diagnostic]) -> str:
     ``No errors found`` case."""
     import xml.etree.ElementTree as ET
 
-    from nnx_lint.escaping import printable
+    from nnx_lint.base.escaping import printable
 
     root = ET.Element("testsuites", name="nnx-lint", tests=str(max(1, len(diagnostics))),
                       failures=str(len(diagnostics)), errors="0")
@@ -150,7 +150,7 @@ def render_gitlab(diagnostics: list[Diagnostic]) -> str:
     """GitLab Code Quality report: a JSON array of issues. ``description`` starts with the code
     (GitLab shows no ``check_name``, as Ruff notes); ``fingerprint`` is stable across runs
     (code, path, message and an occurrence index, no line numbers) and unique in the report."""
-    from nnx_lint.notebooks import file_span
+    from nnx_lint.base.notebooks import file_span
 
     issues = []
     seen: set[str] = set()

@@ -20,7 +20,7 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
 def fix_enumeration(by_code: Counter, applied: bool) -> list[str]:
     """Ruff's ``--show-fixes`` list: ``Fixed 2 errors:`` (or ``Fixable with --fix, 2 errors:``)
     then ``    1 × NNX201 (state-axes-prefix)`` per rule."""
-    from nnx_lint.registry import rule_by_code
+    from nnx_lint.engine.registry import rule_by_code
 
     total = sum(by_code.values())
     if not total:

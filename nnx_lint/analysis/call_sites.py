@@ -1,0 +1,182 @@
+"""Where a function is called in its own module, and which argument each parameter gets.
+
+Real code rarely annotates ``def train(model, x)``; the class of ``model`` is what the
+callers pass (``train(Policy(rngs), x)``). The first question about a module indexes,
+once, every call in it whose callee is a plain name bound to a function defined there,
+so the value model can learn a parameter's class from its call sites.
+
+Calls in other project files are found through the project's reverse index
+(:func:`calls_in_other_files`, :mod:`nnx_lint.analysis.callers`). Calls of methods, or with
+``*args`` / ``**kwargs`` at the parameter's position are not followed: a parameter reached
+that way stays unknown, and rules stay silent on unknowns.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from astroid import nodes
+
+from nnx_lint.base.file_memo import file_memo
+from nnx_lint.analysis.flow import lookup
+from nnx_lint.base.node_index import nodes_of_class
+
+if TYPE_CHECKING:
+    from nnx_lint.analysis.project import Project
+
+Function = nodes.FunctionDef
+
+
+def calls_of(function: Function, project: Project | None = None) -> list[nodes.Call]:
+    """The calls in ``function``'s own module that call it by its name; with ``project``,
+    also the calls in other project files of a module-level function of the linted file
+    (:func:`calls_in_other_files`)."""
+    module = function.root()
+    index = _INDEXES.get(module)
+    if index is None:
+        index = _INDEXES[module] = _index(module)
+    own = index.get(id(function), [])
+    return own + calls_in_other_files(function, project) if project is not None else own
+
+
+#: One index per module, built on first use and dropped after the analysed file (a weak
+#: key would never go: the index points back into the module's tree).
+_INDEXES: dict = file_memo()
+#: Per function node: its calls in other files (each query is asked once per analysis).
+_OTHER_FILES: dict = file_memo()
+
+
+def calls_in_other_files(function: Function, project: Project) -> list[nodes.Call]:
+    """The calls of the linted file's module-level ``function`` in other project files.
+
+    Candidate files come from the project's reverse index (:mod:`nnx_lint.analysis.callers`); a
+    call counts when its callee resolves to ``<this module>.<function>`` in the caller's
+    module and the caller's import of this module finds this very file (two example
+    folders that both have a ``train.py`` never mix). The question is recorded as a
+    dependency of the analysis, so that the result cache notices new and changed callers.
+    """
+    module = function.root()
+    current = project.current_file
+    if current is None or function.parent is not module or not module.file:
+        return []
+    found = _OTHER_FILES.get(function)
+    if found is not None:
+        return found
+    found = _OTHER_FILES[function] = []
+    if str(Path(module.file).resolve()) != current:
+        return found  # a function of another module: its callers are that module's question
+    from nnx_lint.analysis.callers import MAX_CALLER_FILES, dependency_key, digest
+    from nnx_lint.analysis.names import NameResolver
+    from nnx_lint.analysis.project import module_name_for
+
+    index = project.caller_index()
+    candidates = index.candidates(module.name, function.name)
+    project.dependencies[dependency_key(index.directories, module.name, function.name)] = digest(candidates)
+    if len(candidates) > MAX_CALLER_FILES:
+        return found  # a library helper: see nnx_lint.analysis.callers.MAX_CALLER_FILES
+    target = f"{module.name}.{function.name}"
+    for path_text, _content in candidates:
+        path = Path(path_text).resolve()
+        if str(path) == current:
+            continue
+        caller_name, caller_root = module_name_for(path)
+        if project.find_file_from(module.name, caller_root) != Path(current):
+            continue  # its import of this module's name finds another file
+        caller = project.load_file(path, caller_name)
+        if caller is None:
+            continue
+        resolver = NameResolver(caller, project)
+        calls_by_name, aliases = _calls_by_name(caller)
+        for name in {function.name, *aliases.get(function.name, ())}:
+            found.extend(call for call in calls_by_name.get(name, []) if resolver.qualified_name(call.func) == target)
+    return found
+
+
+#: Per caller module: its calls by the callee's last name, and the aliases of imported names
+#: (dropped after the analysed file, like the other indexes that point into trees).
+_CALLS_BY_NAME: dict = file_memo()
+
+
+def _calls_by_name(module: nodes.Module) -> tuple[dict[str, list[nodes.Call]], dict[str, set[str]]]:
+    """Built once per module: a caller file is asked about each function of the files it imports."""
+    found = _CALLS_BY_NAME.get(module)
+    if found is None:
+        calls: dict[str, list[nodes.Call]] = {}
+        for call in nodes_of_class(module, nodes.Call):
+            callee = call.func
+            terminal = callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
+            if terminal:
+                calls.setdefault(terminal, []).append(call)
+        aliases: dict[str, set[str]] = {}
+        for imported in nodes_of_class(module, nodes.ImportFrom):
+            for name, alias in imported.names:
+                if alias:
+                    aliases.setdefault(name, set()).add(alias)
+        found = _CALLS_BY_NAME[module] = (calls, aliases)
+    return found
+
+
+def where(call: nodes.Call, module: nodes.Module, path: str = "") -> str:
+    """Where a call site is, for a message: ``line 40`` in ``module``, else ``main.py:40``
+    (the caller's path relative to the directory of ``module``'s file). In a notebook
+    (``path`` ends in ``.ipynb``) a line of the joined cells means nothing to the reader:
+    ``in this notebook`` (the related location names the cell)."""
+    root = call.root()
+    if root is module or not getattr(root, "file", None):
+        return "in this notebook" if path.endswith(".ipynb") else f"line {call.lineno}"
+    caller = Path(root.file)
+    try:
+        shown = os.path.relpath(caller, Path(module.file).resolve().parent) if module.file else caller.name
+    except ValueError:
+        shown = str(caller)
+    return f"{Path(shown).as_posix()}:{call.lineno}"
+
+
+def _index(module: nodes.Module) -> dict[int, list[nodes.Call]]:
+    defined = {function.name for function in nodes_of_class(module, nodes.FunctionDef)}
+    found: dict[int, list[nodes.Call]] = {}
+    for call in nodes_of_class(module, nodes.Call):
+        if not isinstance(call.func, nodes.Name) or call.func.name not in defined:
+            continue  # the cheap pre-filter: only names some def in this module binds
+        _scope, assignments = lookup(call.func)
+        targets = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
+        if len(targets) == 1 and len(assignments) == 1:
+            found.setdefault(id(targets[0]), []).append(call)
+    return found
+
+
+def parameter_of(name: nodes.Name) -> tuple[Function, str] | None:
+    """``(function, parameter)`` when ``name`` reads a parameter of a plain function.
+
+    Methods are left out: their callers reach them through attributes.
+    """
+    _scope, assignments = lookup(name)
+    if len(assignments) != 1:
+        return None
+    assignment = assignments[0]
+    if not isinstance(assignment, nodes.AssignName) or not isinstance(assignment.parent, nodes.Arguments):
+        return None
+    function = assignment.parent.parent
+    if not isinstance(function, nodes.FunctionDef) or isinstance(function.parent, nodes.ClassDef):
+        return None
+    return function, name.name
+
+
+def argument_for(function: Function, call: nodes.Call, parameter: str) -> nodes.NodeNG | None:
+    """The argument expression ``call`` passes for ``parameter``, or None when it can't be told."""
+    arguments = function.args
+    positional = [*(arguments.posonlyargs or []), *(arguments.args or [])]
+    for index, candidate in enumerate(positional):
+        if candidate.name != parameter:
+            continue
+        for argument in call.args[:index + 1]:
+            if isinstance(argument, nodes.Starred):
+                return None  # f(*xs): the position is not known
+        if index < len(call.args):
+            return call.args[index]
+        break
+    for keyword in call.keywords or []:
+        if keyword.arg == parameter:
+            return keyword.value
+    return None

@@ -1,0 +1,736 @@
+"""Which NNX transform runs when code calls something: the one transform resolver.
+
+Every rule family asks the same question: "calling this expression (or this decorated
+function) runs which NNX transform, with which flags, on which function, with which
+arguments?" This module answers it once per file (:func:`transform_resolver`).
+
+The forms recognised:
+
+* decorated: ``@nnx.jit``, ``@nnx.vmap(in_axes=...)``, ``@partial(nnx.scan, ...)`` on
+  functions and methods, in this file or another project file;
+* applied: ``nnx.jit(f)``, ``nnx.vmap(in_axes=0)(f)``, ``partial(nnx.jit, ...)(f)``, and
+  names bound to them (``step = nnx.jit(f)``, also imported from another project file);
+* stored: ``self._fwd = nnx.jit(f)`` in the class or a base class, then ``self._fwd(...)``;
+* ahead of time: ``nnx.jit(f).lower(...)`` / ``.trace(...)`` run the same input checks as
+  a call, so they are applications too;
+* ``model(x)`` when ``type(model).__call__`` is decorated with a transform;
+* direct: ``nnx.eval_shape(f, *args)``, ``nnx.cond``, ``nnx.switch``, ``nnx.fori_loop``,
+  ``nnx.while_loop`` (the function and its operands in one call);
+* ``f.defvjp(fwd, bwd)`` on a ``custom_vjp`` function.
+
+An :class:`Entry` is one function a transform traces; an :class:`Application` is one call
+that runs a transformed function, with its arguments labelled as flax labels them in its
+error paths (``args[0]``, ``kwargs['m']``, ``init_val``).
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from astroid import nodes
+
+from nnx_lint.base import bounds
+from nnx_lint.analysis.bound_methods import REJECTING_TRANSFORMS, is_bound_module_method, unbound_method_class
+from nnx_lint.analysis.calls import NNXCall, constant_bool, match_nnx_call
+from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.mode import Mode, ModeContext
+from nnx_lint.analysis.names import NameResolver
+from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
+from nnx_lint.base.node_index import nodes_of_class
+
+if TYPE_CHECKING:
+    from nnx_lint.engine.walk import FileContext
+
+#: NNX transforms that trace the functions given to them.
+TRACING_TRANSFORMS: frozenset[str] = frozenset(
+    """
+    jit jit_partial shard_map grad value_and_grad custom_vjp vjp jvp remat vmap pmap scan
+    while_loop fori_loop eval_shape cond switch checkify make_jaxpr cached_partial
+    """.split()
+)
+
+#: Which arguments of a transform are traced functions: positions and keyword names.
+_FUNCTION_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "cond": ((1, 2), ("true_fun", "false_fun")),
+    "switch": ((1,), ("branches",)),
+    "fori_loop": ((2,), ("body_fun",)),
+    "while_loop": ((0, 1), ("cond_fun", "body_fun")),
+}
+_DEFAULT_FUNCTION_ARGUMENTS = ((0,), ("f", "fun", "func"))
+
+_MAX_DEPTH = 12
+_MAX_FUNCTIONS = 400
+_MAX_ALIAS_DEPTH = 4
+
+Function = nodes.FunctionDef | nodes.AsyncFunctionDef | nodes.Lambda
+_FUNCTION_TYPES = (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Lambda)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A function traced directly by an NNX transform."""
+
+    function: Function
+    #: Short transform name: ``jit``, ``vmap``, ...
+    transform: str
+    #: The decorator or call node that applies the transform.
+    node: nodes.NodeNG
+    #: The NNX call (None for a bare decorator such as ``@nnx.jit``).
+    call: NNXCall | None
+    #: Whether the transform keeps graph mode (opt-in): then graph updates still propagate.
+    keeps_graph: bool
+    #: ``decorator``, ``call`` or ``defvjp``.
+    form: str
+    #: Whether the transform already pins Tree Mode (``graph=False`` or
+    #: ``graph_updates=False``): its behaviour does not change when the defaults flip.
+    explicit_tree: bool = False
+
+    @property
+    def affected(self) -> bool:
+        """Whether flipping the defaults changes this transform (no opt-in, no explicit pin)."""
+        return not self.keeps_graph and not self.explicit_tree
+
+    @property
+    def is_compat(self) -> bool:
+        return self.call is not None and self.call.is_compat
+
+
+#: Transforms whose first argument is the function they transform.
+FUNCTION_TRANSFORMS = frozenset(
+    {"jit", "vmap", "pmap", "grad", "value_and_grad", "remat", "checkify", "shard_map", "scan", "custom_vjp"}
+)
+#: Transforms applied directly to a function and its operands.
+DIRECT_TRANSFORMS = frozenset({"eval_shape", "jit_partial", "cond", "switch", "fori_loop", "while_loop"})
+#: Methods of a transformed function that check and trace their inputs like a call does
+#: (measured with flax 0.12.8: ``nnx.jit(f).lower(m, m)`` raises the duplicate error too).
+AHEAD_OF_TIME_METHODS = frozenset({"lower", "trace"})
+
+
+@dataclass
+class Argument:
+    """One argument of a transformed call, labelled like flax's error paths."""
+
+    label: str
+    index: int | None
+    expression: nodes.NodeNG
+
+
+@dataclass
+class Application:
+    """One call that runs an NNX-transformed function."""
+
+    transform: NNXCall
+    #: The call that runs the transformed function (for direct forms: the NNX call itself).
+    call: nodes.Call | None
+    #: Expressions of the transformed function(s) (a Lambda, a Name, a FunctionDef, ...).
+    functions: list[nodes.NodeNG] = field(default_factory=list)
+    arguments: list[Argument] = field(default_factory=list)
+    #: The flip leaves this transform as it is: it keeps graph mode (graph=True and
+    #: graph_updates=True by flags, compat or scope) or already chooses Tree Mode explicitly
+    #: (graph=False / graph_updates=False). The call-site rules stay silent on it either way.
+    keeps_graph: bool = False
+    #: The ``graph`` / ``graph_updates`` flags in force at the transform (its keywords,
+    #: ``nnx.compat``, scope); None: not worked out (the flags' defaults apply).
+    flags: Mode | None = None
+
+    @property
+    def name(self) -> str:
+        return self.transform.name
+
+    @property
+    def graph_flag(self) -> bool:
+        """``graph=True`` is in force, whatever ``graph_updates`` is."""
+        return self.flags is not None and self.flags.graph is True
+
+    @property
+    def accepts_shared_inputs(self) -> bool:
+        """Whether the flip leaves as it is how this transform takes one Variable reachable
+        twice among its inputs, so the aliasing rules stay silent.
+
+        Graph mode (``graph=True``, today's default) accepts shared inputs, also with
+        ``graph_updates=False`` (measured with flax 0.12.8: ``nnx.jit(f,
+        graph_updates=False)(m, m)`` runs today and raises once ``graph`` defaults to False;
+        flax's own tests rely on it) -- except ``eval_shape`` and ``custom_vjp``, which check
+        their inputs for aliasing as soon as ``graph_updates=False``. Tree Mode
+        (``graph=False``) rejects them. Only a transform that accepts them today and rejects
+        them after the flip changes.
+        """
+        if self.flags is None:
+            return self.keeps_graph
+        return not (self._takes_shared_inputs(default=True) and not self._takes_shared_inputs(default=False))
+
+    def _takes_shared_inputs(self, default: bool) -> bool:
+        """With the flags left unset taking ``default`` (True today, False after the flip)."""
+        graph = self.flags.graph if self.flags.graph is not None else default
+        updates = self.flags.graph_updates if self.flags.graph_updates is not None else default
+        return bool(graph) and not (updates is False and self.name in ("eval_shape", "custom_vjp"))
+
+
+class ModuleTools:
+    """Name resolution and mode context for one module (the linted one or another file)."""
+
+    def __init__(self, module: nodes.Module, resolver: NameResolver, mode: ModeContext) -> None:
+        self.module = module
+        self.resolver = resolver
+        self.mode = mode
+        self._calls: dict[int, NNXCall | None] = {}
+
+    def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
+        if not isinstance(node, nodes.Call):
+            return None
+        key = id(node)
+        if key not in self._calls:
+            self._calls[key] = match_nnx_call(node, self.resolver)
+        return self._calls[key]
+
+
+#: Per project: (its answers epoch, the tools of each other module), kept across files.
+_PROJECT_TOOLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+
+def transform_resolver(context: FileContext) -> TransformResolver:
+    """The (memoised) :class:`TransformResolver` of one linted file."""
+    return context.service(TransformResolver)
+
+
+class TransformResolver:
+    """Per-file answers to "which NNX transform does this run, on what?"."""
+
+    def __init__(self, context: FileContext) -> None:
+        self.context = context
+        self.module = context.module
+        self._own_tools = ModuleTools(context.module, context.resolver, context.mode)
+        self._entries: list[Entry] | None = None
+        self._entries_by_function: dict[int, list[Entry]] = {}
+        self._callables: dict[int, Entry | None] = {}
+        self._running_entries: dict[int, Entry | None] = {}
+        self._applications: dict[int, Application | None] = {}
+        self._stored_names: frozenset[str] | None = None
+
+    # -- tools per module -----------------------------------------------------------------
+    def tools(self, node: nodes.NodeNG) -> ModuleTools:
+        """Resolver, mode context and NNX-call matching for the module holding ``node``."""
+        root = node.root()
+        if root is self.module:
+            return self._own_tools
+        project = self.context.project
+        kept = _PROJECT_TOOLS.get(project)
+        if kept is None or kept[0] != project.answers_epoch:  # memoised answers may lack a module
+            kept = _PROJECT_TOOLS[project] = (project.answers_epoch, {})
+        per_project = kept[1]
+        key = id(root)
+        if key not in per_project or per_project[key].module is not root:
+            resolver = NameResolver(root, self.context.project)
+            per_project[key] = ModuleTools(root, resolver, ModeContext(root, resolver))
+        return per_project[key]
+
+    def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
+        if node is None:
+            return None
+        return self.tools(node).resolver.qualified_name(node)
+
+    def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
+        return self.tools(node).nnx_call(node)
+
+    # -- entries ----------------------------------------------------------------------------
+    @property
+    def entries(self) -> list[Entry]:
+        """Every function of this file an NNX transform traces (incl. graph-mode opt-ins)."""
+        if self._entries is None:
+            self._entries = []
+            for node in nodes_of_class(self.module, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.Call)):
+                bounds.checkpoint("finding the functions NNX transforms trace")
+                if isinstance(node, nodes.Call):
+                    self._entries.extend(self._call_entries(node))
+                elif node.decorators is not None:
+                    self._entries.extend(self._decorator_entries(node))
+            for entry in self._entries:
+                self._entries_by_function.setdefault(id(entry.function), []).append(entry)
+        return self._entries
+
+    def entries_of(self, function: Function) -> list[Entry]:
+        """The entries tracing ``function`` directly (empty if none)."""
+        self.entries  # noqa: B018 - computes the index
+        return self._entries_by_function.get(id(function), [])
+
+    def _decorator_entries(self, function: nodes.FunctionDef) -> Iterator[Entry]:
+        for decorator in function.decorators.nodes:
+            entry = self._decorator_entry(function, decorator)
+            if entry is not None:
+                yield entry
+
+    def _decorator_entry(self, function: Function, decorator: nodes.NodeNG) -> Entry | None:
+        tools = self.tools(decorator)
+        if isinstance(decorator, nodes.Call):
+            call = tools.nnx_call(decorator)
+            if call is None or call.name not in TRACING_TRANSFORMS:
+                return None
+            return Entry(function, call.name, decorator, call, tools.mode.keeps_graph_mode(call), "decorator",
+                         explicit_tree(call))
+        name = tools.resolver.qualified_name(decorator)
+        transform = short_name(name)
+        if transform not in TRACING_TRANSFORMS:
+            return None
+        keeps = is_compat(name) or tools.mode.scope_keeps_graph_mode(decorator, transform=True)
+        return Entry(function, transform, decorator, None, keeps, "decorator")
+
+    def _call_entries(self, node: nodes.Call) -> Iterator[Entry]:
+        tools = self.tools(node)
+        call = tools.nnx_call(node)
+        if call is not None and call.name in TRACING_TRANSFORMS:
+            keeps = tools.mode.keeps_graph_mode(call)
+            for argument in _function_arguments(call):
+                if self._rejected_bound_method(call, argument):
+                    continue  # flax raises before tracing, in both modes
+                for function in self.functions_of(argument):
+                    yield Entry(function, call.name, node, call, keeps, "call", explicit_tree(call))
+            return
+        # `nnx.vmap(in_axes=0)(f)` / `partial(nnx.jit, ...)(f)`: a transform factory applied to f.
+        factory = tools.nnx_call(node.func) if isinstance(node.func, nodes.Call) else None
+        if factory is not None and factory.name in TRACING_TRANSFORMS and node.args and not _function_arguments(factory):
+            keeps = tools.mode.keeps_graph_mode(factory)
+            if self._rejected_bound_method(factory, node.args[0]):
+                return  # flax raises before tracing, in both modes
+            for function in self.functions_of(node.args[0]):
+                yield Entry(function, factory.name, node, factory, keeps, "call", explicit_tree(factory))
+            return
+        # `f.defvjp(fwd, bwd)` on a custom_vjp function: fwd and bwd are traced too.
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname == "defvjp":
+            custom = self.transformed_callable(node.func.expr)
+            if custom is not None and custom.transform == "custom_vjp":
+                for argument in node.args:
+                    for function in self.functions_of(argument):
+                        yield Entry(function, "custom_vjp", node, custom.call, custom.keeps_graph, "defvjp",
+                                    custom.explicit_tree)
+
+    def functions_of(self, expression: nodes.NodeNG | None, depth: int = 0) -> list[Function]:
+        """The function definitions an expression denotes (lambda, name, method, partial)."""
+        if expression is None or depth > _MAX_ALIAS_DEPTH:
+            return []
+        if isinstance(expression, nodes.Lambda):
+            return [expression]
+        if isinstance(expression, (nodes.List, nodes.Tuple)):  # switch branches
+            return [f for element in expression.elts for f in self.functions_of(element, depth + 1)]
+        if isinstance(expression, nodes.Call):
+            qualified = self.qualified_name(expression.func)
+            if qualified == "functools.partial" and expression.args:
+                return self.functions_of(expression.args[0], depth + 1)
+            return []
+        if isinstance(expression, nodes.Name):
+            _scope, assignments = lookup(expression)
+            found: list[Function] = []
+            for assignment in assignments:
+                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                    found.append(assignment)
+                elif isinstance(assignment, nodes.AssignName):
+                    for value in bound_values_of(assignment):
+                        found.extend(self.functions_of(value, depth + 1))
+                elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
+                    definition = self._project_definition(self.qualified_name(expression))
+                    if definition is not None:
+                        found.append(definition)
+            return found
+        if isinstance(expression, nodes.Attribute):
+            classdef = unbound_method_class(expression)
+            if classdef is not None:  # `Model.step`: the method itself, its `self` passed first
+                method = self.method_of(classdef, expression.attrname)
+                return [method] if method is not None else []
+            owner = self.context.classes.class_of_self(expression.expr)
+            if owner is not None and owner.definition is not None:
+                method = self.method_of(owner.definition, expression.attrname)
+                return [method] if method is not None else []
+            definition = self._project_definition(self.qualified_name(expression))
+            return [definition] if definition is not None else []
+        return []
+
+    def _rejected_bound_method(self, transform: NNXCall, function: nodes.NodeNG | None) -> bool:
+        """``nnx.jit(model.step)``: flax rejects a bound Module method in both modes
+        (:mod:`nnx_lint.analysis.bound_methods`), so the flip changes nothing there."""
+        return transform.name in REJECTING_TRANSFORMS and isinstance(function, nodes.Attribute) \
+            and is_bound_module_method(self.context, function)
+
+    def _project_definition(self, qualified_name: str | None) -> nodes.FunctionDef | None:
+        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
+            return None
+        definition = self.context.project.definition(qualified_name)
+        return definition if isinstance(definition, (nodes.FunctionDef, nodes.AsyncFunctionDef)) else None
+
+    def method_of(self, classdef: nodes.ClassDef, name: str, depth: int = 0) -> nodes.FunctionDef | None:
+        """A method of a project class, looked up through its project base classes."""
+        found = classdef.locals.get(name)
+        if found and isinstance(found[-1], (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            return found[-1]
+        if depth > 6:
+            return None
+        for base in self.context.classes.info(classdef).bases:
+            if base.definition is not None:
+                method = self.method_of(base.definition, name, depth + 1)
+                if method is not None:
+                    return method
+        return None
+
+    # -- transformed callables ----------------------------------------------------------------
+    def transformed_callable(self, expression: nodes.NodeNG) -> Entry | None:
+        """If calling ``expression`` calls a transformed function, its :class:`Entry`.
+
+        ``nnx.vmap(f, ...)`` (inline), a name bound to ``nnx.jit(f)``, a function decorated
+        with a transform (this file or another project file), ``self.decorated_method``.
+        """
+        key = id(expression)
+        if key in self._callables:
+            return self._callables[key]
+        self._callables[key] = None  # guards recursion
+        found = self._transformed_callable(expression, 0)
+        self._callables[key] = found
+        return found
+
+    def running_entry(self, call: nodes.Call) -> Entry | None:
+        """The :class:`Entry` of the transformed function ``call`` runs, also when that
+        function is not known (``self._forward = nnx.jit(forward_fn)`` with ``forward_fn`` a
+        parameter: its expression then stands for it). Ahead-of-time calls (``.lower(...)``,
+        ``.trace(...)``) run nothing. Memoised: several rules ask about every call."""
+        key = id(call)
+        if key not in self._running_entries:
+            self._running_entries[key] = self._running_entry(call)
+        return self._running_entries[key]
+
+    def _running_entry(self, call: nodes.Call) -> Entry | None:
+        entry = self.transformed_callable(call.func)
+        if entry is not None:
+            return entry
+        if isinstance(call.func, nodes.Attribute) and call.func.attrname in AHEAD_OF_TIME_METHODS:
+            return None
+        found = self.transformed(call.func)
+        if found is None:
+            return None
+        transform, function, unaffected = found
+        return Entry(function, transform.name, transform.node, transform, unaffected, "call")
+
+    def _transformed_callable(self, expression: nodes.NodeNG, depth: int) -> Entry | None:
+        if depth > _MAX_ALIAS_DEPTH:
+            return None
+        if isinstance(expression, nodes.Call):
+            entries = list(self._call_entries(expression))
+            return entries[0] if entries else None
+        if isinstance(expression, nodes.Name):
+            _scope, assignments = lookup(expression)
+            for assignment in assignments:
+                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                    entry = self._decorated_entry(assignment)
+                    if entry is not None:
+                        return entry
+                elif isinstance(assignment, nodes.AssignName):
+                    for value in bound_values_of(assignment):
+                        entry = self._transformed_callable(value, depth + 1)
+                        if entry is not None:
+                            return entry
+                elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
+                    return self._imported_callable(self.qualified_name(expression))
+            return self._decorated_call_method(expression)
+        if isinstance(expression, nodes.Attribute):
+            for function in self.functions_of(expression):
+                entry = self._decorated_entry(function)
+                if entry is not None:
+                    return entry
+            return (self._imported_callable(self.qualified_name(expression))
+                    or self._decorated_call_method(expression)
+                    or self._stored_transform(expression, depth))
+        return None
+
+    def _stored_transform(self, expression: nodes.Attribute, depth: int) -> Entry | None:
+        """``self._fwd(...)`` where the class (or a base class) stored ``self._fwd = nnx.jit(f)``."""
+        if expression.attrname not in self._names_stored_from_calls():
+            return None
+        owner = self.context.classes.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        for store in self.context.classes.info(owner.definition).stores_of(expression.attrname):
+            entry = self._transformed_callable(store.value, depth + 1) if store.value is not None else None
+            if entry is not None:
+                return entry
+        return None
+
+    def _decorated_call_method(self, expression: nodes.NodeNG) -> Entry | None:
+        """``model(x)`` where ``Cls.__call__`` is decorated with a transform."""
+        if _is_class_reference(expression):
+            return None
+        ref = self.context.classes.class_of_self(expression)
+        if ref is None or ref.definition is None:
+            return None
+        return self._decorated_entry(self.method_of(ref.definition, "__call__"))
+
+    def _decorated_entry(self, function: nodes.NodeNG | None) -> Entry | None:
+        """The transform the first transforming decorator of ``function`` applies, if any."""
+        if not isinstance(function, (nodes.FunctionDef, nodes.AsyncFunctionDef)) or not function.decorators:
+            return None
+        for decorator in function.decorators.nodes:
+            entry = self._decorator_entry(function, decorator)
+            if entry is not None:
+                return entry
+        return None
+
+    def _imported_callable(self, qualified_name: str | None) -> Entry | None:
+        if not qualified_name or qualified_name.startswith(("flax.", "jax.")):
+            return None
+        module_name, _, attribute = qualified_name.rpartition(".")
+        module = self.context.project.load(module_name) if module_name else None
+        if module is None:
+            return None
+        for assignment in reversed(module.locals.get(attribute, [])):
+            if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                entry = self._decorated_entry(assignment)
+                if entry is not None:
+                    return entry
+            elif isinstance(assignment, nodes.AssignName):
+                # only `name = nnx.jit(f)` there: following names across modules could cycle
+                for value in bound_values_of(assignment):
+                    if isinstance(value, nodes.Call):
+                        entries = list(self._call_entries(value))
+                        if entries:
+                            return entries[0]
+            return None
+        return None
+
+    # -- applications ------------------------------------------------------------------------
+    def application(self, node: nodes.Call) -> Application | None:
+        """The :class:`Application` if ``node`` runs an NNX-transformed function (memoised:
+        every call-site rule asks about every call).
+
+        Arguments are labelled as flax labels them (``args[0]``, ``kwargs['m']``,
+        ``operands[0]``, ``init_val``); a starred argument ends the positional ones.
+        """
+        key = id(node)
+        if key not in self._applications:
+            self._applications[key] = self._application(node)
+        return self._applications[key]
+
+    def _application(self, node: nodes.Call) -> Application | None:
+        direct = self.nnx_call(node)
+        if direct is not None and direct.name in DIRECT_TRANSFORMS and not direct.via_partial:
+            use = self._direct_application(direct)
+            if use is not None:
+                use.flags = self.flags(direct)
+            return use
+        found = self.transformed(node.func)
+        if found is None:
+            return None
+        transform, function, keeps = found
+        arguments = _positional(node.args, "args")
+        arguments += [Argument(f"kwargs[{k.arg!r}]", None, k.value) for k in node.keywords or [] if k.arg]
+        return Application(transform, node, [function], arguments, keeps, self.flags(transform))
+
+    def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
+        """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
+        runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise."""
+        if depth > _MAX_ALIAS_DEPTH:
+            return None
+        if isinstance(callee, nodes.Call):
+            call = self.nnx_call(callee)
+            if call is not None and call.name in FUNCTION_TRANSFORMS and call.args:
+                return call, call.args[0], not self._mode_of(call.node).flip_changes(call) \
+                    or self._rejected_bound_method(call, call.args[0])
+            if isinstance(callee.func, nodes.Call) and callee.args:
+                factory = self.nnx_call(callee.func)
+                if factory is not None and factory.name in FUNCTION_TRANSFORMS and not factory.args:
+                    return factory, callee.args[0], not self._mode_of(factory.node).flip_changes(factory) \
+                        or self._rejected_bound_method(factory, callee.args[0])
+            return None
+        if isinstance(callee, nodes.Name):
+            _scope, assignments = lookup(callee)
+            if len(assignments) > 1:
+                return self._nnx_or_jax_counterpart(assignments, depth)
+            if not assignments:
+                return None
+            assignment = assignments[0]
+            if isinstance(assignment, nodes.FunctionDef):
+                return self.decorated(assignment)
+            if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign):
+                if len(assignment.parent.targets) == 1 and assignment.parent.targets[0] is assignment:
+                    return self.transformed(assignment.parent.value, depth + 1)
+            if isinstance(assignment, nodes.ImportFrom):
+                return self._imported_transformed(self.qualified_name(callee), depth)
+            return None
+        if isinstance(callee, nodes.Attribute):
+            if callee.attrname in AHEAD_OF_TIME_METHODS:
+                return self.transformed(callee.expr, depth + 1)
+            return self._stored_transformed(callee, depth)
+        return None
+
+    def _nnx_or_jax_counterpart(self, assignments: list[nodes.NodeNG], depth: int):
+        """A name bound on alternative paths to an NNX transform and to JAX's transform of the
+        same name (``grad_fn = nnx.value_and_grad(f) if is_nnx else jax.value_and_grad(f)``,
+        or the same in ``if``/``else``): the NNX one, as on the paths where it runs the rules'
+        findings hold. Anything else bound there leaves the name unknown."""
+        found = None
+        for assignment in assignments:
+            if not (isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Assign)
+                    and assignment.parent.targets == [assignment] and isinstance(assignment.parent.value, nodes.Call)):
+                return None
+            value = assignment.parent.value
+            transformed = self.transformed(value, depth + 1)
+            if transformed is None:
+                if not (self.qualified_name(value.func) or "").startswith("jax."):
+                    return None
+                continue
+            if found is not None:
+                return None
+            found = transformed
+        if found is None:
+            return None
+        counterparts = {self.qualified_name(a.parent.value.func) for a in assignments} - {found[0].qualified_name}
+        return found if counterparts <= {f"jax.{found[0].name}"} else None
+
+    def _imported_transformed(self, qualified_name: str | None, depth: int):
+        """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another
+        project module."""
+        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
+            return None
+        definition = self.context.project.definition(qualified_name)
+        if isinstance(definition, nodes.FunctionDef):
+            return self.decorated(definition)
+        module_name, _, attribute = qualified_name.rpartition(".")
+        module = self.context.project.load(module_name) if module_name else None
+        assignments = module.locals.get(attribute, []) if module is not None else []
+        if len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName):
+            for value in bound_values_of(assignments[0]):
+                return self.transformed(value, depth + 1)
+        return None
+
+    def _stored_transformed(self, expression: nodes.Attribute, depth: int):
+        """``self._fwd`` where the class (or a base class, also in another file) stored
+        ``self._fwd = nnx.jit(f)``: every store must be the same kind of transform."""
+        if expression.attrname not in self._names_stored_from_calls():
+            return None  # the cheap test first: most attribute calls are plain methods
+        owner = self.context.classes.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        stores = self.context.classes.info(owner.definition).stores_of(expression.attrname)
+        found = [self.transformed(store.value, depth + 1) if store.value is not None else None for store in stores]
+        if not found or any(f is None for f in found):
+            return None
+        return found[0] if len({f[0].name for f in found}) == 1 else None
+
+    def _names_stored_from_calls(self) -> frozenset[str]:
+        """Attribute names this file stores a call's result in (``x._fwd = nnx.jit(f)``), also
+        through the classes it defines and their project base classes (in any file)."""
+        if self._stored_names is None:
+            names = {node.attrname for node in nodes_of_class(self.module, nodes.AssignAttr)
+                     if isinstance(node.parent, nodes.Assign) and isinstance(node.parent.value, nodes.Call)}
+            classes = self.context.classes
+            for classdef in nodes_of_class(self.module, nodes.ClassDef):
+                names.update(store.path for store in classes.info(classdef).stores
+                             if isinstance(store.value, nodes.Call))
+            self._stored_names = frozenset(names)
+        return self._stored_names
+
+    def decorated(self, function: nodes.FunctionDef) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
+        """The NNX transform decorating ``function`` closest to it (innermost), if any."""
+        found = self.decorations(function)
+        return found[-1] if found else None
+
+    def decorations(self, function: nodes.FunctionDef) -> list[tuple[NNXCall, nodes.NodeNG, bool]]:
+        """Every NNX transform decorating ``function``, outermost first (``@nnx.custom_vjp``
+        over ``@nnx.remat``): ``(transform, function, unaffected by the flip)``."""
+        if not function.decorators:
+            return []
+        tools = self.tools(function)
+        found = []
+        for decorator in function.decorators.nodes:
+            if isinstance(decorator, nodes.Call):
+                call = tools.nnx_call(decorator)
+                if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
+                    found.append((call, function, not tools.mode.flip_changes(call)))
+                continue
+            name = tools.resolver.qualified_name(decorator)
+            if name and (name.startswith("flax.nnx.")):
+                short = name.rpartition(".")[2]
+                if short in FUNCTION_TRANSFORMS:
+                    synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
+                    found.append((synthetic, function, not tools.mode.flip_changes(synthetic)))
+        return found
+
+    def _mode_of(self, node: nodes.NodeNG) -> ModeContext:
+        return self.tools(node).mode
+
+    def flags(self, transform: NNXCall) -> Mode:
+        """The ``graph`` / ``graph_updates`` flags in force for ``transform`` (its own module's mode)."""
+        return self._mode_of(transform.node).call_mode(transform)
+
+    def _direct_application(self, call: NNXCall) -> Application | None:
+        args = call.args
+        keeps = not self._mode_of(call.node).flip_changes(call)
+        if any(isinstance(a, nodes.Starred) for a in args):
+            return None
+        if call.name in ("eval_shape", "jit_partial") and args:
+            # `nnx.jit_partial(f, *partial_args)` checks the arguments it binds, as a call does
+            return Application(call, call.node, [args[0]], _positional(args[1:], "args"), keeps)
+        if call.name == "cond" and len(args) >= 3:
+            return Application(call, call.node, list(args[1:3]), _positional(args[3:], "operands"), keeps)
+        if call.name == "switch" and len(args) >= 2:
+            branches = list(args[1].elts) if isinstance(args[1], (nodes.List, nodes.Tuple)) else []
+            return Application(call, call.node, branches, _positional(args[2:], "operands"), keeps)
+        if call.name == "fori_loop":
+            body = args[2] if len(args) > 2 else call.keywords.get("body_fun")
+            init = args[3] if len(args) > 3 else call.keywords.get("init_val")
+            if init is not None:
+                return Application(call, call.node, [body] if body is not None else [],
+                                   [Argument("init_val", 0, init)], keeps)
+        if call.name == "while_loop":
+            functions = [a for a in args[:2]]
+            init = args[2] if len(args) > 2 else call.keywords.get("init_val")
+            if init is not None:
+                return Application(call, call.node, functions, [Argument("init_val", 0, init)], keeps)
+        return None
+
+
+
+def _positional(args: list[nodes.NodeNG], label: str) -> list[Argument]:
+    result = []
+    for index, argument in enumerate(args):
+        if isinstance(argument, nodes.Starred):
+            break
+        result.append(Argument(f"{label}[{index}]", index, argument))
+    return result
+
+
+def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
+    """The values one ``AssignName`` binds by plain assignment (see :func:`flow.bound_values`)."""
+    parent = assignment.parent
+    if isinstance(parent, nodes.Assign) and assignment in parent.targets:
+        return [parent.value]
+    if isinstance(parent, nodes.AnnAssign) and parent.value is not None:
+        return [parent.value]
+    if isinstance(parent, nodes.NamedExpr):
+        return [parent.value]
+    if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+        value = parent.parent.value
+        if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
+            return [value.elts[parent.elts.index(assignment)]]
+    return []
+
+
+def _is_class_reference(expression: nodes.NodeNG) -> bool:
+    """``Model`` in ``Model.method(...)`` is the class itself, not an instance."""
+    if isinstance(expression, nodes.Name):
+        _scope, assignments = lookup(expression)
+        return any(isinstance(a, nodes.ClassDef) for a in assignments)
+    return False
+
+
+def explicit_tree(call: NNXCall | None) -> bool:
+    """Whether an NNX call pins Tree Mode itself: a literal ``graph=False`` or
+    ``graph_updates=False`` (its meaning does not depend on the defaults)."""
+    if call is None:
+        return False
+    return any(flag in call.keywords and constant_bool(call.keywords[flag]) is False
+               for flag in ("graph", "graph_updates"))
+
+
+def _function_arguments(call: NNXCall) -> list[nodes.NodeNG]:
+    positions, keywords = _FUNCTION_ARGUMENTS.get(call.name, _DEFAULT_FUNCTION_ARGUMENTS)
+    found = [call.args[i] for i in positions if i < len(call.args) and not isinstance(call.args[i], nodes.Starred)]
+    found.extend(call.keywords[k] for k in keywords if k in call.keywords)
+    return found

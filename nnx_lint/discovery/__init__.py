@@ -1,1 +1,0 @@
-"""Which files a directory walk finds: ``.gitignore`` handling (:mod:`nnx_lint.discovery.gitignore`)."""
