@@ -100,14 +100,20 @@ def _late_imports(path: Path) -> set[str]:
     return found
 
 
+def _source_of(module: str) -> Path:
+    """The file of a dotted module of the checkout (a package's ``__init__.py``)."""
+    base = REPO.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
 def test_every_late_import_on_the_lint_path_is_loaded_with_the_plugin():
     """A new ``import x`` inside a lint-time function must be added to nnx_lint.engine.eager's lists."""
-    from nnx_lint.engine.eager import NOT_ON_THE_LINT_PATH
+    from nnx_lint.engine.eager import lint_path_modules
 
+    lint_path = [_source_of(name) for name in lint_path_modules()]
+    assert REPO / "nnx_lint" / "analysis" / "classes.py" in lint_path, "the lint path misses the analysis"
     late = set()
-    for path in [*sorted((REPO / "nnx_lint").glob("*.py")), *sorted((REPO / "checkers").rglob("*.py"))]:
-        if path.parent.name == "nnx_lint" and path.stem in NOT_ON_THE_LINT_PATH:
-            continue
+    for path in [*lint_path, *sorted((REPO / "checkers").rglob("*.py"))]:
         late |= _late_imports(path)
     assert late, "the scan found nothing: it is broken"
     probe = ("import json, sys\nfrom nnx_lint.engine.eager import load_lint_path\nload_lint_path()\n"

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 
 import nnx_lint
 from nnx_lint.engine.registry import all_rules
 
-#: Modules of nnx-lint that only the command line uses: the front-ends and what runs after
-#: the lint (result cache, reporters, confirmation). Every other module is on the lint path.
-NOT_ON_THE_LINT_PATH = frozenset({
-    "cli", "pylint", "flake8", "runner", "reporters", "docs", "confirmation", "sandbox", "cache", "cache_store",
-    "scaffold",
-})
+#: The packages whose modules run while a file is linted: the layers under the front-ends and
+#: their features (``core-layers`` in ``pyproject.toml``), and the rules' surface.
+LINT_PATH_PACKAGES = ("base", "flax_table", "analysis", "engine")
+LINT_PATH_MODULES = ("api",)
+
+#: Modules and packages of those that only the command line uses: its run over a project
+#: (file discovery, worker processes) and its result cache. Every other module is on the lint path
+#: (``base.cache_store`` is: the callers' index in other files is kept in a signed file).
+NOT_ON_THE_LINT_PATH = frozenset({"engine.runner", "engine.cache", "engine.workers", "engine.discovery"})
 
 #: Standard-library modules that lint-time code imports inside functions (a test keeps this
 #: list complete) or may import on its first file (the text pre-filter, noqa tokenizing).
@@ -31,10 +35,23 @@ STDLIB_IMPORTED_LATE = ("ast", "copy", "hashlib", "json", "textwrap", "tokenize"
 
 def lint_path_modules() -> list[str]:
     """The dotted names of nnx-lint's own modules that run while a file is linted."""
-    return [
-        info.name for info in pkgutil.iter_modules(nnx_lint.__path__, prefix="nnx_lint.")
-        if info.name.rpartition(".")[2] not in NOT_ON_THE_LINT_PATH
-    ]
+    found = [f"nnx_lint.{name}" for name in LINT_PATH_MODULES]
+    for package in LINT_PATH_PACKAGES:
+        found.append(f"nnx_lint.{package}")
+        found += _submodules(f"nnx_lint.{package}", [str(Path(nnx_lint.__file__).parent / package)])
+    return found
+
+
+def _submodules(package: str, path: list[str]) -> list[str]:
+    """The modules under ``package`` (recursively), read from its directory without importing it."""
+    found = []
+    for info in pkgutil.iter_modules(path, prefix=f"{package}."):
+        if info.name.removeprefix("nnx_lint.") in NOT_ON_THE_LINT_PATH:
+            continue
+        found.append(info.name)
+        if info.ispkg:
+            found += _submodules(info.name, [str(Path(path[0]) / info.name.rpartition(".")[2])])
+    return found
 
 
 def load_lint_path() -> None:

@@ -1,8 +1,9 @@
-"""Reporting: where a rule's page is (:mod:`.links`) and the output formats that follow
-other tools' conventions (:mod:`.formats`: Ruff's ``concise`` and ``full``, ``junit``,
-``gitlab``, ``pylint``). The original formats live in :mod:`nnx_lint.reporting.reporters`, which
-dispatches here."""
+"""Reporting: what a run's diagnostics become.
 
-# Loaded with the package: a Diagnostic's ``url`` is read at lint time (the plugins' messages),
-# and the plugins import the lint path up front (nnx_lint.engine.eager).
-from nnx_lint.base import links  # noqa: E402,F401
+The output formats (:mod:`.reporters`, which dispatches the ones that follow other tools'
+conventions to :mod:`.formats`: Ruff's ``concise`` and ``full``, ``junit``, ``gitlab``,
+``pylint``), the Markdown summary (:mod:`.markdown_report`), the migration overview
+(:mod:`.overview`), the rule pages (:mod:`.docs`, shipped in ``pages/``) and the options that
+choose among them (:mod:`.options`). Where a rule's page is lives below, in
+:mod:`nnx_lint.base.links`: a Diagnostic's ``url`` needs it at lint time.
+"""
