@@ -12,7 +12,8 @@ from nnx_lint.cli import main
 from nnx_lint.engine.config import ConfigError, load_settings
 from nnx_lint.fixes import flax_target
 from nnx_lint.fixes.flax_target import ProjectFlax, declared_flax, locked_flax, project_flax, requirement_lower_bound
-from nnx_lint.flax_table.nnx_api import GRAPH_APIS, TRANSFORMS, keyword_since, pin_flags, pin_missing, pin_needs, version_key
+from nnx_lint.flax_table.nnx_api import (GRAPH_APIS, TRANSFORMS, keyword_since, pin_flags, pin_missing, pin_needs,
+                                          version_key)
 
 
 @pytest.mark.parametrize("requirement,bound", [

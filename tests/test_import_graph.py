@@ -99,7 +99,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_scan_sees_the_package():
     graph = import_graph()
     assert {"nnx_lint.engine.walk", "nnx_lint.fixes.apply", "nnx_lint.gate.runner", DISCOVERY} <= graph.keys()
-    assert "nnx_lint.analysis.rule" in graph["nnx_lint.engine.walk"] or any("nnx_lint.analysis.rule" in t for t in graph.values())
+    assert "nnx_lint.analysis.rule" in graph["nnx_lint.engine.walk"] or any(
+        "nnx_lint.analysis.rule" in t for t in graph.values())
 
 
 def test_function_level_imports_are_edges_and_type_only_imports_are_not(tmp_path):

@@ -133,7 +133,8 @@ class _Analysis:
         return None
 
     def is_module_parameter(self, registration: Registration, parameter: nodes.AssignName) -> str | None:
-        """Evidence that a primal parameter is a Module (:meth:`nnx_lint.analysis.values.ValueModel.module_evidence`)."""
+        """Evidence that a primal parameter is a Module
+        (:meth:`nnx_lint.analysis.values.ValueModel.module_evidence`)."""
         return self.values.module_evidence(registration.primal, parameter)
 
 

@@ -17,7 +17,8 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.analysis import parsing
-from nnx_lint.analysis.package_roots import find_module_file, is_searchable, module_name_for, module_search_key  # noqa: F401
+from nnx_lint.analysis.package_roots import (  # noqa: F401
+    find_module_file, is_searchable, module_name_for, module_search_key)
 
 #: How a Project reads a project file: ``read(path)`` returns its bytes (at most the size
 #: limit + 1) or raises :class:`nnx_lint.base.bounds.ParseFailure`.

@@ -356,7 +356,8 @@ def lint_source(
     target_version: tuple[int, int] | None = None,
     strict: bool = False,
 ) -> list[Diagnostic]:
-    """Lint source text. Never executes it; files that never name ``nnx`` are skipped (:mod:`nnx_lint.analysis.prefilter`).
+    """Lint source text. Never executes it; files that never name ``nnx`` are skipped
+    (:mod:`nnx_lint.analysis.prefilter`).
 
     Text over the size limits (:mod:`nnx_lint.base.bounds`) is NNX004 and never parsed. Syntax newer
     than ``target_version`` is NNX002 (:func:`newer_than_target`); None: no syntax is too new.

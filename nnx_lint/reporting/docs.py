@@ -216,7 +216,8 @@ def flax_versions_table() -> str:
     0.12.6
     """
     from nnx_lint.fixes.catalog import REWRITE_WRITES
-    from nnx_lint.flax_table.nnx_api import GRAPH_APIS, NAME_SINCE, NOT_PINNABLE, TRANSFORMS, pin_flags, pin_needs, version_key
+    from nnx_lint.flax_table.nnx_api import (GRAPH_APIS, NAME_SINCE, NOT_PINNABLE, TRANSFORMS, pin_flags, pin_needs,
+                                              version_key)
 
     rows: dict[tuple[str, str], list[str]] = {}
     for api in sorted(TRANSFORMS | GRAPH_APIS):
