@@ -4,7 +4,9 @@ The contracts (``[tool.importlinter]``): rules import the core only through ``nn
 ``tree_runtime`` imports neither ``nnx_lint`` nor the rules; linting imports no runtime (flax,
 jax) and none of the optional libraries of fixes and the server; ``nnx_lint``'s layers; and
 ``tree_runtime``'s layers, which leave it no import cycle. A copy of the packages with one
-violation planted per contract shows that each contract can fail.
+violation planted per contract shows that each contract can fail. Every module and package
+directly in ``nnx_lint/`` is named in ``core-layers``, and there are few of them: the code lives
+in its layer's package.
 
 The gate's error categories come from ``tree_runtime/_errors.py``, loaded by file (the
 package imports jax): an edge no contract sees, so a test runs the categorisation with jax
@@ -29,8 +31,10 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-CONTRACTS = [contract["name"] for contract in
-             tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]]
+CONTRACT_TABLES = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+CONTRACTS = [contract["name"] for contract in CONTRACT_TABLES]
+#: The most modules ``nnx_lint/`` may hold directly: the rest live in their layer's package.
+TOP_LEVEL_MODULES_AT_MOST = 15
 
 
 def lint_imports_executable() -> str:
@@ -61,6 +65,18 @@ def test_the_contracts_hold():
     status, output = lint_imports(REPO)
     assert verdicts(output) == {name: "KEPT" for name in CONTRACTS}, output
     assert status == 0, output
+
+
+def test_every_top_level_entry_of_nnx_lint_is_in_a_layer():
+    """``nnx_lint/`` holds the layer packages and the few entry points users name, each named in
+    ``core-layers`` (a layers contract checks only what it names: a module left out is unchecked)."""
+    contract = next(table for table in CONTRACT_TABLES if table["id"] == "core-layers")
+    layered = {name.strip() for layer in contract["layers"] for name in re.split(r"[:|]", layer)}
+    package = REPO / "nnx_lint"
+    modules = {path.stem for path in package.glob("*.py")}
+    packages = {path.name for path in package.iterdir() if (path / "__init__.py").is_file()}
+    assert {f"nnx_lint.{name}" for name in (modules - {"__init__"}) | packages} == layered
+    assert len(modules) <= TOP_LEVEL_MODULES_AT_MOST, sorted(modules)
 
 
 #: One violation per contract: (file, line appended to it).
