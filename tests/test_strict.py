@@ -101,3 +101,24 @@ def test_unproven_findings_have_no_reproduction():
     found = [d for d in lint_bytes(SOURCE.encode(), "train.py", all_rules(), strict=True) if d.proof == "unproven"]
     assert len(found) == 2
     assert all(str(reproduction_for(d)).startswith("unproven: ") for d in found)
+
+
+def test_the_gate_counts_a_break_only_an_unproven_finding_matches_apart(tmp_path):
+    from nnx_lint.base.diagnostic import Diagnostic
+    from nnx_lint.gate.attribution import Attribution, Match
+    from nnx_lint.gate.classify import Verdict
+    from nnx_lint.gate.results import Frame
+
+    def finding(proof: str) -> Diagnostic:
+        return Diagnostic("NNX401", "grad-over-non-float-state", "m", str(tmp_path / "train.py"), 9, 12, 9, 30,
+                          "raises", proof=proof)
+
+    frame = Frame(str(tmp_path / "train.py"), 9, "train_step")
+    verdict = Verdict("tests/test_train.py::test_step", "tree-break")
+    only_unproven = Attribution(verdict, None, frame, [Match(finding("unproven"), frame, "at", True)])
+    assert (only_unproven.explained, only_unproven.unproven) == (False, True)
+    assert only_unproven.summary(tmp_path).startswith("unproven: NNX401 at train.py:9")
+    both = Attribution(verdict, None, frame, [Match(finding("unproven"), frame, "at", True),
+                                              Match(finding("proven"), frame, "at", True)])
+    assert (both.explained, both.unproven) == (True, False)
+    assert Attribution(verdict, None, frame).summary(tmp_path) == "unexplained"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.base.diagnostic import Diagnostic
+from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.gate import alias_paths
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.dependencies import INSTALLED, dependency_frames, installed_location
@@ -100,12 +100,21 @@ class Attribution:
 
     @property
     def explained(self) -> bool:
-        return bool(self.matches)
+        """A proven finding explains the break."""
+        return any(m.diagnostic.proof != UNPROVEN for m in self.matches)
+
+    @property
+    def unproven(self) -> bool:
+        """Only unproven findings (audit mode) match the break: the analysis saw the place but
+        could not resolve the value it hangs on. Counted apart from explained and unexplained."""
+        return bool(self.matches) and not self.explained
 
     def summary(self, root: Path) -> str:
         if not self.matches:
             return "unexplained"
-        return "explained by " + self.matches[0].describe(root)
+        if self.unproven:
+            return "unproven: " + self.matches[0].describe(root)
+        return "explained by " + next(m for m in self.matches if m.diagnostic.proof != UNPROVEN).describe(root)
 
 
 @dataclass
@@ -529,6 +538,8 @@ def _lint(paths: list[Path], settings, select: list[str] | None) -> list[Diagnos
         settings.select = select
         settings.extend_select = []
         select_rules(settings.select, settings.ignore, settings.extend_select)
+    # Unproven findings too: a break only they match is counted apart ("unproven"), not as unexplained.
+    settings.strict = True
     return list(run(paths, settings, cache_dir=None).diagnostics)
 
 

@@ -99,7 +99,8 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
             "graph_only": len(sections["graph_only"]),
             "explained": sum(1 for a in attributed if a.explained),
             "explained_in_dependencies": sum(1 for a in attributed if a.explained and a.matches[0].dependency),
-            "unexplained": sum(1 for a in attributed if not a.explained),
+            "unproven": sum(1 for a in attributed if a.unproven),
+            "unexplained": sum(1 for a in attributed if not a.matches),
             "static_findings": findings,
             "reruns": len(outcome.reruns),
             "warm_reruns": sum(1 for record in outcome.reruns if record.command[:1] == ["(warm)"]),
@@ -129,7 +130,8 @@ def _status_line(report: dict[str, Any]) -> str:
     explained = f"{summary['explained']} explained by static findings" + (
         f" ({in_dependencies} in dependencies)" if in_dependencies else "")
     parts = [f"{summary['tree_breaks']} break(s) in Tree Mode ({summary['new_breaks']} not in the baseline, "
-             f"{explained}, {summary['unexplained']} unexplained)",
+             f"{explained}, " + (f"{summary['unproven']} unproven, " if summary.get("unproven") else "")
+             + f"{summary['unexplained']} unexplained)",
              f"{summary['order_dependent']} order-dependent",
              f"{summary['fails_in_both_modes']} fail(s) in both modes"]
     if summary["not_isolated"]:
