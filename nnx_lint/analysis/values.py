@@ -191,10 +191,16 @@ class ValueModel:
 
     def _declared_data(self, classdef: nodes.ClassDef, attribute: str) -> bool:
         """Whether ``classdef`` or a base declares ``attribute`` data at class level."""
-        try:
-            classes = [classdef, *classdef.ancestors()]
-        except Exception:  # an unresolvable base: only the class itself
-            classes = [classdef]
+        # The project's own bases, through the class model: astroid's ancestors() would infer
+        # (and load) flax's classes, which linting never does.
+        classes, pending = [], [(classdef, 0)]
+        while pending:
+            cls, depth = pending.pop()
+            if cls in classes or depth > 6:
+                continue
+            classes.append(cls)
+            pending += [(base.definition, depth + 1) for base in self.classes.info(cls).bases
+                        if base.definition is not None]
         for cls in classes:
             for statement in cls.body:
                 if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName):

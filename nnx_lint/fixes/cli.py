@@ -159,7 +159,7 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
     from nnx_lint.base.diagnostic import analysed_whole
     from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
     from nnx_lint.fixes.isolated import IsolatedFixes
-    from nnx_lint.engine.file_config import rules_for
+    from nnx_lint.engine.file_config import selectors_for
     from nnx_lint.fixes.line_length import settings_line_length
     from nnx_lint.fixes.model import Fix
 
@@ -183,7 +183,9 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
                 request["line_length"] = width
                 # The run's rules and roots: the worker fixes the file as --fix would, to mark
                 # `[*]` only the findings that then go away.
-                request["codes"] = [rule.code for rule in rules_for(settings, Path(path))]
+                # Selectors, not rules: resolving them imports the rules (and astroid), which the
+                # parent never does here (it runs with the linted checkout on its path).
+                request["selectors"] = selectors_for(settings, Path(path))
                 request["roots"] = roots
             key = known.key(path, request)
             # Asked first: a warm run then starts no worker. The parent never imports the rules or

@@ -107,9 +107,9 @@ def explain_blocked_pins(diagnostics: list, settings) -> list:
     The project files are read only when some diagnostic has a pin."""
     from dataclasses import replace
 
-    from nnx_lint.engine.registry import facts_of, pin_sites
-
-    pins = [pin_sites(facts_of(d)) for d in diagnostics]
+    # The stored ``pin`` fact, read from the stored dict: typed facts would import the rules
+    # (and astroid) into the parent of a text run, whose path holds the linted checkout.
+    pins = [d.facts.get("pin") or [] for d in diagnostics]
     if not any(pins):
         return diagnostics
     flax = project_flax_for(settings)

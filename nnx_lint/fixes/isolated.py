@@ -11,7 +11,7 @@ The worker's side is :func:`prepare` and :func:`answer`; requests are plain data
 
 * ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax", "line_length"}``: the file's
   text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
-* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "line_length", "codes", "roots"}``: each
+* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "line_length", "selectors", "roots"}``: each
   diagnostic's fix as Ruff's JSON ``fix`` object, by its position in the list, with
   ``resolves``: whether the finding is gone once the file is fixed as ``--fix`` fixes it
   (only with ``codes``, the rules the run uses; :mod:`nnx_lint.fixes.tracking`).
@@ -168,7 +168,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
         if fix is not None:
             found[str(position)] = fix.to_json()
             located[str(position)] = (diagnostic.code, diagnostic.line, diagnostic.column)
-    if "codes" in request and any(Fix.from_json(fix).applies(request["unsafe"]) for fix in found.values()):
+    if "selectors" in request and any(Fix.from_json(fix).applies(request["unsafe"]) for fix in found.values()):
         # Only what --fix would make go away gets `[*]`: fix the text as --fix does and look.
         left = _still_there(request, data, text, origin is not None)
         for number, where in located.items():
@@ -179,9 +179,10 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
 def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool) -> set[tuple[str, int, int]]:
     """``(code, line, column)`` (module coordinates) of the findings ``--fix`` leaves in the file."""
     from nnx_lint.fixes.apply import fix_file, fix_notebook_tracked
-    from nnx_lint.engine.registry import rule_by_code
+    from nnx_lint.engine.file_config import rules_for_selectors
+    from nnx_lint.engine.runner import _selectors_from_json
 
-    rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
+    rules = list(rules_for_selectors(_selectors_from_json(request["selectors"])))
     roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
     if notebook:
         _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width)
