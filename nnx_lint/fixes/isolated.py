@@ -70,6 +70,13 @@ class IsolatedFixes:
 # -- the worker's side -------------------------------------------------------------------
 
 
+#: Above this many edits, or lines, in one file, ``[*]`` marks every finding with an applicable
+#: fix instead of fixing the file once more and linting it again to see which findings go (each
+#: pass re-lints the whole file: minutes on a generated file of 20,000 lines); ``--fix`` and
+#: ``--diff`` still count exactly what they fixed.
+MAX_TRACKED_EDITS = 200
+MAX_TRACKED_LINES = 5_000
+
 def prepare() -> None:
     """In the fix worker: import libcst, the fixes and the analysis stack before the module check."""
     import nnx_lint.engine.walk  # noqa: F401
@@ -168,7 +175,9 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
         if fix is not None:
             found[str(position)] = fix.to_json()
             located[str(position)] = (diagnostic.code, diagnostic.line, diagnostic.column)
-    if "selectors" in request and any(Fix.from_json(fix).applies(request["unsafe"]) for fix in found.values()):
+    fixes = [Fix.from_json(fix) for fix in found.values()]
+    if "selectors" in request and any(fix.applies(request["unsafe"]) for fix in fixes) \
+            and sum(len(fix.edits) for fix in fixes) <= MAX_TRACKED_EDITS and text.count("\n") <= MAX_TRACKED_LINES:
         # Only what --fix would make go away gets `[*]`: fix the text as --fix does and look.
         left = _still_there(request, data, text, origin is not None)
         for number, where in located.items():
