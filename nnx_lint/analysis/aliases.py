@@ -11,10 +11,10 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
-from nnx_lint.analysis.class_info import _store_target_path
+from nnx_lint.analysis.class_info import store_target_path
 from nnx_lint.analysis.construction import Construction
 from nnx_lint.analysis.refs import (RNG_CLASSES, SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, SelfReference, StoreEvent,
-                                    _overwritten)
+                                    store_overwritten)
 
 
 class AliasQueries:
@@ -38,9 +38,9 @@ class AliasQueries:
             target = ref.path
             if len(target) >= len(event.path) or event.path[:len(target)] != target:
                 continue
-            if _overwritten(events, event, position + 1, len(events)):
+            if store_overwritten(events, event, position + 1, len(events)):
                 continue
-            own = _store_target_path(event.node)
+            own = store_target_path(event.node)
             if own is not None and target[:len(own)] == own:
                 continue  # `self.stride = (self.stride, 2)`: the old object, placed below its replacement
             if not all(self._graph_node_at(construction, event.path[:length], position)
@@ -134,7 +134,7 @@ class AliasQueries:
                         continue
                     if _prefix_related(earlier.path, event.path) or _exclusive(earlier.guards, event.guards):
                         continue
-                    if _overwritten(events, earlier, events.index(earlier) + 1, position):
+                    if store_overwritten(events, earlier, events.index(earlier) + 1, position):
                         continue
                     if len(earlier.ref.path) > len(ref.path):
                         if variable_free:
@@ -154,10 +154,10 @@ class AliasQueries:
             if found is None:
                 continue
             end = len(events)
-            if _overwritten(events, event, position + 1, end):
+            if store_overwritten(events, event, position + 1, end):
                 continue
-            if found.first is not None and _overwritten(events, found.first, position + 1, end, path=found.first_path,
-                                                        guards=event.guards):
+            if found.first is not None and store_overwritten(events, found.first, position + 1, end,
+                                                             path=found.first_path, guards=event.guards):
                 continue
             aliases.append(found)
         return aliases

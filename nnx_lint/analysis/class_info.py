@@ -14,7 +14,7 @@ from astroid import nodes
 #: Bases that make a class an NNX Module (or pytree object) in flax.nnx.
 NNX_MODULE_BASES = frozenset({"flax.nnx.Module", "flax.nnx.Object", "flax.nnx.Pytree"})
 #: How deep the model follows bases, helper calls, call sites and nested stores.
-_MAX_DEPTH = 6
+MAX_DEPTH = 6
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def self_store(node: nodes.NodeNG, self_name: str) -> tuple[tuple[str, ...], nod
     this module (:attr:`ClassInfo.stores` and the construction replay) read stores here.
     """
     if isinstance(node, nodes.AssignAttr):
-        path = _self_path(node, self_name)
+        path = self_path(node, self_name)
         return (tuple(path.split(".")), assigned_value(node)) if path is not None else None
     if isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name) and node.func.name == "setattr" \
             and len(node.args) >= 3 and isinstance(node.args[0], nodes.Name) and node.args[0].name == self_name:
@@ -84,15 +84,15 @@ def self_store(node: nodes.NodeNG, self_name: str) -> tuple[tuple[str, ...], nod
     return None
 
 
-def _self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
+def self_path(node: nodes.AssignAttr, self_name: str) -> str | None:
     """``self.a.b = ...`` -> ``"a.b"``; None when the chain does not start at ``self``."""
-    base, parts = _attribute_chain(node)
+    base, parts = attribute_chain(node)
     if isinstance(base, nodes.Name) and base.name == self_name:
         return ".".join(parts)
     return None
 
 
-def _attribute_chain(node: nodes.AssignAttr | nodes.Attribute) -> tuple[nodes.NodeNG, tuple[str, ...]]:
+def attribute_chain(node: nodes.AssignAttr | nodes.Attribute) -> tuple[nodes.NodeNG, tuple[str, ...]]:
     """``x.a.b = ...`` -> ``(x, ("a", "b"))``: the expression the chain starts at, and its names."""
     parts = [node.attrname]
     current = node.expr
@@ -102,10 +102,10 @@ def _attribute_chain(node: nodes.AssignAttr | nodes.Attribute) -> tuple[nodes.No
     return current, tuple(parts)
 
 
-def _store_target_path(node: nodes.NodeNG) -> tuple[str, ...] | None:
+def store_target_path(node: nodes.NodeNG) -> tuple[str, ...] | None:
     """``("a", "b")`` for the statement ``<self>.a.b = ...`` (the attribute chain it assigns,
     whatever the first name); None for other kinds of stores."""
-    return _attribute_chain(node)[1] if isinstance(node, nodes.AssignAttr) else None
+    return attribute_chain(node)[1] if isinstance(node, nodes.AssignAttr) else None
 
 
 def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
@@ -120,18 +120,19 @@ def assigned_value(target: nodes.AssignAttr) -> nodes.NodeNG | None:
     return None
 
 
-def _is_static(function: nodes.FunctionDef) -> bool:
+def is_static_method(function: nodes.FunctionDef) -> bool:
+    """``@staticmethod`` or ``@classmethod``: a method whose first parameter is not the instance."""
     decorators = function.decorators.nodes if function.decorators else []
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
 
 
-def _fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
+def class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     """Annotated class-body fields of a dataclass-decorated class, a ``flax.struct.PyTreeNode``
     or a ``typing.NamedTuple`` (name -> annotation)."""
     decorators = classdef.decorators.nodes if classdef.decorators else []
     names = {d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", None)
              for d in (dd.func if isinstance(dd, nodes.Call) else dd for dd in decorators)}
-    if not names & {"dataclass", "struct", "pytree_dataclass"} and not _is_named_tuple(classdef) \
+    if not names & {"dataclass", "struct", "pytree_dataclass"} and not is_named_tuple(classdef) \
             and not _base_named(classdef, _FIELD_CLASS_BASES):
         return {}
     return {statement.target.name: statement.annotation for statement in classdef.body
@@ -143,7 +144,7 @@ def _fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
 _FIELD_CLASS_BASES = frozenset({"PyTreeNode"})
 
 
-def _is_named_tuple(classdef: nodes.ClassDef) -> bool:
+def is_named_tuple(classdef: nodes.ClassDef) -> bool:
     """``class Point(NamedTuple)`` / ``typing.NamedTuple``."""
     return _base_named(classdef, frozenset({"NamedTuple"}))
 
@@ -153,9 +154,9 @@ def _base_named(classdef: nodes.ClassDef, names: frozenset[str]) -> bool:
                for base in classdef.bases)
 
 
-def _stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
+def stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``."""
-    return {name: annotation for name, annotation in _fields(classdef).items()
+    return {name: annotation for name, annotation in class_fields(classdef).items()
             if _annotation_head(annotation) != "InitVar"}
 
 
@@ -168,7 +169,7 @@ def _annotation_head(annotation: nodes.NodeNG | None) -> str | None:
     return getattr(annotation, "name", None)
 
 
-def _bind_arguments(
+def bind_arguments(
     function: nodes.FunctionDef | nodes.Lambda, call: nodes.Call, skip_first: bool = True, argument_offset: int = 0
 ) -> dict[str, nodes.NodeNG]:
     """Parameter name -> argument expression for a call of ``function`` (best effort).

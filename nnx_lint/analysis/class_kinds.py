@@ -10,8 +10,8 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
-from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, _MAX_DEPTH, ClassInfo, ClassRef, Store, _attribute_chain,
-                                          _bind_arguments, _stored_fields)
+from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, MAX_DEPTH, ClassInfo, ClassRef, Store, attribute_chain,
+                                          bind_arguments, stored_fields)
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.refs import RNG_CLASSES, RNG_TYPES, STATEFUL_KINDS, VARIABLE_CLASSES, Ref, names_rngs
 from nnx_lint.flax_table.flax_layers import FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
@@ -97,7 +97,7 @@ class ClassKinds:
                                               for store in info.stores)):
                 return "module"
             if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
-                                              for name in _stored_fields(ref.definition)):
+                                              for name in stored_fields(ref.definition)):
                 return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
             return None  # a Module storing only constants and plain arrays holds no Variables
         finally:
@@ -110,7 +110,7 @@ class ClassKinds:
             if base.definition is None:
                 if base.qualified_name.startswith("flax.nnx."):
                     found.append(base)
-            elif depth < _MAX_DEPTH:
+            elif depth < MAX_DEPTH:
                 found.extend(self._flax_bases(self.info(base.definition), depth + 1))
         return found
 
@@ -133,11 +133,11 @@ class ClassKinds:
         # `Foo(*xs)` / `Foo(**cfg)` may pass any parameter: only the ones bound by name count
         unpacked = any(isinstance(a, nodes.Starred) for a in call.args) or any(
             k.arg is None for k in call.keywords or [])
-        return init, _bind_arguments(init, call), unpacked
+        return init, bind_arguments(init, call), unpacked
 
     def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
         """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""
-        annotation = _stored_fields(classdef).get(name)
+        annotation = stored_fields(classdef).get(name)
         if annotation is None:
             return None
         ref = self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
@@ -160,8 +160,8 @@ class ClassKinds:
         class stores at ``left`` (an alias, not an unknown value)."""
         value = store.value
         if isinstance(value, nodes.Attribute):
-            root, parts = _attribute_chain(value)
-            owner, _ = _attribute_chain(store.target) if isinstance(store.target, nodes.AssignAttr) else (None, ())
+            root, parts = attribute_chain(value)
+            owner, _ = attribute_chain(store.target) if isinstance(store.target, nodes.AssignAttr) else (None, ())
             path = ".".join(parts)
             aliased = [other for other in info.stores_of(path) if other is not store]
             if isinstance(root, nodes.Name) and isinstance(owner, nodes.Name) and root.name == owner.name \
@@ -180,7 +180,7 @@ class ClassKinds:
         """
         if _is_static_value(value):
             return False
-        if isinstance(value, nodes.Call) and depth <= _MAX_DEPTH:
+        if isinstance(value, nodes.Call) and depth <= MAX_DEPTH:
             name = self.resolver_for(value).qualified_name(value.func) or ""
             if name.startswith(_ARRAY_MODULES):
                 return False
@@ -207,7 +207,7 @@ class ClassKinds:
             if base.definition is None:
                 if base.qualified_name.startswith("flax.nnx.") and base.short_name in short_names:
                     return True
-            elif depth < _MAX_DEPTH and self._derives_from(base.definition, short_names, depth + 1):
+            elif depth < MAX_DEPTH and self._derives_from(base.definition, short_names, depth + 1):
                 return True
         return False
 

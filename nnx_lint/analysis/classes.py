@@ -36,8 +36,8 @@ from astroid import nodes
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.aliases import AliasQueries
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
-from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, _MAX_DEPTH, ClassInfo, ClassRef, Store, _bind_arguments,
-                                          _is_static, self_store)
+from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, MAX_DEPTH, ClassInfo, ClassRef, Store, bind_arguments,
+                                          is_static_method, self_store)
 from nnx_lint.analysis.class_kinds import ClassKinds
 from nnx_lint.analysis.construction import Construction, ConstructionReplay
 from nnx_lint.analysis.flow import bound_values, default_fallback, lookup, unpacked_binding
@@ -145,7 +145,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
             info.bases.append(ref)
             if ref.qualified_name in NNX_MODULE_BASES:
                 info.is_nnx_module = True
-            elif ref.definition is not None and depth < _MAX_DEPTH:
+            elif ref.definition is not None and depth < MAX_DEPTH:
                 base_info = self.info(ref.definition, depth + 1)
                 info.is_nnx_module = info.is_nnx_module or base_info.is_nnx_module
                 info.add_inherited(base_info.stores)
@@ -195,7 +195,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
     # -- typing expressions -------------------------------------------------------------
     def class_of(self, expression: nodes.NodeNG | None, depth: int = 0) -> ClassRef | None:
         """The class ``expression`` is known to evaluate to an instance of, or None."""
-        if expression is None or depth > _MAX_DEPTH:
+        if expression is None or depth > MAX_DEPTH:
             return None
         if depth == 0:  # a depth-0 answer depends on the expression alone: memoised
             if expression not in self._classes_of:
@@ -272,7 +272,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         state = nnx.split(x, ...)``, also through the callers of a function that takes ``state``
         as a parameter (``step(graphdef, state)``); with ``graphdef``, for a GraphDef this scope
         binds by ``nnx.split`` or ``nnx.graphdef(x)``."""
-        if not isinstance(state, nodes.Name) or depth > _MAX_DEPTH:
+        if not isinstance(state, nodes.Name) or depth > MAX_DEPTH:
             return []
         split = self.split_making(state, graphdef=graphdef)
         if split is not None:
@@ -335,7 +335,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         parameters = [a.name for a in init.args.args or []][1:]
         if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
             return None
-        bound = _bind_arguments(init, construction)
+        bound = bind_arguments(init, construction)
         argument = bound.get(store.value.name)
         return self.class_of(argument, depth + 1) if argument is not None else None
 
@@ -367,7 +367,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         """Every known class this file's calls of ``function`` pass for ``parameter``, each
         with the first call that passes it (in source order): the candidates a rule checks
         one by one ("flag if one of them breaks, and name it")."""
-        if not isinstance(function, nodes.FunctionDef) or depth > _MAX_DEPTH:
+        if not isinstance(function, nodes.FunctionDef) or depth > MAX_DEPTH:
             return []
         # Memoised: every read of an unannotated parameter asks (a parameter read twenty times
         # in its function asked twenty times). The questions it asks are one level deeper, so
@@ -451,7 +451,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                     method = assignments[0].parent.parent
                     if method is not function and isinstance(method, nodes.FunctionDef) \
                             and isinstance(method.parent, nodes.ClassDef) and method.args.args \
-                            and method.args.args[0] is assignments[0] and not _is_static(method):
+                            and method.args.args[0] is assignments[0] and not is_static_method(method):
                         return self.ref_of_definition(method.parent)
         return self.class_of(expression)
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.base import bounds
-from nnx_lint.analysis.class_info import _MAX_DEPTH, _bind_arguments, _fields, _self_path, _stored_fields, self_store
+from nnx_lint.analysis.class_info import MAX_DEPTH, bind_arguments, class_fields, self_path, stored_fields, self_store
 from nnx_lint.analysis.flow import bound_values, lookup
-from nnx_lint.analysis.refs import Alias, Ref, SelfReference, StoreEvent, _overwritten
+from nnx_lint.analysis.refs import Alias, Ref, SelfReference, StoreEvent, store_overwritten
 from nnx_lint.flax_table.flax_layers import FLAX_STORED_ARGUMENTS
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class Construction:
             ref = event.ref
             if ref is None or ref.root[0] != "param" or event.deleted or ref.root[1] is not self.init:
                 continue
-            if _overwritten(self.events, event, position + 1, len(self.events)):
+            if store_overwritten(self.events, event, position + 1, len(self.events)):
                 continue
             result.setdefault(ref.root[2], []).append((event.path, ref.path))
         return result
@@ -62,7 +62,7 @@ class ConstructionReplay:
         found = classdef.locals.get("__init__")
         if found and isinstance(found[-1], nodes.FunctionDef):
             return found[-1]
-        if depth >= _MAX_DEPTH:
+        if depth >= MAX_DEPTH:
             return None
         for base in self.info(classdef).bases:
             if base.definition is not None:
@@ -78,7 +78,7 @@ class ConstructionReplay:
             return self._constructions[key]
         result = Construction(classdef)
         self._constructions[key] = result  # placed before recursion: guards against cycles
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return result
         init = result.init = self.init_of(classdef)
         if init is not None:
@@ -109,7 +109,7 @@ class ConstructionReplay:
     def _expand(self, value, prefix, substitutions, items, depth, container) -> None:
         """Add what ``value`` places below ``prefix``; ``container`` is the outermost
         container expression (``nnx.List(...)``, a list literal, ...) the items sit in."""
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return
         inner = container if container is not None else value
         if isinstance(value, nodes.Call):
@@ -149,7 +149,7 @@ class ConstructionReplay:
                     self._dataclass_fields(value, cls.definition, prefix, substitutions, items, container)
                     return
                 stored = self.construction(cls.definition, depth + 1).stored_parameters()
-                bound = _bind_arguments(init, value)
+                bound = bind_arguments(init, value)
                 for parameter, entries in stored.items():
                     if parameter not in bound:
                         continue
@@ -180,12 +180,12 @@ class ConstructionReplay:
                           container) -> None:
         """``Foo(a=v, b=v)`` for a dataclass (no ``__init__`` in the source): each argument is
         stored at its field, positional arguments in field order."""
-        fields = list(_fields(classdef))
+        fields = list(class_fields(classdef))
         bound = dict(zip(fields, call.args))
         bound.update({k.arg: k.value for k in call.keywords or [] if k.arg in fields})
         if any(isinstance(a, nodes.Starred) for a in call.args):
             return
-        stored = _stored_fields(classdef)
+        stored = stored_fields(classdef)
         for name, argument in bound.items():
             if name in stored:
                 items.append((prefix + (name,), self.ref_of(argument, substitutions), container))
@@ -317,10 +317,10 @@ class _Replay:
         self.step = f"replaying how class `{classdef.name}` is constructed"
 
     def method(self, method, guards, substitutions, origin, outer: frozenset) -> None:
-        if id(method) in self.active or len(self.active) > _MAX_DEPTH or not method.args.args:
+        if id(method) in self.active or len(self.active) > MAX_DEPTH or not method.args.args:
             return
         # Initialisers calling base initialisers several times replay them that many times
-        # over, up to _MAX_DEPTH deep: the file's replay steps (and the events kept) are counted.
+        # over, up to MAX_DEPTH deep: the file's replay steps (and the events kept) are counted.
         self.model.replay_work += 1
         bounds.check_count(self.model.replay_work + len(self.result.events), bounds.LIMITS.replay_steps, self.step)
         bounds.checkpoint(self.step)
@@ -334,7 +334,7 @@ class _Replay:
                 path, value = stored
                 self._store(path, value, node, origin, outer | _guards(node, method), substitutions)
             elif isinstance(node, nodes.DelAttr):
-                path = _self_path(node, self_name)
+                path = self_path(node, self_name)
                 if path is not None:
                     events.append(StoreEvent(tuple(path.split(".")), None, node, origin or node,
                                              outer | _guards(node, method), deleted=True))
@@ -397,7 +397,7 @@ class _Replay:
 
     def _lookup_method(self, name: str) -> nodes.FunctionDef | None:
         classdef = self.classdef
-        for _ in range(_MAX_DEPTH):
+        for _ in range(MAX_DEPTH):
             found = classdef.locals.get(name)
             if found and isinstance(found[-1], nodes.FunctionDef):
                 return found[-1]
@@ -425,7 +425,7 @@ class _Replay:
 
 def _bind_call(function: nodes.FunctionDef, call: nodes.Call, skip_self_argument: bool) -> dict[str, nodes.NodeNG]:
     """Bind a method call's arguments; ``skip_self_argument`` when ``self`` is passed explicitly."""
-    return _bind_arguments(function, call, argument_offset=1 if skip_self_argument else 0)
+    return bind_arguments(function, call, argument_offset=1 if skip_self_argument else 0)
 
 
 def _attribute_path(expression: nodes.NodeNG, self_name: str) -> tuple[str, ...] | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
-from nnx_lint.analysis.class_info import _fields, _is_named_tuple, _is_static
+from nnx_lint.analysis.class_info import class_fields, is_named_tuple, is_static_method
 from nnx_lint.analysis.flow import default_fallback, lookup, resolved_default
 from nnx_lint.base.node_index import nodes_of_class
 
@@ -153,7 +153,7 @@ class SelfReference:
     target: tuple[str, ...]
 
 
-def _overwritten(
+def store_overwritten(
     events: list[StoreEvent], event: StoreEvent, start: int, end: int,
     path: tuple[str, ...] | None = None, guards: frozenset | None = None,
 ) -> bool:
@@ -287,9 +287,9 @@ class RefQueries:
         cls = self.class_of(func.expr)
         if cls is None or cls.definition is None or func.attrname in cls.definition.locals:
             return None
-        if func.attrname == "_replace" and not _is_named_tuple(cls.definition):
+        if func.attrname == "_replace" and not is_named_tuple(cls.definition):
             return None
-        if not _fields(cls.definition) or any(k.arg is None or self._field_holds_variables(func.expr, k.arg)
+        if not class_fields(cls.definition) or any(k.arg is None or self._field_holds_variables(func.expr, k.arg)
                                                for k in call.keywords or []):
             return None
         return func.expr
@@ -346,7 +346,7 @@ class RefQueries:
                 and isinstance(function.parent, nodes.ClassDef)
                 and parent.args
                 and parent.args[0] is assignment
-                and not _is_static(function)
+                and not is_static_method(function)
             ):
                 return Ref(("self", function.parent))
             return Ref(("param", function, assignment.name))
