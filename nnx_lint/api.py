@@ -91,15 +91,14 @@ from nnx_lint.base.bounds import checkpoint
 from nnx_lint.analysis.call_sites import where
 from nnx_lint.analysis.caller_evidence import passed_at, passed_here, passed_to
 from nnx_lint.analysis.calls import NNXCall, constant_bool
-from nnx_lint.analysis.classes import (
-    NNX_MODULE_BASES,
+from nnx_lint.analysis.class_info import NNX_MODULE_BASES, assigned_value
+from nnx_lint.analysis.refs import (
     OPTIMIZER_CLASSES,
     SHARED_KINDS,
     STATEFUL_KINDS,
     Alias,
     Ref,
     SelfReference,
-    assigned_value,
     join_path,
     names_rngs,
 )

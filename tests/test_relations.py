@@ -1,5 +1,5 @@
 """Relations in the value model: across calls (nnx_lint.analysis.relations), containers and fallbacks
-(nnx_lint.analysis.classes identity, nnx_lint.analysis.flow defaults)."""
+(nnx_lint.analysis.refs identity, nnx_lint.analysis.flow defaults)."""
 from __future__ import annotations
 
 import textwrap

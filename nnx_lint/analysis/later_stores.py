@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from astroid import nodes
 
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
-from nnx_lint.analysis.classes import self_store
+from nnx_lint.analysis.class_info import self_store
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.base.node_index import nodes_of_class
 

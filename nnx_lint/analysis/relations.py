@@ -29,7 +29,7 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.analysis.call_sites import argument_for, calls_of
-from nnx_lint.analysis.classes import Ref
+from nnx_lint.analysis.refs import Ref
 from nnx_lint.analysis.flow import bound_values, unpacked_binding
 from nnx_lint.base.node_index import nodes_of_class
 

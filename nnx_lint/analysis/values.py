@@ -20,8 +20,8 @@ from astroid import nodes
 from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
-from nnx_lint.analysis.classes import (NNX_MODULE_BASES, SHARED_KINDS, STATEFUL_KINDS, ClassRef, Ref, assigned_value,
-                                       join_path)
+from nnx_lint.analysis.class_info import NNX_MODULE_BASES, ClassRef, assigned_value
+from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Ref, join_path
 from nnx_lint.analysis.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.base.node_index import nodes_of_class
 

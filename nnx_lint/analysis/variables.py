@@ -25,7 +25,7 @@ from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.calls import constant_bool
-from nnx_lint.analysis.classes import RNG_TYPES
+from nnx_lint.analysis.refs import RNG_TYPES
 from nnx_lint.analysis.flow import bound_values, lookup
 from nnx_lint.analysis.later_stores import LaterStore, stores_onto
 from nnx_lint.analysis.names import base_classes
@@ -42,7 +42,7 @@ from nnx_lint.flax_table.flax_layers import (  # noqa: F401 - the categories are
 )
 
 if TYPE_CHECKING:
-    from nnx_lint.analysis.classes import ClassRef
+    from nnx_lint.analysis.class_info import ClassRef
     from nnx_lint.engine.walk import FileContext
 
 # Categories of a held leaf.
