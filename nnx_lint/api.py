@@ -144,7 +144,8 @@ from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
-from nnx_lint.analysis.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
+from nnx_lint.analysis.transform_types import Application, Argument, bound_values_of, explicit_tree
+from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
 from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
 from nnx_lint.analysis.variables import (
