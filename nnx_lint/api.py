@@ -106,6 +106,7 @@ from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
+from nnx_lint.analysis.gradient_flow import TREE_MAPS, GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
 from nnx_lint.flax_table.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
@@ -143,20 +144,11 @@ from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
-from nnx_lint.analysis.transforms import Application, Argument, bound_values_of, explicit_tree, transform_resolver
+from nnx_lint.analysis.transform_types import Application, Argument, bound_values_of, explicit_tree
+from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
 from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
-from nnx_lint.analysis.variables import (
-    FLOAT_STATE,
-    NON_DIFFERENTIABLE,
-    TREE_MAPS,
-    UNKNOWN_DTYPE,
-    GradApplication,
-    GradientFlow,
-    GradientUse,
-    Holdings,
-    variable_model,
-)
+from nnx_lint.analysis.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Holdings, variable_model
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext

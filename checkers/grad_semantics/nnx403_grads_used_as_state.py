@@ -6,13 +6,8 @@ from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import (
-    STATE_FUNCTIONS,
-    STATE_METHODS,
-    DifferentiatedArgumentFacts,
-    grad_analysis,
-    grad_sites,
-)
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
+from checkers.grad_semantics.consumers import STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
 from nnx_lint.api import ABSENT, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, filled, identifier_or, raises
 

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import (DifferentiatedArgumentFacts, StateTypeCheck, grad_analysis, grad_sites,
-                                              tree_mode_value)
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
+from checkers.grad_semantics.consumers import StateTypeCheck, tree_mode_value
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
 from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, clipped, differs, filled
 

@@ -1,9 +1,9 @@
-"""Reproduction builders and program pieces shared by several graph updates rules."""
+"""Reproduction builders and program pieces shared by several graph updates rules, and NNX301's builder."""
 from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, choice_or
+from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, Facts, Reproduction, choice_or, filled, is_identifier
 
 
 # -- reproduction helpers -------------------------------------------------------------------
@@ -49,3 +49,149 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
     found = f"nnx.{t}" if t in TRANSFORMS else t
     note = "" if t == "jit" else f"# found under {found}: the same change under nnx.jit\n"
     return f"nnx.jit({fn})({args})", note
+
+
+# -- NNX301 ------------------------------------------------------------------------------------
+
+def _attribute(facts: Facts, default: str) -> str:
+    """The flagged attribute name, when it can be used in a generated program."""
+    name = facts.attribute
+    if is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
+        return name
+    return default
+
+
+#: The reproduction's Module: INIT sets the flagged attribute, METHOD changes it (when the
+#: finding was reached through a method call).
+_MODEL = """
+class M(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+        INIT
+    METHOD
+
+m = M()
+"""
+#: What the control runs under the transform: a read only.
+_READ = """
+def read(m):
+    return m.w[...].sum()
+"""
+
+#: How each container method is reproduced (on a list / a dict of one Linear).
+_LIST_CHANGES = {
+    "append": "OBJ.ATTR.append(nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+    "extend": "OBJ.ATTR.extend([nnx.Linear(2, 2, rngs=nnx.Rngs(1))])",
+    "insert": "OBJ.ATTR.insert(0, nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+    "pop": "OBJ.ATTR.pop()",
+    "remove": "OBJ.ATTR.remove(OBJ.ATTR[0])",
+    "clear": "OBJ.ATTR.clear()",
+}
+_DICT_CHANGES = {
+    "update": "OBJ.ATTR.update({'b': nnx.Linear(2, 2, rngs=nnx.Rngs(1))})",
+    "setdefault": "OBJ.ATTR.setdefault('b', nnx.Linear(2, 2, rngs=nnx.Rngs(1)))",
+    "popitem": "OBJ.ATTR.popitem()",
+}
+
+
+def graph_update_reproduction(facts: Facts) -> Reproduction | str:
+    """NNX301's reproduction: what it runs is said by
+    :meth:`checkers.graph_updates.nnx301_graph_update_in_transform.GraphUpdateInTransform.reproduce`."""
+    kind = facts.change_kind or "assign"
+    if kind == "lazy-init":
+        return ("`nnx.bridge.ToNNX` wraps a Linen module; tree_runtime has no Linen bridge, so no program "
+                "runs under both Tree Mode implementations (the fixture runs it with flax in both modes)")
+    setter = (facts.change or "").startswith(("Setting", "Deleting")) and "`" not in (facts.change or "")
+    attr = _attribute(facts, {"augment": "count", "add-attribute": "extra", "assign-variable": "extra",
+                              "rebind-variable": "w2", "rebind-container": "tags", "container-mutation": "layers",
+                              "container-item": "layers"}.get(kind, "training"))
+    one_linear = "nnx.List([nnx.Linear(2, 2, rngs=nnx.Rngs(0))])"
+    op = facts.op if facts.op in ("+=", "-=", "*=") else "+="
+    graph_count = {"+=": 3, "-=": -1, "*=": 2}[op]
+    control_change = None
+    if kind == "augment":
+        init, change = "1", f"OBJ.ATTR {op} 2"
+        observe, tree, graph = "m.ATTR", 1, graph_count
+        control_init, control_change = "nnx.Variable(jnp.array(1))", f"OBJ.ATTR[...] {op} 2"
+        control_observe = "int(m.ATTR[...])"
+    elif kind == "rebind-variable" and facts.op:
+        # `m.v += 1` on a Variable: flax 0.12.8 raises in graph mode too (no in-place Variable ops)
+        init, change = "nnx.Param(jnp.ones(2))", f"OBJ.ATTR {op} 1"
+        observe = "list(m.ATTR.shape)"
+        tree = graph = None
+        control_init, control_change, control_observe = init, f"OBJ.ATTR[...] {op} 1", "list(m.ATTR.shape)"
+    elif kind == "rebind-variable":
+        init, change = "nnx.Param(jnp.ones(2))", "OBJ.ATTR = nnx.Param(jnp.zeros(3))"
+        observe, tree, graph = "list(m.ATTR.shape)", [2], [3]
+        control_init, control_change, control_observe = init, "OBJ.ATTR.value = jnp.zeros(3)", observe
+    elif kind in ("add-attribute", "assign-variable"):
+        init = None
+        change = ("setattr(OBJ, 'ATTR', nnx.Param(jnp.zeros(3)))" if setter
+                  else "OBJ.ATTR = nnx.Param(jnp.zeros(3))")
+        observe, tree, graph = "hasattr(m, 'ATTR')", False, True
+    elif kind == "delete":
+        init, change = "True", "delattr(OBJ, 'ATTR')" if setter else "del OBJ.ATTR"
+        observe, tree, graph = "hasattr(m, 'ATTR')", True, False
+    elif kind == "rebind-container" or (kind == "assign" and facts.value_shape in ("tuple", "list")):
+        init, change = "('a',)", "OBJ.ATTR = OBJ.ATTR + ('b',)"
+        observe, tree, graph = "list(m.ATTR)", ["a"], ["a", "b"]
+    elif kind == "container-mutation" and facts.method in _DICT_CHANGES:
+        init = "nnx.Dict({'a': nnx.Linear(2, 2, rngs=nnx.Rngs(0))})"
+        change = _DICT_CHANGES[facts.method]
+        observe, tree = "sorted(m.ATTR)", ["a"]
+        graph = [] if facts.method == "popitem" else ["a", "b"]
+    elif kind == "container-mutation":
+        method = facts.method if facts.method in _LIST_CHANGES else "append"
+        init, change = one_linear, _LIST_CHANGES[method]
+        observe, tree = "len(m.ATTR)", 1
+        graph = 2 if method in ("append", "extend", "insert") else 0
+    elif kind == "container-item" and facts.statement == "delete":
+        init, change = one_linear, "del OBJ.ATTR[0]"
+        observe, tree, graph = "len(m.ATTR)", 1, 0
+    elif kind == "container-item":
+        init, change = one_linear, "OBJ.ATTR[0] = nnx.Linear(2, 5, rngs=nnx.Rngs(1))"
+        observe, tree, graph = "m.ATTR[0].out_features", 2, 5
+    else:  # assign: a static flag
+        init = "True"
+        change = "setattr(OBJ, 'ATTR', False)" if setter else "OBJ.ATTR = False"
+        observe, tree, graph = "m.ATTR", True, False
+    if control_change is None:  # the rewrite: the same change outside the transform, which only reads
+        control_init, control_observe = init, observe
+    in_method = len(facts.call_chain or []) > 1
+
+    def program(init_value, change_text, observation, outside=False, transform=facts.transform):
+        # built on syntax trees: the placeholders OBJ and ATTR are whole names, so no other
+        # name changes with them (an attribute `OBJECTS` stays `OBJECTS`)
+        names = {"ATTR": attr}
+        init_line = (filled("self.ATTR = VALUE", names, {"VALUE": init_value})
+                     if init_value is not None else "")
+        method = ""
+        if in_method and not outside:
+            method = filled("def change(self):\n    CHANGE", statements={
+                "CHANGE": filled(change_text, {**names, "OBJ": "self"})})
+            change_call = "m.change()"
+        else:
+            change_call = filled(change_text, {**names, "OBJ": "m"})
+        header = filled(_MODEL, statements={"INIT": init_line, "METHOD": method})
+        function = filled("def FUNCTION(m):\n    CHANGE", {"FUNCTION": "change_outside" if outside else "change"},
+                          statements={"CHANGE": change_call})
+        if outside:
+            statement, note = under(transform, "read")
+            run = (f"{function}# the change, outside the transform\nchange_outside(m)\n"
+                   f"{filled(_READ)}{note}{filled(statement)}")
+        else:
+            statement, note = under(transform, "change")
+            run = f"{function}{note}{filled(statement)}"
+        return header + run + filled("return OBSERVATION", expressions={
+            "OBSERVATION": filled(observation, names)})
+
+    main = program(init, change, observe)
+    if control_change is not None:
+        control = program(control_init, control_change, control_observe, transform="jit")
+        if kind == "augment":  # a Variable's value is abstract under the trace: evaluate it concretely
+            control = "with jax.ensure_compile_time_eval():\n" + textwrap.indent(control, "    ")
+    else:
+        control = program(control_init, change, control_observe, outside=True)
+    if tree is None:
+        return Reproduction(main, expect_error="variable-inplace", control=control)
+    return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)

@@ -6,7 +6,7 @@ from typing import ClassVar
 from dataclasses import dataclass
 
 from checkers.shared_references.analysis import DUPLICATE
-from checkers.shared_references.base import ReturnRule
+from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import (
     BOX,
     REPRO_TRANSFORMS,

@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.base import ReturnRule
+from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import dedented
 from nnx_lint.api import Facts, Invalid, Reproduction, Valid, identifier_or, raises
 

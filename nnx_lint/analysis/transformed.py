@@ -72,14 +72,8 @@ from nnx_lint.analysis.bound_methods import passes_self
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES
 from nnx_lint.base.node_index import nodes_of_class
-from nnx_lint.analysis.transforms import (
-    _FUNCTION_TYPES,
-    Entry,
-    Function,
-    _is_class_reference,
-    bound_values_of,
-    transform_resolver,
-)
+from nnx_lint.analysis.transform_types import _FUNCTION_TYPES, Entry, Function, _is_class_reference, bound_values_of
+from nnx_lint.analysis.transforms import transform_resolver
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
