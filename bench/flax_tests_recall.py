@@ -361,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deselect", action="append", metavar="NODEID",
                         help="leave this test out of both full runs (e.g. one that leaves the process unable to "
                              "run the next tests in Tree Mode); repeatable")
+    parser.add_argument("--strict", action="store_true",
+                        help="count unproven findings too (audit mode, `nnx-lint check --strict`)")
     args = parser.parse_args(argv)
     # The gate stops its test command's process group on Ctrl-C; make ``kill PID`` of this script do the same.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -373,7 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         changes = prepare(args.checkout, out)
         started = time.monotonic()
-        diagnostics = lint_project(out / TESTS, None)
+        diagnostics = lint_project(out / TESTS, None)  # audit mode: unproven findings included
+        if not args.strict:  # the default run's findings only
+            diagnostics = [d for d in diagnostics if d.proof != "unproven"]
         lint_seconds = time.monotonic() - started
         started = time.monotonic()
         saved = args.reuse_runs / OUTCOME if args.reuse_runs else None
