@@ -4,10 +4,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import textwrap
 from pathlib import Path
 
 from nnx_lint.base.diagnostic import shown
-from nnx_lint.engine.walk import lint_bytes
+from nnx_lint.analysis import parsing
+from nnx_lint.engine.walk import FileContext, lint_bytes
 from nnx_lint.analysis.project import Project, module_name_for
 from nnx_lint.engine.registry import all_rules, family_package
 from nnx_lint.analysis.rule import Rule, expected_markers
@@ -132,3 +134,20 @@ def partial_facts(rule: type[Rule], **given):
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     missing = {key: None for key, name in rule.facts_type.keys_and_fields() if name in required and key not in given}
     return rule.facts_from({**missing, **given})
+
+
+def file_context(tmp_path: Path, source: str, files: dict[str, str] | None = None) -> FileContext:
+    """A file context for ``source`` as ``main.py`` in ``tmp_path`` (``files``: other project files
+    by relative path), the way a check run builds one."""
+    for relative, text in (files or {}).items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    text = textwrap.dedent(source)
+    path = tmp_path / "main.py"
+    path.write_text(text)
+    project = Project([tmp_path])
+    project.start_file(str(path))
+    module = parsing.build(text, str(path), "main", project.is_project_module)
+    project.register("main", module)
+    return FileContext(module, str(path), project)

@@ -2,26 +2,11 @@
 (nnx_lint.analysis.refs identity, nnx_lint.analysis.flow defaults)."""
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
+from _support import file_context
 from astroid import nodes
 
-from nnx_lint.analysis import parsing
 from nnx_lint.engine.walk import FileContext
-from nnx_lint.analysis.project import Project
 from nnx_lint.analysis.relations import argument_views, held_items
-
-
-def _context(tmp_path: Path, source: str) -> FileContext:
-    text = textwrap.dedent(source)
-    path = tmp_path / "main.py"
-    path.write_text(text)
-    project = Project([tmp_path])
-    project.start_file(str(path))
-    module = parsing.build(text, str(path), "main", project.is_project_module)
-    project.register("main", module)
-    return FileContext(module, str(path), project)
 
 
 def _call(context: FileContext, marker: str) -> nodes.Call:
@@ -58,7 +43,7 @@ def _holds(context: FileContext, view) -> bool:
 
 
 def test_a_caller_makes_one_parameter_hold_another(tmp_path):
-    context = _context(tmp_path, HELPER.format(setup="optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))"))
+    context = file_context(tmp_path, HELPER.format(setup="optimizer = nnx.ModelAndOptimizer(model, optax.sgd(0.1))"))
     call = _call(context, "transform")
     views = argument_views(context, list(call.args))
     assert views[0].via == () and views[0].refs[0].origin == "param"
@@ -68,7 +53,7 @@ def test_a_caller_makes_one_parameter_hold_another(tmp_path):
 
 
 def test_a_caller_passing_unrelated_objects_relates_nothing(tmp_path):
-    context = _context(tmp_path, HELPER.format(setup="optimizer = optax.sgd(0.1).init(nnx.state(model))"))
+    context = file_context(tmp_path, HELPER.format(setup="optimizer = optax.sgd(0.1).init(nnx.state(model))"))
     views = argument_views(context, list(_call(context, "transform").args))
     assert not any(_holds(context, view) for view in views)
 
@@ -87,7 +72,7 @@ def test_callers_are_followed_two_calls_out(tmp_path):
         m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
         middle(m, m)
     """
-    context = _context(tmp_path, source)
+    context = file_context(tmp_path, source)
     views = argument_views(context, list(_call(context, "transform").args))
     last = views[-1]
     assert len(last.via) == 2 and last.refs[0] == last.refs[1] and last.refs[0].origin == "new"
@@ -102,7 +87,7 @@ def test_a_dict_display_holds_its_values(tmp_path):
         holder = {"model": model, "other": nnx.Linear(2, 2, rngs=nnx.Rngs(1))}
         f(holder, model)  # here
     """
-    context = _context(tmp_path, source)
+    context = file_context(tmp_path, source)
     holder, model = _call(context, "here").args
     built, items = held_items(context, holder, context.classes.ref_of(holder))
     assert isinstance(built, nodes.Dict)
@@ -137,7 +122,7 @@ def f(state: TrainingState, pair: Pair, plain: Plain):
 
 
 def test_copies_of_containers_keep_the_objects_they_do_not_replace(tmp_path):
-    context = _context(tmp_path, STRUCT)
+    context = file_context(tmp_path, STRUCT)
     ref_of = context.classes.ref_of
     kept = ref_of(_call(context, "keeps").args[0])
     assert kept is not None and kept.root[0] == "param" and kept.root[2] == "state"
@@ -182,7 +167,7 @@ class Noisy(nnx.Module):
 
 
 def test_fallbacks_of_none_defaults_denote_the_fallback(tmp_path):
-    context = _context(tmp_path, FALLBACKS)
+    context = file_context(tmp_path, FALLBACKS)
     for marker in ("conditional", "inverted", "either", "resolved"):
         ref = context.classes.ref_of(_call(context, marker).args[0])
         assert ref is not None and ref.origin == "self" and ref.path == ("rngs",), marker
@@ -208,7 +193,7 @@ def run(tx):
 
 
 def test_what_one_evaluation_of_a_project_function_returns_is_related(tmp_path):
-    context = _context(tmp_path, RETURNS)
+    context = file_context(tmp_path, RETURNS)
     views = argument_views(context, list(_call(context, "one evaluation").args))
     assert not _holds(context, views[0])
     assert any(_holds(context, view) for view in views[1:])

@@ -1,31 +1,12 @@
 """The value model (nnx_lint.analysis.values) and the transform resolver (nnx_lint.analysis.transforms)."""
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
+from _support import file_context
 from astroid import nodes
 
-from nnx_lint.analysis import parsing
 from nnx_lint.engine.walk import FileContext
-from nnx_lint.analysis.project import Project
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.values import value_model
-
-
-def _context(tmp_path: Path, source: str, files: dict[str, str] | None = None) -> FileContext:
-    for relative, text in (files or {}).items():
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    text = textwrap.dedent(source)
-    path = tmp_path / "main.py"
-    path.write_text(text)
-    project = Project([tmp_path])
-    project.start_file(str(path))
-    module = parsing.build(text, str(path), "main", project.is_project_module)
-    project.register("main", module)
-    return FileContext(module, str(path), project)
 
 
 def _marked(context: FileContext, marker: str) -> nodes.NodeNG:
@@ -53,7 +34,7 @@ class Critic(nnx.Module):
 
 
 def test_candidates_list_every_class_the_callers_pass_with_the_first_call(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 def update(model):
     use(model)  # here
 
@@ -68,7 +49,7 @@ update(Policy(nnx.Rngs(1)))
 
 
 def test_a_known_class_is_the_only_candidate(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 def update(model: Critic):
     use(model)  # here
 
@@ -79,7 +60,7 @@ update(Policy(nnx.Rngs(0)))
 
 
 def test_states_are_recognised_through_splits_names_and_stores(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 class Holder:
     def __init__(self, model):
         self.params = nnx.state(model)
@@ -100,7 +81,7 @@ def f(model):
 
 
 def test_stored_kinds_name_containers_and_variables(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 class Counter(nnx.Module):
     def __init__(self):
         self.count = nnx.Variable(jnp.array(0))
@@ -122,7 +103,7 @@ def f(c: Counter):
 def test_stored_kinds_tell_data_containers_from_static_ones(tmp_path):
     """flax 0.12.8, both modes: an item written under nnx.grad/jit into a plain dict survives; into
     nnx.Dict, nnx.data({}) or a dict on a class-level ``nnx.data()`` attribute, Tree Mode drops it."""
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 class Base(nnx.Module):
     declared: dict = nnx.data()
 
@@ -151,7 +132,7 @@ def f(c: Caches):
 
 
 def test_the_resolver_sees_stored_transforms_and_ahead_of_time_calls(tmp_path):
-    context = _context(tmp_path, """
+    context = file_context(tmp_path, """
 from flax import nnx
 
 def forward(model, x):
@@ -178,7 +159,7 @@ class Extractor:
 
 
 def test_the_resolver_follows_a_transform_bound_in_another_file(tmp_path):
-    context = _context(tmp_path, """
+    context = file_context(tmp_path, """
 from steps import train_step
 
 def run(model, x):
@@ -196,7 +177,7 @@ train_step = nnx.value_and_grad(_step)
 
 
 def test_shared_within_finds_one_object_held_twice_by_a_value(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 class Pair(nnx.Module):
     def __init__(self, a, b):
         self.a = a
@@ -220,7 +201,7 @@ def test_a_construction_holds_what_its_call_passes_to_stored_parameters(tmp_path
     """``Foo(10)`` with ``self.d = d`` holds an int; ``Foo(nnx.Param(...))`` a Variable; ``Foo(**cfg)``
     and ``Foo(x)`` with ``x`` unknown may hold anything; a parameter reassigned before the store counts
     as the value stored."""
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 class Foo(nnx.Pytree):
     def __init__(self, d, e=3):
         self.d = d
@@ -240,7 +221,7 @@ def f(x, cfg):
 
 
 def test_shared_node_within_finds_a_variable_free_node_reached_twice(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 class Foo(nnx.Pytree):
     def __init__(self, d):
         self.d = d
@@ -275,7 +256,7 @@ def f(x, config):
 
 
 def test_ties_after_construction_make_two_objects_share(tmp_path):
-    context = _context(tmp_path, HEADER + """
+    context = file_context(tmp_path, HEADER + """
 def f(x):
     m1 = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
     m2 = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
@@ -301,7 +282,7 @@ def f(x):
 def test_helper_summaries_see_graph_calls_and_returned_parameters(tmp_path):
     from nnx_lint.analysis.summaries import helper_summaries
 
-    context = _context(tmp_path, """
+    context = file_context(tmp_path, """
 from flax import nnx
 from helpers import take_sown_elsewhere
 

@@ -291,7 +291,8 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         arguments = []
         for call in calls_of(function, self.context.project):
             argument = argument_for(function, call, parameter)
-            if argument is not None and not _within(argument, function):
+            # (a recursive call passes the parameter to itself)
+            if argument is not None and not function.parent_of(argument):
                 arguments.extend(self._split_arguments(argument, depth + 1))
         return arguments
 
@@ -378,7 +379,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
             found: dict[ClassRef, nodes.Call] = {}
             for call in calls_of(function, self.context.project):  # this file's, then other files'
                 argument = argument_for(function, call, parameter)
-                if argument is not None and not _within(argument, function):
+                if argument is not None and not function.parent_of(argument):
                     ref = self.class_of(argument, depth + 1)
                     if ref is not None:
                         found.setdefault(ref, call)
@@ -472,13 +473,3 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 annotation = assignment.parent.annotation
                 return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
         return None
-
-
-def _within(node: nodes.NodeNG, scope: nodes.NodeNG) -> bool:
-    """Whether ``node`` sits inside ``scope`` (a recursive call passes the parameter to itself)."""
-    parent = node.parent
-    while parent is not None:
-        if parent is scope:
-            return True
-        parent = parent.parent
-    return False

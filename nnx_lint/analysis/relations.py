@@ -91,7 +91,7 @@ def _in_callers(context: FileContext, view: ArgumentView) -> list[ArgumentView]:
     classes = context.classes
     found = []
     for call in calls_of(function, context.project)[:MAX_CALLS]:
-        if _within(call, function):
+        if function.parent_of(call):
             continue  # a recursive call: the same parameters again
         bounds.checkpoint("following arguments into the callers")
         expressions, refs, replaced = [], [], False
@@ -205,11 +205,3 @@ def _bound_parameters(context: FileContext, function: nodes.FunctionDef, call: n
         found[(function, parameter.name)] = context.classes.ref_of(argument) if argument is not None else None
     return found
 
-
-def _within(node: nodes.NodeNG, scope: nodes.NodeNG) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if parent is scope:
-            return True
-        parent = parent.parent
-    return False
