@@ -248,7 +248,8 @@ class VariableModel:
             return self._call_holdings(value, depth)
         return None
 
-    def _union(self, items: list[tuple[str, nodes.NodeNG]], depth: int) -> Holdings | None:
+    def _union(self, items: list[tuple[str, nodes.NodeNG]], depth: int) -> Holdings:
+        """What ``items`` hold together, each under its path; an item of unknown class is an unknown path."""
         merged = Holdings()
         for path, item in items:
             found = self.holdings_of_value(item, depth + 1)
@@ -340,12 +341,7 @@ class VariableModel:
                     for keyword in call.keywords or []:
                         if keyword.arg == child:
                             children.append((child, keyword.value))
-            for path, argument in children:
-                found = self.holdings_of_value(argument, depth + 1)
-                if found is None:
-                    result.unknown.append(path)
-                else:
-                    result.extend(found, path)
+            result.extend(self._union(children, depth), "")
         return result
 
     def _value_category(self, call: nodes.Call) -> str:
