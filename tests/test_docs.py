@@ -203,3 +203,41 @@ def test_migration_guide_flax_version_table_is_current():
     text = MIGRATION.read_text(encoding="utf-8")
     assert text == migration_text(text), "docs/migration.md is stale: run python -m nnx_lint.docs"
     assert "| pin: `graph=True, graph_updates=True` | `checkify`" in text
+
+
+def test_readme_counts_and_catalogue_table_are_current():
+    """README's rule count per code range and the catalogue table's rules column are generated from the
+    rules: `python -m nnx_lint.docs` rewrites them, so adding a rule needs no edit of either."""
+    import doctest
+
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.reporting import doc_tables
+
+    assert doctest.testmod(doc_tables).failed == 0
+    for path, render in ((doc_tables.README, doc_tables.readme_text),
+                         (doc_tables.CATALOGUE, doc_tables.catalogue_text)):
+        text = path.read_text(encoding="utf-8")
+        assert render(text, all_rules()) == text, f"{path.name} is stale: run python -m nnx_lint.docs"
+
+
+def test_the_generated_tables_follow_a_new_rule():
+    """A rule added to a range, citing a pattern no rule flagged, changes both tables; a rule of a range
+    README has no row for is refused (the row's words are written by hand)."""
+    from types import SimpleNamespace
+
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.reporting.doc_tables import CATALOGUE, README, catalogue_text, readme_text
+
+    readme, catalogue = README.read_text(encoding="utf-8"), CATALOGUE.read_text(encoding="utf-8")
+    unflagged = re.search(r"^\| \[(\w+)\]\(#\w+\) \|[^|]*\|[^|]*\| — \|$", catalogue, flags=re.MULTILINE).group(1)
+    new = SimpleNamespace(code="NNX790", catalogue=(unflagged,))
+    rules = (*all_rules(), new)
+
+    def count(text: str) -> int:
+        return int(re.search(r"^\| NNX7xx \| .* \| (\d+) \|$", text, flags=re.MULTILINE).group(1))
+
+    assert count(readme_text(readme, rules)) == count(readme) + 1
+    row = re.compile(rf"^\| \[{unflagged}\]\(#\w+\) \|.*$", flags=re.MULTILINE)
+    assert row.search(catalogue_text(catalogue, rules)).group(0).endswith("| [NNX790](rules/NNX790.md) |")
+    with pytest.raises(ValueError, match="no row for NNX8xx"):
+        readme_text(readme, (*rules, SimpleNamespace(code="NNX801", catalogue=())))

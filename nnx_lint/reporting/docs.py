@@ -4,7 +4,9 @@
 pages, with ``docs/catalogue.md`` they link to, are shipped in the package
 (:data:`nnx_lint.base.links.PAGES_DIR`), where the default rule URLs point. Both copies
 come from this one generator, and a test fails when either differs from what
-:func:`render_rule` produces now. Regenerate with ``python -m nnx_lint.docs``.
+:func:`render_rule` produces now. Regenerate with ``python -m nnx_lint.docs``, which also rewrites the
+rule counts of ``README.md`` and the rules of the catalogue's pattern table
+(:mod:`nnx_lint.reporting.doc_tables`) and the flax version table of ``docs/migration.md``.
 """
 from __future__ import annotations
 
@@ -293,7 +295,11 @@ def _write(pages: dict[Path, str], directory: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    changed = write_pages() + write_shipped_pages()
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.reporting.doc_tables import write_tables
+
+    # The tables first: the catalogue is shipped with the pages.
+    changed = write_tables(all_rules()) + write_pages() + write_shipped_pages()
     if MIGRATION.read_text(encoding="utf-8") != migration_text(MIGRATION.read_text(encoding="utf-8")):
         MIGRATION.write_text(migration_text(MIGRATION.read_text(encoding="utf-8")), encoding="utf-8")
         changed.append(MIGRATION)
