@@ -241,3 +241,31 @@ def test_the_generated_tables_follow_a_new_rule():
     assert row.search(catalogue_text(catalogue, rules)).group(0).endswith("| [NNX790](rules/NNX790.md) |")
     with pytest.raises(ValueError, match="no row for NNX8xx"):
         readme_text(readme, (*rules, SimpleNamespace(code="NNX801", catalogue=())))
+
+
+def test_contributing_names_what_exists():
+    """CONTRIBUTING's guide to adding a rule names files that exist, services ``nnx_lint.api`` exports (each
+    a per-file service of ``nnx_lint/analysis/``, as it says), and the api names a rewrite is declared with."""
+    import inspect
+
+    import nnx_lint.api as api
+    from nnx_lint.engine.walk import FileContext
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split("### 7.", 1)[0]
+    paths = set(re.findall(r"`((?:nnx_lint|checkers|tests)/[\w/]+\.py)`", text))
+    assert "nnx_lint/analysis/values.py" in paths and "tests/test_one_answer.py" in paths
+    # The files the scaffold example writes are checked by tests/test_scaffold.py, which writes them.
+    example = re.search(r"^python -m nnx_lint\.scaffold (NNX\d{3}) ", text, flags=re.MULTILINE).group(1)
+    written = {path for path in paths if example.lower() in path.lower()}
+    assert len(written) == 2
+    assert [path for path in paths - written if not (ROOT / path).is_file()] == []
+    capability = text.split("**A new inference capability", 1)[1].split("### 3.", 1)[0]
+    services = {"value_model", "variable_model", "transform_resolver", "transformed_code", "helper_summaries"}
+    assert all(f"`{name}`" in capability for name in services)
+    for name in services:
+        accessor = getattr(api, name)
+        assert accessor.__module__.startswith("nnx_lint.analysis."), name
+        assert "context.service(" in inspect.getsource(accessor), name
+    assert callable(FileContext.service) and "classes" in inspect.getsource(FileContext.__init__)
+    assert {"Rewrite", "RewriteSite", "PIN"} <= set(api.__all__)
+    assert all(f"`{name}" in text for name in ("Rewrite(", "RewriteSite", "PIN"))
