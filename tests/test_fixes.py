@@ -15,7 +15,7 @@ import libcst as cst  # noqa: E402
 from nnx_lint.cli import main
 from nnx_lint.engine.walk import lint_source
 from nnx_lint.fixes.apply import fix_for, fix_notebook, fix_text, parses
-from nnx_lint.base.fix_kinds import Rewrite, fix_name
+from nnx_lint.base.fix_kinds import Rewrite, RewriteSite
 from nnx_lint.fixes.catalog import class_level
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, apply_edits
 from nnx_lint.fixes.rewrites import rewrite_fix
@@ -33,7 +33,7 @@ def test_every_rule_has_a_fix_or_says_why_not() -> None:
         assert bool(rule.fixes) != bool(rule.no_fix_reason), rule.code
         for kind in rule.fixes:
             assert kind == PIN or isinstance(kind, Rewrite), (rule.code, kind)
-        names = [fix_name(kind) for kind in rule.fixes]
+        names = [kind if kind == PIN else kind.name for kind in rule.fixes]
         assert len(names) == len(set(names)), rule.code
         for rewrite in rule.rewrites():
             # Beside its rule: in the rule's module or its family package, never in the core.
@@ -59,6 +59,19 @@ def test_a_rewrite_is_found_with_its_rule_and_makes_what_it_declares() -> None:
                         made[rewrite.name] += fix.applicability == rewrite.applicability
     assert set(made) == {r.name for rule in FIXABLE for r in rule.rewrites()}
     assert all(made.values()), made
+
+
+def test_the_site_a_builder_gets_has_what_the_protocol_promises() -> None:
+    """Rules type their builders with ``RewriteSite`` (no libcst); the machinery's ``Site`` must offer all of it."""
+    from nnx_lint.fixes.rewrites import Site
+
+    promised = {name for name in vars(RewriteSite) if not name.startswith("_")} | set(RewriteSite.__annotations__)
+    assert {"cst", "index", "diagnostic", "facts", "pin", "unsafe", "todo"} <= promised
+    rule = rule_by_code("NNX702")
+    source = rule.INVALID[0].source
+    site = Site(SourceIndex(source), _lint(rule)(source)[0])
+    assert [name for name in promised if not hasattr(site, name)] == []
+    assert site.cst is cst and site.facts.api and isinstance(site.node_at_diagnostic(), cst.Call)
 
 
 def test_a_rewrite_that_makes_an_undeclared_fix_is_refused() -> None:

@@ -88,12 +88,3 @@ class Rewrite:
             raise ValueError(f"{self.name}: a rewrite is {UNSAFE} or {DISPLAY_ONLY} (a pin is the safe fix)")
         if not self.does or self.does.endswith("."):
             raise ValueError(f"{self.name}: `does` is a sentence without its final full stop")
-
-
-def fix_name(kind: str | Rewrite) -> str:
-    """The name of one entry of ``Rule.fixes`` (``"pin"`` or a rewrite's name).
-
-    >>> fix_name("pin")
-    'pin'
-    """
-    return kind.name if isinstance(kind, Rewrite) else kind
