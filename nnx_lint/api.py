@@ -72,7 +72,10 @@ Values, classes and Variables:
 Fixes:
 
 - ``pin_sites_in``, ``pin_sites``, ``entry_pin_target`` — the call sites a graph-mode pin edits
-  (the ``pin`` fact).
+  (the ``pin`` fact); ``PIN`` — the fix kind that pins them (in ``Rule.fixes``).
+- ``Rewrite`` — a tree-native rewrite, declared beside the rule that offers it (in ``Rule.fixes``);
+  its builder gets a ``RewriteSite`` (libcst, the text, the diagnostic and its facts) and makes an
+  ``UNSAFE`` fix or a ``DISPLAY_ONLY`` TODO comment.
 
 Reproduction programs (facts are hostile text: a program is built only through these):
 
@@ -103,6 +106,7 @@ from nnx_lint.analysis.refs import (
     names_rngs,
 )
 from nnx_lint.base.facts import ABSENT, Facts
+from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteSite
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
@@ -175,7 +179,7 @@ __all__ = [
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
     "held_items",
     # Fixes.
-    "pin_sites_in", "pin_sites", "entry_pin_target",
+    "pin_sites_in", "pin_sites", "entry_pin_target", "PIN", "Rewrite", "RewriteSite", "UNSAFE", "DISPLAY_ONLY",
     # Reproduction programs.
     "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "literal", "access",
     "set_attribute", "keyword_arguments", "filled", "clipped", "shown",

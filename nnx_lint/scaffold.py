@@ -1,14 +1,14 @@
 """Write the skeleton of a new rule: its module and its fixture (``python -m nnx_lint.scaffold``).
 
-    python -m nnx_lint.scaffold NNX709 split-rngs-keyword api_semantics --api split_rngs --error TypeError
+    python -m nnx_lint.scaffold NNX790 display-call api_semantics --api display --error ValueError
 
-writes ``checkers/api_semantics/nnx709_split_rngs_keyword.py`` (a rule that flags calls of
-``nnx.split_rngs`` outside graph mode, with its facts dataclass, one VALID and one INVALID case,
-``no_reproduction_reason`` and ``no_fix_reason``) and ``tests/fixtures/api_semantics/NNX709_basic.py``. The
-result passes the invariants, case, fixture and parity tests as written (after
-``python -m nnx_lint.docs``); the author then narrows the detection, writes the real
-docstring, message and cases, and adds a reproduction builder (CONTRIBUTING.md).
-Nothing is overwritten.
+writes ``checkers/api_semantics/nnx790_display_call.py`` (a rule that flags calls of
+``nnx.display`` outside graph mode, with its facts dataclass, one VALID and one INVALID case,
+``no_reproduction_reason`` and ``no_fix_reason``) and ``tests/fixtures/api_semantics/NNX790_basic.py``
+(CONTRIBUTING.md's example: a test runs it as written). The result passes the invariants, case,
+fixture and parity tests as written (after ``python -m nnx_lint.docs``); the author then narrows
+the detection, writes the real docstring, message and cases, and adds a reproduction builder.
+Nothing is overwritten. ``--repo DIR`` writes below ``DIR`` instead of the checkout nnx-lint runs from.
 """
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ class {rule_class}(Rule):
         Valid(
             "look-alike",
             """
-            from mylib import {api}
+            def {api}():
+                return None
 
             {api}()
             """,
@@ -89,11 +90,16 @@ class {rule_class}(Rule):
         self.report(node, api=call.name)
 '''
 
+#: Self-contained, as every fixture is (``tests/test_fixtures.py``): flax and the standard library only.
 FIXTURE = '''from flax import nnx
-from mylib import {api} as local_{api}
+
+
+def {api}():
+    """A function of this project named like flax's: not flagged."""
+
 
 nnx.{api}()  # {code}
-local_{api}()
+{api}()
 '''
 
 
@@ -132,15 +138,22 @@ def scaffold(code: str, symbol: str, family: str, api: str, error: str, repo: Pa
     return [module, fixture]
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The command line of ``python -m nnx_lint.scaffold``."""
     parser = argparse.ArgumentParser(prog="python -m nnx_lint.scaffold", description=__doc__.split("\n\n")[0])
-    parser.add_argument("code", help="the new rule's code, e.g. NNX709")
-    parser.add_argument("symbol", help="its symbol, e.g. split-rngs-keyword")
+    parser.add_argument("code", help="the new rule's code, e.g. NNX790")
+    parser.add_argument("symbol", help="its symbol, e.g. display-call")
     parser.add_argument("family", help="its family package under checkers/, e.g. api_semantics")
-    parser.add_argument("--api", required=True, help="the nnx function whose calls it flags (split_rngs)")
+    parser.add_argument("--api", required=True, help="the nnx function whose calls it flags (display)")
     parser.add_argument("--error", default="ValueError", help="the exception Tree Mode raises (ValueError)")
-    args = parser.parse_args(argv)
-    repo = rules_directory().parent
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="the tree to write into (default: the checkout nnx-lint runs from)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments().parse_args(argv)
+    repo = args.repo if args.repo is not None else rules_directory().parent
     try:
         written = scaffold(args.code.upper(), args.symbol, args.family, args.api, args.error, repo)
     except ValueError as exc:

@@ -62,6 +62,33 @@ def fixture_expectations(path: Path) -> set[tuple[int, str]]:
     return expected_markers(path.read_bytes().decode("utf-8", errors="replace"))
 
 
+_RUNTIME_PACKAGES = {"flax", "jax", "numpy", "optax"}
+#: What once tied fixtures to files beside the repository: the specification's reproductions and their
+#: helper module (written as a pattern so that a search of the repository for them finds none).
+_OUTSIDE_THE_REPOSITORY = re.compile(r"\.\./shared|shared[/]spec|\b_harnes[s]\b|/work/")
+
+
+def not_self_contained(path: Path) -> str | None:
+    """Why the fixture at ``path`` is not self-contained (None: it is). A fixture runs with only flax
+    installed (`python <fixture> tree`): it imports the standard library, flax/jax/numpy/optax or its
+    own package, and names nothing outside the repository."""
+    import sys
+
+    source = path.read_bytes().decode("utf-8", "replace")
+    if (outside := _OUTSIDE_THE_REPOSITORY.search(source)) is not None:
+        return f"names {outside.group(0)}"
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, RecursionError):
+        return None  # the NNX0xx fixtures that are not Python, or nest deeper than `ast` can
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    foreign = imported - _RUNTIME_PACKAGES - set(sys.stdlib_module_names)
+    return f"imports {sorted(foreign)}" if foreign else None
+
+
 def lint_fixture(path: Path, rules=None):
     """Lint a fixture file the way the CLI does by default (project roots included; unproven
     findings of audit mode left out, as ``shown`` leaves them out)."""

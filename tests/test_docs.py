@@ -203,3 +203,69 @@ def test_migration_guide_flax_version_table_is_current():
     text = MIGRATION.read_text(encoding="utf-8")
     assert text == migration_text(text), "docs/migration.md is stale: run python -m nnx_lint.docs"
     assert "| pin: `graph=True, graph_updates=True` | `checkify`" in text
+
+
+def test_readme_counts_and_catalogue_table_are_current():
+    """README's rule count per code range and the catalogue table's rules column are generated from the
+    rules: `python -m nnx_lint.docs` rewrites them, so adding a rule needs no edit of either."""
+    import doctest
+
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.reporting import doc_tables
+
+    assert doctest.testmod(doc_tables).failed == 0
+    for path, render in ((doc_tables.README, doc_tables.readme_text),
+                         (doc_tables.CATALOGUE, doc_tables.catalogue_text)):
+        text = path.read_text(encoding="utf-8")
+        assert render(text, all_rules()) == text, f"{path.name} is stale: run python -m nnx_lint.docs"
+
+
+def test_the_generated_tables_follow_a_new_rule():
+    """A rule added to a range, citing a pattern no rule flagged, changes both tables; a rule of a range
+    README has no row for is refused (the row's words are written by hand)."""
+    from types import SimpleNamespace
+
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.reporting.doc_tables import CATALOGUE, README, catalogue_text, readme_text
+
+    readme, catalogue = README.read_text(encoding="utf-8"), CATALOGUE.read_text(encoding="utf-8")
+    unflagged = re.search(r"^\| \[(\w+)\]\(#\w+\) \|[^|]*\|[^|]*\| — \|$", catalogue, flags=re.MULTILINE).group(1)
+    new = SimpleNamespace(code="NNX790", catalogue=(unflagged,))
+    rules = (*all_rules(), new)
+
+    def count(text: str) -> int:
+        return int(re.search(r"^\| NNX7xx \| .* \| (\d+) \|$", text, flags=re.MULTILINE).group(1))
+
+    assert count(readme_text(readme, rules)) == count(readme) + 1
+    row = re.compile(rf"^\| \[{unflagged}\]\(#\w+\) \|.*$", flags=re.MULTILINE)
+    assert row.search(catalogue_text(catalogue, rules)).group(0).endswith("| [NNX790](rules/NNX790.md) |")
+    with pytest.raises(ValueError, match="no row for NNX8xx"):
+        readme_text(readme, (*rules, SimpleNamespace(code="NNX801", catalogue=())))
+
+
+def test_contributing_names_what_exists():
+    """CONTRIBUTING's guide to adding a rule names files that exist, services ``nnx_lint.api`` exports (each
+    a per-file service of ``nnx_lint/analysis/``, as it says), and the api names a rewrite is declared with."""
+    import inspect
+
+    import nnx_lint.api as api
+    from nnx_lint.engine.walk import FileContext
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split("### 7.", 1)[0]
+    paths = set(re.findall(r"`((?:nnx_lint|checkers|tests)/[\w/]+\.py)`", text))
+    assert "nnx_lint/analysis/values.py" in paths and "tests/test_one_answer.py" in paths
+    # The files the scaffold example writes are checked by tests/test_scaffold.py, which writes them.
+    example = re.search(r"^python -m nnx_lint\.scaffold (NNX\d{3}) ", text, flags=re.MULTILINE).group(1)
+    written = {path for path in paths if example.lower() in path.lower()}
+    assert len(written) == 2
+    assert [path for path in paths - written if not (ROOT / path).is_file()] == []
+    capability = text.split("**A new inference capability", 1)[1].split("### 3.", 1)[0]
+    services = {"value_model", "variable_model", "transform_resolver", "transformed_code", "helper_summaries"}
+    assert all(f"`{name}`" in capability for name in services)
+    for name in services:
+        accessor = getattr(api, name)
+        assert accessor.__module__.startswith("nnx_lint.analysis."), name
+        assert "context.service(" in inspect.getsource(accessor), name
+    assert callable(FileContext.service) and "classes" in inspect.getsource(FileContext.__init__)
+    assert {"Rewrite", "RewriteSite", "PIN"} <= set(api.__all__)
+    assert all(f"`{name}" in text for name in ("Rewrite(", "RewriteSite", "PIN"))

@@ -15,9 +15,10 @@ import libcst as cst  # noqa: E402
 from nnx_lint.cli import main
 from nnx_lint.engine.walk import lint_source
 from nnx_lint.fixes.apply import fix_for, fix_notebook, fix_text, parses
-from nnx_lint.fixes.catalog import FIX_KINDS
-from nnx_lint.fixes.model import PIN, SAFE, apply_edits
-from nnx_lint.fixes.rewrites import REWRITES
+from nnx_lint.base.fix_kinds import Rewrite, RewriteSite
+from nnx_lint.fixes.catalog import class_level
+from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, apply_edits
+from nnx_lint.fixes.rewrites import rewrite_fix
 from nnx_lint.fixes.source import SourceIndex
 from nnx_lint.engine.registry import all_rules, rule_by_code
 
@@ -26,21 +27,72 @@ CASES = [(rule, case) for rule in FIXABLE for case in rule.INVALID if not case.f
 
 
 def test_every_rule_has_a_fix_or_says_why_not() -> None:
+    """A rule's ``fixes`` are the pin and rewrites declared beside it, each named once among all rules."""
+    owners: dict[str, str] = {}
     for rule in all_rules():
         assert bool(rule.fixes) != bool(rule.no_fix_reason), rule.code
         for kind in rule.fixes:
-            assert kind in FIX_KINDS, (rule.code, kind)
-            assert kind == PIN or kind in REWRITES, (rule.code, kind)
-    assert set(REWRITES) | {PIN} == set(FIX_KINDS)
+            assert kind == PIN or isinstance(kind, Rewrite), (rule.code, kind)
+        names = [kind if kind == PIN else kind.name for kind in rule.fixes]
+        assert len(names) == len(set(names)), rule.code
+        for rewrite in rule.rewrites():
+            # Beside its rule: in the rule's module or its family package, never in the core.
+            assert rewrite.build.__module__.startswith(rule.__module__.rpartition(".")[0] + "."), rewrite.name
+            assert owners.setdefault(rewrite.name, rule.code) == rule.code, (rewrite.name, rule.code)
+    assert owners, "no rule offers a rewrite: the rewrite tests below test nothing"
+
+
+def test_a_rewrite_is_found_with_its_rule_and_makes_what_it_declares() -> None:
+    """A rewrite named in a rule's ``fixes`` is run by ``fix_for`` with no registry (discovery finds it),
+    and makes a fix of its declared applicability, or a display-only TODO."""
+    made = Counter()
+    for rule in FIXABLE:
+        for rewrite in rule.rewrites():
+            for case in rule.INVALID:
+                if case.files:
+                    continue
+                index = SourceIndex(case.source)
+                for diagnostic in _lint(rule)(case.source):
+                    fix = rewrite_fix(rewrite, index, diagnostic)
+                    if fix is not None:
+                        assert fix.applicability in (rewrite.applicability, DISPLAY_ONLY), (rule.code, fix)
+                        made[rewrite.name] += fix.applicability == rewrite.applicability
+    assert set(made) == {r.name for rule in FIXABLE for r in rule.rewrites()}
+    assert all(made.values()), made
+
+
+def test_the_site_a_builder_gets_has_what_the_protocol_promises() -> None:
+    """Rules type their builders with ``RewriteSite`` (no libcst); the machinery's ``Site`` must offer all of it."""
+    from nnx_lint.fixes.rewrites import Site
+
+    promised = {name for name in vars(RewriteSite) if not name.startswith("_")} | set(RewriteSite.__annotations__)
+    assert {"cst", "index", "diagnostic", "facts", "pin", "unsafe", "todo"} <= promised
+    rule = rule_by_code("NNX702")
+    source = rule.INVALID[0].source
+    site = Site(SourceIndex(source), _lint(rule)(source)[0])
+    assert [name for name in promised if not hasattr(site, name)] == []
+    assert site.cst is cst and site.facts.api and isinstance(site.node_at_diagnostic(), cst.Call)
+
+
+def test_a_rewrite_that_makes_an_undeclared_fix_is_refused() -> None:
+    rule = rule_by_code("NNX105")
+    [pin, declared] = rule.fixes
+    lying = Rewrite("lying-rewrite", DISPLAY_ONLY, "says display-only, makes an unsafe fix",
+                    lambda site: site.unsafe("an edit", site.index.edit(0, 0, "# edited\n")))
+    case = rule.INVALID[0].source
+    diagnostic = _lint(rule)(case)[0]
+    with pytest.raises(ValueError, match="declared display-only"):
+        rewrite_fix(lying, SourceIndex(case), diagnostic)
+    assert rewrite_fix(declared, SourceIndex(case), diagnostic).applicability == DISPLAY_ONLY
 
 
 def test_class_level_rules_report_every_use() -> None:
-    from nnx_lint.fixes.catalog import CLASS_LEVEL_RULES
-
-    for code in CLASS_LEVEL_RULES:
-        rule = rule_by_code(code)
+    """A rule is class-level when its facts declare ``pin_every_use``; its diagnostics then carry it."""
+    class_level_rules = [rule for rule in all_rules() if class_level(rule)]
+    assert {"NNX101", "NNX102", "NNX105"} <= {rule.code for rule in class_level_rules}
+    for rule in class_level_rules:
         diagnostics = [d for case in rule.INVALID if not case.files for d in _lint(rule)(case.source)]
-        assert diagnostics and all("pin_every_use" in d.facts for d in diagnostics), code
+        assert diagnostics and all("pin_every_use" in d.facts for d in diagnostics), rule.code
 
 
 def _lint(rule):

@@ -1,12 +1,10 @@
 """Fixtures: each file runs with only its family's rules; expectations are inline markers."""
 from __future__ import annotations
 
-import ast
 import re
-import sys
 
 import pytest
-from _support import FIXTURES, fixture_expectations, fixture_files, lint_fixture
+from _support import FIXTURES, fixture_expectations, fixture_files, lint_fixture, not_self_contained
 
 from nnx_lint.base.diagnostic import KINDS
 
@@ -26,27 +24,11 @@ def test_fixture(path):
         assert diagnostic.message and "{" not in diagnostic.message.replace("{...", "")
 
 
-_RUNTIME_PACKAGES = {"flax", "jax", "numpy", "optax"}
-#: What once tied fixtures to files beside the repository: the specification's reproductions and their
-#: helper module (written as a pattern so that a search of the repository for them finds none).
-_OUTSIDE_THE_REPOSITORY = re.compile(r"\.\./shared|shared[/]spec|\b_harnes[s]\b|/work/")
-
-
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_fixture_is_self_contained(path):
     """A fixture runs with only flax installed (`python <fixture> tree`): it imports the standard library,
     flax/jax/numpy/optax or its own package, and names nothing outside the repository."""
-    source = path.read_bytes().decode("utf-8", "replace")
-    assert not _OUTSIDE_THE_REPOSITORY.search(source), _OUTSIDE_THE_REPOSITORY.search(source).group(0)
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, RecursionError):
-        return  # the NNX0xx fixtures that are not Python, or nest deeper than `ast` can
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
-    assert imported <= _RUNTIME_PACKAGES | set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+    assert not_self_contained(path) is None, not_self_contained(path)
 
 
 def test_fixture_names_say_what_they_show():

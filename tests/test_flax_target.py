@@ -263,5 +263,5 @@ def test_a_rewrite_writing_a_newer_name_is_not_offered_on_an_older_flax():
     old = fix_for(diagnostic, index, True, ProjectFlax("0.12.5", "x"))
     assert old.applicability == "display-only" and not old.edits
     assert fix_for(diagnostic, index, True, ProjectFlax("0.12.6", "x")).applicability == "unsafe"
-    assert ProjectFlax("0.12.5", "x").why_no_rewrite("transform-metadata-layer").startswith(
+    assert ProjectFlax("0.12.5", "x").why_no_rewrite(rule.rewrites()[0].writes).startswith(
         "`nnx.transform_metadata` exists only from flax 0.12.6 on")

@@ -7,7 +7,19 @@ from astroid import nodes
 
 from checkers.api_semantics.analysis import rng_splitter
 from checkers.api_semantics.reproduction import FORK_NOTE
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, pin_sites_in
+from nnx_lint.api import (
+    PIN,
+    UNSAFE,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rewrite,
+    RewriteSite,
+    Rule,
+    Valid,
+    differs,
+    pin_sites_in,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +29,33 @@ class SplitRngsResultDiscardedFacts(Facts):
     api: str
     rngs: str
     pin: list
+
+
+def keep_result(site: RewriteSite):
+    """``nnx.split_rngs(rngs, ...)`` as a statement becomes ``rngs = nnx.split_rngs(rngs, ...)``.
+
+    Only when the first argument is a name or attribute chain (``rngs``, ``self.rngs``), so
+    assigning to it is the same expression.
+    """
+    cst, index = site.cst, site.index
+    call = site.node_at_diagnostic()
+    if not isinstance(call, cst.Call) or not isinstance(index.parent(call), cst.Expr) or not call.args:
+        return None
+    first = call.args[0]
+    if first.keyword is not None or first.star or not site.is_name_chain(first.value) or call.lpar:
+        return None
+    target = index.code(first.value)
+    start = index.start_offset(call)
+    return site.unsafe(f"Keep the result: `{target} = nnx.{site.facts.api}({target}, ...)`",
+                       index.edit(start, start, f"{target} = "))
+
+
+KEEP_SPLIT_RNGS_RESULT = Rewrite(
+    "keep-split-rngs-result", UNSAFE,
+    "assigns the result back: `nnx.split_rngs(rngs, ...)` becomes `rngs = nnx.split_rngs(rngs, ...)` (when the "
+    "argument is a name or attribute)",
+    keep_result,
+)
 
 
 class SplitRngsResultDiscarded(Rule):
@@ -39,7 +78,7 @@ class SplitRngsResultDiscarded(Rule):
 
     code = "NNX702"
     facts_type = SplitRngsResultDiscardedFacts
-    fixes = ("pin", "keep-split-rngs-result")
+    fixes = (PIN, KEEP_SPLIT_RNGS_RESULT)
     symbol = "split-rngs-result-discarded"
     kind = "silent"
     catalogue = ("H1",)

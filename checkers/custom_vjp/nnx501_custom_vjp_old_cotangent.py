@@ -7,7 +7,7 @@ from astroid import nodes
 
 from checkers.custom_vjp.analysis import cotangent_parameter, custom_vjp_analysis, old_destructures
 from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, raises
+from nnx_lint.api import DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Rule, Valid, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +25,21 @@ class CustomVjpOldCotangentFacts(Facts):
     nondiff_argnums: list | None
     defvjp_line: int
     pin: list
+
+
+def new_backward_advice(site: RewriteSite):
+    """The Tree Mode backward receives only the output cotangent; how the body used the input
+    updates decides the rewrite, so the fix is display-only."""
+    return site.todo(f"`{site.facts.cotangent}` is the output cotangent only in Tree Mode: use it directly and "
+                     "return tangents of the inputs' own types")
+
+
+NEW_CUSTOM_VJP_BACKWARD = Rewrite(
+    "new-custom-vjp-backward", DISPLAY_ONLY,
+    "a `# TODO(nnx-lint)` comment: use the cotangent directly and return tangents of the inputs' own types (the "
+    "body decides how)",
+    new_backward_advice,
+)
 
 
 class CustomVjpOldCotangent(Rule):
@@ -52,7 +67,7 @@ class CustomVjpOldCotangent(Rule):
 
     code = "NNX501"
     facts_type = CustomVjpOldCotangentFacts
-    fixes = ("pin", "new-custom-vjp-backward")
+    fixes = (PIN, NEW_CUSTOM_VJP_BACKWARD)
     symbol = "custom-vjp-old-cotangent"
     kind = "raises"
     catalogue = ("E1",)

@@ -3,7 +3,22 @@ from __future__ import annotations
 
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, raises
+from nnx_lint.api import DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Valid, raises
+
+
+def fork_advice(site: RewriteSite):
+    """Give each module its own stream (``rngs.fork()``); which modules may share keys is the
+    author's call, so the fix is display-only."""
+    return site.todo("pass `rngs.fork()` (an independent copy) to all but one of the modules that store this "
+                     "`Rngs`, or store it once at the top")
+
+
+FORK_SHARED_RNGS = Rewrite(
+    "fork-shared-rngs", DISPLAY_ONLY,
+    "a `# TODO(nnx-lint)` comment: pass `rngs.fork()` to all but one of the modules that store the `Rngs` "
+    "(which modules may share keys is a judgement)",
+    fork_advice,
+)
 
 
 class SharedRngs(ClassAliasRule):
@@ -31,7 +46,7 @@ class SharedRngs(ClassAliasRule):
     """
 
     code = "NNX105"
-    fixes = ("pin", "fork-shared-rngs")
+    fixes = (PIN, FORK_SHARED_RNGS)
     symbol = "shared-rngs"
     kind = "raises"
     #: Variable aliasing among the inputs is found when they are flattened (before tracing).

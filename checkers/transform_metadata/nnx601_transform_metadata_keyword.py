@@ -6,7 +6,22 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, UnsafeFact, Valid, differs, literal, pin_sites_in, shown
+from nnx_lint.api import (
+    PIN,
+    UNSAFE,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rewrite,
+    RewriteSite,
+    Rule,
+    UnsafeFact,
+    Valid,
+    differs,
+    literal,
+    pin_sites_in,
+    shown,
+)
 
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
@@ -21,6 +36,77 @@ class TransformMetadataKeywordFacts(Facts):
     partition_text: str
     metadata: str
     pin: list
+
+
+def metadata_layer(site: RewriteSite):
+    """``@nnx.vmap(..., transform_metadata={nnx.PARTITION_NAME: 'p'})`` becomes ``@nnx.vmap(...)``
+    over ``@nnx.transform_metadata(in_axes=..., out_axes=..., partition='p')``.
+
+    Only the decorator form of ``vmap`` spelled ``<module>.vmap`` with a one-entry dict literal
+    naming the partition with a string; anything else is display-only.
+    """
+    cst, index = site.cst, site.index
+    sites = site.pin
+    call = index.node_at(sites[0]["line"], sites[0]["column"], sites[0]["end_line"], sites[0]["end_column"]) if sites else None
+    if not isinstance(call, cst.Call):
+        return site.todo(_METADATA_TODO)
+    decorator = index.parent(call)
+    func = call.func
+    keyword = {arg.keyword.value: arg for arg in call.args if arg.keyword is not None}
+    metadata = keyword.get("transform_metadata")
+    partition = _partition(cst, metadata.value, func) if metadata is not None else None
+    mechanical = (
+        isinstance(decorator, cst.Decorator) and decorator.decorator is call
+        and site.facts.transform == "vmap"
+        and isinstance(func, cst.Attribute) and func.attr.value == "vmap" and site.is_name_chain(func.value)
+        and partition is not None
+        and all(arg.keyword is not None for arg in call.args)
+    )
+    if not mechanical:
+        return site.todo(_METADATA_TODO)
+    args = [arg for arg in call.args if arg is not metadata]
+    if args and call.args[-1] is metadata:
+        args[-1] = args[-1].with_changes(comma=metadata.comma)
+    in_axes = index.code(keyword["in_axes"].value) if "in_axes" in keyword else "0"
+    out_axes = index.code(keyword["out_axes"].value) if "out_axes" in keyword else "0"
+    layer = f"{index.code(func.value)}.transform_metadata(in_axes={in_axes}, out_axes={out_axes}, partition={partition})"
+    function = index.parent(decorator)
+    if not isinstance(function, (cst.FunctionDef, cst.ClassDef)):
+        return None
+    decorators = list(function.decorators)
+    position = next(i for i, d in enumerate(decorators) if d is decorator)
+    decorators[position] = decorator.with_changes(decorator=call.with_changes(args=args))
+    decorators.insert(position + 1, cst.Decorator(decorator=cst.parse_expression(layer)))
+    return site.unsafe(f"Stack `@{layer}` under the transform instead of `transform_metadata=`",
+                       index.replacement(function, function.with_changes(decorators=decorators)))
+
+
+def _partition(cst, value, func) -> str | None:
+    """The partition's string literal code if ``value`` is ``{nnx.PARTITION_NAME: '...'}``."""
+    if not isinstance(value, cst.Dict) or len(value.elements) != 1:
+        return None
+    element = value.elements[0]
+    if not isinstance(element, cst.DictElement) or not isinstance(element.value, cst.SimpleString):
+        return None
+    key = element.key
+    names_partition = (
+        isinstance(key, cst.Attribute) and key.attr.value == "PARTITION_NAME"
+        and isinstance(func, cst.Attribute) and key.value.deep_equals(func.value)
+    ) or (isinstance(key, cst.SimpleString) and key.evaluated_value == "partition_name")
+    return element.value.value if names_partition else None
+
+
+_METADATA_TODO = ("stack `@nnx.transform_metadata(in_axes=..., out_axes=..., partition=...)` under the transform "
+                  "(the axes of the stacked dimension) and drop `transform_metadata=`")
+
+TRANSFORM_METADATA_LAYER = Rewrite(
+    "transform-metadata-layer", UNSAFE,
+    "moves `transform_metadata={nnx.PARTITION_NAME: 'p'}` of an `@nnx.vmap(...)` decorator into a stacked "
+    "`@nnx.transform_metadata(in_axes=..., out_axes=..., partition='p')` layer with the same axes; other forms get a "
+    "display-only TODO",
+    metadata_layer,
+    writes="transform_metadata",
+)
 
 
 class TransformMetadataKeyword(Rule):
@@ -46,7 +132,7 @@ class TransformMetadataKeyword(Rule):
 
     code = "NNX601"
     facts_type = TransformMetadataKeywordFacts
-    fixes = ("pin", "transform-metadata-layer")
+    fixes = (PIN, TRANSFORM_METADATA_LAYER)
     symbol = "transform-metadata-keyword"
     kind = "silent"
     catalogue = ("F1",)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nnx_lint.base.diagnostic import UNPROVEN
 from nnx_lint.base.facts import ABSENT, Facts, UnprovenFacts, facts_from_dict
+from nnx_lint.base.fix_kinds import Rewrite
 from nnx_lint.base.program_text import literal
 
 if TYPE_CHECKING:
@@ -204,9 +205,10 @@ class Rule:
     VALID: ClassVar[list[Case]] = []
     INVALID: ClassVar[list[Case]] = []
     #: The fixes this rule offers (:mod:`nnx_lint.fixes`), computed from each diagnostic:
-    #: ``"pin"`` keeps graph mode at the calls of its ``pin`` fact; any other name is a
-    #: tree-native rewrite (:mod:`nnx_lint.fixes.rewrites`). Empty: ``no_fix_reason`` says why.
-    fixes: ClassVar[tuple[str, ...]] = ()
+    #: ``"pin"`` keeps graph mode at the calls of its ``pin`` fact; a :class:`Rewrite` declared
+    #: beside the rule is a tree-native rewrite (:mod:`nnx_lint.base.fix_kinds`). Empty:
+    #: ``no_fix_reason`` says why.
+    fixes: ClassVar[tuple[str | Rewrite, ...]] = ()
     no_fix_reason: ClassVar[str] = ""
     #: The rule's facts dataclass (:mod:`nnx_lint.base.facts`); None only for engine-reported rules.
     facts_type: ClassVar[type[Facts] | None] = None
@@ -224,6 +226,11 @@ class Rule:
 
     def __init__(self, context: FileContext) -> None:
         self.context = context
+
+    @classmethod
+    def rewrites(cls) -> tuple[Rewrite, ...]:
+        """The tree-native rewrites among the rule's ``fixes``, in its order."""
+        return tuple(kind for kind in cls.fixes if isinstance(kind, Rewrite))
 
     @classmethod
     def stage_order(cls) -> int | None:

@@ -18,11 +18,12 @@ import libcst as cst
 
 from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.base.facts import ABSENT
+from nnx_lint.fixes.catalog import EVERY_USE_FACT
 from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
-from nnx_lint.fixes.rewrites import REWRITES
+from nnx_lint.fixes.rewrites import rewrite_fix
 from nnx_lint.fixes.source import SourceIndex
 from nnx_lint.fixes.tracking import gone
 from nnx_lint.engine.registry import facts_of, pin_sites
@@ -38,7 +39,7 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     Only with keywords the project's ``flax`` takes: otherwise a display-only fix says why."""
     facts = facts_of(diagnostic)
     sites = pin_sites(facts)
-    every_use = getattr(facts, "pin_every_use", ABSENT)  # only the class-level rules declare it
+    every_use = getattr(facts, EVERY_USE_FACT, ABSENT)  # only the class-level rules declare it
     class_level = every_use is not ABSENT
     blocked = flax.why_no_pin(sites)
     if blocked is not None:
@@ -81,10 +82,10 @@ def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic
         try:
             if kind == PIN:
                 fix = pin_fix(index, diagnostic, flax)
-            elif (blocked := flax.why_no_rewrite(kind)) is not None:
+            elif (blocked := flax.why_no_rewrite(kind.writes)) is not None:
                 fix = Fix(DISPLAY_ONLY, f"No rewrite: {blocked}")
             else:
-                fix = REWRITES[kind](index, diagnostic)
+                fix = rewrite_fix(kind, index, diagnostic)
         except Exception:  # a fix bug must never break linting or the file: no fix then
             fix = None
         if fix is not None:

@@ -74,12 +74,10 @@ class ProjectFlax:
                         f"{self.version} ({self.source}): require flax>={pin_needs(api) or since} to get this fix")
         return None
 
-    def why_no_rewrite(self, kind: str) -> str | None:
-        """Why the rewrite ``kind`` would not run on this flax (None: it would, or the version is unknown)."""
-        from nnx_lint.fixes.catalog import REWRITE_WRITES
-
-        name = REWRITE_WRITES.get(kind)
-        since = NAME_SINCE.get(name or "")
+    def why_no_rewrite(self, name: str) -> str | None:
+        """Why a rewrite that writes ``nnx.<name>`` (its ``Rewrite.writes``; empty: none) would not
+        run on this flax (None: it would, or the version is unknown)."""
+        since = NAME_SINCE.get(name)
         if self.version is None or since is None or version_key(self.version) >= version_key(since):
             return None
         return (f"`nnx.{name}` exists only from flax {since} on, and this project's flax is {self.version} "

@@ -10,13 +10,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: Ruff's applicability levels: ``--fix`` applies ``safe`` fixes, ``--unsafe-fixes`` adds
-#: ``unsafe`` ones, ``display-only`` fixes are shown and never applied.
-SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
-APPLICABILITIES = (SAFE, UNSAFE, DISPLAY_ONLY)
+# The applicability levels and the pin kind are what a rule declares (nnx_lint.base.fix_kinds):
+# defined there, below the rules' surface, and re-exported for the fixes machinery.
+from nnx_lint.base.fix_kinds import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE
 
-#: A rule's fix kinds (``Rule.fixes``): keep graph mode at the call, or a tree-native rewrite.
-PIN = "pin"
+__all__ = ["APPLICABILITIES", "DISPLAY_ONLY", "PIN", "SAFE", "UNSAFE", "Edit", "Fix", "apply_edits", "line_offsets",
+           "overlaps", "source_lines"]
 
 
 @dataclass(frozen=True, order=True)

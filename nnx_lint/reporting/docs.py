@@ -4,7 +4,9 @@
 pages, with ``docs/catalogue.md`` they link to, are shipped in the package
 (:data:`nnx_lint.base.links.PAGES_DIR`), where the default rule URLs point. Both copies
 come from this one generator, and a test fails when either differs from what
-:func:`render_rule` produces now. Regenerate with ``python -m nnx_lint.docs``.
+:func:`render_rule` produces now. Regenerate with ``python -m nnx_lint.docs``, which also rewrites the
+rule counts of ``README.md`` and the rules of the catalogue's pattern table
+(:mod:`nnx_lint.reporting.doc_tables`) and the flax version table of ``docs/migration.md``.
 """
 from __future__ import annotations
 
@@ -151,16 +153,15 @@ def _how_to_fix(rule: type[Rule]) -> list[str]:
 
 def _fix_section(rule: type[Rule]) -> list[str]:
     """The page's ``Fix`` section: each fix the rule offers and its applicability, or why none."""
-    from nnx_lint.fixes.catalog import CLASS_LEVEL_NOTE, CLASS_LEVEL_RULES, FIX_KINDS
+    from nnx_lint.fixes.catalog import CLASS_LEVEL_NOTE, class_level, fix_kinds
 
     out = ["## Fix", ""]
     if not rule.fixes:
         return out + [f"No fix: {rule.no_fix_reason}.", ""]
-    for kind in rule.fixes:
-        applicability, text = FIX_KINDS[kind]
-        out.append(f"- `{kind}` ({applicability}): {text}.")
+    for name, applicability, text in fix_kinds(rule):
+        out.append(f"- `{name}` ({applicability}): {text}.")
     out.append("")
-    if rule.code in CLASS_LEVEL_RULES:
+    if class_level(rule):
         out += [CLASS_LEVEL_NOTE, ""]
     out += _flax_versions_of(rule)
     out += ["`nnx-lint check --fix` applies safe fixes, `--unsafe-fixes` adds unsafe ones, `--diff` shows them; "
@@ -170,7 +171,6 @@ def _fix_section(rule: type[Rule]) -> list[str]:
 
 def _flax_versions_of(rule: type[Rule]) -> list[str]:
     """The flax release each of the rule's fixes needs: the pins its cases get, and rewrites."""
-    from nnx_lint.fixes.catalog import REWRITE_WRITES
     from nnx_lint.fixes.model import PIN
     from nnx_lint.flax_table.nnx_api import NAME_SINCE, pin_needs
     from nnx_lint.engine.registry import facts_of, pin_sites
@@ -194,11 +194,11 @@ def _flax_versions_of(rule: type[Rule]) -> list[str]:
                    + (f"This page's cases are pinned at {needs}. " if needs else "")
                    + "`--fix` offers a pin only where the project's flax takes it; elsewhere the fix is not offered "
                    "and the diagnostic's help says why.")
-    for kind in rule.fixes:
-        if kind in REWRITE_WRITES:
-            name = REWRITE_WRITES[kind]
-            out.append(f"`{kind}` writes `nnx.{name}`, which exists from flax {NAME_SINCE[name]} on: it is not offered "
-                       "to a project on an older flax.")
+    for rewrite in rule.rewrites():
+        if rewrite.writes:
+            name = rewrite.writes
+            out.append(f"`{rewrite.name}` writes `nnx.{name}`, which exists from flax {NAME_SINCE[name]} on: it is "
+                       "not offered to a project on an older flax.")
     return [line for text in out for line in (text, "")]
 
 
@@ -215,7 +215,7 @@ def flax_versions_table() -> str:
     >>> print(flax_versions_table().splitlines()[2].rsplit("|", 2)[-2].strip())
     0.12.6
     """
-    from nnx_lint.fixes.catalog import REWRITE_WRITES
+    from nnx_lint.engine.registry import all_rules
     from nnx_lint.flax_table.nnx_api import (GRAPH_APIS, NAME_SINCE, NOT_PINNABLE, TRANSFORMS, pin_flags, pin_needs,
                                               version_key)
 
@@ -229,8 +229,8 @@ def flax_versions_table() -> str:
         out.append(f"| pin: `{flags}` | {', '.join(f'`{api}`' for api in apis)} | {release} |")
     out.append(f"| no pin (graph mode with graph updates is rejected there) | "
                f"{', '.join(f'`{api}`' for api in sorted(NOT_PINNABLE))} | — |")
-    for kind, name in REWRITE_WRITES.items():
-        out.append(f"| `{kind}` rewrite | writes `{name}` | {NAME_SINCE[name]} |")
+    for rewrite in sorted({r for rule in all_rules() for r in rule.rewrites() if r.writes}, key=lambda r: r.name):
+        out.append(f"| `{rewrite.name}` rewrite | writes `{rewrite.writes}` | {NAME_SINCE[rewrite.writes]} |")
     return "\n".join(out)
 
 
@@ -295,7 +295,11 @@ def _write(pages: dict[Path, str], directory: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    changed = write_pages() + write_shipped_pages()
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.reporting.doc_tables import write_tables
+
+    # The tables first: the catalogue is shipped with the pages.
+    changed = write_tables(all_rules()) + write_pages() + write_shipped_pages()
     if MIGRATION.read_text(encoding="utf-8") != migration_text(MIGRATION.read_text(encoding="utf-8")):
         MIGRATION.write_text(migration_text(MIGRATION.read_text(encoding="utf-8")), encoding="utf-8")
         changed.append(MIGRATION)
