@@ -28,7 +28,16 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
 - ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS`` — APIs by role.
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
-- ``TREE_MAPS`` — the ``jax.tree`` map functions.
+- Dotted flax / jax / optax names by role, each documented in :mod:`nnx_lint.flax_table.names`:
+  namespaces ``NNX_PREFIX``, ``BRIDGE_PACKAGE``, ``DTYPE_MODULES``, ``NEVER_MODULE_PREFIXES``; the mode
+  setter ``FLAX_CONFIG_UPDATE``; classes ``NNX_OBJECT``, ``OPTIMIZER_QUALIFIED``, ``NNX_STATE``, ``NNX_DICT``,
+  ``NNX_LIST``, ``SOWN_VARIABLE_TYPES``, ``NNX_PERTURBATION``, ``NNX_PARTITION_NAME``, ``BRIDGE_WRAPPERS``;
+  functions ``STATE_READERS``, ``NNX_SPLIT``, ``NNX_MERGE``, ``NNX_CLONE``, ``NNX_TO_PURE_DICT``,
+  ``NNX_RESTORE_RNGS``, ``UNSUPPORTED_COMPAT``, ``REF_VARIABLE_MAKERS``, ``NNX_VAR_DEFAULTS``,
+  ``BRIDGE_LAZY_INIT``, ``NNX_STATE_FUNCTIONS``, ``STATE_FUNCTIONS_NOT_IN_RUNTIME``; tree functions
+  ``TREE_MAPS`` / ``TREE_MAP`` (the ``jax.tree`` map functions), ``OPTAX_APPLY_UPDATES``,
+  ``WHOLE_TREE_CONSUMERS``, ``NORM_CONSUMERS``, ``TREE_REDUCES``, ``TREE_FLATTENS``, ``RAVEL_PYTREE``,
+  ``DEFAULT_NORM``.
 
 Names and syntax:
 
@@ -91,7 +100,7 @@ from nnx_lint.base.bounds import checkpoint
 from nnx_lint.analysis.call_sites import where
 from nnx_lint.analysis.caller_evidence import passed_at, passed_here, passed_to
 from nnx_lint.analysis.calls import NNXCall, constant_bool
-from nnx_lint.analysis.class_info import NNX_MODULE_BASES, assigned_value
+from nnx_lint.analysis.class_info import assigned_value
 from nnx_lint.analysis.refs import (
     OPTIMIZER_CLASSES,
     SHARED_KINDS,
@@ -106,8 +115,46 @@ from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
-from nnx_lint.analysis.gradient_flow import TREE_MAPS, GradApplication, GradientFlow, GradientUse
+from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
+from nnx_lint.flax_table.names import (
+    BRIDGE_LAZY_INIT,
+    BRIDGE_PACKAGE,
+    BRIDGE_WRAPPERS,
+    DEFAULT_NORM,
+    DTYPE_MODULES,
+    FLAX_CONFIG_UPDATE,
+    NEVER_MODULE_PREFIXES,
+    NNX_CLONE,
+    NNX_DICT,
+    NNX_LIST,
+    NNX_MERGE,
+    NNX_MODULE_BASES,
+    NNX_OBJECT,
+    NNX_PARTITION_NAME,
+    NNX_PERTURBATION,
+    NNX_PREFIX,
+    NNX_RESTORE_RNGS,
+    NNX_SPLIT,
+    NNX_STATE,
+    NNX_STATE_FUNCTIONS,
+    NNX_TO_PURE_DICT,
+    NNX_VAR_DEFAULTS,
+    NORM_CONSUMERS,
+    OPTAX_APPLY_UPDATES,
+    OPTIMIZER_QUALIFIED,
+    RAVEL_PYTREE,
+    REF_VARIABLE_MAKERS,
+    SOWN_VARIABLE_TYPES,
+    STATE_FUNCTIONS_NOT_IN_RUNTIME,
+    STATE_READERS,
+    TREE_FLATTENS,
+    TREE_MAP,
+    TREE_MAPS,
+    TREE_REDUCES,
+    UNSUPPORTED_COMPAT,
+    WHOLE_TREE_CONSUMERS,
+)
 from nnx_lint.flax_table.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
     CONTAINER_MODULES,
@@ -162,6 +209,12 @@ __all__ = [
     "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
     "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
+    "BRIDGE_LAZY_INIT", "BRIDGE_PACKAGE", "BRIDGE_WRAPPERS", "DEFAULT_NORM", "DTYPE_MODULES", "FLAX_CONFIG_UPDATE",
+    "NEVER_MODULE_PREFIXES", "NNX_CLONE", "NNX_DICT", "NNX_LIST", "NNX_MERGE", "NNX_OBJECT", "NNX_PARTITION_NAME",
+    "NNX_PERTURBATION", "NNX_PREFIX", "NNX_RESTORE_RNGS", "NNX_SPLIT", "NNX_STATE", "NNX_STATE_FUNCTIONS",
+    "NNX_TO_PURE_DICT", "NNX_VAR_DEFAULTS", "NORM_CONSUMERS", "OPTAX_APPLY_UPDATES", "OPTIMIZER_QUALIFIED",
+    "RAVEL_PYTREE", "REF_VARIABLE_MAKERS", "SOWN_VARIABLE_TYPES", "STATE_FUNCTIONS_NOT_IN_RUNTIME", "STATE_READERS",
+    "TREE_FLATTENS", "TREE_MAP", "TREE_REDUCES", "UNSUPPORTED_COMPAT", "WHOLE_TREE_CONSUMERS",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",

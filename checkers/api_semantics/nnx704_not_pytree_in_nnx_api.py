@@ -8,8 +8,11 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
+    BRIDGE_PACKAGE,
     GRAD_TRANSFORMS,
     GRAPH_APIS,
+    NNX_OBJECT,
+    OPTIMIZER_QUALIFIED,
     TRANSFORMS,
     WALKING_METHODS,
     Facts,
@@ -78,11 +81,11 @@ def _passed_through(transform: str, keywords: dict, position: int) -> bool:
 
 def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
     if isinstance(base, nodes.Attribute) and base.attrname == "Module":
-        return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
+        return (context.qualified_name(base.expr) or "").startswith(BRIDGE_PACKAGE)
     if isinstance(base, nodes.Name):
         _scope, assignments = lookup(base)
         for assignment in assignments:
-            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith("flax.nnx.bridge"):
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(BRIDGE_PACKAGE):
                 return any((alias or original) == base.name and original == "Module"
                            for original, alias in assignment.names)
     return False
@@ -101,7 +104,7 @@ def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherit
         if _is_bridge_module(context, base):
             return "an nnx.bridge.Module subclass"
         name = context.qualified_name(base)
-        if name == "flax.nnx.Object":
+        if name == NNX_OBJECT:
             return "an nnx.Object subclass"
     for ref in context.classes.info(classdef).bases:
         if ref.definition is not None and ref.definition.root() is classdef.root():
@@ -245,7 +248,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         ),
     ]
 
-    _GRAPH_API_CLASSES = frozenset({"flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer"})
+    _GRAPH_API_CLASSES = OPTIMIZER_QUALIFIED
 
 
     def visit_call(self, node: nodes.Call) -> None:

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    FLAX_CONFIG_UPDATE,
     MODE_SETTERS,
+    NNX_PREFIX,
     TRANSFORMS,
     Facts,
     Invalid,
@@ -164,7 +166,7 @@ class GraphModeSetLate(Rule):
         name = self.context.qualified_name(call.func)
         if name in _SETTERS and call.args:
             return f"nnx.{name.rpartition('.')[2]}({call.args[0].as_string()})"
-        if name == "flax.config.update" and len(call.args) >= 2:
+        if name == FLAX_CONFIG_UPDATE and len(call.args) >= 2:
             key = call.args[0]
             if isinstance(key, nodes.Const) and key.value in _CONFIG_KEYS:
                 return f"flax.config.update({key.as_string()}, {call.args[1].as_string()})"
@@ -213,4 +215,4 @@ class GraphModeSetLate(Rule):
                 return False
             return not ("graph" in call.keywords and "graph_updates" in call.keywords)
         name = self.context.qualified_name(expression)
-        return bool(name) and name.startswith("flax.nnx.") and name.rpartition(".")[2] in TRANSFORMS
+        return bool(name) and name.startswith(NNX_PREFIX) and name.rpartition(".")[2] in TRANSFORMS

@@ -6,7 +6,19 @@ from typing import Any, Iterator
 
 from astroid import nodes
 
-from nnx_lint.api import MODE_SETTERS, SPLITS, STATE_PRODUCERS, lookup, pin_sites_in, transform_resolver, value_model
+from nnx_lint.api import (
+    MODE_SETTERS,
+    NNX_CLONE,
+    NNX_PREFIX,
+    SPLITS,
+    STATE_PRODUCERS,
+    TREE_MAP,
+    TREE_MAPS,
+    lookup,
+    pin_sites_in,
+    transform_resolver,
+    value_model,
+)
 
 
 _MODE_PROBES = frozenset(MODE_SETTERS)
@@ -106,13 +118,13 @@ class _Analysis:
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
             if name in STATE_PRODUCERS:
-                return name.replace("flax.nnx.", "nnx.") + "(...)"
-            if name == "flax.nnx.clone" and expression.args:
+                return name.replace(NNX_PREFIX, "nnx.") + "(...)"
+            if name == NNX_CLONE and expression.args:
                 inner = self.state_tangent(expression.args[0], bwd, old_parts, depth + 1)
                 return f"nnx.clone({inner})" if inner else None
-            if name in ("jax.tree.map", "jax.tree_util.tree_map") and len(expression.args) >= 2:
+            if name in TREE_MAPS and len(expression.args) >= 2:
                 inner = self.state_tangent(expression.args[1], bwd, old_parts, depth + 1)
-                return f"jax.tree.map(..., {inner})" if inner else None
+                return f"{TREE_MAP}(..., {inner})" if inner else None
             return None
         if isinstance(expression, nodes.Subscript):
             if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in SPLITS:

@@ -13,6 +13,8 @@ from nnx_lint.api import (
     ABSENT,
     CONTAINER_MODULES,
     GRAD_TRANSFORMS,
+    NEVER_MODULE_PREFIXES,
+    NNX_MERGE,
     NNX_MODULE_BASES,
     STATE_CLASSES,
     Facts,
@@ -269,7 +271,7 @@ class _Analysis(GradientConsumers):
         """Whether ``argument`` is (a name bound only to) ``nnx.merge(...)``: an NNX object of
         some class, never a State or an array."""
         values = bound_values(argument) if isinstance(argument, nodes.Name) else [argument]
-        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == "flax.nnx.merge"
+        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == NNX_MERGE
                                     for v in values)
 
     def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
@@ -279,7 +281,7 @@ class _Analysis(GradientConsumers):
             # What it holds comes from its construction (`nnx.Dict(a=nnx.List([...]), b=...)`).
             return Differentiated(position, argument, ref.short_name, ref.qualified_name,
                                   self.variables.holdings_of_value(argument), evidence, frozenset(), container=True)
-        if ref.qualified_name in STATE_CLASSES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
+        if ref.qualified_name in STATE_CLASSES or ref.qualified_name.startswith(NEVER_MODULE_PREFIXES):
             return None
         if ref.definition is not None:
             if not classes.info(ref.definition).is_nnx_module:

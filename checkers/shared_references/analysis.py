@@ -4,7 +4,10 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.api import (
+    NNX_PREFIX,
+    NNX_SPLIT,
     SHARED_KINDS,
+    STATE_READERS,
     Alias,
     Application,
     Argument,
@@ -190,10 +193,10 @@ def view_of(context, expression: nodes.NodeNG) -> str | None:
             expression = bindings[0]
     if isinstance(expression, nodes.Call):
         name = context.qualified_name(expression.func) or ""
-        if name in ("flax.nnx.state", "flax.nnx.variables"):
+        if name in STATE_READERS:
             return "state"
     if isinstance(expression, nodes.Subscript) and isinstance(expression.value, nodes.Call):
-        if context.qualified_name(expression.value.func) == "flax.nnx.split":
+        if context.qualified_name(expression.value.func) == NNX_SPLIT:
             return "split"
     return None
 
@@ -250,6 +253,6 @@ def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
                         return True
                 if node.args and isinstance(node.args[0], nodes.Name) and node.args[0].name == name:
                     qualified = context.qualified_name(func) or ""
-                    if qualified.startswith("flax.nnx.") and qualified.rpartition(".")[2] in _MODULE_USE_APIS:
+                    if qualified.startswith(NNX_PREFIX) and qualified.rpartition(".")[2] in _MODULE_USE_APIS:
                         return True
     return False

@@ -6,7 +6,19 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, UnsafeFact, Valid, differs, literal, pin_sites_in, shown
+from nnx_lint.api import (
+    NNX_PARTITION_NAME,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    UnsafeFact,
+    Valid,
+    differs,
+    literal,
+    pin_sites_in,
+    shown,
+)
 
 
 _TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
@@ -184,7 +196,7 @@ class TransformMetadataKeyword(Rule):
         if not isinstance(value, nodes.Dict):
             return None
         for key, item in value.items:
-            is_partition_key = self.context.qualified_name(key) == "flax.nnx.PARTITION_NAME" or (
+            is_partition_key = self.context.qualified_name(key) == NNX_PARTITION_NAME or (
                 isinstance(key, nodes.Const) and key.value == "partition_name"
             )
             if is_partition_key and isinstance(item, nodes.Const) and isinstance(item.value, str):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.flax_table.names import NNX_PREFIX
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
@@ -47,7 +48,7 @@ def is_bound_module_method(context: FileContext, expression: nodes.NodeNG | None
         return False
     if owner.definition is None:
         # flax's own Modules (``linear.__call__``): a method, as long as it is not an attribute read
-        return owner.qualified_name.startswith("flax.nnx.") and expression.attrname == "__call__" \
+        return owner.qualified_name.startswith(NNX_PREFIX) and expression.attrname == "__call__" \
             and classes.class_kind(owner) == "module"
     if not classes.info(owner.definition).is_nnx_module:
         return False

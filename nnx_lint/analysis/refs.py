@@ -16,6 +16,7 @@ from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.class_info import class_fields, is_named_tuple, is_static_method
 from nnx_lint.analysis.flow import default_fallback, lookup, resolved_default
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.names import MUTABLE_ARRAY_CONSTRUCTORS, MUTABLE_ARRAY_TYPES
 
 
 _MAX_REF_DEPTH = 12
@@ -38,10 +39,6 @@ STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
 #: shared references", and its transforms hand the tree to JAX, which rejects one ref passed
 #: twice ("only one reference to a mutable array may be passed"). Graph mode deduplicates both.
 SHARED_KINDS = STATEFUL_KINDS | {"ref"}
-#: Calls that make a raw mutable array ref (``jax.experimental.mutable_array`` before jax 0.7).
-MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
-#: The type of those refs, as annotations name it (``def f(m: jax.Ref)``).
-MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 #: Qualified names of what holds RNG state: the Rngs objects and the RNG Variables.
 RNG_TYPES = nnx_api.qualified(nnx_api.RNG_OBJECTS | nnx_api.variable_types("rng"))
@@ -238,12 +235,7 @@ class RefQueries:
         return None
 
     def _nnx_name(self, call: nodes.Call) -> str | None:
-        name = self.resolver_for(call).qualified_name(call.func)
-        if name and name.startswith("flax.nnx.") and not name.startswith("flax.nnx.compat."):
-            return name[len("flax.nnx."):]
-        if name and name.startswith("flax.nnx.compat."):
-            return name[len("flax.nnx.compat."):]
-        return None
+        return nnx_api.short_name(self.resolver_for(call).qualified_name(call.func))
 
     def _ref_of_call(self, call: nodes.Call, depth: int) -> Ref | None:
         nnx_name = self._nnx_name(call)

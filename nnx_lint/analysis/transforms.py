@@ -50,6 +50,7 @@ from nnx_lint.analysis.transform_types import (
 )
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES, NNX_PREFIX
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
@@ -373,7 +374,7 @@ class TransformResolver:
         return None
 
     def _imported_callable(self, qualified_name: str | None) -> Entry | None:
-        if not qualified_name or qualified_name.startswith(("flax.", "jax.")):
+        if not qualified_name or qualified_name.startswith(LIBRARY_PREFIXES):
             return None
         module_name, _, attribute = qualified_name.rpartition(".")
         module = self.context.project.load(module_name) if module_name else None
@@ -472,7 +473,7 @@ class TransformResolver:
             value = assignment.parent.value
             transformed = self.transformed(value, depth + 1)
             if transformed is None:
-                if not (self.qualified_name(value.func) or "").startswith("jax."):
+                if not (self.qualified_name(value.func) or "").startswith(JAX_PREFIX):
                     return None
                 continue
             if found is not None:
@@ -481,7 +482,7 @@ class TransformResolver:
         if found is None:
             return None
         counterparts = {self.qualified_name(a.parent.value.func) for a in assignments} - {found[0].qualified_name}
-        return found if counterparts <= {f"jax.{found[0].name}"} else None
+        return found if counterparts <= {JAX_PREFIX + found[0].name} else None
 
     def _imported_transformed(self, qualified_name: str | None, depth: int):
         """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another
@@ -545,7 +546,7 @@ class TransformResolver:
                     found.append((call, function, not tools.mode.flip_changes(call)))
                 continue
             name = tools.resolver.qualified_name(decorator)
-            if name and (name.startswith("flax.nnx.")):
+            if name and name.startswith(NNX_PREFIX):
                 short = name.rpartition(".")[2]
                 if short in FUNCTION_TRANSFORMS:
                     synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
