@@ -55,6 +55,9 @@ Calls and transforms:
 - ``transform_resolver`` — the file's transform resolver; ``Application`` — one call running a
   transformed function, ``Argument`` — one of its arguments; ``explicit_tree`` — a call that pins
   Tree Mode itself.
+- ``DecodedTransform`` — a transform call or decorator bound with its flax signature (the resolver's
+  ``decoded``, ``decorators`` and ``created``): argnums, has_aux, nondiff_argnums, axes (``NOT_LITERAL``
+  when computed) and the mode flags in force; ``RNG_SPLITTING_TRANSFORMS`` — ``split_rngs``.
 - ``transformed_code``, ``TransformedCode``, ``Reach`` — does this code run inside a transform, and how.
 - ``helper_summaries`` — what the file's helper functions do to their arguments.
 - ``where`` — a call site, for a message.
@@ -155,6 +158,7 @@ from nnx_lint.flax_table.names import (
     UNSUPPORTED_COMPAT,
     WHOLE_TREE_CONSUMERS,
 )
+from nnx_lint.flax_table.signatures import RNG_SPLITTING_TRANSFORMS
 from nnx_lint.flax_table.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
     CONTAINER_MODULES,
@@ -191,7 +195,14 @@ from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
-from nnx_lint.analysis.transform_types import Application, Argument, bound_values_of, explicit_tree
+from nnx_lint.analysis.transform_types import (
+    NOT_LITERAL,
+    Application,
+    Argument,
+    DecodedTransform,
+    bound_values_of,
+    explicit_tree,
+)
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
 from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
@@ -219,7 +230,8 @@ __all__ = [
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
     # Calls and transforms.
-    "NNXCall", "transform_resolver", "Application", "Argument", "explicit_tree", "transformed_code",
+    "NNXCall", "transform_resolver", "Application", "Argument", "DecodedTransform", "NOT_LITERAL", "explicit_tree",
+    "RNG_SPLITTING_TRANSFORMS", "transformed_code",
     "TransformedCode", "Reach", "helper_summaries", "where",
     # Values, classes and Variables.
     "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",

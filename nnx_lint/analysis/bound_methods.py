@@ -29,11 +29,6 @@ from nnx_lint.flax_table.names import NNX_PREFIX
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
-#: The flax.nnx function transforms that raise on a bound Module method (flax 0.12.8).
-REJECTING_TRANSFORMS = frozenset({
-    "jit", "vmap", "pmap", "scan", "grad", "value_and_grad", "remat", "checkify", "shard_map",
-    "custom_vjp", "eval_shape", "vjp", "jvp",
-})
 _NOT_INSTANCE_METHODS = frozenset({"staticmethod", "classmethod", "property"})
 
 

@@ -12,6 +12,7 @@ from nnx_lint.analysis.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.mode import Mode, ModeContext
 from nnx_lint.analysis.names import NameResolver
+from nnx_lint.flax_table.signatures import TRANSFORM_SIGNATURES, Signature
 
 
 Function = nodes.FunctionDef | nodes.AsyncFunctionDef | nodes.Lambda
@@ -165,3 +166,173 @@ def explicit_tree(call: NNXCall | None) -> bool:
         return False
     return any(flag in call.keywords and constant_bool(call.keywords[flag]) is False
                for flag in ("graph", "graph_updates"))
+
+
+class _NotLiteral:
+    """The value of an argument that is not a Python literal (``in_axes=(nnx.StateAxes(...), 0)``)."""
+
+    def __repr__(self) -> str:
+        return "NOT_LITERAL"
+
+
+#: A decoded argument that is not a literal, or a parameter the transform does not have.
+NOT_LITERAL = _NotLiteral()
+
+
+@dataclass(frozen=True)
+class DecodedTransform:
+    """One NNX transform call or decorator, its arguments bound with the transform's flax
+    signature (:data:`nnx_lint.flax_table.signatures.TRANSFORM_SIGNATURES`): the one decoding of
+    ``argnums`` / ``has_aux`` / ``nondiff_argnums`` / axes and of the mode flags in force that
+    every rule reads (:func:`decode_transform`; the resolver's ``decoded`` and ``decorators``)."""
+
+    #: The transform call (a synthetic one, without arguments, for a bare ``@nnx.jit``).
+    call: NNXCall
+    #: The ``graph`` / ``graph_updates`` flags in force (the call's keywords, ``nnx.compat``, scope).
+    flags: Mode
+    #: Whether flipping the defaults leaves this transform as it is (opted in, pinned to Tree
+    #: Mode, or a bound Module method flax rejects in both modes).
+    keeps_graph: bool
+    #: The traced function as the call passes it (``f`` of ``nnx.grad(f)``); None for a factory
+    #: (``nnx.grad(argnums=1)``) or a decorator, which get it later.
+    function: nodes.NodeNG | None
+    #: ``argnums`` of grad / value_and_grad: (0,) by default; None for a computed one, a
+    #: ``DiffState`` or a transform without the parameter.
+    argnums: tuple[int, ...] | None
+    #: Whether ``argnums`` is a tuple (the gradients come as a tuple too).
+    argnums_is_tuple: bool
+    #: ``has_aux``: False by default; None when computed or not a parameter of the transform.
+    has_aux: bool | None
+    #: ``nondiff_argnums`` of custom_vjp: empty by default; None when not literal or not a parameter.
+    nondiff_argnums: frozenset[int] | None
+    #: ``in_axes`` / ``out_axes`` as Python literals (the signature's default when absent);
+    #: :data:`NOT_LITERAL` when computed, holding prefix objects, or not a parameter.
+    in_axes: object
+    out_axes: object
+    #: What the resolver found the transform applied to (the decorated function, the factory's
+    #: argument, ``f`` itself); None when decoded without the resolver.
+    applied_to: nodes.NodeNG | None = None
+
+    @property
+    def name(self) -> str:
+        """The transform's short name: ``grad`` for ``flax.nnx.grad`` and ``flax.nnx.compat.grad``."""
+        return self.call.name
+
+    @property
+    def qualified_name(self) -> str:
+        return self.call.qualified_name
+
+    @property
+    def node(self) -> nodes.NodeNG:
+        """The transform call or decorator."""
+        return self.call.node
+
+    @property
+    def is_compat(self) -> bool:
+        return self.call.is_compat
+
+    @property
+    def given_flags(self) -> frozenset[str]:
+        """The mode flags passed on the call itself (``graph=``, ``graph_updates=``)."""
+        return frozenset(flag for flag in ("graph", "graph_updates") if flag in self.call.keywords)
+
+    def argument(self, parameter: str) -> nodes.NodeNG | None:
+        """The expression the call binds to ``parameter`` (by position or keyword), if any."""
+        return bound_argument(self.call, parameter)
+
+
+def bound_argument(call: NNXCall, parameter: str) -> nodes.NodeNG | None:
+    """The expression ``call`` binds to its transform's ``parameter`` (by position, else keyword)."""
+    signature = TRANSFORM_SIGNATURES.get(call.name)
+    if signature is not None and parameter in signature.positional:
+        position = signature.positional.index(parameter)
+        if position < len(call.args) and not any(isinstance(a, nodes.Starred) for a in call.args[:position + 1]):
+            return call.args[position]
+    return call.keywords.get(parameter)
+
+
+def decode_transform(call: NNXCall, mode: ModeContext, keeps_graph: bool | None = None,
+                     applied_to: nodes.NodeNG | None = None) -> DecodedTransform:
+    """Bind ``call``'s arguments with its transform's signature and decode them (``mode``: the
+    mode context of the call's module; ``keeps_graph`` overrides what the flags say;
+    ``applied_to``: what the resolver found it applied to)."""
+    signature = TRANSFORM_SIGNATURES.get(call.name)
+    parameters = signature.parameters if signature is not None else ()
+    traced = signature.traced[0] if signature is not None and signature.traced else None
+    if keeps_graph is None:
+        keeps_graph = not mode.flip_changes(call)
+    argnums, is_tuple = _argnums(bound_argument(call, "argnums")) if "argnums" in parameters else (None, False)
+    return DecodedTransform(
+        call=call,
+        flags=mode.call_mode(call),
+        keeps_graph=keeps_graph,
+        function=bound_argument(call, traced) if traced else None,
+        argnums=argnums,
+        argnums_is_tuple=is_tuple,
+        has_aux=_flag(bound_argument(call, "has_aux")) if "has_aux" in parameters else None,
+        nondiff_argnums=_int_set(bound_argument(call, "nondiff_argnums")) if "nondiff_argnums" in parameters else None,
+        in_axes=_axes(call, signature, "in_axes"),
+        out_axes=_axes(call, signature, "out_axes"),
+        applied_to=applied_to,
+    )
+
+
+def _is_int(node: nodes.NodeNG | None) -> bool:
+    return isinstance(node, nodes.Const) and isinstance(node.value, int) and not isinstance(node.value, bool)
+
+
+def _plain_argnums(node: nodes.NodeNG) -> bool:
+    """``0`` or ``(0, 1)``: argnums without a DiffState."""
+    return _is_int(node) or isinstance(node, (nodes.Tuple, nodes.List)) and all(_is_int(e) for e in node.elts)
+
+
+def _argnums(node: nodes.NodeNG | None) -> tuple[tuple[int, ...] | None, bool]:
+    """``(argnums, given as a tuple)``; None when computed or a ``DiffState`` (NNX202's)."""
+    if isinstance(node, nodes.IfExp):
+        # `DiffState(0, nnx.LoRAParam) if lora else 0`: the plain branch differentiates the
+        # whole argument (the DiffState branch is NNX202's); two plain branches stay unknown.
+        plain = [branch for branch in (node.body, node.orelse) if _plain_argnums(branch)]
+        node = plain[0] if len(plain) == 1 else node
+    if node is None:
+        return (0,), False
+    if _is_int(node):
+        return (node.value,), False
+    if isinstance(node, (nodes.Tuple, nodes.List)) and all(_is_int(e) for e in node.elts):
+        return tuple(e.value for e in node.elts), True
+    return None, False
+
+
+def _flag(node: nodes.NodeNG | None) -> bool | None:
+    """A boolean parameter that defaults to False: its literal value, None when computed."""
+    return False if node is None else constant_bool(node)
+
+
+def _int_set(node: nodes.NodeNG | None) -> frozenset[int] | None:
+    """``nondiff_argnums``: an int or a tuple of ints (empty by default); None when computed."""
+    if node is None:
+        return frozenset()
+    if isinstance(node, (nodes.Tuple, nodes.List)):
+        values = [e.value for e in node.elts if isinstance(e, nodes.Const) and isinstance(e.value, int)]
+        return frozenset(values) if len(values) == len(node.elts) else None
+    if isinstance(node, nodes.Const) and isinstance(node.value, int):
+        return frozenset({node.value})
+    return None
+
+
+def _axes(call: NNXCall, signature: Signature | None, parameter: str) -> object:
+    if signature is None or parameter not in signature.parameters:
+        return NOT_LITERAL
+    node = bound_argument(call, parameter)
+    if node is None:
+        return signature.defaults.get(parameter, NOT_LITERAL)
+    return _literal(node)
+
+
+def _literal(node: nodes.NodeNG) -> object:
+    """An ``int`` / ``None`` / tuple of them as a Python value, else :data:`NOT_LITERAL`."""
+    if isinstance(node, nodes.Const) and (node.value is None or _is_int(node)):
+        return node.value
+    if isinstance(node, (nodes.Tuple, nodes.List)):
+        items = [_literal(element) for element in node.elts]
+        return NOT_LITERAL if any(item is NOT_LITERAL for item in items) else tuple(items)
+    return NOT_LITERAL
