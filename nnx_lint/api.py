@@ -25,7 +25,8 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
 - ``NNX`` — ``"flax.nnx"``, the prefix of every qualified NNX name.
 - ``TRANSFORMS`` (``GRAD_TRANSFORMS``: grad and value_and_grad), ``GRAPH_APIS``, ``ALIAS_CHECKING_GRAPH_APIS`` — short names of the NNX
   transforms and graph APIs; ``PREFIX_KEYWORDS`` — their keywords that take prefixes.
-- ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS`` — APIs by role.
+- ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS``, ``GRAPH_USE_APIS``,
+  ``MODULE_USE_APIS``, ``GRAPHDEF_MERGES``, ``ONE_LEVEL_APIS``, ``MODULE_WALKS``, ``CONTAINER_NAMES`` — APIs by role.
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
 - Dotted flax / jax / optax names by role, each documented in :mod:`nnx_lint.flax_table.names`:
@@ -57,7 +58,10 @@ Calls and transforms:
   Tree Mode itself.
 - ``DecodedTransform`` — a transform call or decorator bound with its flax signature (the resolver's
   ``decoded``, ``decorators`` and ``created``): argnums, has_aux, nondiff_argnums, axes (``NOT_LITERAL``
-  when computed) and the mode flags in force; ``RNG_SPLITTING_TRANSFORMS`` — ``split_rngs``.
+  when computed) and the mode flags in force.
+- Transforms by role (:mod:`nnx_lint.flax_table.signatures`): ``RNG_SPLITTING_TRANSFORMS``,
+  ``MAPPING_TRANSFORMS``, ``AXES_TRANSFORMS``, ``METADATA_TRANSFORMS``, ``BRANCH_TRANSFORMS``, ``CARRY_LOOPS``,
+  ``CARRY_TRANSFORMS``, ``ALIAS_CHECKING_WITHOUT_UPDATES``.
 - ``transformed_code``, ``TransformedCode``, ``Reach`` — does this code run inside a transform, and how.
 - ``helper_summaries`` — what the file's helper functions do to their arguments.
 - ``where`` — a call site, for a message.
@@ -105,7 +109,6 @@ from nnx_lint.analysis.caller_evidence import passed_at, passed_here, passed_to
 from nnx_lint.analysis.calls import NNXCall, constant_bool
 from nnx_lint.analysis.class_info import assigned_value
 from nnx_lint.analysis.refs import (
-    OPTIMIZER_CLASSES,
     SHARED_KINDS,
     STATEFUL_KINDS,
     Alias,
@@ -158,10 +161,26 @@ from nnx_lint.flax_table.names import (
     UNSUPPORTED_COMPAT,
     WHOLE_TREE_CONSUMERS,
 )
-from nnx_lint.flax_table.signatures import RNG_SPLITTING_TRANSFORMS
+from nnx_lint.flax_table.signatures import (
+    ALIAS_CHECKING_WITHOUT_UPDATES,
+    AXES_TRANSFORMS,
+    BRANCH_TRANSFORMS,
+    CARRY_LOOPS,
+    CARRY_TRANSFORMS,
+    MAPPING_TRANSFORMS,
+    METADATA_TRANSFORMS,
+    RNG_SPLITTING_TRANSFORMS,
+)
 from nnx_lint.flax_table.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
     CONTAINER_MODULES,
+    CONTAINER_NAMES,
+    GRAPHDEF_MERGES,
+    GRAPH_USE_APIS,
+    MODULE_USE_APIS,
+    MODULE_WALKS,
+    ONE_LEVEL_APIS,
+    OPTIMIZER_CLASSES,
     GRAD_TRANSFORMS,
     GRAPH_APIS,
     MODE_SETTERS,
@@ -220,6 +239,7 @@ __all__ = [
     "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
     "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
+    "CONTAINER_NAMES", "GRAPH_USE_APIS", "MODULE_USE_APIS", "GRAPHDEF_MERGES", "ONE_LEVEL_APIS", "MODULE_WALKS",
     "BRIDGE_LAZY_INIT", "BRIDGE_PACKAGE", "BRIDGE_WRAPPERS", "DEFAULT_NORM", "DTYPE_MODULES", "FLAX_CONFIG_UPDATE",
     "NEVER_MODULE_PREFIXES", "NNX_CLONE", "NNX_DICT", "NNX_LIST", "NNX_MERGE", "NNX_OBJECT", "NNX_PARTITION_NAME",
     "NNX_PERTURBATION", "NNX_PREFIX", "NNX_RESTORE_RNGS", "NNX_SPLIT", "NNX_STATE", "NNX_STATE_FUNCTIONS",
@@ -231,7 +251,8 @@ __all__ = [
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
     # Calls and transforms.
     "NNXCall", "transform_resolver", "Application", "Argument", "DecodedTransform", "NOT_LITERAL", "explicit_tree",
-    "RNG_SPLITTING_TRANSFORMS", "transformed_code",
+    "RNG_SPLITTING_TRANSFORMS", "MAPPING_TRANSFORMS", "AXES_TRANSFORMS", "METADATA_TRANSFORMS", "BRANCH_TRANSFORMS",
+    "CARRY_LOOPS", "CARRY_TRANSFORMS", "ALIAS_CHECKING_WITHOUT_UPDATES", "transformed_code",
     "TransformedCode", "Reach", "helper_summaries", "where",
     # Values, classes and Variables.
     "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",

@@ -84,6 +84,7 @@ def test_axes_are_decoded_as_literals():
     vmap = _decoded("nnx.vmap(f, in_axes=(None, 0), out_axes=1)")
     assert (vmap.in_axes, vmap.out_axes) == ((None, 0), 1)
     assert _decoded("nnx.vmap(f)").in_axes == 0
+    assert _decoded("nnx.vmap(f, out_axes=-1)").out_axes == -1
     assert _decoded("nnx.vmap(f, in_axes=(nnx.StateAxes({...: 0}), 0))").in_axes is NOT_LITERAL
     assert _decoded("nnx.scan(f)").in_axes is NOT_LITERAL  # (nnx.Carry, 0): not a literal
 
@@ -94,3 +95,44 @@ def test_mode_flags_given_on_the_call():
         frozenset({"graph", "graph_updates"}), True, False)
     compat = _decoded("nnx.compat.vmap(f)")
     assert compat.is_compat and compat.flags.graph is True and compat.flags.graph_updates is True
+
+
+def test_an_application_carries_its_decoded_transform(tmp_path):
+    from _support import file_context
+    from nnx_lint.analysis.transforms import transform_resolver
+
+    context = file_context(tmp_path, "from flax import nnx\n"
+                                     "def loss(m):\n    return m(1), 0\n"
+                                     "g = nnx.value_and_grad(loss, has_aux=True, graph=True)\n"
+                                     "out = g(model)\n")
+    call = context.module.body[-1].value
+    use = transform_resolver(context).application(call)
+    assert use.decoded.has_aux is True and use.decoded.argnums == (0,)
+    assert use.decoded.flags.graph is True and use.decoded.given_flags == {"graph"}
+    assert use.decoded.applied_to.as_string() == "loss"
+
+
+def test_transform_groups_name_transforms():
+    from nnx_lint.flax_table import signatures
+
+    groups = {name: value for name, value in vars(signatures).items()
+              if name.isupper() and isinstance(value, frozenset) and name != "AHEAD_OF_TIME_METHODS"}
+    assert {"CARRY_LOOPS", "MAPPING_TRANSFORMS", "ALIAS_CHECKING_WITHOUT_UPDATES"} <= set(groups)
+    for name, group in groups.items():
+        assert group and group <= nnx_api.TRANSFORMS, name
+    assert signatures.AXES_TRANSFORMS == {"vmap", "pmap", "scan"}
+    assert signatures.BRANCH_TRANSFORMS == {"cond", "switch"}
+
+
+def test_eval_shape_checks_aliasing_without_graph_updates_and_jit_does_not():
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    nnx.jit(lambda a, b: None, graph=True, graph_updates=False)(model, model)
+    with pytest.raises(ValueError):
+        nnx.eval_shape(lambda a, b: None, model, model, graph=True, graph_updates=False)
+
+
+def test_api_groups_name_flax_nnx_names():
+    for name in ("CONTAINER_NAMES", "GRAPH_USE_APIS", "MODULE_USE_APIS", "GRAPHDEF_SOURCES", "GRAPHDEF_FIRST",
+                 "GRAPHDEF_MERGES", "ONE_LEVEL_APIS", "MODULE_WALKS", "OPTIMIZER_CLASSES"):
+        group = getattr(nnx_api, name)
+        assert group <= nnx_api.PUBLIC_NAMES and all(hasattr(nnx, n) for n in group), name

@@ -7,6 +7,7 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
+    MAPPING_TRANSFORMS,
     Facts,
     Invalid,
     Reproduction,
@@ -201,7 +202,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         """What the reproduction needs: ``variant`` and the ``in_axes`` / ``argnums`` values."""
         if transform == "scan":
             return {"variant": "scan"}
-        if transform in ("vmap", "pmap"):
+        if transform in MAPPING_TRANSFORMS:
             axes = options.get("in_axes")
             if isinstance(axes, (nodes.Tuple, nodes.List)):
                 return {"variant": "vmap-tuple", "in_axes_length": len(axes.elts)}
@@ -220,7 +221,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         """``(what Tree Mode does, why)`` for keyword arguments to this transformed function."""
         if transform == "scan":
             return "Tree Mode raises TypeError", "Tree Mode `scan` rejects keyword arguments (unexpected keyword argument)"
-        if transform in ("vmap", "pmap"):
+        if transform in MAPPING_TRANSFORMS:
             axes = options.get("in_axes")
             if axes is None:
                 return None  # default in_axes=0: keyword arguments are mapped over axis 0 either way

@@ -11,7 +11,9 @@ from nnx_lint.api import (
     BRIDGE_PACKAGE,
     GRAD_TRANSFORMS,
     GRAPH_APIS,
+    MAPPING_TRANSFORMS,
     NNX_OBJECT,
+    ONE_LEVEL_APIS,
     OPTIMIZER_QUALIFIED,
     TRANSFORMS,
     WALKING_METHODS,
@@ -38,7 +40,6 @@ from nnx_lint.api import (
 #: Graph APIs that look at the object and its direct children only (measured with flax 0.12.8:
 #: `nnx.iter_children(outer)` runs in Tree Mode when a child holds a `pytree=False` part;
 #: only a `pytree=False` object itself raises).
-_ONE_LEVEL_APIS = frozenset({"iter_children", "iter_module_children"})
 
 #: NNX704's message when the walk happens inside a project helper the object is passed to.
 _HELPER_MESSAGE = ("`{argument}` ({class_name}, {reason}) passed to `{helper}`, which calls `{api}` on it: "
@@ -63,7 +64,7 @@ def _passed_through(transform: str, keywords: dict, position: int) -> bool:
     """Whether JAX passes argument ``position`` through the transform untouched (not traced):
     a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
     Such an argument may be a non-pytree in Tree Mode too."""
-    if transform in ("vmap", "pmap"):
+    if transform in MAPPING_TRANSFORMS:
         axes = keywords.get("in_axes", 0)
         if axes is None:
             return True
@@ -284,7 +285,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            found = self._not_pytree(ref, depth=2 if call is not None and call.name in _ONE_LEVEL_APIS else 0)
+            found = self._not_pytree(ref, depth=2 if call is not None and call.name in ONE_LEVEL_APIS else 0)
             if found is None:
                 continue
             class_name, reason, part = found

@@ -7,7 +7,7 @@ from astroid import nodes
 
 from checkers.graph_updates.reproduction import dedented
 from nnx_lint.api import (
-    RNG_SPLITTING_TRANSFORMS,
+    AXES_TRANSFORMS,
     TRANSFORMS,
     Facts,
     Invalid,
@@ -123,7 +123,7 @@ class TransformOnInit(Rule):
         has the layer. The control transforms a factory and assigns its output."""
         transform = choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
         note = ""
-        if transform in ("vmap", "pmap", "scan"):
+        if transform in AXES_TRANSFORMS:
             if transform != "vmap":
                 note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
                         "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
@@ -167,7 +167,7 @@ class TransformOnInit(Rule):
             if entry.form == "decorator" and entry.affected:
                 # `@nnx.split_rngs(...)`: graph-mode splitting in place is part of the pattern,
                 # so a pin keeps their graph mode too
-                splits = [d.call for d in resolver.decorators(node) if d.name in RNG_SPLITTING_TRANSFORMS]
+                splits = [d.call for d in resolver.decorators(node) if d.name == "split_rngs"]
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
                             confidence="transform", split_rngs=bool(splits),
                             pin=pin_sites_in(self.context, entry_pin_target(entry), *splits))

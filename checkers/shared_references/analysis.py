@@ -4,6 +4,8 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.api import (
+    CONTAINER_NAMES,
+    MODULE_USE_APIS,
     NNX_PREFIX,
     NNX_SPLIT,
     SHARED_KINDS,
@@ -18,10 +20,6 @@ from nnx_lint.api import (
     lookup,
     nodes_of_class,
 )
-
-
-#: Transforms whose function returns its carry by design (not output aliasing).
-CARRY_TRANSFORMS = frozenset({"scan", "fori_loop", "while_loop"})
 
 
 def function_definition(expression: nodes.NodeNG | None, context=None) -> nodes.NodeNG | None:
@@ -79,18 +77,7 @@ KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state
                "ref": "mutable array ref"}
 
 
-CONTAINER_NAMES = frozenset({"List", "Sequential", "Dict", "data"})
-
-
 GRAPH_METHODS = frozenset({"eval", "train", "set_attributes"})
-
-
-GRAPH_USE_APIS = frozenset({"Optimizer", "ModelAndOptimizer", "EMA", "tabulate"})
-
-
-_MODULE_USE_APIS = frozenset(
-    {"state", "split", "update", "graphdef", "variables", "iter_graph", "iter_modules", "clone", "pop", "view"}
-)
 
 
 def self_text(path: tuple[str, ...]) -> str:
@@ -230,9 +217,8 @@ class ReturnFinding:
 
 
 def has_aux(use: Application) -> bool:
-    """Whether the application's transform passes a literal ``has_aux=True``."""
-    value = use.transform.keywords.get("has_aux")
-    return isinstance(value, nodes.Const) and value.value is True
+    """Whether the application's transform passes a literal ``has_aux=True`` (as the resolver decodes it)."""
+    return use.decoded.has_aux is True
 
 
 def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
@@ -253,6 +239,6 @@ def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
                         return True
                 if node.args and isinstance(node.args[0], nodes.Name) and node.args[0].name == name:
                     qualified = context.qualified_name(func) or ""
-                    if qualified.startswith(NNX_PREFIX) and qualified.rpartition(".")[2] in _MODULE_USE_APIS:
+                    if qualified.startswith(NNX_PREFIX) and qualified.rpartition(".")[2] in MODULE_USE_APIS:
                         return True
     return False

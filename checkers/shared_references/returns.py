@@ -4,7 +4,6 @@ from __future__ import annotations
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
-    CARRY_TRANSFORMS,
     DUPLICATE_OUTPUT_HELP,
     DUPLICATE_OUTPUT_MESSAGE,
     KIND_WORDS,
@@ -22,6 +21,7 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
+    CARRY_TRANSFORMS,
     NNX_PREFIX,
     NNX_SPLIT,
     NNX_VAR_DEFAULTS,

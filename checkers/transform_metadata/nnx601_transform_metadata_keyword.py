@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    METADATA_TRANSFORMS,
     NNX_PARTITION_NAME,
     Facts,
     Invalid,
@@ -21,7 +22,6 @@ from nnx_lint.api import (
 )
 
 
-_TAKES_KEYWORD = frozenset({"vmap", "scan", "pmap"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,7 +175,7 @@ class TransformMetadataKeyword(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in _TAKES_KEYWORD or "transform_metadata" not in call.keywords:
+        if call is None or call.name not in METADATA_TRANSFORMS or "transform_metadata" not in call.keywords:
             return
         value = call.keywords["transform_metadata"]
         if isinstance(value, nodes.Dict) and not value.items:

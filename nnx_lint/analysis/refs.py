@@ -20,8 +20,6 @@ from nnx_lint.flax_table.names import MUTABLE_ARRAY_CONSTRUCTORS, MUTABLE_ARRAY_
 
 
 _MAX_REF_DEPTH = 12
-#: flax.nnx optimizers: their first argument must be a Module (what they optimise).
-OPTIMIZER_CLASSES = frozenset({"Optimizer", "ModelAndOptimizer"})
 #: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
 _VARIABLE_ACCESSORS = frozenset({"value", "get_value", "set_value"})
 
@@ -401,7 +399,7 @@ class RefQueries:
         names = {
             call.args[0].name for call in nodes_of_class(function, nodes.Call)
             if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
-            and self._nnx_name(call) in OPTIMIZER_CLASSES
+            and self._nnx_name(call) in nnx_api.OPTIMIZER_CLASSES
         }
         for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
             if node.scope() is not function:

@@ -12,7 +12,7 @@ from nnx_lint.analysis.calls import NNXCall, constant_bool, match_nnx_call
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.mode import Mode, ModeContext
 from nnx_lint.analysis.names import NameResolver
-from nnx_lint.flax_table.signatures import TRANSFORM_SIGNATURES, Signature
+from nnx_lint.flax_table.signatures import ALIAS_CHECKING_WITHOUT_UPDATES, TRANSFORM_SIGNATURES, Signature
 
 
 Function = nodes.FunctionDef | nodes.AsyncFunctionDef | nodes.Lambda
@@ -80,6 +80,13 @@ class Application:
         return self.transform.name
 
     @property
+    def decoded(self) -> DecodedTransform:
+        """The transform's arguments decoded with its flax signature (argnums, has_aux, axes),
+        with the flags in force here."""
+        function = self.functions[0] if len(self.functions) == 1 else None
+        return decode_transform(self.transform, self.flags or Mode(None, None, ""), self.keeps_graph, function)
+
+    @property
     def graph_flag(self) -> bool:
         """``graph=True`` is in force, whatever ``graph_updates`` is."""
         return self.flags is not None and self.flags.graph is True
@@ -105,7 +112,7 @@ class Application:
         """With the flags left unset taking ``default`` (True today, False after the flip)."""
         graph = self.flags.graph if self.flags.graph is not None else default
         updates = self.flags.graph_updates if self.flags.graph_updates is not None else default
-        return bool(graph) and not (updates is False and self.name in ("eval_shape", "custom_vjp"))
+        return bool(graph) and not (updates is False and self.name in ALIAS_CHECKING_WITHOUT_UPDATES)
 
 
 class ModuleTools:
@@ -251,20 +258,22 @@ def bound_argument(call: NNXCall, parameter: str) -> nodes.NodeNG | None:
     return call.keywords.get(parameter)
 
 
-def decode_transform(call: NNXCall, mode: ModeContext, keeps_graph: bool | None = None,
+def decode_transform(call: NNXCall, mode: ModeContext | Mode, keeps_graph: bool | None = None,
                      applied_to: nodes.NodeNG | None = None) -> DecodedTransform:
-    """Bind ``call``'s arguments with its transform's signature and decode them (``mode``: the
-    mode context of the call's module; ``keeps_graph`` overrides what the flags say;
-    ``applied_to``: what the resolver found it applied to)."""
+    """Bind ``call``'s arguments with its transform's signature and decode them. ``mode``: the
+    mode context of the call's module, or the flags already worked out (then ``keeps_graph`` must
+    be given); ``keeps_graph`` overrides what the flags say; ``applied_to``: what the resolver
+    found the transform applied to."""
     signature = TRANSFORM_SIGNATURES.get(call.name)
     parameters = signature.parameters if signature is not None else ()
     traced = signature.traced[0] if signature is not None and signature.traced else None
+    flags = mode if isinstance(mode, Mode) else mode.call_mode(call)
     if keeps_graph is None:
-        keeps_graph = not mode.flip_changes(call)
+        keeps_graph = not mode.flip_changes(call)  # type: ignore[union-attr]
     argnums, is_tuple = _argnums(bound_argument(call, "argnums")) if "argnums" in parameters else (None, False)
     return DecodedTransform(
         call=call,
-        flags=mode.call_mode(call),
+        flags=flags,
         keeps_graph=keeps_graph,
         function=bound_argument(call, traced) if traced else None,
         argnums=argnums,
@@ -332,6 +341,8 @@ def _literal(node: nodes.NodeNG) -> object:
     """An ``int`` / ``None`` / tuple of them as a Python value, else :data:`NOT_LITERAL`."""
     if isinstance(node, nodes.Const) and (node.value is None or _is_int(node)):
         return node.value
+    if isinstance(node, nodes.UnaryOp) and node.op == "-" and _is_int(node.operand):
+        return -node.operand.value  # out_axes=-1
     if isinstance(node, (nodes.Tuple, nodes.List)):
         items = [_literal(element) for element in node.elts]
         return NOT_LITERAL if any(item is NOT_LITERAL for item in items) else tuple(items)

@@ -25,6 +25,7 @@ from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Ref, join_path
 from nnx_lint.analysis.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.analysis.state_values import StateValues
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.nnx_api import GRAPHDEF_FIRST, GRAPHDEF_SOURCES
 from nnx_lint.flax_table.names import NNX_DATA, NNX_DATA_ANNOTATION, NNX_MODULE_BASES, NNX_PREFIX
 
 if TYPE_CHECKING:
@@ -44,9 +45,6 @@ CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "built
 DATA_CONTAINER = "data-container"
 STATIC_CONTAINER = "static-container"
 CONTAINER_KINDS = frozenset({DATA_CONTAINER, STATIC_CONTAINER})
-#: flax.nnx calls whose result is (or, ``_GRAPHDEF_FIRST``, starts with) a GraphDef.
-_GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
-_GRAPHDEF_FIRST = frozenset({"split", "flatten"})
 
 
 @dataclass(frozen=True)
@@ -294,7 +292,7 @@ class ValueModel(StateValues):
             if unpacked is not None:  # `graphdef, state = nnx.split(m)`
                 value, position = unpacked
                 call = self.context.nnx_call(value) if position == 0 else None
-                return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+                return call if call is not None and call.name in GRAPHDEF_FIRST else None
             _scope, assignments = lookup(expression)
             if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName) \
                     or not isinstance(assignments[0].parent, nodes.Assign):
@@ -303,9 +301,9 @@ class ValueModel(StateValues):
         if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
                 and expression.slice.value == 0:
             call = self.context.nnx_call(expression.value)
-            return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+            return call if call is not None and call.name in GRAPHDEF_FIRST else None
         call = self.context.nnx_call(expression)
-        return call if call is not None and call.name in _GRAPHDEF_SOURCES else None
+        return call if call is not None and call.name in GRAPHDEF_SOURCES else None
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
         """The first object that two values both hold below themselves (``Container(v)``

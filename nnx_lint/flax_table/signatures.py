@@ -96,7 +96,25 @@ REJECTING_TRANSFORMS: frozenset[str] = frozenset({
     "custom_vjp", "eval_shape", "vjp", "jvp",
 })
 #: Transforms that split RNG streams around the function they wrap (graph mode splits in place).
-RNG_SPLITTING_TRANSFORMS: frozenset[str] = frozenset({"split_rngs"})
+RNG_SPLITTING_TRANSFORMS: frozenset[str] = frozenset({"split_rngs", "fork_rngs"})
+#: Transforms that map a function over an axis of its inputs.
+MAPPING_TRANSFORMS: frozenset[str] = frozenset({"vmap", "pmap"})
+#: Loops whose body takes and returns the carry (flax checks the carry's Variables keep their identity).
+CARRY_LOOPS: frozenset[str] = frozenset({"fori_loop", "while_loop"})
+#: Transforms whose function returns its carry by design (not output aliasing).
+CARRY_TRANSFORMS: frozenset[str] = CARRY_LOOPS | {"scan"}
+#: Transforms that check their inputs for aliasing as soon as ``graph_updates=False``, even in
+#: graph mode (measured with flax 0.12.8; the others accept shared inputs while ``graph=True``).
+ALIAS_CHECKING_WITHOUT_UPDATES: frozenset[str] = frozenset({"eval_shape", "custom_vjp"})
+#: Transforms that take ``in_axes`` / ``out_axes``.
+AXES_TRANSFORMS: frozenset[str] = frozenset(
+    name for name, signature in TRANSFORM_SIGNATURES.items() if "in_axes" in signature.parameters)
+#: Transforms that take ``transform_metadata=``.
+METADATA_TRANSFORMS: frozenset[str] = frozenset(
+    name for name, signature in TRANSFORM_SIGNATURES.items() if "transform_metadata" in signature.parameters)
+#: Transforms that pass their ``*operands`` to the functions they choose between (``cond``, ``switch``).
+BRANCH_TRANSFORMS: frozenset[str] = frozenset(
+    name for name, signature in TRANSFORM_SIGNATURES.items() if signature.variadic == "operands")
 
 
 def traced_arguments(name: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
