@@ -1,7 +1,9 @@
 """What the transform resolver (:mod:`nnx_lint.analysis.transforms`) answers: an :class:`Entry` is one
 function a transform traces, an :class:`Application` one call that runs a transformed function, with
-its arguments (:class:`Argument`); and the binding and flag helpers the resolver and the transformed-code
-analysis share."""
+its arguments (:class:`Argument`), a :class:`DecodedTransform` one transform call or decorator with its
+arguments bound by the flax table's signatures (:func:`decode_transform`, the one place ``argnums``,
+``has_aux``, ``nondiff_argnums`` and the axes are decoded); and the binding and flag helpers the resolver
+and the transformed-code analysis share."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

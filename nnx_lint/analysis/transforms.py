@@ -40,9 +40,9 @@ from nnx_lint.analysis.names import NameResolver
 from nnx_lint.analysis.transform_types import (
     Application,
     Argument,
+    DecodedTransform,
     Entry,
     Function,
-    DecodedTransform,
     ModuleTools,
     _is_class_reference,
     _positional,
@@ -50,11 +50,11 @@ from nnx_lint.analysis.transform_types import (
     decode_transform,
     explicit_tree,
 )
+from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, TRANSFORMS, is_compat, short_name
 from nnx_lint.flax_table.signatures import (AHEAD_OF_TIME_METHODS, DIRECT_TRANSFORMS, FUNCTION_TRANSFORMS,
                                             REJECTING_TRANSFORMS, TRACING_TRANSFORMS, traced_arguments)
 from nnx_lint.base.node_index import nodes_of_class
-from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
