@@ -85,7 +85,8 @@ def test_axes_are_decoded_as_literals():
     assert (vmap.in_axes, vmap.out_axes) == ((None, 0), 1)
     assert _decoded("nnx.vmap(f)").in_axes == 0
     assert _decoded("nnx.vmap(f, out_axes=-1)").out_axes == -1
-    assert _decoded("nnx.vmap(f, in_axes=(nnx.StateAxes({...: 0}), 0))").in_axes is NOT_LITERAL
+    assert _decoded("nnx.vmap(f, in_axes=(nnx.StateAxes({...: 0}), 0))").in_axes == (NOT_LITERAL, 0)
+    assert _decoded("nnx.vmap(f, in_axes=axes)").in_axes is NOT_LITERAL
     assert _decoded("nnx.scan(f)").in_axes is NOT_LITERAL  # (nnx.Carry, 0): not a literal
 
 

@@ -214,8 +214,9 @@ class DecodedTransform:
     has_aux: bool | None
     #: ``nondiff_argnums`` of custom_vjp: empty by default; None when not literal or not a parameter.
     nondiff_argnums: frozenset[int] | None
-    #: ``in_axes`` / ``out_axes`` as Python literals (the signature's default when absent);
-    #: :data:`NOT_LITERAL` when computed, holding prefix objects, or not a parameter.
+    #: ``in_axes`` / ``out_axes`` as Python literals (the signature's default when absent), a
+    #: tuple's non-literal elements (prefix objects) as :data:`NOT_LITERAL`; :data:`NOT_LITERAL`
+    #: when computed or not a parameter.
     in_axes: object
     out_axes: object
     #: What the resolver found the transform applied to (the decorated function, the factory's
@@ -340,12 +341,13 @@ def _axes(call: NNXCall, signature: Signature | None, parameter: str) -> object:
 
 
 def _literal(node: nodes.NodeNG) -> object:
-    """An ``int`` / ``None`` / tuple of them as a Python value, else :data:`NOT_LITERAL`."""
+    """An ``int`` / ``None`` as a Python value, a tuple or list as a tuple of its elements' values
+    (``(nnx.StateAxes(...), 0)`` -> ``(NOT_LITERAL, 0)``: its length and literal parts stay known),
+    anything else :data:`NOT_LITERAL`."""
     if isinstance(node, nodes.Const) and (node.value is None or _is_int(node)):
         return node.value
     if isinstance(node, nodes.UnaryOp) and node.op == "-" and _is_int(node.operand):
         return -node.operand.value  # out_axes=-1
-    if isinstance(node, (nodes.Tuple, nodes.List)):
-        items = [_literal(element) for element in node.elts]
-        return NOT_LITERAL if any(item is NOT_LITERAL for item in items) else tuple(items)
+    if isinstance(node, (nodes.Tuple, nodes.List)) and not any(isinstance(e, nodes.Starred) for e in node.elts):
+        return tuple(_literal(element) for element in node.elts)
     return NOT_LITERAL
