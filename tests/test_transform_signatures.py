@@ -137,3 +137,18 @@ def test_api_groups_name_flax_nnx_names():
                  "GRAPHDEF_MERGES", "ONE_LEVEL_APIS", "MODULE_WALKS", "OPTIMIZER_CLASSES"):
         group = getattr(nnx_api, name)
         assert group <= nnx_api.PUBLIC_NAMES and all(hasattr(nnx, n) for n in group), name
+
+
+def test_nnx703_reads_the_decoded_transform():
+    """A list ``argnums`` and ``in_axes=-1`` decode like a tuple and an int: NNX703 sees them."""
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.engine.walk import lint_bytes
+
+    source = (b"from flax import nnx\n"
+              b"def loss(m, x):\n    return m(x)\n"
+              b"g = nnx.grad(loss, argnums=[0, 1])\n"
+              b"v = nnx.vmap(lambda a, b: a, in_axes=-1)\n"
+              b"def run(model, x):\n    g(model, x=x)\n    v(model, b=x)\n")
+    rules = [rule for rule in all_rules() if rule.code == "NNX703"]
+    codes = sorted((d.code, d.line) for d in lint_bytes(source, "m.py", rules))
+    assert codes == [("NNX703", 7), ("NNX703", 8)]

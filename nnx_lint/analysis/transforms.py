@@ -535,6 +535,10 @@ class TransformResolver:
         transform, function, keeps = found
         return decode_transform(transform, self._mode_of(transform.node), keeps, function)
 
+    def decode(self, call: NNXCall) -> DecodedTransform:
+        """``call`` (a transform call or decorator) decoded, with the flags in force in its module."""
+        return decode_transform(call, self._mode_of(call.node))
+
     def decorators(self, function: nodes.FunctionDef) -> list[DecodedTransform]:
         """Every NNX transform decorating ``function`` (``@nnx.split_rngs(...)`` included),
         outermost first, decoded: a factory call (``@nnx.vmap(in_axes=0)``,
