@@ -25,10 +25,20 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
 - ``NNX`` — ``"flax.nnx"``, the prefix of every qualified NNX name.
 - ``TRANSFORMS`` (``GRAD_TRANSFORMS``: grad and value_and_grad), ``GRAPH_APIS``, ``ALIAS_CHECKING_GRAPH_APIS`` — short names of the NNX
   transforms and graph APIs; ``PREFIX_KEYWORDS`` — their keywords that take prefixes.
-- ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS`` — APIs by role.
+- ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS``, ``GRAPH_USE_APIS``,
+  ``MODULE_USE_APIS``, ``GRAPHDEF_MERGES``, ``ONE_LEVEL_APIS``, ``MODULE_WALKS``, ``CONTAINER_NAMES`` — APIs by role.
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
-- ``TREE_MAPS`` — the ``jax.tree`` map functions.
+- Dotted flax / jax / optax names by role, each documented in :mod:`nnx_lint.flax_table.names`:
+  namespaces ``NNX_PREFIX``, ``BRIDGE_PACKAGE``, ``DTYPE_MODULES``, ``NEVER_MODULE_PREFIXES``; the mode
+  setter ``FLAX_CONFIG_UPDATE``; classes ``NNX_OBJECT``, ``OPTIMIZER_QUALIFIED``, ``NNX_STATE``, ``NNX_DICT``,
+  ``NNX_LIST``, ``SOWN_VARIABLE_TYPES``, ``NNX_PERTURBATION``, ``NNX_PARTITION_NAME``, ``BRIDGE_WRAPPERS``;
+  functions ``STATE_READERS``, ``NNX_SPLIT``, ``NNX_MERGE``, ``NNX_CLONE``, ``NNX_TO_PURE_DICT``,
+  ``NNX_RESTORE_RNGS``, ``UNSUPPORTED_COMPAT``, ``REF_VARIABLE_MAKERS``, ``NNX_VAR_DEFAULTS``,
+  ``BRIDGE_LAZY_INIT``, ``NNX_STATE_FUNCTIONS``, ``STATE_FUNCTIONS_NOT_IN_RUNTIME``; tree functions
+  ``TREE_MAPS`` / ``TREE_MAP`` (the ``jax.tree`` map functions), ``OPTAX_APPLY_UPDATES``,
+  ``WHOLE_TREE_CONSUMERS``, ``NORM_CONSUMERS``, ``TREE_REDUCES``, ``TREE_FLATTENS``, ``RAVEL_PYTREE``,
+  ``DEFAULT_NORM``.
 
 Names and syntax:
 
@@ -46,6 +56,12 @@ Calls and transforms:
 - ``transform_resolver`` — the file's transform resolver; ``Application`` — one call running a
   transformed function, ``Argument`` — one of its arguments; ``explicit_tree`` — a call that pins
   Tree Mode itself.
+- ``DecodedTransform`` — a transform call or decorator bound with its flax signature (the resolver's
+  ``decoded``, ``decorators`` and ``created``): argnums, has_aux, nondiff_argnums, axes (``NOT_LITERAL``
+  when computed) and the mode flags in force.
+- Transforms by role (:mod:`nnx_lint.flax_table.signatures`): ``RNG_SPLITTING_TRANSFORMS``,
+  ``MAPPING_TRANSFORMS``, ``AXES_TRANSFORMS``, ``METADATA_TRANSFORMS``, ``BRANCH_TRANSFORMS``, ``CARRY_LOOPS``,
+  ``CARRY_TRANSFORMS``, ``ALIAS_CHECKING_WITHOUT_UPDATES``.
 - ``transformed_code``, ``TransformedCode``, ``Reach`` — does this code run inside a transform, and how.
 - ``helper_summaries`` — what the file's helper functions do to their arguments.
 - ``where`` — a call site, for a message.
@@ -94,9 +110,8 @@ from nnx_lint.base.bounds import checkpoint
 from nnx_lint.analysis.call_sites import where
 from nnx_lint.analysis.caller_evidence import passed_at, passed_here, passed_to
 from nnx_lint.analysis.calls import NNXCall, constant_bool
-from nnx_lint.analysis.class_info import NNX_MODULE_BASES, assigned_value
+from nnx_lint.analysis.class_info import assigned_value
 from nnx_lint.analysis.refs import (
-    OPTIMIZER_CLASSES,
     SHARED_KINDS,
     STATEFUL_KINDS,
     Alias,
@@ -110,11 +125,66 @@ from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteS
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
-from nnx_lint.analysis.gradient_flow import TREE_MAPS, GradApplication, GradientFlow, GradientUse
+from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
+from nnx_lint.flax_table.names import (
+    BRIDGE_LAZY_INIT,
+    BRIDGE_PACKAGE,
+    BRIDGE_WRAPPERS,
+    DEFAULT_NORM,
+    DTYPE_MODULES,
+    FLAX_CONFIG_UPDATE,
+    NEVER_MODULE_PREFIXES,
+    NNX_CLONE,
+    NNX_DICT,
+    NNX_LIST,
+    NNX_MERGE,
+    NNX_MODULE_BASES,
+    NNX_OBJECT,
+    NNX_PARTITION_NAME,
+    NNX_PERTURBATION,
+    NNX_PREFIX,
+    NNX_RESTORE_RNGS,
+    NNX_SPLIT,
+    NNX_STATE,
+    NNX_STATE_FUNCTIONS,
+    NNX_TO_PURE_DICT,
+    NNX_VAR_DEFAULTS,
+    NORM_CONSUMERS,
+    OPTAX_APPLY_UPDATES,
+    OPTIMIZER_QUALIFIED,
+    RAVEL_PYTREE,
+    REF_VARIABLE_MAKERS,
+    SOWN_VARIABLE_TYPES,
+    STATE_FUNCTIONS_NOT_IN_RUNTIME,
+    STATE_READERS,
+    TREE_FLATTENS,
+    TREE_MAP,
+    TREE_MAPS,
+    TREE_REDUCES,
+    UNSUPPORTED_COMPAT,
+    WHOLE_TREE_CONSUMERS,
+)
+from nnx_lint.flax_table.signatures import (
+    ALIAS_CHECKING_WITHOUT_UPDATES,
+    AXES_TRANSFORMS,
+    BRANCH_TRANSFORMS,
+    CARRY_LOOPS,
+    CARRY_TRANSFORMS,
+    MAPPING_TRANSFORMS,
+    METADATA_TRANSFORMS,
+    RNG_SPLITTING_TRANSFORMS,
+)
 from nnx_lint.flax_table.nnx_api import (
     ALIAS_CHECKING_GRAPH_APIS,
     CONTAINER_MODULES,
+    CONTAINER_NAMES,
+    GRAPHDEF_MERGES,
+    GRAPH_USE_APIS,
+    MODULE_USE_APIS,
+    MODULE_WALKS,
+    ONE_LEVEL_APIS,
+    OPTIMIZER_CLASSES,
     GRAD_TRANSFORMS,
     GRAPH_APIS,
     MODE_SETTERS,
@@ -148,7 +218,14 @@ from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
-from nnx_lint.analysis.transform_types import Application, Argument, bound_values_of, explicit_tree
+from nnx_lint.analysis.transform_types import (
+    NOT_LITERAL,
+    Application,
+    Argument,
+    DecodedTransform,
+    bound_values_of,
+    explicit_tree,
+)
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
 from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
@@ -166,11 +243,20 @@ __all__ = [
     "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
     "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
+    "CONTAINER_NAMES", "GRAPH_USE_APIS", "MODULE_USE_APIS", "GRAPHDEF_MERGES", "ONE_LEVEL_APIS", "MODULE_WALKS",
+    "BRIDGE_LAZY_INIT", "BRIDGE_PACKAGE", "BRIDGE_WRAPPERS", "DEFAULT_NORM", "DTYPE_MODULES", "FLAX_CONFIG_UPDATE",
+    "NEVER_MODULE_PREFIXES", "NNX_CLONE", "NNX_DICT", "NNX_LIST", "NNX_MERGE", "NNX_OBJECT", "NNX_PARTITION_NAME",
+    "NNX_PERTURBATION", "NNX_PREFIX", "NNX_RESTORE_RNGS", "NNX_SPLIT", "NNX_STATE", "NNX_STATE_FUNCTIONS",
+    "NNX_TO_PURE_DICT", "NNX_VAR_DEFAULTS", "NORM_CONSUMERS", "OPTAX_APPLY_UPDATES", "OPTIMIZER_QUALIFIED",
+    "RAVEL_PYTREE", "REF_VARIABLE_MAKERS", "SOWN_VARIABLE_TYPES", "STATE_FUNCTIONS_NOT_IN_RUNTIME", "STATE_READERS",
+    "TREE_FLATTENS", "TREE_MAP", "TREE_REDUCES", "UNSUPPORTED_COMPAT", "WHOLE_TREE_CONSUMERS",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
     # Calls and transforms.
-    "NNXCall", "transform_resolver", "Application", "Argument", "explicit_tree", "transformed_code",
+    "NNXCall", "transform_resolver", "Application", "Argument", "DecodedTransform", "NOT_LITERAL", "explicit_tree",
+    "RNG_SPLITTING_TRANSFORMS", "MAPPING_TRANSFORMS", "AXES_TRANSFORMS", "METADATA_TRANSFORMS", "BRANCH_TRANSFORMS",
+    "CARRY_LOOPS", "CARRY_TRANSFORMS", "ALIAS_CHECKING_WITHOUT_UPDATES", "transformed_code",
     "TransformedCode", "Reach", "helper_summaries", "where",
     # Values, classes and Variables.
     "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",

@@ -178,3 +178,27 @@ def file_context(tmp_path: Path, source: str, files: dict[str, str] | None = Non
     module = parsing.build(text, str(path), "main", project.is_project_module)
     project.register("main", module)
     return FileContext(module, str(path), project)
+
+
+def resolve_dotted(name: str):
+    """The object a dotted library name denotes in the installed packages (a trailing dot, as in
+    the prefix ``"flax.nnx."``, names the package): the longest importable module prefix, then
+    ``getattr`` down the rest. Skips an optax name when optax is not installed; raises
+    ``AttributeError`` / ``LookupError`` when the name is gone."""
+    import importlib
+    import importlib.util
+
+    import pytest
+
+    if name.startswith("optax.") and importlib.util.find_spec("optax") is None:
+        pytest.skip("optax is not installed (it comes with the runtime and test extras)")
+    parts = name.rstrip(".").split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            value = getattr(value, attribute)  # AttributeError: the library no longer has this name
+        return value
+    raise LookupError(f"{name}: no importable prefix")

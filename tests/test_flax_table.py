@@ -10,7 +10,8 @@ import inspect
 
 import pytest
 
-from nnx_lint.flax_table import nnx_api
+from _support import resolve_dotted
+from nnx_lint.flax_table import names, nnx_api
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS, FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
 
 nnx = pytest.importorskip("flax.nnx")
@@ -177,7 +178,7 @@ def _table_names() -> list[tuple[str, str]]:
 
     dotted = re.compile(r"^(flax|jax|optax)\.[A-Za-z_][\w.]*$")
     found = []
-    for module in (nnx_api, __import__("nnx_lint.flax_table.flax_layers", fromlist=["_"])):
+    for module in _table_modules():
         tree = ast.parse(Path(module.__file__).read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
@@ -188,28 +189,29 @@ def _table_names() -> list[tuple[str, str]]:
     return found
 
 
-#: Spellings the table keeps for older flax releases only (``canonical`` maps them to today's).
-_OLD_SPELLINGS = {"flax.experimental.nnx"}
+def _table_modules() -> list:
+    """Every module of the flax table package."""
+    import importlib
+    import importlib.util
+    import pkgutil
+
+    import nnx_lint.flax_table as package
+
+    return [importlib.import_module(f"{package.__name__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)]
+
+
+#: Spellings the table keeps for older releases only (``canonical`` maps ``flax.experimental.nnx`` to today's).
+_OLD_SPELLINGS = names.OLDER_RELEASE_NAMES
 
 
 def test_the_table_finds_its_names():
     assert ("nnx_lint.flax_table.flax_layers", "flax.nnx.BatchNorm") in _table_names()
     assert ("nnx_lint.flax_table.nnx_api", "flax.nnx.compat") in _table_names()
+    assert ("nnx_lint.flax_table.names", "optax.apply_updates") in _table_names()
 
 
 @pytest.mark.parametrize("name", sorted({name for _module, name in _table_names()} - _OLD_SPELLINGS))
 def test_every_dotted_name_of_the_table_resolves_in_the_installed_flax(name):
     """Each dotted name the table writes is a module, or an attribute of one, in the installed
     flax/jax/optax (importlib, then getattr down the rest of the path)."""
-    import importlib
-
-    parts = name.split(".")
-    for split in range(len(parts), 0, -1):
-        try:
-            value = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
-            continue
-        for attribute in parts[split:]:
-            value = getattr(value, attribute)  # AttributeError: flax no longer has this name
-        return
-    pytest.fail(f"{name}: no importable prefix")
+    resolve_dotted(name)

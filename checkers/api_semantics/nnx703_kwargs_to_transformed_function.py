@@ -7,6 +7,8 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
+    MAPPING_TRANSFORMS,
+    DecodedTransform,
     Facts,
     Invalid,
     Reproduction,
@@ -178,13 +180,15 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return
         if self.context.nnx_call(node) is not None:
             return  # creating a transform, not calling a transformed function
-        entry = transform_resolver(self.context).running_entry(node)
+        resolver = transform_resolver(self.context)
+        entry = resolver.running_entry(node)
         if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
             return
         positional = len(node.args)
         if isinstance(entry.function, nodes.FunctionDef) and isinstance(entry.function.parent, nodes.ClassDef):
             positional += 1  # the bound `self`
-        options = entry.call.keywords if entry.call is not None else {}
+        # a bare decorator (`@nnx.vmap`) takes the defaults: in_axes=0, argnums=0
+        options = resolver.decode(entry.call) if entry.call is not None else None
         found = self._effect(entry.transform, options, positional)
         if found is None:
             return
@@ -197,51 +201,37 @@ class KeywordArgumentsToTransformedFunction(Rule):
                     pin=pin_sites_in(self.context, entry_pin_target(entry)))
 
     @staticmethod
-    def _variant(transform: str, options: dict) -> dict:
+    def _variant(transform: str, options: DecodedTransform | None) -> dict:
         """What the reproduction needs: ``variant`` and the ``in_axes`` / ``argnums`` values."""
         if transform == "scan":
             return {"variant": "scan"}
-        if transform in ("vmap", "pmap"):
-            axes = options.get("in_axes")
-            if isinstance(axes, (nodes.Tuple, nodes.List)):
-                return {"variant": "vmap-tuple", "in_axes_length": len(axes.elts)}
-            return {"variant": "vmap-broadcast" if axes.value is None else "vmap-axis", "in_axes": axes.value}
-        argnums = options.get("argnums")
-        if argnums is None:
-            positions = [0]
-        elif isinstance(argnums, nodes.Const):
-            positions = [argnums.value]
-        else:
-            positions = sorted(e.value for e in argnums.elts)
-        return {"variant": "grad", "argnums": positions}
+        if transform in MAPPING_TRANSFORMS:
+            axes = options.in_axes if options is not None else 0
+            if isinstance(axes, tuple):
+                return {"variant": "vmap-tuple", "in_axes_length": len(axes)}
+            return {"variant": "vmap-broadcast" if axes is None else "vmap-axis", "in_axes": axes}
+        return {"variant": "grad", "argnums": sorted(options.argnums if options is not None else (0,))}
 
     @staticmethod
-    def _effect(transform: str, options: dict, positional: int) -> tuple[str, str] | None:
-        """``(what Tree Mode does, why)`` for keyword arguments to this transformed function."""
+    def _effect(transform: str, options: DecodedTransform | None, positional: int) -> tuple[str, str] | None:
+        """``(what Tree Mode does, why)`` for keyword arguments to this transformed function
+        (``options``: the transform as the resolver decodes it; None for a bare decorator)."""
         if transform == "scan":
             return "Tree Mode raises TypeError", "Tree Mode `scan` rejects keyword arguments (unexpected keyword argument)"
-        if transform in ("vmap", "pmap"):
-            axes = options.get("in_axes")
-            if axes is None:
-                return None  # default in_axes=0: keyword arguments are mapped over axis 0 either way
-            if isinstance(axes, (nodes.Tuple, nodes.List)):
+        if transform in MAPPING_TRANSFORMS:
+            axes = options.in_axes if options is not None else 0
+            if isinstance(axes, tuple):
                 return ("Tree Mode raises ValueError",
                         f"Tree Mode `{transform}` needs in_axes to match the positional arguments")
-            if isinstance(axes, nodes.Const) and (axes.value is None or (isinstance(axes.value, int) and axes.value != 0)):
+            if axes is None or (isinstance(axes, int) and axes != 0):
                 return ("Tree Mode silently maps them over axis 0",
-                        f"Tree Mode `{transform}` maps keyword arguments over axis 0: in_axes={axes.value!r} no "
+                        f"Tree Mode `{transform}` maps keyword arguments over axis 0: in_axes={axes!r} no "
                         "longer applies to them")
-            return None
-        argnums = options.get("argnums")
+            return None  # in_axes=0 (the default): keyword arguments are mapped over axis 0 either way
+        argnums = options.argnums if options is not None else (0,)
         if argnums is None:
-            positions = {0}
-        elif isinstance(argnums, nodes.Const) and isinstance(argnums.value, int):
-            positions = {argnums.value}
-        elif isinstance(argnums, nodes.Tuple) and all(
-                isinstance(e, nodes.Const) and isinstance(e.value, int) for e in argnums.elts):
-            positions = {e.value for e in argnums.elts}
-        else:
-            return None
+            return None  # computed argnums or a DiffState
+        positions = set(argnums)
         if positions and max(positions) >= positional:
             return ("Tree Mode raises TypeError",
                     f"Tree Mode `{transform}` differentiates positional arguments only (argnums={sorted(positions)} "

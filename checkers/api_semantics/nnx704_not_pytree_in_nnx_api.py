@@ -8,8 +8,13 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
+    BRIDGE_PACKAGE,
     GRAD_TRANSFORMS,
     GRAPH_APIS,
+    MAPPING_TRANSFORMS,
+    NNX_OBJECT,
+    ONE_LEVEL_APIS,
+    OPTIMIZER_QUALIFIED,
     TRANSFORMS,
     WALKING_METHODS,
     Facts,
@@ -35,7 +40,6 @@ from nnx_lint.api import (
 #: Graph APIs that look at the object and its direct children only (measured with flax 0.12.8:
 #: `nnx.iter_children(outer)` runs in Tree Mode when a child holds a `pytree=False` part;
 #: only a `pytree=False` object itself raises).
-_ONE_LEVEL_APIS = frozenset({"iter_children", "iter_module_children"})
 
 #: NNX704's message when the walk happens inside a project helper the object is passed to.
 _HELPER_MESSAGE = ("`{argument}` ({class_name}, {reason}) passed to `{helper}`, which calls `{api}` on it: "
@@ -60,7 +64,7 @@ def _passed_through(transform: str, keywords: dict, position: int) -> bool:
     """Whether JAX passes argument ``position`` through the transform untouched (not traced):
     a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
     Such an argument may be a non-pytree in Tree Mode too."""
-    if transform in ("vmap", "pmap"):
+    if transform in MAPPING_TRANSFORMS:
         axes = keywords.get("in_axes", 0)
         if axes is None:
             return True
@@ -78,11 +82,11 @@ def _passed_through(transform: str, keywords: dict, position: int) -> bool:
 
 def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
     if isinstance(base, nodes.Attribute) and base.attrname == "Module":
-        return (context.qualified_name(base.expr) or "").startswith("flax.nnx.bridge")
+        return (context.qualified_name(base.expr) or "").startswith(BRIDGE_PACKAGE)
     if isinstance(base, nodes.Name):
         _scope, assignments = lookup(base)
         for assignment in assignments:
-            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith("flax.nnx.bridge"):
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(BRIDGE_PACKAGE):
                 return any((alias or original) == base.name and original == "Module"
                            for original, alias in assignment.names)
     return False
@@ -101,7 +105,7 @@ def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherit
         if _is_bridge_module(context, base):
             return "an nnx.bridge.Module subclass"
         name = context.qualified_name(base)
-        if name == "flax.nnx.Object":
+        if name == NNX_OBJECT:
             return "an nnx.Object subclass"
     for ref in context.classes.info(classdef).bases:
         if ref.definition is not None and ref.definition.root() is classdef.root():
@@ -245,7 +249,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         ),
     ]
 
-    _GRAPH_API_CLASSES = frozenset({"flax.nnx.Optimizer", "flax.nnx.ModelAndOptimizer"})
+    _GRAPH_API_CLASSES = OPTIMIZER_QUALIFIED
 
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -281,7 +285,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            found = self._not_pytree(ref, depth=2 if call is not None and call.name in _ONE_LEVEL_APIS else 0)
+            found = self._not_pytree(ref, depth=2 if call is not None and call.name in ONE_LEVEL_APIS else 0)
             if found is None:
                 continue
             class_name, reason, part = found

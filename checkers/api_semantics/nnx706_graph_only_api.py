@@ -5,7 +5,18 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import ABSENT, Facts, Invalid, Rule, Valid, entry_pin_target, pin_sites_in, raises, transform_resolver
+from nnx_lint.api import (
+    ABSENT,
+    UNSUPPORTED_COMPAT,
+    Facts,
+    Invalid,
+    Rule,
+    Valid,
+    entry_pin_target,
+    pin_sites_in,
+    raises,
+    transform_resolver,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +99,7 @@ class GraphOnlyAPI(Rule):
         call = self.context.nnx_call(node)
         if call is None:
             return
-        if call.qualified_name in ("flax.nnx.compat.vjp", "flax.nnx.compat.jvp"):
+        if call.qualified_name in UNSUPPORTED_COMPAT:
             self.report(node, api=f"nnx.compat.{call.name}",
                         error="NotImplementedError in every mode (graph-mode vjp/jvp with graph updates is "
                               "not supported)",

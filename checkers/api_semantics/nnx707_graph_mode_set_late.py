@@ -6,14 +6,16 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    FLAX_CONFIG_UPDATE,
     MODE_SETTERS,
-    TRANSFORMS,
+    DecodedTransform,
     Facts,
     Invalid,
     Rule,
     Valid,
     differs,
     nodes_of_class,
+    transform_resolver,
     transformed_code,
 )
 
@@ -164,7 +166,7 @@ class GraphModeSetLate(Rule):
         name = self.context.qualified_name(call.func)
         if name in _SETTERS and call.args:
             return f"nnx.{name.rpartition('.')[2]}({call.args[0].as_string()})"
-        if name == "flax.config.update" and len(call.args) >= 2:
+        if name == FLAX_CONFIG_UPDATE and len(call.args) >= 2:
             key = call.args[0]
             if isinstance(key, nodes.Const) and key.value in _CONFIG_KEYS:
                 return f"flax.config.update({key.as_string()}, {call.args[1].as_string()})"
@@ -184,33 +186,24 @@ class GraphModeSetLate(Rule):
         return self._thread_targets
 
     def _import_time_transforms(self) -> list[tuple[int, str]]:
+        """``(line, name)`` of each NNX transform created at import time that does not pin both
+        mode flags: decorators of module-level functions and methods, ``name = nnx.jit(f)``."""
         if self._import_time is None:
+            resolver = transform_resolver(self.context)
             found: list[tuple[int, str]] = []
-            module = self.context.module
-            for statement in module.body:
-                candidates: list[tuple[nodes.NodeNG, str]] = []
-                if isinstance(statement, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and statement.decorators:
-                    candidates += [(d, statement.name) for d in statement.decorators.nodes]
+            for statement in self.context.module.body:
+                candidates: list[tuple[DecodedTransform | None, str]] = []
+                if isinstance(statement, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                    candidates += [(d, statement.name) for d in resolver.decorators(statement)]
                 elif isinstance(statement, nodes.ClassDef):
                     for item in statement.body:
-                        if isinstance(item, (nodes.FunctionDef, nodes.AsyncFunctionDef)) and item.decorators:
-                            candidates += [(d, f"{statement.name}.{item.name}") for d in item.decorators.nodes]
+                        if isinstance(item, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+                            candidates += [(d, f"{statement.name}.{item.name}") for d in resolver.decorators(item)]
                 elif isinstance(statement, nodes.Assign) and isinstance(statement.value, nodes.Call):
-                    target = statement.targets[0]
-                    candidates.append((statement.value, target.as_string()))
-                for expression, name in candidates:
-                    if self._unpinned_transform(expression):
-                        found.append((expression.lineno, name))
+                    candidates.append((resolver.created(statement.value), statement.targets[0].as_string()))
+                for transform, name in candidates:
+                    if transform is not None and not transform.is_compat \
+                            and transform.given_flags != {"graph", "graph_updates"}:
+                        found.append((transform.node.lineno, name))
             self._import_time = found
         return self._import_time
-
-    def _unpinned_transform(self, expression: nodes.NodeNG) -> bool:
-        if isinstance(expression, nodes.Call):
-            call = self.context.nnx_call(expression)
-            if call is None and isinstance(expression.func, nodes.Call):
-                call = self.context.nnx_call(expression.func)
-            if call is None or call.name not in TRANSFORMS or call.is_compat:
-                return False
-            return not ("graph" in call.keywords and "graph_updates" in call.keywords)
-        name = self.context.qualified_name(expression)
-        return bool(name) and name.startswith("flax.nnx.") and name.rpartition(".")[2] in TRANSFORMS

@@ -5,10 +5,10 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, clipped, raises
+from nnx_lint.api import DTYPE_MODULES, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, clipped, raises
 
 #: Modules whose attributes named like a dtype are dtypes (``jnp.float32``, ``np.int8``).
-_DTYPE_MODULES = ("jax.numpy.", "numpy.", "ml_dtypes.")
+_DTYPE_MODULES = DTYPE_MODULES
 #: dtype names of those modules (the scalar types, which JAX also rejects as leaves).
 _DTYPE_NAMES = frozenset("""
     bfloat16 bool_ complex64 complex128 float16 float32 float64 float8_e4m3fn float8_e5m2 int4 int8

@@ -6,7 +6,19 @@ from typing import Any, Iterator
 
 from astroid import nodes
 
-from nnx_lint.api import MODE_SETTERS, SPLITS, STATE_PRODUCERS, lookup, pin_sites_in, transform_resolver, value_model
+from nnx_lint.api import (
+    MODE_SETTERS,
+    NNX_CLONE,
+    NNX_PREFIX,
+    SPLITS,
+    STATE_PRODUCERS,
+    TREE_MAP,
+    TREE_MAPS,
+    lookup,
+    pin_sites_in,
+    transform_resolver,
+    value_model,
+)
 
 
 _MODE_PROBES = frozenset(MODE_SETTERS)
@@ -85,18 +97,18 @@ class _Analysis:
 
     def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None, nodes.NodeNG] | None:
         """``(primal, unaffected by the flip, nondiff_argnums, transform node)`` when ``name``
-        is an ``nnx.custom_vjp`` function, through the one transform resolver."""
-        found = self.transforms.transformed(name)
-        if found is not None and found[0].name != "custom_vjp" and isinstance(found[1], nodes.FunctionDef):
+        is an ``nnx.custom_vjp`` function, as the one transform resolver decodes it."""
+        found = self.transforms.decoded(name)
+        if found is not None and found.name != "custom_vjp" and isinstance(found.applied_to, nodes.FunctionDef):
             # `@nnx.custom_vjp` over `@nnx.remat`: the custom_vjp is not the innermost transform
-            found = next((d for d in self.transforms.decorations(found[1]) if d[0].name == "custom_vjp"), None)
-        if found is None or found[0].name != "custom_vjp":
+            found = next((d for d in self.transforms.decorators(found.applied_to) if d.name == "custom_vjp"), None)
+        if found is None or found.name != "custom_vjp":
             return None
-        transform, function, keeps = found
+        function = found.applied_to
         primal = function if isinstance(function, nodes.FunctionDef) else _function(function)
         if primal is None:
             return None
-        return primal, keeps, _nondiff(transform.keywords.get("nondiff_argnums")), transform.node
+        return primal, found.keeps_graph, found.nondiff_argnums, found.node
 
     # -- helpers for rules --------------------------------------------------------------------
     def state_tangent(self, expression: nodes.NodeNG, bwd: nodes.FunctionDef, old_parts: set[str], depth: int = 0) -> str | None:
@@ -106,13 +118,13 @@ class _Analysis:
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
             if name in STATE_PRODUCERS:
-                return name.replace("flax.nnx.", "nnx.") + "(...)"
-            if name == "flax.nnx.clone" and expression.args:
+                return name.replace(NNX_PREFIX, "nnx.") + "(...)"
+            if name == NNX_CLONE and expression.args:
                 inner = self.state_tangent(expression.args[0], bwd, old_parts, depth + 1)
                 return f"nnx.clone({inner})" if inner else None
-            if name in ("jax.tree.map", "jax.tree_util.tree_map") and len(expression.args) >= 2:
+            if name in TREE_MAPS and len(expression.args) >= 2:
                 inner = self.state_tangent(expression.args[1], bwd, old_parts, depth + 1)
-                return f"jax.tree.map(..., {inner})" if inner else None
+                return f"{TREE_MAP}(..., {inner})" if inner else None
             return None
         if isinstance(expression, nodes.Subscript):
             if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in SPLITS:
@@ -156,17 +168,6 @@ def _function(node: nodes.NodeNG | None) -> nodes.FunctionDef | None:
     _scope, assignments = lookup(node)
     functions = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
     return functions[0] if len(functions) == 1 and len(assignments) == 1 else None
-
-
-def _nondiff(node: nodes.NodeNG | None) -> frozenset[int] | None:
-    if node is None:
-        return frozenset()
-    if isinstance(node, (nodes.Tuple, nodes.List)):
-        values = [e.value for e in node.elts if isinstance(e, nodes.Const) and isinstance(e.value, int)]
-        return frozenset(values) if len(values) == len(node.elts) else None
-    if isinstance(node, nodes.Const) and isinstance(node.value, int):
-        return frozenset({node.value})
-    return None
 
 
 def own_body_nodes(function: nodes.FunctionDef, kinds) -> Iterator[nodes.NodeNG]:

@@ -13,7 +13,7 @@ from checkers.custom_vjp.analysis import (
     own_body_nodes,
 )
 from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, bounded_index, raises
+from nnx_lint.api import TREE_MAP, Facts, Invalid, Reproduction, Rule, Valid, bounded_index, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,7 +129,7 @@ class CustomVjpStateTangent(Rule):
         tangent = str(facts.tangent or "")
         if "split" in tangent:
             build = "_, m_g = nnx.split(m)\n                m_g = jax.tree.map(jnp.zeros_like, m_g)"
-        elif tangent.startswith("jax.tree.map"):
+        elif tangent.startswith(TREE_MAP):
             build = "m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))"
         else:
             build = "m_g = nnx.clone(nnx.state(m))"

@@ -13,6 +13,8 @@ from nnx_lint.api import (
     ABSENT,
     CONTAINER_MODULES,
     GRAD_TRANSFORMS,
+    NEVER_MODULE_PREFIXES,
+    NNX_MERGE,
     NNX_MODULE_BASES,
     STATE_CLASSES,
     Facts,
@@ -199,47 +201,18 @@ class _Analysis(GradientConsumers):
     def _application(self, call: nodes.Call) -> GradApplication | None:
         """The grad application ``call`` is, through the one transform resolver: an inline
         ``nnx.grad(loss)(m)``, a name bound to one, a decorated function (also imported), a
-        ``partial(nnx.grad, ...)`` factory, a stored ``self._grad_fn``."""
-        found = self.transforms.transformed(call.func)
-        if found is None:
+        ``partial(nnx.grad, ...)`` factory, a stored ``self._grad_fn``; its argnums and has_aux
+        as the resolver decodes them."""
+        found = self.transforms.decoded(call.func)
+        if found is None or found.name not in GRAD_TRANSFORMS:
             return None
-        transform, function, keeps = found
-        if transform.name not in GRAD_TRANSFORMS:
-            return None
-        args, keywords = transform.args, transform.keywords
-        if isinstance(function, nodes.FunctionDef) and function.decorators \
-                and transform.node in function.decorators.nodes:
+        function = found.applied_to
+        if isinstance(function, nodes.FunctionDef) and function.decorators and found.node in function.decorators.nodes:
             loss = function  # @nnx.grad / @nnx.grad(argnums=...): the decorated function
         else:
-            loss = self._function_of(args[0] if args else keywords.get("f"))
-        argnums = keywords.get("argnums", args[1] if len(args) > 1 else None)
-        has_aux = keywords.get("has_aux", args[2] if len(args) > 2 else None)
-        return self._make(call, transform.name, transform.node, keeps, argnums, has_aux, loss)
-
-    @staticmethod
-    def _make(call, transform, node, keeps, argnums_node, has_aux_node, loss) -> GradApplication:
-        argnums: tuple[int, ...] | None
-        is_tuple = False
-        if isinstance(argnums_node, nodes.IfExp):
-            # `DiffState(0, nnx.LoRAParam) if lora else 0`: the plain branch differentiates the
-            # whole argument (the DiffState branch is NNX202's); two plain branches stay unknown.
-            plain = [branch for branch in (argnums_node.body, argnums_node.orelse) if _plain_argnums(branch)]
-            argnums_node = plain[0] if len(plain) == 1 else argnums_node
-        if argnums_node is None:
-            argnums = (0,)
-        elif _is_int(argnums_node):
-            argnums = (argnums_node.value,)
-        elif isinstance(argnums_node, (nodes.Tuple, nodes.List)) and all(_is_int(e) for e in argnums_node.elts):
-            argnums, is_tuple = tuple(e.value for e in argnums_node.elts), True
-        else:
-            argnums = None  # DiffState (NNX202) or computed
-        if has_aux_node is None:
-            has_aux: bool | None = False
-        elif isinstance(has_aux_node, nodes.Const) and isinstance(has_aux_node.value, bool):
-            has_aux = has_aux_node.value
-        else:
-            has_aux = None
-        return GradApplication(call, transform, node, keeps, argnums, is_tuple, has_aux, loss)
+            loss = self._function_of(found.function)
+        return GradApplication(call, found.name, found.node, found.keeps_graph, found.argnums,
+                               found.argnums_is_tuple, found.has_aux, loss)
 
     def _function_of(self, node: nodes.NodeNG | None) -> nodes.NodeNG | None:
         """The one loss function ``node`` denotes (a lambda, a def, a name bound to either,
@@ -269,7 +242,7 @@ class _Analysis(GradientConsumers):
         """Whether ``argument`` is (a name bound only to) ``nnx.merge(...)``: an NNX object of
         some class, never a State or an array."""
         values = bound_values(argument) if isinstance(argument, nodes.Name) else [argument]
-        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == "flax.nnx.merge"
+        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == NNX_MERGE
                                     for v in values)
 
     def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
@@ -279,7 +252,7 @@ class _Analysis(GradientConsumers):
             # What it holds comes from its construction (`nnx.Dict(a=nnx.List([...]), b=...)`).
             return Differentiated(position, argument, ref.short_name, ref.qualified_name,
                                   self.variables.holdings_of_value(argument), evidence, frozenset(), container=True)
-        if ref.qualified_name in STATE_CLASSES or ref.qualified_name.startswith(("flax.nnx.Rngs", "jax.", "numpy.")):
+        if ref.qualified_name in STATE_CLASSES or ref.qualified_name.startswith(NEVER_MODULE_PREFIXES):
             return None
         if ref.definition is not None:
             if not classes.info(ref.definition).is_nnx_module:
@@ -311,15 +284,6 @@ class _Analysis(GradientConsumers):
 def grad_analysis(context) -> _Analysis:
     """The file's grad analysis, shared by the NNX4xx rules (one per FileContext)."""
     return context.service(_Analysis)
-
-
-def _plain_argnums(node: nodes.NodeNG) -> bool:
-    """``0`` or ``(0, 1)``: argnums without a DiffState."""
-    return _is_int(node) or isinstance(node, (nodes.Tuple, nodes.List)) and all(_is_int(e) for e in node.elts)
-
-
-def _is_int(node: nodes.NodeNG | None) -> bool:
-    return isinstance(node, nodes.Const) and isinstance(node.value, int) and not isinstance(node.value, bool)
 
 
 def _is_called_in(loss: nodes.NodeNG | None, position: int) -> bool:

@@ -9,8 +9,15 @@ from astroid import nodes
 
 from nnx_lint.api import (
     NNX,
+    NNX_PREFIX,
+    NNX_STATE,
+    NNX_STATE_FUNCTIONS,
+    NNX_TO_PURE_DICT,
+    OPTAX_APPLY_UPDATES,
     OPTIMIZER_CLASSES,
+    TREE_MAP,
     TREE_MAPS,
+    WHOLE_TREE_CONSUMERS,
     GradientUse,
     NameResolver,
     clipped,
@@ -34,41 +41,18 @@ STATE_METHODS = frozenset({
 MAPPING_LIKE_CONTAINERS = frozenset({f"{NNX}.Dict", f"{NNX}.List"})
 
 
-#: Functions that need a ``State``/Mapping argument (position of that argument).
-STATE_FUNCTIONS = {
-    "flax.nnx.to_pure_dict": 0,
-    "flax.nnx.to_flat_state": 0,
-    "flax.nnx.filter_state": 0,
-    "flax.nnx.split_state": 0,
-    "flax.nnx.replace_by_pure_dict": 0,
-    "flax.nnx.merge_state": None,  # any position
-    "flax.nnx.traversals.flatten_mapping": 0,
-    "flax.traversals.flatten_mapping": 0,
-    "flax.nnx.statelib.to_flat_state": 0,
-    "flax.nnx.update": "rest",   # nnx.update(model, grads)
-    "flax.nnx.merge": "rest",    # nnx.merge(graphdef, grads)
-    "builtins.dict": 0,
-    "dict": 0,
-}
+#: Functions that need a ``State``/Mapping argument (position of that argument): flax's and
+#: ``dict(...)``.
+STATE_FUNCTIONS = {**NNX_STATE_FUNCTIONS, "builtins.dict": 0, "dict": 0}
 
 
-#: Consumers that reduce over every leaf (name -> position of the tree argument).
-WHOLE_TREE_CONSUMERS = {
-    **dict.fromkeys((
-        "optax.global_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_norm", "optax.tree.norm",
-        "jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves", "jax.tree.flatten",
-        "jax.tree_util.tree_flatten", "jax.flatten_util.ravel_pytree",
-    ), 0),
-    "jax.tree.reduce": 1,
-    "jax.tree_util.tree_reduce": 1,
-}
 
 #: Methods through which Python's ``in`` works on an object (else: TypeError, not iterable).
 _MEMBERSHIP_METHODS = frozenset({"__contains__", "__iter__", "__getitem__"})
 
 #: Classes a gradient is checked against that graph mode's gradient was an instance of.
 #: (``nnx.GraphState`` is another class: graph-mode transforms do not return it.)
-STATE_TYPE_NAMES = frozenset({"flax.nnx.State"})
+STATE_TYPE_NAMES = frozenset({NNX_STATE})
 
 #: ``unittest`` assertions on an instance's class.
 _ASSERT_INSTANCE = frozenset({"assertIsInstance", "assertNotIsInstance"})
@@ -146,7 +130,7 @@ class GradientConsumers:
             index = parent.args.index(use)
             where = STATE_FUNCTIONS.get(name or "", False)
             if where is not False and (where is None or where == index or (where == "rest" and index >= 1)):
-                short = name.replace("flax.nnx.", "nnx.").replace("builtins.", "")
+                short = name.replace(NNX_PREFIX, "nnx.").replace("builtins.", "")
                 return (f"{short}({text})", "raises (needs a State/Mapping)", parent)
             return self._against_a_state(parent, use, name, text)
         return None
@@ -154,11 +138,11 @@ class GradientConsumers:
     def _against_a_state(self, call: nodes.Call, use: nodes.NodeNG, name: str | None,
                          text: str) -> tuple[str, str, nodes.NodeNG] | None:
         """``jax.tree.map(f, <State>, grads)`` / ``optax.apply_updates(<State>, grads)``."""
-        if name in TREE_MAPS or name == "optax.apply_updates":
+        if name in TREE_MAPS or name == OPTAX_APPLY_UPDATES:
             trees = call.args[1:] if name in TREE_MAPS else call.args
             # a State on some path is enough: graph mode combines them there, Tree Mode raises
             if any(self.is_state_value(other, on_some_path=True) for other in trees if other is not use):
-                short = "optax.apply_updates" if name == "optax.apply_updates" else "jax.tree.map"
+                short = OPTAX_APPLY_UPDATES if name == OPTAX_APPLY_UPDATES else TREE_MAP
                 return (f"{short}(..., {text})",
                         "ValueError: pytree structure error: different types, against an nnx.State", call)
         return None
@@ -197,7 +181,7 @@ class GradientConsumers:
         parent = use.parent
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
-            if name == "flax.nnx.to_pure_dict":
+            if name == NNX_TO_PURE_DICT:
                 return f"nnx.to_pure_dict({text})", "raises (needs a State/Mapping)", parent
             return self._against_a_state(parent, use, name, text)
         return None

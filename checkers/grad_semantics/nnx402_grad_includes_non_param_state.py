@@ -16,8 +16,13 @@ from checkers.grad_semantics.analysis import (
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
 from nnx_lint.api import (
     ABSENT,
+    DEFAULT_NORM,
     FLOAT_STATE,
     NON_DIFFERENTIABLE,
+    NORM_CONSUMERS,
+    RAVEL_PYTREE,
+    TREE_FLATTENS,
+    TREE_REDUCES,
     UNKNOWN_DTYPE,
     Facts,
     Invalid,
@@ -29,12 +34,6 @@ from nnx_lint.api import (
 )
 
 
-#: Of those, the ones that only change when a non-Param leaf has a non-zero gradient
-#: (the leaf's value is read by the forward pass); the others see the extra leaves anyway.
-NORM_CONSUMERS = frozenset({
-    "optax.global_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_norm", "optax.tree.norm",
-    "jax.tree.reduce", "jax.tree_util.tree_reduce",
-})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,17 +161,17 @@ class GradIncludesNonParamState(Rule):
         else:
             stat = f"nnx.{variable_type if variable_type in SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
         forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
-        consumer = facts.consumer or "optax.global_norm"
-        if consumer in ("jax.tree.reduce", "jax.tree_util.tree_reduce"):
+        consumer = facts.consumer or DEFAULT_NORM
+        if consumer in TREE_REDUCES:
             observe = "round(float(jnp.sqrt(jax.tree.reduce(lambda a, g: a + jnp.sum(g ** 2), G, 0.0))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
         elif consumer in NORM_CONSUMERS:
             observe = "round(float(jnp.sqrt(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(G)))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
-        elif consumer == "jax.flatten_util.ravel_pytree":
+        elif consumer == RAVEL_PYTREE:
             observe = "ravel_pytree(G)[0].size"
             tree, graph = 4, 2
-        elif consumer in ("jax.tree.flatten", "jax.tree_util.tree_flatten"):
+        elif consumer in TREE_FLATTENS:
             observe = "len(jax.tree.flatten(G)[0])"
             tree, graph = 2, 1
         else:
@@ -188,7 +187,7 @@ class GradIncludesNonParamState(Rule):
 
             model, x = Model(), jnp.ones((4, 2))
         """
-        if consumer == "jax.flatten_util.ravel_pytree":
+        if consumer == RAVEL_PYTREE:
             model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
         program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum({m}(x) ** 2)")
         # G is the gradient: a placeholder name, replaced on the syntax tree

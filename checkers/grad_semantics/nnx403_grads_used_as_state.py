@@ -9,7 +9,21 @@ from astroid import nodes
 from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
 from checkers.grad_semantics.consumers import STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import ABSENT, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, filled, identifier_or, raises
+from nnx_lint.api import (
+    ABSENT,
+    NNX_TO_PURE_DICT,
+    OPTAX_APPLY_UPDATES,
+    STATE_FUNCTIONS_NOT_IN_RUNTIME,
+    TREE_MAPS,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rule,
+    Valid,
+    filled,
+    identifier_or,
+    raises,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,15 +309,12 @@ _METHOD_CALLS = {
 
 
 #: NNX403: State functions that tree_runtime does not provide.
-_RUNTIME_LACKS = frozenset({
-    "flax.nnx.filter_state", "flax.nnx.replace_by_pure_dict", "flax.nnx.traversals.flatten_mapping",
-    "flax.traversals.flatten_mapping", "flax.nnx.statelib.to_flat_state",
-})
+_RUNTIME_LACKS = STATE_FUNCTIONS_NOT_IN_RUNTIME
 
 
 #: NNX403 reproductions: functions on which both implementations raise the same category.
 _FUNCTION_CALLS = {
-    "flax.nnx.to_pure_dict": ("nnx.to_pure_dict(G)", "other:AttributeError"),
+    NNX_TO_PURE_DICT: ("nnx.to_pure_dict(G)", "other:AttributeError"),
     "builtins.dict": ("dict(G)", "other:TypeError"),
     "dict": ("dict(G)", "other:TypeError"),
 }
@@ -323,7 +334,7 @@ def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
         if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and not context.qualified_name(where.func):
             return {"usage_kind": "method", "method": where.func.attrname}
         name = context.qualified_name(where.func) or ""
-        if name in TREE_MAPS or name == "optax.apply_updates":
+        if name in TREE_MAPS or name == OPTAX_APPLY_UPDATES:
             return {"usage_kind": "tree-map", "function": name}
         if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and name not in STATE_FUNCTIONS:
             return {"usage_kind": "method", "method": where.func.attrname}

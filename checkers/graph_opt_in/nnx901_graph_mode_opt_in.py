@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import MODE_SETTERS, Facts, Invalid, Rule, Valid, constant_bool
+from nnx_lint.api import FLAX_CONFIG_UPDATE, MODE_SETTERS, Facts, Invalid, Rule, Valid, constant_bool
 
 
 _SETTERS = frozenset(MODE_SETTERS)
@@ -78,7 +78,7 @@ class GraphModeOptIn(Rule):
         if name in _SETTERS and node.args and constant_bool(node.args[0]) is True:
             self.report(node, what=f"`nnx.{name.rpartition('.')[2]}(True)`")
             return
-        if name == "flax.config.update" and len(node.args) >= 2:
+        if name == FLAX_CONFIG_UPDATE and len(node.args) >= 2:
             key, value = node.args[0], node.args[1]
             if isinstance(key, nodes.Const) and key.value in ("nnx_graph_mode", "nnx_graph_updates"):
                 if constant_bool(value) is True:

@@ -5,6 +5,8 @@ from astroid import nodes
 
 from nnx_lint.api import (
     GRAD_TRANSFORMS,
+    NNX_PERTURBATION,
+    SOWN_VARIABLE_TYPES,
     NNXCall,
     Reach,
     entry_pin_target,
@@ -35,7 +37,7 @@ def sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
     resolver = transform_resolver(context)
     for expression in filters:
         name = resolver.qualified_name(expression)
-        if name in ("flax.nnx.Intermediate", "flax.nnx.Perturbation"):
+        if name in SOWN_VARIABLE_TYPES:
             return name.rpartition(".")[2]
     return None
 
@@ -59,7 +61,7 @@ def perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
             found = context.nnx_call(call)
             if found is None or found.name != "DiffState" or len(found.args) < 2:
                 continue
-            if any(context.qualified_name(e) == "flax.nnx.Perturbation" for e, _ in expressions_within(found.args[1])):
+            if any(context.qualified_name(e) == NNX_PERTURBATION for e, _ in expressions_within(found.args[1])):
                 if not _feeds_only_graph_mode(context, call):
                     return call
     return None

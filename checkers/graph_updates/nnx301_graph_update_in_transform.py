@@ -11,6 +11,8 @@ from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
 from checkers.graph_updates.reproduction import graph_update_reproduction
 from nnx_lint.api import (
     ABSENT,
+    BRIDGE_LAZY_INIT,
+    BRIDGE_WRAPPERS,
     CONTAINER_KINDS,
     DATA_CONTAINER,
     Facts,
@@ -39,7 +41,7 @@ def _literal_shape(value: nodes.NodeNG | None) -> str:
 
 
 #: flax's Linen-to-NNX wrappers, which create their Variables on the first call.
-_BRIDGE_WRAPPERS = frozenset({"flax.nnx.bridge.ToNNX", "flax.nnx.bridge.wrappers.ToNNX"})
+_BRIDGE_WRAPPERS = BRIDGE_WRAPPERS
 
 
 def _enclosing_class(function: nodes.NodeNG) -> nodes.ClassDef | None:
@@ -430,7 +432,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
         if not any(classes.class_of(store.value) == ref for store in stores):
             return None
         if init is not None and any(isinstance(call.func, nodes.Attribute) and call.func.attrname == "lazy_init"
-                                    or service.transforms.qualified_name(call.func) == "flax.nnx.bridge.lazy_init"
+                                    or service.transforms.qualified_name(call.func) == BRIDGE_LAZY_INIT
                                     for call in nodes_of_class(init, nodes.Call)):
             return None
         return {

@@ -9,6 +9,7 @@ from checkers.graph_updates.analysis import perturb_recipe_diffstate, sown_colle
 from checkers.graph_updates.reproduction import dedented, under
 from nnx_lint.api import (
     ABSENT,
+    MAPPING_TRANSFORMS,
     Facts,
     Invalid,
     Reproduction,
@@ -179,7 +180,7 @@ class SowPopAcrossTransform(Rule):
                   else "y = self.lin(x)\n" + " " * 20 + "self.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
         name = "grad_of_x" if collection == "Perturbation" else "y_mean"
         transform = facts.transform
-        if transform in ("vmap", "pmap"):
+        if transform in MAPPING_TRANSFORMS:
             transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
         model = dedented(f"""
             class Foo(nnx.Module):

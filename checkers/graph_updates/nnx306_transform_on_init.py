@@ -7,10 +7,10 @@ from astroid import nodes
 
 from checkers.graph_updates.reproduction import dedented
 from nnx_lint.api import (
+    AXES_TRANSFORMS,
     TRANSFORMS,
     Facts,
     Invalid,
-    NNXCall,
     Reproduction,
     Rule,
     Valid,
@@ -123,7 +123,7 @@ class TransformOnInit(Rule):
         has the layer. The control transforms a factory and assigns its output."""
         transform = choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
         note = ""
-        if transform in ("vmap", "pmap", "scan"):
+        if transform in AXES_TRANSFORMS:
             if transform != "vmap":
                 note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
                         "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
@@ -162,18 +162,13 @@ class TransformOnInit(Rule):
     def visit_functiondef(self, node: nodes.FunctionDef) -> None:
         if node.name != "__init__" or not isinstance(node.parent, nodes.ClassDef) or node.decorators is None:
             return
-        for entry in transform_resolver(self.context).entries_of(node):
+        resolver = transform_resolver(self.context)
+        for entry in resolver.entries_of(node):
             if entry.form == "decorator" and entry.affected:
-                split = any(self.context.nnx_call(d) is not None and self.context.nnx_call(d).name == "split_rngs"
-                            for d in node.decorators.nodes if isinstance(d, nodes.Call))
+                # `@nnx.split_rngs(...)`: graph-mode splitting in place is part of the pattern,
+                # so a pin keeps their graph mode too
+                splits = [d.call for d in resolver.decorators(node) if d.name == "split_rngs"]
                 self.report(entry.node, transform=entry.transform, class_name=node.parent.name,
-                            confidence="transform", split_rngs=split,
-                            pin=pin_sites_in(self.context, entry_pin_target(entry), *self._split_rngs_decorators(node)))
+                            confidence="transform", split_rngs=bool(splits),
+                            pin=pin_sites_in(self.context, entry_pin_target(entry), *splits))
                 return
-
-
-    def _split_rngs_decorators(self, function: nodes.FunctionDef) -> list[NNXCall]:
-        """``@nnx.split_rngs(...)`` decorators: graph-mode splitting in place is part of the
-        pattern, so a pin keeps their graph mode too."""
-        calls = [self.context.nnx_call(d) for d in function.decorators.nodes if isinstance(d, nodes.Call)]
-        return [c for c in calls if c is not None and c.name == "split_rngs"]

@@ -149,15 +149,15 @@ class ScanBroadcastWrite(Rule):
             return
         if self.context.keeps_graph_mode(call) or explicit_tree(call):
             return
-        in_axes = call.keywords["in_axes"]
+        # (nnx.Carry, None, 0) -> (NOT_LITERAL, None, 0): the None axes are the broadcast ones
+        in_axes = service.transforms.decode(call).in_axes
         functions = [e.function for e in service.transforms.entries if e.call is not None and e.call.node is node]
         for function in dict.fromkeys(functions):
             parameters = [a.name for a in (function.args.posonlyargs or []) + (function.args.args or [])]
-            if isinstance(in_axes, nodes.Const) and in_axes.value is None:
+            if in_axes is None:
                 broadcast = set(parameters)
-            elif isinstance(in_axes, (nodes.Tuple, nodes.List)):
-                broadcast = {parameters[i] for i, axis in enumerate(in_axes.elts)
-                             if i < len(parameters) and isinstance(axis, nodes.Const) and axis.value is None}
+            elif isinstance(in_axes, tuple):
+                broadcast = {parameters[i] for i, axis in enumerate(in_axes) if i < len(parameters) and axis is None}
             else:
                 continue
             for target, parameter in _variable_writes(function, broadcast):

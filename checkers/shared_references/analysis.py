@@ -4,7 +4,12 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.api import (
+    CONTAINER_NAMES,
+    MODULE_USE_APIS,
+    NNX_PREFIX,
+    NNX_SPLIT,
     SHARED_KINDS,
+    STATE_READERS,
     Alias,
     Application,
     Argument,
@@ -15,10 +20,6 @@ from nnx_lint.api import (
     lookup,
     nodes_of_class,
 )
-
-
-#: Transforms whose function returns its carry by design (not output aliasing).
-CARRY_TRANSFORMS = frozenset({"scan", "fori_loop", "while_loop"})
 
 
 def function_definition(expression: nodes.NodeNG | None, context=None) -> nodes.NodeNG | None:
@@ -76,18 +77,7 @@ KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state
                "ref": "mutable array ref"}
 
 
-CONTAINER_NAMES = frozenset({"List", "Sequential", "Dict", "data"})
-
-
 GRAPH_METHODS = frozenset({"eval", "train", "set_attributes"})
-
-
-GRAPH_USE_APIS = frozenset({"Optimizer", "ModelAndOptimizer", "EMA", "tabulate"})
-
-
-_MODULE_USE_APIS = frozenset(
-    {"state", "split", "update", "graphdef", "variables", "iter_graph", "iter_modules", "clone", "pop", "view"}
-)
 
 
 def self_text(path: tuple[str, ...]) -> str:
@@ -190,10 +180,10 @@ def view_of(context, expression: nodes.NodeNG) -> str | None:
             expression = bindings[0]
     if isinstance(expression, nodes.Call):
         name = context.qualified_name(expression.func) or ""
-        if name in ("flax.nnx.state", "flax.nnx.variables"):
+        if name in STATE_READERS:
             return "state"
     if isinstance(expression, nodes.Subscript) and isinstance(expression.value, nodes.Call):
-        if context.qualified_name(expression.value.func) == "flax.nnx.split":
+        if context.qualified_name(expression.value.func) == NNX_SPLIT:
             return "split"
     return None
 
@@ -227,9 +217,8 @@ class ReturnFinding:
 
 
 def has_aux(use: Application) -> bool:
-    """Whether the application's transform passes a literal ``has_aux=True``."""
-    value = use.transform.keywords.get("has_aux")
-    return isinstance(value, nodes.Const) and value.value is True
+    """Whether the application's transform passes a literal ``has_aux=True`` (as the resolver decodes it)."""
+    return use.decoded.has_aux is True
 
 
 def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
@@ -250,6 +239,6 @@ def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
                         return True
                 if node.args and isinstance(node.args[0], nodes.Name) and node.args[0].name == name:
                     qualified = context.qualified_name(func) or ""
-                    if qualified.startswith("flax.nnx.") and qualified.rpartition(".")[2] in _MODULE_USE_APIS:
+                    if qualified.startswith(NNX_PREFIX) and qualified.rpartition(".")[2] in MODULE_USE_APIS:
                         return True
     return False

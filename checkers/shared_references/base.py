@@ -10,7 +10,6 @@ from astroid import nodes
 
 from checkers.shared_references.analysis import (
     GRAPH_METHODS,
-    GRAPH_USE_APIS,
     KIND_WORDS,
     alias_category,
     alias_shape,
@@ -19,6 +18,8 @@ from checkers.shared_references.analysis import (
     short_source,
 )
 from nnx_lint.api import (
+    ALIAS_CHECKING_WITHOUT_UPDATES,
+    GRAPH_USE_APIS,
     Alias,
     Facts,
     NNXCall,
@@ -156,7 +157,7 @@ class ClassAliasRule(FamilyRule):
             return
         mode = self.context.mode.call_mode(call)
         keeps = mode.graph is False or (
-            mode.graph is True and (mode.graph_updates is True or call.name not in ("eval_shape", "custom_vjp")))
+            mode.graph is True and (mode.graph_updates is True or call.name not in ALIAS_CHECKING_WITHOUT_UPDATES))
         for function in lambdas:
             for inner in function.body.nodes_of_class(nodes.Call):
                 ref = self.classes.class_of(inner)

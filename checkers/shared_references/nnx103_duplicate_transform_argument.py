@@ -29,6 +29,8 @@ from checkers.shared_references.reproduction import (
 from nnx_lint.api import (
     ABSENT,
     ALIAS_CHECKING_GRAPH_APIS,
+    CARRY_LOOPS,
+    CONTAINER_MODULES,
     STATEFUL_KINDS,
     Facts,
     Invalid,
@@ -277,7 +279,7 @@ class DuplicateTransformArgument(FamilyRule):
         if use is None:
             self._graph_api_call(node)
             return
-        if use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
+        if use.accepts_shared_inputs or use.name in CARRY_LOOPS:
             return
         views = argument_views(self.context, [argument.expression for argument in use.arguments])
         refs = list(zip(use.arguments, views[0].refs))
@@ -396,7 +398,7 @@ class DuplicateTransformArgument(FamilyRule):
 
     def _nnx_container(self, container: nodes.NodeNG | None) -> bool:
         call = self.context.nnx_call(container) if isinstance(container, nodes.Call) else None
-        return call is not None and call.name in ("List", "Dict", "Sequential")
+        return call is not None and call.qualified_name in CONTAINER_MODULES
 
 
 def _element_label(label: str, path: str) -> str:

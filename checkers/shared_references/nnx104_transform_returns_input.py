@@ -16,7 +16,17 @@ from checkers.shared_references.reproduction import (
     shared_object,
     viewed,
 )
-from nnx_lint.api import ABSENT, GRAD_TRANSFORMS, Facts, Invalid, Reproduction, Valid, bounded_index, raises
+from nnx_lint.api import (
+    ABSENT,
+    BRANCH_TRANSFORMS,
+    GRAD_TRANSFORMS,
+    Facts,
+    Invalid,
+    Reproduction,
+    Valid,
+    bounded_index,
+    raises,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +233,7 @@ def _returned_input_reproduction(facts: Facts) -> Reproduction:
     holder = shared_object(kind if not part else "Module", [part])
     position = facts.position if isinstance(facts.position, int) else 0
     position = bounded_index(position, "the argument position")
-    label = f"args[{position}]" if transform not in ("cond", "switch") else f"operands[{position}]"
+    label = f"args[{position}]" if transform not in BRANCH_TRANSFORMS else f"operands[{position}]"
     parameter = f"p{position}"
     returned = viewed(parameter, part, view)
     if facts.has_aux or transform in GRAD_TRANSFORMS:

@@ -19,6 +19,7 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
+    CARRY_LOOPS,
     STATEFUL_KINDS,
     ArgumentView,
     Facts,
@@ -196,7 +197,7 @@ class ArgumentHoldsArgument(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         use = self.finder.application(node)
-        if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
+        if use is None or use.accepts_shared_inputs or use.name in CARRY_LOOPS:
             return
         # the arguments as this function sees them, then as its callers do (`measure(model,
         # optimizer, x)` called with `optimizer = nnx.ModelAndOptimizer(model, tx)`)

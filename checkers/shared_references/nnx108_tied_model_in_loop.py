@@ -26,6 +26,7 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
+    CARRY_LOOPS,
     Facts,
     Invalid,
     Reproduction,
@@ -171,7 +172,7 @@ class TiedModelInLoop(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in ("fori_loop", "while_loop"):
+        if call is None or call.name not in CARRY_LOOPS:
             return
         use = self.finder.application(node)
         if use is None or use.keeps_graph or not use.arguments:

@@ -12,6 +12,7 @@ from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import BOX, dedented
 from nnx_lint.api import (
     ABSENT,
+    GRAPHDEF_MERGES,
     Facts,
     Invalid,
     Ref,
@@ -44,9 +45,6 @@ EFFECTS: dict[str, str] = {
 #: copy per path (measured with flax 0.12.8 on `nnx.jit`: inside and after the call,
 #: `m.left is m.right` is False in Tree Mode, True in graph mode).
 TRANSFORM_EFFECT = "passes it to the function once per path"
-#: APIs that rebuild what a GraphDef describes: the change shows where the GraphDef (from an
-#: `nnx.split` / `nnx.graphdef` / `nnx.flatten` of the value) is merged back.
-_MERGES = frozenset({"merge", "unflatten"})
 #: The deprecated ``Module.iter_modules()`` method walks as ``nnx.iter_modules`` does.
 _METHODS = frozenset({"iter_modules"})
 
@@ -214,7 +212,7 @@ class SharedNodeInTraversal(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is not None and call.name in _MERGES and call.args and not call.via_partial:
+        if call is not None and call.name in GRAPHDEF_MERGES and call.args and not call.via_partial:
             source = value_model(self.context).graphdef_source(call.args[0])
             if source is not None and self.context.flip_changes(source) and source.graph_node_argument is not None:
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,

@@ -12,6 +12,7 @@ from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
     FLAX_LAYERS,
     MODULE_CLASSES,
+    MODULE_WALKS,
     SHARED_KINDS,
     WALKING_METHODS,
     Facts,
@@ -27,8 +28,6 @@ from nnx_lint.api import (
     raises,
 )
 
-#: Graph APIs whose walk yields every Module of a model.
-_WALKS = frozenset({"iter_modules", "iter_graph"})
 #: The kinds of :meth:`nnx_lint.analysis.classes.ClassModel.kind_of`, as the facts and messages name them.
 _KIND_WORDS = {"rngs": "Rngs", "variable": "Variable", "module": "Module", "state": "State", "ref": "mutable array"}
 #: What the reproduction stores, by the finding's kind (a State or a raw ref: an Rngs stands in).
@@ -228,7 +227,7 @@ class ObjectOnEveryModule(FamilyRule):
             return None
         call = self.context.nnx_call(iterable)
         if call is not None:
-            if call.name in _WALKS and call.args and not self.context.keeps_graph_mode(call) \
+            if call.name in MODULE_WALKS and call.args and not self.context.keeps_graph_mode(call) \
                     and call.keywords.get("graph") is None:
                 return call.name, call.args[0]
             return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
-    CARRY_TRANSFORMS,
     DUPLICATE_OUTPUT_HELP,
     DUPLICATE_OUTPUT_MESSAGE,
     KIND_WORDS,
@@ -22,8 +21,14 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
+    CARRY_TRANSFORMS,
+    NNX_PREFIX,
+    NNX_SPLIT,
+    NNX_VAR_DEFAULTS,
+    REF_VARIABLE_MAKERS,
     SHARED_KINDS,
     STATEFUL_KINDS,
+    STATE_READERS,
     Application,
     Ref,
     bound_values,
@@ -78,7 +83,7 @@ def _keyword_is_true(call: nodes.Call, name: str) -> bool:
 
 
 #: What makes Variables (or a tree's Variables) mutable array refs when given ``ref=True``.
-_REF_VARIABLE_MAKERS = frozenset({"flax.nnx.with_vars", "flax.nnx.vars_as"})
+_REF_VARIABLE_MAKERS = REF_VARIABLE_MAKERS
 
 
 def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) -> bool:
@@ -88,7 +93,7 @@ def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) 
         if isinstance(parent, nodes.With) and child in parent.body:
             for item, _alias in parent.items:
                 if isinstance(item, nodes.Call) and _keyword_is_true(item, "ref") \
-                        and context.qualified_name(item.func) == "flax.nnx.var_defaults":
+                        and context.qualified_name(item.func) == NNX_VAR_DEFAULTS:
                     return True
         child, parent = parent, parent.parent
     return False
@@ -304,7 +309,7 @@ class ReturnRule(FamilyRule):
             yield from self._returned_parts(value.value, definition, depth + 1)
         elif isinstance(value, nodes.Call):
             name = self.context.qualified_name(value.func)
-            nnx_name = name[len("flax.nnx."):] if name and name.startswith("flax.nnx.") else None
+            nnx_name = name[len(NNX_PREFIX):] if name and name.startswith(NNX_PREFIX) else None
             if nnx_name in ("state", "variables") and value.args:
                 yield value, self.classes.ref_of(value.args[0]), True, None
             elif name in ("builtins.dict", "dict") or (isinstance(value.func, nodes.Name) and value.func.name == "dict"):
@@ -322,7 +327,7 @@ class ReturnRule(FamilyRule):
                     yield value, None, False, None  # the call's own result (`jax.new_ref(x)`)
         elif isinstance(value, nodes.Subscript) and isinstance(value.value, nodes.Call):
             name = self.context.qualified_name(value.value.func)
-            if name == "flax.nnx.split" and value.value.args:
+            if name == NNX_SPLIT and value.value.args:
                 index = value.slice
                 if isinstance(index, nodes.Const) and isinstance(index.value, int) and index.value >= 1:
                     yield value, self.classes.ref_of(value.value.args[0]), True, None
@@ -347,7 +352,7 @@ class ReturnRule(FamilyRule):
             return True
         if isinstance(value, nodes.Call):
             name = self.context.qualified_name(value.func) or ""
-            if name in ("flax.nnx.state", "flax.nnx.variables") or name in ("builtins.dict", "dict"):
+            if name in STATE_READERS or name in ("builtins.dict", "dict"):
                 return True
             cls = self.classes.class_of(value)
             return cls is not None and cls.definition is not None

@@ -11,6 +11,7 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
+from nnx_lint.flax_table.names import NNX_PREFIX
 from nnx_lint.analysis.class_info import store_target_path
 from nnx_lint.analysis.construction import Construction
 from nnx_lint.analysis.refs import (RNG_CLASSES, SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, SelfReference, StoreEvent,
@@ -67,7 +68,7 @@ class AliasQueries:
             return self.kind_of(ref) in ("module", "rngs")
         if cls.definition is not None:
             return self.info(cls.definition).is_nnx_module
-        return cls.qualified_name.startswith("flax.nnx.") and (
+        return cls.qualified_name.startswith(NNX_PREFIX) and (
             nnx_api.holds_variables(cls.qualified_name) or cls.short_name in RNG_CLASSES
             or cls.short_name in nnx_api.STATELESS_MODULE_CLASSES
             or cls.qualified_name in nnx_api.CONTAINER_MODULES)

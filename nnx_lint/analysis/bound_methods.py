@@ -24,15 +24,11 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.flax_table.names import NNX_PREFIX
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
-#: The flax.nnx function transforms that raise on a bound Module method (flax 0.12.8).
-REJECTING_TRANSFORMS = frozenset({
-    "jit", "vmap", "pmap", "scan", "grad", "value_and_grad", "remat", "checkify", "shard_map",
-    "custom_vjp", "eval_shape", "vjp", "jvp",
-})
 _NOT_INSTANCE_METHODS = frozenset({"staticmethod", "classmethod", "property"})
 
 
@@ -47,7 +43,7 @@ def is_bound_module_method(context: FileContext, expression: nodes.NodeNG | None
         return False
     if owner.definition is None:
         # flax's own Modules (``linear.__call__``): a method, as long as it is not an attribute read
-        return owner.qualified_name.startswith("flax.nnx.") and expression.attrname == "__call__" \
+        return owner.qualified_name.startswith(NNX_PREFIX) and expression.attrname == "__call__" \
             and classes.class_kind(owner) == "module"
     if not classes.info(owner.definition).is_nnx_module:
         return False

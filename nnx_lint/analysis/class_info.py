@@ -12,7 +12,6 @@ from astroid import nodes
 
 
 #: Bases that make a class an NNX Module (or pytree object) in flax.nnx.
-NNX_MODULE_BASES = frozenset({"flax.nnx.Module", "flax.nnx.Object", "flax.nnx.Pytree"})
 #: How deep the model follows bases, helper calls, call sites and nested stores.
 MAX_DEPTH = 6
 

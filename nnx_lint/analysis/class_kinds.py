@@ -10,11 +10,12 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
-from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, MAX_DEPTH, ClassInfo, ClassRef, Store, attribute_chain,
+from nnx_lint.analysis.class_info import (MAX_DEPTH, ClassInfo, ClassRef, Store, attribute_chain,
                                           bind_arguments, stored_fields)
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.refs import RNG_CLASSES, RNG_TYPES, STATEFUL_KINDS, VARIABLE_CLASSES, Ref, names_rngs
 from nnx_lint.flax_table.flax_layers import FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
+from nnx_lint.flax_table.names import ARRAY_FUNCTION_MODULES, GENERIC_MODULE_CLASSES, NNX_MODULE_BASES, NNX_PREFIX
 
 
 class ClassKinds:
@@ -29,7 +30,7 @@ class ClassKinds:
             return candidate or generic
         if candidate.definition is not None:
             return candidate if self.info(candidate.definition).is_nnx_module else generic
-        return candidate if candidate.qualified_name.startswith("flax.nnx.") else generic
+        return candidate if candidate.qualified_name.startswith(NNX_PREFIX) else generic
 
     def parameter_class(self, function: nodes.NodeNG, name: str, depth: int = 0) -> ClassRef | None:
         """The class of ``function``'s parameter ``name``: its annotation, narrowed by what the
@@ -71,7 +72,7 @@ class ClassKinds:
             return None
         name = ref.short_name
         if ref.definition is None:
-            if not ref.qualified_name.startswith("flax.nnx."):
+            if not ref.qualified_name.startswith(NNX_PREFIX):
                 return None
             if name in RNG_CLASSES:
                 return "rngs"
@@ -108,7 +109,7 @@ class ClassKinds:
         found = []
         for base in info.bases:
             if base.definition is None:
-                if base.qualified_name.startswith("flax.nnx."):
+                if base.qualified_name.startswith(NNX_PREFIX):
                     found.append(base)
             elif depth < MAX_DEPTH:
                 found.extend(self._flax_bases(self.info(base.definition), depth + 1))
@@ -142,7 +143,7 @@ class ClassKinds:
             return None
         ref = self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
         kind = self.class_kind(ref) if ref is not None and ref.definition is not classdef else None
-        if kind is None and ref is not None and ref.qualified_name in ("flax.nnx.Module", "flax.nnx.Pytree"):
+        if kind is None and ref is not None and ref.qualified_name in GENERIC_MODULE_CLASSES:
             kind = "module"
         return kind if kind in STATEFUL_KINDS else None
 
@@ -199,13 +200,13 @@ class ClassKinds:
         if ref is None:
             return False
         if ref.definition is None:
-            return ref.qualified_name.startswith("flax.nnx.") and ref.short_name in short_names
+            return ref.qualified_name.startswith(NNX_PREFIX) and ref.short_name in short_names
         return self._derives_from(ref.definition, short_names)
 
     def _derives_from(self, classdef: nodes.ClassDef, short_names: frozenset[str], depth: int = 0) -> bool:
         for base in self.info(classdef).bases:
             if base.definition is None:
-                if base.qualified_name.startswith("flax.nnx.") and base.short_name in short_names:
+                if base.qualified_name.startswith(NNX_PREFIX) and base.short_name in short_names:
                     return True
             elif depth < MAX_DEPTH and self._derives_from(base.definition, short_names, depth + 1):
                 return True
@@ -268,7 +269,7 @@ def _never_runs(node: nodes.NodeNG) -> bool:
 
 
 #: Modules whose functions return plain arrays (never Variables).
-_ARRAY_MODULES = ("jax.numpy.", "numpy.", "jax.random.", "jax.lax.", "jax.nn.")
+_ARRAY_MODULES = ARRAY_FUNCTION_MODULES
 
 
 def _is_static_value(value: nodes.NodeNG | None) -> bool:

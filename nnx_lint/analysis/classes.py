@@ -36,7 +36,7 @@ from astroid import nodes
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.aliases import AliasQueries
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
-from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, MAX_DEPTH, ClassInfo, ClassRef, Store, bind_arguments,
+from nnx_lint.analysis.class_info import (MAX_DEPTH, ClassInfo, ClassRef, Store, bind_arguments,
                                           is_static_method, self_store)
 from nnx_lint.analysis.class_kinds import ClassKinds
 from nnx_lint.analysis.construction import Construction, ConstructionReplay
@@ -44,20 +44,12 @@ from nnx_lint.analysis.flow import bound_values, default_fallback, lookup, unpac
 from nnx_lint.analysis.names import base_classes
 from nnx_lint.analysis.refs import Alias, RefQueries
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.names import CLASS_PRESERVING_CALLS, NNX_MODULE_BASES, NNX_PREFIX
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
 
-#: Calls whose result has the class of one argument (its position).
-_CLASS_PRESERVING = {
-    "flax.nnx.clone": 0, "flax.nnx.compat.clone": 0,
-    "flax.nnx.fori_loop": 3, "flax.nnx.compat.fori_loop": 3,
-    "flax.nnx.while_loop": 2, "flax.nnx.compat.while_loop": 2,
-    "flax.nnx.view": 0, "flax.nnx.compat.view": 0,
-    # a copy of the tree with its Variables converted (``ref=True``, ``hijax=True``)
-    "flax.nnx.with_vars": 0, "flax.nnx.vars_as": 0,
-}
 
 
 class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
@@ -96,7 +88,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         definition = self._definition(qualified_name, at)
         if definition is not None:
             return ClassRef(qualified_name, definition)
-        if qualified_name.startswith("flax.nnx.") and qualified_name.rpartition(".")[2][:1].isupper():
+        if qualified_name.startswith(NNX_PREFIX) and qualified_name.rpartition(".")[2][:1].isupper():
             return ClassRef(qualified_name)
         return None
 
@@ -149,7 +141,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 base_info = self.info(ref.definition, depth + 1)
                 info.is_nnx_module = info.is_nnx_module or base_info.is_nnx_module
                 info.add_inherited(base_info.stores)
-            elif ref.qualified_name.startswith("flax.nnx."):
+            elif ref.qualified_name.startswith(NNX_PREFIX):
                 info.is_nnx_module = True  # nnx.Linear, nnx.Sequential, ... are Modules
         init = classdef.locals.get("__init__")
         if init and isinstance(init[-1], nodes.FunctionDef):
@@ -210,7 +202,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 return self._class_of_merged(expression.args[1], None, depth) \
                     or self._class_of_merged(expression.args[0], None, depth, graphdef=True)
             name = self.resolver_for(expression).qualified_name(expression.func)
-            carried = _CLASS_PRESERVING.get(name or "")
+            carried = CLASS_PRESERVING_CALLS.get(name or "")
             if carried is not None:
                 # nnx.clone(m) / nnx.view(m) / nnx.fori_loop(..., m) / nnx.while_loop(..., m): m's class
                 argument = expression.args[carried] if len(expression.args) > carried else None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterator
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.flax_table.names import TREE_MAP, TREE_MAPS
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
@@ -79,7 +80,7 @@ class GradientFlow:
         parent = value.parent
         if not path:
             if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and parent.args[1:2] == [value] and len(parent.args) == 2:
-                yield from self._follow_result(parent, [], via + ["jax.tree.map"], seen, exit_call)
+                yield from self._follow_result(parent, [], via + [TREE_MAP], seen, exit_call)
                 return
             if _assigned_targets(parent, value):
                 for target in _assigned_targets(parent, value):
@@ -120,7 +121,7 @@ class GradientFlow:
                         yield from self._follow_target(inner, [], via + [target.name], seen, exit_call)
                     continue
                 if isinstance(parent, nodes.Call) and self.is_tree_map(parent) and len(parent.args) == 2 and parent.args[1] is use:
-                    yield from self._follow_result(parent, [], via + [target.name, "jax.tree.map"], seen, exit_call)
+                    yield from self._follow_result(parent, [], via + [target.name, TREE_MAP], seen, exit_call)
                     continue
                 parameter = self._callee_parameter(use) if len(via) < 6 else None
                 if parameter is not None:  # passed on to a project function: follow it there
@@ -169,7 +170,6 @@ class GradientFlow:
         return uses
 
 
-TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
 
 
 def _assigned_targets(statement: nodes.NodeNG, value: nodes.NodeNG) -> list[nodes.NodeNG]:

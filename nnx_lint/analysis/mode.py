@@ -26,6 +26,7 @@ from astroid import nodes
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.calls import NNXCall, constant_bool
 from nnx_lint.analysis.names import NameResolver
+from nnx_lint.flax_table.names import FLAX_CONFIG_UPDATE
 
 _SETTERS = nnx_api.MODE_SETTERS
 _CONFIG_KEYS = nnx_api.MODE_CONFIG_KEYS
@@ -142,7 +143,7 @@ class ModeContext:
             value = constant_bool(expression.args[0])
             setter = name.rpartition(".")[2]
             return {flag: (True if value is None else value, f"{setter} {source}")}
-        if name == "flax.config.update" and len(expression.args) >= 2:
+        if name == FLAX_CONFIG_UPDATE and len(expression.args) >= 2:
             key = expression.args[0]
             if isinstance(key, nodes.Const) and key.value in _CONFIG_KEYS:
                 value = constant_bool(expression.args[1])

@@ -16,11 +16,10 @@ from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.class_info import class_fields, is_named_tuple, is_static_method
 from nnx_lint.analysis.flow import default_fallback, lookup, resolved_default
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.names import MUTABLE_ARRAY_CONSTRUCTORS, MUTABLE_ARRAY_TYPES
 
 
 _MAX_REF_DEPTH = 12
-#: flax.nnx optimizers: their first argument must be a Module (what they optimise).
-OPTIMIZER_CLASSES = frozenset({"Optimizer", "ModelAndOptimizer"})
 #: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
 _VARIABLE_ACCESSORS = frozenset({"value", "get_value", "set_value"})
 
@@ -38,10 +37,6 @@ STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
 #: shared references", and its transforms hand the tree to JAX, which rejects one ref passed
 #: twice ("only one reference to a mutable array may be passed"). Graph mode deduplicates both.
 SHARED_KINDS = STATEFUL_KINDS | {"ref"}
-#: Calls that make a raw mutable array ref (``jax.experimental.mutable_array`` before jax 0.7).
-MUTABLE_ARRAY_CONSTRUCTORS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
-#: The type of those refs, as annotations name it (``def f(m: jax.Ref)``).
-MUTABLE_ARRAY_TYPES = frozenset({"jax.Ref", "jax.ref.Ref"})
 RNG_CLASSES = nnx_api.RNG_OBJECTS
 #: Qualified names of what holds RNG state: the Rngs objects and the RNG Variables.
 RNG_TYPES = nnx_api.qualified(nnx_api.RNG_OBJECTS | nnx_api.variable_types("rng"))
@@ -238,12 +233,7 @@ class RefQueries:
         return None
 
     def _nnx_name(self, call: nodes.Call) -> str | None:
-        name = self.resolver_for(call).qualified_name(call.func)
-        if name and name.startswith("flax.nnx.") and not name.startswith("flax.nnx.compat."):
-            return name[len("flax.nnx."):]
-        if name and name.startswith("flax.nnx.compat."):
-            return name[len("flax.nnx.compat."):]
-        return None
+        return nnx_api.short_name(self.resolver_for(call).qualified_name(call.func))
 
     def _ref_of_call(self, call: nodes.Call, depth: int) -> Ref | None:
         nnx_name = self._nnx_name(call)
@@ -409,7 +399,7 @@ class RefQueries:
         names = {
             call.args[0].name for call in nodes_of_class(function, nodes.Call)
             if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
-            and self._nnx_name(call) in OPTIMIZER_CLASSES
+            and self._nnx_name(call) in nnx_api.OPTIMIZER_CLASSES
         }
         for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
             if node.scope() is not function:

@@ -7,21 +7,12 @@ from astroid import nodes
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.flow import bound_values, lookup
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.names import JAX_LOOPS, NNX_CLONE, NNX_DATA, STRUCTURE_KEEPING
 
 
-#: Functions whose result has the structure of one argument (name -> its position):
-#: ``jax.tree.map(f, tree, *rest)`` and ``optax.apply_updates(params, updates)``.
-STRUCTURE_KEEPING: dict[str, int] = {
-    "jax.tree.map": 1, "jax.tree_util.tree_map": 1, "jax.tree_map": 1, "optax.apply_updates": 0,
-}
 #: How deep :meth:`StateValues.is_state` follows names, keys and carries (a State is often
 #: several rebindings away: split, tree-mapped to zeros, resharded, put in a loop's carry).
 _MAX_STATE_DEPTH = 12
-#: Loops whose body gets the carry: qualified name -> (body position, initial value
-#: position, carry parameter position in the body).
-_LOOPS: dict[str, tuple[int, int, int]] = {
-    "jax.lax.scan": (0, 1, 0), "jax.lax.fori_loop": (2, 3, 1), "jax.lax.while_loop": (1, 2, 0),
-}
 
 
 class StateValues:
@@ -45,7 +36,7 @@ class StateValues:
         every = any if on_some_path else all
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
-            if name == "flax.nnx.clone":
+            if name == NNX_CLONE:
                 return bool(expression.args) and self.is_state(expression.args[0], depth + 1)
             if name in STRUCTURE_KEEPING:  # jax.tree.map(f, state, ...) has the first tree's structure
                 position = STRUCTURE_KEEPING[name]
@@ -130,7 +121,7 @@ class StateValues:
             return None
         found = []
         for call in nodes_of_class(scope, nodes.Call):
-            shape = _LOOPS.get(self.context.qualified_name(call.func) or "")
+            shape = JAX_LOOPS.get(self.context.qualified_name(call.func) or "")
             if shape is None or len(call.args) <= shape[0] or not isinstance(call.args[shape[0]], nodes.Name):
                 continue
             _scope, bound = lookup(call.args[shape[0]])
@@ -148,7 +139,7 @@ class StateValues:
 
     def _data_content(self, value: nodes.NodeNG | None) -> nodes.NodeNG | None:
         """What ``nnx.data(value)`` wraps (``value`` itself when it is no such call)."""
-        if isinstance(value, nodes.Call) and value.args and self.context.qualified_name(value.func) == "flax.nnx.data":
+        if isinstance(value, nodes.Call) and value.args and self.context.qualified_name(value.func) == NNX_DATA:
             return value.args[0]
         return value
 

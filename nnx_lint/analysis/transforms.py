@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.base import bounds
-from nnx_lint.analysis.bound_methods import REJECTING_TRANSFORMS, is_bound_module_method, unbound_method_class
+from nnx_lint.analysis.bound_methods import is_bound_module_method, unbound_method_class
 from nnx_lint.analysis.calls import NNXCall
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.mode import Mode, ModeContext
@@ -40,51 +40,28 @@ from nnx_lint.analysis.names import NameResolver
 from nnx_lint.analysis.transform_types import (
     Application,
     Argument,
+    DecodedTransform,
     Entry,
     Function,
     ModuleTools,
     _is_class_reference,
     _positional,
     bound_values_of,
+    decode_transform,
     explicit_tree,
 )
-from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, is_compat, short_name
+from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES
+from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, TRANSFORMS, is_compat, short_name
+from nnx_lint.flax_table.signatures import (AHEAD_OF_TIME_METHODS, DIRECT_TRANSFORMS, FUNCTION_TRANSFORMS,
+                                            REJECTING_TRANSFORMS, TRACING_TRANSFORMS, traced_arguments)
 from nnx_lint.base.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
-#: NNX transforms that trace the functions given to them.
-TRACING_TRANSFORMS: frozenset[str] = frozenset(
-    """
-    jit jit_partial shard_map grad value_and_grad custom_vjp vjp jvp remat vmap pmap scan
-    while_loop fori_loop eval_shape cond switch checkify make_jaxpr cached_partial
-    """.split()
-)
-
-#: Which arguments of a transform are traced functions: positions and keyword names.
-_FUNCTION_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
-    "cond": ((1, 2), ("true_fun", "false_fun")),
-    "switch": ((1,), ("branches",)),
-    "fori_loop": ((2,), ("body_fun",)),
-    "while_loop": ((0, 1), ("cond_fun", "body_fun")),
-}
-_DEFAULT_FUNCTION_ARGUMENTS = ((0,), ("f", "fun", "func"))
-
 _MAX_DEPTH = 12
 _MAX_FUNCTIONS = 400
 _MAX_ALIAS_DEPTH = 4
-
-
-#: Transforms whose first argument is the function they transform.
-FUNCTION_TRANSFORMS = frozenset(
-    {"jit", "vmap", "pmap", "grad", "value_and_grad", "remat", "checkify", "shard_map", "scan", "custom_vjp"}
-)
-#: Transforms applied directly to a function and its operands.
-DIRECT_TRANSFORMS = frozenset({"eval_shape", "jit_partial", "cond", "switch", "fori_loop", "while_loop"})
-#: Methods of a transformed function that check and trace their inputs like a call does
-#: (measured with flax 0.12.8: ``nnx.jit(f).lower(m, m)`` raises the duplicate error too).
-AHEAD_OF_TIME_METHODS = frozenset({"lower", "trace"})
 
 
 #: Per project: (its answers epoch, the tools of each other module), kept across files.
@@ -373,7 +350,7 @@ class TransformResolver:
         return None
 
     def _imported_callable(self, qualified_name: str | None) -> Entry | None:
-        if not qualified_name or qualified_name.startswith(("flax.", "jax.")):
+        if not qualified_name or qualified_name.startswith(LIBRARY_PREFIXES):
             return None
         module_name, _, attribute = qualified_name.rpartition(".")
         module = self.context.project.load(module_name) if module_name else None
@@ -472,7 +449,7 @@ class TransformResolver:
             value = assignment.parent.value
             transformed = self.transformed(value, depth + 1)
             if transformed is None:
-                if not (self.qualified_name(value.func) or "").startswith("jax."):
+                if not (self.qualified_name(value.func) or "").startswith(JAX_PREFIX):
                     return None
                 continue
             if found is not None:
@@ -481,7 +458,7 @@ class TransformResolver:
         if found is None:
             return None
         counterparts = {self.qualified_name(a.parent.value.func) for a in assignments} - {found[0].qualified_name}
-        return found if counterparts <= {f"jax.{found[0].name}"} else None
+        return found if counterparts <= {JAX_PREFIX + found[0].name} else None
 
     def _imported_transformed(self, qualified_name: str | None, depth: int):
         """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another
@@ -532,24 +509,50 @@ class TransformResolver:
         return found[-1] if found else None
 
     def decorations(self, function: nodes.FunctionDef) -> list[tuple[NNXCall, nodes.NodeNG, bool]]:
-        """Every NNX transform decorating ``function``, outermost first (``@nnx.custom_vjp``
+        """Every function transform decorating ``function``, outermost first (``@nnx.custom_vjp``
         over ``@nnx.remat``): ``(transform, function, unaffected by the flip)``."""
-        if not function.decorators:
-            return []
+        return [(d.call, function, d.keeps_graph) for d in self.decorators(function)
+                if d.name in FUNCTION_TRANSFORMS and not d.call.args]
+
+    def created(self, expression: nodes.NodeNG) -> DecodedTransform | None:
+        """The NNX transform ``expression`` creates, decoded: ``nnx.jit(f)``, or a factory applied
+        to a function (``nnx.vmap(in_axes=0)(f)``, ``partial(nnx.jit, ...)(f)``)."""
+        if not isinstance(expression, nodes.Call):
+            return None
+        call = self.nnx_call(expression)
+        if call is None and isinstance(expression.func, nodes.Call):
+            call = self.nnx_call(expression.func)
+        if call is None or call.name not in TRANSFORMS:
+            return None
+        return decode_transform(call, self._mode_of(call.node))
+
+    def decoded(self, callee: nodes.NodeNG) -> DecodedTransform | None:
+        """:meth:`transformed`, decoded: the transform calling ``callee`` runs, its arguments bound
+        with its flax signature (argnums, has_aux, nondiff_argnums, axes, flags in force)."""
+        found = self.transformed(callee)
+        if found is None:
+            return None
+        transform, function, keeps = found
+        return decode_transform(transform, self._mode_of(transform.node), keeps, function)
+
+    def decode(self, call: NNXCall) -> DecodedTransform:
+        """``call`` (a transform call or decorator) decoded, with the flags in force in its module."""
+        return decode_transform(call, self._mode_of(call.node))
+
+    def decorators(self, function: nodes.FunctionDef) -> list[DecodedTransform]:
+        """Every NNX transform decorating ``function`` (``@nnx.split_rngs(...)`` included),
+        outermost first, decoded: a factory call (``@nnx.vmap(in_axes=0)``,
+        ``@partial(nnx.jit, ...)``) or a bare name (``@nnx.jit``, a synthetic call)."""
         tools = self.tools(function)
         found = []
-        for decorator in function.decorators.nodes:
+        for decorator in function.decorators.nodes if function.decorators else ():
             if isinstance(decorator, nodes.Call):
                 call = tools.nnx_call(decorator)
-                if call is not None and call.name in FUNCTION_TRANSFORMS and not call.args:
-                    found.append((call, function, not tools.mode.flip_changes(call)))
-                continue
-            name = tools.resolver.qualified_name(decorator)
-            if name and (name.startswith("flax.nnx.")):
-                short = name.rpartition(".")[2]
-                if short in FUNCTION_TRANSFORMS:
-                    synthetic = NNXCall(decorator, name, short)  # type: ignore[arg-type]
-                    found.append((synthetic, function, not tools.mode.flip_changes(synthetic)))
+            else:
+                name = tools.resolver.qualified_name(decorator)
+                call = NNXCall(decorator, name, short_name(name)) if short_name(name) else None  # type: ignore[arg-type]
+            if call is not None and call.name in TRANSFORMS:
+                found.append(decode_transform(call, tools.mode, applied_to=function))
         return found
 
     def _mode_of(self, node: nodes.NodeNG) -> ModeContext:
@@ -587,7 +590,7 @@ class TransformResolver:
 
 
 def _function_arguments(call: NNXCall) -> list[nodes.NodeNG]:
-    positions, keywords = _FUNCTION_ARGUMENTS.get(call.name, _DEFAULT_FUNCTION_ARGUMENTS)
+    positions, keywords = traced_arguments(call.name)
     found = [call.args[i] for i in positions if i < len(call.args) and not isinstance(call.args[i], nodes.Starred)]
     found.extend(call.keywords[k] for k in keywords if k in call.keywords)
     return found

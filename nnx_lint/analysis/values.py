@@ -20,11 +20,13 @@ from astroid import nodes
 from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
-from nnx_lint.analysis.class_info import NNX_MODULE_BASES, ClassRef, assigned_value
+from nnx_lint.analysis.class_info import ClassRef, assigned_value
 from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Ref, join_path
 from nnx_lint.analysis.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.analysis.state_values import StateValues
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.nnx_api import GRAPHDEF_FIRST, GRAPHDEF_SOURCES
+from nnx_lint.flax_table.names import NNX_DATA, NNX_DATA_ANNOTATION, NNX_MODULE_BASES, NNX_PREFIX
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.calls import NNXCall
@@ -43,9 +45,6 @@ CONTAINER_TYPES = nnx_api.CONTAINER_MODULES | frozenset({"builtins.list", "built
 DATA_CONTAINER = "data-container"
 STATIC_CONTAINER = "static-container"
 CONTAINER_KINDS = frozenset({DATA_CONTAINER, STATIC_CONTAINER})
-#: flax.nnx calls whose result is (or, ``_GRAPHDEF_FIRST``, starts with) a GraphDef.
-_GRAPHDEF_SOURCES = frozenset({"split", "graphdef", "flatten"})
-_GRAPHDEF_FIRST = frozenset({"split", "flatten"})
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ class ValueModel(StateValues):
             return False
         if ref.definition is not None:
             return self.classes.info(ref.definition).is_nnx_module
-        return ref.qualified_name.startswith("flax.nnx.")
+        return ref.qualified_name.startswith(NNX_PREFIX)
 
     def stored_kind(self, value: nodes.NodeNG | None) -> str:
         """What a stored value is: :data:`DATA_CONTAINER` (``nnx.List``, ``nnx.Dict``,
@@ -151,7 +150,7 @@ class ValueModel(StateValues):
         if isinstance(value, (nodes.List, nodes.Dict, nodes.ListComp, nodes.DictComp)):
             return STATIC_CONTAINER
         if isinstance(value, nodes.Call):
-            if value.args and self.context.qualified_name(value.func) == "flax.nnx.data":
+            if value.args and self.context.qualified_name(value.func) == NNX_DATA:
                 inner = self.stored_kind(value.args[0])
                 return DATA_CONTAINER if inner in CONTAINER_KINDS else inner
             ref = self.classes.class_of(value)
@@ -200,10 +199,10 @@ class ValueModel(StateValues):
                     continue
                 if target.name != attribute:
                     continue
-                if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == "flax.nnx.data":
+                if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == NNX_DATA:
                     return True
                 base = annotation.value if isinstance(annotation, nodes.Subscript) else annotation
-                if base is not None and self.context.qualified_name(base) == "flax.nnx.Data":
+                if base is not None and self.context.qualified_name(base) == NNX_DATA_ANNOTATION:
                     return True
         return False
 
@@ -293,7 +292,7 @@ class ValueModel(StateValues):
             if unpacked is not None:  # `graphdef, state = nnx.split(m)`
                 value, position = unpacked
                 call = self.context.nnx_call(value) if position == 0 else None
-                return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+                return call if call is not None and call.name in GRAPHDEF_FIRST else None
             _scope, assignments = lookup(expression)
             if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName) \
                     or not isinstance(assignments[0].parent, nodes.Assign):
@@ -302,9 +301,9 @@ class ValueModel(StateValues):
         if isinstance(expression, nodes.Subscript) and isinstance(expression.slice, nodes.Const) \
                 and expression.slice.value == 0:
             call = self.context.nnx_call(expression.value)
-            return call if call is not None and call.name in _GRAPHDEF_FIRST else None
+            return call if call is not None and call.name in GRAPHDEF_FIRST else None
         call = self.context.nnx_call(expression)
-        return call if call is not None and call.name in _GRAPHDEF_SOURCES else None
+        return call if call is not None and call.name in GRAPHDEF_SOURCES else None
 
     def shared_between(self, first: nodes.NodeNG, second: nodes.NodeNG) -> SharedPair | None:
         """The first object that two values both hold below themselves (``Container(v)``
@@ -463,7 +462,7 @@ class ValueModel(StateValues):
                 return None
             if ref.definition is not None:
                 return "annotation" if self.classes.info(ref.definition).is_nnx_module else None
-            return "annotation" if ref.qualified_name.startswith("flax.nnx.") else None
+            return "annotation" if ref.qualified_name.startswith(NNX_PREFIX) else None
         for node in nodes_of_class(function, (nodes.Attribute, nodes.Call)):
             target = node.expr if isinstance(node, nodes.Attribute) else node.func
             if isinstance(target, nodes.Name) and target.name == parameter.name:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
+from nnx_lint.flax_table.names import NNX_DATA, NNX_DICT, NNX_LIST, NNX_PREFIX, NUMPY_MODULES
 from nnx_lint.analysis.calls import constant_bool
 from nnx_lint.analysis.refs import RNG_TYPES
 from nnx_lint.analysis.flow import bound_values, lookup
@@ -111,7 +112,7 @@ PARAM_TYPES = nnx_api.qualified(nnx_api.variable_types("param"))
 #: ``Metric`` is a Pytree of metric Variables, not a Variable; its values count as state too.
 STATE_TYPES = nnx_api.qualified(nnx_api.variable_types("state") | {"Metric"})
 #: Containers whose contents are their arguments' contents.
-_CONTAINERS = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.data", "builtins.list", "builtins.tuple",
+_CONTAINERS = frozenset({NNX_LIST, NNX_DICT, NNX_DATA, "builtins.list", "builtins.tuple",
                          "builtins.dict", "list", "tuple", "dict"})
 
 _INT_DTYPES = frozenset({
@@ -119,7 +120,7 @@ _INT_DTYPES = frozenset({
     "integer", "signedinteger", "unsignedinteger",
 })
 _FLOAT_DTYPES = frozenset({"float", "float16", "float32", "float64", "bfloat16", "complex64", "complex128", "float_"})
-_ARRAY_MODULES = ("jax.numpy.", "numpy.")
+_ARRAY_MODULES = NUMPY_MODULES
 _ARRAY_BUILDERS = frozenset({"array", "asarray"})
 _FILLED_BUILDERS = frozenset({"zeros", "ones", "empty", "full"})
 
@@ -273,7 +274,7 @@ class VariableModel:
         name = self.context.qualified_name(func)
         if name in PARAM_TYPES:
             return Holdings([Holding("", name.rpartition(".")[2], PARAM, line=call.lineno)])
-        if name in STATE_TYPES or (name and name.startswith("flax.nnx.") and name.rpartition(".")[2] in ("RngKey", "RngCount")):
+        if name in STATE_TYPES or (name and name.startswith(NNX_PREFIX) and name.rpartition(".")[2] in ("RngKey", "RngCount")):
             return Holdings([Holding("", name.rpartition(".")[2], self._value_category(call), line=call.lineno)])
         if name in _CONTAINERS:
             parts: list[tuple[str, nodes.NodeNG]] = [("", a) for a in call.args]

@@ -132,6 +132,25 @@ MODULE_CLASSES: frozenset[str] = frozenset(
     """.split()
 )
 
+#: The optimizers: their first argument must be a Module (what they optimise).
+OPTIMIZER_CLASSES: frozenset[str] = frozenset({"Optimizer", "ModelAndOptimizer"})
+#: APIs and classes that take a Module as a graph node besides the graph APIs.
+GRAPH_USE_APIS: frozenset[str] = OPTIMIZER_CLASSES | {"EMA", "tabulate"}
+#: APIs whose use of an argument says it is a Module (a graph node they walk, split or update).
+MODULE_USE_APIS: frozenset[str] = frozenset(
+    {"state", "split", "update", "graphdef", "variables", "iter_graph", "iter_modules", "clone", "pop", "view"})
+#: What builds a flax container from its arguments: the container Modules and ``nnx.data``.
+CONTAINER_NAMES: frozenset[str] = frozenset({"List", "Sequential", "Dict", "data"})
+#: Graph APIs whose result is a GraphDef, or (:data:`GRAPHDEF_FIRST`) starts with one.
+GRAPHDEF_SOURCES: frozenset[str] = frozenset({"split", "graphdef", "flatten"})
+GRAPHDEF_FIRST: frozenset[str] = frozenset({"split", "flatten"})
+#: APIs that rebuild what a GraphDef describes.
+GRAPHDEF_MERGES: frozenset[str] = frozenset({"merge", "unflatten"})
+#: Graph APIs that walk only the first level of their argument (its children).
+ONE_LEVEL_APIS: frozenset[str] = frozenset({"iter_children", "iter_module_children"})
+#: Graph APIs whose walk yields every Module of a model.
+MODULE_WALKS: frozenset[str] = frozenset({"iter_modules", "iter_graph"})
+
 #: Module methods that walk the graph as the graph API of the same name does (the deprecated
 #: method form ``model.iter_modules()`` of ``nnx.iter_modules(model)``).
 WALKING_METHODS: frozenset[str] = frozenset({"iter_modules"})
