@@ -29,6 +29,8 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
 - ``TREE_MAPS`` — the ``jax.tree`` map functions.
+- ``RNG_OBJECTS`` — short names of the ``Rngs`` classes; ``RNG_SHAPE_POSITIONS`` — where their random
+  methods take ``shape``; ``LAYER_BOOL_FLAGS`` — layer call keywords read as Python bools.
 
 Names and syntax:
 
@@ -64,6 +66,9 @@ Values, classes and Variables:
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
+- ``python_value``, ``static_use``, ``StaticUse``, ``bound_arguments`` — is an expression a Python value
+  (an int, a shape, a string), and where does a function need a parameter concrete (a traced value
+  raises there).
 - ``may_leave`` — could a value reach other code (returned, passed, stored, yielded), or is it
   only read where it is made.
 - ``argument_views``, ``ArgumentView`` — a call's arguments as its function and its callers see
@@ -105,6 +110,7 @@ from nnx_lint.analysis.refs import (
 from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
+from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import TREE_MAPS, GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
@@ -117,6 +123,7 @@ from nnx_lint.flax_table.nnx_api import (
     MODULE_CLASSES,
     NNX,
     PREFIX_KEYWORDS,
+    RNG_OBJECTS,
     SPLITS,
     STATE_CLASSES,
     STATE_PRODUCERS,
@@ -142,6 +149,7 @@ from nnx_lint.base.program_text import (
 )
 from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
+from nnx_lint.analysis.static_uses import StaticUse, bound_arguments, python_value, static_use
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
 from nnx_lint.analysis.transform_types import Application, Argument, bound_values_of, explicit_tree
@@ -161,7 +169,8 @@ __all__ = [
     "NNX", "TRANSFORMS", "GRAD_TRANSFORMS", "GRAPH_APIS", "ALIAS_CHECKING_GRAPH_APIS", "PREFIX_KEYWORDS",
     "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
-    "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS",
+    "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS", "RNG_OBJECTS",
+    "RNG_SHAPE_POSITIONS", "LAYER_BOOL_FLAGS",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
@@ -173,7 +182,7 @@ __all__ = [
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
-    "held_items",
+    "held_items", "python_value", "static_use", "StaticUse", "bound_arguments",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target",
     # Reproduction programs.

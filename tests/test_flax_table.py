@@ -213,3 +213,28 @@ def test_every_dotted_name_of_the_table_resolves_in_the_installed_flax(name):
             value = getattr(value, attribute)  # AttributeError: flax no longer has this name
         return
     pytest.fail(f"{name}: no importable prefix")
+
+
+def test_rng_shape_positions_are_every_random_method_with_a_shape():
+    """Each random method of ``nnx.Rngs`` forwards to ``jax.random``: the table lists exactly
+    those whose ``jax.random`` function takes ``shape``, at its position after the key."""
+    import jax
+    from nnx_lint.flax_table.static_arguments import RNG_SHAPE_POSITIONS
+
+    expected = {}
+    for name, _method in inspect.getmembers(nnx.Rngs, inspect.isfunction):
+        function = getattr(jax.random, name, None)
+        if name.startswith("_") or function is None or not callable(function):
+            continue
+        parameters = list(inspect.signature(function).parameters)
+        if "shape" in parameters:
+            expected[name] = parameters.index("shape") - 1
+    assert RNG_SHAPE_POSITIONS == expected
+    assert set(expected) <= {name for name, _ in inspect.getmembers(nnx.RngStream, inspect.isfunction)}
+
+
+def test_layer_bool_flags_are_call_keywords_of_the_layers():
+    from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS
+
+    for layer, flags in LAYER_BOOL_FLAGS.items():
+        assert set(flags) <= set(inspect.signature(getattr(nnx, layer).__call__).parameters), layer
