@@ -29,7 +29,7 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
 - ``TREE_MAPS`` — the ``jax.tree`` map functions.
-- ``RNG_OBJECTS`` — short names of the ``Rngs`` classes; ``RNG_SHAPE_POSITIONS`` — where their random
+- ``RNG_OBJECTS`` — short names of the RNG classes; ``RNG_SHAPE_POSITIONS`` — where their random
   methods take ``shape``; ``LAYER_BOOL_FLAGS`` — layer call keywords read as Python bools.
 
 Names and syntax:

@@ -85,7 +85,8 @@ class TabulateTracesPythonValues(Rule):
         "`nnx.tabulate` takes no `graph` argument to pin, and the value has to leave the method's arguments "
         "(stored on the Module or closed over), which changes the Module's code"
     )
-    message = "Tree Mode's `nnx.tabulate` traces `{value}` passed to `{callee}`; {use} (line {line}) needs it concrete: {error}"
+    message = ("`nnx.tabulate` traces `{value}` passed to `{callee}`, and {use} (line {line}) needs it concrete: "
+               "Tree Mode raises {error}")
     help = (
         "Tree Mode's tabulate splits every wrapped call's arguments into traced leaves. Store the value on the "
         "Module or close over it instead of passing it, or tabulate in graph mode"
