@@ -85,8 +85,7 @@ class TabulateTracesPythonValues(Rule):
         "`nnx.tabulate` takes no `graph` argument to pin, and the value has to leave the method's arguments "
         "(stored on the Module or closed over), which changes the Module's code"
     )
-    message = ("`nnx.tabulate` traces `{value}` passed to `{callee}`, and {use} (line {line}) needs it concrete: "
-               "Tree Mode raises {error}")
+    message = "`nnx.tabulate` traces `{value}`, {use} in `{callee}` (line {line}): Tree Mode raises {error}"
     help = (
         "Tree Mode's tabulate splits every wrapped call's arguments into traced leaves. Store the value on the "
         "Module or close over it instead of passing it, or tabulate in graph mode"
@@ -194,7 +193,7 @@ class TabulateTracesPythonValues(Rule):
             if kind is None:
                 continue
             if kind == "str":
-                return _finding(argument, callee, "a string argument of a traced call", "TypeError", argument)
+                return _finding(argument, callee, "a string (no JAX type)", "TypeError", argument)
             use = static_use(method, parameter)
             if use is not None:
                 return _finding(argument, callee, use.use, use.error, use.node)
@@ -252,7 +251,7 @@ class TabulateTracesPythonValues(Rule):
                 flags = LAYER_BOOL_FLAGS.get(ref.short_name, ()) if ref.qualified_name.startswith(f"{NNX}.") else ()
                 for keyword in call.keywords or []:
                     if method_name == "__call__" and keyword.arg in flags and python_value(keyword.value) == "bool":
-                        return _finding(keyword.value, f"{ref.short_name}.__call__", f"`if {keyword.arg}`",
+                        return _finding(keyword.value, f"{ref.short_name}.__call__", f"the `{keyword.arg}` flag",
                                         "TracerBoolConversionError", keyword.value)
                 continue
             method = transform_resolver(self.context).method_of(ref.definition, method_name)
@@ -284,5 +283,5 @@ def _self_rooted(expression: nodes.NodeNG) -> bool:
 
 
 def _finding(value: nodes.NodeNG, callee: str, use: str, error: str, at: nodes.NodeNG) -> dict:
-    return {"value": clipped(value.as_string()), "callee": callee, "use": use, "error": error,
+    return {"value": clipped(value.as_string(), 30), "callee": callee, "use": use, "error": error,
             "line": at.lineno or 0}

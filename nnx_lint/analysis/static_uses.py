@@ -34,10 +34,10 @@ _SHAPE_CALLS = {"reshape": 1, "zeros": 0, "ones": 0, "empty": 0, "full": 0, "bro
                 "eye": 0, "arange": 0}
 _SHAPE_KEYWORDS = frozenset({"shape", "newshape"})
 _CONVERSIONS = {
-    "range": ("`range(...)`", "TracerIntegerConversionError"),
-    "int": ("`int(...)`", "TracerIntegerConversionError"),
-    "bool": ("`bool(...)`", "TracerBoolConversionError"),
-    "float": ("`float(...)`", "ConcretizationTypeError"),
+    "range": ("a `range(...)` argument", "TracerIntegerConversionError"),
+    "int": ("an `int(...)` argument", "TracerIntegerConversionError"),
+    "bool": ("a `bool(...)` argument", "TracerBoolConversionError"),
+    "float": ("a `float(...)` argument", "ConcretizationTypeError"),
 }
 _CONDITION = "TracerBoolConversionError"
 
@@ -48,7 +48,7 @@ class StaticUse:
 
     #: The expression that needs it (the ``if`` test, the ``range`` call, the shape argument).
     node: nodes.NodeNG
-    #: What needs it, for a message: "an `if` test", "`range(...)`", "a shape".
+    #: What needs it, for a message: "an `if` test", "a `range(...)` argument", "a shape".
     use: str
     #: What JAX raises there on a tracer.
     error: str
@@ -134,7 +134,7 @@ def static_use(function: Function, parameter: str, depth: int = 0) -> StaticUse 
     >>> import astroid
     >>> function = astroid.extract_node("def f(x, n):\\n    for _ in range(n):\\n        x = x + 1\\n    return x")
     >>> static_use(function, "n").use
-    '`range(...)`'
+    'a `range(...)` argument'
     """
     if depth > _MAX_DEPTH:
         return None
@@ -156,7 +156,7 @@ def _use_of(function: Function, name: nodes.NodeNG, depth: int) -> StaticUse | N
             if child is not parent.values[-1]:
                 return StaticUse(child, f"an `{parent.op}` operand", _CONDITION)
         elif isinstance(parent, nodes.UnaryOp) and parent.op == "not":
-            return StaticUse(parent, "`not ...`", _CONDITION)
+            return StaticUse(parent, "a `not` operand", _CONDITION)
         elif isinstance(parent, nodes.Compare):
             if any(op in ("is", "is not") for op, _operand in parent.ops):
                 return None
