@@ -115,6 +115,25 @@ class TabulateTracesPythonValues(Rule):
                 return nnx.tabulate(Net(nnx.Rngs(0)), jnp.ones((4, 8)), 2.0)
             """,
         ),
+        Valid(
+            "graph-mode-kept",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            nnx.set_graph_mode(True)  # tabulate's split keeps Python values static again
+
+            class Net(nnx.Module):
+                def __init__(self):
+                    self.rngs = nnx.Rngs(0)
+
+                def __call__(self, x):
+                    return self.rngs.uniform((x.shape[0], 10))
+
+            def summary():
+                return nnx.tabulate(Net(), jnp.zeros((4, 8)))
+            """,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -161,8 +180,8 @@ class TabulateTracesPythonValues(Rule):
         call = self.context.nnx_call(node)
         if call is None or call.name != "tabulate" or call.via_partial or not call.args:
             return
-        if not self.context.flip_changes(call):
-            return
+        if self.context.mode.call_mode(call).graph is not None:
+            return  # tabulate follows the graph flag only (its nnx.split): kept, or Tree Mode chosen
         method_name = "__call__"
         if "method" in call.keywords:
             method = call.keywords["method"]
