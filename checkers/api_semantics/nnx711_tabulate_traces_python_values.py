@@ -260,7 +260,7 @@ class TabulateTracesPythonValues(Rule):
         """``self.block(x, 3)``, ``self.block.encode(x, 3)``, ``self.drop(x, deterministic=True)``:
         a wrapped method of an object in the graph, given a Python value it needs concrete."""
         func = call.func
-        target, method_name = (func, "__call__") if self._classes_or_layers(func) else (func.expr, func.attrname)
+        target, method_name = (func, "__call__") if self._known_object(func) else (func.expr, func.attrname)
         if not _self_rooted(target) and not (isinstance(target, nodes.Name) and target.name == "self"):
             return None
         wrapped = method_name == "__call__" or not method_name.startswith("_")
@@ -276,7 +276,8 @@ class TabulateTracesPythonValues(Rule):
             method = transform_resolver(self.context).method_of(ref.definition, method_name)
             if method is None:
                 continue
-            if wrapped:
+            if wrapped and value_model(self.context).may_be_module(ref):
+                # tabulate wraps the methods of graph nodes only: a plain helper object keeps its arguments
                 finding = self._passed(method, f"{ref.definition.name}.{method_name}", call.args,
                                        call.keywords or [])
                 if finding is not None:
@@ -286,7 +287,7 @@ class TabulateTracesPythonValues(Rule):
                 return finding
         return None
 
-    def _classes_or_layers(self, expression: nodes.NodeNG) -> bool:
+    def _known_object(self, expression: nodes.NodeNG) -> bool:
         """Whether ``expression`` (``self.block``) is an object whose class is known: called
         directly, it runs that class's ``__call__``."""
         return isinstance(expression, nodes.Attribute) and bool(value_model(self.context).candidates(expression))

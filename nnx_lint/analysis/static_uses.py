@@ -122,14 +122,16 @@ def bound_arguments(function: Function, args: list[nodes.NodeNG], keywords: list
             yield keyword.arg, keyword.value
 
 
-def static_use(function: Function, parameter: str, depth: int = 0) -> StaticUse | None:
+def static_use(function: Function, parameter: str, depth: int = 0,
+               binding: nodes.AssignName | None = None) -> StaticUse | None:
     """The first place in ``function``'s body that needs ``parameter``'s value concrete, or None.
 
     Followed: conditions (``if``/``while``/``assert`` tests, ``not``, ``and``/``or`` operands
     that are not last), ``range``/``int``/``bool``/``float``, shapes (``jnp.zeros(shape)``,
     ``x.reshape(n, -1)``, ``shape=``), slice bounds; through arithmetic, comparisons other than
     ``is``, tuples, local assignments (``m = n * 2``) and calls of this class's methods on
-    ``self``. A parameter rebound in the body is not followed.
+    ``self``. A parameter rebound in the body is not followed (``binding``: the one
+    assignment of a local name followed from an assignment of the parameter).
 
     >>> import astroid
     >>> function = astroid.extract_node("def f(x, n):\\n    for _ in range(n):\\n        x = x + 1\\n    return x")
@@ -139,7 +141,8 @@ def static_use(function: Function, parameter: str, depth: int = 0) -> StaticUse 
     if depth > _MAX_DEPTH:
         return None
     uses = [node for node in body_nodes(function) if isinstance(node, nodes.Name) and node.name == parameter]
-    rebound = [node for node in body_nodes(function) if isinstance(node, nodes.AssignName) and node.name == parameter]
+    rebound = [node for node in body_nodes(function)
+               if isinstance(node, nodes.AssignName) and node.name == parameter and node is not binding]
     if rebound:
         return None
     found = [use for name in uses if (use := _use_of(function, name, depth)) is not None]
@@ -176,7 +179,7 @@ def _use_of(function: Function, name: nodes.NodeNG, depth: int) -> StaticUse | N
         elif isinstance(parent, nodes.Assign):
             targets = parent.targets
             if child is parent.value and len(targets) == 1 and isinstance(targets[0], nodes.AssignName):
-                return static_use(function, targets[0].name, depth + 1)
+                return static_use(function, targets[0].name, depth + 1, binding=targets[0])
             return None
         elif not isinstance(parent, (nodes.BinOp, nodes.UnaryOp, nodes.Tuple, nodes.List)):
             return None
