@@ -65,8 +65,10 @@ class TabulateTracesPythonValues(Rule):
         traced leaves, so the callee raises (`TypeError: Shapes must be 1D sequences of concrete
         values`, `TracerBoolConversionError`, ...), and a string cannot be traced at all.
         flax's `test_tabulate_concrete_shape` fails on exactly this. Keep such values out of
-        method arguments (store them on the Module, or close over them), or tabulate in graph
-        mode.
+        wrapped calls: draw with `jax.random.uniform(self.rngs(), shape)` (`Rngs.__call__`
+        takes no argument), store flags and sizes on the Module, move the work into a private
+        `_helper` (tabulate wraps public methods only), or tabulate in graph mode with
+        `with nnx.set_graph_mode(True): nnx.tabulate(...)` (all measured with flax 0.12.8).
 
     References:
         - [FLIP 5310](https://github.com/google/flax/issues/5310)
@@ -87,8 +89,9 @@ class TabulateTracesPythonValues(Rule):
     )
     message = "`nnx.tabulate` traces `{value}`, {use} in `{callee}` (line {line}): Tree Mode raises {error}"
     help = (
-        "Tree Mode's tabulate splits every wrapped call's arguments into traced leaves. Store the value on the "
-        "Module or close over it instead of passing it, or tabulate in graph mode"
+        "Tree Mode's tabulate traces every wrapped call's arguments. Keep the value out of them (`jax.random.*("
+        "self.rngs(), shape)`, a Module attribute, a private `_helper`), or tabulate under "
+        "`with nnx.set_graph_mode(True):`"
     )
     VALID = [
         Valid(
