@@ -137,6 +137,24 @@ class TabulateTracesPythonValues(Rule):
                 return nnx.tabulate(Net(), jnp.zeros((4, 8)))
             """,
         ),
+        Valid(
+            "graph-mode-for-the-call",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Net(nnx.Module):
+                def __init__(self):
+                    self.rngs = nnx.Rngs(0)
+
+                def __call__(self, x):
+                    return self.rngs.uniform((x.shape[0], 10))
+
+            def summary():
+                with nnx.set_graph_mode(True):
+                    return nnx.tabulate(Net(), jnp.zeros((4, 8)))
+            """,
+        ),
     ]
     INVALID = [
         Invalid(
