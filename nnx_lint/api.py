@@ -30,7 +30,8 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
 - ``TREE_MAPS`` — the ``jax.tree`` map functions.
 - ``RNG_OBJECTS`` — short names of the RNG classes; ``RNG_SHAPE_POSITIONS`` — where their random
-  methods take ``shape``; ``LAYER_BOOL_FLAGS`` — layer call keywords read as Python bools.
+  methods take ``shape``; ``LAYER_BOOL_FLAGS`` — layer call keywords read as Python bools;
+  ``TABULATE_OPTIONS`` — ``nnx.tabulate``'s own keywords.
 
 Names and syntax:
 
@@ -110,7 +111,7 @@ from nnx_lint.analysis.refs import (
 from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
-from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS
+from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS, TABULATE_OPTIONS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import TREE_MAPS, GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
@@ -170,7 +171,7 @@ __all__ = [
     "MODE_SETTERS", "SPLITS",
     "WALKING_METHODS", "STATE_PRODUCERS", "MODULE_CLASSES", "CONTAINER_MODULES", "STATE_CLASSES",
     "OPTIMIZER_CLASSES", "NNX_MODULE_BASES", "VARIABLE_TYPES", "FLAX_LAYERS", "TREE_MAPS", "RNG_OBJECTS",
-    "RNG_SHAPE_POSITIONS", "LAYER_BOOL_FLAGS",
+    "RNG_SHAPE_POSITIONS", "LAYER_BOOL_FLAGS", "TABULATE_OPTIONS",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",

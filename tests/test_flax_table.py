@@ -238,3 +238,12 @@ def test_layer_bool_flags_are_call_keywords_of_the_layers():
 
     for layer, flags in LAYER_BOOL_FLAGS.items():
         assert set(flags) <= set(inspect.signature(getattr(nnx, layer).__call__).parameters), layer
+
+
+def test_tabulate_options_are_its_keywords_besides_the_method_arguments():
+    from nnx_lint.flax_table.static_arguments import TABULATE_OPTIONS
+
+    parameters = inspect.signature(nnx.tabulate).parameters
+    named = {name for name, parameter in parameters.items()
+             if parameter.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert TABULATE_OPTIONS == named

@@ -10,6 +10,7 @@ from nnx_lint.api import (
     NNX,
     RNG_OBJECTS,
     RNG_SHAPE_POSITIONS,
+    TABULATE_OPTIONS,
     Facts,
     Invalid,
     Rule,
@@ -25,9 +26,6 @@ from nnx_lint.api import (
     value_model,
 )
 
-#: ``nnx.tabulate``'s own keywords; every other keyword goes to the tabulated method.
-_TABULATE_OPTIONS = frozenset({"depth", "method", "row_filter", "table_kwargs", "column_kwargs", "console_kwargs",
-                               "compute_flops", "compute_vjp_flops"})
 #: How deep calls inside the tabulated method are followed (``self.block`` -> ``self.attn`` -> ...).
 _MAX_DEPTH = 3
 
@@ -209,7 +207,7 @@ class TabulateTracesPythonValues(Rule):
             if not (isinstance(method, nodes.Const) and isinstance(method.value, str)):
                 return
             method_name = method.value
-        keywords = [keyword for keyword in node.keywords or [] if keyword.arg not in _TABULATE_OPTIONS]
+        keywords = [keyword for keyword in node.keywords or [] if keyword.arg not in TABULATE_OPTIONS]
         for classdef in self._classes(call.args[0]):
             method = transform_resolver(self.context).method_of(classdef, method_name)
             if method is None:

@@ -5,7 +5,8 @@ arguments to the ``jax.random`` function of the same name, whose ``shape`` must 
 concrete ints. Some layers read a call flag as a Python ``bool`` (``if deterministic: return``).
 Both are fine when the caller passes Python values, and raise when something has turned those
 values into tracers first (Tree Mode's ``nnx.tabulate`` splits every wrapped method's arguments
-into leaves). ``tests/test_flax_table.py`` checks these tables against the installed flax and jax.
+into leaves; :data:`TABULATE_OPTIONS` tells its own keywords from the method's).
+``tests/test_flax_table.py`` checks these tables against the installed flax and jax.
 """
 from __future__ import annotations
 
@@ -27,3 +28,9 @@ LAYER_BOOL_FLAGS: dict[str, tuple[str, ...]] = {
     "Dropout": ("deterministic",),
     "BatchNorm": ("use_running_average",),
 }
+
+#: ``nnx.tabulate``'s own keywords (flax 0.12.8); every other argument goes to the tabulated method.
+TABULATE_OPTIONS: frozenset[str] = frozenset({
+    "depth", "method", "row_filter", "table_kwargs", "column_kwargs", "console_kwargs", "compute_flops",
+    "compute_vjp_flops",
+})
