@@ -39,6 +39,9 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
   ``TREE_MAPS`` / ``TREE_MAP`` (the ``jax.tree`` map functions), ``OPTAX_APPLY_UPDATES``,
   ``WHOLE_TREE_CONSUMERS``, ``NORM_CONSUMERS``, ``TREE_REDUCES``, ``TREE_FLATTENS``, ``RAVEL_PYTREE``,
   ``DEFAULT_NORM``.
+- ``RNG_OBJECTS`` — short names of the RNG classes; ``RNG_SHAPE_POSITIONS`` — where their random
+  methods take ``shape``; ``LAYER_BOOL_FLAGS`` — layer call keywords read as Python bools;
+  ``TABULATE_OPTIONS`` — ``nnx.tabulate``'s own keywords.
 
 Names and syntax:
 
@@ -80,6 +83,9 @@ Values, classes and Variables:
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
+- ``python_value``, ``static_use``, ``StaticUse``, ``bound_arguments`` — is an expression a Python value
+  (an int, a shape, a string), and where does a function need a parameter concrete (a traced value
+  raises there).
 - ``may_leave`` — could a value reach other code (returned, passed, stored, yielded), or is it
   only read where it is made.
 - ``argument_views``, ``ArgumentView`` — a call's arguments as its function and its callers see
@@ -124,6 +130,7 @@ from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteSite
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
+from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS, TABULATE_OPTIONS
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
@@ -191,6 +198,7 @@ from nnx_lint.flax_table.nnx_api import (
     MODULE_CLASSES,
     NNX,
     PREFIX_KEYWORDS,
+    RNG_OBJECTS,
     SPLITS,
     STATE_CLASSES,
     STATE_PRODUCERS,
@@ -216,6 +224,7 @@ from nnx_lint.base.program_text import (
 )
 from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
+from nnx_lint.analysis.static_uses import StaticUse, bound_arguments, python_value, static_use
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
 from nnx_lint.analysis.transform_types import (
@@ -249,7 +258,8 @@ __all__ = [
     "NNX_PERTURBATION", "NNX_PREFIX", "NNX_RESTORE_RNGS", "NNX_SPLIT", "NNX_STATE", "NNX_STATE_FUNCTIONS",
     "NNX_TO_PURE_DICT", "NNX_VAR_DEFAULTS", "NORM_CONSUMERS", "OPTAX_APPLY_UPDATES", "OPTIMIZER_QUALIFIED",
     "RAVEL_PYTREE", "REF_VARIABLE_MAKERS", "SOWN_VARIABLE_TYPES", "STATE_FUNCTIONS_NOT_IN_RUNTIME", "STATE_READERS",
-    "TREE_FLATTENS", "TREE_MAP", "TREE_REDUCES", "UNSUPPORTED_COMPAT", "WHOLE_TREE_CONSUMERS",
+    "TREE_FLATTENS", "TREE_MAP", "TREE_REDUCES", "UNSUPPORTED_COMPAT", "WHOLE_TREE_CONSUMERS", "RNG_OBJECTS",
+    "RNG_SHAPE_POSITIONS", "LAYER_BOOL_FLAGS", "TABULATE_OPTIONS",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
@@ -263,7 +273,7 @@ __all__ = [
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
-    "held_items",
+    "held_items", "python_value", "static_use", "StaticUse", "bound_arguments",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target", "PIN", "Rewrite", "RewriteSite", "UNSAFE", "DISPLAY_ONLY",
     # Reproduction programs.

@@ -215,3 +215,37 @@ def test_every_dotted_name_of_the_table_resolves_in_the_installed_flax(name):
     """Each dotted name the table writes is a module, or an attribute of one, in the installed
     flax/jax/optax (importlib, then getattr down the rest of the path)."""
     resolve_dotted(name)
+
+
+def test_rng_shape_positions_are_every_random_method_with_a_shape():
+    """Each random method of ``nnx.Rngs`` forwards to ``jax.random``: the table lists exactly
+    those whose ``jax.random`` function takes ``shape``, at its position after the key."""
+    import jax
+    from nnx_lint.flax_table.static_arguments import RNG_SHAPE_POSITIONS
+
+    expected = {}
+    for name, _method in inspect.getmembers(nnx.Rngs, inspect.isfunction):
+        function = getattr(jax.random, name, None)
+        if name.startswith("_") or function is None or not callable(function):
+            continue
+        parameters = list(inspect.signature(function).parameters)
+        if "shape" in parameters:
+            expected[name] = parameters.index("shape") - 1
+    assert RNG_SHAPE_POSITIONS == expected
+    assert set(expected) <= {name for name, _ in inspect.getmembers(nnx.RngStream, inspect.isfunction)}
+
+
+def test_layer_bool_flags_are_call_keywords_of_the_layers():
+    from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS
+
+    for layer, flags in LAYER_BOOL_FLAGS.items():
+        assert set(flags) <= set(inspect.signature(getattr(nnx, layer).__call__).parameters), layer
+
+
+def test_tabulate_options_are_its_keywords_besides_the_method_arguments():
+    from nnx_lint.flax_table.static_arguments import TABULATE_OPTIONS
+
+    parameters = inspect.signature(nnx.tabulate).parameters
+    named = {name for name, parameter in parameters.items()
+             if parameter.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert TABULATE_OPTIONS == named
