@@ -137,7 +137,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.fixes.apply import cell_edits, fix_for
     from nnx_lint.fixes.model import Fix
-    from nnx_lint.fixes.source import SourceIndex
+    from nnx_lint.fixes.source import index_for
     from nnx_lint.base.notebooks import NotebookError, notebook_source
 
     from nnx_lint.engine.registry import rule_by_code
@@ -155,7 +155,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             text = data.decode("utf-8")
     except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
         return {}
-    index = SourceIndex(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
+    index = index_for(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
     for position, stored in enumerate(request["diagnostics"]):
