@@ -43,6 +43,9 @@ Names and syntax:
 Calls and transforms:
 
 - ``NNXCall`` — one call of a ``flax.nnx`` function, however it is spelled.
+- ``fact_index`` — the file's fact index: its calls, stores, bindings and returns, listed once,
+  and what each call runs (its NNX call, its transform application and running entry), resolved
+  once whichever rule asks; ``FactIndex`` its type.
 - ``transform_resolver`` — the file's transform resolver; ``Application`` — one call running a
   transformed function, ``Argument`` — one of its arguments; ``explicit_tree`` — a call that pins
   Tree Mode itself.
@@ -105,6 +108,7 @@ from nnx_lint.analysis.refs import (
 from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
+from nnx_lint.analysis.fact_index import FactIndex, fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import TREE_MAPS, GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
@@ -166,8 +170,8 @@ __all__ = [
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
     # Calls and transforms.
-    "NNXCall", "transform_resolver", "Application", "Argument", "explicit_tree", "transformed_code",
-    "TransformedCode", "Reach", "helper_summaries", "where",
+    "NNXCall", "fact_index", "FactIndex", "transform_resolver", "Application", "Argument", "explicit_tree",
+    "transformed_code", "TransformedCode", "Reach", "helper_summaries", "where",
     # Values, classes and Variables.
     "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",

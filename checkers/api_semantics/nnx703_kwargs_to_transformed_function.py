@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    fact_index,
     ABSENT,
     Facts,
     Invalid,
@@ -16,7 +17,6 @@ from nnx_lint.api import (
     entry_pin_target,
     pin_sites_in,
     raises,
-    transform_resolver,
 )
 
 
@@ -178,7 +178,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return
         if self.context.nnx_call(node) is not None:
             return  # creating a transform, not calling a transformed function
-        entry = transform_resolver(self.context).running_entry(node)
+        entry = fact_index(self.context).running_entry(node)
         if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
             return
         positional = len(node.args)

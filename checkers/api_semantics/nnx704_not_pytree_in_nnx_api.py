@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    fact_index,
     ABSENT,
     GRAD_TRANSFORMS,
     GRAPH_APIS,
@@ -28,7 +29,6 @@ from nnx_lint.api import (
     lookup,
     pin_sites_in,
     raises,
-    transform_resolver,
 )
 
 
@@ -266,7 +266,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             arguments, api = [node.func.expr], f".{node.func.attrname}()"
             call_name = node.func.attrname
         elif call is None:
-            entry = transform_resolver(self.context).running_entry(node)
+            entry = fact_index(self.context).running_entry(node)
             if entry is None:
                 self._walked_in_helpers(node)
                 return

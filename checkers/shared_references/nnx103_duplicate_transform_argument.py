@@ -27,6 +27,7 @@ from checkers.shared_references.reproduction import (
     viewed,
 )
 from nnx_lint.api import (
+    fact_index,
     ABSENT,
     ALIAS_CHECKING_GRAPH_APIS,
     STATEFUL_KINDS,
@@ -273,7 +274,7 @@ class DuplicateTransformArgument(FamilyRule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None:
             self._graph_api_call(node)
             return

@@ -19,6 +19,7 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
+    fact_index,
     STATEFUL_KINDS,
     ArgumentView,
     Facts,
@@ -195,7 +196,7 @@ class ArgumentHoldsArgument(FamilyRule):
         return _argument_holds_argument_reproduction(facts)
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None or use.accepts_shared_inputs or use.name in ("fori_loop", "while_loop"):
             return
         # the arguments as this function sees them, then as its callers do (`measure(model,

@@ -26,6 +26,7 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
+    fact_index,
     Facts,
     Invalid,
     Reproduction,
@@ -173,7 +174,7 @@ class TiedModelInLoop(FamilyRule):
         call = self.context.nnx_call(node)
         if call is None or call.name not in ("fori_loop", "while_loop"):
             return
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None or use.keeps_graph or not use.arguments:
             return
         init = use.arguments[0].expression

@@ -11,6 +11,7 @@ from checkers.shared_references.analysis import short_source
 from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import BOX, dedented
 from nnx_lint.api import (
+    fact_index,
     ABSENT,
     Facts,
     Invalid,
@@ -19,7 +20,6 @@ from nnx_lint.api import (
     Valid,
     differs,
     pin_sites_in,
-    transform_resolver,
     value_model,
 )
 
@@ -220,7 +220,7 @@ class SharedNodeInTraversal(FamilyRule):
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
                             pin_sites_in(self.context, source), made_by=source.node)
             return
-        entry = transform_resolver(self.context).running_entry(node)
+        entry = fact_index(self.context).running_entry(node)
         if entry is not None:
             if entry.affected:
                 for argument in [*node.args, *(k.value for k in node.keywords or [])]:

@@ -22,6 +22,7 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
+    fact_index,
     SHARED_KINDS,
     STATEFUL_KINDS,
     Application,
@@ -127,7 +128,7 @@ class ReturnRule(FamilyRule):
             self._register(node, Application(transform, None, [node], [], keeps, self.finder.flags(transform)))
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None:
             return
         for function in use.functions:
