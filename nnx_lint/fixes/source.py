@@ -140,9 +140,7 @@ class SourceIndex:
         complete lines, so a statement that parses on its own leaves the tokens of the text around
         it as they were, and a text that parses has no statement that does not."""
         after = apply_edits(self.text, edits)
-        try:
-            ast.parse(after)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        if _cpython_ranges(after) is None:
             return False
         statements = self._edited_statements(edits) if parses(self.text) else None
         if statements is None:
@@ -262,11 +260,7 @@ def parses(text: str) -> bool:
     for the last texts asked: each fix pass asks about the text the previous one made)."""
     found = _PARSES.get(text)
     if found is None:
-        try:
-            ast.parse(text)
-            found = _libcst_parses(text, remember=False)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            found = False
+        found = _cpython_ranges(text) is not None and _libcst_parses(text, remember=False)
     _remember_parses(text, found)
     return found
 
@@ -319,17 +313,39 @@ def index_for(text: str, line_length: int = DEFAULT_LINE_LENGTH) -> SourceIndex:
 def _statement_ranges(text: str, line_count: int) -> list[tuple[int, int]]:
     """``(first, last)`` lines of each top-level statement (decorators included), statements
     sharing a line merged. A text CPython cannot parse is one region: the whole file."""
-    whole = [(1, max(line_count, 1))]
+    ranges = _cpython_ranges(text)
+    return [(1, max(line_count, 1))] if ranges is None else ranges
+
+
+#: :func:`_cpython_ranges` by text, most recently used last.
+_RANGES: OrderedDict[str, list[tuple[int, int]] | None] = OrderedDict()
+_RANGES_KEPT = 16
+
+
+def _cpython_ranges(text: str) -> list[tuple[int, int]] | None:
+    """The top-level statements' line ranges by CPython's parser, or None if it rejects ``text``.
+
+    Remembered for the last texts: a fix pass asks CPython whether each candidate text parses
+    and then indexes the text it chose, which the parse has already read (each was a whole
+    parse of the file: a third of the ``[*]`` check on flax)."""
+    if text in _RANGES:
+        _RANGES.move_to_end(text)
+        return _RANGES[text]
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return whole
-    ranges: list[tuple[int, int]] = []
-    for statement in tree.body:
-        first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
-        last = statement.end_lineno or statement.lineno
-        if ranges and first <= ranges[-1][1]:
-            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], last))
-        else:
-            ranges.append((first, last))
-    return ranges
+        found = None
+    else:
+        found = []
+        for statement in tree.body:
+            first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+            last = statement.end_lineno or statement.lineno
+            if found and first <= found[-1][1]:
+                found[-1] = (found[-1][0], max(found[-1][1], last))
+            else:
+                found.append((first, last))
+        del tree  # only the ranges are kept
+    _RANGES[text] = found
+    if len(_RANGES) > _RANGES_KEPT:
+        _RANGES.popitem(last=False)
+    return found
