@@ -56,6 +56,9 @@ Names and syntax:
 Calls and transforms:
 
 - ``NNXCall`` — one call of a ``flax.nnx`` function, however it is spelled.
+- ``fact_index`` — the file's fact index: its calls, stores, bindings and returns, listed once,
+  and what each call runs (its NNX call, its transform application and running entry), resolved
+  once whichever rule asks; ``FactIndex`` its type.
 - ``transform_resolver`` — the file's transform resolver; ``Application`` — one call running a
   transformed function, ``Argument`` — one of its arguments; ``explicit_tree`` — a call that pins
   Tree Mode itself.
@@ -131,6 +134,7 @@ from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteS
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS, TABULATE_OPTIONS
+from nnx_lint.analysis.fact_index import FactIndex, fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
@@ -264,7 +268,8 @@ __all__ = [
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
     # Calls and transforms.
-    "NNXCall", "transform_resolver", "Application", "Argument", "DecodedTransform", "NOT_LITERAL", "explicit_tree",
+    "NNXCall", "fact_index", "FactIndex", "transform_resolver", "Application", "Argument", "DecodedTransform",
+    "NOT_LITERAL", "explicit_tree",
     "RNG_SPLITTING_TRANSFORMS", "MAPPING_TRANSFORMS", "AXES_TRANSFORMS", "METADATA_TRANSFORMS", "BRANCH_TRANSFORMS",
     "CARRY_LOOPS", "CARRY_TRANSFORMS", "ALIAS_CHECKING_WITHOUT_UPDATES", "transformed_code",
     "TransformedCode", "Reach", "helper_summaries", "where",

@@ -163,7 +163,7 @@ def _check(args: argparse.Namespace) -> int:
     from nnx_lint.engine.config import ConfigError, default_settings, load_settings, split_codes
     from nnx_lint.base.syntax.target import parse_target_version
     from nnx_lint.base.escaping import printable
-    from nnx_lint.engine.registry import UnknownSelector, select_rules
+    from nnx_lint.engine.registry import UnknownSelector, check_selectors
     from nnx_lint.reporting.reporters import render
     from nnx_lint.engine.runner import run
 
@@ -201,9 +201,9 @@ def _check(args: argparse.Namespace) -> int:
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).
         if settings.select is not None or settings.ignore or settings.extend_select:
-            select_rules(settings.select, settings.ignore, settings.extend_select)
+            check_selectors(settings.select, settings.ignore, settings.extend_select)
         for codes in settings.per_file_ignores.values():
-            select_rules(None, codes, ())
+            check_selectors(codes)
     except (ConfigError, UnknownSelector) as exc:
         # The message may quote the analysed repository's pyproject.toml: one escaped line,
         # never a workflow command (the Actions runner reads stderr too).

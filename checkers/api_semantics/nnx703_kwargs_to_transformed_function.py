@@ -16,6 +16,7 @@ from nnx_lint.api import (
     Valid,
     bounded_index,
     entry_pin_target,
+    fact_index,
     pin_sites_in,
     raises,
     transform_resolver,
@@ -181,7 +182,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         if self.context.nnx_call(node) is not None:
             return  # creating a transform, not calling a transformed function
         resolver = transform_resolver(self.context)
-        entry = resolver.running_entry(node)
+        entry = fact_index(self.context).running_entry(node)
         if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
             return
         positional = len(node.args)

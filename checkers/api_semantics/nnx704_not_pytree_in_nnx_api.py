@@ -27,13 +27,13 @@ from nnx_lint.api import (
     constant_bool,
     entry_pin_target,
     explicit_tree,
+    fact_index,
     helper_summaries,
     identifier_or,
     literal,
     lookup,
     pin_sites_in,
     raises,
-    transform_resolver,
 )
 
 
@@ -270,7 +270,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             arguments, api = [node.func.expr], f".{node.func.attrname}()"
             call_name = node.func.attrname
         elif call is None:
-            entry = transform_resolver(self.context).running_entry(node)
+            entry = fact_index(self.context).running_entry(node)
             if entry is None:
                 self._walked_in_helpers(node)
                 return

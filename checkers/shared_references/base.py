@@ -27,6 +27,7 @@ from nnx_lint.api import (
     Rule,
     assigned_value,
     expressions_within,
+    fact_index,
     join_path,
     pin_sites,
     pin_sites_in,
@@ -122,47 +123,27 @@ class ClassAliasRule(FamilyRule):
         #: id(ClassDef) / Ref -> the NNX call a pin fix would set graph mode on, for each use
         #: that does not keep it (None: a use no call keyword can pin, e.g. ``model.eval()``)
         self._pin_targets: dict[object, list[NNXCall | None]] = {}
+        self._folded = False  # the file's uses are read into the tables above once (_fold_uses)
 
     def visit_classdef(self, node: nodes.ClassDef) -> None:
         self._classdefs.append(node)
 
     def visit_call(self, node: nodes.Call) -> None:
-        """Record how instances of project classes are used (for the class opt-in)."""
-        call = self.context.nnx_call(node)
-        if call is not None:
-            self._record_constructions_inside(call)
-        if call is not None and call.args and (call.is_graph_api or call.name in GRAPH_USE_APIS):
-            # an explicit graph flag either way leaves the call as it is at the flip: graph=True
-            # keeps graph mode, graph=False rejects shared Variables today already
-            keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
-            self._record_use(call.args[0], keeps, call.name, call if call.is_graph_api or call.is_transform else None)
-            return
-        if isinstance(node.func, nodes.Attribute) and node.func.attrname in GRAPH_METHODS:
-            if self.classes.class_of_self(node.func.expr) is not None:
-                keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
-                keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
-                keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
-                self._record_use(node.func.expr, keeps, node.func.attrname)
-            return
-        use = self.finder.application(node)
-        if use is not None:
-            for argument in use.arguments:
-                for expression, _reference in expressions_within(argument.expression, depth=1):
-                    self._record_use(expression, use.accepts_shared_inputs, use.name, use.transform)
+        """Record how instances of project classes are used (for the class opt-in): once per
+        call for all the class-alias rules (:class:`GraphUses`), read back by each at the end."""
+        graph_uses(self.context).record(node)
 
-    def _record_constructions_inside(self, call) -> None:
-        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
-        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
-        if not lambdas:
+    def _fold_uses(self) -> None:
+        """This rule's view of the file's uses (:meth:`_record_use`, which a rule may refine),
+        taken once, when the walk is over."""
+        if self._folded:
             return
-        mode = self.context.mode.call_mode(call)
-        keeps = mode.graph is False or (
-            mode.graph is True and (mode.graph_updates is True or call.name not in ALIAS_CHECKING_WITHOUT_UPDATES))
-        for function in lambdas:
-            for inner in function.body.nodes_of_class(nodes.Call):
-                ref = self.classes.class_of(inner)
-                if ref is not None and ref.definition is not None:
-                    self._uses.setdefault(id(ref.definition), []).append(keeps)
+        self._folded = True
+        for event in graph_uses(self.context).events:
+            if event[0] == "construct":
+                self._uses.setdefault(event[1], []).append(event[2])
+            else:
+                self._record_use(*event[1:])
 
     def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
                     pin_target: NNXCall | None = None) -> None:
@@ -182,6 +163,7 @@ class ClassAliasRule(FamilyRule):
                 self._use_names.setdefault(id(ref.definition), []).append(name)
 
     def leave_module(self, node: nodes.Module) -> None:
+        self._fold_uses()
         reported: set[tuple[int, int]] = set()
         for classdef in self._classdefs:
             info = self.classes.info(classdef)
@@ -270,3 +252,65 @@ class ClassAliasRule(FamilyRule):
                      and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
         return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
 
+
+def graph_uses(context) -> GraphUses:
+    """The file's (memoised) :class:`GraphUses`."""
+    return context.service(GraphUses)
+
+
+class GraphUses:
+    """How the file's calls use objects and instances of project classes: given to a graph
+    API, a transform or an Optimizer, with or without graph mode. Every class-alias rule
+    needs the same record; it is made once per call (by the first rule the walk gives the
+    call to), from the file's fact index, and each rule reads it back when the walk is over."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self.facts = fact_index(context)
+        self.classes = context.classes
+        self._recorded: set[int] = set()
+        #: In the walk's order: ``("construct", id(ClassDef), keeps)`` for a class constructed
+        #: in a lambda given to an NNX call, ``("use", expression, keeps, name, pin target)``.
+        self.events: list[tuple] = []
+
+    def record(self, node: nodes.Call) -> None:
+        """Record the uses ``node`` makes (once per call, however many rules ask)."""
+        if id(node) in self._recorded:
+            return
+        self._recorded.add(id(node))
+        call = self.facts.nnx_call(node)
+        if call is not None:
+            self._constructions_inside(call)
+        if call is not None and call.args and (call.is_graph_api or call.name in GRAPH_USE_APIS):
+            # an explicit graph flag either way leaves the call as it is at the flip: graph=True
+            # keeps graph mode, graph=False rejects shared Variables today already
+            keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
+            self.events.append(("use", call.args[0], keeps, call.name,
+                                call if call.is_graph_api or call.is_transform else None))
+            return
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in GRAPH_METHODS:
+            if self.classes.class_of_self(node.func.expr) is not None:
+                keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
+                keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
+                keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
+                self.events.append(("use", node.func.expr, keeps, node.func.attrname, None))
+            return
+        use = self.facts.application(node)
+        if use is not None:
+            for argument in use.arguments:
+                for expression, _reference in expressions_within(argument.expression, depth=1):
+                    self.events.append(("use", expression, use.accepts_shared_inputs, use.name, use.transform))
+
+    def _constructions_inside(self, call: NNXCall) -> None:
+        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
+        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
+        if not lambdas:
+            return
+        mode = self.context.mode.call_mode(call)
+        keeps = mode.graph is False or (
+            mode.graph is True and (mode.graph_updates is True or call.name not in ALIAS_CHECKING_WITHOUT_UPDATES))
+        for function in lambdas:
+            for inner in function.body.nodes_of_class(nodes.Call):
+                ref = self.classes.class_of(inner)
+                if ref is not None and ref.definition is not None:
+                    self.events.append(("construct", id(ref.definition), keeps))

@@ -37,6 +37,7 @@ from nnx_lint.api import (
     Reproduction,
     Valid,
     argument_views,
+    fact_index,
     identifier_or,
     passed_here,
     pin_sites_in,
@@ -275,7 +276,7 @@ class DuplicateTransformArgument(FamilyRule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None:
             self._graph_api_call(node)
             return

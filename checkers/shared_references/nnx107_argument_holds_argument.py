@@ -27,6 +27,7 @@ from nnx_lint.api import (
     Reproduction,
     Valid,
     argument_views,
+    fact_index,
     held_items,
     join_path,
     pin_sites_in,
@@ -196,7 +197,7 @@ class ArgumentHoldsArgument(FamilyRule):
         return _argument_holds_argument_reproduction(facts)
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None or use.accepts_shared_inputs or use.name in CARRY_LOOPS:
             return
         # the arguments as this function sees them, then as its callers do (`measure(model,

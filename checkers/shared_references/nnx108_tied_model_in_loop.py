@@ -33,6 +33,7 @@ from nnx_lint.api import (
     Valid,
     bounded_index,
     differs,
+    fact_index,
     identifier_or,
     is_identifier,
     join_path,
@@ -174,7 +175,7 @@ class TiedModelInLoop(FamilyRule):
         call = self.context.nnx_call(node)
         if call is None or call.name not in CARRY_LOOPS:
             return
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None or use.keeps_graph or not use.arguments:
             return
         init = use.arguments[0].expression

@@ -261,6 +261,7 @@ class ModuleHoldsItself(ClassAliasRule):
                 self._after.append((back.node, back.holder, back.value))
 
     def leave_module(self, node: nodes.Module) -> None:
+        self._fold_uses()
         reported: set[tuple[int, int]] = set()
         for classdef in self._classdefs:
             if not self.classes.info(classdef).is_nnx_module:

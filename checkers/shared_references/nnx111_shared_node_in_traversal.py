@@ -19,8 +19,8 @@ from nnx_lint.api import (
     Reproduction,
     Valid,
     differs,
+    fact_index,
     pin_sites_in,
-    transform_resolver,
     value_model,
 )
 
@@ -218,7 +218,7 @@ class SharedNodeInTraversal(FamilyRule):
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
                             pin_sites_in(self.context, source), made_by=source.node)
             return
-        entry = transform_resolver(self.context).running_entry(node)
+        entry = fact_index(self.context).running_entry(node)
         if entry is not None:
             if entry.affected:
                 for argument in [*node.args, *(k.value for k in node.keywords or [])]:

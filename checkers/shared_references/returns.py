@@ -33,6 +33,7 @@ from nnx_lint.api import (
     Ref,
     bound_values,
     constant_bool,
+    fact_index,
     join_path,
     lookup,
     pin_sites_in,
@@ -132,7 +133,7 @@ class ReturnRule(FamilyRule):
             self._register(node, Application(transform, None, [node], [], keeps, self.finder.flags(transform)))
 
     def visit_call(self, node: nodes.Call) -> None:
-        use = self.finder.application(node)
+        use = fact_index(self.context).application(node)
         if use is None:
             return
         for function in use.functions:

@@ -118,8 +118,22 @@ class UnknownSelector(ValueError):
     """A select/ignore entry that matches no rule code."""
 
 
+@lru_cache(maxsize=1)
+def rule_codes() -> tuple[str, ...]:
+    """Every rule's code, read from the rule modules' names (``checkers/<family>/nnx201_....py``)
+    without importing them: checking a selector then costs no import of the rules and astroid,
+    which a warm run with ``--select`` would otherwise pay for nothing (a test holds these codes
+    equal to :func:`all_rules`')."""
+    codes = set()
+    for family in rules_directory().iterdir():
+        if family.is_dir() and (family / "__init__.py").is_file():
+            for module in family.glob("nnx[0-9]*.py"):
+                codes.add(module.name.split("_", 1)[0].upper())
+    return tuple(sorted(codes))
+
+
 def _check_selectors(selectors: Iterable[str]) -> list[str]:
-    codes = [r.code for r in all_rules()]
+    codes = rule_codes()
     result = []
     for selector in selectors:
         selector = selector.strip().upper()
@@ -129,6 +143,14 @@ def _check_selectors(selectors: Iterable[str]) -> list[str]:
             raise UnknownSelector(f"unknown rule selector {selector!r} (no rule code starts with it)")
         result.append(selector)
     return result
+
+
+def check_selectors(*selector_lists: Iterable[str] | None) -> None:
+    """Raise :class:`UnknownSelector` for a selector that matches no rule code (without
+    importing the rules: see :func:`rule_codes`)."""
+    for selectors in selector_lists:
+        if selectors is not None:
+            _check_selectors(selectors)
 
 
 def _matches(code: str, selector: str) -> bool:

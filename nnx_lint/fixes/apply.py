@@ -7,14 +7,12 @@ when they are recomputed on the new text), and stops when a pass changes nothing
 """
 from __future__ import annotations
 
-import ast
 import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
 
 from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.base.facts import ABSENT
@@ -24,7 +22,7 @@ from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import rewrite_fix
-from nnx_lint.fixes.source import SourceIndex
+from nnx_lint.fixes.source import SourceIndex, index_for, parses  # parses: part of this module's interface
 from nnx_lint.fixes.tracking import gone
 from nnx_lint.engine.registry import facts_of, pin_sites
 from nnx_lint.analysis.rule import Rule
@@ -116,16 +114,6 @@ def fix_for(diagnostic: Diagnostic, index: SourceIndex, unsafe: bool = False,
     return choose(candidate_fixes(rule, index, diagnostic, flax), unsafe)
 
 
-def parses(text: str) -> bool:
-    """Whether ``text`` is valid Python for both libcst and CPython's own parser."""
-    try:
-        cst.parse_module(text)
-        ast.parse(text)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
-        return False
-    return True
-
-
 @dataclass
 class FixOutcome:
     """What fixing one text did."""
@@ -153,7 +141,7 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
             continue  # the same pin as an earlier diagnostic's
         if any(overlaps(fix, other) for other in chosen):
             continue  # recomputed on the next pass
-        if not parses(apply_edits(text, [*edits, *fix.edits])):
+        if not index.parses_after([*edits, *fix.edits]):
             continue
         chosen.append(fix)
         edits.extend(fix.edits)
@@ -174,7 +162,7 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
             break
         latest = lint(outcome.text)
         first = latest if first is None else first
-        edits = select_edits(outcome.text, SourceIndex(outcome.text, line_length), latest, unsafe, flax)
+        edits = select_edits(outcome.text, index_for(outcome.text, line_length), latest, unsafe, flax)
         if not edits:
             break
         outcome.text = apply_edits(outcome.text, edits)
@@ -253,7 +241,7 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
         latest = lint(text)
         if first is None:
             first, first_text = latest, text
-        by_cell = _edits_by_cell(select_edits(text, SourceIndex(text, line_length), latest, unsafe, flax), origin, text)
+        by_cell = _edits_by_cell(select_edits(text, index_for(text, line_length), latest, unsafe, flax), origin, text)
         if not by_cell:
             break
         for cell_number, cell_edits in by_cell.items():

@@ -137,7 +137,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.fixes.apply import cell_edits, fix_for
     from nnx_lint.fixes.model import Fix
-    from nnx_lint.fixes.source import SourceIndex
+    from nnx_lint.fixes.source import index_for
     from nnx_lint.base.notebooks import NotebookError, notebook_source
 
     from nnx_lint.engine.registry import rule_by_code
@@ -155,7 +155,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             text = data.decode("utf-8")
     except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
         return {}
-    index = SourceIndex(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
+    index = index_for(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
     for position, stored in enumerate(request["diagnostics"]):
@@ -191,7 +191,15 @@ def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool
     from nnx_lint.engine.file_config import rules_for_selectors
     from nnx_lint.engine.runner import _selectors_from_json
 
-    rules = list(rules_for_selectors(_selectors_from_json(request["selectors"])))
+    from nnx_lint.engine.registry import rule_by_code
+
+    # Only the rules that can fix something here: re-linting with every rule cost about half of a
+    # cold run. A finding's fate depends on its own rule and on the edits applied, and the edits
+    # come only from findings with fixes, all of whose codes are among the file's findings (the
+    # findings of other rules, and their fixes, are not asked about).
+    fixing = {stored.get("code") for stored in request["diagnostics"]
+              if (rule := rule_by_code(stored.get("code", ""))) is not None and rule.fixes}
+    rules = [rule for rule in rules_for_selectors(_selectors_from_json(request["selectors"])) if rule.code in fixing]
     roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
     if notebook:
         _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width)

@@ -33,6 +33,21 @@ def pin_edit(index: SourceIndex, site: dict, wrap: bool = True) -> Edit | None:
 
     Raises :class:`CannotPin` when no pin can be made there.
     """
+    # Asked again for the same text by each finding pinning this site and by the fix passes
+    # (the ``[*]`` check fixes the text it has just computed the fixes of): kept on the index.
+    key = ("pin", site.get("api", ""), site["line"], site["column"], site["end_line"], site["end_column"], wrap)
+    found = index.memo.get(key)
+    if found is None:
+        try:
+            found = index.memo[key] = (_pin_edit(index, site, wrap), None)
+        except CannotPin as refused:
+            found = index.memo[key] = (None, refused)
+    if found[1] is not None:
+        raise CannotPin(*found[1].args)
+    return found[0]
+
+
+def _pin_edit(index: SourceIndex, site: dict, wrap: bool) -> Edit | None:
     flags = pin_flags(site.get("api", ""))
     if flags is None:
         raise CannotPin(f"`nnx.{site.get('api')}` cannot keep graph mode with graph updates")

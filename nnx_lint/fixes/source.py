@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -24,7 +25,20 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
-from nnx_lint.fixes.model import Edit, line_offsets, source_lines
+from nnx_lint.fixes.model import Edit, apply_edits, line_offsets, source_lines
+
+
+@dataclass
+class _Parsed:
+    """One region's text parsed and resolved, positions relative to its first line: shared by
+    every index of the process whose text has a region with this text (the fix passes of one
+    file re-index texts that differ only where the previous pass edited)."""
+
+    module: cst.Module
+    positions: Mapping = field(default_factory=dict)
+    parents: Mapping = field(default_factory=dict)
+    #: Call / Name / Attribute nodes by (start line, column, end line, end column), lines from 1.
+    by_span: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -33,10 +47,52 @@ class _Region:
 
     first: int
     last: int
-    module: cst.Module
-    positions: Mapping = field(default_factory=dict)
-    parents: Mapping = field(default_factory=dict)
-    by_span: dict = field(default_factory=dict)
+    parsed: _Parsed
+
+    @property
+    def module(self) -> cst.Module:
+        return self.parsed.module
+
+    @property
+    def positions(self) -> Mapping:
+        return self.parsed.positions
+
+    @property
+    def parents(self) -> Mapping:
+        return self.parsed.parents
+
+
+#: Parsed regions by text, most recently used last (see :class:`_Parsed`); None: libcst cannot parse it.
+_PARSED: OrderedDict[str, _Parsed | None] = OrderedDict()
+#: Bound on :data:`_PARSED`: the regions of a few passes over a file are what is reused.
+_PARSED_KEPT = 256
+
+
+def _parsed(text: str) -> _Parsed | None:
+    """The region ``text`` parsed and resolved (cached by text); None if libcst cannot parse it."""
+    if text in _PARSED:
+        _PARSED.move_to_end(text)
+        return _PARSED[text]
+    try:
+        found: _Parsed | None = _resolve(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        found = None  # libcst cannot read this statement: no fix touches it
+    _PARSED[text] = found
+    if len(_PARSED) > _PARSED_KEPT:
+        _PARSED.popitem(last=False)
+    return found
+
+
+def _resolve(text: str) -> _Parsed:
+    module = cst.parse_module(text)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
+    parsed = _Parsed(module, resolved[PositionProvider], resolved[ParentNodeProvider])
+    for node, where in parsed.positions.items():
+        if isinstance(node, (cst.Call, cst.Name, cst.Attribute)):
+            key = (where.start.line, where.start.column, where.end.line, where.end.column)
+            parsed.by_span.setdefault(key, node)
+    return parsed
 
 
 class SourceIndex:
@@ -49,33 +105,73 @@ class SourceIndex:
         self.lines = source_lines(text)
         self.offsets = line_offsets(text)
         self._ranges = _statement_ranges(text, len(self.lines))
+        self._firsts = [first for first, _last in self._ranges]
         self._regions: dict[int, _Region | None] = {}  # by first line; None: libcst cannot parse it
+        #: Answers computed from this index's nodes, kept with it (pin edits, :func:`nnx_lint.fixes.pin.pin_edit`).
+        self.memo: dict = {}
 
     # -- regions --------------------------------------------------------------------------
     def _region_at(self, line: int) -> _Region | None:
         """The region holding ``line`` (parsed and resolved on first use)."""
-        position = bisect.bisect_right([first for first, _last in self._ranges], line) - 1
+        position = bisect.bisect_right(self._firsts, line) - 1
         if position < 0 or not (self._ranges[position][0] <= line <= self._ranges[position][1]):
             return None
         first, last = self._ranges[position]
         if first not in self._regions:
-            try:
-                self._regions[first] = self._resolve(first, last)
-            except (cst.ParserSyntaxError, RecursionError):
-                self._regions[first] = None  # libcst cannot read this statement: no fix touches it
+            text = "".join(self.lines[first - 1:last])
+            parsed = _parsed(text)
+            if parsed is not None and any(r is not None and r.parsed is parsed for r in self._regions.values()):
+                # The same text twice in one file: each region needs nodes of its own, or a node
+                # would not say which region (and which lines) it is in.
+                try:
+                    parsed = _resolve(text)
+                except (cst.ParserSyntaxError, RecursionError):
+                    parsed = None
+            self._regions[first] = None if parsed is None else _Region(first, last, parsed)
         return self._regions[first]
 
-    def _resolve(self, first: int, last: int) -> _Region:
-        module = cst.parse_module("".join(self.lines[first - 1:last]))
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
-        region = _Region(first, last, module, resolved[PositionProvider], resolved[ParentNodeProvider])
-        shift = first - 1
-        for node, where in region.positions.items():
-            if isinstance(node, (cst.Call, cst.Name, cst.Attribute)):
-                key = (where.start.line + shift, where.start.column, where.end.line + shift, where.end.column)
-                region.by_span.setdefault(key, node)
-        return region
+    def parses_after(self, edits: list[Edit]) -> bool:
+        """Whether the text with ``edits`` applied is still valid Python for CPython and libcst
+        (:func:`parses` of the result; each fix a pass chooses is checked so).
+
+        CPython's parser reads the whole text (it is fast); libcst's, when this text parses and
+        every edit lies inside one top-level statement, reads only the edited statements. That is
+        the same answer: those statements start at column 0 after complete lines and end with
+        complete lines, so a statement that parses on its own leaves the tokens of the text around
+        it as they were, and a text that parses has no statement that does not."""
+        after = apply_edits(self.text, edits)
+        if _cpython_ranges(after) is None:
+            return False
+        statements = self._edited_statements(edits) if parses(self.text) else None
+        if statements is None:
+            return parses(after)
+        if all(_libcst_parses(statement) for statement in statements):
+            _remember_parses(after, True)
+            return True
+        return False
+
+    def _edited_statements(self, edits: list[Edit]) -> list[str] | None:
+        """The new text of each top-level statement the edits change; None when an edit is not
+        inside one statement (between statements, or across two)."""
+        by_range: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
+        for edit in edits:
+            start = self.offsets[edit.line - 1] + edit.column - 1
+            end = self.offsets[edit.end_line - 1] + edit.end_column - 1
+            position = bisect.bisect_right(self._firsts, edit.line) - 1
+            if position < 0:
+                return None
+            first, last = self._ranges[position]
+            low, high = self.offsets[first - 1], self.offsets[last]
+            if not (low <= start and end <= high and start < high):
+                return None
+            by_range.setdefault((low, high), []).append((start - low, end - low, edit.content))
+        statements = []
+        for (low, high), changes in by_range.items():
+            text = self.text[low:high]
+            for start, end, content in sorted(changes, reverse=True):
+                text = text[:start] + content + text[end:]
+            statements.append(text)
+        return statements
 
     def _region_of(self, node: cst.CSTNode) -> _Region:
         for region in self._regions.values():
@@ -96,8 +192,9 @@ class SourceIndex:
         region = self._region_at(line)
         if region is None:
             return None
-        key = (line, self.char_column(line, column), end_line, self.char_column(end_line, end_column))
-        return region.by_span.get(key)
+        shift = region.first - 1
+        key = (line - shift, self.char_column(line, column), end_line - shift, self.char_column(end_line, end_column))
+        return region.parsed.by_span.get(key)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self._region_of(node).parents.get(node)
@@ -153,20 +250,102 @@ class SourceIndex:
         return Edit(line, column, end_line, end_column, content[prefix:len(content) - suffix])
 
 
+#: Whether texts parse (:func:`parses`), by text, most recently used last.
+_PARSES: OrderedDict[str, bool] = OrderedDict()
+_PARSES_KEPT = 64
+
+
+def parses(text: str) -> bool:
+    """Whether ``text`` is valid Python for both libcst and CPython's own parser (remembered
+    for the last texts asked: each fix pass asks about the text the previous one made)."""
+    found = _PARSES.get(text)
+    if found is None:
+        found = _cpython_ranges(text) is not None and _libcst_parses(text, remember=False)
+    _remember_parses(text, found)
+    return found
+
+
+def _remember_parses(text: str, parses: bool) -> None:
+    _PARSES[text] = parses
+    _PARSES.move_to_end(text)
+    if len(_PARSES) > _PARSES_KEPT:
+        _PARSES.popitem(last=False)
+
+
+#: libcst's answer for the statements of edited texts (:meth:`SourceIndex.parses_after`).
+_LIBCST: OrderedDict[str, bool] = OrderedDict()
+
+
+def _libcst_parses(text: str, remember: bool = True) -> bool:
+    found = _LIBCST.get(text)
+    if found is None:
+        try:
+            cst.parse_module(text)
+            found = True
+        except (cst.ParserSyntaxError, ValueError, RecursionError):
+            found = False
+        if remember:
+            _LIBCST[text] = found
+            if len(_LIBCST) > _PARSES_KEPT:
+                _LIBCST.popitem(last=False)
+    return found
+
+
+#: Indexes by (text, line length), most recently used last: the ``[*]`` check computes a file's
+#: fixes and then fixes the same text, as ``--fix`` does, which asks for the same fixes again.
+_INDEXES: OrderedDict[tuple[str, int], SourceIndex] = OrderedDict()
+_INDEXES_KEPT = 4
+
+
+def index_for(text: str, line_length: int = DEFAULT_LINE_LENGTH) -> SourceIndex:
+    """The :class:`SourceIndex` of ``text`` (one per text and line length among the last few asked)."""
+    key = (text, line_length)
+    found = _INDEXES.get(key)
+    if found is None:
+        found = _INDEXES[key] = SourceIndex(text, line_length)
+        if len(_INDEXES) > _INDEXES_KEPT:
+            _INDEXES.popitem(last=False)
+    else:
+        _INDEXES.move_to_end(key)
+    return found
+
+
 def _statement_ranges(text: str, line_count: int) -> list[tuple[int, int]]:
     """``(first, last)`` lines of each top-level statement (decorators included), statements
     sharing a line merged. A text CPython cannot parse is one region: the whole file."""
-    whole = [(1, max(line_count, 1))]
+    ranges = _cpython_ranges(text)
+    return [(1, max(line_count, 1))] if ranges is None else ranges
+
+
+#: :func:`_cpython_ranges` by text, most recently used last.
+_RANGES: OrderedDict[str, list[tuple[int, int]] | None] = OrderedDict()
+_RANGES_KEPT = 16
+
+
+def _cpython_ranges(text: str) -> list[tuple[int, int]] | None:
+    """The top-level statements' line ranges by CPython's parser, or None if it rejects ``text``.
+
+    Remembered for the last texts: a fix pass asks CPython whether each candidate text parses
+    and then indexes the text it chose, which the parse has already read (each was a whole
+    parse of the file: a third of the ``[*]`` check on flax)."""
+    if text in _RANGES:
+        _RANGES.move_to_end(text)
+        return _RANGES[text]
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return whole
-    ranges: list[tuple[int, int]] = []
-    for statement in tree.body:
-        first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
-        last = statement.end_lineno or statement.lineno
-        if ranges and first <= ranges[-1][1]:
-            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], last))
-        else:
-            ranges.append((first, last))
-    return ranges
+        found = None
+    else:
+        found = []
+        for statement in tree.body:
+            first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+            last = statement.end_lineno or statement.lineno
+            if found and first <= found[-1][1]:
+                found[-1] = (found[-1][0], max(found[-1][1], last))
+            else:
+                found.append((first, last))
+        del tree  # only the ranges are kept
+    _RANGES[text] = found
+    if len(_RANGES) > _RANGES_KEPT:
+        _RANGES.popitem(last=False)
+    return found

@@ -1,0 +1,70 @@
+"""The fact index (``nnx_lint.api.fact_index``): one module's calls, stores, bindings and returns,
+listed once in the walk's order, and what each call runs, resolved once for every rule."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from _support import file_context
+from checkers.shared_references.base import graph_uses
+from nnx_lint.api import fact_index, transform_resolver
+
+SOURCE = """
+from flax import nnx
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.linear(x)
+
+
+@nnx.jit
+def step(model, x):
+    return model(x)
+
+
+def train(x):
+    model = Model(nnx.Rngs(0))
+    graphdef, state = nnx.split(model)
+    loss = step(model, x)
+    return nnx.grad(lambda m: m(x))(model), loss
+"""
+
+
+def test_lists_are_the_modules_nodes_in_walk_order(tmp_path):
+    context = file_context(tmp_path, SOURCE)
+    facts = fact_index(context)
+    assert facts.calls == list(context.module.nodes_of_class(nodes.Call))
+    assert facts.stores == list(context.module.nodes_of_class(nodes.AssignAttr))
+    assert [b.name for b in facts.bindings] == [b.name for b in context.module.nodes_of_class(nodes.AssignName)]
+    assert len(facts.returns) == 3
+    assert fact_index(context) is facts  # one index per file
+
+
+def test_calls_are_resolved_once_for_every_rule(tmp_path):
+    context = file_context(tmp_path, SOURCE)
+    facts = fact_index(context)
+    resolver = transform_resolver(context)
+    step_call = next(c for c in facts.calls if isinstance(c.func, nodes.Name) and c.func.name == "step")
+    entry = facts.running_entry(step_call)
+    assert entry is not None and entry.transform == "jit"
+    assert resolver.running_entry(step_call) is entry  # the resolver's memo: the same answer object
+    applied = dict(facts.applications())
+    assert step_call in applied and applied[step_call] is resolver.application(step_call)
+    assert [c.func.as_string() for c in applied] == ["step", "nnx.grad(lambda m: m(x))"]
+    assert facts.nnx_call(next(c for c in facts.calls if c.func.as_string() == "nnx.split")).name == "split"
+
+
+def test_graph_uses_are_recorded_once_per_call(tmp_path):
+    context = file_context(tmp_path, SOURCE)
+    uses = graph_uses(context)
+    for call in fact_index(context).calls:
+        uses.record(call)
+    recorded = list(uses.events)
+    for call in fact_index(context).calls:  # the next class-alias rule's visits: nothing new
+        uses.record(call)
+    assert uses.events == recorded
+    used = [(event[1].as_string(), event[3]) for event in recorded if event[0] == "use"]
+    assert ("model", "split") in used and ("model", "jit") in used
