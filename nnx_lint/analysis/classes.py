@@ -40,6 +40,7 @@ from nnx_lint.analysis.class_info import (NNX_MODULE_BASES, MAX_DEPTH, ClassInfo
                                           is_static_method, self_store)
 from nnx_lint.analysis.class_kinds import ClassKinds
 from nnx_lint.analysis.construction import Construction, ConstructionReplay
+from nnx_lint.analysis.factories import FactoryReturns
 from nnx_lint.analysis.flow import bound_values, default_fallback, lookup, unpacked_binding
 from nnx_lint.analysis.names import base_classes
 from nnx_lint.analysis.refs import Alias, RefQueries
@@ -60,7 +61,7 @@ _CLASS_PRESERVING = {
 }
 
 
-class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
+class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, FactoryReturns):
     """Per-file service (``context.classes``): class infos and expression classes."""
 
     def __init__(self, context: FileContext) -> None:
@@ -216,7 +217,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
             return (self.resolve(name, at=expression) or self._local_class(expression.func)
-                    or self._factory_class(expression, name, depth))
+                    or self.returned_class(expression, None, depth, name))
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
             if annotated is not None and annotated.qualified_name in NNX_MODULE_BASES:
@@ -230,6 +231,10 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 if unpacked is not None:  # `model, optimizer = nnx.merge(graphdef, state)`
                     merge, position = unpacked
                     return self._class_of_merged(merge.args[1], position, depth)
+                unpacked = unpacked_binding(expression)
+                if unpacked is not None and isinstance(unpacked[0], nodes.Call):
+                    # `model, x, y = self._make_model_and_data(16)`: what the factory returns there
+                    return self.returned_class(unpacked[0], unpacked[1], depth)
                 return self._class_from_call_sites(expression, depth)
             refs = {self.class_of(value, depth + 1) for value in values}
             refs.discard(None)
@@ -325,29 +330,37 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         = model``) has the class of what the construction of ``holder`` passes
         (``Bundle(net).model``)."""
         found = self.class_of(store.value, depth + 1)
-        if found is not None or not isinstance(store.value, nodes.Name):
+        if (found is not None and found.qualified_name not in NNX_MODULE_BASES) \
+                or not isinstance(store.value, nodes.Name):
             return found
+        generic = found  # `self.model = model` with `model: nnx.Module`: the construction may say which
         init = store.value.scope()
         if init is not self.init_of(owner):
-            return None  # stored by a helper or a base __init__: its arguments are not the call's
-        construction = self._construction_call(holder)  # only now: most attribute reads never get here
+            return generic  # stored by a helper or a base __init__: its arguments are not the call's
+        construction = self._construction_call(holder, depth)  # only now: most attribute reads never get here
         if construction is None:
-            return None
+            return generic
         parameters = [a.name for a in init.args.args or []][1:]
         if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
-            return None
+            return generic
         bound = bind_arguments(init, construction)
         argument = bound.get(store.value.name)
-        return self.class_of(argument, depth + 1) if argument is not None else None
+        passed = self.class_of(argument, depth + 1) if argument is not None else None
+        return passed if passed is not None else generic
 
-    def _construction_call(self, expression: nodes.NodeNG) -> nodes.Call | None:
-        """``Bundle(net)`` for itself or for a name bound (once) to it."""
-        if isinstance(expression, nodes.Call):
-            return expression
-        if isinstance(expression, nodes.Name):
-            values = bound_values(expression)
-            if len(values) == 1 and isinstance(values[0], nodes.Call):
-                return values[0]
+    def _construction_call(self, expression: nodes.NodeNG, depth: int = 0) -> nodes.Call | None:
+        """``Bundle(net)`` for itself or for a name bound (once) to it; through builder
+        methods that return ``self`` (``Trainer(model).with_loss(f)``)."""
+        for _ in range(MAX_DEPTH):
+            if isinstance(expression, nodes.Name):
+                values = bound_values(expression)
+                expression = values[0] if len(values) == 1 else None
+            if not isinstance(expression, nodes.Call):
+                return None
+            receiver = self.builder_receiver(expression, depth)
+            if receiver is None:
+                return expression
+            expression = receiver
         return None
 
     def _class_from_call_sites(self, name: nodes.Name, depth: int) -> ClassRef | None:
@@ -385,19 +398,6 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                         found.setdefault(ref, call)
             known = self._call_site_classes[key] = tuple(found.items())
         return list(known)
-
-    def _factory_class(self, call: nodes.Call, qualified_name: str | None, depth: int) -> ClassRef | None:
-        """``make_model(...)`` where the project function returns one class on every path
-        (``return Model(...)``, also through a local name): that class."""
-        function = self.function_called(call, qualified_name)
-        if function is None:
-            return None
-        returns = [node.value for node in nodes_of_class(function,
-            nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)) if node.scope() is function]
-        if not returns or any(value is None for value in returns):
-            return None
-        refs = {self.class_of(value, depth + 1) for value in returns}
-        return refs.pop() if len(refs) == 1 and None not in refs else None
 
     def function_called(self, call: nodes.Call, qualified_name: str | None = None) -> nodes.FunctionDef | None:
         """The plain project function (not a method) ``call`` calls by name, in this file or

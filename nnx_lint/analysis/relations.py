@@ -29,9 +29,9 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.analysis.call_sites import argument_for, calls_of
+from nnx_lint.analysis.factories import returned_values
 from nnx_lint.analysis.refs import Ref
 from nnx_lint.analysis.flow import bound_values, unpacked_binding
-from nnx_lint.base.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
@@ -143,7 +143,7 @@ def _returned_tuple(context: FileContext, call: nodes.Call) -> tuple[nodes.Funct
     function = context.classes.function_called(call)
     if function is None:
         return None
-    returns = _returned_values(function)
+    returns = returned_values(function)
     if len(returns) != 1 or not isinstance(returns[0], (nodes.Tuple, nodes.List)):
         return None
     elements = returns[0].elts
@@ -184,17 +184,10 @@ def _returned_construction(context: FileContext, call: nodes.Call) -> tuple[node
     function = classes.function_called(call)
     if function is None:
         return None
-    returns = _returned_values(function)
+    returns = returned_values(function)
     if len(returns) != 1 or not isinstance(returns[0], nodes.Call) or classes.function_called(returns[0]) is not None:
         return None
     return returns[0], _bound_parameters(context, function, call)
-
-
-def _returned_values(function: nodes.FunctionDef) -> list[nodes.NodeNG | None]:
-    """The values of ``function``'s own ``return`` statements."""
-    return [node.value for node in nodes_of_class(function, nodes.Return,
-                                                  skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef))
-            if node.scope() is function]
 
 
 def _bound_parameters(context: FileContext, function: nodes.FunctionDef, call: nodes.Call) -> dict:
