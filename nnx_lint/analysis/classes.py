@@ -364,8 +364,9 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
         return None
 
     def _class_from_call_sites(self, name: nodes.Name, depth: int) -> ClassRef | None:
-        """An unannotated parameter's class, from what this file's calls pass for it."""
-        found = parameter_of(name)
+        """An unannotated parameter's class, from what this file's calls pass for it (a
+        method's: what the module's calls of that method pass)."""
+        found = parameter_of(name) or self.method_parameter(name)
         return self.call_site_class(*found, depth) if found is not None else None
 
     def call_site_class(self, function: nodes.NodeNG, parameter: str, depth: int = 0) -> ClassRef | None:
@@ -390,8 +391,12 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
         known = self._call_site_classes.get(key)
         if known is None:
             found: dict[ClassRef, nodes.Call] = {}
-            for call in calls_of(function, self.context.project):  # this file's, then other files'
-                argument = argument_for(function, call, parameter)
+            if isinstance(function.parent, nodes.ClassDef):  # a method: its calls in its module
+                passed = self.method_arguments(function, parameter)
+            else:  # this file's calls, then other files'
+                passed = [(argument_for(function, call, parameter), call)
+                          for call in calls_of(function, self.context.project)]
+            for argument, call in passed:
                 if argument is not None and not function.parent_of(argument):
                     ref = self.class_of(argument, depth + 1)
                     if ref is not None:

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.analysis.class_info import MAX_DEPTH, ClassRef
+from nnx_lint.analysis.class_info import MAX_DEPTH, ClassRef, bind_arguments
 from nnx_lint.analysis.flow import bound_values, lookup
+from nnx_lint.base.file_memo import file_memo
 from nnx_lint.base.node_index import nodes_of_class
 
 _NESTED = (nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)
@@ -91,6 +92,36 @@ class FactoryReturns:
         if method is None:
             return None
         return Callee(method, receiver, func.expr if method_kind(method) == "instance" else None)
+
+    def method_parameter(self, name: nodes.Name) -> tuple[nodes.FunctionDef, str] | None:
+        """``(method, parameter)`` when ``name`` reads a parameter of a method other than its
+        ``self`` / ``cls`` (``model`` in ``def _train_step(self, model: nnx.Module, x)``)."""
+        _scope, assignments = lookup(name)
+        if len(assignments) != 1 or not isinstance(assignments[0], nodes.AssignName) \
+                or not isinstance(assignments[0].parent, nodes.Arguments):
+            return None
+        method = assignments[0].parent.parent
+        if not isinstance(method, nodes.FunctionDef) or not isinstance(method.parent, nodes.ClassDef):
+            return None
+        first = _first_parameter(method)
+        return (method, name.name) if name.name != first else None
+
+    def method_arguments(self, method: nodes.FunctionDef, parameter: str) -> list[tuple[nodes.NodeNG, nodes.Call]]:
+        """What the calls of ``method`` in its own module pass for ``parameter``: calls the
+        class model resolves to that very method (``self._train_step(self.model, ...)``,
+        ``trainer._train_step(...)`` on a known class, ``Model.create(...)``), in source order."""
+        found = []
+        implicit_first = method_kind(method) != "static"
+        for call in _attribute_calls(method.root()).get(method.name, []):
+            if method.parent_of(call):
+                continue  # a recursive call passes the parameter to itself
+            callee = self.callee(call)
+            if callee is None or callee.function is not method:
+                continue
+            argument = bind_arguments(method, call, skip_first=implicit_first).get(parameter)
+            if argument is not None:
+                found.append((argument, call))
+        return found
 
     def _receiver_class(self, expression: nodes.NodeNG, depth: int) -> ClassRef | None:
         """The class of what a method is called on: the enclosing class for the method's own
@@ -166,6 +197,20 @@ class FactoryReturns:
         if returns and all(isinstance(v, nodes.Name) and v.name == first for v in returns):
             return callee.instance
         return None
+
+
+#: Per module: its calls of attributes (``x.name(...)``) by the attribute's name.
+_ATTRIBUTE_CALLS: dict = file_memo()
+
+
+def _attribute_calls(module: nodes.Module) -> dict[str, list[nodes.Call]]:
+    found = _ATTRIBUTE_CALLS.get(module)
+    if found is None:
+        found = _ATTRIBUTE_CALLS[module] = {}
+        for call in nodes_of_class(module, nodes.Call):
+            if isinstance(call.func, nodes.Attribute):
+                found.setdefault(call.func.attrname, []).append(call)
+    return found
 
 
 def _first_parameter(function: nodes.FunctionDef) -> str | None:

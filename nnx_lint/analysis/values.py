@@ -118,7 +118,7 @@ class ValueModel(StateValues):
         is unannotated (or annotated with the generic ``nnx.Module``) whose callers disagree,
         every class some caller passes (each with its call)."""
         if isinstance(expression, nodes.Name):
-            found = parameter_of(expression)
+            found = parameter_of(expression) or self.classes.method_parameter(expression)
             annotation = self.classes._annotation_of(expression) if found is not None else None
             if found is not None and (annotation is None or annotation.qualified_name in NNX_MODULE_BASES):
                 # Its class is what the callers pass (in this file or another): each with its call;
