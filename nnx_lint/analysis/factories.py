@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
+from nnx_lint.analysis.call_sites import method_calls_in_other_files
 from nnx_lint.analysis.class_info import MAX_DEPTH, ClassRef, bind_arguments
 from nnx_lint.analysis.flow import bound_values, lookup
 from nnx_lint.base.file_memo import file_memo
@@ -107,12 +108,15 @@ class FactoryReturns:
         return (method, name.name) if name.name != first else None
 
     def method_arguments(self, method: nodes.FunctionDef, parameter: str) -> list[tuple[nodes.NodeNG, nodes.Call]]:
-        """What the calls of ``method`` in its own module pass for ``parameter``: calls the
-        class model resolves to that very method (``self._train_step(self.model, ...)``,
-        ``trainer._train_step(...)`` on a known class, ``Model.create(...)``), in source order."""
+        """What the calls of ``method`` pass for ``parameter``: calls in its own module, then in
+        the other project files that import it (:func:`~nnx_lint.analysis.call_sites.
+        method_calls_in_other_files`), that the class model resolves to that very method
+        (``self._train_step(self.model, ...)``, ``trainer._train_step(...)`` on a known class,
+        ``Model.create(...)``), in source order."""
         found = []
         implicit_first = method_kind(method) != "static"
-        for call in _attribute_calls(method.root()).get(method.name, []):
+        calls = _attribute_calls(method.root()).get(method.name, [])
+        for call in [*calls, *method_calls_in_other_files(method, self.context.project)]:
             if method.parent_of(call):
                 continue  # a recursive call passes the parameter to itself
             callee = self.callee(call)
