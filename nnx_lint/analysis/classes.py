@@ -334,19 +334,39 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
                 or not isinstance(store.value, nodes.Name):
             return found
         generic = found  # `self.model = model` with `model: nnx.Module`: the construction may say which
-        init = store.value.scope()
-        if init is not self.init_of(owner):
-            return generic  # stored by a helper or a base __init__: its arguments are not the call's
-        construction = self._construction_call(holder, depth)  # only now: most attribute reads never get here
-        if construction is None:
-            return generic
-        parameters = [a.name for a in init.args.args or []][1:]
-        if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
-            return generic
-        bound = bind_arguments(init, construction)
-        argument = bound.get(store.value.name)
+        argument = self._constructor_argument(store, holder, owner, depth)
         passed = self.class_of(argument, depth + 1) if argument is not None else None
         return passed if passed is not None else generic
+
+    def stored_argument(self, expression: nodes.NodeNG) -> nodes.NodeNG | None:
+        """For ``holder.attr`` whose every store is ``self.attr = param`` in ``__init__``: the
+        argument the construction of ``holder`` passes for ``param`` (``model`` in
+        ``state = TrainState(model, opt)`` for ``state.model``), else None."""
+        if not isinstance(expression, nodes.Attribute):
+            return None
+        owner = self.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        stores = self.info(owner.definition).stores_of(expression.attrname)
+        arguments = {self._constructor_argument(store, expression.expr, owner.definition, 0) for store in stores}
+        return arguments.pop() if len(arguments) == 1 else None
+
+    def _constructor_argument(self, store: Store, holder: nodes.NodeNG, owner: nodes.ClassDef,
+                              depth: int) -> nodes.NodeNG | None:
+        """What the construction of ``holder`` passes for the ``__init__`` parameter ``store``
+        stores as it is, None when that is not how the value got there."""
+        if not isinstance(store.value, nodes.Name):
+            return None
+        init = store.value.scope()
+        if init is not self.init_of(owner):
+            return None  # stored by a helper or a base __init__: its arguments are not the call's
+        construction = self._construction_call(holder, depth)  # only now: most attribute reads never get here
+        if construction is None:
+            return None
+        parameters = [a.name for a in init.args.args or []][1:]
+        if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
+            return None
+        return bind_arguments(init, construction).get(store.value.name)
 
     def _construction_call(self, expression: nodes.NodeNG, depth: int = 0) -> nodes.Call | None:
         """``Bundle(net)`` for itself or for a name bound (once) to it; through builder

@@ -128,6 +128,14 @@ class ValueModel(StateValues):
                 if callers or annotation is None:
                     return callers
         ref = self.classes.class_of_self(expression)
+        if isinstance(expression, nodes.Attribute) and (ref is None or ref.qualified_name in NNX_MODULE_BASES):
+            # `state.model` stored from `TrainState(model, ...)`, where `model` is a parameter the
+            # callers give several classes: those classes, each with its call
+            passed = self.classes.stored_argument(expression)
+            if isinstance(passed, nodes.Name):
+                callers = [c for c in self.candidates(passed) if c.evidence == "call site"]
+                if callers:
+                    return callers
         return [Candidate(ref, "class")] if ref is not None else []
 
     def is_variable_class(self, ref: ClassRef) -> bool:
