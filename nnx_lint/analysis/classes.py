@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
 
+#: The methods a test framework runs before each test method (unittest, pytest's classes): what
+#: they store on ``self`` is there in every test, as if ``__init__`` stored it.
+_TEST_SETUPS = ("setUp", "setup_method")
 #: Calls whose result has the class of one argument (its position).
 _CLASS_PRESERVING = {
     "flax.nnx.clone": 0, "flax.nnx.compat.clone": 0,
@@ -155,6 +158,12 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
         init = classdef.locals.get("__init__")
         if init and isinstance(init[-1], nodes.FunctionDef):
             info.stores.extend(self._stores_in(init[-1], classdef, set()))
+        if not info.is_nnx_module:
+            for name in _TEST_SETUPS:
+                # a test case's fixtures: what every test method of the class finds on `self`
+                setup = classdef.locals.get(name)
+                if setup and isinstance(setup[-1], nodes.FunctionDef):
+                    info.stores.extend(self._stores_in(setup[-1], classdef, set()))
         return info
 
     def resolver_for(self, node: nodes.NodeNG):
