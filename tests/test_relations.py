@@ -297,3 +297,19 @@ def test_an_argument_built_by_a_call_from_outside_the_project_is_opaque(tmp_path
     assert parameter is not None and not parameter.outside
     for marker in ("known", "flax", "project", "nothing-known"):
         assert opaque_builder(context, _expression(context, marker)) is None, marker
+
+
+def test_an_annotation_naming_a_class_of_the_enclosing_function(tmp_path):
+    context = file_context(tmp_path, """
+        from flax import nnx
+
+        def test_scan():
+            class _Scale(nnx.Module):
+                def __init__(self):
+                    self.factor = nnx.Param(2.0)
+
+            def step(m: _Scale, batch):
+                m  # annotated
+        """)
+    ref = context.classes.class_of(_expression(context, "annotated"))
+    assert ref is not None and ref.short_name == "_Scale" and ref.definition is not None

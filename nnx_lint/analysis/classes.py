@@ -491,19 +491,23 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
         return self.class_of(expression)
 
     def _annotation_of(self, name: nodes.Name) -> ClassRef | None:
+        """The class ``name``'s annotation names (a parameter's, or ``x: Cls = ...``)."""
         _scope, assignments = lookup(name)
         for assignment in assignments:
             if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Arguments):
                 arguments = assignment.parent
                 for index, argument in enumerate(arguments.args):
                     if argument is assignment and arguments.annotations[index] is not None:
-                        annotation = arguments.annotations[index]
-                        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                        return self._annotated_class(arguments.annotations[index])
                 for index, argument in enumerate(arguments.kwonlyargs):
                     if argument is assignment and arguments.kwonlyargs_annotations[index] is not None:
-                        annotation = arguments.kwonlyargs_annotations[index]
-                        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                        return self._annotated_class(arguments.kwonlyargs_annotations[index])
             elif isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.AnnAssign):
-                annotation = assignment.parent.annotation
-                return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                return self._annotated_class(assignment.parent.annotation)
         return None
+
+    def _annotated_class(self, annotation: nodes.NodeNG) -> ClassRef | None:
+        """The class an annotation names: a resolved name, or a class defined in the enclosing
+        function (``def step(m: _LearnableScale)`` next to ``class _LearnableScale`` in a test)."""
+        return (self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                or self._local_class(annotation))
