@@ -92,7 +92,8 @@ Values, classes and Variables:
 - ``may_leave`` — could a value reach other code (returned, passed, stored, yielded), or is it
   only read where it is made.
 - ``argument_views``, ``ArgumentView`` — a call's arguments as its function and its callers see
-  them (relations across calls); ``held_items`` — what an argument was built holding.
+  them (relations across calls); ``held_items`` — what an argument was built holding;
+  ``opaque_builder``, ``OpaqueBuilder`` — the call that built it when its code cannot be read.
 
 Fixes:
 
@@ -226,7 +227,7 @@ from nnx_lint.base.program_text import (
     set_attribute,
     shown,
 )
-from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
+from nnx_lint.analysis.relations import ArgumentView, OpaqueBuilder, argument_views, held_items, opaque_builder
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.static_uses import StaticUse, bound_arguments, python_value, static_use
 from nnx_lint.analysis.summaries import helper_summaries
@@ -278,7 +279,7 @@ __all__ = [
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
-    "held_items", "python_value", "static_use", "StaticUse", "bound_arguments",
+    "held_items", "opaque_builder", "OpaqueBuilder", "python_value", "static_use", "StaticUse", "bound_arguments",
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target", "PIN", "Rewrite", "RewriteSite", "UNSAFE", "DISPLAY_ONLY",
     # Reproduction programs.

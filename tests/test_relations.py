@@ -199,3 +199,117 @@ def test_what_one_evaluation_of_a_project_function_returns_is_related(tmp_path):
     assert any(_holds(context, view) for view in views[1:])
     views = argument_views(context, list(_call(context, "two evaluations").args))
     assert not any(_holds(context, view) for view in views)
+
+
+FACTORIES = """
+from flax import nnx
+from models import Model
+
+class Noisy(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+    @classmethod
+    def create(cls, seed):
+        return cls(nnx.Rngs(seed))
+
+class Trainer:
+    def __init__(self, model: nnx.Module):
+        self.model = model
+
+    def with_loss(self, loss):
+        self.loss = loss
+        return self
+
+class Case:
+    def _make(self, n):
+        model = Noisy(nnx.Rngs(n))
+        return model, n
+
+    def _either(self, n):
+        if n:
+            return Noisy(nnx.Rngs(n)), n
+        return nnx.Linear(2, 2, rngs=nnx.Rngs(0)), n
+
+    def _imported(self):
+        return Model(), 1
+
+    def run(self):
+        model, n = self._make(1)
+        model  # unpacked
+        other, n = self._either(1)
+        other  # either
+        Noisy.create(0)  # classmethod
+        trainer = Trainer(Noisy(nnx.Rngs(0))).with_loss(None)
+        trainer  # builder
+        trainer.model  # stored
+        Trainer(model).model  # stored-direct
+        imported, n = self._imported()
+        imported  # imported
+"""
+
+
+def _expression(context: FileContext, marker: str) -> nodes.NodeNG:
+    """The expression statement on the line ending with ``# <marker>``."""
+    line = next(i for i, text in enumerate(context.module.file_bytes.decode().splitlines(), 1)
+                if text.rstrip().endswith(f"# {marker}"))
+    return next(node.value for node in context.module.nodes_of_class(nodes.Expr) if node.lineno == line)
+
+
+def test_method_factories_give_their_returned_class(tmp_path):
+    context = file_context(tmp_path, FACTORIES, {"models.py": "class Model:\n    pass\n"})
+    classes = context.classes
+
+    def name(marker):
+        ref = classes.class_of(_expression(context, marker))
+        return ref.qualified_name if ref is not None else None
+
+    assert name("unpacked") == "main.Noisy"  # element 0 of the method's returned tuple
+    assert name("either") is None  # two classes on two paths: unknown
+    assert name("classmethod") == "main.Noisy"  # `return cls(...)`
+    assert name("builder") == "main.Trainer"  # `return self`: the receiver's class
+    assert name("stored") == "main.Noisy"  # `model: nnx.Module`, narrowed by the construction
+    assert name("stored-direct") == "main.Noisy"
+    assert name("imported") == "models.Model"
+
+
+def test_an_argument_built_by_a_call_from_outside_the_project_is_opaque(tmp_path):
+    from nnx_lint.analysis.relations import opaque_builder
+
+    context = file_context(tmp_path, """
+        import optax
+        from flax import nnx
+        from elsewhere import make_optimizer
+        from helpers import make_project_optimizer
+
+        def run(model, factory):
+            make_optimizer(model, optax.sgd(0.1))  # outside
+            factory(model)  # parameter
+            optax.sgd(0.1)  # known
+            nnx.ModelAndOptimizer(model, optax.sgd(0.1))  # flax
+            make_project_optimizer(model)  # project
+            make_optimizer(None)  # nothing-known
+        """, {"helpers.py": "def make_project_optimizer(model):\n    return [model]\n"})
+    outside = opaque_builder(context, _expression(context, "outside"))
+    assert outside is not None and outside.outside and outside.callee == "make_optimizer"
+    assert "model" in [argument.as_string() for argument, _ref in outside.passed]
+    parameter = opaque_builder(context, _expression(context, "parameter"))
+    assert parameter is not None and not parameter.outside
+    for marker in ("known", "flax", "project", "nothing-known"):
+        assert opaque_builder(context, _expression(context, marker)) is None, marker
+
+
+def test_an_annotation_naming_a_class_of_the_enclosing_function(tmp_path):
+    context = file_context(tmp_path, """
+        from flax import nnx
+
+        def test_scan():
+            class _Scale(nnx.Module):
+                def __init__(self):
+                    self.factor = nnx.Param(2.0)
+
+            def step(m: _Scale, batch):
+                m  # annotated
+        """)
+    ref = context.classes.class_of(_expression(context, "annotated"))
+    assert ref is not None and ref.short_name == "_Scale" and ref.definition is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,102 @@ def test_the_gate_counts_a_break_only_an_unproven_finding_matches_apart(tmp_path
                                               Match(finding("proven"), frame, "at", True)])
     assert (both.explained, both.unproven) == (True, False)
     assert Attribution(verdict, None, frame).summary(tmp_path) == "unexplained"
+
+
+_UNPROVEN_MARKER = re.compile(r"#\s*unproven:\s*(NNX\d{3}(?:\s*,\s*NNX\d{3})*)")
+
+
+def _unproven_fixtures() -> list[Path]:
+    from _support import fixture_files
+
+    return [path for path in fixture_files() if _UNPROVEN_MARKER.search(path.read_text("utf-8", "replace"))]
+
+
+@pytest.mark.parametrize("path", _unproven_fixtures(), ids=lambda p: p.name)
+def test_fixture_unproven_markers(path):
+    """Fixtures mark what audit mode adds with ``# unproven: NNX107``; the default run (the other
+    fixture test) must not report those lines, audit mode must report exactly them as unproven."""
+    from _support import FIXTURES, family_rules, fixture_family
+    from nnx_lint.analysis.project import Project, module_name_for
+    from nnx_lint.engine.walk import lint_bytes
+
+    expected = {(number, code.strip()) for number, line in enumerate(path.read_text().splitlines(), 1)
+                for match in _UNPROVEN_MARKER.finditer(line) for code in match.group(1).split(",")}
+    module_name, root = module_name_for(path)
+    project = Project([FIXTURES / fixture_family(path)])
+    project.start_file(str(path), root)
+    found = lint_bytes(path.read_bytes(), str(path), family_rules(fixture_family(path)), project=project,
+                       module_name=module_name, strict=True)
+    assert {(d.line, d.code) for d in found if d.proof == "unproven"} == expected
+    assert all(d.message.startswith("unproven: ") for d in found if d.proof == "unproven")
+
+
+OUTSIDE = '''\
+import optax
+from flax import nnx
+from trainer_lib import make_optimizer
+
+
+def train_step(model, optimizer, x):
+    return model(x)
+
+
+def main(x):
+    model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+    optimizer = make_optimizer(model, optax.sgd(0.1))
+    return nnx.jit(train_step)(model, optimizer, x)
+'''
+
+
+def test_aliasing_through_a_call_from_outside_the_project_is_unproven(tmp_path):
+    (tmp_path / "train.py").write_text(OUTSIDE)
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    assert _check_json(tmp_path) == []
+    found = _check_json(tmp_path, "--strict")
+    assert [(d["code"], d["location"]["row"], d["proof"]) for d in found] == [("NNX107", 13, "unproven")]
+    message = found[0]["message"]
+    assert "`optimizer`" in message and "`make_optimizer(...)`, imported from outside the project" in message
+    assert "from `model` (args[0])" in message
+    assert found[0]["facts"]["transform"] == "jit"
+
+
+FACTORY = '''\
+from flax import nnx
+
+
+def loss(model, x):
+    return model(x).sum()
+
+
+class Noisy(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+        self.dropout = nnx.Dropout(0.5, rngs=rngs)
+
+
+class Test:
+    def _make(self, n):
+        model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        return model, n
+
+    def _make_noisy(self, n):
+        return Noisy(nnx.Rngs(0)), n
+
+    def test_plain(self):
+        model, n = self._make(3)
+        return nnx.grad(loss)(model, n)
+
+    def test_noisy(self):
+        model, n = self._make_noisy(3)
+        return nnx.grad(loss)(model, n)
+'''
+
+
+def test_a_method_factory_resolves_what_was_unproven(tmp_path):
+    """The tunix pattern: `model, x, y = self._make_model_and_data(B)`. The class model follows the
+    method, so the plain model is proven safe (nothing in audit mode either) and the one holding
+    Dropout RNG state is a proven finding."""
+    (tmp_path / "train.py").write_text(FACTORY)
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    found = _check_json(tmp_path, "--strict")
+    assert [(d["code"], d["location"]["row"], d.get("proof")) for d in found] == [("NNX401", 28, None)]

@@ -30,6 +30,7 @@ from nnx_lint.api import (
     fact_index,
     held_items,
     join_path,
+    opaque_builder,
     pin_sites_in,
     raises,
 )
@@ -97,6 +98,12 @@ class ArgumentHoldsArgument(FamilyRule):
         "`{holder}` is {holder_position} and `{held}` is {held_position}: Tree Mode rejects the "
         "duplicate Variables (ValueError: Duplicate ...). Pass only one of them; for optimizers use "
         "`nnx.Optimizer` (it does not hold the model) with `optimizer.update(model, grads)`"
+    )
+    #: Audit mode (``--strict``): an argument built by a call whose code cannot be read, from
+    #: another argument (``optimizer = make_optimizer(model)``, ``make_optimizer`` from elsewhere).
+    unproven_message = (
+        "`{value}` may hold another argument of the `nnx.{transform}`-transformed call ({reason}): "
+        "if it keeps it, Tree Mode raises ValueError (Duplicate ...)"
     )
     VALID = [
         Valid(
@@ -202,9 +209,41 @@ class ArgumentHoldsArgument(FamilyRule):
             return
         # the arguments as this function sees them, then as its callers do (`measure(model,
         # optimizer, x)` called with `optimizer = nnx.ModelAndOptimizer(model, tx)`)
-        for view in argument_views(self.context, [argument.expression for argument in use.arguments]):
+        views = argument_views(self.context, [argument.expression for argument in use.arguments])
+        for view in views:
             if self._holder_in(node, use, view):
                 return
+        for view in views:
+            if self._opaque_holder_in(node, use, view):
+                return
+
+    def _opaque_holder_in(self, node: nodes.Call, use, view: ArgumentView) -> bool:
+        """Audit mode: an argument built by a call the analysis cannot read from another
+        stateful argument (``optimizer = make_optimizer(model)``): it may keep it."""
+        arguments = use.arguments
+        for position, holder in enumerate(arguments):
+            if view.expressions[position] is None:
+                continue
+            built = opaque_builder(self.context, view.expressions[position])
+            if built is None:
+                continue
+            for other, other_ref in zip(arguments, view.refs):
+                if other is holder or other_ref is None or self.classes.kind_of(other_ref) not in STATEFUL_KINDS:
+                    continue
+                given = next((argument for argument, ref in built.passed if ref.overlaps(other_ref)), None)
+                if given is None:
+                    continue
+                kind = "imported from outside the project" if built.outside else "a callable the analysis cannot follow"
+                reason = (f"it is built by `{short_source(built.call.func)}(...)`, {kind}, "
+                          f"from `{short_source(given)}` ({other.label})")
+                self.report_unproven(node, value=short_source(holder.expression), reason=reason,
+                                     transform=use.name,
+                                     related=[(built.call, f"`{short_source(holder.expression)}` is built here"),
+                                              *[(call, f"`{short_source(call.func)}` is called here with both")
+                                                for call in view.via],
+                                              (use.transform.node, f"transformed by `nnx.{use.name}` here")])
+                return True
+        return False
 
     def _holder_in(self, node: nodes.Call, use, view: ArgumentView) -> bool:
         arguments = use.arguments

@@ -6,9 +6,11 @@ once, every call in it whose callee is a plain name bound to a function defined 
 so the value model can learn a parameter's class from its call sites.
 
 Calls in other project files are found through the project's reverse index
-(:func:`calls_in_other_files`, :mod:`nnx_lint.analysis.callers`). Calls of methods, or with
-``*args`` / ``**kwargs`` at the parameter's position are not followed: a parameter reached
-that way stays unknown, and rules stay silent on unknowns.
+(:func:`calls_in_other_files`, :mod:`nnx_lint.analysis.callers`); the candidate calls of a
+method there by :func:`method_calls_in_other_files` (the class model keeps those on its class,
+:mod:`nnx_lint.analysis.factories`). Calls with ``*args`` / ``**kwargs`` at the parameter's
+position are not followed: a parameter reached that way stays unknown, and rules stay silent
+on unknowns.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def calls_of(function: Function, project: Project | None = None) -> list[nodes.C
 #: One index per module, built on first use and dropped after the analysed file (a weak
 #: key would never go: the index points back into the module's tree).
 _INDEXES: dict = file_memo()
-#: Per function node: its calls in other files (each query is asked once per analysis).
+#: Per function node: the other files' calls by its name (each query is asked once per analysis).
 _OTHER_FILES: dict = file_memo()
 
 
@@ -56,9 +58,37 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
     folders that both have a ``train.py`` never mix). The question is recorded as a
     dependency of the analysis, so that the result cache notices new and changed callers.
     """
+    from nnx_lint.analysis.names import NameResolver
+
+    module = function.root()
+    if function.parent is not module:
+        return []
+    target = f"{module.name}.{function.name}"
+    found = []
+    for caller, calls in _named_calls_in_other_files(function, project):
+        resolver = NameResolver(caller, project)
+        found.extend(call for call in calls if resolver.qualified_name(call.func) == target)
+    return found
+
+
+def method_calls_in_other_files(method: Function, project: Project) -> list[nodes.Call]:
+    """The calls ``x.<method name>(...)`` in the other project files that import the linted
+    file's module (``trainer._train_step(...)`` in a test): candidates only, by name; the
+    class model keeps those whose receiver is of the method's class
+    (:meth:`nnx_lint.analysis.factories.FactoryReturns.method_arguments`). Same reverse index,
+    limits and cache dependency as :func:`calls_in_other_files`."""
+    if not isinstance(method.parent, nodes.ClassDef) or method.parent.parent is not method.root():
+        return []
+    return [call for _caller, calls in _named_calls_in_other_files(method, project) for call in calls
+            if isinstance(call.func, nodes.Attribute)]
+
+
+def _named_calls_in_other_files(function: Function, project: Project) -> list[tuple[nodes.Module, list[nodes.Call]]]:
+    """Per other project file that may call ``function`` (a def of the linted file): its calls
+    whose callee's last name is the function's (or an alias an import gives it)."""
     module = function.root()
     current = project.current_file
-    if current is None or function.parent is not module or not module.file:
+    if current is None or not module.file:
         return []
     found = _OTHER_FILES.get(function)
     if found is not None:
@@ -67,7 +97,6 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
     if str(Path(module.file).resolve()) != current:
         return found  # a function of another module: its callers are that module's question
     from nnx_lint.analysis.callers import MAX_CALLER_FILES, dependency_key, digest
-    from nnx_lint.analysis.names import NameResolver
     from nnx_lint.analysis.project import module_name_for
 
     index = project.caller_index()
@@ -75,7 +104,6 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
     project.dependencies[dependency_key(index.directories, module.name, function.name)] = digest(candidates)
     if len(candidates) > MAX_CALLER_FILES:
         return found  # a library helper: see nnx_lint.analysis.callers.MAX_CALLER_FILES
-    target = f"{module.name}.{function.name}"
     for path_text, _content in candidates:
         path = Path(path_text).resolve()
         if str(path) == current:
@@ -86,10 +114,11 @@ def calls_in_other_files(function: Function, project: Project) -> list[nodes.Cal
         caller = project.load_file(path, caller_name)
         if caller is None:
             continue
-        resolver = NameResolver(caller, project)
         calls_by_name, aliases = _calls_by_name(caller)
-        for name in {function.name, *aliases.get(function.name, ())}:
-            found.extend(call for call in calls_by_name.get(name, []) if resolver.qualified_name(call.func) == target)
+        calls = [call for name in {function.name, *aliases.get(function.name, ())}
+                 for call in calls_by_name.get(name, [])]
+        if calls:
+            found.append((caller, calls))
     return found
 
 

@@ -40,6 +40,7 @@ from nnx_lint.analysis.class_info import (MAX_DEPTH, ClassInfo, ClassRef, Store,
                                           is_static_method, self_store)
 from nnx_lint.analysis.class_kinds import ClassKinds
 from nnx_lint.analysis.construction import Construction, ConstructionReplay
+from nnx_lint.analysis.factories import FactoryReturns
 from nnx_lint.analysis.flow import bound_values, default_fallback, lookup, unpacked_binding
 from nnx_lint.analysis.names import base_classes
 from nnx_lint.analysis.refs import Alias, RefQueries
@@ -50,9 +51,12 @@ if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
 
+#: The methods a test framework runs before each test method (unittest, pytest's classes): what
+#: they store on ``self`` is there in every test, as if ``__init__`` stored it.
+_TEST_SETUPS = ("setUp", "setup_method")
 
 
-class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
+class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, FactoryReturns):
     """Per-file service (``context.classes``): class infos and expression classes."""
 
     def __init__(self, context: FileContext) -> None:
@@ -146,6 +150,12 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         init = classdef.locals.get("__init__")
         if init and isinstance(init[-1], nodes.FunctionDef):
             info.stores.extend(self._stores_in(init[-1], classdef, set()))
+        if not info.is_nnx_module:
+            for name in _TEST_SETUPS:
+                # a test case's fixtures: what every test method of the class finds on `self`
+                setup = classdef.locals.get(name)
+                if setup and isinstance(setup[-1], nodes.FunctionDef):
+                    info.stores.extend(self._stores_in(setup[-1], classdef, set()))
         return info
 
     def resolver_for(self, node: nodes.NodeNG):
@@ -208,7 +218,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 argument = expression.args[carried] if len(expression.args) > carried else None
                 return self.class_of(argument, depth + 1)
             return (self.resolve(name, at=expression) or self._local_class(expression.func)
-                    or self._factory_class(expression, name, depth))
+                    or self.returned_class(expression, None, depth, name))
         if isinstance(expression, nodes.Name):
             annotated = self._annotation_of(expression)
             if annotated is not None and annotated.qualified_name in NNX_MODULE_BASES:
@@ -222,6 +232,10 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
                 if unpacked is not None:  # `model, optimizer = nnx.merge(graphdef, state)`
                     merge, position = unpacked
                     return self._class_of_merged(merge.args[1], position, depth)
+                unpacked = unpacked_binding(expression)
+                if unpacked is not None and isinstance(unpacked[0], nodes.Call):
+                    # `model, x, y = self._make_model_and_data(16)`: what the factory returns there
+                    return self.returned_class(unpacked[0], unpacked[1], depth)
                 return self._class_from_call_sites(expression, depth)
             refs = {self.class_of(value, depth + 1) for value in values}
             refs.discard(None)
@@ -317,34 +331,63 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         = model``) has the class of what the construction of ``holder`` passes
         (``Bundle(net).model``)."""
         found = self.class_of(store.value, depth + 1)
-        if found is not None or not isinstance(store.value, nodes.Name):
+        if (found is not None and found.qualified_name not in NNX_MODULE_BASES) \
+                or not isinstance(store.value, nodes.Name):
             return found
+        generic = found  # `self.model = model` with `model: nnx.Module`: the construction may say which
+        argument = self._constructor_argument(store, holder, owner, depth)
+        passed = self.class_of(argument, depth + 1) if argument is not None else None
+        return passed if passed is not None else generic
+
+    def stored_argument(self, expression: nodes.NodeNG) -> nodes.NodeNG | None:
+        """For ``holder.attr`` whose every store is ``self.attr = param`` in ``__init__``: the
+        argument the construction of ``holder`` passes for ``param`` (``model`` in
+        ``state = TrainState(model, opt)`` for ``state.model``), else None."""
+        if not isinstance(expression, nodes.Attribute):
+            return None
+        owner = self.class_of_self(expression.expr)
+        if owner is None or owner.definition is None:
+            return None
+        stores = self.info(owner.definition).stores_of(expression.attrname)
+        arguments = {self._constructor_argument(store, expression.expr, owner.definition, 0) for store in stores}
+        return arguments.pop() if len(arguments) == 1 else None
+
+    def _constructor_argument(self, store: Store, holder: nodes.NodeNG, owner: nodes.ClassDef,
+                              depth: int) -> nodes.NodeNG | None:
+        """What the construction of ``holder`` passes for the ``__init__`` parameter ``store``
+        stores as it is, None when that is not how the value got there."""
+        if not isinstance(store.value, nodes.Name):
+            return None
         init = store.value.scope()
         if init is not self.init_of(owner):
             return None  # stored by a helper or a base __init__: its arguments are not the call's
-        construction = self._construction_call(holder)  # only now: most attribute reads never get here
+        construction = self._construction_call(holder, depth)  # only now: most attribute reads never get here
         if construction is None:
             return None
         parameters = [a.name for a in init.args.args or []][1:]
         if store.value.name not in parameters or any(isinstance(a, nodes.Starred) for a in construction.args):
             return None
-        bound = bind_arguments(init, construction)
-        argument = bound.get(store.value.name)
-        return self.class_of(argument, depth + 1) if argument is not None else None
+        return bind_arguments(init, construction).get(store.value.name)
 
-    def _construction_call(self, expression: nodes.NodeNG) -> nodes.Call | None:
-        """``Bundle(net)`` for itself or for a name bound (once) to it."""
-        if isinstance(expression, nodes.Call):
-            return expression
-        if isinstance(expression, nodes.Name):
-            values = bound_values(expression)
-            if len(values) == 1 and isinstance(values[0], nodes.Call):
-                return values[0]
+    def _construction_call(self, expression: nodes.NodeNG, depth: int = 0) -> nodes.Call | None:
+        """``Bundle(net)`` for itself or for a name bound (once) to it; through builder
+        methods that return ``self`` (``Trainer(model).with_loss(f)``)."""
+        for _ in range(MAX_DEPTH):
+            if isinstance(expression, nodes.Name):
+                values = bound_values(expression)
+                expression = values[0] if len(values) == 1 else None
+            if not isinstance(expression, nodes.Call):
+                return None
+            receiver = self.builder_receiver(expression, depth)
+            if receiver is None:
+                return expression
+            expression = receiver
         return None
 
     def _class_from_call_sites(self, name: nodes.Name, depth: int) -> ClassRef | None:
-        """An unannotated parameter's class, from what this file's calls pass for it."""
-        found = parameter_of(name)
+        """An unannotated parameter's class, from what this file's calls pass for it (a
+        method's: what the module's calls of that method pass)."""
+        found = parameter_of(name) or self.method_parameter(name)
         return self.call_site_class(*found, depth) if found is not None else None
 
     def call_site_class(self, function: nodes.NodeNG, parameter: str, depth: int = 0) -> ClassRef | None:
@@ -369,27 +412,18 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         known = self._call_site_classes.get(key)
         if known is None:
             found: dict[ClassRef, nodes.Call] = {}
-            for call in calls_of(function, self.context.project):  # this file's, then other files'
-                argument = argument_for(function, call, parameter)
+            if isinstance(function.parent, nodes.ClassDef):  # a method: its calls in its module
+                passed = self.method_arguments(function, parameter)
+            else:  # this file's calls, then other files'
+                passed = [(argument_for(function, call, parameter), call)
+                          for call in calls_of(function, self.context.project)]
+            for argument, call in passed:
                 if argument is not None and not function.parent_of(argument):
                     ref = self.class_of(argument, depth + 1)
                     if ref is not None:
                         found.setdefault(ref, call)
             known = self._call_site_classes[key] = tuple(found.items())
         return list(known)
-
-    def _factory_class(self, call: nodes.Call, qualified_name: str | None, depth: int) -> ClassRef | None:
-        """``make_model(...)`` where the project function returns one class on every path
-        (``return Model(...)``, also through a local name): that class."""
-        function = self.function_called(call, qualified_name)
-        if function is None:
-            return None
-        returns = [node.value for node in nodes_of_class(function,
-            nodes.Return, skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef)) if node.scope() is function]
-        if not returns or any(value is None for value in returns):
-            return None
-        refs = {self.class_of(value, depth + 1) for value in returns}
-        return refs.pop() if len(refs) == 1 and None not in refs else None
 
     def function_called(self, call: nodes.Call, qualified_name: str | None = None) -> nodes.FunctionDef | None:
         """The plain project function (not a method) ``call`` calls by name, in this file or
@@ -449,19 +483,23 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries):
         return self.class_of(expression)
 
     def _annotation_of(self, name: nodes.Name) -> ClassRef | None:
+        """The class ``name``'s annotation names (a parameter's, or ``x: Cls = ...``)."""
         _scope, assignments = lookup(name)
         for assignment in assignments:
             if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Arguments):
                 arguments = assignment.parent
                 for index, argument in enumerate(arguments.args):
                     if argument is assignment and arguments.annotations[index] is not None:
-                        annotation = arguments.annotations[index]
-                        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                        return self._annotated_class(arguments.annotations[index])
                 for index, argument in enumerate(arguments.kwonlyargs):
                     if argument is assignment and arguments.kwonlyargs_annotations[index] is not None:
-                        annotation = arguments.kwonlyargs_annotations[index]
-                        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                        return self._annotated_class(arguments.kwonlyargs_annotations[index])
             elif isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.AnnAssign):
-                annotation = assignment.parent.annotation
-                return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                return self._annotated_class(assignment.parent.annotation)
         return None
+
+    def _annotated_class(self, annotation: nodes.NodeNG) -> ClassRef | None:
+        """The class an annotation names: a resolved name, or a class defined in the enclosing
+        function (``def step(m: _LearnableScale)`` next to ``class _LearnableScale`` in a test)."""
+        return (self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+                or self._local_class(annotation))

@@ -386,7 +386,7 @@ class _Replay:
                 self.method(base_init, (), subs, origin or node, guards)
             return
         if is_self(func.expr):
-            helper = self._lookup_method(func.attrname)
+            helper = self.model.method_of(self.classdef, func.attrname)
             if helper is not None and helper.name != "__init__":
                 bound = _bind_call(helper, node, skip_self_argument=False)
                 subs = {(helper, name): self.model.ref_of(arg, substitutions) for name, arg in bound.items()}
@@ -394,18 +394,6 @@ class _Replay:
                 if helper_origin is None and helper.parent is not self.classdef:
                     helper_origin = node  # an inherited helper: report at the call
                 self.method(helper, (), subs, helper_origin, guards)
-
-    def _lookup_method(self, name: str) -> nodes.FunctionDef | None:
-        classdef = self.classdef
-        for _ in range(MAX_DEPTH):
-            found = classdef.locals.get(name)
-            if found and isinstance(found[-1], nodes.FunctionDef):
-                return found[-1]
-            bases = [b.definition for b in self.model.info(classdef).bases if b.definition is not None]
-            if not bases:
-                return None
-            classdef = bases[0]
-        return None
 
     def _base_init(self, expression: nodes.NodeNG, method: nodes.FunctionDef) -> nodes.FunctionDef | None:
         owner = method.parent

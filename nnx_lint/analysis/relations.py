@@ -28,14 +28,19 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.base import bounds
+from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.call_sites import argument_for, calls_of
+from nnx_lint.analysis.factories import returned_values
 from nnx_lint.analysis.refs import Ref
 from nnx_lint.analysis.flow import bound_values, unpacked_binding
-from nnx_lint.base.node_index import nodes_of_class
 
 if TYPE_CHECKING:
     from nnx_lint.engine.walk import FileContext
 
+#: Package roots whose calls :func:`opaque_builder` never counts: flax's own calls are modelled
+#: (``nnx.ModelAndOptimizer`` holds its model, ``nnx.Optimizer`` does not), and the numeric
+#: libraries build arrays and transformations, never a holder of a Module.
+_KNOWN_ROOTS = nnx_api.EXTERNAL_PACKAGES | {"builtins", "typing", "functools", "dataclasses", "copy", "math"}
 #: How many calls out the views follow (``measure`` called by ``main`` called by a test).
 MAX_CALLER_DEPTH = 2
 #: At most this many callers of one function are followed (a helper called from everywhere
@@ -143,7 +148,7 @@ def _returned_tuple(context: FileContext, call: nodes.Call) -> tuple[nodes.Funct
     function = context.classes.function_called(call)
     if function is None:
         return None
-    returns = _returned_values(function)
+    returns = returned_values(function)
     if len(returns) != 1 or not isinstance(returns[0], (nodes.Tuple, nodes.List)):
         return None
     elements = returns[0].elts
@@ -184,17 +189,10 @@ def _returned_construction(context: FileContext, call: nodes.Call) -> tuple[node
     function = classes.function_called(call)
     if function is None:
         return None
-    returns = _returned_values(function)
+    returns = returned_values(function)
     if len(returns) != 1 or not isinstance(returns[0], nodes.Call) or classes.function_called(returns[0]) is not None:
         return None
     return returns[0], _bound_parameters(context, function, call)
-
-
-def _returned_values(function: nodes.FunctionDef) -> list[nodes.NodeNG | None]:
-    """The values of ``function``'s own ``return`` statements."""
-    return [node.value for node in nodes_of_class(function, nodes.Return,
-                                                  skip_klass=(nodes.FunctionDef, nodes.Lambda, nodes.ClassDef))
-            if node.scope() is function]
 
 
 def _bound_parameters(context: FileContext, function: nodes.FunctionDef, call: nodes.Call) -> dict:
@@ -204,4 +202,45 @@ def _bound_parameters(context: FileContext, function: nodes.FunctionDef, call: n
         argument = argument_for(function, call, parameter.name)
         found[(function, parameter.name)] = context.classes.ref_of(argument) if argument is not None else None
     return found
+
+
+@dataclass(frozen=True)
+class OpaqueBuilder:
+    """A value built by a call whose code the analysis cannot read (see :func:`opaque_builder`)."""
+
+    call: nodes.Call
+    #: The callee as written (``make_optimizer``).
+    callee: str
+    #: True: a name imported from a package outside the project; False: a callable the
+    #: analysis cannot follow (a parameter, a computed callable).
+    outside: bool
+    #: What the call is given whose identity is known: ``(argument, ref)``.
+    passed: tuple[tuple[nodes.NodeNG, Ref], ...]
+
+
+def opaque_builder(context: FileContext, expression: nodes.NodeNG | None) -> OpaqueBuilder | None:
+    """The call that built ``expression`` (itself, or the one value a name is bound to) when
+    the analysis cannot see what the result keeps: not a project function, method or class,
+    nor flax's or a numeric library's (``optimizer = make_optimizer(model)`` with
+    ``make_optimizer`` imported from another package). Its result may hold what it is given:
+    audit mode reports the arguments of a transform that may alias through it."""
+    values = bound_values(expression) if isinstance(expression, nodes.Name) else [expression]
+    if len(values) != 1 or not isinstance(values[0], nodes.Call):
+        return None
+    call = values[0]
+    classes = context.classes
+    name = classes.resolver_for(call).qualified_name(call.func)
+    if name and name.split(".")[0] in _KNOWN_ROOTS:
+        return None
+    if classes.callee(call, name) is not None or classes.class_of(call) is not None:
+        return None  # the project's own code: held_items and the class model read it
+    if isinstance(call.func, nodes.Attribute) and classes.ref_of(call.func.expr) is not None:
+        return None  # a method of an object at hand (`model.split(...)`): not a builder from outside
+    outside = bool(name)
+    passed = []
+    for argument in [*call.args, *[k.value for k in call.keywords or []]]:
+        ref = classes.ref_of(argument.value if isinstance(argument, nodes.Starred) else argument)
+        if ref is not None:
+            passed.append((argument, ref))
+    return OpaqueBuilder(call, call.func.as_string(), outside, tuple(passed)) if passed else None
 

@@ -117,7 +117,7 @@ class ValueModel(StateValues):
         is unannotated (or annotated with the generic ``nnx.Module``) whose callers disagree,
         every class some caller passes (each with its call)."""
         if isinstance(expression, nodes.Name):
-            found = parameter_of(expression)
+            found = parameter_of(expression) or self.classes.method_parameter(expression)
             annotation = self.classes._annotation_of(expression) if found is not None else None
             if found is not None and (annotation is None or annotation.qualified_name in NNX_MODULE_BASES):
                 # Its class is what the callers pass (in this file or another): each with its call;
@@ -127,6 +127,14 @@ class ValueModel(StateValues):
                 if callers or annotation is None:
                     return callers
         ref = self.classes.class_of_self(expression)
+        if isinstance(expression, nodes.Attribute) and (ref is None or ref.qualified_name in NNX_MODULE_BASES):
+            # `state.model` stored from `TrainState(model, ...)`, where `model` is a parameter the
+            # callers give several classes: those classes, each with its call
+            passed = self.classes.stored_argument(expression)
+            if isinstance(passed, nodes.Name):
+                callers = [c for c in self.candidates(passed) if c.evidence == "call site"]
+                if callers:
+                    return callers
         return [Candidate(ref, "class")] if ref is not None else []
 
     def is_variable_class(self, ref: ClassRef) -> bool:
