@@ -422,7 +422,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: the reused runs ran in {rootdir}, not in --out {out}; pass --out {rootdir}",
                   file=sys.stderr)
             return 2
-        result = measure(outcome, Attributor(diagnostics, out, cwd=out), rootdir)
+        # The diagnostics' paths are relative to this process' working directory (where the copy was
+        # linted from), not to the copy: resolved against the copy, no diagnostic would lie in any test.
+        lost = [d for d in diagnostics if not (Path.cwd() / d.path).resolve().is_file()]
+        if lost:
+            print(f"error: {len(lost)} diagnostics name no file (e.g. {lost[0].path})", file=sys.stderr)
+            return 2
+        result = measure(outcome, Attributor(diagnostics, out, cwd=Path.cwd()), rootdir)
         totals: Counter[str] = Counter()
         for counts in changes.values():
             totals.update(counts)
