@@ -201,6 +201,19 @@ def outcome_from_saved_reruns(directory: Path, runs: dict[str, RunRecord]) -> Ga
     return outcome
 
 
+def attributor_for(diagnostics: list, out: Path) -> Attributor:
+    """The join of ``diagnostics`` (of the copy under ``out``, linted by this process) with its tests.
+
+    Their paths are relative to this process' working directory, where ``lint_project`` ran, not
+    to the copy: resolved against the copy, no diagnostic would lie in any test and every recall
+    would read 0. A diagnostic naming no file is an error, not a silent miss.
+    """
+    lost = [d for d in diagnostics if not (Path.cwd() / d.path).resolve().is_file()]
+    if lost:
+        raise ValueError(f"{len(lost)} diagnostics name no file (e.g. {lost[0].path})")
+    return Attributor(diagnostics, out, cwd=Path.cwd())
+
+
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _ADDRESS = re.compile(r"0x[0-9a-f]+")
@@ -422,7 +435,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: the reused runs ran in {rootdir}, not in --out {out}; pass --out {rootdir}",
                   file=sys.stderr)
             return 2
-        result = measure(outcome, Attributor(diagnostics, out, cwd=out), rootdir)
+        try:
+            attributor = attributor_for(diagnostics, out)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        result = measure(outcome, attributor, rootdir)
         totals: Counter[str] = Counter()
         for counts in changes.values():
             totals.update(counts)

@@ -22,14 +22,17 @@ from nnx_lint.engine.registry import all_rules  # noqa: E402
 from nnx_lint.analysis.rule import Reproduction  # noqa: E402
 from _support import partial_facts  # noqa: E402
 
-CASES = [
-    (rule, case, diagnostic)
+_BUILT = [
+    (rule, case, diagnostic, rule.reproduce(rule.facts_from(diagnostic.facts)))
     for rule in all_rules()
     if rule.has_reproduction()
     for case in rule.INVALID
     for diagnostic in lint_bytes(case.source.encode(), "case.py", [rule])
 ]
-REPRODUCTIONS = [rule.reproduce(rule.facts_from(diagnostic.facts)) for rule, _case, diagnostic in CASES]
+#: Findings of a rule with a builder that have no reproduction: ``reproduce`` returns the reason.
+WITHOUT_REPRODUCTION = [(rule, case, built) for rule, case, _diagnostic, built in _BUILT if isinstance(built, str)]
+CASES = [(rule, case, diagnostic) for rule, case, diagnostic, built in _BUILT if not isinstance(built, str)]
+REPRODUCTIONS = [built for _rule, _case, _diagnostic, built in _BUILT if not isinstance(built, str)]
 IDS = [f"{rule.code}-{case.id}-{diagnostic.line}" for rule, case, diagnostic in CASES]
 MAIN = [r.program() for r in REPRODUCTIONS]
 CONTROLS = [r.program(r.control) for r in REPRODUCTIONS if r.control]
@@ -48,6 +51,13 @@ def oracle_outcomes(request):
 @pytest.fixture(scope="module")
 def graph_mode_outcomes():
     return run_programs(MAIN, "flax-graph")
+
+
+@pytest.mark.parametrize(("rule", "case", "reason"), WITHOUT_REPRODUCTION,
+                         ids=[f"{rule.code}-{case.id}" for rule, case, _ in WITHOUT_REPRODUCTION])
+def test_a_finding_without_reproduction_says_why(rule, case, reason):
+    assert isinstance(reason, str) and len(reason.split()) >= 5, reason
+    assert any(c.id != case.id for c in rule.INVALID), "a rule with a builder reproduces some INVALID case"
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)

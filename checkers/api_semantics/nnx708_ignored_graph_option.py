@@ -23,12 +23,25 @@ from nnx_lint.api import (
 #: and `map` (which ends in `merge`) pass `recreate_variables` to `unflatten`, whose
 #: Tree Mode branch (`_tree_unflatten`) never looks at it and wraps every raw value back
 #: into a Variable of the type the split found there. Option -> the value that is ignored.
-#: (`unflatten`'s `index_ref` / `outer_index_outer_ref` and `flatten`'s `ref_index` /
-#: `ref_outer_index`, graph-mode bookkeeping for sharing across calls, are ignored too; they
-#: take mappings, not a flag whose one value means something else, and are not covered.)
 IGNORED_OPTIONS: dict[str, dict[str, bool]] = {"map": {"recreate_variables": False},
                                                 "merge": {"recreate_variables": False},
                                                 "unflatten": {"recreate_variables": False}}
+#: The reference bookkeeping of `flatten` / `unflatten` (a `RefMap` / `IndexMap` the caller
+#: keeps to share node identities across calls): `flatten` passes `ref_index` and
+#: `ref_outer_index` only to its graph branch and `unflatten` reads `index_ref` and
+#: `outer_index_outer_ref` only for a graph-mode GraphDef, so in Tree Mode the maps stay
+#: empty (checked with flax 0.12.8). Any value but a literal `None` is ignored.
+IGNORED_MAPPINGS: dict[str, tuple[str, ...]] = {"flatten": ("ref_index", "ref_outer_index"),
+                                                "unflatten": ("index_ref", "outer_index_outer_ref")}
+_MAPPING_OPTIONS = frozenset(option for options in IGNORED_MAPPINGS.values() for option in options)
+#: What each ignored option changes, and the way out (the diagnostic's ``effect`` / ``instead``).
+_RAW_VALUES = ("the result holds Variables again",
+               "Tree Mode's merge rebuilds every Variable the split found, whatever `{option}` says. For raw "
+               "values map the Module as a pytree, `jax.tree.map(f, node, is_leaf=lambda x: isinstance(x, "
+               "nnx.Variable))`, or keep graph mode with `graph=True`")
+_REFERENCES = ("the map stays empty, no identity is shared across calls",
+               "Tree Mode flattens a Module as a pytree and keeps no reference index; pass every object that "
+               "shares references in one call (`nnx.split((a, b))`), or keep graph mode with `graph=True`")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,11 +50,13 @@ class IgnoredGraphOptionFacts(Facts):
 
     api: str
     option: str
+    effect: str
+    instead: str
     pin: list = ABSENT
 
 
 class IgnoredGraphOption(Rule):
-    """`recreate_variables=False` on `nnx.map` / `nnx.merge` / `nnx.unflatten`: Tree Mode ignores it.
+    """Graph-API options Tree Mode ignores: `recreate_variables=False`, and the reference maps of `flatten` / `unflatten`.
 
     What it does:
         Flags `nnx.map(f, node, recreate_variables=False)` unless the call keeps graph mode
@@ -51,9 +66,11 @@ class IgnoredGraphOption(Rule):
         function that does neither (a graphdef of unknown origin may be a graph-mode one:
         silent). These are the only flag-valued graph-API options of flax 0.12.8 that Tree
         Mode ignores (`clone(variables=False)`, `merge(copy=True)`, `flatten(with_paths=False)`
-        and the filters of `split`/`state` behave the same in both modes; the
-        `ref_index`-style bookkeeping arguments of `flatten`/`unflatten` are ignored too, but
-        not covered).
+        and the filters of `split`/`state` behave the same in both modes). Also flags the
+        reference bookkeeping of the low-level graph API: `nnx.graphlib.flatten(node,
+        ref_index=..., ref_outer_index=...)` under the same conditions as `nnx.map`, and
+        `nnx.graphlib.unflatten(graphdef, state, index_ref=..., outer_index_outer_ref=...)`
+        under the same conditions as `merge` (any value but a literal `None`).
 
     Why is this bad?:
         With `recreate_variables=False`, graph mode's `merge` leaves a raw value where the
@@ -65,6 +82,12 @@ class IgnoredGraphOption(Rule):
         both modes, map the Module as a pytree:
         `jax.tree.map(f, node, is_leaf=lambda x: isinstance(x, nnx.Variable))`, or keep
         graph mode with `graph=True` (on `nnx.map`, or on the split that made the graphdef).
+        The `RefMap` / `IndexMap` given to `flatten` / `unflatten` record which object got
+        which index, so that separate calls can share references (flax's own transforms once
+        relied on it). Tree Mode's flatten never fills them and its unflatten never reads
+        them: the map stays empty, and a node unflattened with an outer index is a new
+        object, not the one the caller had (flax's `test_cached_unflatten*` tests fail, one
+        with a `RecursionError` on a self-reference).
 
     References:
         - Patterns in the catalogue: [H11](../catalogue.md#h11)
@@ -77,12 +100,8 @@ class IgnoredGraphOption(Rule):
     symbol = "ignored-graph-option"
     kind = "silent"
     catalogue = ("H11",)
-    message = "`{option}` on `{api}` is silently ignored in Tree Mode: the result holds Variables again"
-    help = (
-        "Tree Mode's merge rebuilds every Variable the split found, whatever `{option}` says. For raw values "
-        "map the Module as a pytree, `jax.tree.map(f, node, is_leaf=lambda x: isinstance(x, nnx.Variable))`, "
-        "or keep graph mode with `graph=True`"
-    )
+    message = "`{option}` on `{api}` is silently ignored in Tree Mode: {effect}"
+    help = "{instead}"
     VALID = [
         Valid(
             "pytree-map-or-graph-mode",
@@ -100,6 +119,19 @@ class IgnoredGraphOption(Rule):
                 return plain, kept, chosen, merged, nnx.map(lambda path, x: x, rngs)
             """,
         ),
+        Valid(
+            "reference-maps-in-graph-mode",
+            """
+            from flax import nnx
+
+            def flatten_shared(a, b):
+                refmap = nnx.graphlib.RefMap()
+                first = nnx.graphlib.flatten(a, ref_index=refmap, graph=True)
+                second = nnx.graphlib.flatten(b, ref_index=refmap, graph=True)
+                together = nnx.graphlib.flatten((a, b), ref_index=None)
+                return first, second, together
+            """,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -115,28 +147,51 @@ class IgnoredGraphOption(Rule):
             """,
             tree_mode=differs("`new.default.count` is an `RngCount` Variable, not the int 0"),
         ),
+        Invalid(
+            "reference-maps",
+            """
+            from flax import nnx
+
+            def flatten_shared(a, b):
+                refmap = nnx.graphlib.RefMap()
+                graphdef, state = nnx.graphlib.flatten(a, ref_index=refmap)  # NNX708
+                index = nnx.graphlib.IndexMap()
+                again = nnx.graphlib.unflatten(graphdef, state, index_ref=index)  # NNX708
+                return len(refmap), len(index), again
+            """,
+            tree_mode=differs("`len(refmap)` and `len(index)` are 0: Tree Mode never fills the maps"),
+        ),
     ]
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in IGNORED_OPTIONS or call.via_partial:
+        if call is None or call.via_partial:
             return
-        option = self._ignored_option(call)
-        if option is None:
+        found = self._ignored_option(call)
+        if found is None:
             return
-        if call.name == "map":
+        option, (effect, instead) = found
+        facts = {"option": option, "effect": effect, "instead": instead.format(option=option)}
+        if call.name in ("map", "flatten"):
+            # the call's own mode decides (the split inside `map`, the flatten itself)
             if self.context.flip_changes(call):
-                self.report(node, api="nnx.map", option=option, pin=pin_sites_in(self.context, call))
+                self.report(node, api=f"nnx.{call.name}", pin=pin_sites_in(self.context, call), **facts)
             return
+        # merge / unflatten follow the GraphDef they are given: the split that made it decides
         source = value_model(self.context).graphdef_source(call.args[0]) if call.args else None
         if source is not None and self.context.flip_changes(source):
-            self.report(node, api=f"nnx.{call.name}", option=option, pin=pin_sites_in(self.context, source))
+            self.report(node, api=f"nnx.{call.name}", pin=pin_sites_in(self.context, source), **facts)
 
     @staticmethod
-    def _ignored_option(call: NNXCall) -> str | None:
-        for keyword, ignored in IGNORED_OPTIONS[call.name].items():
+    def _ignored_option(call: NNXCall) -> tuple[str, tuple[str, str]] | None:
+        """The first option of this call that Tree Mode ignores, as written, with its effect and way out."""
+        for keyword, ignored in IGNORED_OPTIONS.get(call.name, {}).items():
             if constant_bool(call.keywords.get(keyword)) is ignored:
-                return f"{keyword}={ignored}"
+                return f"{keyword}={ignored}", _RAW_VALUES
+        for keyword in IGNORED_MAPPINGS.get(call.name, ()):
+            value = call.keywords.get(keyword)
+            if value is not None and not (isinstance(value, nodes.Const) and value.value is None):
+                return keyword, _REFERENCES
         return None
 
     @classmethod
@@ -144,6 +199,9 @@ class IgnoredGraphOption(Rule):
         """A Linear mapped (or split and merged from its pure dict) with the option; the
         observation is whether the kernel comes back as a Variable. Control: the Tree Mode
         rewrite, `jax.tree.map` over the Module with Variables as leaves."""
+        if facts.option in _MAPPING_OPTIONS:
+            return ("the reference maps belong to the low-level graph API (`nnx.graphlib.flatten` / "
+                    "`unflatten`), which the Tree Mode reference runtime does not have")
         model = "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))"
         # tree_runtime has no flatten/unflatten: merge is the same Tree Mode unflatten
         stand_ins = ("`nnx.merge` stands for `nnx.unflatten`",) if facts.api == "nnx.unflatten" else ()

@@ -58,6 +58,7 @@ PATTERNS: dict[str, str] = {
     "H10": "APIs without graph= (no change)",
     "H11": "Graph-API options Tree Mode ignores",
     "H12": "nnx.prefix follows the default mode",
+    "H13": "GraphDef node list read",
 }
 
 
