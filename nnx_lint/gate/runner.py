@@ -107,7 +107,12 @@ class RunRecord:
         return self.status == "finished"
 
 
-def _environment(mode: Mode, channel: str | None) -> dict[str, str]:
+def bytecode_cache(workdir: Path) -> Path:
+    """Where the runs of one gate put their bytecode: inside the gate's private ``workdir``."""
+    return workdir / "pycache"
+
+
+def _environment(mode: Mode, channel: str | None, workdir: Path) -> dict[str, str]:
     environment = dict(os.environ)
     # Only the gate names where the plugin's records go; a report file is never named.
     environment.pop(REPORT_ENV, None)
@@ -115,8 +120,14 @@ def _environment(mode: Mode, channel: str | None) -> dict[str, str]:
     environment.update(mode.environment)
     if channel is not None:
         environment[CHANNEL_ENV] = channel
-    # The user's tree is never modified: no __pycache__ (pytest's assertion rewriting obeys it too).
-    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    # The user's tree is never modified: bytecode (and pytest's rewritten asserts, which follow
+    # sys.pycache_prefix) goes to the gate's private directory, which lives as long as this gate
+    # run only (bytecode is code: nothing cached may outlive the run). Each later run and re-run
+    # then loads what the first run compiled instead of compiling flax, jax and the pytest
+    # plugins again: seconds per process where site-packages has no bytecode (and where
+    # PYTHONDONTWRITEBYTECODE is set, pytest rewrites the plugins' asserts in every process).
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    environment["PYTHONPYCACHEPREFIX"] = str(bytecode_cache(workdir))
     return environment
 
 
@@ -171,7 +182,7 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
     try:
         with open(output, "wb") as sink:
             process = subprocess.Popen(
-                full_command, cwd=cwd, env=_environment(mode, channel.environment_value if channel else None),
+                full_command, cwd=cwd, env=_environment(mode, channel.environment_value if channel else None, workdir),
                 stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
                 pass_fds=(channel.write_fd, channel.key_fd) if channel else ())
     except OSError as exc:
@@ -282,7 +293,7 @@ class WarmServer:
         try:
             with open(workdir / f"warm-{mode.name}.out", "wb") as sink:
                 self.process = subprocess.Popen(
-                    [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, None),
+                    [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, None, workdir),
                     stdin=server_end.fileno(), stdout=subprocess.PIPE, stderr=sink, start_new_session=True)
         finally:
             server_end.close()
