@@ -24,6 +24,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
+from nnx_lint.fixes.line_length import file_indent
 from nnx_lint.fixes.model import Edit, line_offsets, source_lines
 
 
@@ -42,10 +43,13 @@ class _Region:
 class SourceIndex:
     """A parsed file: nodes by span, parents, and edits from node replacements."""
 
-    def __init__(self, text: str, line_length: int = DEFAULT_LINE_LENGTH) -> None:
+    def __init__(self, text: str, line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> None:
         self.text = text
         #: The project's line length, which the lines a fix writes should fit (:mod:`nnx_lint.fixes.pin`).
         self.line_length = line_length
+        #: One level of indentation for the lines a fix adds: the project's ``indent-width``, else
+        #: the file's own (:func:`nnx_lint.fixes.line_length.file_indent`).
+        self.indent = " " * indent_width if indent_width else file_indent(text)
         self.lines = source_lines(text)
         self.offsets = line_offsets(text)
         self._ranges = _statement_ranges(text, len(self.lines))
