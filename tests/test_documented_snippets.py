@@ -54,8 +54,23 @@ def _bad_config(directory: Path) -> None:
     (directory / "pyproject.toml").write_text("[tool.nnx-lint]\nindent-width = 2\n")
 
 
+def _empty(directory: Path) -> None:
+    """Nothing: the block's ``<!-- file PATH -->`` blocks are the whole project."""
+
+
+def _baseline_story(directory: Path) -> None:
+    """The README's baseline story: docs/example's baseline written, then one finding fixed
+    (``model.steps += 1`` removed); the new finding comes from the README's ``file`` block."""
+    _example(directory)
+    subprocess.run([sys.executable, "-m", "nnx_lint.cli", "check", "docs/example", "--no-cache", "--write-baseline",
+                    "nnx-lint-baseline.json"], cwd=directory, check=True, capture_output=True)
+    train = directory / "docs" / "example" / "train.py"
+    train.write_text(train.read_text().replace("    model.steps += 1\n", "", 1))
+
+
 #: Named setups a ``<!-- setup NAME -->`` marker asks for.
-SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config}
+SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config,
+          "empty": _empty, "baseline-story": _baseline_story}
 
 
 @dataclass
@@ -120,7 +135,10 @@ def transcript(block: Block, directory: Path) -> str:
     """The block's commands run in ``directory``: each ``$ command`` line, then its output."""
     script = ["exec 2>&1"]
     for command in block.commands:
+        # The shown prompt must not become the `$?` that `echo $?` reads: keep the command's status.
+        script.append("__snippet_status=$?")
         script.append(f"printf '%s\\n' {_quote('$ ' + command)}")
+        script.append("(exit $__snippet_status)")
         script.append(command)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -170,9 +188,8 @@ def test_snippet_output_is_real(block, tmp_path):
 
 def _rewrite(block: Block, real: str) -> None:
     path = REPO / block.document
-    lines = path.read_text().split("\n")
-    # Blocks below this one keep their positions only if this one keeps its length: rewrite by content.
-    old = "\n".join(lines[block.start:block.end])
+    # An earlier rewrite in the same document may have moved this block: find it by its content.
+    old = "\n".join((block.indent + line) if line else line for line in block.lines)
     new = "\n".join((block.indent + line) if line else line for line in real.split("\n"))
     path.write_text(path.read_text().replace(old, new, 1))
 
