@@ -19,6 +19,7 @@ not. Only the temporary directory's path is normalised (to ``/tmp/project``).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -68,9 +69,33 @@ def _baseline_story(directory: Path) -> None:
     train.write_text(train.read_text().replace("    model.steps += 1\n", "", 1))
 
 
+def _ruff_layout(directory: Path) -> None:
+    """docs/ruff-conventions.md's layout: docs/example at the top, ``generated/`` in ``.gitignore`` with a
+    copy of ``train.py`` in it, and ``extend-exclude = ["legacy"]``, ``extend-ignore = ["NNX6"]``."""
+    _project(directory)
+    (directory / ".gitignore").write_text("generated/\n")
+    (directory / "generated").mkdir()
+    shutil.copy(directory / "train.py", directory / "generated" / "train_copy.py")
+    (directory / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-exclude = ["legacy"]\nextend-ignore = ["NNX6"]\n')
+
+
+def _ruff_layout_noqa_notebook(directory: Path) -> None:
+    """:func:`_ruff_layout`, then ``# nnx-lint: noqa: NNX101, NNX201`` as the first line of ``train.py``
+    and a notebook ``explore.ipynb`` whose one code cell holds ``train.py`` as it was."""
+    _ruff_layout(directory)
+    train = directory / "train.py"
+    source = train.read_text()
+    train.write_text("# nnx-lint: noqa: NNX101, NNX201\n" + source)
+    cell = {"cell_type": "code", "execution_count": None, "id": "explore", "metadata": {}, "outputs": [],
+            "source": source.splitlines(keepends=True)}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (directory / "explore.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+
+
 #: Named setups a ``<!-- setup NAME -->`` marker asks for.
 SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config,
-          "empty": _empty, "baseline-story": _baseline_story}
+          "empty": _empty, "baseline-story": _baseline_story, "ruff-layout": _ruff_layout,
+          "ruff-layout-noqa-notebook": _ruff_layout_noqa_notebook}
 
 
 @dataclass
