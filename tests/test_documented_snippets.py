@@ -92,10 +92,18 @@ def _ruff_layout_noqa_notebook(directory: Path) -> None:
     (directory / "explore.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
 
 
+def _example_git(directory: Path) -> None:
+    """docs/example as ``docs/example`` in a git repository with its files added (for ``git ls-files``)."""
+    _example(directory)
+    git = ["git", "-c", "user.name=snippets", "-c", "user.email=snippets@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=directory, check=True)
+    subprocess.run([*git, "add", "."], cwd=directory, check=True)
+
+
 #: Named setups a ``<!-- setup NAME -->`` marker asks for.
 SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config,
           "empty": _empty, "baseline-story": _baseline_story, "ruff-layout": _ruff_layout,
-          "ruff-layout-noqa-notebook": _ruff_layout_noqa_notebook}
+          "ruff-layout-noqa-notebook": _ruff_layout_noqa_notebook, "example-git": _example_git}
 
 
 @dataclass
