@@ -52,7 +52,7 @@ def _ruff_config(directory: Path) -> None:
 
 def _bad_config(directory: Path) -> None:
     _project(directory)
-    (directory / "pyproject.toml").write_text("[tool.nnx-lint]\nindent-width = 2\n")
+    (directory / "pyproject.toml").write_text('[tool.nnx-lint]\nextend_select = ["NNX9"]\n')  # a typo of the key
 
 
 def _empty(directory: Path) -> None:
