@@ -293,8 +293,13 @@ def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str
         # A partial report keeps the verdicts of the candidates whose re-runs all ended.
         recorded = {verdict.nodeid for verdict in outcome.verdicts}
         for item in pending:
-            finished = not isinstance(item[3], Future) or (item[3].done() and item[3].exception() is None)
-            if item[0] not in recorded and finished and item[1].status != "interrupted":
+            graph_run = item[3]
+            if isinstance(graph_run, Future):
+                graph_run = graph_run.result() if graph_run.done() and graph_run.exception() is None else None
+                if graph_run is None:
+                    continue
+            stopped = any(record is not None and record.status == "interrupted" for record in (item[1], graph_run))
+            if item[0] not in recorded and not stopped:
                 _record_reruns(item, graph, tree, outcome)
         raise
     finally:
