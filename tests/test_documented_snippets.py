@@ -19,6 +19,7 @@ not. Only the temporary directory's path is normalised (to ``/tmp/project``).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -51,11 +52,58 @@ def _ruff_config(directory: Path) -> None:
 
 def _bad_config(directory: Path) -> None:
     _project(directory)
-    (directory / "pyproject.toml").write_text("[tool.nnx-lint]\nindent-width = 2\n")
+    (directory / "pyproject.toml").write_text('[tool.nnx-lint]\nextend_select = ["NNX9"]\n')  # a typo of the key
+
+
+def _empty(directory: Path) -> None:
+    """Nothing: the block's ``<!-- file PATH -->`` blocks are the whole project."""
+
+
+def _baseline_story(directory: Path) -> None:
+    """The README's baseline story: docs/example's baseline written, then one finding fixed
+    (``model.steps += 1`` removed); the new finding comes from the README's ``file`` block."""
+    _example(directory)
+    subprocess.run([sys.executable, "-m", "nnx_lint.cli", "check", "docs/example", "--no-cache", "--write-baseline",
+                    "nnx-lint-baseline.json"], cwd=directory, check=True, capture_output=True)
+    train = directory / "docs" / "example" / "train.py"
+    train.write_text(train.read_text().replace("    model.steps += 1\n", "", 1))
+
+
+def _ruff_layout(directory: Path) -> None:
+    """docs/ruff-conventions.md's layout: docs/example at the top, ``generated/`` in ``.gitignore`` with a
+    copy of ``train.py`` in it, and ``extend-exclude = ["legacy"]``, ``extend-ignore = ["NNX6"]``."""
+    _project(directory)
+    (directory / ".gitignore").write_text("generated/\n")
+    (directory / "generated").mkdir()
+    shutil.copy(directory / "train.py", directory / "generated" / "train_copy.py")
+    (directory / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-exclude = ["legacy"]\nextend-ignore = ["NNX6"]\n')
+
+
+def _ruff_layout_noqa_notebook(directory: Path) -> None:
+    """:func:`_ruff_layout`, then ``# nnx-lint: noqa: NNX101, NNX201`` as the first line of ``train.py``
+    and a notebook ``explore.ipynb`` whose one code cell holds ``train.py`` as it was."""
+    _ruff_layout(directory)
+    train = directory / "train.py"
+    source = train.read_text()
+    train.write_text("# nnx-lint: noqa: NNX101, NNX201\n" + source)
+    cell = {"cell_type": "code", "execution_count": None, "id": "explore", "metadata": {}, "outputs": [],
+            "source": source.splitlines(keepends=True)}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (directory / "explore.ipynb").write_text(json.dumps(notebook, indent=1) + "\n")
+
+
+def _example_git(directory: Path) -> None:
+    """docs/example as ``docs/example`` in a git repository with its files added (for ``git ls-files``)."""
+    _example(directory)
+    git = ["git", "-c", "user.name=snippets", "-c", "user.email=snippets@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=directory, check=True)
+    subprocess.run([*git, "add", "."], cwd=directory, check=True)
 
 
 #: Named setups a ``<!-- setup NAME -->`` marker asks for.
-SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config}
+SETUPS = {"example": _example, "project": _project, "ruff-config": _ruff_config, "bad-config": _bad_config,
+          "empty": _empty, "baseline-story": _baseline_story, "ruff-layout": _ruff_layout,
+          "ruff-layout-noqa-notebook": _ruff_layout_noqa_notebook, "example-git": _example_git}
 
 
 @dataclass
@@ -120,7 +168,10 @@ def transcript(block: Block, directory: Path) -> str:
     """The block's commands run in ``directory``: each ``$ command`` line, then its output."""
     script = ["exec 2>&1"]
     for command in block.commands:
+        # The shown prompt must not become the `$?` that `echo $?` reads: keep the command's status.
+        script.append("__snippet_status=$?")
         script.append(f"printf '%s\\n' {_quote('$ ' + command)}")
+        script.append("(exit $__snippet_status)")
         script.append(command)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -170,9 +221,8 @@ def test_snippet_output_is_real(block, tmp_path):
 
 def _rewrite(block: Block, real: str) -> None:
     path = REPO / block.document
-    lines = path.read_text().split("\n")
-    # Blocks below this one keep their positions only if this one keeps its length: rewrite by content.
-    old = "\n".join(lines[block.start:block.end])
+    # An earlier rewrite in the same document may have moved this block: find it by its content.
+    old = "\n".join((block.indent + line) if line else line for line in block.lines)
     new = "\n".join((block.indent + line) if line else line for line in real.split("\n"))
     path.write_text(path.read_text().replace(old, new, 1))
 

@@ -108,3 +108,40 @@ def test_merge_refuses_missing_duplicated_and_foreign_shards(runs):
     (root / "whole.json").write_text(json.dumps({**other, "shard": None}))
     done = merge("shard-1.json", "whole.json")
     assert done.returncode == 2 and "not the report of a shard" in done.stderr
+
+
+def _documented_matrix() -> dict:
+    """The GitHub Actions matrix of docs/gate.md (its one ``yaml`` block with ``--shard``)."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install -e '.[test]')")
+    text = (Path(__file__).resolve().parent.parent / "docs" / "gate.md").read_text()
+    blocks = [block.split("\n", 1)[1] for block in text.split("```yaml")[1:]]
+    (matrix,) = [block.split("```", 1)[0] for block in blocks if "--shard" in block.split("```", 1)[0]]
+    return yaml.safe_load(matrix)
+
+
+def test_the_documented_matrix_runs_every_shard_once_and_merges_them_all():
+    """Each job's command line is a valid ``nnx-lint gate`` run of its own shard of N (N the matrix's
+    size), its report is what the verdict job downloads and merges, and nnx-lint is installed from a
+    pinned commit (it is not on the package index)."""
+    import shlex
+
+    from nnx_lint.cli import build_parser
+
+    jobs = _documented_matrix()["jobs"]
+    shards = jobs["gate"]["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, len(shards) + 1))
+    runs = [step["run"] for job in jobs.values() for step in job["steps"] if "run" in step]
+    (gate_line,) = [line for line in runs if "--shard" in line]
+    seen = []
+    for shard in shards:
+        words = shlex.split(gate_line.replace("${{ matrix.shard }}", str(shard)))
+        words = words[:words.index("||")] if "||" in words else words
+        assert words[:2] == ["nnx-lint", "gate"]
+        args = build_parser().parse_args(words[1:])
+        seen.append(parse_shard(args.shard))
+        assert Path(args.report_file).match("gate-*.json")
+    assert seen == [(shard, len(shards)) for shard in shards]
+    merges = [shlex.split(line.split(">>")[0]) for line in runs if "gate merge" in line]
+    assert merges and all(words[:4] == ["nnx-lint", "gate", "merge", "gate-*.json"] for words in merges)
+    installs = [line for line in runs if line.startswith("pip install")]
+    assert installs and all("nnx-lint/nnx-lint@<commit>" in line for line in installs), installs

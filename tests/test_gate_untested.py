@@ -151,3 +151,17 @@ def test_progress_in_a_ci_log_phase_lines_and_heartbeats(tmp_path):
     heartbeats = [line for line in lines if re.match(r"nnx-lint gate: (graph mode|Tree Mode) run: \d+/2 tests \(", line)]
     assert len(heartbeats) >= 2, done.stderr  # test_slow takes 2.5 s in each mode: a heartbeat every 0.5 s
     assert all(re.search(r"\(\d+:\d\d elapsed\)$", line) for line in lines if line.startswith("nnx-lint gate: "))
+
+
+def test_the_gate_extra_installs_what_the_gate_needs():
+    """``pip install 'nnx-lint[gate]'`` resolves the installed distribution's metadata: the extra must
+    bring pytest, flax and jax, each a requirement that the gate's message names the extra for."""
+    from importlib.metadata import metadata
+
+    from packaging.requirements import Requirement
+
+    requirements = [Requirement(text) for text in metadata("nnx-lint").get_all("Requires-Dist") or []]
+    gate = {requirement.name for requirement in requirements
+            if requirement.marker is not None and requirement.marker.evaluate({"extra": "gate"})
+            and not requirement.marker.evaluate({"extra": ""})}
+    assert {"pytest", "flax", "jax"} <= gate, gate

@@ -139,3 +139,56 @@ def test_an_invalid_line_length_is_one_clean_error(tmp_path, value):
     result = check(project, "model.py")
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "`line-length` must be a whole number from 1 to 320" in result.stderr
+
+
+#: ``WRAPPED`` at an indent width of 2 (the call's own line keeps the file's indentation).
+WRAPPED_BY_2 = """\
+    gradients = nnx.grad(
+      loss_fn,
+      graph=True,
+      graph_updates=True,
+    )(model)
+"""
+
+#: Each place an indent width is read from: file name -> its text with the width ``{n}``.
+INDENT_SOURCES = {
+    "ruff-pyproject": ("pyproject.toml", "[tool.ruff]\nindent-width = {n}\n", "pyproject.toml [tool.ruff]"),
+    "ruff.toml": ("ruff.toml", "indent-width = {n}\n", "ruff.toml"),
+    ".ruff.toml": (".ruff.toml", "indent-width = {n}\n", ".ruff.toml"),
+    # flax's own configuration: pyink with Google's two-space indentation.
+    "pyink": ("pyproject.toml", "[tool.pyink]\npyink-indentation = {n}\n", "pyproject.toml [tool.pyink]"),
+}
+
+
+def _shown_indent(project) -> str:
+    result = check(project, ".", "--show-settings")
+    assert result.returncode == 0, result.stderr
+    return next(line for line in result.stdout.splitlines() if line.startswith("indent-width = "))
+
+
+@pytest.mark.parametrize("source", INDENT_SOURCES)
+def test_the_wrapped_pin_is_indented_by_the_configured_indent_width(tmp_path, source):
+    name, text, shown = INDENT_SOURCES[source]
+    project = _project(tmp_path, {name: text.format(n=2), ".flake8": f"[flake8]\nmax-line-length = {NARROW}\n"})
+    assert _shown_indent(project) == f"indent-width = 2 ({shown})"
+    fixed = _fix(project)
+    assert WRAPPED_BY_2 in fixed, fixed
+
+
+def test_ruff_files_win_over_pyink_for_the_indent_width(tmp_path):
+    project = _project(tmp_path, {"pyproject.toml": "[tool.pyink]\npyink-indentation = 2\n",
+                                  "ruff.toml": f"indent-width = 4\nline-length = {NARROW}\n"})
+    assert _shown_indent(project) == "indent-width = 4 (ruff.toml)"
+    assert WRAPPED in _fix(project)
+
+
+def test_without_an_indent_width_the_file_s_own_indentation_is_used(tmp_path):
+    """A file indented by two spaces gets its wrapped pin indented by two, one by four by four."""
+    project = _project(tmp_path, {"ruff.toml": f"line-length = {NARROW - 2}\n"})
+    assert _shown_indent(project) == "indent-width = the file's own (not configured)"
+    two = SOURCE.format(target="gradients").replace("\n    ", "\n  ")
+    (project / "model.py").write_text(two)
+    fixed = _fix(project)
+    assert "  gradients = nnx.grad(\n    loss_fn,\n    graph=True,\n    graph_updates=True,\n  )(model)\n" in fixed, fixed
+    (project / "model.py").write_text(SOURCE.format(target="gradients"))
+    assert WRAPPED in _fix(project)

@@ -136,7 +136,7 @@ class FactoryReturns:
         """Whether ``parameter`` of ``method`` is annotated only as a Module (``nnx.Module``)."""
         arguments = method.args
         for names, annotation_list in ((arguments.args or [], arguments.annotations),
-                                        (arguments.kwonlyargs or [], arguments.kwonlyargs_annotations)):
+                                       (arguments.kwonlyargs or [], arguments.kwonlyargs_annotations)):
             for argument, annotation in zip(names, annotation_list):
                 if argument.name == parameter and annotation is not None:
                     annotated = self._annotated_class(annotation)

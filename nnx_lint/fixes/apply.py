@@ -149,9 +149,9 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
 
 
 def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
-             line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
+             line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> FixOutcome:
     """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics; pinned calls are
-    wrapped to fit ``line_length``.
+    wrapped to fit ``line_length``, indented by ``indent_width`` (None: the file's own indentation).
 
     ``fixed`` counts the findings of ``text`` that the fixed text no longer has
     (:mod:`nnx_lint.fixes.tracking`), not the fixes applied on the way."""
@@ -162,7 +162,7 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
             break
         latest = lint(outcome.text)
         first = latest if first is None else first
-        edits = select_edits(outcome.text, index_for(outcome.text, line_length), latest, unsafe, flax)
+        edits = select_edits(outcome.text, index_for(outcome.text, line_length, indent_width), latest, unsafe, flax)
         if not edits:
             break
         outcome.text = apply_edits(outcome.text, edits)
@@ -193,13 +193,13 @@ def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = Non
 
 def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
              roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
-             line_length: int = DEFAULT_LINE_LENGTH) -> FixOutcome:
+             line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> FixOutcome:
     """Fix one Python file's text; the outcome says what was fixed."""
     if rules is None:
         from nnx_lint.engine.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
-    return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length)
+    return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length, indent_width)
 
 
 def fix_source(path: str, text: str, unsafe: bool = False) -> str:
@@ -213,17 +213,19 @@ def fix_source(path: str, text: str, unsafe: bool = False) -> str:
 
 def fix_notebook(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
                  roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
-                 line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, Counter]:
+                 line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> tuple[bytes, Counter]:
     """Fix a notebook's code cells (linted as one module, edited cell by cell); everything
     else in the document is written back as it was. The counter has the findings gone, by code."""
-    new, before, positions = fix_notebook_tracked(path, data, rules, unsafe, roots, flax, line_length)
+    new, before, positions = fix_notebook_tracked(path, data, rules, unsafe, roots, flax, line_length,
+                                                  indent_width)
     return new, Counter(before[position].code for position in positions)
 
 
 def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe: bool = False,
                          roots: list[str] | None = None,
                          flax: ProjectFlax = UNKNOWN,
-                         line_length: int = DEFAULT_LINE_LENGTH) -> tuple[bytes, list[Diagnostic], list[int]]:
+                         line_length: int = DEFAULT_LINE_LENGTH,
+                         indent_width: int | None = None) -> tuple[bytes, list[Diagnostic], list[int]]:
     """:func:`fix_notebook` with the notebook's findings before (module coordinates) and the
     positions of those that are gone."""
     from nnx_lint.base.notebooks import notebook_source
@@ -241,7 +243,8 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
         latest = lint(text)
         if first is None:
             first, first_text = latest, text
-        by_cell = _edits_by_cell(select_edits(text, index_for(text, line_length), latest, unsafe, flax), origin, text)
+        index = index_for(text, line_length, indent_width)
+        by_cell = _edits_by_cell(select_edits(text, index, latest, unsafe, flax), origin, text)
         if not by_cell:
             break
         for cell_number, cell_edits in by_cell.items():

@@ -85,7 +85,7 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
     from dataclasses import asdict
 
     from nnx_lint.fixes.flax_target import project_flax_for
-    from nnx_lint.fixes.line_length import settings_line_length
+    from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
     from nnx_lint.analysis.prefilter import mentions_nnx
 
     try:
@@ -105,6 +105,7 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
         "roots": [str(root) for root in settings.analysis_roots()], "unsafe": unsafe,
         "flax": asdict(project_flax_for(settings)),  # pins follow the project's flax
         "line_length": settings_line_length(settings).value,  # and fit its line length
+        "indent_width": settings_indent_width(settings).value,  # with its indentation
     })
     if answer.get("after") is None:
         return None
@@ -160,7 +161,7 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
     from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
     from nnx_lint.fixes.isolated import IsolatedFixes
     from nnx_lint.engine.file_config import selectors_for
-    from nnx_lint.fixes.line_length import settings_line_length
+    from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
     from nnx_lint.fixes.model import Fix
 
     flax = UNKNOWN if settings is None else project_flax_for(settings)
@@ -173,6 +174,7 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
     known = _AttachedFixes(cache_dir)
     roots = [] if settings is None else [str(root) for root in settings.analysis_roots()]
     width = None if settings is None else settings_line_length(settings).value
+    indent = None if settings is None else settings_indent_width(settings).value
     with IsolatedFixes(roots) as fixer:  # the roots it lints with are never imported from
         for path, positions in by_path.items():
             if path in failed:
@@ -180,7 +182,7 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
             request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
                        "diagnostics": [diagnostics[position].to_dict() for position in positions]}
             if settings is not None:
-                request["line_length"] = width
+                request["line_length"], request["indent_width"] = width, indent
                 # The run's rules and roots: the worker fixes the file as --fix would, to mark
                 # `[*]` only the findings that then go away.
                 # Selectors, not rules: resolving them imports the rules (and astroid), which the

@@ -9,10 +9,10 @@ the next file. The parent keeps everything that writes or prints.
 
 The worker's side is :func:`prepare` and :func:`answer`; requests are plain data:
 
-* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax", "line_length"}``: the file's
-  text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
-* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "line_length", "selectors", "roots"}``: each
-  diagnostic's fix as Ruff's JSON ``fix`` object, by its position in the list, with
+* ``{"op": "text", "path", "text", "notebook", "codes", "roots", "unsafe", "flax", "line_length",
+  "indent_width"}``: the file's text fixed to a fixed point (``{"after": text or None, "fixed": {code: count}}``);
+* ``{"op": "attach", "path", "diagnostics", "unsafe", "flax", "line_length", "indent_width", "selectors",
+  "roots"}``: each diagnostic's fix as Ruff's JSON ``fix`` object, by its position in the list, with
   ``resolves``: whether the finding is gone once the file is fixed as ``--fix`` fixes it
   (only with ``codes``, the rules the run uses; :mod:`nnx_lint.fixes.tracking`).
 """
@@ -77,6 +77,7 @@ class IsolatedFixes:
 MAX_TRACKED_EDITS = 200
 MAX_TRACKED_LINES = 5_000
 
+
 def prepare() -> None:
     """In the fix worker: import libcst, the fixes and the analysis stack before the module check."""
     import nnx_lint.engine.walk  # noqa: F401
@@ -100,12 +101,12 @@ def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
-    flax, width = _flax_of(request), _line_length_of(request)
+    flax, width, indent = _flax_of(request), _line_length_of(request), _indent_width_of(request)
     try:
         if request["notebook"]:
-            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax, width)
+            new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax, width, indent)
             return {"after": new_data.decode("utf-8"), "fixed": dict(counts)}
-        outcome = fix_file(path, text, rules, unsafe, roots, flax, width)
+        outcome = fix_file(path, text, rules, unsafe, roots, flax, width, indent)
         return {"after": outcome.text, "fixed": dict(outcome.fixed)}
     except (UnicodeDecodeError, ValueError):
         return {"after": None, "fixed": {}}
@@ -127,6 +128,13 @@ def _line_length_of(request: dict[str, Any]) -> int:
     from nnx_lint.fixes.line_length import DEFAULT, valid
 
     return valid(request.get("line_length")) or DEFAULT
+
+
+def _indent_width_of(request: dict[str, Any]) -> int | None:
+    """The project's indent width the request carries (None: each file's own indentation)."""
+    from nnx_lint.fixes.line_length import valid_indent_width
+
+    return valid_indent_width(request.get("indent_width"))
 
 
 def _attach(request: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +163,8 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             text = data.decode("utf-8")
     except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
         return {}
-    index = index_for(text, _line_length_of(request))  # a statement libcst cannot parse gets no fix (see SourceIndex)
+    # A statement libcst cannot parse gets no fix (see SourceIndex).
+    index = index_for(text, _line_length_of(request), _indent_width_of(request))
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
     for position, stored in enumerate(request["diagnostics"]):
@@ -201,10 +210,12 @@ def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool
               if (rule := rule_by_code(stored.get("code", ""))) is not None and rule.fixes}
     rules = [rule for rule in rules_for_selectors(_selectors_from_json(request["selectors"])) if rule.code in fixing]
     roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
+    indent = _indent_width_of(request)
     if notebook:
-        _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width)
+        _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width,
+                                                       indent)
     else:
-        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax, width)
+        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax, width, indent)
         before, positions = outcome.before, outcome.gone
     gone = set(positions)
     return {(d.code, d.line, d.column) for position, d in enumerate(before) if position not in gone}

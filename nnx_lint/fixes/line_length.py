@@ -1,4 +1,5 @@
-"""The project's line length, which a pinned call must fit (else it is wrapped, as black would).
+"""The project's line length, which a pinned call must fit (else it is wrapped, as black would),
+and its indent width, by which the wrapped arguments are indented.
 
 A pin appends ``graph=True, graph_updates=True`` to a call, so a line that fitted may no
 longer. The limit is the one the project already enforces, read from the project root with
@@ -16,10 +17,17 @@ the precedence a team would expect (the first found wins):
 Another tool's value that is not a whole number in ``1..``:data:`MAXIMUM` is passed over
 (that tool reports its own configuration errors). No libcst: the command line shows the
 value with ``--show-settings``.
+
+The indent width is read as Ruff's formatter reads it: ``indent-width`` in ``.ruff.toml``,
+``ruff.toml``, then ``[tool.ruff]`` of ``pyproject.toml``; then pyink's ``pyink-indentation``
+(``[tool.pyink]``, what Google projects such as flax use); else each file's own indentation
+(:func:`file_indent`), so a wrapped pin looks like the code around it.
 """
 from __future__ import annotations
 
 import configparser
+import io
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +88,59 @@ def project_line_length(root: Path, configured: int | None = None, configured_in
         if found is not None:
             return LineLength(found, f"{name} [FORMAT]")
     return LineLength(DEFAULT, "default")
+
+
+@dataclass(frozen=True)
+class IndentWidth:
+    """An indent width (None: each file's own) and where it was read."""
+
+    value: int | None
+    source: str
+
+
+#: Ruff's bounds for ``indent-width``.
+MAXIMUM_INDENT_WIDTH = 16
+
+
+def valid_indent_width(value: object) -> int | None:
+    """``value`` as an indent width (1 to 16, as Ruff accepts it), or None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 1 <= value <= MAXIMUM_INDENT_WIDTH else None
+
+
+def project_indent_width(root: Path) -> IndentWidth:
+    """The indent width the project at ``root`` configures for its formatter (see the module docstring)."""
+    for name in (".ruff.toml", "ruff.toml"):
+        found = valid_indent_width(_toml(root / name).get("indent-width"))
+        if found is not None:
+            return IndentWidth(found, name)
+    pyproject = _toml(root / "pyproject.toml")
+    tool = pyproject.get("tool") if isinstance(pyproject.get("tool"), dict) else {}
+    for table, key in (("ruff", "indent-width"), ("pyink", "pyink-indentation")):
+        section = tool.get(table)
+        found = valid_indent_width(section.get(key)) if isinstance(section, dict) else None
+        if found is not None:
+            return IndentWidth(found, f"pyproject.toml [tool.{table}]")
+    return IndentWidth(None, "not configured")
+
+
+def settings_indent_width(settings) -> IndentWidth:
+    """The indent width for a run's :class:`~nnx_lint.engine.config.Settings`."""
+    return project_indent_width(settings.root)
+
+
+def file_indent(text: str) -> str:
+    """One level of ``text``'s own indentation: its first indented block's (four spaces when it
+    has none, or cannot be tokenized)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.INDENT:
+                # The first INDENT opens a block at column 0: all of it is one level.
+                return token.string if token.string.strip(" \t") == "" and token.string else "    "
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return "    "
 
 
 def settings_line_length(settings) -> LineLength:

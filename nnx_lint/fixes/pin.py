@@ -10,7 +10,8 @@ spells out today's defaults and must never change the code's own choice.
 
 A pinned call that no longer fits the project's line length (``SourceIndex.line_length``,
 see :mod:`nnx_lint.fixes.line_length`) is wrapped as black wraps a call that does not fit:
-one argument per line, indented four spaces past the line the call starts on, with a
+one argument per line, indented one level (``SourceIndex.indent``: the project's
+``indent-width``, else the file's own indentation) past the line the call starts on, with a
 trailing comma and the closing parenthesis back at that line's indentation. Comments after
 an argument's comma stay where they were.
 """
@@ -68,7 +69,7 @@ def _fitting(index: SourceIndex, old: cst.CSTNode, call: cst.Call, wrap: bool) -
     if edit is None or not wrap or fits(index, edit):
         return edit
     line = index.lines[index.start_line(old) - 1]
-    return index.replacement(old, wrapped(call, line[: len(line) - len(line.lstrip(" \t"))])) or edit
+    return index.replacement(old, wrapped(call, line[: len(line) - len(line.lstrip(" \t"))], index.indent)) or edit
 
 
 def fits(index: SourceIndex, edit: Edit) -> bool:
@@ -78,9 +79,10 @@ def fits(index: SourceIndex, edit: Edit) -> bool:
     return all(len(line.rstrip("\r\n")) <= index.line_length for line in source_lines(written))
 
 
-def wrapped(call: cst.Call, indent: str) -> cst.Call:
-    """``call`` with one argument per line (black's style for a call that does not fit)."""
-    inner = indent + "    "
+def wrapped(call: cst.Call, indent: str, level: str = "    ") -> cst.Call:
+    """``call`` with one argument per line (black's style for a call that does not fit), each
+    argument ``level`` deeper than ``indent``."""
+    inner = indent + level
     args = []
     for position, arg in enumerate(call.args):
         comma = arg.comma if isinstance(arg.comma, cst.Comma) else None

@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
+from nnx_lint.fixes.line_length import file_indent
 from nnx_lint.fixes.model import Edit, apply_edits, line_offsets, source_lines
 
 
@@ -98,10 +99,13 @@ def _resolve(text: str) -> _Parsed:
 class SourceIndex:
     """A parsed file: nodes by span, parents, and edits from node replacements."""
 
-    def __init__(self, text: str, line_length: int = DEFAULT_LINE_LENGTH) -> None:
+    def __init__(self, text: str, line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> None:
         self.text = text
         #: The project's line length, which the lines a fix writes should fit (:mod:`nnx_lint.fixes.pin`).
         self.line_length = line_length
+        #: One level of indentation for the lines a fix adds: the project's ``indent-width``, else
+        #: the file's own (:func:`nnx_lint.fixes.line_length.file_indent`).
+        self.indent = " " * indent_width if indent_width else file_indent(text)
         self.lines = source_lines(text)
         self.offsets = line_offsets(text)
         self._ranges = _statement_ranges(text, len(self.lines))
@@ -291,18 +295,19 @@ def _libcst_parses(text: str, remember: bool = True) -> bool:
     return found
 
 
-#: Indexes by (text, line length), most recently used last: the ``[*]`` check computes a file's
+#: Indexes by (text, line length, indent width), most recently used last: the ``[*]`` check computes a file's
 #: fixes and then fixes the same text, as ``--fix`` does, which asks for the same fixes again.
-_INDEXES: OrderedDict[tuple[str, int], SourceIndex] = OrderedDict()
+_INDEXES: OrderedDict[tuple[str, int, int | None], SourceIndex] = OrderedDict()
 _INDEXES_KEPT = 4
 
 
-def index_for(text: str, line_length: int = DEFAULT_LINE_LENGTH) -> SourceIndex:
-    """The :class:`SourceIndex` of ``text`` (one per text and line length among the last few asked)."""
-    key = (text, line_length)
+def index_for(text: str, line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> SourceIndex:
+    """The :class:`SourceIndex` of ``text`` (one per text, line length and indent width among
+    the last few asked)."""
+    key = (text, line_length, indent_width)
     found = _INDEXES.get(key)
     if found is None:
-        found = _INDEXES[key] = SourceIndex(text, line_length)
+        found = _INDEXES[key] = SourceIndex(text, line_length, indent_width)
         if len(_INDEXES) > _INDEXES_KEPT:
             _INDEXES.popitem(last=False)
     else:

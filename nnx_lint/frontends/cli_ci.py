@@ -128,7 +128,7 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
     import os
 
     from nnx_lint.engine.file_config import rules_for
-    from nnx_lint.fixes.line_length import settings_line_length
+    from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
     from nnx_lint.engine.runner import discover
 
     settings.force_exclude = args.force_exclude
@@ -147,7 +147,8 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
         return Path(relative).as_posix() if not relative.startswith("..") else str(path)
 
     rules = rules_for(settings, Path(first))
-    width = settings_line_length(settings)
+    width, indent = settings_line_length(settings), settings_indent_width(settings)
+    indent_shown = str(indent.value) if indent.value else "the file's own"
     lines = [
         f"Resolved settings for: {shown(Path(first))}",
         f"Settings path: {shown(settings.source)}",
@@ -164,6 +165,7 @@ def show_settings(args: argparse.Namespace, settings: Settings) -> int:
         f"strict = {str(settings.strict).lower()}",
         f"src = {json.dumps([shown(root) for root in settings.source_roots])}",
         f"line-length = {width.value} ({width.source})",
+        f"indent-width = {indent_shown} ({indent.source})",
         f"rules for this file = {', '.join(rule.code for rule in rules)}",
     ]
     from nnx_lint.base.escaping import printable

@@ -12,11 +12,14 @@ Verdicts (``Verdict.kind``):
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nnx_lint.gate.modes import GRAPH, TREE
+from nnx_lint.gate.modes import GRAPH, TREE, Mode
 from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
 from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
                                   rerun_command, run_once, uses_junit, warm_python)
@@ -123,6 +126,19 @@ class GateOptions:
     warm: bool = True
     #: ``(K, N)``: run only shard K of N of the tests (``nnx_lint.gate.shard``).
     shard: tuple[int, int] | None = None
+    #: Overlap a test's graph-mode re-run with the next test's Tree Mode re-run; None: when
+    #: this process may run on 2 or more cores.
+    concurrent_reruns: bool | None = None
+
+
+def _concurrent(options: GateOptions) -> bool:
+    """Whether two re-runs may overlap: as asked, else when this process may run on 2+ cores."""
+    if options.concurrent_reruns is not None:
+        return options.concurrent_reruns
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except (AttributeError, OSError):
+        return (os.cpu_count() or 1) >= 2
 
 
 def _with_jobs(command: list[str], jobs: int | None) -> list[str]:
@@ -233,55 +249,132 @@ def _start_warm_servers(options: GateOptions, servers: dict[str, WarmServer | No
 def _isolate(candidates: list[str], graph: dict[str, TestResult], tree: dict[str, TestResult], rootdir: str | None,
              options: GateOptions, deadline: float | None, progress: Progress, outcome: GateOutcome,
              sweeper: OrphanSweeper, servers: dict[str, WarmServer | None]) -> None:
-    """Re-run each candidate alone; ``servers`` holds the warm servers started so far (closed by the caller)."""
+    """Re-run each candidate alone; ``servers`` holds the warm servers started so far (closed by the caller).
+
+    With concurrent re-runs (:attr:`GateOptions.concurrent_reruns`), a candidate's graph-mode
+    re-run goes to a second lane (a thread driving the graph-mode server) while the next
+    candidate's Tree Mode re-run goes: each re-run still runs alone in its own process, the two
+    modes only overlap in time. Orphans are then swept only while the graph-mode lane is idle (a
+    sweep kills every process the gate did not start on purpose, including the other lane's).
+    """
     can_rerun = is_pytest_command(options.command) and not uses_junit(options.command)
-    base_command = rerun_command(options.command, options.cwd) if can_rerun else []
-    python = _warm_rerun_python(options)
-    slowest = 0.0
-    for index, nodeid in enumerate(candidates):
-        reason = "" if can_rerun else "re-runs need a pytest command"
-        if reason == "" and deadline is not None and time.monotonic() + 2 * slowest > deadline:
-            reason = "skipped: the time budget would be exceeded"
-        if reason:
-            outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
-            outcome.reruns_skipped += 1
-            continue
-        alone: dict[str, TestResult | None] = {}
-        for mode in (TREE, GRAPH):
-            if mode is GRAPH and not (alone["tree"] is not None and alone["tree"].failing):
-                break  # passed alone in Tree Mode: order-dependent whatever graph mode does alone
+    rerun = _Rerunner(options, rootdir, servers, sweeper)
+    lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-graph-lane") if (
+        can_rerun and _concurrent(options) and len(candidates) > 1) else None
+    rerun.shared = lane is not None
+    pending: list[_Pending] = []
+    try:
+        for index, nodeid in enumerate(candidates):
+            reason = "" if can_rerun else "re-runs need a pytest command"
+            if reason == "" and deadline is not None and time.monotonic() + 2 * rerun.slowest > deadline:
+                reason = "skipped: the time budget would be exceeded"
+            if reason:
+                outcome.verdicts.append(Verdict(nodeid, "not-isolated", graph.get(nodeid), tree[nodeid], note=reason))
+                outcome.reruns_skipped += 1
+                continue
             progress.show("isolated re-runs", index, len(candidates), unit="Tree-Mode-only failures")
-            target = _rerun_target(nodeid, rootdir, options.cwd)
-            label = f"alone-{index}-{mode.name}"
-            record = None
-            if python is not None:
-                if mode.name not in servers:
-                    servers[mode.name] = WarmServer(python, mode, cwd=options.cwd, workdir=options.workdir,
-                                                    sweeper=sweeper)
-                server = servers[mode.name]
-                if server is not None:
-                    record = server.run(base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
-                                        deadline=deadline, sweeper=sweeper)
-                    if record is None or record.status in ("no-report", "usage-error"):
-                        servers[mode.name] = None  # a broken server: the rest run cold
-                        server.close()
-                        record = None
-            if record is None:
-                record = run_once(base_command + target, mode, cwd=options.cwd, workdir=options.workdir,
-                                  label=label, deadline=deadline, sweeper=sweeper)
-            slowest = max(slowest, record.elapsed)
-            outcome.reruns.append(record)
-            if record.status == "untrusted":  # no verdict from it: the test stays "not isolated"
-                outcome.problems.append(f"the re-run of {nodeid} alone in {mode.label} cannot be trusted: "
-                                        + "; ".join(record.trust_problems))
-            alone[mode.name] = _find(record.results, nodeid) if record.status == "finished" else None
-            if record.status == "timeout":
-                break
-        outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone.get("tree"),
-                                                    alone.get("graph")))
+            tree_record = rerun.run(nodeid, TREE, f"alone-{index}-{TREE.name}", deadline)
+            alone_tree = _alone_result(tree_record, nodeid)
+            graph_run: Future[RunRecord] | RunRecord | None = None
+            # Passed alone in Tree Mode: order-dependent whatever graph mode does alone.
+            if alone_tree is not None and alone_tree.failing and tree_record.status != "timeout":
+                label = f"alone-{index}-{GRAPH.name}"
+                graph_run = (lane.submit(rerun.run, nodeid, GRAPH, label, deadline) if lane is not None
+                             else rerun.run(nodeid, GRAPH, label, deadline))
+            pending.append((nodeid, tree_record, alone_tree, graph_run))
+            if lane is not None and all(not isinstance(item[3], Future) or item[3].done() for item in pending):
+                sweeper.sweep()
+        for item in pending:
+            _record_reruns(item, graph, tree, outcome)
+    except BaseException:
+        rerun.stop.set()  # the graph-mode lane's re-run ends within a poll and kills its test process
+        if lane is not None:
+            lane.shutdown(wait=True)
+        # A partial report keeps the verdicts of the candidates whose re-runs all ended.
+        recorded = {verdict.nodeid for verdict in outcome.verdicts}
+        for item in pending:
+            graph_run = item[3]
+            if isinstance(graph_run, Future):
+                graph_run = graph_run.result() if graph_run.done() and graph_run.exception() is None else None
+                if graph_run is None:
+                    continue
+            stopped = any(record is not None and record.status == "interrupted" for record in (item[1], graph_run))
+            if item[0] not in recorded and not stopped:
+                _record_reruns(item, graph, tree, outcome)
+        raise
+    finally:
+        if lane is not None:
+            lane.shutdown(wait=True)
+            sweeper.sweep()
     if candidates:
         progress.phase(f"isolated re-runs: ended, {len(outcome.reruns)} re-run(s) of {len(candidates)} "
                        f"Tree-Mode-only failure(s)")
+
+
+_Pending = tuple[str, RunRecord, "TestResult | None", "Future[RunRecord] | RunRecord | None"]
+
+
+def _record_reruns(item: _Pending, graph: dict[str, TestResult], tree: dict[str, TestResult],
+                   outcome: GateOutcome) -> None:
+    """Add one candidate's re-runs (in the order they were started) and its verdict to ``outcome``."""
+    nodeid, tree_record, alone_tree, graph_run = item
+    graph_record = graph_run.result() if isinstance(graph_run, Future) else graph_run
+    for record in (tree_record, graph_record):
+        if record is None:
+            continue
+        outcome.reruns.append(record)
+        if record.status == "untrusted":  # no verdict from it: the test stays "not isolated"
+            label = TREE.label if record.mode == TREE.name else GRAPH.label
+            outcome.problems.append(f"the re-run of {nodeid} alone in {label} cannot be trusted: "
+                                    + "; ".join(record.trust_problems))
+    alone_graph = _alone_result(graph_record, nodeid) if graph_record is not None else None
+    outcome.verdicts.append(verdict_from_reruns(nodeid, graph.get(nodeid), tree[nodeid], alone_tree, alone_graph))
+
+
+def _alone_result(record: RunRecord, nodeid: str) -> TestResult | None:
+    return _find(record.results, nodeid) if record.status == "finished" else None
+
+
+class _Rerunner:
+    """Runs one test alone in one mode: forked from the mode's warm server, else as a fresh command."""
+
+    def __init__(self, options: GateOptions, rootdir: str | None, servers: dict[str, WarmServer | None],
+                 sweeper: OrphanSweeper):
+        self.options, self.rootdir, self.servers, self.sweeper = options, rootdir, servers, sweeper
+        self.base_command = rerun_command(options.command, options.cwd)
+        self.python = _warm_rerun_python(options)
+        #: True when two re-runs may overlap: each run then leaves sweeping to the caller.
+        self.shared = False
+        #: Set to end the re-runs still going (Ctrl-C in the main thread).
+        self.stop = threading.Event()
+        self.slowest = 0.0
+
+    def run(self, nodeid: str, mode: Mode, label: str, deadline: float | None) -> RunRecord:
+        """The record of ``nodeid`` run alone in ``mode`` (only one caller per mode at a time)."""
+        if self.stop.is_set():
+            return RunRecord(mode=mode.name, command=[], status="interrupted")
+        target = _rerun_target(nodeid, self.rootdir, self.options.cwd)
+        sweeper = None if self.shared else self.sweeper
+        record = None
+        if self.python is not None:
+            if mode.name not in self.servers:
+                self.servers[mode.name] = WarmServer(self.python, mode, cwd=self.options.cwd,
+                                                     workdir=self.options.workdir, sweeper=self.sweeper)
+            server = self.servers[mode.name]
+            if server is not None:
+                record = server.run(self.base_command[3:] + list(PYTEST_OPTIONS) + target, label=label,
+                                    deadline=deadline, sweeper=sweeper, stop=self.stop)
+                if record is None or record.status in ("no-report", "usage-error"):
+                    self.servers[mode.name] = None  # a broken server: the rest run cold
+                    server.close()
+                    record = None
+        if record is None and self.stop.is_set():
+            record = RunRecord(mode=mode.name, command=[], status="interrupted")
+        if record is None:
+            record = run_once(self.base_command + target, mode, cwd=self.options.cwd, workdir=self.options.workdir,
+                              label=label, deadline=deadline, sweeper=sweeper, stop=self.stop)
+        self.slowest = max(self.slowest, record.elapsed)
+        return record
 
 
 def _check_runs(outcome: GateOutcome) -> None:

@@ -87,6 +87,9 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--no-warm-reruns", action="store_true",
                       help="start every isolated re-run as a fresh test command instead of forking it from a "
                            "server that imported flax once")
+    gate.add_argument("--serial-reruns", action="store_true",
+                      help="make the isolated re-runs one at a time (by default, on 2+ cores, a test's graph-mode "
+                           "re-run overlaps the next test's Tree Mode re-run; each still runs alone in its process)")
     gate.add_argument("--shard", metavar="K/N",
                       help="run only shard K of N of the tests (a hash of each node id), both modes; merge the "
                            "shards' JSON reports with: nnx-lint gate merge REPORT...")
@@ -228,7 +231,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     try:
         outcome = run_gate(GateOptions(command=command, cwd=Path.cwd(), workdir=workdir, jobs=jobs,
                                        timeout=args.timeout, progress=progress, warm=not args.no_warm_reruns,
-                                       shard=shard))
+                                       shard=shard, concurrent_reruns=False if args.serial_reruns else None))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))

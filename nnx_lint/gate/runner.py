@@ -7,6 +7,7 @@ import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,12 @@ class RunRecord:
         return self.status == "finished"
 
 
-def _environment(mode: Mode, channel: str | None) -> dict[str, str]:
+def bytecode_cache(workdir: Path) -> Path:
+    """Where the runs of one gate put their bytecode: inside the gate's private ``workdir``."""
+    return workdir / "pycache"
+
+
+def _environment(mode: Mode, channel: str | None, workdir: Path) -> dict[str, str]:
     environment = dict(os.environ)
     # Only the gate names where the plugin's records go; a report file is never named.
     environment.pop(REPORT_ENV, None)
@@ -115,8 +121,14 @@ def _environment(mode: Mode, channel: str | None) -> dict[str, str]:
     environment.update(mode.environment)
     if channel is not None:
         environment[CHANNEL_ENV] = channel
-    # The user's tree is never modified: no __pycache__ (pytest's assertion rewriting obeys it too).
-    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    # The user's tree is never modified: bytecode (and pytest's rewritten asserts, which follow
+    # sys.pycache_prefix) goes to the gate's private directory, which lives as long as this gate
+    # run only (bytecode is code: nothing cached may outlive the run). Each later run and re-run
+    # then loads what the first run compiled instead of compiling flax, jax and the pytest
+    # plugins again: seconds per process where site-packages has no bytecode (and where
+    # PYTHONDONTWRITEBYTECODE is set, pytest rewrites the plugins' asserts in every process).
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    environment["PYTHONPYCACHEPREFIX"] = str(bytecode_cache(workdir))
     return environment
 
 
@@ -147,13 +159,15 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 
 def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label: str, deadline: float | None,
-             progress: Progress | None = None, phase: str = "", sweeper: OrphanSweeper | None = None) -> RunRecord:
+             progress: Progress | None = None, phase: str = "", sweeper: OrphanSweeper | None = None,
+             stop: threading.Event | None = None) -> RunRecord:
     """Run ``command`` once in ``mode`` and read its per-test results.
 
     ``workdir`` is the gate's private temporary directory: the junit file, the command's
     output and a copy of the verified records (``<label>.jsonl``) go there, never into the
     user's tree. The records themselves are read from the run's channel as they arrive.
-    ``sweeper`` kills what the run left behind outside its process group.
+    ``sweeper`` kills what the run left behind outside its process group. ``stop``, when set
+    from another thread, ends the run as Ctrl-C would (status ``interrupted``).
     """
     report = workdir / f"{label}.jsonl"
     junit = workdir / f"{label}.xml"
@@ -171,7 +185,7 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
     try:
         with open(output, "wb") as sink:
             process = subprocess.Popen(
-                full_command, cwd=cwd, env=_environment(mode, channel.environment_value if channel else None),
+                full_command, cwd=cwd, env=_environment(mode, channel.environment_value if channel else None, workdir),
                 stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
                 pass_fds=(channel.write_fd, channel.key_fd) if channel else ())
     except OSError as exc:
@@ -200,6 +214,10 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
             if deadline is not None and time.monotonic() > deadline:
                 _kill_group(process)
                 record.status = "timeout"
+                break
+            if stop is not None and stop.is_set():
+                _kill_group(process)
+                record.status = "interrupted"
                 break
     except KeyboardInterrupt:
         _kill_group(process)
@@ -282,15 +300,16 @@ class WarmServer:
         try:
             with open(workdir / f"warm-{mode.name}.out", "wb") as sink:
                 self.process = subprocess.Popen(
-                    [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, None),
+                    [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, None, workdir),
                     stdin=server_end.fileno(), stdout=subprocess.PIPE, stderr=sink, start_new_session=True)
         finally:
             server_end.close()
         if sweeper is not None:
             sweeper.own(self.process.pid)
 
-    def _reply(self, deadline: float | None, channel: ChannelReader) -> dict | None:
-        """The server's next reply, or None at the deadline or when the server is gone.
+    def _reply(self, deadline: float | None, channel: ChannelReader,
+               stop: threading.Event | None = None) -> dict | None:
+        """The server's next reply, or None at the deadline, when ``stop`` is set, or when the server is gone.
 
         The re-run's records are read meanwhile: a re-run that fills the pipe would otherwise wait
         for the gate, and the gate for it.
@@ -309,6 +328,8 @@ class WarmServer:
                 self._buffer += chunk
             elif not ready and deadline is not None and time.monotonic() >= deadline:
                 return None
+            if stop is not None and stop.is_set():
+                return None
         line, _, self._buffer = self._buffer.partition(b"\n")
         try:
             reply = json.loads(line)
@@ -317,8 +338,11 @@ class WarmServer:
         return reply if isinstance(reply, dict) else None
 
     def run(self, args: list[str], *, label: str, deadline: float | None,
-            sweeper: OrphanSweeper | None = None) -> RunRecord | None:
-        """One re-run; None when the server is not usable (the caller then runs it cold)."""
+            sweeper: OrphanSweeper | None = None, stop: threading.Event | None = None) -> RunRecord | None:
+        """One re-run; None when the server is not usable (the caller then runs it cold).
+
+        ``stop``, when set from another thread, ends the re-run (status ``interrupted``).
+        """
         report, output = self.workdir / f"{label}.jsonl", self.workdir / f"{label}.out"
         report.unlink(missing_ok=True)
         record = RunRecord(mode=self.mode.name, command=["(warm)", *args], status="finished")
@@ -333,15 +357,15 @@ class WarmServer:
         channel.handed_over()
         pid = None
         try:
-            started_reply = self._reply(None, channel)
+            started_reply = self._reply(None, channel, stop)
             if started_reply is None or not isinstance(started_reply.get("pid"), int) or started_reply["pid"] <= 1:
                 channel.close()
                 return None
             pid = int(started_reply["pid"])
-            ended = self._reply(deadline, channel)
+            ended = self._reply(deadline, channel, stop)
             if ended is None:
                 _kill_pid_group(pid)
-                record.status = "timeout"
+                record.status = "interrupted" if stop is not None and stop.is_set() else "timeout"
                 ended = self._reply(time.monotonic() + 10, channel)
         except KeyboardInterrupt:
             if pid is not None:
