@@ -43,19 +43,19 @@ class TransformedCodeRule(Rule):
                 reached.add(id(function))
                 if function.name == "__init__" and not isinstance(function, nodes.Lambda):
                     continue
-                for target, facts in self.findings_for(service, reach):
-                    self.report(target, **{**facts, **reach.facts(), "pin": entry_pin(self.context, reach)},
-                                related=self.related_sites(reach, facts))
+                for target, fields in self.findings_for(service, reach):
+                    self.report(target, **{**fields, **reach.facts(), "pin": entry_pin(self.context, reach)},
+                                related=self.related_sites(reach, fields))
             elif self.follow_files and reach.boundary is not None and id(reach.boundary) not in reported_boundaries:
                 if getattr(function, "name", "") == "__init__":
                     continue
-                for target, facts in self.findings_for(service, reach):
+                for target, fields in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
                     where = f" ({file_name(target)}:{target.lineno}, reached through this call)"
-                    self.report(reach.boundary, **{**facts, **reach.facts(), "pin": entry_pin(self.context, reach), "where": where,
+                    self.report(reach.boundary, **{**fields, **reach.facts(), "pin": entry_pin(self.context, reach), "where": where,
                                                    "file": target.root().file, "line": target.lineno},
                                 related=[(target, f"the flagged code, in `{reach.chain[-1]}`"),
-                                         *self.related_sites(reach, facts)])
+                                         *self.related_sites(reach, fields)])
                     break
         if self.use_heuristic:
             for function in nodes_of_class(node, nodes.FunctionDef):
@@ -63,13 +63,13 @@ class TransformedCodeRule(Rule):
                     continue
                 reach = service.heuristic(function)
                 if reach is not None and self.heuristic_applies(reach):
-                    for target, facts in self.findings_for(service, reach):
-                        self.report(target, **{**facts, **reach.facts(), "pin": entry_pin(self.context, reach)})
+                    for target, fields in self.findings_for(service, reach):
+                        self.report(target, **{**fields, **reach.facts(), "pin": entry_pin(self.context, reach)})
 
     def heuristic_applies(self, reach: Reach) -> bool:
         return True
 
-    def related_sites(self, reach: Reach, facts: dict) -> list[tuple[nodes.NodeNG, str]]:
+    def related_sites(self, reach: Reach, fields: dict) -> list[tuple[nodes.NodeNG, str]]:
         """The other lines of a finding: the transform that traces the entry function and,
         when the changed object's class comes from a caller (in this file or another), the
         call that passes it."""
@@ -77,7 +77,7 @@ class TransformedCodeRule(Rule):
         if entry is None:
             return []
         sites: list[tuple[nodes.NodeNG, str]] = [(entry.node, f"`nnx.{entry.transform}` traces `{reach.chain[0]}` here")]
-        object_class = facts.get("object_class")
+        object_class = fields.get("object_class")  # a report keyword, before the facts are typed
         if object_class and isinstance(entry.function, nodes.FunctionDef):
             sites.extend(passed_to(self.context, entry.function, object_class))
         return sites

@@ -210,10 +210,11 @@ DUPLICATE_OUTPUT_HELP = (
 
 
 class ReturnFinding:
-    """One returned input found by :func:`_returned_inputs`."""
+    """One returned input found by :func:`_returned_inputs`: its rule, node and the keywords it
+    will be reported with (the facts by their stored names, typed when reported)."""
 
-    def __init__(self, code, node, facts) -> None:
-        self.code, self.node, self.facts = code, node, facts
+    def __init__(self, code, node, fields) -> None:
+        self.code, self.node, self.fields = code, node, fields
 
 
 def has_aux(use: Application) -> bool:

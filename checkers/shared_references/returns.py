@@ -147,12 +147,12 @@ class ReturnRule(FamilyRule):
                 key = (finding.node.lineno, finding.node.col_offset)
                 if finding.code == self.code and key not in seen:
                     seen.add(key)
-                    duplicate = finding.facts.get("duplicate_output")
+                    duplicate = finding.fields.get("duplicate_output")
                     message, help_text = (DUPLICATE_OUTPUT_MESSAGE, DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
                     # Every transform applying this definition must keep graph mode.
                     pin = pin_sites_in(self.context, *(u.transform for u in uses))
                     self.report(finding.node, message=message, help=help_text, related=_use_sites(uses),
-                                **{**finding.facts, "pin": pin})
+                                **{**finding.fields, "pin": pin})
 
     # -- analysis -------------------------------------------------------------------------
     def _findings(self, definition: nodes.NodeNG, uses: list[Application]) -> list[ReturnFinding]:
