@@ -265,3 +265,14 @@ def test_a_rewrite_writing_a_newer_name_is_not_offered_on_an_older_flax():
     assert fix_for(diagnostic, index, True, ProjectFlax("0.12.6", "x")).applicability == "unsafe"
     assert ProjectFlax("0.12.5", "x").why_no_rewrite(rule.rewrites()[0].writes).startswith(
         "`nnx.transform_metadata` exists only from flax 0.12.6 on")
+
+
+def test_the_installed_flax_is_the_one_importlib_metadata_finds():
+    """The direct dist-info lookup agrees with ``importlib.metadata`` on this environment."""
+    metadata = pytest.importorskip("importlib.metadata")
+    try:
+        expected = metadata.version("flax")
+    except metadata.PackageNotFoundError:
+        expected = None
+    found = flax_target.installed_flax(Path("/nonexistent-project-root"))
+    assert (found.version if found else None) == (expected and flax_target._canonical(expected))

@@ -1,11 +1,12 @@
 """gitignore(5) semantics of :mod:`nnx_lint.engine.discovery.gitignore`, file by file and through a walk."""
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
-from nnx_lint.engine.discovery.gitignore import Gitignore, parse, parse_line
+from nnx_lint.engine.discovery.gitignore import Gitignore, _screen, parse, parse_line
 
 
 def ignored(text: str, path: str, is_dir: bool = False) -> bool:
@@ -17,9 +18,7 @@ def ignored(text: str, path: str, is_dir: bool = False) -> bool:
     return state
 
 
-@pytest.mark.parametrize(
-    ("text", "path", "is_dir", "expected"),
-    [
+SEMANTICS = [
         ("build", "build", True, True),
         ("build", "src/build", True, True),  # no slash: any depth
         ("build", "src/build.py", False, False),
@@ -48,10 +47,34 @@ def ignored(text: str, path: str, is_dir: bool = False) -> bool:
         ("# a comment\n\n", "# a comment", False, False),
         ("trail.py   ", "trail.py", False, True),  # trailing spaces dropped
         ("[unclosed", "[unclosed", False, True),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize(("text", "path", "is_dir", "expected"), SEMANTICS)
 def test_gitignore_pattern_semantics(text, path, is_dir, expected):
     assert ignored(text, path, is_dir) is expected
+
+
+@pytest.mark.parametrize(("text", "path", "is_dir", "expected"), SEMANTICS)
+def test_the_screened_matcher_agrees(text, path, is_dir, expected):
+    """``Gitignore.ignores`` (which skips a layer its regular expression screens out) gives the
+    pattern-by-pattern verdict."""
+    root = os.path.abspath("gitignore-root")
+    assert Gitignore(((root, parse(text)),)).ignores(os.path.join(root, path), is_dir) is expected
+
+
+def test_the_screen_lets_through_every_path_a_pattern_matches():
+    """The screen may let a path through that no pattern matches, never the other way round."""
+    texts = sorted({text for text, *_ in SEMANTICS} | {"docs*/**/_auto", "a/[bc]/d", "x?y/**"})
+    paths = sorted({path for _, path, *_ in SEMANTICS} | {"docs1/x/_auto", "a/b/d", "xzy/q", "a/c/d/e"})
+    for text in texts:
+        patterns = parse(text)
+        screen = _screen(patterns)
+        assert screen is not None or not patterns, text
+        for path in paths:
+            for is_dir in (False, True):
+                if any(pattern.matches(path, is_dir) for pattern in patterns):
+                    assert screen.fullmatch(path), (text, path)
 
 
 def test_a_hostile_pattern_costs_linear_time():
@@ -59,6 +82,7 @@ def test_a_hostile_pattern_costs_linear_time():
     started = time.perf_counter()
     assert not pattern.matches("a" * 250, is_dir=False)
     assert time.perf_counter() - started < 1.0
+    assert _screen((pattern,)) is None  # its shape is never handed to the regular expression engine
 
 
 def test_nested_files_layer_and_negate(tmp_path):

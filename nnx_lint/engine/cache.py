@@ -36,11 +36,17 @@ def source_fingerprint(*packages: Path) -> str:
     return hasher.hexdigest()[:16]
 
 
+_CODE_FINGERPRINT: list[str] = []
+
+
 def code_fingerprint() -> str:
-    """The fingerprint of the linter itself: the engine and the rules."""
+    """The fingerprint of the linter itself: the engine and the rules. Taken once per process
+    (the result cache and the fix cache both ask; an edit to nnx-lint reaches the next run)."""
     from nnx_lint.engine.registry import rules_directory
 
-    return source_fingerprint(Path(nnx_lint.__file__).parent, rules_directory())
+    if not _CODE_FINGERPRINT:
+        _CODE_FINGERPRINT.append(source_fingerprint(Path(nnx_lint.__file__).parent, rules_directory()))
+    return _CODE_FINGERPRINT[0]
 
 
 @dataclass

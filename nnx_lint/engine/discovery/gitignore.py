@@ -15,8 +15,12 @@ git's rules (gitignore(5)):
   a trailing ``/**`` everything inside (not the directory itself);
 - a file whose directory is ignored cannot be re-included: the walk never enters it.
 
-Matching is by segment with a set-of-states simulation (no regular expressions), so a
-hostile pattern such as ``*a*a*a*a*b`` costs time linear in the path, never exponential.
+Matching is by segment with a set-of-states simulation, so a hostile pattern such as
+``*a*a*a*a*b`` costs time linear in the path, never exponential. A regular expression only
+screens a directory's patterns (:func:`_screen`): one C-speed test tells most paths that no
+pattern of the layer matches; it is built only from patterns whose shape keeps backtracking
+polynomial (at most one ``*`` per segment and one ``**``), and a match is confirmed by the
+simulation.
 A ``.gitignore`` over 1 MiB, unreadable or not UTF-8 is skipped. ``.git/info/exclude`` at
 the top of the walk is read too; the user's global excludes file is not (it would make the
 result depend on the machine).
@@ -24,6 +28,7 @@ result depend on the machine).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,6 +235,10 @@ class Gitignore:
 
     layers: tuple[tuple[str, tuple[Pattern, ...]], ...] = ()
 
+    def __post_init__(self) -> None:
+        # One screen per layer, made with the matcher (asked for every path of the walk).
+        object.__setattr__(self, "_screens", tuple(_screen(patterns) for _directory, patterns in self.layers))
+
     @classmethod
     def above(cls, start: Path, top: Path) -> Gitignore:
         """The patterns in force where a walk enters directory ``start`` (before its own
@@ -261,15 +270,52 @@ class Gitignore:
         """Whether ``path`` (in a directory this matcher was built for) is ignored."""
         absolute = os.path.abspath(path)
         ignored = False
-        for directory, patterns in self.layers:
+        for (directory, patterns), screen in zip(self.layers, self._screens):
             prefix = directory.rstrip(os.sep) + os.sep
             if not absolute.startswith(prefix):
                 continue
             relative = absolute[len(prefix):].replace(os.sep, "/")
+            if screen is not None and screen.fullmatch(relative) is None:
+                continue  # no pattern of this layer matches: it leaves the verdict as it is
             for pattern in patterns:
                 if pattern.negated == ignored and pattern.matches(relative, is_dir):
                     ignored = not pattern.negated
         return ignored
+
+
+def _screen(patterns: tuple[Pattern, ...]) -> re.Pattern | None:
+    """One regular expression that every path some pattern of ``patterns`` matches also
+    matches (it may match more: ``[...]`` is any character, directories are not told apart),
+    or None when a pattern's shape could make it backtrack badly (then every pattern is
+    simulated, as before)."""
+    alternatives = []
+    for pattern in patterns:
+        segments = pattern.segments[:-1] if pattern.inside_only else pattern.segments
+        stars = [sum(kind == "star" for kind, _ in segment.tokens) for segment in segments if segment is not None]
+        if sum(segment is None for segment in segments) > 1 or any(count > 1 for count in stars):
+            return None
+        alternatives.append(_regex_of(segments) + ("/.+" if pattern.inside_only else ""))
+    return re.compile("|".join(f"(?:{alternative})" for alternative in alternatives)) if alternatives else None
+
+
+def _regex_of(segments: tuple) -> str:
+    """The regular expression of a pattern's segments (``None``: ``**``, any number of parts)."""
+    text, after_any = "", True
+    for index, segment in enumerate(segments):
+        separator = "" if index == 0 or after_any else "/"
+        if segment is None:
+            last = index == len(segments) - 1
+            text += (".*" if index == 0 else "(?:/.*)?") if last else separator + "(?:[^/]+/)*"
+            after_any = True
+            continue
+        text += separator + "".join(_TOKEN_REGEX[kind] if kind != "literal" else re.escape(value)
+                                    for kind, value in segment.tokens)
+        after_any = False
+    return text
+
+
+#: What each non-literal token matches in :func:`_regex_of` (a class as any character: a superset).
+_TOKEN_REGEX = {"star": "[^/]*", "any": "[^/]", "class": "[^/]"}
 
 
 def walk_top(start: Path, project_root: Path) -> Path:
