@@ -80,6 +80,14 @@ def test_custom_vjp_nondiff_argnums():
     assert _decoded("nnx.custom_vjp(f, nondiff_argnums=k)").nondiff_argnums is None
 
 
+def test_static_argnums():
+    assert _decoded("nnx.jit(f)").static_argnums == frozenset()
+    assert _decoded("nnx.jit(f, static_argnums=(0, 2))").static_argnums == frozenset({0, 2})
+    assert _decoded("nnx.jit(static_argnums=1)(f)").static_argnums == frozenset({1})
+    assert _decoded("nnx.jit(f, static_argnums=k)").static_argnums is None
+    assert _decoded("nnx.vmap(f)").static_argnums is None  # not a parameter of vmap
+
+
 def test_axes_are_decoded_as_literals():
     vmap = _decoded("nnx.vmap(f, in_axes=(None, 0), out_axes=1)")
     assert (vmap.in_axes, vmap.out_axes) == ((None, 0), 1)

@@ -17,6 +17,7 @@ from nnx_lint.api import (
     OPTIMIZER_QUALIFIED,
     TRANSFORMS,
     WALKING_METHODS,
+    DecodedTransform,
     Facts,
     Invalid,
     Reproduction,
@@ -34,6 +35,7 @@ from nnx_lint.api import (
     lookup,
     pin_sites_in,
     raises,
+    transform_resolver,
 )
 
 
@@ -47,7 +49,8 @@ _HELPER_MESSAGE = ("`{argument}` ({class_name}, {reason}) passed to `{helper}`, 
 
 
 def _literal_keywords(call) -> dict:
-    """The transform's keywords that are Python literals (``argnums=1``, ``in_axes=(None, 0)``)."""
+    """The transform's keywords that are Python literals (``argnums=1``, ``in_axes=(None, 0)``),
+    as the reproduction passes them on (the rule's decisions read the resolver's decoding)."""
     import ast
 
     found = {}
@@ -60,23 +63,23 @@ def _literal_keywords(call) -> dict:
             if isinstance(v, (int, str, tuple, type(None)))}
 
 
-def _passed_through(transform: str, keywords: dict, position: int) -> bool:
+def _passed_through(decoded: DecodedTransform | None, transform: str, position: int) -> bool:
     """Whether JAX passes argument ``position`` through the transform untouched (not traced):
     a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
-    Such an argument may be a non-pytree in Tree Mode too."""
+    Such an argument may be a non-pytree in Tree Mode too. ``decoded``: the resolver's decoding
+    of the transform call (None for a bare decorator, which takes the defaults)."""
     if transform in MAPPING_TRANSFORMS:
-        axes = keywords.get("in_axes", 0)
+        axes = decoded.in_axes if decoded is not None else 0
         if axes is None:
             return True
-        return isinstance(axes, list) and position < len(axes) and axes[position] is None
+        return isinstance(axes, (list, tuple)) and position < len(axes) and axes[position] is None
     if transform == "jit":
-        static = keywords.get("static_argnums")
-        static = [static] if isinstance(static, int) else (static or [])
-        return position in static
+        return decoded is not None and position in (decoded.static_argnums or ())
     if transform in GRAD_TRANSFORMS:
-        argnums = keywords.get("argnums", 0)
-        argnums = [argnums] if isinstance(argnums, int) else argnums
-        return isinstance(argnums, list) and position not in argnums
+        # A computed argnums (or a DiffState): only the first argument is taken as differentiated,
+        # so an unknown argnums stays silent on the others.
+        argnums = decoded.argnums if decoded is not None and decoded.argnums is not None else (0,)
+        return position not in argnums
     return False
 
 
@@ -278,9 +281,10 @@ class NotPytreeObjectInNNXAPI(Rule):
                 return
             arguments, api = list(node.args), f"a function transformed by nnx.{entry.transform}"
         method = api is not None and api.startswith(".")
-        literal = _literal_keywords(entry.call) if call is None and not method else {}
+        decoded = (transform_resolver(self.context).decode(entry.call)
+                   if call is None and not method and entry.call is not None else None)
         for position, argument in enumerate(arguments):
-            if call is None and not method and _passed_through(entry.transform, literal, position):
+            if call is None and not method and _passed_through(decoded, entry.transform, position):
                 continue  # JAX never flattens it: flax runs this in Tree Mode
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:

@@ -214,6 +214,8 @@ class DecodedTransform:
     has_aux: bool | None
     #: ``nondiff_argnums`` of custom_vjp: empty by default; None when not literal or not a parameter.
     nondiff_argnums: frozenset[int] | None
+    #: ``static_argnums`` of jit / remat: empty by default; None when not literal or not a parameter.
+    static_argnums: frozenset[int] | None
     #: ``in_axes`` / ``out_axes`` as Python literals (the signature's default when absent), a
     #: tuple's non-literal elements (prefix objects) as :data:`NOT_LITERAL`; :data:`NOT_LITERAL`
     #: when computed or not a parameter.
@@ -283,6 +285,7 @@ def decode_transform(call: NNXCall, mode: ModeContext | Mode, keeps_graph: bool 
         argnums_is_tuple=is_tuple,
         has_aux=_flag(bound_argument(call, "has_aux")) if "has_aux" in parameters else None,
         nondiff_argnums=_int_set(bound_argument(call, "nondiff_argnums")) if "nondiff_argnums" in parameters else None,
+        static_argnums=_int_set(bound_argument(call, "static_argnums")) if "static_argnums" in parameters else None,
         in_axes=_axes(call, signature, "in_axes"),
         out_axes=_axes(call, signature, "out_axes"),
         applied_to=applied_to,
@@ -320,7 +323,8 @@ def _flag(node: nodes.NodeNG | None) -> bool | None:
 
 
 def _int_set(node: nodes.NodeNG | None) -> frozenset[int] | None:
-    """``nondiff_argnums``: an int or a tuple of ints (empty by default); None when computed."""
+    """``nondiff_argnums`` / ``static_argnums``: an int or a tuple of ints (empty by default); None
+    when computed."""
     if node is None:
         return frozenset()
     if isinstance(node, (nodes.Tuple, nodes.List)):
