@@ -252,3 +252,24 @@ def test_a_warm_run_reuses_the_caller_answers_until_a_file_changes(project, tmp_
     os.utime(main, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
     changed = lint()
     assert built and _nnx401(changed) == []
+
+
+def test_a_namespace_portion_inside_a_package_keeps_its_dotted_name(tmp_path, monkeypatch):
+    """google/tunix's layout: ``tunix/__init__.py`` but no ``tunix/sft/__init__.py``; the tests
+    import ``tunix.sft.train``, the name Python gives it, so their calls reach the trainer."""
+    package = tmp_path / "pkg"
+    (package / "sft").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sft" / "models.py").write_text(MODELS)
+    (package / "sft" / "train.py").write_text(TRAIN.replace("from models import", "from pkg.sft.models import"))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "train_test.py").write_text(
+        _caller("Policy", "from pkg.sft.train import update").replace("from models import", "from pkg.sft.models import"))
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    monkeypatch.chdir(tmp_path)
+    assert module_name_for(package / "sft" / "train.py") == ("pkg.sft.train", tmp_path.resolve())
+    assert module_name_for(tmp_path / "tests" / "train_test.py") == ("train_test", (tmp_path / "tests").resolve())
+    found = [d for d in run([Path(".")], load_settings(Path(".")), jobs=1).diagnostics if d.code == "NNX401"]
+    assert [d.path for d in found] == ["pkg/sft/train.py"]
+    # the call site, as messages name it: relative to the flagged file's directory
+    assert "`Policy` (call site ../../tests/train_test.py:8)" in found[0].message

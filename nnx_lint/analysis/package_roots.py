@@ -171,18 +171,45 @@ def _setup_cfg_package_dirs(path: Path) -> list[str]:
     return found + where
 
 
+#: How many directories without ``__init__.py`` a file's package may have between it and a
+#: regular package above (``tunix/sft/`` inside ``tunix/``): namespace portions, as Python imports them.
+MAX_NAMESPACE_GAP = 2
+
+
 def module_name_for(path: Path) -> tuple[str, Path]:
     """The dotted module name of ``path`` and the root directory it is relative to.
 
-    Walks up through packages (directories with ``__init__.py``).
+    Walks up through packages (directories with ``__init__.py``), and through a namespace
+    portion inside a regular package: google/tunix's ``tunix/sft/`` has no ``__init__.py``
+    but ``tunix/`` has, so ``tunix/sft/peft_trainer.py`` is ``tunix.sft.peft_trainer``, the
+    name its callers import (Python finds it the same way).
     """
     path = path.resolve()
     parts = [path.stem] if path.stem != "__init__" else []
     directory = path.parent
-    while (directory / "__init__.py").exists() and directory.parent != directory:
-        parts.insert(0, directory.name)
-        directory = directory.parent
+    while True:
+        while (directory / "__init__.py").exists() and directory.parent != directory:
+            parts.insert(0, directory.name)
+            directory = directory.parent
+        gap = _namespace_gap(directory)
+        if not gap:
+            break
+        parts[0:0] = [portion.name for portion in gap]
+        directory = gap[0].parent
     return ".".join(parts) or path.stem, directory
+
+
+def _namespace_gap(directory: Path) -> list[Path]:
+    """``directory`` and the directories above it without ``__init__.py`` (at most
+    :data:`MAX_NAMESPACE_GAP`, outermost first) when a regular package lies just above them;
+    empty otherwise."""
+    gap: list[Path] = []
+    while len(gap) < MAX_NAMESPACE_GAP and directory.parent != directory and directory.name.isidentifier():
+        gap.insert(0, directory)
+        if (directory.parent / "__init__.py").exists():
+            return gap
+        directory = directory.parent
+    return []
 
 
 def is_searchable(module_name: str) -> bool:
