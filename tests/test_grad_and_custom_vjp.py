@@ -66,3 +66,22 @@ def test_layer_table_rows():
     assert FLAX_LAYERS["flax.nnx.Dropout"].rng_when == "rngs-given"
     assert FLAX_LAYERS["flax.nnx.RNN"].rng_when == "unless-rngs-false"
     assert not any(category in NON_DIFFERENTIABLE for _, _, category in FLAX_LAYERS["flax.nnx.BatchNorm"].leaves)
+
+
+def test_nnx403_names_the_call_that_passes_the_class():
+    """A class known only from a caller: the message says which call passes it (issue 26)."""
+    source = '''
+from flax import nnx
+
+
+def step(model, x):
+    grads = nnx.grad(lambda m: m(x).sum())(model)
+    return grads['kernel']
+
+
+step(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), 1.0)
+'''
+    found = [d for d in lint_source(source, "module.py", [rule_by_code("NNX403")]) if d.code == "NNX403"]
+    assert [d.message for d in found] == [
+        "`grads['kernel']` uses the `nnx.grad` result as an `nnx.State`: Tree Mode raises "
+        "(it is a `Linear`, call site line 10)"]

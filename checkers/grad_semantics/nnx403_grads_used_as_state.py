@@ -95,6 +95,9 @@ class GradsUsedAsState(Rule):
     kind = "raises"
     catalogue = ("D1",)
     message = "`{usage}` uses the `nnx.{transform}` result as an `nnx.State`: Tree Mode raises (it is a `{type_name}`)"
+    #: When the class is known only from a caller: which call passes it.
+    call_site_message = ("`{usage}` uses the `nnx.{transform}` result as an `nnx.State`: Tree Mode raises "
+                         "(it is a `{type_name}`, {class_evidence})")
     help = (
         "In Tree Mode the gradient is a `{type_name}` object ({error}). Use attribute access / "
         "`optimizer.update(model, grads)`, convert with `nnx.state(grads, nnx.Param)`, or split by "
@@ -116,8 +119,11 @@ class GradsUsedAsState(Rule):
             if where.lineno in self._reported:
                 continue  # one per line, also when several applications reach it
             self._reported.add(where.lineno)
+            from_caller = (differentiated.class_name is not None
+                           and (differentiated.evidence or "").startswith("call site"))
             self.report(
                 where,
+                message=self.call_site_message if from_caller else None,
                 usage=usage,
                 error=error,
                 **_usage_facts(self.context, used),
