@@ -228,6 +228,24 @@ async def test_a_quick_fix_is_an_edit_that_removes_the_finding(client: LanguageC
     assert codes(await change(client, path, fixed, 2)) == [("NNX301", 19)]
 
 
+async def test_quick_fixes_follow_the_project_flax(client: LanguageClient, project: Path):
+    """As `check --fix` does: with `flax-version = "0.12.5"` the transform pin (its
+    `graph_updates=True` needs flax 0.12.6) is not offered, in a quick fix or in fix-all."""
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'flax-version = "0.12.5"\n')
+    path = project / "train.py"
+    found = await open_file(client, path)
+    finding = next(d for d in found if d.code == "NNX201")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri(path)), finding.range, types.CodeActionContext([finding])))
+    edits = [a.edit.changes[uri(path)] for a in actions if isinstance(a, types.CodeAction) and a.edit]
+    assert not any("graph_updates" in apply(path.read_text(), edit) for edit in edits)
+    fix_all = await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri(path)), types.Range(types.Position(0, 0), types.Position(0, 0)),
+        types.CodeActionContext([], only=["source.fixAll.nnx-lint"])))
+    assert not any("graph_updates" in apply(path.read_text(), a.edit.changes[uri(path)]) for a in fix_all or [])
+
+
 async def test_the_noqa_action_suppresses_one_line(client: LanguageClient, project: Path):
     path = project / "train.py"
     found = await open_file(client, path)

@@ -28,9 +28,11 @@ SHOW_REPRODUCTION = "nnx-lint.showReproduction"
 
 
 def fix_actions(uri: str, diagnostic: Diagnostic, published: types.Diagnostic, text: str,
-                positions: Positions, index) -> list[types.CodeAction]:
+                positions: Positions, index, follow) -> list[types.CodeAction]:
     """The finding's safe and unsafe fixes as quick fixes (the safe one preferred);
-    ``index`` is the text's :class:`nnx_lint.fixes.source.SourceIndex`, None without libcst."""
+    ``index`` is the text's :class:`nnx_lint.fixes.source.SourceIndex`, None without libcst;
+    ``follow``: the project's :class:`~nnx_lint.frontends.server.workspace.FixSettings` (its flax
+    decides which pins exist), as ``check --fix`` follows them."""
     if index is None:
         return []
     from nnx_lint.fixes.apply import candidate_fixes
@@ -40,7 +42,7 @@ def fix_actions(uri: str, diagnostic: Diagnostic, published: types.Diagnostic, t
     if rule is None or not rule.fixes:
         return []
     actions = []
-    for fix in candidate_fixes(rule, index, diagnostic):
+    for fix in candidate_fixes(rule, index, diagnostic, follow.flax):
         if fix.applicability not in (SAFE, UNSAFE) or not fix.edits:
             continue  # display-only: shown in the hover, never applied
         label = "" if fix.applicability == SAFE else " (unsafe: changes what the code means)"
@@ -94,12 +96,14 @@ def reproduction_action(uri: str, diagnostic: Diagnostic, key: str) -> types.Com
     return types.Command(title=title, command=SHOW_REPRODUCTION, arguments=[uri, key])
 
 
-def fix_all_action(uri: str, text: str, lint, positions: Positions) -> types.CodeAction | None:
-    """Every safe fix of the file at once (``nnx-lint check --fix`` on the buffer), as one
-    edit of the whole text; None when nothing changes."""
+def fix_all_action(uri: str, text: str, lint, positions: Positions, follow) -> types.CodeAction | None:
+    """Every safe fix of the file at once (``nnx-lint check --fix`` on the buffer, with the
+    project's flax, line length and indent width: ``follow``), as one edit of the whole text;
+    None when nothing changes."""
     from nnx_lint.fixes.apply import fix_text
 
-    outcome = fix_text(text, lint, unsafe=False)
+    outcome = fix_text(text, lint, unsafe=False, flax=follow.flax, line_length=follow.line_length,
+                       indent_width=follow.indent_width)
     if outcome.text == text:
         return None
     count = sum(outcome.fixed.values())

@@ -150,13 +150,14 @@ class NNXLanguageServer(LanguageServer):
         positions = Positions(result.text, encoding)
         wanted = params.context.only
         found: list[types.CodeAction | types.Command] = []
+        follow = self.state.fix_settings(path)
         if wanted is None or types.CodeActionKind.QuickFix in wanted:
-            index = _source_index(result.text)
+            index = _source_index(result.text, follow)
             published = self.lsp_diagnostics(path)
             requested = {(d.code, d.range.start.line, d.range.start.character) for d in params.context.diagnostics}
             mine = [d for d in published if (d.code, d.range.start.line, d.range.start.character) in requested]
             for diagnostic, item in self.findings_in(path, mine):
-                found += actions.fix_actions(uri, diagnostic, item, result.text, positions, index)
+                found += actions.fix_actions(uri, diagnostic, item, result.text, positions, index, follow)
                 noqa = actions.noqa_action(uri, diagnostic, item, result.text, positions)
                 if noqa is not None:
                     found.append(noqa)
@@ -165,8 +166,8 @@ class NNXLanguageServer(LanguageServer):
                     found.append(reproduction)
         if wanted is None or any(actions.FIX_ALL_KIND.startswith(kind) for kind in wanted):
             lint = self.state.linter(path)
-            if lint is not None and _source_index(result.text) is not None:
-                fix_all = actions.fix_all_action(uri, result.text, lint, positions)
+            if lint is not None and follow is not None and _source_index(result.text, follow) is not None:
+                fix_all = actions.fix_all_action(uri, result.text, lint, positions, follow)
                 if fix_all is not None:
                     found.append(fix_all)
         return found
@@ -209,12 +210,16 @@ def _contains(span: types.Range, position: types.Position) -> bool:
     return start <= (position.line, position.character) <= end
 
 
-def _source_index(text: str):
+def _source_index(text: str, follow):
+    """The fixes' index of ``text`` with the project's line length and indent width (``follow``:
+    :class:`~nnx_lint.frontends.server.workspace.FixSettings`); None without libcst or settings."""
+    if follow is None:
+        return None
     try:
-        from nnx_lint.fixes.source import SourceIndex
+        from nnx_lint.fixes.source import index_for
     except ImportError:  # no libcst: no fixes
         return None
-    return SourceIndex(text)
+    return index_for(text, follow.line_length, follow.indent_width)
 
 
 def build_server(baseline: str | None = None) -> NNXLanguageServer:

@@ -218,11 +218,34 @@ class Workspace:
 
         return lint
 
+    def fix_settings(self, path: str | Path):
+        """What the fixes of the open file ``path`` follow, as ``check --fix`` does for it: the
+        project's flax (pins it cannot take are not offered), line length and indent width.
+        None when its configuration cannot be read (then no fix is offered)."""
+        from nnx_lint.fixes.flax_target import project_flax_for
+        from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
+
+        try:
+            settings = settings_for_file(canonical(path))
+        except ConfigError:
+            return None
+        return FixSettings(project_flax_for(settings), settings_line_length(settings).value,
+                           settings_indent_width(settings).value)
+
     def is_current(self, path: str | Path) -> bool:
         """Whether the latest result of ``path`` was computed from its current buffer."""
         key = canonical(path)
         result = self.results.get(key)
         return result is not None and result.text == self.buffers.get(key)
+
+
+@dataclass(frozen=True)
+class FixSettings:
+    """The project settings a file's fixes follow (:meth:`Workspace.fix_settings`)."""
+
+    flax: object
+    line_length: int
+    indent_width: int | None
 
 
 def _roots_key(settings: Settings) -> tuple[str, ...]:
