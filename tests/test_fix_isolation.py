@@ -35,8 +35,8 @@ def _repo(tmp_path: Path) -> Path:
     return repo
 
 
-def _check(repo: Path, *options: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nnx_lint.cli", "check", ".", "--no-cache", "-j", "1", *options],
+def _check(repo: Path, *options: str, stdin: str | None = None, jobs: str = "1") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nnx_lint.cli", "check", ".", "--no-cache", "-j", jobs, *options],
                           cwd=repo, capture_output=True, text=True, input=stdin, timeout=120)
 
 
@@ -99,6 +99,24 @@ def test_many_crashing_files_each_cost_only_their_own_fixes(tmp_path):
     assert fixes["a.py"] is None and fixes["b.py"] is None and fixes["boolchain.py"] is None
     assert fixes["other.py"] and fixes["z.py"]
     assert done.stderr.count(NOTE) == 3
+
+
+def test_several_fix_workers_give_the_one_worker_answer(tmp_path):
+    """With `-j 3` the files' fixes are asked of up to three workers at once: the same JSON and
+    the same notes (in file order) as one worker, each crash still costing only its file."""
+    repo = _repo(tmp_path)
+    (repo / "a.py").write_text(BOOL_CHAIN)
+    for name in ("y.py", "z.py"):
+        (repo / name).write_text(FINDING)
+    one, several = _check(repo, "--output-format", "json"), _check(repo, "--output-format", "json", jobs="3")
+    assert several.returncode == one.returncode == 1, several.stderr
+    assert several.stdout == one.stdout
+    assert [line for line in several.stderr.splitlines() if NOTE in line] == \
+        [line for line in one.stderr.splitlines() if NOTE in line] == \
+        [f"nnx-lint: warning: {name}: {NOTE}; its diagnostics are reported without fixes"
+         for name in ("a.py", "boolchain.py")]
+    fixes = {d["filename"]: d["fix"] for d in json.loads(several.stdout)}
+    assert fixes["other.py"] and fixes["y.py"] and fixes["z.py"]
 
 
 def test_any_crash_of_the_fix_worker_costs_only_that_file(tmp_path):

@@ -147,19 +147,21 @@ def summary(fixed: Counter, diff: bool) -> str:
     return f"{verb} {total} diagnostic{'s' * (total != 1)} ({by_code})."
 
 
-def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | None = None) -> dict[int, object]:
+def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | None = None,
+                 jobs: int = 1) -> dict[int, object]:
     """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst);
     pins follow the flax of the project ``settings`` name.
 
-    Computed in the fix worker, one file per request: a file on which it dies gets no fixes
-    (and a note on stderr); its diagnostics and every other file's fixes are still reported."""
+    Computed in fix workers, one file per request: a file on which one dies gets no fixes
+    (and a note on stderr); its diagnostics and every other file's fixes are still reported.
+    ``jobs``: how many workers may run at once (``-j``; 0: one per CPU), never more than the
+    files left to ask about."""
     if not libcst_available():
         return {}
     from dataclasses import asdict
 
     from nnx_lint.base.diagnostic import analysed_whole
     from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
-    from nnx_lint.fixes.isolated import IsolatedFixes
     from nnx_lint.engine.file_config import selectors_for
     from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
     from nnx_lint.fixes.model import Fix
@@ -175,35 +177,90 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
     roots = [] if settings is None else [str(root) for root in settings.analysis_roots()]
     width = None if settings is None else settings_line_length(settings).value
     indent = None if settings is None else settings_indent_width(settings).value
-    with IsolatedFixes(roots) as fixer:  # the roots it lints with are never imported from
-        for path, positions in by_path.items():
-            if path in failed:
-                continue
-            request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
-                       "diagnostics": [diagnostics[position].to_dict() for position in positions]}
-            if settings is not None:
-                request["line_length"], request["indent_width"] = width, indent
-                # The run's rules and roots: the worker fixes the file as --fix would, to mark
-                # `[*]` only the findings that then go away.
-                # Selectors, not rules: resolving them imports the rules (and astroid), which the
-                # parent never does here (it runs with the linted checkout on its path).
-                request["selectors"] = selectors_for(settings, Path(path))
-                request["roots"] = roots
-            key = known.key(path, request)
-            # Asked first: a warm run then starts no worker. The parent never imports the rules or
-            # libcst for this (the worker sorts out which diagnostics have fixes).
-            fixes = known.get(key)
-            if fixes is None:
-                try:
-                    fixes = fixer.ask(request)
-                except FixCrashed as crash:
-                    note_crash(path, crash)
-                    continue
-                known.put(key, fixes)
-            for number, fix in fixes.items():
-                found[positions[int(number)]] = Fix.from_json(fix)
+    answers: dict[str, dict] = {}
+    pending: list[tuple[str, dict, str | None]] = []  # (path, request, cache key), in file order
+    for path, positions in by_path.items():
+        if path in failed:
+            continue
+        request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
+                   "diagnostics": [diagnostics[position].to_dict() for position in positions]}
+        if settings is not None:
+            request["line_length"], request["indent_width"] = width, indent
+            # The run's rules and roots: the worker fixes the file as --fix would, to mark
+            # `[*]` only the findings that then go away.
+            # Selectors, not rules: resolving them imports the rules (and astroid), which the
+            # parent never does here (it runs with the linted checkout on its path).
+            request["selectors"] = selectors_for(settings, Path(path))
+            request["roots"] = roots
+        key = known.key(path, request)
+        # Asked first: a warm run then starts no worker. The parent never imports the rules or
+        # libcst for this (the worker sorts out which diagnostics have fixes).
+        fixes = known.get(key)
+        if fixes is None:
+            pending.append((path, request, key))
+        else:
+            answers[path] = fixes
+    for path, outcome in _ask_workers(pending, roots, jobs):
+        if isinstance(outcome, FixCrashed):
+            note_crash(path, outcome)
+            continue
+        answers[path] = outcome
+    for path, request, key in pending:
+        if path in answers:
+            known.put(key, answers[path])
+    for path, fixes in answers.items():
+        positions = by_path[path]
+        for number, fix in fixes.items():
+            found[positions[int(number)]] = Fix.from_json(fix)
     known.save()
     return found
+
+
+def _ask_workers(pending: list[tuple[str, dict, str | None]], roots: list[str], jobs: int):
+    """``(path, answer or FixCrashed)`` for each request, in the order of ``pending``, from up
+    to ``jobs`` fix workers at once (each its own process: a crash costs only its file)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    from queue import SimpleQueue
+    from nnx_lint.fixes.isolated import IsolatedFixes
+
+    count = min(jobs or os.cpu_count() or 1, len(pending))
+    if count <= 1:
+        with IsolatedFixes(roots) as fixer:  # the roots it lints with are never imported from
+            for path, request, _key in pending:
+                try:
+                    yield path, fixer.ask(request)
+                except FixCrashed as crash:
+                    yield path, crash
+        return
+    idle: SimpleQueue = SimpleQueue()
+    fixers = [IsolatedFixes(roots) for _ in range(count)]
+    for fixer in fixers:
+        idle.put(fixer)
+
+    def ask(request: dict):
+        # A thread per request waits on one worker's pipe (the GIL is released there).
+        fixer = idle.get()
+        try:
+            return fixer.ask(request)
+        except FixCrashed as crash:
+            return crash
+        finally:
+            idle.put(fixer)
+
+    pool = ThreadPoolExecutor(count)
+    try:
+        futures = [(path, pool.submit(ask, request)) for path, request, _key in pending]
+        results = [(path, future.result()) for path, future in futures]
+    except BaseException:  # Ctrl-C: stop the workers now (as one worker's context does), wait for nothing
+        pool.shutdown(wait=False, cancel_futures=True)
+        for fixer in fixers:
+            fixer.__exit__(KeyboardInterrupt, None, None)
+        raise
+    pool.shutdown()
+    for fixer in fixers:
+        fixer.close()
+    yield from results
 
 
 def print_missing() -> None:
