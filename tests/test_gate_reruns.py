@@ -5,7 +5,8 @@ user runs it: ``nnx-lint gate`` in a subprocess on a tiny flax-free project.
   ``--serial-reruns`` runs them one at a time; the verdicts are the same either way, and every
   re-run still runs alone in its own process.
 - The runs' bytecode goes to the gate's private directory (``PYTHONPYCACHEPREFIX``), never to the
-  project's tree, and is gone after the run.
+  project's tree, and is gone after the run; only the first full run may instead read the
+  installation's bytecode and write none (``docs/gate.md``, "Bytecode").
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ PROJECT = {
             time.sleep(0.8)
             with open(os.environ["RERUN_LOG"], "a") as log:
                 log.write(f"{os.getpid()} {os.environ['NNX_GRAPH_MODE']} {name} {started} {time.time()} "
-                          f"{sys.pycache_prefix or '-'}\\n")
+                          f"{sys.pycache_prefix or '-'} {int(sys.flags.dont_write_bytecode)}\\n")
             if os.environ["NNX_GRAPH_MODE"] == "false":
                 raise ValueError("does not support Variable aliasing")
         """),
@@ -55,7 +56,7 @@ PROJECT = {
 }
 
 
-def _gate(root: Path, log: Path, *options: str) -> tuple[dict, list[tuple[int, str, str, float, float, str]]]:
+def _gate(root: Path, log: Path, *options: str) -> tuple[dict, list[tuple[int, str, str, float, float, str, str]]]:
     log.unlink(missing_ok=True)
     done = subprocess.run([sys.executable, "-m", "nnx_lint.cli", "gate", ".", "--output-format", "json", *options],
                           cwd=root, capture_output=True, text=True, timeout=600,
@@ -63,8 +64,8 @@ def _gate(root: Path, log: Path, *options: str) -> tuple[dict, list[tuple[int, s
     assert done.stdout, done.stderr
     entries = []
     for line in log.read_text().splitlines():
-        pid, mode, name, started, ended, prefix = line.split(" ")
-        entries.append((int(pid), mode, name, float(started), float(ended), prefix))
+        pid, mode, name, started, ended, prefix, no_writing = line.split(" ")
+        entries.append((int(pid), mode, name, float(started), float(ended), prefix, no_writing))
     return json.loads(done.stdout), entries
 
 
@@ -117,7 +118,10 @@ def test_graph_mode_reruns_overlap_the_next_tree_mode_rerun_with_the_same_verdic
         assert overlaps, "the graph-mode re-run of one test runs while the next test's Tree Mode re-run does"
         modes = {frozenset(part.split("/")[1] for part in pair) for pair in overlaps}
         assert modes == {frozenset({"true", "false"})}, "only the two lanes overlap, never two re-runs of one mode"
-    # Bytecode went to the gate's private directory (the same one for every run), never the tree.
-    prefixes = {entry[5] for entry in entries}
-    assert len(prefixes) == 1 and "-" not in prefixes and not Path(prefixes.pop()).exists()
+    # Bytecode went to the gate's private directory (the same one for every run), never the tree;
+    # a run without it (the first full run, where the installation has bytecode) wrote none.
+    prefixes = {entry[5] for entry in entries if entry[5] != "-"}
+    assert len(prefixes) == 1 and not Path(prefixes.pop()).exists()
+    assert all(entry[6] == "1" for entry in entries if entry[5] == "-")
+    assert all(entry[5] != "-" for entry in reruns), "every re-run loads what an earlier run compiled"
     assert sorted(path.relative_to(project) for path in project.rglob("*")) == before

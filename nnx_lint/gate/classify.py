@@ -13,12 +13,14 @@ Verdicts (``Verdict.kind``):
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nnx_lint.gate.bytecode import start_seeding
 from nnx_lint.gate.modes import GRAPH, TREE, Mode
 from nnx_lint.gate.results import Failure, RunResults, TestResult, frames_from_text
 from nnx_lint.gate.runner import (PYTEST_OPTIONS, GateInterrupted, Progress, RunRecord, WarmServer, is_pytest_command,
@@ -27,6 +29,7 @@ from nnx_lint.gate.shard import PYTEST_OPTION as SHARD_OPTION
 from nnx_lint.gate.shard import in_shard
 from nnx_lint.gate.trust import cross_run_problems
 from nnx_lint.gate.untested import no_report_reason
+from nnx_lint.gate.warm import write_preload
 from nnx_lint.confirmation.sandbox import OrphanSweeper
 
 VERDICT_KINDS = ("tree-break", "order-dependent", "not-isolated", "both", "graph-only")
@@ -179,16 +182,21 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
     sweeper = OrphanSweeper()
 
     servers: dict[str, WarmServer | None] = {}
+    seeding: threading.Thread | None = None
     try:
         for mode in (GRAPH, TREE):
-            if mode is TREE and not (full_runs or {}).get(mode.name):
-                _start_warm_servers(options, servers, sweeper)
+            # The warm servers import while the Tree Mode run's tests run, once its own imports are done.
+            start_servers = (lambda: _start_warm_servers(options, servers, sweeper)) if mode is TREE else None
             record = (full_runs or {}).get(mode.name) or run_once(
                 _with_shard(_with_jobs(options.command, options.jobs), options.shard),
                 mode, cwd=options.cwd, workdir=options.workdir,
                 label=f"full-{mode.name}", deadline=deadline, progress=progress, phase=f"{mode.label} run",
-                sweeper=sweeper)
+                sweeper=sweeper, on_collected=start_servers)
             outcome.runs[mode.name] = record
+            if mode is GRAPH:  # the later runs load the installed bytecode the first one read
+                seeding = start_seeding(options.workdir, record.results.loaded_modules,
+                                        record.results.cache_tag or sys.implementation.cache_tag)
+                write_preload(options.workdir, record.results.startup_modules, options.cwd)
             if record.status in ("failed-to-start", "no-report", "usage-error", "no-tests"):
                 break  # the same command will not do better in the other mode
             if record.results.saw_session and record.results.flax_version is None:
@@ -224,6 +232,8 @@ def run_gate(options: GateOptions, full_runs: dict[str, RunRecord] | None = None
             if server is not None:
                 server.close()
         sweeper.close()
+        if seeding is not None:
+            seeding.join()  # before the caller removes the directory it writes to
         progress.clear()
         outcome.elapsed = time.monotonic() - started
     outcome.verdicts.sort(key=lambda verdict: (VERDICT_KINDS.index(verdict.kind), verdict.nodeid))
@@ -238,8 +248,10 @@ def _warm_rerun_python(options: GateOptions) -> str | None:
 
 
 def _start_warm_servers(options: GateOptions, servers: dict[str, WarmServer | None], sweeper: OrphanSweeper) -> None:
-    """Start both modes' warm servers while the Tree Mode run goes: their imports (seconds of flax and
-    jax each) then overlap the run instead of delaying the first re-run. Unused servers are closed."""
+    """Start both modes' warm servers while the Tree Mode run's tests run: their imports (seconds of
+    flax and jax each) then overlap the run instead of delaying the first re-run, and do not compete
+    with the run's own imports. A run that never reports its collection leaves them to the first
+    re-run. Unused servers are closed."""
     python = _warm_rerun_python(options)
     if python is not None:
         for mode in (TREE, GRAPH):

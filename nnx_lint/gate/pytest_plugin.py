@@ -18,7 +18,8 @@ One JSON object per record, each with an ``event``:
 - ``report``: one phase (``setup``/``call``/``teardown``) of one test: outcome, duration,
   for a failure the exception (type, message, stable category, traceback frames), and
   ``modes``: the flax mode seen at the start and end of the phase (see :func:`observed_mode`);
-- ``finished``: pytest's exit status and the flax configuration the tests actually ran with.
+- ``finished``: pytest's exit status, the flax configuration the tests actually ran with, and
+  the source files of the modules the run loaded (``bytecode``: the gate's bytecode cache).
 
 Under pytest-xdist the exception and the modes are captured in the worker (where the test
 runs) and travel to the controller in ``report.user_properties``; only the controller writes.
@@ -46,6 +47,8 @@ _MODES_PROPERTY = "nnx_lint_gate_modes"
 #: Bounds on what one failure may add to the report.
 _MAX_MESSAGE = 4000
 _MAX_FRAMES = 200
+#: Bound on the module files the ``finished`` record lists.
+_MAX_MODULES = 50_000
 
 _category_function: Any = None
 #: False in an xdist worker: the controller writes the worker's reports.
@@ -295,8 +298,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = getattr(config, "_nnx_lint_gate_session", None)
     # session.exitstatus, read last: what pytest returns (a later sessionfinish hook may change it).
     status = int(getattr(session, "exitstatus", -1)) if session is not None else -1
-    _write({"event": "finished", "exitstatus": status,
-            "flax_config": flax_config, "modes": [mode]})
+    _write({"event": "finished", "exitstatus": status, "flax_config": flax_config, "modes": [mode],
+            "bytecode": _loaded_modules(), "startup_modules": _startup_modules})
+
+
+#: What pytest's start imported (name, file), before any conftest; see ``pytest_load_initial_conftests``.
+_startup_modules: list[list[str]] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Note the modules pytest's start has imported by now (the plugins pytest auto-loads and what
+    they import), before the project's first ``conftest.py``: the gate's warm servers import the
+    same ones once instead of every re-run importing them (``nnx_lint.gate.warm``). Modules
+    pytest rewrote (the plugins' own, marked for assertion rewriting) are left out: imported
+    outside pytest they would not be rewritten."""
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    _startup_modules[:] = [[name, str(getattr(module, "__file__", None) or "")]
+                           for name, module in list(sys.modules.items())[:_MAX_MODULES]
+                           if not isinstance(getattr(module, "__loader__", None), AssertionRewritingHook)]
+
+
+def _loaded_modules() -> dict[str, Any]:
+    """The source files of the modules this run loaded, and the interpreter's bytecode tag: the
+    gate links their installed bytecode into its private cache for the later runs
+    (``nnx_lint.gate.bytecode``)."""
+    files = [module.__file__ for module in list(sys.modules.values())
+             if isinstance(getattr(module, "__file__", None), str) and module.__file__.endswith(".py")]
+    return {"tag": sys.implementation.cache_tag, "modules": files[:_MAX_MODULES]}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

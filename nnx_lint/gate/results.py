@@ -86,6 +86,13 @@ class RunResults:
     #: ``pytest_plugin.observed_mode``); the ``finished`` record's end-of-run observation has
     #: the node id ``""`` and the phase ``"end"``.
     modes_seen: list[tuple[str, str, Any]] = field(default_factory=list)
+    #: The source files of the modules the run loaded and the interpreter's bytecode tag (the
+    #: ``finished`` record's ``bytecode``), for the gate's bytecode cache.
+    loaded_modules: list[str] = field(default_factory=list)
+    cache_tag: str | None = None
+    #: ``(name, file)`` of the modules pytest's start imported before any conftest (the ``finished``
+    #: record's ``startup_modules``), for the warm servers.
+    startup_modules: list[tuple[str, str]] = field(default_factory=list)
     #: What makes the records untrustworthy (a forged or reordered record on the channel).
     channel_problems: list[str] = field(default_factory=list)
 
@@ -160,6 +167,16 @@ def results_from_records(records: Iterable[Any]) -> RunResults:
             results.finished = True
             results.flax_config = record.get("flax_config")
             results.pytest_status = record.get("exitstatus")
+            startup = record.get("startup_modules")
+            if isinstance(startup, list):
+                results.startup_modules = [(entry[0], entry[1]) for entry in startup if isinstance(entry, list)
+                                           and len(entry) == 2 and all(isinstance(part, str) for part in entry)]
+            bytecode = record.get("bytecode")
+            if isinstance(bytecode, dict) and isinstance(bytecode.get("tag"), str):
+                results.cache_tag = bytecode["tag"]
+                modules = bytecode.get("modules")
+                results.loaded_modules = [name for name in modules if isinstance(name, str)] if isinstance(
+                    modules, list) else []
             for mode in record.get("modes") or ():
                 results.modes_seen.append(("", "end", mode))
     return results

@@ -11,7 +11,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
+from nnx_lint.gate.bytecode import set_bytecode_environment
 from nnx_lint.gate.channel import CHANNEL_ENV, REPORT_ENV, ChannelReader
 from nnx_lint.gate.modes import MODES, Mode
 from nnx_lint.gate.progress import Progress
@@ -108,11 +110,6 @@ class RunRecord:
         return self.status == "finished"
 
 
-def bytecode_cache(workdir: Path) -> Path:
-    """Where the runs of one gate put their bytecode: inside the gate's private ``workdir``."""
-    return workdir / "pycache"
-
-
 def _environment(mode: Mode, channel: str | None, workdir: Path) -> dict[str, str]:
     environment = dict(os.environ)
     # Only the gate names where the plugin's records go; a report file is never named.
@@ -121,14 +118,7 @@ def _environment(mode: Mode, channel: str | None, workdir: Path) -> dict[str, st
     environment.update(mode.environment)
     if channel is not None:
         environment[CHANNEL_ENV] = channel
-    # The user's tree is never modified: bytecode (and pytest's rewritten asserts, which follow
-    # sys.pycache_prefix) goes to the gate's private directory, which lives as long as this gate
-    # run only (bytecode is code: nothing cached may outlive the run). Each later run and re-run
-    # then loads what the first run compiled instead of compiling flax, jax and the pytest
-    # plugins again: seconds per process where site-packages has no bytecode (and where
-    # PYTHONDONTWRITEBYTECODE is set, pytest rewrites the plugins' asserts in every process).
-    environment.pop("PYTHONDONTWRITEBYTECODE", None)
-    environment["PYTHONPYCACHEPREFIX"] = str(bytecode_cache(workdir))
+    set_bytecode_environment(environment, workdir)
     return environment
 
 
@@ -160,14 +150,15 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label: str, deadline: float | None,
              progress: Progress | None = None, phase: str = "", sweeper: OrphanSweeper | None = None,
-             stop: threading.Event | None = None) -> RunRecord:
+             stop: threading.Event | None = None, on_collected: Callable[[], None] | None = None) -> RunRecord:
     """Run ``command`` once in ``mode`` and read its per-test results.
 
     ``workdir`` is the gate's private temporary directory: the junit file, the command's
     output and a copy of the verified records (``<label>.jsonl``) go there, never into the
     user's tree. The records themselves are read from the run's channel as they arrive.
     ``sweeper`` kills what the run left behind outside its process group. ``stop``, when set
-    from another thread, ends the run as Ctrl-C would (status ``interrupted``).
+    from another thread, ends the run as Ctrl-C would (status ``interrupted``). ``on_collected``
+    is called once, when the run reports that it has collected its tests (its imports are done).
     """
     report = workdir / f"{label}.jsonl"
     junit = workdir / f"{label}.xml"
@@ -201,6 +192,9 @@ def run_once(command: list[str], mode: Mode, *, cwd: Path, workdir: Path, label:
             # Read the records as they come (a full pipe would block the tests), else just wait.
             if channel is not None and not channel.closed:
                 channel.poll(_POLL_SECONDS)
+                if on_collected is not None and channel.total is not None:
+                    on_collected()
+                    on_collected = None
                 if process.poll() is not None:
                     break
             else:
@@ -299,8 +293,10 @@ class WarmServer:
         self._requests, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with open(workdir / f"warm-{mode.name}.out", "wb") as sink:
+                preload = workdir / "warm-preload.json"
                 self.process = subprocess.Popen(
-                    [python, "-m", "nnx_lint.gate.warm"], cwd=cwd, env=_environment(mode, None, workdir),
+                    [python, "-m", "nnx_lint.gate.warm", *(["--preload", str(preload)] if preload.is_file() else [])],
+                    cwd=cwd, env=_environment(mode, None, workdir),
                     stdin=server_end.fileno(), stdout=subprocess.PIPE, stderr=sink, start_new_session=True)
         finally:
             server_end.close()
@@ -383,11 +379,15 @@ class WarmServer:
         return _finish(record, returncode, channel, None, output, self.cwd)
 
     def close(self) -> None:
-        """Stop the server (it exits at the end of its requests) and its whole group."""
+        """Stop the server and its whole group.
+
+        The server holds nothing worth an orderly exit (it only imported; each re-run was its own
+        forked child, already waited for), and an interpreter that loaded jax takes a noticeable
+        fraction of a second to tear down, so it is terminated rather than asked to exit.
+        """
         try:
             self._requests.close()
-            self.process.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+        except OSError:
             pass
         _kill_group(self.process)
 

@@ -8,7 +8,13 @@ flax, minus the seconds of the import. JAX is fork-safe as long as its backend h
 initialised, which importing does not do.
 
 Used when the test command is ``<python> -m pytest ...``; the server is started as
-``<python> -m nnx_lint.gate.warm`` from the same directory, so ``sys.path`` is the same.
+``<python> -m nnx_lint.gate.warm [--preload FILE]`` from the same directory, so ``sys.path`` is
+the same. ``FILE`` names the modules the first full run's pytest imported while starting,
+before any conftest (its auto-loaded plugins' dependencies: seconds per re-run in an
+environment with several plugins); the server imports them too, in the same order and before
+flax as pytest does, except the modules pytest rewrote, nnx-lint's own and the project's
+(:func:`write_preload`). Then it freezes what it imported out of the garbage collector's reach
+(``gc.freeze``), so each child's collections walk only what the child allocates.
 
 Protocol, one JSON object per line: the client sends ``{"args", "output"}`` over the Unix
 socket that is the server's stdin, with two descriptors attached (``SCM_RIGHTS``): the
@@ -19,10 +25,14 @@ nor the reply pipe, so a test cannot talk to the gate in the server's name.
 """
 from __future__ import annotations
 
+import gc
+import importlib
 import json
 import os
+import re
 import socket
 import sys
+from pathlib import Path
 
 from nnx_lint.gate.channel import CHANNEL_ENV
 
@@ -87,7 +97,42 @@ def fork_unsafe_reason() -> str | None:
     return None
 
 
-def serve() -> None:
+#: A dotted module name: the preload list is data, and only names of this shape are imported.
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def write_preload(workdir: Path, startup_modules: list[tuple[str, str]], project: Path) -> Path:
+    """Write the list of modules the warm servers import; returns its path (``workdir``/warm-preload.json).
+
+    ``startup_modules`` is what the first run's pytest imported before any conftest, as
+    ``(name, file)``. Left out: ``__main__``; nnx-lint's own modules (the gate's plugin opens its
+    channel when imported: it must be imported by each re-run's pytest); and any module whose
+    file lies under ``project``: the server runs no project code.
+    """
+    root = os.path.realpath(project) + os.sep
+    names = [name for name, file in startup_modules
+             if _MODULE_NAME.match(name) and name not in ("__main__", "__mp_main__")
+             and name.split(".")[0] != "nnx_lint" and not (file and os.path.realpath(file).startswith(root))]
+    path = workdir / "warm-preload.json"
+    path.write_text(json.dumps(names))
+    return path
+
+
+def _preload(path: str) -> None:
+    """Import the modules listed in ``path`` (see :func:`write_preload`); one that fails is left to the children."""
+    try:
+        names = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return
+    for name in names if isinstance(names, list) else ():
+        if isinstance(name, str) and _MODULE_NAME.match(name) and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the child imports it again and sees what pytest sees
+                pass
+
+
+def serve(preload: str | None = None) -> None:
     """Import once, then fork a child per request read from stdin.
 
     If the imports left the process unsafe to fork, the server exits at once; the gate then
@@ -95,6 +140,8 @@ def serve() -> None:
     """
     import pytest  # noqa: F401 - imported for the children
 
+    if preload:
+        _preload(preload)
     try:
         import flax.nnx  # noqa: F401 - the expensive import every re-run would pay
     except Exception:  # noqa: BLE001 - without flax the children report it themselves
@@ -103,6 +150,7 @@ def serve() -> None:
     if reason is not None:
         print(f"nnx-lint gate: no warm re-runs: {reason} after importing flax", file=sys.stderr)
         sys.exit(3)
+    gc.freeze()  # what the server imported is never garbage in a child: its collections skip it
     requests, replies = socket.socket(fileno=0), sys.stdout
     while True:
         line, channel = _next_request(requests)
@@ -123,4 +171,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[2] if sys.argv[1:2] == ["--preload"] and len(sys.argv) > 2 else None)
