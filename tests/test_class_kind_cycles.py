@@ -39,3 +39,27 @@ def test_mutually_holding_classes_are_analysed_by_every_rule():
     codes = [d.code for d in lint_source(MUTUAL, "cycle.py", all_rules())]
     assert "NNX003" not in codes
     assert "NNX104" in codes  # the rules still ran to the end of the file
+
+
+#: Found on avitai/artifex (tests/utils/test_models.py): two classes whose methods of the same name
+#: call that name on a parameter. The class of ``rngs`` asked the callers of ``A.sample``, whose
+#: receiver's class asked the callers of ``B.sample``, and so on: the receiver question restarted
+#: its depth at 0 each time.
+SAME_NAMED_METHODS = '''
+from flax import nnx
+
+
+class A(nnx.Module):
+    def sample(self, *, rngs=None):
+        return rngs.sample()
+
+
+class B(nnx.Module):
+    def sample(self, *, rngs=None):
+        return rngs.sample()
+'''
+
+
+def test_methods_calling_their_own_name_on_a_parameter_are_analysed_by_every_rule():
+    codes = [d.code for d in lint_source(SAME_NAMED_METHODS, "same_named.py", all_rules())]
+    assert codes == []

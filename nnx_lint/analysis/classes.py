@@ -413,7 +413,7 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
         if known is None:
             found: dict[ClassRef, nodes.Call] = {}
             if isinstance(function.parent, nodes.ClassDef):  # a method: its calls in its module
-                passed = self.method_arguments(function, parameter)
+                passed = self.method_arguments(function, parameter, depth)
             else:  # this file's calls, then other files'
                 passed = [(argument_for(function, call, parameter), call)
                           for call in calls_of(function, self.context.project)]

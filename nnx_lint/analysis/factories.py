@@ -108,12 +108,15 @@ class FactoryReturns:
         first = _first_parameter(method)
         return (method, name.name) if name.name != first else None
 
-    def method_arguments(self, method: nodes.FunctionDef, parameter: str) -> list[tuple[nodes.NodeNG, nodes.Call]]:
+    def method_arguments(self, method: nodes.FunctionDef, parameter: str,
+                         depth: int = 0) -> list[tuple[nodes.NodeNG, nodes.Call]]:
         """What the calls of ``method`` pass for ``parameter``: calls in its own module, then (for
         a parameter annotated only ``nnx.Module``) in the other project files that import it (:func:`~nnx_lint.analysis.call_sites.
         method_calls_in_other_files`), that the class model resolves to that very method
         (``self._train_step(self.model, ...)``, ``trainer._train_step(...)`` on a known class,
-        ``Model.create(...)``), in source order."""
+        ``Model.create(...)``), in source order. ``depth`` is how deep the question that asks this
+        already is: resolving a call's receiver asks one level deeper, so two methods whose calls'
+        receivers are each other's parameters end at ``MAX_DEPTH`` instead of recursing for ever."""
         found = []
         implicit_first = method_kind(method) != "static"
         calls = _attribute_calls(method.root()).get(method.name, [])
@@ -124,7 +127,7 @@ class FactoryReturns:
         for call in calls:
             if method.parent_of(call):
                 continue  # a recursive call passes the parameter to itself
-            callee = self.callee(call)
+            callee = self.callee(call, depth=depth)
             if callee is None or callee.function is not method:
                 continue
             argument = bind_arguments(method, call, skip_first=implicit_first).get(parameter)
