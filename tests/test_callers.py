@@ -233,12 +233,12 @@ def test_a_warm_run_reuses_the_caller_answers_until_a_file_changes(project, tmp_
     from nnx_lint.analysis import callers
 
     cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setattr(callers, "RACY_SECONDS", 0.0)  # the files were just written
 
     def lint():
         return run([Path(".")], load_settings(Path(".")), jobs=1, cache_dir=cache)
 
-    lint()
-    lint()  # the first warm run computes the answers and keeps them
+    lint()  # the cold run keeps the answers its analyses computed: the first warm run reads no import
     assert (cache / "callers.json").exists()
     built: list[int] = []
     original_index = callers.CallerIndex._index
@@ -273,3 +273,21 @@ def test_a_namespace_portion_inside_a_package_keeps_its_dotted_name(tmp_path, mo
     assert [d.path for d in found] == ["pkg/sft/train.py"]
     # the call site, as messages name it: relative to the flagged file's directory
     assert "`Policy` (call site ../../tests/train_test.py:8)" in found[0].message
+
+
+def test_no_caller_answer_is_kept_while_a_file_just_changed(project, tmp_path_factory, monkeypatch):
+    """Two edits within one timestamp tick leave the same sizes and times: answers computed while a file
+    under the roots is younger than the racy window are not kept, so the next run computes them again."""
+    from nnx_lint.analysis import callers
+
+    cache = tmp_path_factory.mktemp("cache")
+
+    def lint():
+        return run([Path(".")], load_settings(Path(".")), jobs=1, cache_dir=cache)
+
+    lint()
+    built: list[int] = []
+    original_index = callers.CallerIndex._index
+    monkeypatch.setattr(callers.CallerIndex, "_index", lambda self: built.append(1) or original_index(self))
+    warm = lint()
+    assert built and warm.files_from_cache == 3 and len(_nnx401(warm)) == 1

@@ -280,3 +280,12 @@ def test_notebook_class_redefinitions_resolve_per_cell(project, capsys):
     messages = {(d["cell"], d["location"]["row"]): d["message"] for d in json.loads(out)}
     assert "declared with pytree=False" in messages[(2, 5)]
     assert "nnx.Object subclass" in messages[(3, 5)]
+
+
+def test_json_is_the_same_bytes_cold_and_warm(project, capsys, private_user_cache):
+    """A cached finding's facts come back from the signed cache in key order; the report prints them
+    in key order either way, so a warm run's JSON is byte for byte the cold run's."""
+    cold = run(capsys, "--output-format", "json")[1]
+    warm = run(capsys, "--output-format", "json")[1]
+    assert json.loads(cold) and any(len(d["facts"]) > 1 for d in json.loads(cold))
+    assert warm == cold

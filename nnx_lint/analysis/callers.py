@@ -30,9 +30,11 @@ import hashlib
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 from nnx_lint.base import bounds
+from nnx_lint.base.cache_store import RACY_SECONDS
 
 #: Above this many Python files under the roots, the reverse index is not built.
 MAX_FILES = 50_000
@@ -171,8 +173,10 @@ def dependency_value(key: str, indexes: dict[tuple[str, ...], CallerIndex],
 class CallerAnswers:
     """Caller-dependency values of earlier runs, kept in the cache directory (signed, like the
     results) and reused while the Python files under the directories are the same files with
-    the same sizes and modification times. Any change there, an edit, a new file or a removed
-    one, drops them all: they are recomputed from the files' contents."""
+    the same sizes, modification and change times. Any change there, an edit, a new file or a
+    removed one, drops them all: they are recomputed from the files' contents. As for the file
+    stamps (:mod:`nnx_lint.engine.stamps`), nothing is remembered while a file there changed
+    within the racy window: two edits in one timestamp tick must not look like one."""
 
     def __init__(self, directory: Path | None) -> None:
         from nnx_lint.base.cache_store import SignedFile
@@ -182,6 +186,8 @@ class CallerAnswers:
         self.saved: dict = payload if isinstance(payload, dict) else {}
         self.dirty = False
         self._signatures: dict[tuple[str, ...], str] = {}
+        self._racy: set[tuple[str, ...]] = set()  # directories with a file changed just now
+        self._now_ns = time.time_ns()
 
     def known(self, directories: tuple[str, ...], key: str) -> str | None:
         entry = self.saved.get(json.dumps(list(directories)))
@@ -194,6 +200,8 @@ class CallerAnswers:
         if self.store is None:
             return
         name, signature = json.dumps(list(directories)), self._signature(directories)
+        if directories in self._racy:
+            return
         entry = self.saved.get(name)
         if not isinstance(entry, dict) or entry.get("signature") != signature or not isinstance(
                 entry.get("answers"), dict):
@@ -209,14 +217,28 @@ class CallerAnswers:
         """One digest of the path, size and modification time of every Python file there."""
         if directories not in self._signatures:
             hasher = hashlib.sha256()
+            racy = self._now_ns - int(RACY_SECONDS * 1e9)
             for path in _python_files(directories):
                 try:
                     status = os.stat(path)
                 except OSError:
                     continue
-                hasher.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+                if status.st_mtime_ns >= racy or status.st_ctime_ns >= racy:
+                    self._racy.add(directories)
+                hasher.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}\n".encode(
+                    "utf-8", "surrogateescape"))
             self._signatures[directories] = hasher.hexdigest()
         return self._signatures[directories]
+
+
+def remember_computed(answers: CallerAnswers, key: str, value: str) -> None:
+    """Keep ``value``, which an analysis of this run computed for the caller dependency ``key``, so
+    that the next run reuses it instead of indexing the callers again (as if a run had asked)."""
+    try:
+        directories = tuple(str(d) for d in json.loads(key[len(KEY_PREFIX):])[0])
+    except (ValueError, TypeError, IndexError, KeyError):
+        return
+    answers.remember(directories, key, value)
 
 
 def digest(candidates: list[tuple[str, str]]) -> str:

@@ -168,6 +168,12 @@ def _mac(key: bytes, kind: str, payload: bytes) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+#: A file modified this recently (modification or change time) when a run read it is not trusted
+#: by its ``stat`` next time: two edits within one timestamp tick of a coarse file system leave
+#: the same ``stat`` (git's "racily clean" entries). Used by the file stamps and the caller answers.
+RACY_SECONDS = 2.0
+
+
 class SignedFile:
     """One cache file of one ``kind`` in ``directory``: :meth:`load` a payload, :meth:`save` one."""
 

@@ -18,6 +18,7 @@ from nnx_lint.engine.discovery.gitignore import Gitignore, walk_top
 from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.engine.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.engine.file_config import selectors_for as _selectors
+from nnx_lint.engine.stamps import FileStamps
 from nnx_lint.analysis.prefilter import mentions_nnx
 
 
@@ -115,6 +116,16 @@ def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> list[tuple]:
         return outcomes
 
 
+#: The sha256 of each file this process's runs read (or knew unchanged), by absolute path: the
+#: fix cache keys on it too instead of reading and hashing the file again.
+_KNOWN_DIGESTS: dict[str, str] = {}
+
+
+def known_digest(path: str) -> str | None:
+    """The sha256 a run of this process found for ``path`` (absolute), or None."""
+    return _KNOWN_DIGESTS.get(path)
+
+
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
     """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU."""
     project_module = sys.modules.get("nnx_lint.analysis.project")  # not imported at all on a warm run
@@ -123,6 +134,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     result = RunResult()
     cache = ResultCache.open(cache_dir)
     fingerprint = code_fingerprint() if cache.path else ""
+    stamps = FileStamps(cache_dir if cache.path else None, fingerprint)
     digests: dict[str, str] = {}
     listing = DirectoryListing()  # the module searches recorded as dependencies read each directory once
     caller_indexes: dict = {}  # for the dependencies that stand for "the callers of a function"
@@ -141,10 +153,14 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
                 caller_answers = CallerAnswers(cache_dir)
             return dependency_value(file, caller_indexes, caller_answers)
         if file not in digests:
-            try:
-                digests[file] = hashlib.sha256(bounds.read_bounded(file)).hexdigest()
-            except bounds.ParseFailure:
-                digests[file] = ""
+            known = stamps.known(file)
+            if known is not None:
+                digests[file] = known[0]
+            else:
+                try:
+                    digests[file] = hashlib.sha256(bounds.read_bounded(file)).hexdigest()
+                except bounds.ParseFailure:
+                    digests[file] = ""
         return digests[file]
 
     roots = [str(root) for root in settings.analysis_roots()]
@@ -153,20 +169,29 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     for file in discover(paths, settings):
         result.files_checked += 1
         display = _display_path(file)
-        try:
-            data = bounds.read_bounded(file)  # at most the size limit + 1 byte; never a FIFO
-        except bounds.ParseFailure:
-            data = None  # analyse_file reports why
-        if data is not None and not mentions_nnx(data, notebook=file.suffix == ".ipynb"):
+        key = os.path.abspath(file)
+        known = stamps.known(key)  # unchanged since it was last read: neither read nor hashed again
+        if known is not None:
+            digest, mentions = known
+            readable = True
+        else:
+            try:
+                data = bounds.read_bounded(file)  # at most the size limit + 1 byte; never a FIFO
+            except bounds.ParseFailure:
+                data = None  # analyse_file reports why
+            readable = data is not None
+            mentions = readable and mentions_nnx(data, notebook=file.suffix == ".ipynb")
+            digest = hashlib.sha256(data).hexdigest() if readable else ""
+            if readable:
+                stamps.record(key, digest, mentions)
+        if readable and not mentions:
             continue  # the pre-filter: no astroid work for files no rule can match
         selectors = _selectors(settings, file)
-        key = os.path.abspath(file)
-        digest = hashlib.sha256(data).hexdigest() if data is not None else ""
         digests[key] = digest
         # The roots decide which project modules an import finds, so they key the entry too;
         # the target version decides which syntax is reported.
         run_fingerprint = f"{fingerprint}:{selectors!r}:{roots!r}:{settings.target_version!r}"
-        cached = cache.lookup(key, digest, run_fingerprint, digest_of) if data is not None else None
+        cached = cache.lookup(key, digest, run_fingerprint, digest_of) if readable else None
         if cached is not None:
             result.files_from_cache += 1
             # Stored as displayed then: re-displayed now (related paths in other files follow).
@@ -181,7 +206,17 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         result.diagnostics.extend(Diagnostic.from_dict(d) for d in diagnostics)
         if digest:
             cache.store(key, Entry(digest, run_fingerprint, dependencies, diagnostics))
+            for dependency, value in dependencies.items():
+                if dependency.startswith(CALLERS_KEY_PREFIX) and cache.path is not None:
+                    # The analysis computed it: the next run checks it against the files' stat only.
+                    from nnx_lint.analysis.callers import CallerAnswers, remember_computed
+
+                    if caller_answers is None:
+                        caller_answers = CallerAnswers(cache_dir)
+                    remember_computed(caller_answers, dependency, value)
     cache.save()
+    stamps.save()
+    _KNOWN_DIGESTS.update((path, digest) for path, digest in digests.items() if digest and os.path.isabs(path))
     if caller_answers is not None:
         caller_answers.save()
     # Unproven findings are cached like the others and shown only in audit mode (--strict).

@@ -6,6 +6,7 @@ Kept apart from :mod:`nnx_lint.cli` (which only calls :func:`run_fixes` and
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -288,19 +289,23 @@ class _AttachedFixes:
         import json
 
         from nnx_lint.base import bounds
+        from nnx_lint.engine.runner import known_digest
 
         if self.store is None:
             return None
-        try:
-            data = bounds.read_bounded(path)
-        except bounds.ParseFailure:
-            return None
+        # The lint run of this process has just read (or known unchanged) the file: its digest.
+        digest = known_digest(os.path.abspath(path))
+        if digest is None:
+            try:
+                digest = hashlib.sha256(bounds.read_bounded(path)).hexdigest()
+            except bounds.ParseFailure:
+                return None
         if self._code is None:
             from nnx_lint.engine.cache import code_fingerprint
 
             self._code = code_fingerprint()
         asked = json.dumps({k: v for k, v in request.items() if k != "path"}, sort_keys=True).encode()
-        return hashlib.sha256(self._code.encode() + b"\0" + data + b"\0" + asked).hexdigest()
+        return hashlib.sha256(f"{self._code}\0{digest}\0".encode() + asked).hexdigest()
 
     def get(self, key: str | None) -> dict | None:
         found = self.entries.get(key) if key is not None else None

@@ -164,6 +164,19 @@ def summary(result: RunResult) -> str:
     )
 
 
+def _facts_in_key_order(d: Diagnostic) -> dict:
+    """The facts shown (the traceback aside), every mapping in key order: a cached finding's facts come
+    back from the signed cache in key order, and one finding prints the same bytes cold and warm."""
+    def ordered(value):
+        if isinstance(value, dict):
+            return {key: ordered(value[key]) for key in sorted(value, key=str)}
+        if isinstance(value, list):
+            return [ordered(item) for item in value]
+        return value
+
+    return {key: ordered(d.facts[key]) for key in sorted(d.facts, key=str) if key != "traceback"}
+
+
 def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
     """Ruff's JSON keys, plus ``symbol``, ``kind``, ``help``, ``facts`` (and ``confirmation``).
 
@@ -171,7 +184,7 @@ def to_json_object(d: Diagnostic, confirmation=None, fix=None) -> dict:
     ``fix`` is Ruff's fix object (applicability, message, edits) or null; ``related`` lists
     the other lines the finding involves (:func:`related_json`).
     """
-    facts = {k: v for k, v in d.facts.items() if k != "traceback"}
+    facts = _facts_in_key_order(d)
     extra = {"confirmation": confirmation.to_dict()} if confirmation is not None else {}
     return {
         "code": d.code,
@@ -281,7 +294,7 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
     results = []
     for index, d in enumerate(diagnostics):
         line, column, end_line, end_column = file_span(d)
-        properties = {"kind": d.kind, "facts": {k: v for k, v in d.facts.items() if k != "traceback"}}
+        properties = {"kind": d.kind, "facts": _facts_in_key_order(d)}
         if d.help:
             # SARIF has no per-result help (only the rule's); message.markdown must render the
             # message itself, so the advice formatted from this result's facts goes in its property bag.
