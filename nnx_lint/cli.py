@@ -141,7 +141,7 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
         print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
         return EXIT_FINDINGS if args.diff and fixed else EXIT_CLEAN
     fixed, changed, diffs, crashed = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes,
-                                                         diff=args.diff)
+                                                         diff=args.diff, jobs=args.jobs)
     if args.diff:
         # As in Ruff: the diff first, then what it would fix (flushed, so a terminal that shows
         # both streams shows them in this order too).

@@ -119,6 +119,28 @@ def test_several_fix_workers_give_the_one_worker_answer(tmp_path):
     assert fixes["other.py"] and fixes["y.py"] and fixes["z.py"]
 
 
+def test_fix_with_several_workers_writes_what_one_worker_writes_and_what_diff_shows(tmp_path):
+    """`--fix -j 3` computes every file's fixes against the files as they were (up to three workers
+    at once) and writes them in file order: the same files and notes as `-j 1`, and exactly the
+    diff `--diff` printed."""
+    trees = {}
+    for jobs in ("1", "3"):
+        (tmp_path / f"j{jobs}").mkdir()
+        repo = _repo(tmp_path / f"j{jobs}")
+        for name in ("y.py", "z.py"):
+            (repo / name).write_text(FINDING)
+        shown = _check(repo, "--diff", jobs=jobs)
+        done = _check(repo, "--fix", jobs=jobs)
+        notes = {line for line in done.stderr.splitlines() if NOTE in line}  # the fixing, then the report's [*]
+        assert notes == {f"nnx-lint: warning: boolchain.py: {NOTE}; its diagnostics are reported without fixes"}
+        trees[jobs] = {path.name: path.read_text() for path in sorted(repo.glob("*.py"))}
+        changed = [name for name, text in trees[jobs].items()
+                   if text != (BOOL_CHAIN if name == "boolchain.py" else FINDING)]
+        assert sorted(changed) == ["other.py", "y.py", "z.py"]
+        assert all(f"+++ b/{name}" in shown.stdout for name in changed) and "boolchain.py" not in shown.stdout
+    assert trees["1"] == trees["3"]
+
+
 def test_any_crash_of_the_fix_worker_costs_only_that_file(tmp_path):
     """Whatever kills the fix worker (here a hook swapped in by the harness: the worker
     SIGSEGVs itself on `crash.py`), the other files keep their fixes."""

@@ -24,16 +24,19 @@ def libcst_available() -> bool:
     return importlib.util.find_spec("libcst") is not None
 
 
-def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple[Counter, int, list[str], int]:
+def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
+              jobs: int = 1) -> tuple[Counter, int, list[str], int]:
     """Fix every discovered file (or, with ``diff``, only compute the fixes).
 
-    Returns the applied fixes by code, the number of files changed (or that would change),
-    the unified diffs (with ``diff``), and the number of files whose fixes could not be
-    computed (the fix worker died on them: a note says so on stderr, and they stay as they are).
+    Every file's fixes are computed against the files as they are before any is written, by up
+    to ``jobs`` isolated fix workers at once (``-j``; 0: one per CPU), then written in file
+    order: ``--fix`` writes exactly what ``--diff`` shows, whatever the number of workers.
+    Returns the applied fixes by code, the number of files changed (or that would change), the
+    unified diffs (with ``diff``), and the number of files whose fixes could not be computed (a
+    fix worker died on them: a note says so on stderr, and they stay as they are).
     """
     from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
     from nnx_lint.base.escaping import printable
-    from nnx_lint.fixes.isolated import IsolatedFixes
     from nnx_lint.engine.runner import _display_path, discover
 
     scope = WriteScope.of(settings.root, paths)
@@ -41,30 +44,35 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool) -> tuple
     changed = 0
     crashed = 0
     diffs: list[str] = []
-    with IsolatedFixes(str(root) for root in settings.analysis_roots()) as fixer:
-        for file in discover(paths, settings):
+    pending: list[tuple[str, dict, None]] = []
+    files: dict[str, tuple[Path, str]] = {}
+    for file in discover(paths, settings):
+        asked = _fix_request(file, settings, unsafe)
+        if asked is not None:
+            before, request = asked
+            files[str(file)] = (file, before)
+            pending.append((str(file), request, None))
+    roots = [str(root) for root in settings.analysis_roots()]
+    for path, answer in _ask_workers(pending, roots, jobs):
+        file, before = files[path]
+        if isinstance(answer, FixCrashed):
+            crashed += 1
+            note_crash(_display_path(file), answer)
+            continue
+        if answer.get("after") is None or answer["after"] == before:
+            continue
+        after = answer["after"]
+        if diff:
+            diffs.append(_unified_diff(before, after, _display_path(file)))
+        else:
             try:
-                outcome = _fixed_text(file, settings, unsafe, fixer)
-            except FixCrashed as crash:
-                crashed += 1
-                note_crash(_display_path(file), crash)
+                # Encoded as decoded, without newline translation: the file keeps its own line endings.
+                write_confined(file, after.encode("utf-8"), scope)
+            except (WriteRefused, OSError) as exc:
+                print(f"nnx-lint: warning: {printable(str(exc))}", file=sys.stderr)
                 continue
-            if outcome is None:
-                continue
-            before, after, counts = outcome
-            if after == before:
-                continue
-            if diff:
-                diffs.append(_unified_diff(before, after, _display_path(file)))
-            else:
-                try:
-                    # Encoded as decoded, without newline translation: the file keeps its own line endings.
-                    write_confined(file, after.encode("utf-8"), scope)
-                except (WriteRefused, OSError) as exc:
-                    print(f"nnx-lint: warning: {printable(str(exc))}", file=sys.stderr)
-                    continue
-            changed += 1
-            fixed.update(counts)
+        changed += 1
+        fixed.update(Counter(answer["fixed"]))
     return fixed, changed, diffs, crashed
 
 
@@ -76,11 +84,10 @@ def note_crash(display: str, crash: FixCrashed) -> None:
           f"{crash.how}); its diagnostics are reported without fixes", file=sys.stderr)
 
 
-def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = None) -> tuple[str, str, Counter] | None:
-    """``(before, after, fixes by code)`` for one file (or its stdin ``data``); None when
-    it cannot be fixed here (unreadable, over the size limits, malformed: the lint run
-    reports those). The fixes are computed by ``fixer`` (:class:`IsolatedFixes`), which
-    raises :class:`FixCrashed` if its worker dies on this file."""
+def _fix_request(file: Path, settings, unsafe: bool, data: bytes | None = None) -> tuple[str, dict] | None:
+    """``(text before, the fix worker's request)`` for one file (or its stdin ``data``); None when
+    it cannot be fixed here (unreadable, over the size limits, malformed: the lint run reports
+    those) or no rule can match it (the text pre-filter)."""
     from nnx_lint.base import bounds
     from nnx_lint.engine.file_config import rules_for
     from dataclasses import asdict
@@ -100,14 +107,25 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
         before = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    answer = fixer.ask({
+    return before, {
         "op": "text", "path": str(file), "text": before, "notebook": file.suffix == ".ipynb",
         "codes": [rule.code for rule in rules_for(settings, file)],
         "roots": [str(root) for root in settings.analysis_roots()], "unsafe": unsafe,
         "flax": asdict(project_flax_for(settings)),  # pins follow the project's flax
         "line_length": settings_line_length(settings).value,  # and fit its line length
         "indent_width": settings_indent_width(settings).value,  # with its indentation
-    })
+    }
+
+
+def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = None) -> tuple[str, str, Counter] | None:
+    """``(before, after, fixes by code)`` for one file (or its stdin ``data``), computed by
+    ``fixer`` (:class:`IsolatedFixes`), which raises :class:`FixCrashed` if its worker dies on
+    this file; None when it cannot be fixed (see :func:`_fix_request`)."""
+    asked = _fix_request(file, settings, unsafe, data)
+    if asked is None:
+        return None
+    before, request = asked
+    answer = fixer.ask(request)
     if answer.get("after") is None:
         return None
     return before, answer["after"], Counter(answer["fixed"])
