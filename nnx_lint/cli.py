@@ -257,7 +257,8 @@ def _check(args: argparse.Namespace) -> int:
             and not (args.statistics or args.group_by)):
         from nnx_lint.fixes.cli import attach_fixes
 
-        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes, settings, cache_dir, jobs=args.jobs)
+        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes, settings, cache_dir, jobs=args.jobs,
+                                    digests=result.digests)
     if args.statistics or args.group_by:
         from nnx_lint.reporting.reporters import render_statistics
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from nnx_lint.base import bounds
 from nnx_lint.engine.cache import Entry, ResultCache, code_fingerprint
 from nnx_lint.analysis.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
+from nnx_lint.analysis.callers import CallerAnswers, dependency_value, remember_computed
 from nnx_lint.engine.collection import fewer_collections, settle_file
 from nnx_lint.engine.config import Settings
 from nnx_lint.base.diagnostic import Diagnostic, shown
@@ -34,6 +35,9 @@ class RunResult:
     confirmations: dict = field(default_factory=dict)
     #: Index in ``diagnostics`` -> :class:`nnx_lint.fixes.model.Fix`, for the JSON output.
     fixes: dict = field(default_factory=dict)
+    #: The sha256 of each file the run read (or knew unchanged), by absolute path: the fix
+    #: cache keys on it instead of reading and hashing the file again.
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
@@ -116,16 +120,6 @@ def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> list[tuple]:
         return outcomes
 
 
-#: The sha256 of each file this process's runs read (or knew unchanged), by absolute path: the
-#: fix cache keys on it too instead of reading and hashing the file again.
-_KNOWN_DIGESTS: dict[str, str] = {}
-
-
-def known_digest(path: str) -> str | None:
-    """The sha256 a run of this process found for ``path`` (absolute), or None."""
-    return _KNOWN_DIGESTS.get(path)
-
-
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
     """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU."""
     project_module = sys.modules.get("nnx_lint.analysis.project")  # not imported at all on a warm run
@@ -146,8 +140,6 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
                 digests[file] = module_search_result(file, roots, listing)
             return digests[file]
         if file.startswith(CALLERS_KEY_PREFIX):
-            from nnx_lint.analysis.callers import CallerAnswers, dependency_value
-
             nonlocal caller_answers
             if caller_answers is None:
                 caller_answers = CallerAnswers(cache_dir)
@@ -209,14 +201,12 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             for dependency, value in dependencies.items():
                 if dependency.startswith(CALLERS_KEY_PREFIX) and cache.path is not None:
                     # The analysis computed it: the next run checks it against the files' stat only.
-                    from nnx_lint.analysis.callers import CallerAnswers, remember_computed
-
                     if caller_answers is None:
                         caller_answers = CallerAnswers(cache_dir)
                     remember_computed(caller_answers, dependency, value)
     cache.save()
     stamps.save()
-    _KNOWN_DIGESTS.update((path, digest) for path, digest in digests.items() if digest and os.path.isabs(path))
+    result.digests = {path: digest for path, digest in digests.items() if digest and os.path.isabs(path)}
     if caller_answers is not None:
         caller_answers.save()
     # Unproven findings are cached like the others and shown only in audit mode (--strict).

@@ -167,14 +167,15 @@ def summary(fixed: Counter, diff: bool) -> str:
 
 
 def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | None = None,
-                 jobs: int = 1) -> dict[int, object]:
+                 jobs: int = 1, digests: dict[str, str] | None = None) -> dict[int, object]:
     """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst);
     pins follow the flax of the project ``settings`` name.
 
     Computed in fix workers, one file per request: a file on which one dies gets no fixes
     (and a note on stderr); its diagnostics and every other file's fixes are still reported.
     ``jobs``: how many workers may run at once (``-j``; 0: one per CPU), never more than the
-    files left to ask about."""
+    files left to ask about. ``digests``: the sha256 of the files the lint run read, by
+    absolute path (:attr:`RunResult.digests`), so the fix cache need not hash them again."""
     if not libcst_available():
         return {}
     from dataclasses import asdict
@@ -192,7 +193,7 @@ def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | Non
         by_path.setdefault(diagnostic.path, []).append(position)
     # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
     failed = {d.path for d in diagnostics if not analysed_whole([d])}
-    known = _AttachedFixes(cache_dir)
+    known = _AttachedFixes(cache_dir, digests or {})
     roots = [] if settings is None else [str(root) for root in settings.analysis_roots()]
     width = None if settings is None else settings_line_length(settings).value
     indent = None if settings is None else settings_indent_width(settings).value
@@ -292,7 +293,7 @@ class _AttachedFixes:
     the ``[*]`` markers starts no fix worker when nothing changed. A signed cache file, like
     the result cache (:mod:`nnx_lint.base.cache_store`); off with ``--no-cache``."""
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, digests: dict[str, str]) -> None:
         from nnx_lint.base.cache_store import SignedFile
 
         self.store = SignedFile(directory, "fixes.json", "fixes") if directory is not None else None
@@ -300,6 +301,7 @@ class _AttachedFixes:
         self.entries: dict = loaded if isinstance(loaded, dict) else {}
         self.used: dict = {}
         self._code = None  # nnx-lint's own fingerprint: fixes computed by other code are not reused
+        self.digests = digests  # what the lint run found, by absolute path
 
     def key(self, path: str, request: dict) -> str | None:
         """The request's key: None (not cached) when the file cannot be read."""
@@ -307,12 +309,11 @@ class _AttachedFixes:
         import json
 
         from nnx_lint.base import bounds
-        from nnx_lint.engine.runner import known_digest
 
         if self.store is None:
             return None
-        # The lint run of this process has just read (or known unchanged) the file: its digest.
-        digest = known_digest(os.path.abspath(path))
+        # The lint run has just read (or known unchanged) the file: its digest.
+        digest = self.digests.get(os.path.abspath(path))
         if digest is None:
             try:
                 digest = hashlib.sha256(bounds.read_bounded(path)).hexdigest()

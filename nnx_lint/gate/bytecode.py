@@ -121,6 +121,7 @@ def start_seeding(workdir: Path, module_files: list[str], cache_tag: str) -> thr
     the thread stays ahead of the run's imports, and a module it has not linked yet is simply
     compiled by the run (the link then finds the run's file in place and is skipped).
     """
+    # Here, not only in the thread: the next run must find the directory even if the thread has not started.
     private_cache(workdir).mkdir(mode=0o700, exist_ok=True)
     seeding = threading.Thread(target=seed_private_cache, args=(workdir, module_files, cache_tag),
                                name="gate-bytecode-seed", daemon=True)
