@@ -337,6 +337,67 @@ def test_the_index_parses_only_the_statement_a_fix_touches(separator) -> None:
     assert len(index._regions) == 1  # the decorated function's statement was never parsed
 
 
+_CLASS_WITH_METHODS = """\
+from flax import nnx
+
+
+class Test:
+    def setup(self):
+        self.model = make()
+
+    def test_a(self):
+        y = nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))(self.model, xs)
+        return y
+
+    def test_b(self):
+        return 1
+"""
+
+
+def _vmap_site(text: str) -> tuple[int, int, int]:
+    """Line, column and end column (1-based) of the `nnx.vmap(...)` call in ``text``."""
+    call = "nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))"
+    line = next(number for number, line in enumerate(text.split("\n"), 1) if call in line)
+    column = text.split("\n")[line - 1].index(call) + 1
+    return line, column, column + len(call)
+
+
+def test_the_index_reads_only_the_method_a_fix_touches_and_indents_it_back() -> None:
+    """Inside a class, the region is the innermost body statement holding the site, without its
+    block's indentation; positions, parents and the (wrapped) replacement are the file's."""
+    from nnx_lint.fixes.pin import pin_edit
+
+    text = _CLASS_WITH_METHODS
+    line, column, end_column = _vmap_site(text)
+    site = {"line": line, "column": column, "end_line": line, "end_column": end_column, "api": "vmap"}
+    index = SourceIndex(text, line_length=60)
+    node = index.node_at(line, column, line, end_column)
+    assert isinstance(node, cst.Call) and index.code(node) == "nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))"
+    assert index.start_line(node) == line and index.text[index.start_offset(node):index.end_offset(node)] == index.code(node)
+    ((first, last),) = index._regions
+    assert first == last == line  # one statement of test_a, not the class nor the method
+    edit = pin_edit(index, site)
+    assert apply_edits(text, [edit]) == text.replace(
+        "nnx.vmap(lambda m, x: m(x), in_axes=(None, 0))",
+        "nnx.vmap(\n            lambda m, x: m(x),\n            in_axes=(None, 0),\n            graph=True,\n"
+        "            graph_updates=True,\n        )")
+    assert parses(apply_edits(text, [edit]))
+
+
+@pytest.mark.parametrize("left", ['len("""\nleft\n""")', "(\n1)", "(\n  \n        1)"])
+def test_a_statement_with_a_line_left_of_its_block_is_read_with_the_statement_around_it(left) -> None:
+    """A line that does not start with the block's indentation (in a string, in brackets, or
+    blank but indented less) cannot be cut: the enclosing statement (here the class) is the region."""
+    from nnx_lint.fixes.pin import pin_edit
+
+    text = _CLASS_WITH_METHODS.replace("(self.model, xs)\n", f"(self.model, xs) + {left}\n")
+    line, column, end_column = _vmap_site(text)
+    index = SourceIndex(text, line_length=120)
+    edit = pin_edit(index, {"line": line, "column": column, "end_line": line, "end_column": end_column, "api": "vmap"})
+    assert apply_edits(text, [edit]) == text.replace("in_axes=(None, 0))(", "in_axes=(None, 0), graph=True, graph_updates=True)(")
+    assert list(index._regions) == [(4, len(text.split("\n")) - 1)]  # the whole class
+
+
 def test_a_statement_libcst_cannot_parse_gets_no_fix_and_the_others_do(monkeypatch) -> None:
     from nnx_lint.fixes import source
 

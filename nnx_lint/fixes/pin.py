@@ -68,8 +68,7 @@ def _fitting(index: SourceIndex, old: cst.CSTNode, call: cst.Call, wrap: bool) -
     edit = index.replacement(old, call)
     if edit is None or not wrap or fits(index, edit):
         return edit
-    line = index.lines[index.start_line(old) - 1]
-    return index.replacement(old, wrapped(call, line[: len(line) - len(line.lstrip(" \t"))], index.indent)) or edit
+    return index.replacement(old, wrapped(call, index.line_indent(old), index.indent)) or edit
 
 
 def fits(index: SourceIndex, edit: Edit) -> bool:

@@ -8,10 +8,15 @@ outside the edit is untouched byte for byte.
 Positions and parents come from libcst's metadata, which visits every node of the tree
 it is given: over a whole large module that is about a second, and it dominated JSON and
 SARIF runs (65 of 70 seconds on erfanzar/EasyDeL's 68 findings). A fix only ever touches
-the top-level statement it is in, so the index parses and resolves that statement alone
-(a *region*: its full lines, decorators included), on first use. Positions inside a region
-are shifted by its first line, so they are the file's positions. A statement libcst cannot
-parse gets no fix; the rest of the file still does.
+the statement it is in, so the index parses and resolves that statement alone (a *region*:
+its full lines, decorators included), on first use. The region is the innermost statement of
+a class or function body holding the line (a test method, not its whole ``TestCase`` class:
+most of the ``[*]`` check on flax was libcst resolving whole test classes), with its block's
+indentation removed from every line; a statement whose lines do not all carry that
+indentation (a string or a bracketed line further left) is read with its enclosing one, up to
+the top-level statement. Positions inside a region are shifted by its first line and its
+indentation, so they are the file's positions, and a replacement is indented back. A statement
+libcst cannot parse gets no fix; the rest of the file still does.
 """
 from __future__ import annotations
 
@@ -44,11 +49,19 @@ class _Parsed:
 
 @dataclass
 class _Region:
-    """Lines ``first..last`` (1-based, inclusive) of the file, parsed as a module of their own."""
+    """Lines ``first..last`` (1-based, inclusive) of the file, parsed as a module of their own
+    with ``indent`` taken off the start of each non-empty line."""
 
     first: int
     last: int
     parsed: _Parsed
+    indent: str = ""
+
+    def indented(self, code: str) -> str:
+        """``code`` rendered in this region, with the region's indentation put back."""
+        if not self.indent:
+            return code
+        return "".join(self.indent + line if line.strip("\r\n") else line for line in source_lines(code))
 
     @property
     def module(self) -> cst.Module:
@@ -110,19 +123,49 @@ class SourceIndex:
         self.offsets = line_offsets(text)
         self._ranges = _statement_ranges(text, len(self.lines))
         self._firsts = [first for first, _last in self._ranges]
-        self._regions: dict[int, _Region | None] = {}  # by first line; None: libcst cannot parse it
+        #: The statements of class and function bodies, by the range of the class or function.
+        self._bodies = _body_ranges(text)
+        self._regions: dict[tuple[int, int], _Region | None] = {}  # by lines; None: libcst cannot parse it
         #: Answers computed from this index's nodes, kept with it (pin edits, :func:`nnx_lint.fixes.pin.pin_edit`).
         self.memo: dict = {}
 
     # -- regions --------------------------------------------------------------------------
     def _region_at(self, line: int) -> _Region | None:
-        """The region holding ``line`` (parsed and resolved on first use)."""
+        """The smallest region holding ``line`` that libcst parses (parsed and resolved on first use)."""
         position = bisect.bisect_right(self._firsts, line) - 1
         if position < 0 or not (self._ranges[position][0] <= line <= self._ranges[position][1]):
             return None
-        first, last = self._ranges[position]
-        if first not in self._regions:
-            text = "".join(self.lines[first - 1:last])
+        for first, last, indent in reversed(self._enclosing(self._ranges[position], line)):
+            region = self._region(first, last, indent)
+            if region is not None:
+                return region
+        return None
+
+    def _enclosing(self, top: tuple[int, int], line: int) -> list[tuple[int, int, str]]:
+        """``(first, last, indentation)`` of the statements holding ``line``, outermost first: the
+        top-level one, then each body statement of a class or function that holds it and whose
+        every non-empty line starts with its indentation (so that it parses on its own without it)."""
+        found = [(top[0], top[1], "")]
+        current = top
+        while current in self._bodies:
+            statements = self._bodies[current]
+            position = bisect.bisect_right([first for first, _last, _column in statements], line) - 1
+            if position < 0 or not statements[position][0] <= line <= statements[position][1]:
+                break
+            first, last, column = statements[position]
+            indent = self.lines[first - 1][:column]
+            if not indent or indent.strip(" \t") or not all(
+                    text.startswith(indent) or not text.strip("\r\n") for text in self.lines[first - 1:last]):
+                break
+            found.append((first, last, indent))
+            current = (first, last)
+        return found
+
+    def _region(self, first: int, last: int, indent: str) -> _Region | None:
+        key = (first, last)
+        if key not in self._regions:
+            cut = len(indent)
+            text = "".join(line[cut:] if line.strip("\r\n") else line for line in self.lines[first - 1:last])
             parsed = _parsed(text)
             if parsed is not None and any(r is not None and r.parsed is parsed for r in self._regions.values()):
                 # The same text twice in one file: each region needs nodes of its own, or a node
@@ -131,8 +174,8 @@ class SourceIndex:
                     parsed = _resolve(text)
                 except (cst.ParserSyntaxError, RecursionError):
                     parsed = None
-            self._regions[first] = None if parsed is None else _Region(first, last, parsed)
-        return self._regions[first]
+            self._regions[key] = None if parsed is None else _Region(first, last, parsed, indent)
+        return self._regions[key]
 
     def parses_after(self, edits: list[Edit]) -> bool:
         """Whether the text with ``edits`` applied is still valid Python for CPython and libcst
@@ -196,8 +239,9 @@ class SourceIndex:
         region = self._region_at(line)
         if region is None:
             return None
-        shift = region.first - 1
-        key = (line - shift, self.char_column(line, column), end_line - shift, self.char_column(end_line, end_column))
+        shift, cut = region.first - 1, len(region.indent)
+        key = (line - shift, self.char_column(line, column) - cut,
+               end_line - shift, self.char_column(end_line, end_column) - cut)
         return region.parsed.by_span.get(key)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
@@ -211,15 +255,23 @@ class SourceIndex:
     def start_offset(self, node: cst.CSTNode) -> int:
         region = self._region_of(node)
         where = region.positions[node].start
-        return self.offsets[where.line + region.first - 2] + where.column
+        return self.offsets[where.line + region.first - 2] + where.column + len(region.indent)
 
     def end_offset(self, node: cst.CSTNode) -> int:
         region = self._region_of(node)
         where = region.positions[node].end
-        return self.offsets[where.line + region.first - 2] + where.column
+        return self.offsets[where.line + region.first - 2] + where.column + len(region.indent)
 
     def code(self, node: cst.CSTNode) -> str:
+        """The source of ``node`` (its lines after the first without the region's indentation)."""
         return self._region_of(node).module.code_for_node(node)
+
+    def line_indent(self, node: cst.CSTNode) -> str:
+        """The indentation of the line ``node`` starts on, as a replacement in its region is written
+        (the region's own indentation is put back by :meth:`replacement`)."""
+        region = self._region_of(node)
+        line = self.lines[self.start_line(node) - 1][len(region.indent):]
+        return line[: len(line) - len(line.lstrip(" \t"))]
 
     def position(self, offset: int) -> tuple[int, int]:
         """1-based (row, character column) of a character offset."""
@@ -235,7 +287,7 @@ class SourceIndex:
         region = self._region_of(old)
         after = region.module.deep_replace(old, new)
         assert isinstance(after, cst.Module)
-        return self.edit(self.offsets[region.first - 1], self.offsets[region.last], after.code)
+        return self.edit(self.offsets[region.first - 1], self.offsets[region.last], region.indented(after.code))
 
     def edit(self, start: int, end: int, content: str) -> Edit | None:
         """The smallest edit turning ``text[start:end]`` into ``content``."""
@@ -325,32 +377,74 @@ def _statement_ranges(text: str, line_count: int) -> list[tuple[int, int]]:
 #: :func:`_cpython_ranges` by text, most recently used last.
 _RANGES: OrderedDict[str, list[tuple[int, int]] | None] = OrderedDict()
 _RANGES_KEPT = 16
+#: :func:`_body_ranges` by text, filled by the same parse as :data:`_RANGES`.
+_BODIES: OrderedDict[str, dict] = OrderedDict()
 
 
-def _cpython_ranges(text: str) -> list[tuple[int, int]] | None:
+def _body_ranges(text: str) -> dict[tuple[int, int], list[tuple[int, int, int]]]:
+    """For each class and function (by its lines, decorators included): ``(first, last, column)``
+    of each statement of its body, statements sharing a line merged (empty if CPython rejects ``text``)."""
+    if text not in _BODIES:
+        _cpython_ranges(text, force=True)
+    return _BODIES.get(text) or {}
+
+
+def _statement_lines(statement: ast.stmt) -> tuple[int, int, int]:
+    """``(first, last, column)`` of a statement, decorators included (column: where its first line's code starts)."""
+    decorators = getattr(statement, "decorator_list", [])
+    if decorators:
+        first = min(decorator.lineno for decorator in decorators)
+        # The `@` is the first thing on the first decorator's line.
+        column = min(decorator.col_offset for decorator in decorators if decorator.lineno == first) - 1
+    else:
+        first, column = statement.lineno, statement.col_offset
+    return min(first, statement.lineno), statement.end_lineno or statement.lineno, column
+
+
+def _merged(statements: list[ast.stmt]) -> list[tuple[int, int, int]]:
+    found: list[tuple[int, int, int]] = []
+    for statement in statements:
+        first, last, column = _statement_lines(statement)
+        if found and first <= found[-1][1]:
+            found[-1] = (found[-1][0], max(found[-1][1], last), found[-1][2])
+        else:
+            found.append((first, last, column))
+    return found
+
+
+def _bodies_of(tree: ast.Module) -> dict[tuple[int, int], list[tuple[int, int, int]]]:
+    bodies: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    pending = [statement for statement in tree.body]
+    while pending:
+        statement = pending.pop()
+        if isinstance(statement, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first, last, _column = _statement_lines(statement)
+            bodies[(first, last)] = _merged(statement.body)
+            pending.extend(statement.body)
+    return bodies
+
+
+def _cpython_ranges(text: str, force: bool = False) -> list[tuple[int, int]] | None:
     """The top-level statements' line ranges by CPython's parser, or None if it rejects ``text``.
 
     Remembered for the last texts: a fix pass asks CPython whether each candidate text parses
     and then indexes the text it chose, which the parse has already read (each was a whole
     parse of the file: a third of the ``[*]`` check on flax)."""
-    if text in _RANGES:
+    if text in _RANGES and not (force and text not in _BODIES):
         _RANGES.move_to_end(text)
         return _RANGES[text]
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        found = None
+        found, bodies = None, {}
     else:
-        found = []
-        for statement in tree.body:
-            first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
-            last = statement.end_lineno or statement.lineno
-            if found and first <= found[-1][1]:
-                found[-1] = (found[-1][0], max(found[-1][1], last))
-            else:
-                found.append((first, last))
+        found = [(first, last) for first, last, _column in _merged(tree.body)]
+        bodies = _bodies_of(tree)
         del tree  # only the ranges are kept
     _RANGES[text] = found
-    if len(_RANGES) > _RANGES_KEPT:
-        _RANGES.popitem(last=False)
+    _BODIES[text] = bodies
+    for kept in (_RANGES, _BODIES):
+        kept.move_to_end(text)
+        if len(kept) > _RANGES_KEPT:
+            kept.popitem(last=False)
     return found
