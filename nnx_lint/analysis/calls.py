@@ -32,6 +32,14 @@ class NNXCall:
     via_partial: bool = False
 
     @property
+    def callee(self) -> nodes.NodeNG:
+        """The expression naming the NNX function (``nnx.jit``, or ``partial``'s first argument); the
+        node itself when it is not a call (some rules record a bare reference, ``nnx.jit`` as a value)."""
+        if not isinstance(self.node, nodes.Call):
+            return self.node
+        return self.node.args[0] if self.via_partial and self.node.args else self.node.func
+
+    @property
     def is_compat(self) -> bool:
         return is_compat(self.qualified_name)
 

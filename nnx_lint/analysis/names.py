@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
+from nnx_lint.flax_table.names import JAX_PREFIX
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, NNX, PUBLIC_NAMES, canonical
 
 if TYPE_CHECKING:
@@ -133,7 +134,25 @@ class NameResolver:
                 if len(targets) == 1 and targets[0] is assignment:
                     if isinstance(parent.value, (nodes.Name, nodes.Attribute)):
                         return self.qualified_name(parent.value, depth + 1)
+            if isinstance(parent, nodes.Arguments):
+                return self._case_parameter(assignment, depth)
         return None
+
+    def _case_parameter(self, assignment: nodes.AssignName, depth: int) -> str | None:
+        """A parameter of a parameterised test (:mod:`nnx_lint.analysis.test_cases`): the NNX API
+        its cases give it, when every case gives that API or JAX's function of the same name (the
+        rules' findings hold in the NNX cases, as for a name bound so on alternative paths)."""
+        from nnx_lint.analysis.test_cases import case_values
+
+        values = case_values(assignment, lambda node: self.qualified_name(node, depth + 1))
+        if values is None:
+            return None
+        names = {self.qualified_name(value, depth + 1) for value in values}
+        nnx_names = {name for name in names if name is not None and name.startswith(NNX + ".")}
+        if len(nnx_names) != 1:
+            return None
+        (found,) = nnx_names
+        return found if names - nnx_names <= {JAX_PREFIX + found.rsplit(".", 1)[1]} else None
 
     def _absolute_module(self, node: nodes.ImportFrom) -> str | None:
         if not node.level:

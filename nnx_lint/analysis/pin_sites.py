@@ -13,6 +13,7 @@ from typing import Any
 from astroid import nodes
 
 from nnx_lint.analysis.calls import NNXCall
+from nnx_lint.analysis.test_cases import is_parameter
 
 
 def pin_site(node: nodes.NodeNG, api: str) -> dict[str, Any]:
@@ -27,14 +28,18 @@ def pin_site(node: nodes.NodeNG, api: str) -> dict[str, Any]:
 
 
 def pin_sites(*targets: NNXCall | tuple[nodes.NodeNG, str] | None, module: nodes.Module | None = None) -> list[dict[str, Any]]:
-    """Pin sites of NNX calls (or ``(bare decorator, api)`` pairs), skipping Nones, duplicates
-    and, when ``module`` is given, nodes of other files (a fix edits only the linted file)."""
+    """Pin sites of NNX calls (or ``(bare decorator, api)`` pairs), skipping Nones, duplicates,
+    transforms named by a parameter (a test's ``jit_fn``, ``nnx.jit`` in one case and ``jax.jit`` in
+    another: the pin would break the other cases) and, when ``module`` is given, nodes of other
+    files (a fix edits only the linted file)."""
     sites: list[dict[str, Any]] = []
     for target in targets:
         if target is None:
             continue
         node, api = (target.node, target.name) if isinstance(target, NNXCall) else target
         if node.lineno is None or node.end_lineno is None:
+            continue
+        if is_parameter(target.callee if isinstance(target, NNXCall) else node):
             continue
         if module is not None and node.root() is not module:
             continue

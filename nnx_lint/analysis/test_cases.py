@@ -1,0 +1,162 @@
+"""The values a parameterised test gives one of its parameters, read from its decorator.
+
+A test suite often runs one body with several transforms::
+
+    @parameterized.named_parameters(('jax_jit', jax.jit), ('nnx_jit', nnx.jit))
+    def test_split_merge(self, jit_fn):
+        @partial(jit_fn, static_argnames=('graphdef',))
+        def update(graphdef, state): ...
+
+    @pytest.mark.parametrize("grad", [jax.grad, nnx.grad])
+    def test_grad(grad): ...
+
+``jit_fn`` is ``nnx.jit`` in one case and ``jax.jit`` in the other. The name resolver
+(:mod:`nnx_lint.analysis.names`) reads these values, so every rule sees the NNX case, under the
+same policy as a name bound to an NNX transform on one path and to JAX's transform of the same
+name on another. Pin fixes never edit such a call: a pin written for the NNX case would break
+the JAX one (:func:`is_parameter`).
+
+Read forms (absl's ``parameterized`` and pytest's ``parametrize``), each value an expression of
+the decorator:
+
+* ``named_parameters(('name', v1, v2), ...)``, and each case as ``dict(testcase_name=..., p=v)``
+  or ``{'testcase_name': ..., 'p': v}``;
+* ``parameters((v1, v2), ...)`` (or a bare ``v`` for a one-parameter test), and dict cases;
+* ``product(p=[v, ...], ...)``;
+* ``pytest.mark.parametrize('p', [v, ...])`` / ``('a, b', [(va, vb), ...])``, names as a list or
+  tuple too, a value wrapped in ``pytest.param(v, id=...)``.
+
+Anything else (a case list built elsewhere, ``*cases``) leaves the parameter's values unknown.
+"""
+from __future__ import annotations
+
+from astroid import nodes
+
+#: Decorators that list the cases of a test, by the last part of their qualified name and the
+#: modules they come from.
+_ABSL = "absl.testing.parameterized."
+_PYTEST_PARAMETRIZE = "pytest.mark.parametrize"
+_NAMED, _PARAMETERS, _PRODUCT = "named_parameters", "parameters", "product"
+#: The key of a dict case that names the case rather than a parameter.
+_CASE_NAME = "testcase_name"
+_MAX_CASES = 64
+
+
+def case_values(assignment: nodes.AssignName, qualified_name) -> list[nodes.NodeNG] | None:
+    """The expressions a parameterised test's cases give the parameter ``assignment`` (an
+    argument of the test function), or None when it is not one or a case cannot be read.
+
+    ``qualified_name(node)`` resolves the decorators (the caller's name resolver)."""
+    arguments = assignment.parent
+    function = arguments.parent if isinstance(arguments, nodes.Arguments) else None
+    if not isinstance(function, nodes.FunctionDef) or function.decorators is None:
+        return None
+    positional = [argument.name for argument in arguments.args or []]
+    if positional and isinstance(function.parent, nodes.ClassDef) and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    found: list[nodes.NodeNG] | None = None
+    for decorator in function.decorators.nodes:
+        if not isinstance(decorator, nodes.Call):
+            continue
+        name = qualified_name(decorator.func) or ""
+        values = _decorator_values(decorator, name, assignment.name, positional)
+        if values is _NOT_A_CASE_LIST:
+            continue
+        if values is None:
+            return None
+        found = [*(found or []), *values]
+    return found if found and len(found) <= _MAX_CASES else None
+
+
+def is_parameter(expression: nodes.NodeNG) -> bool:
+    """Whether ``expression`` is a bare name bound as a parameter of the function it is in
+    (a transform passed in: a pin at its call would hold for one caller's value only)."""
+    if not isinstance(expression, nodes.Name):
+        return False
+    try:
+        _scope, assignments = expression.lookup(expression.name)
+    except Exception:  # astroid's lookup on a malformed tree: not known to be a parameter
+        return False
+    return any(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments) for a in assignments)
+
+
+class _NotACaseList:
+    """A decorator that is not a case list (the parameter's values may still come from another)."""
+
+
+_NOT_A_CASE_LIST = _NotACaseList()
+
+
+def _decorator_values(decorator: nodes.Call, name: str, parameter: str, positional: list[str]):
+    if name == _PYTEST_PARAMETRIZE:
+        return _pytest_values(decorator, parameter)
+    if not name.startswith(_ABSL):
+        return _NOT_A_CASE_LIST
+    kind = name[len(_ABSL):]
+    if kind == _PRODUCT:
+        keyword = next((k for k in decorator.keywords or [] if k.arg == parameter), None)
+        if keyword is None:
+            return _NOT_A_CASE_LIST if all(k.arg for k in decorator.keywords or []) else None
+        return list(keyword.value.elts) if isinstance(keyword.value, (nodes.List, nodes.Tuple)) else None
+    if kind not in (_NAMED, _PARAMETERS):
+        return _NOT_A_CASE_LIST
+    if decorator.keywords:
+        return None
+    values = []
+    for case in decorator.args:
+        value = _case_value(case, parameter, positional, named=kind == _NAMED)
+        if value is None:
+            return None
+        values.append(value)
+    return values
+
+
+def _case_value(case: nodes.NodeNG, parameter: str, positional: list[str], named: bool) -> nodes.NodeNG | None:
+    """The value one absl case gives ``parameter``."""
+    if isinstance(case, nodes.Dict):
+        for key, value in case.items:
+            if isinstance(key, nodes.Const) and key.value == parameter:
+                return value
+        return None
+    if isinstance(case, nodes.Call) and isinstance(case.func, nodes.Name) and case.func.name == "dict":
+        return next((k.value for k in case.keywords or [] if k.arg == parameter), None)
+    if parameter not in positional:
+        return None
+    position = positional.index(parameter) + named  # a named case starts with its name
+    if isinstance(case, (nodes.Tuple, nodes.List)):
+        return case.elts[position] if position < len(case.elts) else None
+    return case if not named and len(positional) == 1 else None
+
+
+def _pytest_values(decorator: nodes.Call, parameter: str):
+    if len(decorator.args) < 2:
+        return None
+    names_node, cases = decorator.args[0], decorator.args[1]
+    if isinstance(names_node, nodes.Const) and isinstance(names_node.value, str):
+        names = [part.strip() for part in names_node.value.split(",") if part.strip()]
+    elif isinstance(names_node, (nodes.List, nodes.Tuple)) and all(
+            isinstance(e, nodes.Const) and isinstance(e.value, str) for e in names_node.elts):
+        names = [e.value for e in names_node.elts]
+    else:
+        return None
+    if parameter not in names:
+        return _NOT_A_CASE_LIST
+    if not isinstance(cases, (nodes.List, nodes.Tuple)):
+        return None
+    position, values = names.index(parameter), []
+    for case in cases.elts:
+        if isinstance(case, nodes.Call) and isinstance(case.func, nodes.Attribute) and case.func.attrname == "param":
+            # `pytest.param(a, b, id=...)`: its positional arguments are the case's values.
+            case = (case.args[0] if case.args else None) if len(names) == 1 else list(case.args)
+        if case is None:
+            return None
+        if len(names) == 1:
+            values.append(case)
+        elif isinstance(case, (nodes.Tuple, nodes.List)) and position < len(case.elts):
+            values.append(case.elts[position])
+        elif isinstance(case, list) and position < len(case):
+            values.append(case[position])
+        else:
+            return None
+    return values
+
