@@ -415,6 +415,32 @@ def test_a_statement_libcst_cannot_parse_gets_no_fix_and_the_others_do(monkeypat
     assert index.code(index.node_at(7, 2, 7, 10)) == "nnx.vmap"
 
 
+def test_a_statement_libcst_cannot_parse_does_not_keep_the_others_from_being_fixed(monkeypatch) -> None:
+    """Only the statements an edit changes are read with libcst (CPython reads the whole text):
+    a statement libcst cannot read elsewhere in the file no longer refuses every fix of the file."""
+    from nnx_lint.fixes import source
+    from nnx_lint.fixes.pin import pin_edit
+
+    real_parse = cst.parse_module
+    read: list[str] = []
+
+    def parse_all_but_the_first_function(code):
+        read.append(code)
+        if code.startswith("@nnx.jit\ndef f"):
+            return real_parse("def (:\n")  # raises ParserSyntaxError, as for syntax libcst does not know
+        return real_parse(code)
+
+    monkeypatch.setattr(source.cst, "parse_module", parse_all_but_the_first_function)
+    text = "from flax import nnx\n\n@nnx.jit\ndef f(m):\n    return m\n\nclass A:\n    @nnx.vmap\n    def g(m):\n        return m\n"
+    index = SourceIndex(text)
+    edit = pin_edit(index, {"line": 8, "column": 6, "end_line": 8, "end_column": 14, "api": "vmap"})
+    assert index.parses_after([edit])
+    assert not any(code.startswith("from flax") for code in read)  # the whole text was never read by libcst
+    fixed = apply_edits(text, [edit])
+    assert fixed == text.replace("@nnx.vmap", "@nnx.vmap(graph=True, graph_updates=True)")
+    assert read[-1] == "@nnx.vmap(graph=True, graph_updates=True)\ndef g(m):\n    return m\n"  # the method alone
+
+
 def test_fixed_invalid_cases_run_in_tree_mode_as_in_graph_mode() -> None:
     """Second method: each rule's INVALID case, pin-fixed, executed as a program. The fixed
     case in Tree Mode must end as the original does in graph mode (runs, or raises the same

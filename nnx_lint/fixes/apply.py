@@ -22,7 +22,7 @@ from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.model import DISPLAY_ONLY, PIN, SAFE, UNSAFE, Edit, Fix, apply_edits, overlaps
 from nnx_lint.fixes.pin import CannotPin, pin_edit
 from nnx_lint.fixes.rewrites import rewrite_fix
-from nnx_lint.fixes.source import SourceIndex, index_for, parses  # parses: part of this module's interface
+from nnx_lint.fixes.source import SourceIndex, index_for, parses, python_parses  # parses: part of this module's interface
 from nnx_lint.fixes.tracking import gone
 from nnx_lint.engine.registry import facts_of, pin_sites
 from nnx_lint.analysis.rule import Rule
@@ -158,7 +158,7 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
     outcome = FixOutcome(text)
     first = latest = None
     for _ in range(MAX_PASSES):
-        if not parses(outcome.text):
+        if not python_parses(outcome.text):
             break
         latest = lint(outcome.text)
         first = latest if first is None else first
@@ -237,7 +237,7 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
     first_text = text = ""
     for _ in range(MAX_PASSES):
         text, origin = notebook_source(json.dumps(document).encode("utf-8"))
-        if not parses(text):
+        if not python_parses(text):
             latest = None
             break
         latest = lint(text)
@@ -259,7 +259,7 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
         return data, first or [], []
     if latest is None:  # stopped after MAX_PASSES (or on a text that no longer parses)
         text, _origin = notebook_source(json.dumps(document).encode("utf-8"))
-        latest = lint(text) if parses(text) else []
+        latest = lint(text) if python_parses(text) else []
     # As for files: the findings gone, not the edits made.
     return _dump_like(document, data), first, gone(first, latest, first_text, text)
 

@@ -178,29 +178,28 @@ class SourceIndex:
         return self._regions[key]
 
     def parses_after(self, edits: list[Edit]) -> bool:
-        """Whether the text with ``edits`` applied is still valid Python for CPython and libcst
-        (:func:`parses` of the result; each fix a pass chooses is checked so).
+        """Whether the text with ``edits`` applied is still valid Python for CPython, and every
+        statement the edits change is still readable by libcst (each fix a pass chooses is checked so).
 
-        CPython's parser reads the whole text (it is fast); libcst's, when this text parses and
-        every edit lies inside one top-level statement, reads only the edited statements. That is
-        the same answer: those statements start at column 0 after complete lines and end with
-        complete lines, so a statement that parses on its own leaves the tokens of the text around
-        it as they were, and a text that parses has no statement that does not."""
+        CPython's parser reads the whole text (it is fast); libcst's reads only the statements the
+        edits change: the innermost class or function body statement holding them, without its
+        block's indentation, else the top-level one (see :meth:`_edited_statements`). Such a
+        statement starts at its block's indentation after complete lines and ends with complete
+        lines, so parsing it on its own reads the tokens it has in the whole text. A statement
+        libcst could not read before stays unreadable, and gets no fix (:meth:`_region_at`), but
+        does not keep the file's other statements from being fixed."""
         after = apply_edits(self.text, edits)
         if _cpython_ranges(after) is None:
             return False
-        statements = self._edited_statements(edits) if parses(self.text) else None
+        statements = self._edited_statements(edits)
         if statements is None:
             return parses(after)
-        if all(_libcst_parses(statement) for statement in statements):
-            _remember_parses(after, True)
-            return True
-        return False
+        return all(_libcst_parses(statement) for statement in statements)
 
     def _edited_statements(self, edits: list[Edit]) -> list[str] | None:
-        """The new text of each top-level statement the edits change; None when an edit is not
-        inside one statement (between statements, or across two)."""
-        by_range: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
+        """The new text of each statement the edits change, its block's indentation removed; None
+        when an edit is not inside one top-level statement (between statements, or across two)."""
+        by_range: dict[tuple[int, int], list[tuple[int, int, Edit]]] = {}
         for edit in edits:
             start = self.offsets[edit.line - 1] + edit.column - 1
             end = self.offsets[edit.end_line - 1] + edit.end_column - 1
@@ -208,17 +207,26 @@ class SourceIndex:
             if position < 0:
                 return None
             first, last = self._ranges[position]
-            low, high = self.offsets[first - 1], self.offsets[last]
-            if not (low <= start and end <= high and start < high):
+            if not (self.offsets[first - 1] <= start and end <= self.offsets[last] and start < self.offsets[last]):
                 return None
-            by_range.setdefault((low, high), []).append((start - low, end - low, edit.content))
-        statements = []
-        for (low, high), changes in by_range.items():
+            by_range.setdefault((first, last), []).append((start, end, edit))
+        return [self._edited_statement(top, changes) for top, changes in by_range.items()]
+
+    def _edited_statement(self, top: tuple[int, int], changes: list[tuple[int, int, Edit]]) -> str:
+        """The new text of the innermost statement under ``top`` holding every change, without its
+        indentation when every non-empty line of the new text still starts with it."""
+        for first, last, indent in reversed(self._enclosing(top, changes[0][2].line)):
+            low, high = self.offsets[first - 1], self.offsets[last]
+            if not all(low <= start and end <= high and start < high for start, end, _edit in changes):
+                continue
             text = self.text[low:high]
-            for start, end, content in sorted(changes, reverse=True):
-                text = text[:start] + content + text[end:]
-            statements.append(text)
-        return statements
+            for start, end, edit in sorted(changes, key=lambda change: change[:2], reverse=True):
+                text = text[:start - low] + edit.content + text[end - low:]
+            lines = source_lines(text)
+            if all(line.startswith(indent) or not line.strip("\r\n") for line in lines):
+                cut = len(indent)
+                return "".join(line[cut:] if line.strip("\r\n") else line for line in lines)
+        raise AssertionError("the top-level statement holds every change")  # its indentation is ""
 
     def _region_of(self, node: cst.CSTNode) -> _Region:
         for region in self._regions.values():
@@ -309,6 +317,12 @@ class SourceIndex:
 #: Whether texts parse (:func:`parses`), by text, most recently used last.
 _PARSES: OrderedDict[str, bool] = OrderedDict()
 _PARSES_KEPT = 64
+
+
+def python_parses(text: str) -> bool:
+    """Whether CPython's parser accepts ``text`` (what a fix pass needs of the text it starts from:
+    a statement libcst cannot read gets no fix, and the others still do)."""
+    return _cpython_ranges(text) is not None
 
 
 def parses(text: str) -> bool:
