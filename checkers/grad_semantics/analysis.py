@@ -23,6 +23,7 @@ from nnx_lint.api import (
     GradientUse,
     Holdings,
     bound_values,
+    clipped,
     lookup,
     pin_sites_in,
     transform_resolver,
@@ -138,6 +139,36 @@ class _Analysis(GradientConsumers):
             unresolved = [c for c in candidates if not c.container]
             if unresolved and all(c.holdings is None for c in unresolved):
                 yield application, unresolved[0], _why_unresolved(unresolved[0])
+
+    def unresolved_gradient_uses(self, call: nodes.Call) -> Iterator[tuple[GradApplication, GradientUse, str]]:
+        """``(application, use, reason)`` for each place the gradient of ``call`` flows to when
+        ``call`` applies a grad whose differentiated arguments the analysis cannot name: the
+        arguments are passed as ``*args``, or ``argnums`` is not a literal while an argument may be
+        a Module. What audit mode (``--strict``) reports instead of staying silent (NNX403)."""
+        application = self._application(call)
+        if application is None or application.keeps_graph or application.has_aux is None:
+            return
+        starred = next((a for a in call.args if isinstance(a, nodes.Starred)), None)
+        if starred is not None:
+            reason = f"the arguments are passed as `{clipped(starred.as_string(), 30)}`"
+        elif application.argnums is None and not _argnums_call(application) and any(
+                self._candidates(application, position, argument) for position, argument in enumerate(call.args)):
+            reason = "its `argnums` is not a literal, and an argument may be a Module"
+        else:
+            return  # resolved: the proven rules decide
+        if application.argnums is not None:
+            paths = [application.gradient_path(position) for position in application.argnums]
+        else:
+            # The gradient is the result (an int argnums) or one element of it (a tuple): both.
+            base = [1] if application.transform == "value_and_grad" else [0] if application.has_aux else []
+            paths = [base] + [[*base, index] for index in range(_MAX_UNPACKED)]
+        seen: set[int] = set()
+        for path in paths:
+            for use in self.flow.uses_at(call, path or []) if path is not None else ():
+                if id(use.name) in seen or (application.argnums is None and path == paths[0] and _indexed(use.name)):
+                    continue  # `grads[0]` on the whole result is the tuple's element, followed by its own path
+                seen.add(id(use.name))
+                yield application, use, reason
 
     def gradient_uses(self, call: nodes.Call, breaks: Callable[[Differentiated], bool] | None = None
                       ) -> Iterator[tuple[GradApplication, Differentiated, GradientUse]]:
@@ -279,6 +310,34 @@ class _Analysis(GradientConsumers):
     def is_state_value(self, expression: nodes.NodeNG, on_some_path: bool = False) -> bool:
         """Whether ``expression`` is an ``nnx.State`` (:meth:`nnx_lint.analysis.values.ValueModel.is_state`)."""
         return self.values.is_state(expression, on_some_path=on_some_path)
+
+
+#: How many elements of an unpacked gradient tuple an unresolved application is followed into.
+_MAX_UNPACKED = 8
+
+#: A differentiated argument the analysis could not name (audit mode's NNX403): no class, no holdings.
+UNKNOWN_ARGUMENT_EVIDENCE = "unresolved"
+
+
+def _indexed(use: nodes.NodeNG) -> bool:
+    """Whether ``use`` is indexed by an integer (``grads[0]``): an element of a tuple result."""
+    parent = use.parent
+    return (isinstance(parent, nodes.Subscript) and parent.value is use and isinstance(parent.slice, nodes.Const)
+            and isinstance(parent.slice.value, int))
+
+
+def _argnums_call(application: GradApplication) -> bool:
+    """Whether the transform's ``argnums`` holds a call (``nnx.DiffState(0, ...)``): a prefix filter,
+    which the prefix-filter rules report (Tree Mode rejects it before any gradient is used)."""
+    transform = application.transform_node
+    keywords = transform.keywords or [] if isinstance(transform, nodes.Call) else []
+    argnums = next((keyword.value for keyword in keywords if keyword.arg == "argnums"), None)
+    return argnums is not None and any(True for _ in argnums.nodes_of_class(nodes.Call))
+
+
+def unknown_argument(call: nodes.Call) -> Differentiated:
+    """The differentiated argument of ``call`` when the analysis cannot say which it is."""
+    return Differentiated(-1, call, None, None, None, UNKNOWN_ARGUMENT_EVIDENCE, frozenset())
 
 
 def grad_analysis(context) -> _Analysis:

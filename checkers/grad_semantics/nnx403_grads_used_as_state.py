@@ -6,7 +6,7 @@ from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
+from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites, unknown_argument
 from checkers.grad_semantics.consumers import STATE_FUNCTIONS, STATE_METHODS
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
 from nnx_lint.api import (
@@ -72,6 +72,9 @@ class GradsUsedAsState(Rule):
         branch), or the key of a dict holding one, also a `jax.lax.scan` carry started from
         `{"grad": <zeros of the params>}`; the model may be an `nnx.merge(...)` rebuilt in the
         loop, and `grad_fn` may be `jax.value_and_grad` on another path (the NNX path breaks).
+        In audit mode (`--strict`), the gradient of an application whose differentiated
+        arguments cannot be named (`grad_fn(*inputs)`, `argnums=argnums`) is reported as
+        unproven where it is used as a State.
 
     Why is this bad?:
         Graph mode returned an `nnx.State`; Tree Mode returns the argument's own type. The
@@ -98,6 +101,11 @@ class GradsUsedAsState(Rule):
     #: When the class is known only from a caller: which call passes it.
     call_site_message = ("`{usage}` uses the `nnx.{transform}` result as an `nnx.State`: Tree Mode raises "
                          "(it is a `{type_name}`, {class_evidence})")
+    #: Audit mode (``--strict``): which arguments are differentiated is unknown.
+    unproven_message = (
+        "`{value}` uses the `nnx.{transform}` result as an `nnx.State`, but which arguments are differentiated "
+        "is unknown ({reason}): if one is a Module, Tree Mode raises (the gradient is that Module)"
+    )
     help = (
         "In Tree Mode the gradient is a `{type_name}` object ({error}). Use attribute access / "
         "`optimizer.update(model, grads)`, convert with `nnx.state(grads, nnx.Param)`, or split by "
@@ -110,6 +118,7 @@ class GradsUsedAsState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         analysis = grad_analysis(self.context)
+        self._unproven(node, analysis)
         for application, differentiated, use in analysis.gradient_uses(node):
             found = analysis.state_usage(use.name, differentiated)
             if found is None:
@@ -130,6 +139,22 @@ class GradsUsedAsState(Rule):
                 **analysis.use_facts(application, differentiated, use, node),
                 related=elsewhere + grad_sites(application),
             )
+
+    def _unproven(self, node: nodes.Call, analysis) -> None:
+        """Audit mode: the gradient of an application whose differentiated arguments are unknown
+        (``grad_fn(*inputs)``, ``argnums=argnums``), used as a State."""
+        unknown = unknown_argument(node)
+        for application, use, reason in analysis.unresolved_gradient_uses(node):
+            found = analysis.state_usage(use.name, unknown)
+            if found is None:
+                continue
+            usage, _error, used = found
+            where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
+            if where.lineno in self._reported:
+                continue
+            self._reported.add(where.lineno)
+            self.report_unproven(where, value=usage, reason=reason, transform=application.transform,
+                                 related=elsewhere + grad_sites(application))
 
     @classmethod
     def reproduce(cls, facts: Facts) -> Reproduction | str:

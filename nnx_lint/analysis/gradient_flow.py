@@ -74,6 +74,12 @@ class GradientFlow:
             return
         yield from self._follow_result(application.call, path, [], set(), None)
 
+    def uses_at(self, call: nodes.Call, path: list[int]) -> Iterator[GradientUse]:
+        """Where the element at index ``path`` of ``call``'s result flows (``[1, 0]``: the first
+        gradient of a ``value_and_grad`` over a tuple of arguments), when the path cannot come
+        from the application's own argnums (:meth:`GradApplication.gradient_path`)."""
+        yield from self._follow_result(call, path, [], set(), None)
+
     def _follow_result(self, value: nodes.NodeNG, path: list[int], via: list[str], seen: set[int],
                        exit_call: nodes.Call | None) -> Iterator[GradientUse]:
         """``value`` evaluates to a structure whose element at ``path`` is the gradient."""

@@ -434,6 +434,26 @@ class TransformResolver:
             if callee.attrname in AHEAD_OF_TIME_METHODS:
                 return self.transformed(callee.expr, depth + 1)
             return self._stored_transformed(callee, depth)
+        if isinstance(callee, nodes.IfExp):
+            return self._either_branch(callee, depth)
+        return None
+
+    def _either_branch(self, choice: nodes.IfExp, depth: int):
+        """``nnx.compat.grad(f) if graph else nnx.grad(f)``: when both branches apply the same NNX
+        transform, the one the flip changes (its findings hold on the path where it runs); when one
+        applies an NNX transform and the other JAX's of the same name, the NNX one. Anything else
+        leaves it unknown."""
+        found = [self.transformed(branch, depth + 1) for branch in (choice.body, choice.orelse)]
+        known = [branch for branch in found if branch is not None]
+        if len(known) == 2:
+            if known[0][0].name != known[1][0].name:
+                return None
+            return next((branch for branch in known if not branch[2]), known[0])
+        if not known:
+            return None
+        other = choice.orelse if found[0] is not None else choice.body
+        if isinstance(other, nodes.Call) and self.qualified_name(other.func) == JAX_PREFIX + known[0][0].name:
+            return known[0]
         return None
 
     def _nnx_or_jax_counterpart(self, assignments: list[nodes.NodeNG], depth: int):
