@@ -46,9 +46,12 @@ def _test(decorator: str, signature: str = "self, jit_fn", method: bool = True) 
     return _HEADER + f"{decorator}\ndef test({signature}):" + _BODY
 
 
+def _diagnostics(source: str):
+    return [d for d in lint_source(source, "cases_test.py", all_rules()) if d.kind != "linter"]
+
+
 def _findings(source: str) -> list[tuple[str, int, dict]]:
-    found = lint_source(source, "cases_test.py", all_rules())
-    return [(d.code, d.line, d.facts) for d in found if d.kind != "linter"]
+    return [(d.code, d.line, d.facts) for d in _diagnostics(source)]
 
 
 def _return_line(source: str) -> int:
@@ -77,6 +80,10 @@ def test_the_nnx_case_of_a_parameterised_transform_is_linted_and_not_pinned(deco
     findings = _findings(source)
     assert [(code, line) for code, line, _facts in findings] == [("NNX104", _return_line(source))], findings
     assert not findings[0][2].get("pin")  # a pin on `partial(jit_fn, ...)` would break the jax.jit case
+    # The finding says which case it holds in: the decorator's `nnx.jit`.
+    (note,) = [r for r in _diagnostics(source)[0].related if r.message.startswith("the case where")]
+    assert note.message == "the case where `jit_fn` is `nnx.jit`"
+    assert "nnx.jit" in source.split("\n")[note.line - 1] and "@" in source.split("\n")[note.line - 1]
 
 
 NOT_KNOWN = [

@@ -38,6 +38,9 @@ class NameResolver:
         self.project = project
         self._memo: dict[int, str | None] = {}
         self._scope_memo: dict[tuple[int, str], str | None] = {}
+        #: Parameters of parameterised tests read as one NNX function, by the parameter's id: the
+        #: case's value and the parameter's name (:func:`nnx_lint.analysis.test_cases.case_notes`).
+        self.case_choices: dict[int, tuple[nodes.NodeNG, str]] = {}
         self._star_modules = [
             canonical(node.modname)
             for node in module.body
@@ -152,7 +155,11 @@ class NameResolver:
         if len(nnx_names) != 1:
             return None
         (found,) = nnx_names
-        return found if names - nnx_names <= {JAX_PREFIX + found.rsplit(".", 1)[1]} else None
+        if not names - nnx_names <= {JAX_PREFIX + found.rsplit(".", 1)[1]}:
+            return None
+        chosen = next(value for value in values if self.qualified_name(value, depth + 1) == found)
+        self.case_choices[id(assignment)] = (chosen, assignment.name)
+        return found
 
     def _absolute_module(self, node: nodes.ImportFrom) -> str | None:
         if not node.level:

@@ -30,6 +30,8 @@ Anything else (a case list built elsewhere, ``*cases``) leaves the parameter's v
 """
 from __future__ import annotations
 
+import itertools
+
 from astroid import nodes
 
 #: Decorators that list the cases of a test, by the last part of their qualified name and the
@@ -78,6 +80,37 @@ def is_parameter(expression: nodes.NodeNG) -> bool:
     except Exception:  # astroid's lookup on a malformed tree: not known to be a parameter
         return False
     return any(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments) for a in assignments)
+
+
+def case_notes(anchors: list, choices: dict[int, tuple[nodes.NodeNG, str]]) -> list[tuple[nodes.NodeNG, str]]:
+    """Related locations for a finding that holds in one case of a parameterised test: for each
+    parameter read as an NNX function (``choices``, the name resolver's) that a name in the
+    ``anchors`` (the finding's nodes) refers to, the case's value in the decorator."""
+    notes: list[tuple[nodes.NodeNG, str]] = []
+    if not choices:
+        return notes
+    seen: set[int] = set()
+    for anchor in anchors:
+        if not isinstance(anchor, nodes.NodeNG):
+            continue
+        names = [anchor] if isinstance(anchor, nodes.Name) else []
+        names += list(itertools.islice(anchor.nodes_of_class(nodes.Name), _MAX_NAMES_READ))
+        for name in names:
+            try:
+                _scope, assignments = name.lookup(name.name)
+            except Exception:  # astroid's lookup on a malformed tree: no note
+                continue
+            for assignment in assignments:
+                choice = choices.get(id(assignment))
+                if choice is not None and id(assignment) not in seen:
+                    seen.add(id(assignment))
+                    value, parameter = choice
+                    notes.append((value, f"the case where `{parameter}` is `{value.as_string()}`"))
+    return notes
+
+
+#: How many names of one node :func:`case_notes` reads (a finding's node may be a whole function).
+_MAX_NAMES_READ = 400
 
 
 class _NotACaseList:

@@ -24,6 +24,7 @@ from nnx_lint.base.facts import Facts
 from nnx_lint.base.file_memo import forget_file_memos
 from nnx_lint.analysis.mode import ModeContext
 from nnx_lint.analysis.names import NameResolver
+from nnx_lint.analysis.test_cases import case_notes
 from nnx_lint.base.node_index import SCOPE_TYPES, module_index
 from nnx_lint.base.noqa import apply_noqa
 from nnx_lint.analysis.prefilter import mentions_nnx
@@ -113,6 +114,8 @@ class FileContext:
         node = anchor
         if rule.kind == "raises" and expects_error(node):
             return
+        if self.resolver.case_choices:  # a test's parameter read as one of its cases: say which
+            related = [*related, *case_notes([node, *(spec[0] for spec in related)], self.resolver.case_choices)]
         text, help_text = rule.render(facts, message=message, help=help)
         line = node.lineno or 1
         column = (node.col_offset or 0) + 1
