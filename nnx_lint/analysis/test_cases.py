@@ -39,8 +39,6 @@ from astroid import nodes
 _ABSL = "absl.testing.parameterized."
 _PYTEST_PARAMETRIZE = "pytest.mark.parametrize"
 _NAMED, _PARAMETERS, _PRODUCT = "named_parameters", "parameters", "product"
-#: The key of a dict case that names the case rather than a parameter.
-_CASE_NAME = "testcase_name"
 _MAX_CASES = 64
 
 
