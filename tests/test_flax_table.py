@@ -30,6 +30,14 @@ def test_public_names_are_flax_nnx_exactly():
     assert nnx_api.PUBLIC_NAMES == _public(nnx)
 
 
+@pytest.mark.parametrize("name", sorted(nnx_api.BINDING_APIS))
+def test_binding_apis_take_a_function_then_the_arguments_they_bind(name):
+    """``nnx.jit_partial(f, *args)``: what follows the function is bound to its first parameters."""
+    parameters = list(inspect.signature(getattr(nnx, name)).parameters.values())
+    assert parameters[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert parameters[1].kind is inspect.Parameter.VAR_POSITIONAL
+
+
 def test_compat_names_are_the_graph_mode_partials():
     partials = {name for name in _public(nnx.compat) if callable(getattr(nnx.compat, name))
                 and not inspect.ismodule(getattr(nnx.compat, name))}

@@ -90,3 +90,41 @@ def test_a_transform_chosen_by_a_conditional_expression(choice, flagged) -> None
     found = _lint(_CHOSEN.replace("CHOICE", choice), strict=False)
     # (NNX901 reports each `nnx.compat` opt-in itself.)
     assert [(code, line) for code, line, _message in found if code != "NNX901"] == ([("NNX403", 9)] if flagged else [])
+
+
+_BOUND = """\
+import functools
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Noisy(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 3, rngs=rngs)
+        self.rngs = rngs
+
+    def __call__(self, x):
+        return self.linear(x)
+
+
+def train_step(model, x):
+    def loss_fn(model):
+        return jnp.mean(model(x))
+    return nnx.value_and_grad(loss_fn)(model)
+
+
+model = MODEL
+step = BIND(train_step, model)
+"""
+
+
+@pytest.mark.parametrize("bind", ["nnx.jit_partial", "nnx.cached_partial", "functools.partial"])
+def test_arguments_bound_by_a_partial_reach_the_function_parameters(bind) -> None:
+    """`nnx.jit_partial(train_step, model)` passes `model` as `train_step`'s first argument: the
+    class of what it binds is the parameter's, as for a call. An `nnx.Linear` holds no RNG state
+    (no finding, not even unproven); a Module storing its `Rngs` is NNX401's TypeError."""
+    plain = _BOUND.replace("MODEL", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))").replace("BIND", bind)
+    assert [f for f in _lint(plain, strict=True) if f[0] == "NNX401"] == []
+    noisy = _BOUND.replace("MODEL", "Noisy(nnx.Rngs(0))").replace("BIND", bind)
+    found = [(code, line) for code, line, message in _lint(noisy, strict=False) if code == "NNX401"]
+    assert found == [("NNX401", 18)]  # the `nnx.value_and_grad(loss_fn)(model)` line

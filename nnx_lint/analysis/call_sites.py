@@ -22,6 +22,8 @@ from astroid import nodes
 
 from nnx_lint.base.file_memo import file_memo
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.calls import PARTIALS
+from nnx_lint.flax_table.nnx_api import BINDING_APIS, short_name
 from nnx_lint.base.node_index import nodes_of_class
 
 if TYPE_CHECKING:
@@ -165,14 +167,48 @@ def where(call: nodes.Call, module: nodes.Module, path: str = "") -> str:
 def _index(module: nodes.Module) -> dict[int, list[nodes.Call]]:
     defined = {function.name for function in nodes_of_class(module, nodes.FunctionDef)}
     found: dict[int, list[nodes.Call]] = {}
+    resolver = None
     for call in nodes_of_class(module, nodes.Call):
-        if not isinstance(call.func, nodes.Name) or call.func.name not in defined:
-            continue  # the cheap pre-filter: only names some def in this module binds
-        _scope, assignments = lookup(call.func)
+        callee = call.func
+        if not (isinstance(callee, nodes.Name) and callee.name in defined):
+            # `partial(train_step, model)`, `nnx.jit_partial(train_step, model)`: a call of it too.
+            bound = call.args[0] if call.args else None
+            if not (isinstance(bound, nodes.Name) and bound.name in defined and _terminal(callee) in _BINDING_NAMES):
+                continue  # the cheap pre-filter: only names some def in this module binds
+            if resolver is None:
+                from nnx_lint.analysis.names import NameResolver
+
+                resolver = NameResolver(module)
+            if not _binds(resolver.qualified_name(callee)):
+                continue
+            callee = bound
+        _scope, assignments = lookup(callee)
         targets = [a for a in assignments if isinstance(a, nodes.FunctionDef)]
         if len(targets) == 1 and len(assignments) == 1:
             found.setdefault(id(targets[0]), []).append(call)
     return found
+
+
+#: The last name of the functions that bind a function's first arguments (a cheap pre-filter;
+#: :func:`_binds` decides on the qualified name).
+_BINDING_NAMES = frozenset({"partial", *BINDING_APIS})
+
+
+def _terminal(callee: nodes.NodeNG) -> str | None:
+    return callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
+
+
+def _binds(qualified_name: str | None) -> bool:
+    """Whether the callee is ``functools.partial`` or an NNX function that binds as it does."""
+    return qualified_name in PARTIALS or short_name(qualified_name) in BINDING_APIS
+
+
+def is_binding_call(function: Function, call: nodes.Call) -> bool:
+    """Whether ``call`` binds ``function``'s first arguments (``partial(function, a)``) rather than
+    calling it: its arguments after the first are the ones ``function`` gets."""
+    callee, first = call.func, call.args[0] if call.args else None
+    return not (isinstance(callee, nodes.Name) and callee.name == function.name) \
+        and isinstance(first, nodes.Name) and first.name == function.name
 
 
 def parameter_of(name: nodes.Name) -> tuple[Function, str] | None:
@@ -196,14 +232,16 @@ def argument_for(function: Function, call: nodes.Call, parameter: str) -> nodes.
     """The argument expression ``call`` passes for ``parameter``, or None when it can't be told."""
     arguments = function.args
     positional = [*(arguments.posonlyargs or []), *(arguments.args or [])]
+    # `partial(function, a, b)` passes `a` and `b` as the first arguments; the rest come later, unknown.
+    given = call.args[1:] if is_binding_call(function, call) else call.args
     for index, candidate in enumerate(positional):
         if candidate.name != parameter:
             continue
-        for argument in call.args[:index + 1]:
+        for argument in given[:index + 1]:
             if isinstance(argument, nodes.Starred):
                 return None  # f(*xs): the position is not known
-        if index < len(call.args):
-            return call.args[index]
+        if index < len(given):
+            return given[index]
         break
     for keyword in call.keywords or []:
         if keyword.arg == parameter:

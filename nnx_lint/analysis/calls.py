@@ -14,7 +14,8 @@ from astroid import nodes
 from nnx_lint.analysis.names import NameResolver
 from nnx_lint.flax_table.nnx_api import GRAPH_API_NODE_POSITION, GRAPH_APIS, TRANSFORMS, is_compat, short_name
 
-_PARTIALS = frozenset({"functools.partial"})
+#: ``functools.partial``: ``partial(nnx.jit, ...)`` is an NNX call, ``partial(f, a)`` a binding of ``f``.
+PARTIALS = frozenset({"functools.partial"})
 
 
 @dataclass
@@ -73,7 +74,7 @@ def match_nnx_call(call: nodes.Call, resolver: NameResolver) -> NNXCall | None:
     name = short_name(callee)
     if name is not None:
         return NNXCall(call, callee, name, _keywords(call), list(call.args))
-    if callee in _PARTIALS and call.args:
+    if callee in PARTIALS and call.args:
         wrapped = resolver.qualified_name(call.args[0])
         wrapped_name = short_name(wrapped)
         if wrapped_name is not None:

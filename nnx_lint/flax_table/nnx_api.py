@@ -78,6 +78,9 @@ TRANSFORMS: frozenset[str] = frozenset(
 #: differentiated arguments (``value_and_grad`` with the value first), and they take ``argnums``
 #: and ``has_aux``. The one spelling of this pair for every rule.
 GRAD_TRANSFORMS: frozenset[str] = frozenset({"grad", "value_and_grad"})
+#: NNX functions that bind a function's first arguments, as ``functools.partial`` does
+#: (``nnx.jit_partial(f, model, optimizer)``): what they bind reaches ``f``'s first parameters.
+BINDING_APIS: frozenset[str] = frozenset({"jit_partial", "cached_partial"})
 
 #: Graph APIs: they take only ``graph=`` and read the mode at each call.
 GRAPH_APIS: frozenset[str] = frozenset(
