@@ -34,6 +34,8 @@ import itertools
 
 from astroid import nodes
 
+from nnx_lint.analysis.flow import lookup
+
 #: Decorators that list the cases of a test, by the last part of their qualified name and the
 #: modules they come from.
 _ABSL = "absl.testing.parameterized."
@@ -73,10 +75,7 @@ def is_parameter(expression: nodes.NodeNG) -> bool:
     (a transform passed in: a pin at its call would hold for one caller's value only)."""
     if not isinstance(expression, nodes.Name):
         return False
-    try:
-        _scope, assignments = expression.lookup(expression.name)
-    except Exception:  # astroid's lookup on a malformed tree: not known to be a parameter
-        return False
+    _scope, assignments = lookup(expression)
     return any(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments) for a in assignments)
 
 
@@ -94,10 +93,7 @@ def case_notes(anchors: list, choices: dict[int, tuple[nodes.NodeNG, str]]) -> l
         names = [anchor] if isinstance(anchor, nodes.Name) else []
         names += list(itertools.islice(anchor.nodes_of_class(nodes.Name), _MAX_NAMES_READ))
         for name in names:
-            try:
-                _scope, assignments = name.lookup(name.name)
-            except Exception:  # astroid's lookup on a malformed tree: no note
-                continue
+            _scope, assignments = lookup(name)
             for assignment in assignments:
                 choice = choices.get(id(assignment))
                 if choice is not None and id(assignment) not in seen:
