@@ -98,6 +98,8 @@ class _Analysis(GradientConsumers):
         self.transforms = transform_resolver(context)
         self.flow = GradientFlow(context)
         self._memo: dict[int, tuple[GradApplication, list[list[Differentiated]]] | None] = {}
+        #: Each call's grad application (asked for every call by the proven and the unproven paths).
+        self._applications: dict[int, GradApplication | None] = {}
 
     def application(self, call: nodes.Call) -> tuple[GradApplication, list[list[Differentiated]]] | None:
         """The grad application ``call`` is, with the candidates for each differentiated argument."""
@@ -230,6 +232,12 @@ class _Analysis(GradientConsumers):
         return [_with_later_stores(d, position, argument, *later) for d in found or [None]]
 
     def _application(self, call: nodes.Call) -> GradApplication | None:
+        key = id(call)
+        if key not in self._applications:
+            self._applications[key] = self._resolve_application(call)
+        return self._applications[key]
+
+    def _resolve_application(self, call: nodes.Call) -> GradApplication | None:
         """The grad application ``call`` is, through the one transform resolver: an inline
         ``nnx.grad(loss)(m)``, a name bound to one, a decorated function (also imported), a
         ``partial(nnx.grad, ...)`` factory, a stored ``self._grad_fn``; its argnums and has_aux

@@ -120,14 +120,10 @@ class GradsUsedAsState(Rule):
         analysis = grad_analysis(self.context)
         self._unproven(node, analysis)
         for application, differentiated, use in analysis.gradient_uses(node):
-            found = analysis.state_usage(use.name, differentiated)
+            found = self._state_use(analysis, use, differentiated)
             if found is None:
                 continue
-            usage, error, used = found
-            where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
-            if where.lineno in self._reported:
-                continue  # one per line, also when several applications reach it
-            self._reported.add(where.lineno)
+            usage, error, used, where, elsewhere = found
             from_caller = (differentiated.class_name is not None
                            and (differentiated.evidence or "").startswith("call site"))
             self.report(
@@ -140,19 +136,29 @@ class GradsUsedAsState(Rule):
                 related=elsewhere + grad_sites(application),
             )
 
+    def _state_use(self, analysis, use, differentiated):
+        """``(usage, error, used node, where to report, related)`` when the gradient ``use`` is used
+        as a State on a line not reported yet (one finding per line, also when several applications
+        reach it); None otherwise."""
+        found = analysis.state_usage(use.name, differentiated)
+        if found is None:
+            return None
+        usage, error, used = found
+        where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
+        if where.lineno in self._reported:
+            return None
+        self._reported.add(where.lineno)
+        return usage, error, used, where, elsewhere
+
     def _unproven(self, node: nodes.Call, analysis) -> None:
         """Audit mode: the gradient of an application whose differentiated arguments are unknown
         (``grad_fn(*inputs)``, ``argnums=argnums``), used as a State."""
         unknown = unknown_argument(node)
         for application, use, reason in analysis.unresolved_gradient_uses(node):
-            found = analysis.state_usage(use.name, unknown)
+            found = self._state_use(analysis, use, unknown)
             if found is None:
                 continue
-            usage, _error, used = found
-            where, elsewhere = analysis.reported_at(use, used, f"`{usage}` uses it as an `nnx.State` here")
-            if where.lineno in self._reported:
-                continue
-            self._reported.add(where.lineno)
+            usage, _error, _used, where, elsewhere = found
             self.report_unproven(where, value=usage, reason=reason, transform=application.transform,
                                  related=elsewhere + grad_sites(application))
 
