@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.flax_table.names import JAX_PREFIX
+from nnx_lint.flax_table.names import jax_counterpart
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, NNX, PUBLIC_NAMES, canonical
 
 if TYPE_CHECKING:
@@ -150,15 +150,14 @@ class NameResolver:
         values = case_values(assignment, lambda node: self.qualified_name(node, depth + 1))
         if values is None:
             return None
-        names = {self.qualified_name(value, depth + 1) for value in values}
-        nnx_names = {name for name in names if name is not None and name.startswith(NNX + ".")}
+        named = {self.qualified_name(value, depth + 1): value for value in reversed(values)}  # first value per name
+        nnx_names = {name for name in named if name is not None and name.startswith(NNX + ".")}
         if len(nnx_names) != 1:
             return None
         (found,) = nnx_names
-        if not names - nnx_names <= {JAX_PREFIX + found.rsplit(".", 1)[1]}:
+        if not named.keys() - nnx_names <= {jax_counterpart(found.rsplit(".", 1)[1])}:
             return None
-        chosen = next(value for value in values if self.qualified_name(value, depth + 1) == found)
-        self.case_choices[id(assignment)] = (chosen, assignment.name)
+        self.case_choices[id(assignment)] = (named[found], assignment.name)
         return found
 
     def _absolute_module(self, node: nodes.ImportFrom) -> str | None:

@@ -50,7 +50,7 @@ from nnx_lint.analysis.transform_types import (
     decode_transform,
     explicit_tree,
 )
-from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES
+from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES, jax_counterpart
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, TRANSFORMS, is_compat, short_name
 from nnx_lint.flax_table.signatures import (AHEAD_OF_TIME_METHODS, DIRECT_TRANSFORMS, FUNCTION_TRANSFORMS,
                                             REJECTING_TRANSFORMS, TRACING_TRANSFORMS, traced_arguments)
@@ -452,7 +452,7 @@ class TransformResolver:
         if not known:
             return None
         other = choice.orelse if found[0] is not None else choice.body
-        if isinstance(other, nodes.Call) and self.qualified_name(other.func) == JAX_PREFIX + known[0][0].name:
+        if isinstance(other, nodes.Call) and self.qualified_name(other.func) == jax_counterpart(known[0][0].name):
             return known[0]
         return None
 
@@ -478,7 +478,7 @@ class TransformResolver:
         if found is None:
             return None
         counterparts = {self.qualified_name(a.parent.value.func) for a in assignments} - {found[0].qualified_name}
-        return found if counterparts <= {JAX_PREFIX + found[0].name} else None
+        return found if counterparts <= {jax_counterpart(found[0].name)} else None
 
     def _imported_transformed(self, qualified_name: str | None, depth: int):
         """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another

@@ -19,6 +19,14 @@ COMPAT_PREFIX = "flax.nnx.compat."
 BRIDGE_PACKAGE = "flax.nnx.bridge"
 #: JAX itself (``jax.vmap`` is the JAX counterpart of ``nnx.vmap``).
 JAX_PREFIX = "jax."
+
+
+def jax_counterpart(short_name: str) -> str:
+    """JAX's function of the same name as the NNX one (``grad`` -> ``jax.grad``): the other branch
+    a name may be bound to where the rules take the NNX branch (a conditional, alternative
+    assignments, a test's cases)."""
+    return JAX_PREFIX + short_name
+
 #: Libraries whose names are never project code (a qualified name there is not loaded as a file).
 LIBRARY_PREFIXES = ("flax.", "jax.")
 #: NumPy's namespaces: array constructors and dtypes.
