@@ -135,8 +135,7 @@ def _calls_by_name(module: nodes.Module) -> tuple[dict[str, list[nodes.Call]], d
     if found is None:
         calls: dict[str, list[nodes.Call]] = {}
         for call in nodes_of_class(module, nodes.Call):
-            callee = call.func
-            terminal = callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
+            terminal = _terminal(call.func)
             if terminal:
                 calls.setdefault(terminal, []).append(call)
         aliases: dict[str, set[str]] = {}
@@ -195,6 +194,7 @@ _BINDING_NAMES = frozenset({"partial", *BINDING_APIS})
 
 
 def _terminal(callee: nodes.NodeNG) -> str | None:
+    """The last name of a callee: ``update`` for ``update`` and for ``train.update``."""
     return callee.name if isinstance(callee, nodes.Name) else getattr(callee, "attrname", None)
 
 
