@@ -398,28 +398,11 @@ def test_a_statement_with_a_line_left_of_its_block_is_read_with_the_statement_ar
     assert list(index._regions) == [(4, len(text.split("\n")) - 1)]  # the whole class
 
 
-def test_a_statement_libcst_cannot_parse_gets_no_fix_and_the_others_do(monkeypatch) -> None:
+@pytest.fixture
+def libcst_rejects_f(monkeypatch) -> list[str]:
+    """libcst refuses the statement `@nnx.jit def f` (as for syntax it does not know); the texts it
+    was asked to parse, in order."""
     from nnx_lint.fixes import source
-
-    real_parse = cst.parse_module
-
-    def parse_all_but_the_first_function(code):
-        if code.startswith("@nnx.jit\ndef f"):
-            return real_parse("def (:\n")  # raises ParserSyntaxError, as for syntax libcst does not know
-        return real_parse(code)
-
-    monkeypatch.setattr(source.cst, "parse_module", parse_all_but_the_first_function)
-    text = "from flax import nnx\n\n@nnx.jit\ndef f(m):\n    return m\n\n@nnx.vmap\ndef g(m):\n    return m\n"
-    index = SourceIndex(text)
-    assert index.node_at(3, 2, 3, 9) is None
-    assert index.code(index.node_at(7, 2, 7, 10)) == "nnx.vmap"
-
-
-def test_a_statement_libcst_cannot_parse_does_not_keep_the_others_from_being_fixed(monkeypatch) -> None:
-    """Only the statements an edit changes are read with libcst (CPython reads the whole text):
-    a statement libcst cannot read elsewhere in the file no longer refuses every fix of the file."""
-    from nnx_lint.fixes import source
-    from nnx_lint.fixes.pin import pin_edit
 
     real_parse = cst.parse_module
     read: list[str] = []
@@ -427,10 +410,26 @@ def test_a_statement_libcst_cannot_parse_does_not_keep_the_others_from_being_fix
     def parse_all_but_the_first_function(code):
         read.append(code)
         if code.startswith("@nnx.jit\ndef f"):
-            return real_parse("def (:\n")  # raises ParserSyntaxError, as for syntax libcst does not know
+            return real_parse("def (:\n")  # raises ParserSyntaxError
         return real_parse(code)
 
     monkeypatch.setattr(source.cst, "parse_module", parse_all_but_the_first_function)
+    return read
+
+
+def test_a_statement_libcst_cannot_parse_gets_no_fix_and_the_others_do(libcst_rejects_f) -> None:
+    text = "from flax import nnx\n\n@nnx.jit\ndef f(m):\n    return m\n\n@nnx.vmap\ndef g(m):\n    return m\n"
+    index = SourceIndex(text)
+    assert index.node_at(3, 2, 3, 9) is None
+    assert index.code(index.node_at(7, 2, 7, 10)) == "nnx.vmap"
+
+
+def test_a_statement_libcst_cannot_parse_does_not_keep_the_others_from_being_fixed(libcst_rejects_f) -> None:
+    """Only the statements an edit changes are read with libcst (CPython reads the whole text):
+    a statement libcst cannot read elsewhere in the file no longer refuses every fix of the file."""
+    from nnx_lint.fixes.pin import pin_edit
+
+    read = libcst_rejects_f
     text = "from flax import nnx\n\n@nnx.jit\ndef f(m):\n    return m\n\nclass A:\n    @nnx.vmap\n    def g(m):\n        return m\n"
     index = SourceIndex(text)
     edit = pin_edit(index, {"line": 8, "column": 6, "end_line": 8, "end_column": 14, "api": "vmap"})
