@@ -228,6 +228,16 @@ def parameter_of(name: nodes.Name) -> tuple[Function, str] | None:
     return function, name.name
 
 
+def is_parameter(expression: nodes.NodeNG) -> bool:
+    """Whether ``expression`` is a bare name bound as a parameter of the function it is in, methods
+    included (a transform passed in, a test's ``jit_fn``: a pin at its call would hold for one
+    caller's or one case's value only)."""
+    if not isinstance(expression, nodes.Name):
+        return False
+    _scope, assignments = lookup(expression)
+    return any(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments) for a in assignments)
+
+
 def argument_for(function: Function, call: nodes.Call, parameter: str) -> nodes.NodeNG | None:
     """The argument expression ``call`` passes for ``parameter``, or None when it can't be told."""
     arguments = function.args

@@ -39,7 +39,7 @@ class NameResolver:
         self._memo: dict[int, str | None] = {}
         self._scope_memo: dict[tuple[int, str], str | None] = {}
         #: Parameters of parameterised tests read as one NNX function, by the parameter's id: the
-        #: case's value and the parameter's name (:func:`nnx_lint.analysis.test_cases.case_notes`).
+        #: case's value and the parameter's name (:func:`nnx_lint.analysis.case_notes.case_notes`).
         self.case_choices: dict[int, tuple[nodes.NodeNG, str]] = {}
         self._star_modules = [
             canonical(node.modname)

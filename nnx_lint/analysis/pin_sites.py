@@ -13,7 +13,7 @@ from typing import Any
 from astroid import nodes
 
 from nnx_lint.analysis.calls import NNXCall
-from nnx_lint.analysis.test_cases import is_parameter
+from nnx_lint.analysis.call_sites import is_parameter
 
 
 def pin_site(node: nodes.NodeNG, api: str) -> dict[str, Any]:

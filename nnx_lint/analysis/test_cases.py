@@ -14,7 +14,9 @@ A test suite often runs one body with several transforms::
 (:mod:`nnx_lint.analysis.names`) reads these values, so every rule sees the NNX case, under the
 same policy as a name bound to an NNX transform on one path and to JAX's transform of the same
 name on another. Pin fixes never edit such a call: a pin written for the NNX case would break
-the JAX one (:func:`is_parameter`).
+the JAX one (:func:`nnx_lint.analysis.call_sites.is_parameter`), and a finding names the case it
+holds in (:mod:`nnx_lint.analysis.case_notes`). Those two look names up (:mod:`nnx_lint.analysis.flow`);
+this module does not, because the name resolver, which the lookup uses, reads it.
 
 Read forms (absl's ``parameterized`` and pytest's ``parametrize``), each value an expression of
 the decorator:
@@ -30,11 +32,7 @@ Anything else (a case list built elsewhere, ``*cases``) leaves the parameter's v
 """
 from __future__ import annotations
 
-import itertools
-
 from astroid import nodes
-
-from nnx_lint.analysis.flow import lookup
 
 #: Decorators that list the cases of a test, by the last part of their qualified name and the
 #: modules they come from.
@@ -68,43 +66,6 @@ def case_values(assignment: nodes.AssignName, qualified_name) -> list[nodes.Node
             return None
         found = [*(found or []), *values]
     return found if found and len(found) <= _MAX_CASES else None
-
-
-def is_parameter(expression: nodes.NodeNG) -> bool:
-    """Whether ``expression`` is a bare name bound as a parameter of the function it is in
-    (a transform passed in: a pin at its call would hold for one caller's value only)."""
-    if not isinstance(expression, nodes.Name):
-        return False
-    _scope, assignments = lookup(expression)
-    return any(isinstance(a, nodes.AssignName) and isinstance(a.parent, nodes.Arguments) for a in assignments)
-
-
-def case_notes(anchors: list, choices: dict[int, tuple[nodes.NodeNG, str]]) -> list[tuple[nodes.NodeNG, str]]:
-    """Related locations for a finding that holds in one case of a parameterised test: for each
-    parameter read as an NNX function (``choices``, the name resolver's) that a name in the
-    ``anchors`` (the finding's nodes) refers to, the case's value in the decorator."""
-    notes: list[tuple[nodes.NodeNG, str]] = []
-    if not choices:
-        return notes
-    seen: set[int] = set()
-    for anchor in anchors:
-        if not isinstance(anchor, nodes.NodeNG):
-            continue
-        names = [anchor] if isinstance(anchor, nodes.Name) else []
-        names += list(itertools.islice(anchor.nodes_of_class(nodes.Name), _MAX_NAMES_READ))
-        for name in names:
-            _scope, assignments = lookup(name)
-            for assignment in assignments:
-                choice = choices.get(id(assignment))
-                if choice is not None and id(assignment) not in seen:
-                    seen.add(id(assignment))
-                    value, parameter = choice
-                    notes.append((value, f"the case where `{parameter}` is `{value.as_string()}`"))
-    return notes
-
-
-#: How many names of one node :func:`case_notes` reads (a finding's node may be a whole function).
-_MAX_NAMES_READ = 400
 
 
 class _NotACaseList:

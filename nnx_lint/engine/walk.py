@@ -24,7 +24,7 @@ from nnx_lint.base.facts import Facts
 from nnx_lint.base.file_memo import forget_file_memos
 from nnx_lint.analysis.mode import ModeContext
 from nnx_lint.analysis.names import NameResolver
-from nnx_lint.analysis.test_cases import case_notes
+from nnx_lint.analysis.case_notes import case_notes
 from nnx_lint.base.node_index import SCOPE_TYPES, module_index
 from nnx_lint.base.noqa import apply_noqa
 from nnx_lint.analysis.prefilter import mentions_nnx
