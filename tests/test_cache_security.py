@@ -226,8 +226,12 @@ def test_a_failing_cache_write_leaves_no_temporary_file(project, capsys, monkeyp
     assert (code, found) == (1, expected)
     leftovers = [p.name for p in (project / "cache").iterdir() if p.name.endswith(".tmp")]
     assert leftovers == [], "temporary files were left behind"
-    # One warning per cache file the run writes: .gitignore, results.json, fixes.json (the [*] markers).
-    assert len(errors) <= 3 and all(line.startswith("nnx-lint: warning: ") for line in errors)
+    # One warning per cache file the run writes: .gitignore, results.json, fixes.json (the [*] markers)
+    # and, when the project's files are older than the racy window by then (a loaded machine),
+    # stamps.json.
+    written = {"cache/.gitignore", "cache/results.json", "cache/fixes.json", "cache/stamps.json"}
+    warned = [line.removeprefix("nnx-lint: warning: could not write cache ").partition(":")[0] for line in errors]
+    assert errors and set(warned) <= written and len(warned) == len(set(warned)), errors
 
 
 def test_a_fifo_under_the_cache_name_does_not_hang_the_run(project, capsys):

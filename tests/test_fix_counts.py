@@ -97,3 +97,117 @@ def test_diff_comes_before_would_fix(project):
     assert lines[0] == "--- a/model.py", merged.stdout
     assert lines[-1] == "Would fix 1 diagnostic (NNX301: 1).", merged.stdout
     assert all(not line.startswith("Would fix") for line in lines[:-1])
+
+
+def _longest_common_subsequence(old: list[str], new: list[str]) -> int:
+    table = [[0] * (len(new) + 1) for _ in range(len(old) + 1)]
+    for i, line in enumerate(old):
+        for j, other in enumerate(new):
+            table[i + 1][j + 1] = table[i][j] + 1 if line == other else max(table[i][j + 1], table[i + 1][j])
+    return table[len(old)][len(new)]
+
+
+def test_line_map_is_a_shortest_line_diff():
+    """Small texts with repeated lines, edited at the ends, in the middle and everywhere: every
+    line maps in order, a line kept maps to one equal line, and as many lines are kept as
+    can be (the longest common subsequence)."""
+    import random
+
+    from nnx_lint.fixes.tracking import line_map
+
+    rng = random.Random(5)
+    alphabet = ["", "x = 1", "pass", "# c", "f(m)", "nnx.jit(f)"]
+    for _ in range(600):
+        old = [rng.choice(alphabet) for _ in range(rng.randrange(0, 25))]
+        new = list(old) if rng.random() < 0.8 else [rng.choice(alphabet) for _ in range(rng.randrange(0, 25))]
+        for _ in range(rng.randrange(0, 4)):
+            at = rng.randrange(0, len(new) + 1)
+            new[at:at + rng.randrange(0, 2)] = [rng.choice(alphabet) for _ in range(rng.randrange(0, 3))]
+        mapping = line_map("".join(f"{line}\n" for line in old), "".join(f"{line}\n" for line in new))
+        assert len(mapping) == len(old)
+        kept = [(i, lines.start) for i, lines in enumerate(mapping)
+                if len(lines) == 1 and old[i] == new[lines.start]
+                and not any(other is not lines and lines.start in other for other in mapping)]
+        starts = [lines.start for lines in mapping]
+        assert starts == sorted(starts) and all(lines.stop <= len(new) for lines in mapping), (old, new)
+        assert len(kept) == _longest_common_subsequence(old, new), (old, new, mapping)
+
+
+def test_line_map_of_a_long_repetitive_file_keeps_the_lines_between_two_edits(monkeypatch):
+    """27,000 identical comment lines between two edits: matched by difflib without junk, this
+    took minutes (the `[*]` check of such a file timed out), and with difflib's junk heuristic
+    none of them matched. The lines between the edits map one to one, difflib's matching is not
+    asked, and `--diff` shows two small hunks."""
+    import difflib
+
+    from nnx_lint.fixes import tracking
+
+    def refused(*args):
+        raise AssertionError("difflib's quadratic matching was asked")
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "find_longest_match", refused)
+    filler = "# padding\n" * 27_000
+    before = "f = nnx.vmap(g)\n" + filler + "h = nnx.jit(k)\n"
+    after = "f = nnx.vmap(\n    g, graph=True)\n" + filler + "h = nnx.jit(\n    k, graph=True)\n"
+    mapping = tracking.line_map(before, after)
+    assert mapping[0] == range(0, 2) and mapping[-1] == range(27_002, 27_004)
+    assert all(mapping[i] == range(i + 1, i + 2) for i in range(1, 27_001))
+    diff = tracking.unified_diff(before, after, "a/x.py", "b/x.py")
+    assert diff.count("@@ -") == 2 and len(diff.splitlines()) == 2 + 2 * 7
+
+
+def test_a_text_changed_past_the_edit_bound_is_matched_by_difflib(monkeypatch):
+    from nnx_lint.fixes import tracking
+
+    monkeypatch.setattr(tracking, "MOST_EDITS_FOLLOWED", 2)
+    before = "a\nb\nc\nd\ne\nf\n"
+    after = "a\nB\nc\nD\ne\nF\n"  # six line edits
+    assert tracking._shortest_edit(before.split(), after.split(), 2) is None
+    assert tracking.line_map(before, after) == [range(0, 1), range(1, 2), range(2, 3), range(3, 4),
+                                                range(4, 5), range(5, 6)]
+
+
+def _patched(before: str, diff: str) -> str:
+    """``before`` with a unified diff applied (what `patch` does; no fuzz)."""
+    import re
+
+    old, out, at = before.splitlines(keepends=True), [], 0
+    lines = diff.splitlines(keepends=True)[2:]
+    for line in lines:
+        hunk = re.match(r"@@ -(\d+)(?:,(\d+))? ", line)
+        if hunk:
+            start = int(hunk.group(1)) - (0 if hunk.group(2) == "0" else 1)
+            out += old[at:start]
+            at = start
+        elif line[0] in " -":
+            assert old[at] == line[1:], (old[at], line)
+            at += 1
+            if line[0] == " ":
+                out.append(line[1:])
+        else:
+            out.append(line[1:])
+    return "".join(out + old[at:])
+
+
+def test_unified_diff_applies_and_reads_as_difflib_s():
+    import difflib
+    import random
+
+    from nnx_lint.fixes.tracking import unified_diff
+
+    pin = ("import jax\n\n\ndef f(m):\n    return m\n\n\ng = nnx.jit(f)\n\n\nh = 1\n",
+           "import jax\n\n\ndef f(m):\n    return m\n\n\ng = nnx.jit(\n    f, graph=True)\n\n\nh = 1\n")
+    assert unified_diff(*pin, "a/x.py", "b/x.py") == "".join(difflib.unified_diff(
+        pin[0].splitlines(keepends=True), pin[1].splitlines(keepends=True), "a/x.py", "b/x.py"))
+    rng = random.Random(7)
+    alphabet = ["\n", "x = 1\n", "pass\n", "# c\n", "f(m)\n"]
+    for _ in range(300):
+        old = [rng.choice(alphabet) for _ in range(rng.randrange(0, 30))]
+        new = list(old)
+        for _ in range(rng.randrange(0, 5)):
+            at = rng.randrange(0, len(new) + 1)
+            new[at:at + rng.randrange(0, 2)] = [rng.choice(alphabet) for _ in range(rng.randrange(0, 3))]
+        before, after = "".join(old), "".join(new)
+        diff = unified_diff(before, after, "a/x.py", "b/x.py")
+        assert (diff == "") == (before == after)
+        assert _patched(before, diff) == after, (old, new, diff)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from nnx_lint.fixes.cli import BYTES_PER_FIX_WORKER, _worker_count
+
 pytest.importorskip("libcst")
 
 # NNX201, whose pin fix libcst computes.
@@ -25,6 +27,8 @@ FINDING = "from flax import nnx\nx = nnx.StateAxes({nnx.Param: 0})\nf = nnx.vmap
 BOOL_CHAIN = ("from flax import nnx\n\n@nnx.jit\ndef train(model, a):\n    ok = " + " and ".join(["a"] * 8000)
               + "\n    model.count += 1\n    return ok\n")
 NOTE = "its fixes could not be computed (the fix worker was killed by signal SIGSEGV)"
+# A file big enough to keep a fix worker of its own busy: `-j 3` then really starts three workers.
+LARGE_FINDING = FINDING + "# padding\n" * (BYTES_PER_FIX_WORKER // len("# padding\n") + 1)
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -107,7 +111,7 @@ def test_several_fix_workers_give_the_one_worker_answer(tmp_path):
     repo = _repo(tmp_path)
     (repo / "a.py").write_text(BOOL_CHAIN)
     for name in ("y.py", "z.py"):
-        (repo / name).write_text(FINDING)
+        (repo / name).write_text(LARGE_FINDING)
     one, several = _check(repo, "--output-format", "json"), _check(repo, "--output-format", "json", jobs="3")
     assert several.returncode == one.returncode == 1, several.stderr
     assert several.stdout == one.stdout
@@ -128,14 +132,14 @@ def test_fix_with_several_workers_writes_what_one_worker_writes_and_what_diff_sh
         (tmp_path / f"j{jobs}").mkdir()
         repo = _repo(tmp_path / f"j{jobs}")
         for name in ("y.py", "z.py"):
-            (repo / name).write_text(FINDING)
+            (repo / name).write_text(LARGE_FINDING)
         shown = _check(repo, "--diff", jobs=jobs)
         done = _check(repo, "--fix", jobs=jobs)
         notes = {line for line in done.stderr.splitlines() if NOTE in line}  # the fixing, then the report's [*]
         assert notes == {f"nnx-lint: warning: boolchain.py: {NOTE}; its diagnostics are reported without fixes"}
         trees[jobs] = {path.name: path.read_text() for path in sorted(repo.glob("*.py"))}
         changed = [name for name, text in trees[jobs].items()
-                   if text != (BOOL_CHAIN if name == "boolchain.py" else FINDING)]
+                   if text not in (BOOL_CHAIN, FINDING, LARGE_FINDING)]
         assert sorted(changed) == ["other.py", "y.py", "z.py"]
         assert all(f"+++ b/{name}" in shown.stdout for name in changed) and "boolchain.py" not in shown.stdout
     assert trees["1"] == trees["3"]
@@ -174,3 +178,17 @@ def test_any_crash_of_the_fix_worker_costs_only_that_file(tmp_path):
     fixes = {d["filename"]: d["fix"] for d in json.loads(done.stdout)}
     assert fixes["crash.py"] is None and fixes["a.py"]["edits"] and fixes["z.py"]["edits"]
     assert f"crash.py: {NOTE}" in done.stderr
+
+
+def test_small_files_share_one_fix_worker_and_large_ones_get_one_each(tmp_path):
+    """A fix worker costs about a second of CPU to start: two small files share one, whatever
+    ``-j`` allows, and each file that keeps a worker busy (by its size) may get its own."""
+    small, large = tmp_path / "small.py", tmp_path / "large.py"
+    small.write_text(FINDING)
+    large.write_text(LARGE_FINDING)
+    attach = {"op": "attach"}
+    assert _worker_count([(str(small), attach, None)] * 5, jobs=8) == 1
+    assert _worker_count([(str(large), attach, None)] * 5, jobs=8) == 5
+    assert _worker_count([(str(large), attach, None)] * 5, jobs=2) == 2
+    assert _worker_count([(str(small), {"op": "text", "text": LARGE_FINDING}, None)] * 3, jobs=8) == 3
+    assert _worker_count([(str(tmp_path / "gone.py"), attach, None)] * 3, jobs=8) == 1
