@@ -16,7 +16,9 @@ tests of the 0.12.8 tag). The script:
    mode); *passing* = passed in both full runs. Order-dependent, not isolated, failing in both
    modes, failing in graph mode only and skipped tests are in neither (their counts are printed);
 5. a test is *flagged* when a diagnostic (not of kind ``linter``) lies in the body of its test
-   function (``Attributor.diagnostics_in_test``). Two other joins are printed beside it:
+   function (``Attributor.diagnostics_in_test``) and holds in the test's case, for one case of
+   an absl-parameterised test (``nnx_lint/gate/case_join.py``: not in a branch the case never
+   runs, not naming another case's value). Two other joins are printed beside it:
    ``+helpers`` (also the same file's functions, classes and test-class methods the test uses,
    transitively, and the class' ``setUp``) and, for breaks only, ``traceback`` (the gate's
    attribution: a diagnostic at, near or in the same function as a frame of the failure);

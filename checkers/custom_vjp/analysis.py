@@ -37,6 +37,8 @@ class Registration:
     #: Where a pin fix keeps graph mode: the ``nnx.custom_vjp`` call or bare decorator (and
     #: the transforms around it), as ``pin`` sites.
     pin: list = field(default_factory=list)
+    #: The ``nnx.custom_vjp`` call or decorator that makes ``primal`` a custom_vjp function.
+    transform: nodes.NodeNG | None = None
 
     def diff_parameters(self, function: nodes.FunctionDef | None = None) -> list[tuple[int, nodes.AssignName]] | None:
         """``(tangent index, parameter)`` for the differentiated parameters of ``function``."""
@@ -50,6 +52,17 @@ class Registration:
                 continue
             found.append((index, parameter))
             index += 1
+        return found
+
+    def related(self) -> list[tuple[nodes.NodeNG, str]]:
+        """Where the finding comes from, beside it: the ``nnx.custom_vjp`` that applies (when
+        it is not the primal's own decorator) and the ``defvjp`` that registers the bwd. A
+        test that makes the custom_vjp in one case only (``if use_custom_vjp:``) is joined
+        with that case's failure alone."""
+        found = []
+        if self.transform is not None and self.transform.parent is not self.primal.decorators:
+            found.append((self.transform, f"`{self.primal.name}` is made an `nnx.custom_vjp` here"))
+        found.append((self.defvjp, "its fwd and bwd are registered here"))
         return found
 
     def facts(self) -> dict[str, Any]:
@@ -93,7 +106,8 @@ class _Analysis:
             return None
         fwd = _function(call.args[0] if call.args else _keyword(call, "fwd"))
         bwd = _function(call.args[1] if len(call.args) > 1 else _keyword(call, "bwd"))
-        return Registration(primal, fwd, bwd, call, nondiff, pin_sites_in(self.context, (transform_node, "custom_vjp")))
+        return Registration(primal, fwd, bwd, call, nondiff, pin_sites_in(self.context, (transform_node, "custom_vjp")),
+                            transform_node)
 
     def _primal(self, name: nodes.Name) -> tuple[nodes.FunctionDef, bool, frozenset[int] | None, nodes.NodeNG] | None:
         """``(primal, unaffected by the flip, nondiff_argnums, transform node)`` when ``name``

@@ -92,6 +92,7 @@ class CustomVjpOldCotangent(Rule):
                 cotangent=cotangent_parameter(registration.bwd).name,
                 destructuring=assign.targets[0].as_string(),
                 confidence=confidence,
+                related=registration.related(),
                 **registration.facts(),
             )
 

@@ -94,6 +94,7 @@ class CustomVjpVariableUpdate(Rule):
                     role=role,
                     function=function.name,
                     bwd_declares_updates_g=False,
+                    related=registration.related(),
                     **registration.facts(),
                 )
 

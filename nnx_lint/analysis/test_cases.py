@@ -39,7 +39,10 @@ from astroid import nodes
 _ABSL = "absl.testing.parameterized."
 _PYTEST_PARAMETRIZE = "pytest.mark.parametrize"
 _NAMED, _PARAMETERS, _PRODUCT = "named_parameters", "parameters", "product"
-_MAX_CASES = 64
+#: absl's case-list decorators by qualified name: the kind of each.
+ABSL_CASE_LISTS = {f"{_ABSL}{kind}": kind for kind in (_NAMED, _PARAMETERS, _PRODUCT)}
+#: Most cases read from one test's decorators (a longer list is left unread).
+MAX_CASES = 64
 
 
 def case_values(assignment: nodes.AssignName, qualified_name) -> list[nodes.NodeNG] | None:
@@ -65,7 +68,7 @@ def case_values(assignment: nodes.AssignName, qualified_name) -> list[nodes.Node
         if values is None:
             return None
         found = [*(found or []), *values]
-    return found if found and len(found) <= _MAX_CASES else None
+    return found if found and len(found) <= MAX_CASES else None
 
 
 class _NotACaseList:
@@ -147,4 +150,5 @@ def _pytest_values(decorator: nodes.Call, parameter: str):
         else:
             return None
     return values
+
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.gate import alias_paths
+from nnx_lint.gate.case_join import CaseJoin
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.dependencies import INSTALLED, dependency_frames, installed_location
 from nnx_lint.gate.results import Failure, Frame
@@ -333,6 +334,7 @@ class Attributor:
         #: Per file, the diagnostics with a related location there, and that location's lines.
         self.related_by_file: dict[str, list[tuple[Diagnostic, int, int]]] = {}
         self.functions = _FunctionSpans()
+        self.cases = CaseJoin(self.base)
         self.add(diagnostics)
 
     def add(self, diagnostics: list[Diagnostic]) -> None:
@@ -474,7 +476,8 @@ class Attributor:
         return None
 
     def diagnostics_in_test(self, nodeid: str, rootdir: Path, *, helpers: bool = False) -> list[Diagnostic]:
-        """The diagnostics inside the body (decorators included) of the test function ``nodeid`` names.
+        """The diagnostics inside the body (decorators included) of the test function ``nodeid`` names
+        that hold in its case, when it is one case of a parameterised test (:mod:`nnx_lint.gate.case_join`).
 
         With ``helpers``, also those inside the same file's code the test uses (see
         ``_FunctionSpans.helpers``). Node ids are relative to ``rootdir``; one without a
@@ -490,8 +493,11 @@ class Attributor:
         spans = [self.functions.named(file, qualified)]
         if helpers:
             spans += self.functions.helpers(file, qualified)
+        method = nodeid.split("::")[-1].partition("[")[0]
+        holds = self.cases.holds_in(file, qualified, method)  # None: not one case of a parameterised test
         return [diagnostic for diagnostic in diagnostics
-                if any(first <= diagnostic.line <= last for first, last in spans)]
+                if any(first <= diagnostic.line <= last for first, last in spans)
+                and (holds is None or holds(diagnostic))]
 
 
 def lint_project(path: Path, select: list[str] | None) -> list[Diagnostic]:

@@ -1,0 +1,217 @@
+"""The cases of an absl-parameterised test, and the branches of its body each case never runs.
+
+absl makes one test method per case: ``test_x0``, ``test_x1`` (``parameters``, ``product``) or
+``test_x_name`` (``named_parameters``). A finding in the body of ``test_x`` holds in every case,
+unless it says otherwise:
+
+* its note names one case's value (:mod:`nnx_lint.analysis.case_notes`: "the case where
+  `jit_fn` is `nnx.jit`"): it holds in the cases made with that value;
+* it lies in a branch the case never runs, or it involves one (a related location there)::
+
+      @parameterized.parameters(True, False)
+      def test_issue(self, use_custom_vjp):
+          if use_custom_vjp:
+              linear = nnx.custom_vjp(linear)   # only test_issue0 runs this
+
+The gate lists a finding under a passing test only when it holds in that test's case
+(:meth:`nnx_lint.gate.attribution.Attributor.diagnostics_in_test`). The values are read as
+:mod:`nnx_lint.analysis.test_cases` reads them (that module is the name resolver's, and so cannot
+look names up; this one does).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.test_cases import ABSL_CASE_LISTS, MAX_CASES
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One case of an absl-parameterised test: the name of the test method absl makes for it
+    (``test_x0``, ``test_x_name``), what it gives each parameter, and the decorator's
+    expressions that make it up (a case note points into one of them)."""
+
+    __test__ = False  # not a pytest test class, whatever its name
+
+    name: str
+    values: dict[str, nodes.NodeNG]
+    parts: tuple[nodes.NodeNG, ...]
+
+    def holds(self, line: int, column: int) -> bool:
+        """Whether the place ``(line, column)`` (1-based column) lies in one of the case's parts."""
+        return any(_contains(part, line, column) for part in self.parts)
+
+
+def absl_cases(function: nodes.FunctionDef, qualified_name) -> list[TestCase] | None:
+    """The cases of a test method decorated with absl's ``parameters``, ``named_parameters`` or
+    ``product``, in the order absl makes them, or None when they cannot all be read."""
+    decorators = [d for d in (function.decorators.nodes if function.decorators else [])
+                  if isinstance(d, nodes.Call) and (qualified_name(d.func) or "") in ABSL_CASE_LISTS]
+    if len(decorators) != 1:
+        return None
+    kind = ABSL_CASE_LISTS[qualified_name(decorators[0].func)]
+    decorator = decorators[0]
+    arguments = function.args
+    positional = [argument.name for argument in arguments.args or []]
+    if positional and isinstance(function.parent, nodes.ClassDef) and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    if kind == "product":
+        cases = _product_cases(decorator, function.name)
+    else:
+        cases = _listed_cases(decorator, function.name, positional, named=kind == "named_parameters")
+    return cases if cases is not None and len(cases) <= MAX_CASES else None
+
+
+def _product_cases(decorator: nodes.Call, test: str) -> list[TestCase] | None:
+    grids = []
+    for keyword in decorator.keywords or []:
+        if keyword.arg is None or not isinstance(keyword.value, (nodes.List, nodes.Tuple)):
+            return None
+        grids.append([(keyword.arg, value) for value in keyword.value.elts])
+    if decorator.args or not grids or any(isinstance(v, nodes.Starred) for g in grids for _k, v in g):
+        return None
+    combinations = 1
+    for grid in grids:
+        combinations *= len(grid)
+    if combinations > MAX_CASES:
+        return None
+    return [TestCase(f"{test}{index}", dict(choice), tuple(value for _key, value in choice))
+            for index, choice in enumerate(itertools.product(*grids))]
+
+
+def _listed_cases(decorator: nodes.Call, test: str, positional: list[str], named: bool) -> list[TestCase] | None:
+    if decorator.keywords:
+        return None
+    cases = []
+    for index, case in enumerate(decorator.args):
+        values = _case_values(case, positional, named)
+        if values is None:
+            return None
+        suffix, given = values
+        if named:
+            if not isinstance(suffix, str):
+                return None
+            # absl's PEP 8 spelling: `test_x` and `name` make `test_x_name`.
+            joiner = "_" if test.startswith("test_") and suffix and not suffix.startswith("_") else ""
+            name = f"{test}{joiner}{suffix}"
+        else:
+            name = f"{test}{index}"
+        cases.append(TestCase(name, given, (case,)))
+    return cases
+
+
+def _case_values(case: nodes.NodeNG, positional: list[str], named: bool):
+    """``(testcase name or None, {parameter: value})`` of one listed case, or None."""
+    if isinstance(case, nodes.Dict):
+        items = {}
+        for key, value in case.items:
+            if not (isinstance(key, nodes.Const) and isinstance(key.value, str)):
+                return None
+            items[key.value] = value
+    elif isinstance(case, nodes.Call) and isinstance(case.func, nodes.Name) and case.func.name == "dict":
+        if case.args or any(k.arg is None for k in case.keywords or []):
+            return None
+        items = {k.arg: k.value for k in case.keywords or []}
+    elif isinstance(case, (nodes.Tuple, nodes.List)):
+        elements = list(case.elts)
+        if any(isinstance(e, nodes.Starred) for e in elements):
+            return None
+        if named:
+            if not elements or not (isinstance(elements[0], nodes.Const) and isinstance(elements[0].value, str)):
+                return None
+            return elements[0].value, dict(zip(positional, elements[1:]))
+        return None, dict(zip(positional, elements))
+    elif not named and positional and (len(positional) == 1 or isinstance(case, nodes.Const)) \
+            and not isinstance(case, nodes.Starred):
+        # absl passes a value that is not a tuple, list or dict as the first argument.
+        return None, {positional[0]: case}
+    else:
+        return None
+    name = items.pop("testcase_name", None)
+    if named:
+        if not (isinstance(name, nodes.Const) and isinstance(name.value, str)):
+            return None
+        return name.value, items
+    return None, items
+
+
+def _contains(node: nodes.NodeNG, line: int, column: int) -> bool:
+    start = (node.fromlineno, (node.col_offset or 0) + 1)
+    end = (node.end_lineno or node.tolineno, (node.end_col_offset or 0) + 1)
+    return start <= (line, column) <= end
+
+
+def dead_spans(function: nodes.FunctionDef, case: TestCase, qualified_name) -> list[tuple[int, int]]:
+    """The line spans of ``function``'s ``if`` branches that ``case`` never runs: a branch
+    whose condition the case's values decide (``if use_custom_vjp:``, ``if jit_fn == jax.jit:``,
+    ``if not graph_updates:``). Conditions on anything else decide nothing."""
+    spans = []
+    for branch in function.nodes_of_class(nodes.If):
+        taken = decided(branch.test, function, case, qualified_name)
+        dead = branch.orelse if taken is True else branch.body if taken is False else []
+        if dead and dead[0].fromlineno > branch.test.tolineno:  # not `if x: y` on one line
+            spans.append((dead[0].fromlineno, dead[-1].tolineno))
+    return spans
+
+
+_UNKNOWN = object()
+
+
+def decided(test: nodes.NodeNG, function: nodes.FunctionDef, case: TestCase, qualified_name) -> bool | None:
+    """The truth of the condition ``test`` in ``case``, or None when the case does not decide it."""
+    value = _evaluate(test, function, case, qualified_name, depth=0)
+    if value is _UNKNOWN:
+        return None
+    kind, content = value
+    return bool(content) if kind == "constant" else None
+
+
+def _evaluate(node: nodes.NodeNG, function, case: TestCase, qualified_name, depth: int):
+    """``("constant", value)``, ``("name", qualified name)`` or ``_UNKNOWN``."""
+    if depth > 8:
+        return _UNKNOWN
+    if isinstance(node, nodes.Name) and node.name in case.values and _is_parameter(node, function):
+        return _evaluate(case.values[node.name], function, case, qualified_name, depth + 1)
+    if isinstance(node, nodes.Const):
+        return "constant", node.value
+    if isinstance(node, (nodes.Name, nodes.Attribute)):
+        name = qualified_name(node)
+        return ("name", name) if name else _UNKNOWN
+    if isinstance(node, nodes.UnaryOp) and node.op == "not":
+        operand = decided(node.operand, function, case, qualified_name)
+        return _UNKNOWN if operand is None else ("constant", not operand)
+    if isinstance(node, nodes.BoolOp):
+        truths = [decided(value, function, case, qualified_name) for value in node.values]
+        if node.op == "and":
+            return ("constant", False) if False in truths else ("constant", True) if None not in truths else _UNKNOWN
+        return ("constant", True) if True in truths else ("constant", False) if None not in truths else _UNKNOWN
+    if isinstance(node, nodes.Compare) and len(node.ops) == 1:
+        operator, right = node.ops[0]
+        left = _evaluate(node.left, function, case, qualified_name, depth + 1)
+        if operator in ("in", "not in") and isinstance(right, (nodes.Tuple, nodes.List, nodes.Set)):
+            options = [_evaluate(e, function, case, qualified_name, depth + 1) for e in right.elts]
+            if left is _UNKNOWN or _UNKNOWN in options or any(o[0] != left[0] for o in options):
+                return _UNKNOWN
+            found = left in options
+            return "constant", found if operator == "in" else not found
+        other = _evaluate(right, function, case, qualified_name, depth + 1)
+        # Two constants compare as Python compares them; two names as names (two different
+        # qualified names are two objects); a constant and a name are not compared.
+        if left is _UNKNOWN or other is _UNKNOWN or left[0] != other[0]:
+            return _UNKNOWN
+        if operator in ("==", "is"):
+            return "constant", left == other
+        if operator in ("!=", "is not"):
+            return "constant", left != other
+    return _UNKNOWN
+
+
+def _is_parameter(name: nodes.Name, function: nodes.FunctionDef) -> bool:
+    """Whether ``name`` can only be ``function``'s parameter of that name (never rebound)."""
+    _scope, assignments = lookup(name)
+    return bool(assignments) and all(
+        isinstance(a, nodes.AssignName) and a.parent is function.args for a in assignments)

@@ -1,0 +1,160 @@
+"""A finding in a parameterised test's body explains only the failures of the cases it holds in.
+
+absl makes ``test_x0``, ``test_x1``... from ``test_x``. These tests lint a small absl test file
+with the real linter and join its findings with test ids as the gate does
+(:meth:`Attributor.diagnostics_in_test`): a finding in a branch a case never runs, one that
+involves such a branch (a related location there), and one whose note names another case's
+value, are not that case's.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import astroid
+import pytest
+
+from nnx_lint.analysis.names import NameResolver
+from nnx_lint.analysis.parameterized_cases import absl_cases, dead_spans, decided
+from nnx_lint.gate.attribution import Attributor, lint_project
+
+TESTS = textwrap.dedent('''\
+    from functools import partial
+
+    import jax
+    from absl.testing import parameterized
+    from flax import nnx
+
+
+    class Test(parameterized.TestCase):
+
+      @parameterized.parameters(True, False)
+      def test_guarded(self, use_custom_vjp):
+        def linear(m, x):
+          return x
+
+        def fwd(m, x):
+          return linear(m, x), (m, x)
+
+        def bwd(res, g):
+          (m_g, x_g), out_g = g
+          return m_g, x_g
+
+        if use_custom_vjp:
+          linear = nnx.custom_vjp(linear)
+          linear.defvjp(fwd, bwd)
+        return linear
+
+      @parameterized.product(module_cls=[nnx.Linear], jit_decorator=[lambda f: f, nnx.jit, jax.jit])
+      def test_branch(self, module_cls, jit_decorator):
+        model = module_cls(2, 4, rngs=nnx.Rngs(0))
+        if jit_decorator == jax.jit:
+          return model
+        else:
+          grads = nnx.grad(lambda m: 0.0)(model)
+          return grads['kernel']
+
+      @parameterized.named_parameters(('jax_jit', jax.jit), ('nnx_jit', nnx.jit))
+      def test_named(self, jit_fn):
+        @partial(jit_fn, static_argnames=('n',))
+        def f(m, n):
+          m.count += 1
+        return f
+    ''')
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> tuple[Path, Attributor]:
+    root = tmp_path_factory.mktemp("cases")
+    (root / "cases_test.py").write_text(TESTS)
+    return root, Attributor(lint_project(root, None), root)
+
+
+def _codes(project, test: str) -> list[tuple[str, int]]:
+    root, attributor = project
+    return sorted((d.code, d.line) for d in attributor.diagnostics_in_test(f"cases_test.py::Test::{test}", root))
+
+
+def test_a_finding_involving_a_branch_a_case_never_runs_is_not_that_case_s(project):
+    assert ("NNX501", 19) in _codes(project, "test_guarded0")  # use_custom_vjp=True
+    assert ("NNX501", 19) not in _codes(project, "test_guarded1")
+    assert ("NNX501", 19) in _codes(project, "test_guarded")  # the function itself: every finding
+
+
+def test_a_finding_in_a_branch_a_case_never_runs_is_not_that_case_s(project):
+    assert [c for c in _codes(project, "test_branch0") if c[0] == "NNX403"]
+    assert [c for c in _codes(project, "test_branch1") if c[0] == "NNX403"]
+    assert not [c for c in _codes(project, "test_branch2") if c[0] == "NNX403"]  # jit_decorator=jax.jit
+
+
+def test_a_finding_naming_one_case_is_that_case_s_alone(project):
+    assert [c for c in _codes(project, "test_named_nnx_jit") if c[0] == "NNX301"]
+    assert not [c for c in _codes(project, "test_named_jax_jit") if c[0] == "NNX301"]
+
+
+def _cases(source: str):
+    module = astroid.parse(source)
+    function = next(module.nodes_of_class(astroid.nodes.FunctionDef))
+    resolve = NameResolver(module).qualified_name
+    return module, function, resolve, absl_cases(function, resolve)
+
+
+@pytest.mark.parametrize("decorator, names", [
+    ("@parameterized.parameters(1, 2)", ["test_x0", "test_x1"]),
+    ("@parameterized.parameters((1,), (2,))", ["test_x0", "test_x1"]),
+    ("@parameterized.parameters({'a': 1}, dict(a=2))", ["test_x0", "test_x1"]),
+    ("@parameterized.named_parameters(('one', 1), ('_two', 2))", ["test_x_one", "test_x_two"]),
+    ("@parameterized.named_parameters({'testcase_name': 'one', 'a': 1})", ["test_x_one"]),
+    ("@parameterized.product(a=[1, 2], b=['x', 'y'])", ["test_x0", "test_x1", "test_x2", "test_x3"]),
+])
+def test_cases_are_named_as_absl_names_them(decorator, names):
+    source = f"from absl.testing import parameterized\n\n{decorator}\ndef test_x(a, b=None):\n    pass\n"
+    *_rest, cases = _cases(source)
+    assert [case.name for case in cases] == names
+
+
+@pytest.mark.parametrize("decorator", [
+    "@parameterized.parameters(*CASES)",
+    "@parameterized.product(a=VALUES)",
+    "@parameterized.named_parameters((NAME, 1))",
+    "@other.parameters(1, 2)",
+])
+def test_cases_that_cannot_be_read_are_none(decorator):
+    source = f"from absl.testing import parameterized\nimport other\n\n{decorator}\ndef test_x(a):\n    pass\n"
+    assert _cases(source)[3] is None
+
+
+@pytest.mark.parametrize("condition, truths", [
+    ("a", [True, False]),
+    ("not a", [False, True]),
+    ("a and b == 'x'", [True, False]),
+    ("a or b == 'y'", [True, True]),
+    ("b in ('x', 'z')", [True, False]),
+    ("b != 'x'", [False, True]),
+    ("fn is jax.jit", [True, False]),
+    ("fn == nnx.jit", [False, True]),
+    ("a and c", [None, False]),  # c is not a parameter
+    ("fn == 3", [None, None]),  # a name and a constant are not compared
+])
+def test_conditions_a_case_decides(condition, truths):
+    source = (f"import jax\nfrom flax import nnx\nfrom absl.testing import parameterized\n\n"
+              f"@parameterized.parameters((True, 'x', jax.jit), (False, 'y', nnx.jit))\n"
+              f"def test_x(a, b, fn):\n    if {condition}:\n        pass\n")
+    _module, function, resolve, cases = _cases(source)
+    test = next(function.nodes_of_class(astroid.nodes.If)).test
+    assert [decided(test, function, case, resolve) for case in cases] == truths
+
+
+def test_a_rebound_parameter_decides_nothing():
+    source = ("from absl.testing import parameterized\n\n@parameterized.parameters(True, False)\n"
+              "def test_x(a):\n    a = not a\n    if a:\n        x = 1\n    else:\n        x = 2\n")
+    _module, function, resolve, cases = _cases(source)
+    assert [dead_spans(function, case, resolve) for case in cases] == [[], []]
+
+
+def test_dead_spans_are_the_branches_not_run():
+    source = ("from absl.testing import parameterized\n\n@parameterized.parameters(True, False)\n"
+              "def test_x(a):\n    if a:\n        x = 1\n        y = 2\n    else:\n        x = 3\n"
+              "    if a: z = 1\n")
+    _module, function, resolve, cases = _cases(source)
+    assert [dead_spans(function, case, resolve) for case in cases] == [[(9, 9)], [(6, 7)]]
