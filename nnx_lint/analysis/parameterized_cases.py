@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
-from nnx_lint.analysis.test_cases import ABSL_CASE_LISTS, MAX_CASES
+from nnx_lint.analysis.test_cases import ABSL_CASE_LISTS, MAX_CASES, absl_case_values
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def _listed_cases(decorator: nodes.Call, test: str, positional: list[str], named
         return None
     cases = []
     for index, case in enumerate(decorator.args):
-        values = _case_values(case, positional, named)
+        values = absl_case_values(case, positional, named)
         if values is None:
             return None
         suffix, given = values
@@ -102,41 +102,6 @@ def _listed_cases(decorator: nodes.Call, test: str, positional: list[str], named
             name = f"{test}{index}"
         cases.append(TestCase(name, given, (case,)))
     return cases
-
-
-def _case_values(case: nodes.NodeNG, positional: list[str], named: bool):
-    """``(testcase name or None, {parameter: value})`` of one listed case, or None."""
-    if isinstance(case, nodes.Dict):
-        items = {}
-        for key, value in case.items:
-            if not (isinstance(key, nodes.Const) and isinstance(key.value, str)):
-                return None
-            items[key.value] = value
-    elif isinstance(case, nodes.Call) and isinstance(case.func, nodes.Name) and case.func.name == "dict":
-        if case.args or any(k.arg is None for k in case.keywords or []):
-            return None
-        items = {k.arg: k.value for k in case.keywords or []}
-    elif isinstance(case, (nodes.Tuple, nodes.List)):
-        elements = list(case.elts)
-        if any(isinstance(e, nodes.Starred) for e in elements):
-            return None
-        if named:
-            if not elements or not (isinstance(elements[0], nodes.Const) and isinstance(elements[0].value, str)):
-                return None
-            return elements[0].value, dict(zip(positional, elements[1:]))
-        return None, dict(zip(positional, elements))
-    elif not named and positional and (len(positional) == 1 or isinstance(case, nodes.Const)) \
-            and not isinstance(case, nodes.Starred):
-        # absl passes a value that is not a tuple, list or dict as the first argument.
-        return None, {positional[0]: case}
-    else:
-        return None
-    name = items.pop("testcase_name", None)
-    if named:
-        if not (isinstance(name, nodes.Const) and isinstance(name.value, str)):
-            return None
-        return name.value, items
-    return None, items
 
 
 def _contains(node: nodes.NodeNG, line: int, column: int) -> bool:

@@ -104,19 +104,44 @@ def _decorator_values(decorator: nodes.Call, name: str, parameter: str, position
 
 def _case_value(case: nodes.NodeNG, parameter: str, positional: list[str], named: bool) -> nodes.NodeNG | None:
     """The value one absl case gives ``parameter``."""
+    read = absl_case_values(case, positional, named)
+    return None if read is None else read[1].get(parameter)
+
+
+def absl_case_values(case: nodes.NodeNG, positional: list[str], named: bool):
+    """``(testcase name or None, {parameter: value})`` of one case of absl's ``parameters`` or
+    ``named_parameters`` (a dict, ``dict(...)``, a tuple or list, or a bare value), or None."""
     if isinstance(case, nodes.Dict):
+        items = {}
         for key, value in case.items:
-            if isinstance(key, nodes.Const) and key.value == parameter:
-                return value
+            if not (isinstance(key, nodes.Const) and isinstance(key.value, str)):
+                return None
+            items[key.value] = value
+    elif isinstance(case, nodes.Call) and isinstance(case.func, nodes.Name) and case.func.name == "dict":
+        if case.args or any(k.arg is None for k in case.keywords or []):
+            return None
+        items = {k.arg: k.value for k in case.keywords or []}
+    elif isinstance(case, (nodes.Tuple, nodes.List)):
+        elements = list(case.elts)
+        if any(isinstance(e, nodes.Starred) for e in elements):
+            return None
+        if named:
+            if not elements or not (isinstance(elements[0], nodes.Const) and isinstance(elements[0].value, str)):
+                return None
+            return elements[0].value, dict(zip(positional, elements[1:]))
+        return None, dict(zip(positional, elements))
+    elif not named and positional and (len(positional) == 1 or isinstance(case, nodes.Const)) \
+            and not isinstance(case, nodes.Starred):
+        # absl passes a value that is not a tuple, list or dict as the first argument.
+        return None, {positional[0]: case}
+    else:
         return None
-    if isinstance(case, nodes.Call) and isinstance(case.func, nodes.Name) and case.func.name == "dict":
-        return next((k.value for k in case.keywords or [] if k.arg == parameter), None)
-    if parameter not in positional:
-        return None
-    position = positional.index(parameter) + named  # a named case starts with its name
-    if isinstance(case, (nodes.Tuple, nodes.List)):
-        return case.elts[position] if position < len(case.elts) else None
-    return case if not named and len(positional) == 1 else None
+    name = items.pop("testcase_name", None)
+    if named:
+        if not (isinstance(name, nodes.Const) and isinstance(name.value, str)):
+            return None
+        return name.value, items
+    return None, items
 
 
 def _pytest_values(decorator: nodes.Call, parameter: str):
