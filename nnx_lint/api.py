@@ -27,6 +27,8 @@ The flax table (qualified names as ``flax.nnx.X``, short names where noted):
   transforms and graph APIs; ``PREFIX_KEYWORDS`` — their keywords that take prefixes.
 - ``MODE_SETTERS``, ``SPLITS``, ``WALKING_METHODS``, ``STATE_PRODUCERS``, ``GRAPH_USE_APIS``,
   ``MODULE_USE_APIS``, ``GRAPHDEF_MERGES``, ``ONE_LEVEL_APIS``, ``MODULE_WALKS``, ``CONTAINER_NAMES`` — APIs by role.
+- ``GRAPH_ONLY_ERRORS``, ``GraphOnlyError`` — error messages only graph mode raises, and what Tree Mode
+  does at the same call instead.
 - ``MODULE_CLASSES``, ``CONTAINER_MODULES``, ``STATE_CLASSES``, ``OPTIMIZER_CLASSES``,
   ``NNX_MODULE_BASES``, ``VARIABLE_TYPES`` — classes by role; ``FLAX_LAYERS`` — what each built-in layer holds.
 - Dotted flax / jax / optax names by role, each documented in :mod:`nnx_lint.flax_table.names`:
@@ -71,6 +73,9 @@ Calls and transforms:
 - ``transformed_code``, ``TransformedCode``, ``Reach`` — does this code run inside a transform, and how.
 - ``helper_summaries`` — what the file's helper functions do to their arguments.
 - ``where`` — a call site, for a message.
+- ``expected_messages``, ``ExpectedMessage`` — a test's assertion on an error message
+  (``assertRaisesRegex``, ``pytest.raises(match=)``) and the code it covers; ``pattern_strings``,
+  ``plain_text``, ``found_in`` — the strings its pattern may be, read as text (never compiled).
 
 Values, classes and Variables:
 
@@ -134,7 +139,9 @@ from nnx_lint.base.facts import ABSENT, Facts
 from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteSite
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
+from nnx_lint.flax_table.graph_errors import GRAPH_ONLY_ERRORS, GraphOnlyError
 from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS, TABULATE_OPTIONS
+from nnx_lint.analysis.expected_messages import ExpectedMessage, expected_messages, found_in, pattern_strings, plain_text
 from nnx_lint.analysis.fact_index import FactIndex, fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
@@ -264,7 +271,7 @@ __all__ = [
     "NNX_TO_PURE_DICT", "NNX_VAR_DEFAULTS", "NORM_CONSUMERS", "OPTAX_APPLY_UPDATES", "OPTIMIZER_QUALIFIED",
     "RAVEL_PYTREE", "REF_VARIABLE_MAKERS", "SOWN_VARIABLE_TYPES", "STATE_FUNCTIONS_NOT_IN_RUNTIME", "STATE_READERS",
     "TREE_FLATTENS", "TREE_MAP", "TREE_REDUCES", "UNSUPPORTED_COMPAT", "WHOLE_TREE_CONSUMERS", "RNG_OBJECTS",
-    "RNG_SHAPE_POSITIONS", "LAYER_BOOL_FLAGS", "TABULATE_OPTIONS",
+    "RNG_SHAPE_POSITIONS", "LAYER_BOOL_FLAGS", "TABULATE_OPTIONS", "GRAPH_ONLY_ERRORS", "GraphOnlyError",
     # Names and syntax.
     "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
@@ -273,7 +280,8 @@ __all__ = [
     "NOT_LITERAL", "explicit_tree",
     "RNG_SPLITTING_TRANSFORMS", "MAPPING_TRANSFORMS", "AXES_TRANSFORMS", "METADATA_TRANSFORMS", "BRANCH_TRANSFORMS",
     "CARRY_LOOPS", "CARRY_TRANSFORMS", "ALIAS_CHECKING_WITHOUT_UPDATES", "transformed_code",
-    "TransformedCode", "Reach", "helper_summaries", "where",
+    "TransformedCode", "Reach", "helper_summaries", "where", "expected_messages", "ExpectedMessage",
+    "pattern_strings", "plain_text", "found_in",
     # Values, classes and Variables.
     "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",

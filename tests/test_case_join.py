@@ -158,3 +158,11 @@ def test_dead_spans_are_the_branches_not_run():
               "    if a: z = 1\n")
     _module, function, resolve, cases = _cases(source)
     assert [dead_spans(function, case, resolve) for case in cases] == [[(9, 9)], [(6, 7)]]
+
+
+def test_dead_spans_of_a_conditional_expression_on_lines_of_its_own():
+    source = ("from absl.testing import parameterized\n\n@parameterized.parameters(True, False)\n"
+              "def test_x(a):\n    msg = (\n        'graph'\n        if a\n        else 'tree'\n    )\n"
+              "    one_line = 'x' if a else 'y'\n")
+    _module, function, resolve, cases = _cases(source)
+    assert [dead_spans(function, case, resolve) for case in cases] == [[(8, 8)], [(6, 6)]]

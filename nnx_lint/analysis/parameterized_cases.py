@@ -113,14 +113,27 @@ def _contains(node: nodes.NodeNG, line: int, column: int) -> bool:
 def dead_spans(function: nodes.FunctionDef, case: TestCase, qualified_name) -> list[tuple[int, int]]:
     """The line spans of ``function``'s ``if`` branches that ``case`` never runs: a branch
     whose condition the case's values decide (``if use_custom_vjp:``, ``if jit_fn == jax.jit:``,
-    ``if not graph_updates:``). Conditions on anything else decide nothing."""
+    ``if not graph_updates:``), and a branch of a conditional expression on lines of its own.
+    Conditions on anything else decide nothing."""
     spans = []
     for branch in function.nodes_of_class(nodes.If):
         taken = decided(branch.test, function, case, qualified_name)
         dead = branch.orelse if taken is True else branch.body if taken is False else []
         if dead and dead[0].fromlineno > branch.test.tolineno:  # not `if x: y` on one line
             spans.append((dead[0].fromlineno, dead[-1].tolineno))
+    for choice in function.nodes_of_class(nodes.IfExp):
+        # `a if flag else b` written over several lines: a branch on lines of its own
+        taken = decided(choice.test, function, case, qualified_name)
+        dead, live = (choice.orelse, choice.body) if taken is True else \
+            (choice.body, choice.orelse) if taken is False else (None, None)
+        if dead is not None and not any(_lines_meet(dead, other) for other in (choice.test, live)):
+            spans.append((dead.fromlineno, dead.tolineno))
     return spans
+
+
+def _lines_meet(first: nodes.NodeNG, second: nodes.NodeNG) -> bool:
+    """Whether two nodes share a line (a line span cannot tell them apart)."""
+    return first.fromlineno <= second.tolineno and second.fromlineno <= first.tolineno
 
 
 _UNKNOWN = object()
