@@ -40,6 +40,7 @@ class ExpectsGraphModeErrorFacts(Facts):
     line: int
     needs: str
     tree_mode: str
+    tree_detail: str
     pin: list = ABSENT
 
 
@@ -81,11 +82,10 @@ class ExpectsGraphModeError(Rule):
         "both modes (`tests/test_graph_errors.py` runs them again), and the reference runtime does not "
         "implement graph mode's errors"
     )
-    message = ("`{form}` expects \"{expected}\", which only graph mode raises (`nnx.{api}`, line {line}): "
-               "under Tree Mode the call {tree_mode}")
+    message = "`{form}` expects graph mode's \"{expected}\": Tree Mode {tree_mode}"
     help = (
-        "Keep graph mode for the call under test (`graph=True, graph_updates=True`, or `nnx.compat.{api}`), or "
-        "assert the error Tree Mode raises there"
+        "Under Tree Mode, `nnx.{api}` (line {line}) {tree_detail}. Keep graph mode for the call under test "
+        "(`graph=True, graph_updates=True`, or `nnx.compat.{api}`), or assert the error Tree Mode raises there"
     )
     VALID = [
         Valid(
@@ -222,9 +222,9 @@ class ExpectsGraphModeError(Rule):
                 related = [(raising.call.node, f"graph mode raises it here (`nnx.{raising.name}`)")]
                 if source is not expectation.pattern:
                     related.append((source, "the expected message"))
-                self.report(expectation.assertion, form=expectation.form, expected=clipped(text, 60),
+                self.report(expectation.assertion, form=expectation.form, expected=clipped(text, 40),
                             api=raising.name, line=raising.call.node.lineno or 0, needs=error.needs,
-                            tree_mode=error.tree_mode, pin=pin_sites_in(self.context, _pin_target(raising)),
+                            tree_mode=error.tree_mode, tree_detail=error.tree_detail, pin=pin_sites_in(self.context, _pin_target(raising)),
                             related=related)
                 return
 

@@ -25,8 +25,10 @@ class GraphOnlyError:
     apis: frozenset[str]
     #: The mode flag that must be in force for it: ``"graph"`` or ``"graph_updates"``.
     needs: str
-    #: What Tree Mode does at the same call instead.
+    #: What Tree Mode does at the same call instead, in a few words (the message).
     tree_mode: str
+    #: The same, said fully (the help).
+    tree_detail: str
     #: The message Tree Mode raises there, when it raises one ("" when it does not raise):
     #: a pattern that also matches it is not a graph-only expectation.
     tree_text: str = ""
@@ -39,22 +41,24 @@ GRAPH_ONLY_ERRORS: tuple[GraphOnlyError, ...] = (
         text="Graph nodes are not allowed as prefixes when graph=True.",
         apis=TRANSFORMS,
         needs="graph",
-        tree_mode="raises a `TypeError` from JAX for the prefix instead",
-        tree_text="",
+        tree_mode="raises a TypeError",
+        tree_detail="raises a `TypeError` from JAX for the prefix instead",
         example="nnx.vmap(lambda x: x, in_axes=nnx.Dict(a=nnx.Param(1)))",
     ),
     GraphOnlyError(
         text="nnx.make_jaxpr does not support graph_updates=True.",
         apis=frozenset({"make_jaxpr"}),
         needs="graph_updates",
-        tree_mode="raises nothing (Tree Mode has no graph updates)",
+        tree_mode="raises nothing",
+        tree_detail="raises nothing: Tree Mode has no graph updates to refuse",
         example="nnx.make_jaxpr(lambda m: m['a'][...])(nnx.Dict(a=nnx.Param(jnp.array(1))))",
     ),
     GraphOnlyError(
         text="Carry references must be the same between iterations. ",
         apis=frozenset({"scan"}),
         needs="graph_updates",
-        tree_mode="raises `ValueError: scan Variable identity must be preserved across iterations.` instead",
+        tree_mode="raises another error",
+        tree_detail="raises `ValueError: scan Variable identity must be preserved across iterations.` instead",
         tree_text="scan Variable identity must be preserved across iterations.",
         example=(
             "class Foo(nnx.Module):\n"
@@ -70,7 +74,8 @@ GRAPH_ONLY_ERRORS: tuple[GraphOnlyError, ...] = (
         text="Cannot extract graph node from different trace level, got ",
         apis=TRANSFORMS,
         needs="graph_updates",
-        tree_mode="raises `ValueError: Cannot return captured Variable ...` instead",
+        tree_mode="raises another error",
+        tree_detail="raises `ValueError: Cannot return captured Variable ...` instead",
         tree_text="Cannot return captured Variable of type ",
         example=(
             "m = nnx.Dict(a=nnx.Variable(jnp.arange(4)))\n"
