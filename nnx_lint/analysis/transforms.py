@@ -308,6 +308,9 @@ class TransformResolver:
                     return self._imported_callable(self.qualified_name(expression))
             return self._decorated_call_method(expression)
         if isinstance(expression, nodes.Attribute):
+            qualified = self.qualified_name(expression)
+            if qualified and qualified.split(".")[0] in EXTERNAL_PACKAGES:
+                return None  # `jnp.zeros`, `optax.adam`: a library's function is no project's transformed one
             for function in self.functions_of(expression):
                 entry = self._decorated_entry(function)
                 if entry is not None:
