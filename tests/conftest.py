@@ -1,7 +1,31 @@
-"""Shared test setup: every test gets its own user cache directory."""
+"""Shared test setup: nnx-lint's bytecode is compiled once, and every test gets its own user cache directory."""
 from __future__ import annotations
 
+import compileall
+import os
+from pathlib import Path
+
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+#: The packages the suite's subprocesses import (CLI runs, lint and fix workers, the gate).
+_PACKAGES = ("nnx_lint", "checkers", "tree_runtime")
+
+
+def pytest_sessionstart(session):
+    """Compile the packages' bytecode once, before any test starts a process.
+
+    Hundreds of tests start an ``nnx-lint`` process, and lint and fix workers start with ``-I -B``
+    (they never write bytecode next to the code). Where ``PYTHONDONTWRITEBYTECODE`` is set, or
+    in a fresh checkout, each of those processes would otherwise compile every module it
+    imports again: about 0.5 s of CPU per run with findings. ``compileall`` writes the usual
+    ``__pycache__`` files (ignored by git) whatever that variable says; a process reads them
+    when they match the source. Done by the controlling process only, not by each xdist worker.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for package in _PACKAGES:
+        compileall.compile_dir(REPO / package, quiet=1, workers=1)
 
 
 @pytest.fixture(autouse=True)
