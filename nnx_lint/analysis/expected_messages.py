@@ -66,7 +66,8 @@ def _assertion(expression: nodes.NodeNG, qualified_name) -> tuple[str, nodes.Nod
     if isinstance(func, nodes.Attribute) and func.attrname in _REGEX_ASSERTIONS:
         pattern = expression.args[1] if len(expression.args) >= 2 else _keyword(expression, "expected_regex")
         return (func.attrname, pattern) if pattern is not None else None
-    if qualified_name(func) == _PYTEST_RAISES:
+    terminal = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", None)
+    if terminal == "raises" and qualified_name(func) == _PYTEST_RAISES:  # the name first: resolving costs more
         pattern = _keyword(expression, "match")
         return ("pytest.raises", pattern) if pattern is not None else None
     return None
