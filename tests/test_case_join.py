@@ -15,7 +15,7 @@ import astroid
 import pytest
 
 from nnx_lint.analysis.names import NameResolver
-from nnx_lint.analysis.parameterized_cases import absl_cases, dead_spans, decided
+from nnx_lint.analysis.parameterized_cases import absl_cases, dead_spans, decided, pytest_cases
 from nnx_lint.gate.attribution import Attributor, lint_project
 
 TESTS = textwrap.dedent('''\
@@ -166,3 +166,104 @@ def test_dead_spans_of_a_conditional_expression_on_lines_of_its_own():
               "    one_line = 'x' if a else 'y'\n")
     _module, function, resolve, cases = _cases(source)
     assert [dead_spans(function, case, resolve) for case in cases] == [[(8, 8)], [(6, 6)]]
+
+
+PYTEST_CASES = textwrap.dedent('''\
+    import pytest
+
+
+    def helper():
+        pass
+
+
+    class Model:
+        pass
+
+
+    SIZE = 4
+
+
+    @pytest.mark.parametrize("flag", [True, False])
+    def test_flag(flag):
+        pass
+
+
+    @pytest.mark.parametrize("a, b", [(1, "x"), (-2.5, None), ([1], {"k": 1})])
+    def test_pairs(a, b):
+        pass
+
+
+    @pytest.mark.parametrize(("fn", "cls"), [(helper, Model), (lambda: 0, SIZE)])
+    def test_names(fn, cls):
+        pass
+
+
+    @pytest.mark.parametrize("n", [1, 2], ids=["one", None])
+    @pytest.mark.parametrize("mode", [pytest.param("graph", id="g"), "tree"])
+    def test_stacked(mode, n):
+        pass
+
+
+    @pytest.mark.parametrize(argnames="x", argvalues=[0, 1])
+    def test_keywords(x):
+        pass
+    ''')
+
+
+def test_pytest_case_ids_are_the_ids_pytest_collects(tmp_path):
+    """The ids are checked against pytest itself: a collection of the same file."""
+    import subprocess
+    import sys
+
+    (tmp_path / "ids_test.py").write_text(PYTEST_CASES)
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "-p", "no:xdist", "ids_test.py"], cwd=tmp_path, capture_output=True, text=True)
+    expected = sorted(line.split("::", 1)[1] for line in collected.stdout.splitlines() if "::" in line)
+    module = astroid.parse(PYTEST_CASES, module_name="ids_test")
+    resolve = NameResolver(module).qualified_name
+    found = sorted(f"{function.name}[{case.name}]" for function in module.body
+                   if isinstance(function, astroid.nodes.FunctionDef) and function.name.startswith("test_")
+                   for case in pytest_cases(function, resolve))
+    assert found == expected and len(found) == 13
+
+
+@pytest.mark.parametrize("decorator", [
+    "@pytest.mark.parametrize('x', ['caf\\u00e9', 'b'])",  # pytest escapes non-ASCII
+    "@pytest.mark.parametrize('x', [jax.jit, jax.grad])",  # a library object's __name__ is not seen
+    "@pytest.mark.parametrize('x', [1, 1])",  # repeated ids: pytest numbers them
+    "@pytest.mark.parametrize('x', CASES)",
+    "@pytest.mark.parametrize('x', [1, 2], ids=str)",
+    "@pytest.mark.parametrize('x', [1, 2], indirect=True)",
+])
+def test_pytest_cases_whose_ids_are_not_certain_are_not_read(decorator):
+    source = f"import jax\nimport pytest\n\n{decorator}\ndef test_x(x):\n    pass\n"
+    module = astroid.parse(source)
+    assert pytest_cases(module.body[-1], NameResolver(module).qualified_name) is None
+
+
+PYTEST_JOIN = textwrap.dedent('''\
+    import jax
+    import pytest
+    from flax import nnx
+
+
+    @pytest.mark.parametrize("use_grad", [True, False])
+    def test_branch(use_grad):
+        model = nnx.Linear(2, 4, rngs=nnx.Rngs(0))
+        if use_grad:
+            grads = nnx.grad(lambda m: 0.0)(model)
+            return grads['kernel']
+        return model
+    ''')
+
+
+def test_a_pytest_case_is_joined_only_with_the_findings_that_hold_in_it(tmp_path):
+    (tmp_path / "join_test.py").write_text(PYTEST_JOIN)
+    attributor = Attributor(lint_project(tmp_path, None), tmp_path)
+
+    def codes(nodeid):
+        return sorted(d.code for d in attributor.diagnostics_in_test(nodeid, tmp_path))
+
+    assert codes("join_test.py::test_branch[True]") == ["NNX403"]
+    assert codes("join_test.py::test_branch[False]") == []
+    assert codes("join_test.py::test_branch") == ["NNX403"]  # not one case: every finding

@@ -1,8 +1,9 @@
-"""The cases of an absl-parameterised test, and the branches of its body each case never runs.
+"""The cases of a parameterised test, and the branches of its body each case never runs.
 
 absl makes one test method per case: ``test_x0``, ``test_x1`` (``parameters``, ``product``) or
-``test_x_name`` (``named_parameters``). A finding in the body of ``test_x`` holds in every case,
-unless it says otherwise:
+``test_x_name`` (``named_parameters``); pytest makes ``test_x[id]`` (``pytest.mark.parametrize``,
+:func:`pytest_cases`). A finding in the body of ``test_x`` holds in every case, unless it says
+otherwise:
 
 * its note names one case's value (:mod:`nnx_lint.analysis.case_notes`: "the case where
   `jit_fn` is `nnx.jit`"): it holds in the cases made with that value;
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
-from nnx_lint.analysis.test_cases import ABSL_CASE_LISTS, MAX_CASES, absl_case_values
+from nnx_lint.analysis.test_cases import (
+    ABSL_CASE_LISTS,
+    MAX_CASES,
+    PYTEST_PARAMETRIZE,
+    absl_case_values,
+    pytest_case_values,
+)
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,85 @@ def _listed_cases(decorator: nodes.Call, test: str, positional: list[str], named
             name = f"{test}{index}"
         cases.append(TestCase(name, given, (case,)))
     return cases
+
+
+def pytest_cases(function: nodes.FunctionDef, qualified_name) -> list[TestCase] | None:
+    """The cases pytest makes of a test decorated with ``pytest.mark.parametrize`` (one or
+    several), each named by the id pytest puts between brackets (``test_x[1-nnx]``), or None
+    when an id cannot be worked out exactly.
+
+    pytest's ids: an explicit ``ids=[...]`` or ``pytest.param(..., id=...)``; else each value's
+    own id joined by ``-``: a string as it is, a number, bool or None as ``str()`` gives it, a
+    function or class by its name, any other object as the parameter's name and the case's
+    index (``model0``). Several decorators join their ids, the one nearest the function first.
+    Where pytest's id is not certain (a non-ASCII string, a library object whose ``__name__``
+    the analysis cannot see, ids that repeat and pytest would number), the cases are not read:
+    every finding then holds in every case, as before."""
+    decorators = [d for d in (function.decorators.nodes if function.decorators else [])
+                  if isinstance(d, nodes.Call) and qualified_name(d.func) == PYTEST_PARAMETRIZE]
+    owner = function.parent
+    if not decorators or (isinstance(owner, nodes.ClassDef) and owner.decorators is not None):
+        return None  # a parametrized class adds its own ids
+    per_decorator = []
+    for decorator in reversed(decorators):  # the id starts with the decorator nearest the function
+        read = pytest_case_values(decorator)
+        if read is None:
+            return None
+        names, cases = read
+        made = []
+        for index, (case, values, given) in enumerate(cases):
+            ids = [given] if given is not None else [_value_id(value, name, index, function)
+                                                     for name, value in zip(names, values)]
+            if None in ids:
+                return None
+            made.append(("-".join(ids), dict(zip(names, values)), case))  # type: ignore[arg-type]
+        per_decorator.append(made)
+    combinations = 1
+    for made in per_decorator:
+        combinations *= len(made)
+    if combinations > MAX_CASES:
+        return None
+    cases = [TestCase("-".join(part[0] for part in choice),
+                      {name: value for part in choice for name, value in part[1].items()},
+                      tuple(part[2] for part in choice))
+             for choice in itertools.product(*per_decorator)]
+    if len({case.name for case in cases}) != len(cases):
+        return None  # pytest numbers repeated ids, in a way that changed across its versions
+    return cases
+
+
+def _value_id(value: nodes.NodeNG, parameter: str, index: int, function: nodes.FunctionDef, depth: int = 0) -> str | None:
+    """The id pytest gives one value of a case, or None when the analysis cannot be sure of it."""
+    if isinstance(value, nodes.UnaryOp) and value.op == "-" and isinstance(value.operand, nodes.Const) \
+            and type(value.operand.value) in (int, float):
+        return str(-value.operand.value)
+    if isinstance(value, nodes.Const):
+        if isinstance(value.value, str):
+            # pytest escapes non-ASCII and non-printable characters and backslashes: left alone
+            plain = value.value.isascii() and value.value.isprintable() and "\\" not in value.value
+            return value.value if plain and value.value else None
+        if value.value is None or type(value.value) in (bool, int, float, complex):
+            return str(value.value)
+        return None  # bytes, Ellipsis
+    if isinstance(value, nodes.Lambda):
+        return "<lambda>"
+    if isinstance(value, nodes.Name):
+        if depth > 2:
+            return None
+        _scope, bindings = lookup(value)
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        if isinstance(binding, (nodes.FunctionDef, nodes.AsyncFunctionDef, nodes.ClassDef)):
+            return binding.name
+        assignment = binding.parent
+        if isinstance(binding, nodes.AssignName) and isinstance(assignment, nodes.Assign) \
+                and assignment.targets == [binding]:
+            return _value_id(assignment.value, parameter, index, function, depth + 1)
+        return None  # an import: a library object's `__name__` is not known here
+    if isinstance(value, (nodes.Tuple, nodes.List, nodes.Dict, nodes.Set)):
+        return f"{parameter}{index}"  # no `__name__`: pytest names it by the parameter
+    return None
 
 
 def _contains(node: nodes.NodeNG, line: int, column: int) -> bool:

@@ -37,7 +37,7 @@ from astroid import nodes
 #: Decorators that list the cases of a test, by the last part of their qualified name and the
 #: modules they come from.
 _ABSL = "absl.testing.parameterized."
-_PYTEST_PARAMETRIZE = "pytest.mark.parametrize"
+PYTEST_PARAMETRIZE = "pytest.mark.parametrize"
 _NAMED, _PARAMETERS, _PRODUCT = "named_parameters", "parameters", "product"
 #: absl's case-list decorators by qualified name: the kind of each.
 ABSL_CASE_LISTS = {f"{_ABSL}{kind}": kind for kind in (_NAMED, _PARAMETERS, _PRODUCT)}
@@ -79,7 +79,7 @@ _NOT_A_CASE_LIST = _NotACaseList()
 
 
 def _decorator_values(decorator: nodes.Call, name: str, parameter: str, positional: list[str]):
-    if name == _PYTEST_PARAMETRIZE:
+    if name == PYTEST_PARAMETRIZE:
         return _pytest_values(decorator, parameter)
     if not name.startswith(_ABSL):
         return _NOT_A_CASE_LIST
@@ -145,9 +145,30 @@ def absl_case_values(case: nodes.NodeNG, positional: list[str], named: bool):
 
 
 def _pytest_values(decorator: nodes.Call, parameter: str):
-    if len(decorator.args) < 2:
+    read = pytest_case_values(decorator)
+    if read is None:
         return None
-    names_node, cases = decorator.args[0], decorator.args[1]
+    names, cases = read
+    if parameter not in names:
+        return _NOT_A_CASE_LIST
+    position = names.index(parameter)
+    return [values[position] for _case, values, _id in cases]
+
+
+def pytest_case_values(decorator: nodes.Call):
+    """``(parameter names, [(case expression, its values, its explicit id or None), ...])`` of
+    one ``pytest.mark.parametrize(names, values[, ids=[...]])``, or None when it cannot be read:
+    names as ``'a, b'`` or a list or tuple of strings, values as a literal list or tuple, each
+    case a value (one name), a tuple or list, or ``pytest.param(..., id='x')``. An ``ids`` list
+    gives the ids it names; ``indirect`` (the values go to fixtures) is not read."""
+    arguments = {keyword.arg: keyword.value for keyword in decorator.keywords or []}
+    if None in arguments or arguments.keys() - {"argnames", "argvalues", "ids", "scope"} or len(decorator.args) > 2:
+        return None
+    positional = list(decorator.args)
+    names_node = positional[0] if positional else arguments.get("argnames")
+    cases = positional[1] if len(positional) > 1 else arguments.get("argvalues")
+    if names_node is None or cases is None:
+        return None
     if isinstance(names_node, nodes.Const) and isinstance(names_node.value, str):
         names = [part.strip() for part in names_node.value.split(",") if part.strip()]
     elif isinstance(names_node, (nodes.List, nodes.Tuple)) and all(
@@ -155,25 +176,45 @@ def _pytest_values(decorator: nodes.Call, parameter: str):
         names = [e.value for e in names_node.elts]
     else:
         return None
-    if parameter not in names:
-        return _NOT_A_CASE_LIST
-    if not isinstance(cases, (nodes.List, nodes.Tuple)):
+    if not names or not isinstance(cases, (nodes.List, nodes.Tuple)):
         return None
-    position, values = names.index(parameter), []
-    for case in cases.elts:
+    ids = _explicit_ids(arguments.get("ids"), len(cases.elts))
+    if ids is None:
+        return None
+    read = []
+    for case, given_id in zip(cases.elts, ids):
+        values: list[nodes.NodeNG] | None
         if isinstance(case, nodes.Call) and isinstance(case.func, nodes.Attribute) and case.func.attrname == "param":
             # `pytest.param(a, b, id=...)`: its positional arguments are the case's values.
-            case = (case.args[0] if case.args else None) if len(names) == 1 else list(case.args)
-        if case is None:
+            values = list(case.args) if len(case.args) == len(names) else None
+            case_id = next((k.value for k in case.keywords or [] if k.arg == "id"), None)
+            if case_id is not None:
+                if not (isinstance(case_id, nodes.Const) and isinstance(case_id.value, str)):
+                    return None
+                given_id = case_id.value
+        elif len(names) == 1:
+            values = [case]
+        elif isinstance(case, (nodes.Tuple, nodes.List)) and len(case.elts) == len(names):
+            values = list(case.elts)
+        else:
+            values = None
+        if values is None or any(isinstance(value, nodes.Starred) for value in values):
             return None
-        if len(names) == 1:
-            values.append(case)
-        elif isinstance(case, (nodes.Tuple, nodes.List)) and position < len(case.elts):
-            values.append(case.elts[position])
-        elif isinstance(case, list) and position < len(case):
-            values.append(case[position])
+        read.append((case, values, given_id))
+    return names, read
+
+
+def _explicit_ids(ids: nodes.NodeNG | None, count: int) -> list[str | None] | None:
+    """The ``ids=[...]`` of a parametrize (None for a case it leaves to pytest), or None when
+    they cannot be read (a function, a generator)."""
+    if ids is None:
+        return [None] * count
+    if not isinstance(ids, (nodes.List, nodes.Tuple)) or len(ids.elts) > count:
+        return None
+    given: list[str | None] = []
+    for element in ids.elts:
+        if isinstance(element, nodes.Const) and (element.value is None or isinstance(element.value, str)):
+            given.append(element.value)
         else:
             return None
-    return values
-
-
+    return given + [None] * (count - len(given))

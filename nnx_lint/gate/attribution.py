@@ -493,7 +493,7 @@ class Attributor:
         spans = [self.functions.named(file, qualified)]
         if helpers:
             spans += self.functions.helpers(file, qualified)
-        method = nodeid.split("::")[-1].partition("[")[0]
+        method = nodeid.split("::")[-1]  # `test_x0` (absl) or `test_x[id]` (pytest)
         holds = self.cases.holds_in(file, qualified, method)  # None: not one case of a parameterised test
         return [diagnostic for diagnostic in diagnostics
                 if any(first <= diagnostic.line <= last for first, last in spans)

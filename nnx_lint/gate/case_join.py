@@ -1,6 +1,7 @@
 """Which findings in the body of a parameterised test hold in one of its cases.
 
-absl makes ``test_x0``, ``test_x1``... (or ``test_x_name``) from ``test_x``. A finding in
+absl makes ``test_x0``, ``test_x1``... (or ``test_x_name``) from ``test_x``, pytest makes
+``test_x[id]`` (``pytest.mark.parametrize``). A finding in
 ``test_x``'s body explains a failure of ``test_x1`` unless the finding belongs to another case
 (:mod:`nnx_lint.analysis.parameterized_cases`): its case note names another case's value, or it
 lies, or involves a place (a related location), in a branch that ``test_x1``'s values never run.
@@ -25,21 +26,26 @@ class CaseJoin:
         self._modules: dict[str, nodes.Module | None] = {}
 
     def holds_in(self, file: str, qualified: str, method: str) -> Callable[[Diagnostic], bool] | None:
-        """For the test method ``method`` absl made from the function ``qualified`` of ``file``:
-        whether a finding of that function's body holds in its case; None when ``method`` is
-        the function itself or its case cannot be read (every finding then holds)."""
+        """For the test ``method`` that absl (``test_x0``) or pytest (``test_x[id]``) made from the
+        function ``qualified`` of ``file``: whether a finding of that function's body holds in its
+        case; None when ``method`` is the function itself or its case cannot be read (every
+        finding then holds)."""
         from nnx_lint.analysis.names import NameResolver
-        from nnx_lint.analysis.parameterized_cases import absl_cases, dead_spans
+        from nnx_lint.analysis.parameterized_cases import absl_cases, dead_spans, pytest_cases
 
-        if method == qualified.rpartition(".")[2]:
+        _name, bracket, case_id = method.partition("[")
+        if not bracket and method == qualified.rpartition(".")[2]:
             return None
         module = self._module(file)
         function = _function(module, qualified) if module is not None else None
         if function is None:
             return None
         resolve = NameResolver(module).qualified_name
-        cases = absl_cases(function, resolve) or []
-        case = next((case for case in cases if case.name == method), None)
+        if bracket:  # pytest's `test_x[id]`
+            wanted, cases = case_id.removesuffix("]"), pytest_cases(function, resolve) or []
+        else:  # absl's `test_x0`, `test_x_name`
+            wanted, cases = method, absl_cases(function, resolve) or []
+        case = next((case for case in cases if case.name == wanted), None)
         if case is None:
             return None
         dead = dead_spans(function, case, resolve)
