@@ -149,9 +149,12 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
 
 
 def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
-             line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> FixOutcome:
+             line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None,
+             known: list[Diagnostic] | None = None) -> FixOutcome:
     """Fix ``text`` to a fixed point; ``lint(text)`` returns its diagnostics; pinned calls are
     wrapped to fit ``line_length``, indented by ``indent_width`` (None: the file's own indentation).
+    ``known``: the diagnostics ``lint(text)`` gives, when the caller already has them (the first
+    pass then lints nothing).
 
     ``fixed`` counts the findings of ``text`` that the fixed text no longer has
     (:mod:`nnx_lint.fixes.tracking`), not the fixes applied on the way."""
@@ -160,7 +163,7 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
     for _ in range(MAX_PASSES):
         if not python_parses(outcome.text):
             break
-        latest = lint(outcome.text)
+        latest = known if first is None and known is not None else lint(outcome.text)
         first = latest if first is None else first
         edits = select_edits(outcome.text, index_for(outcome.text, line_length, indent_width), latest, unsafe, flax)
         if not edits:
@@ -193,13 +196,14 @@ def linter_for(path: str, rules: list[type[Rule]], roots: list[str] | None = Non
 
 def fix_file(path: str, text: str, rules: list[type[Rule]] | None = None, unsafe: bool = False,
              roots: list[str] | None = None, flax: ProjectFlax = UNKNOWN,
-             line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None) -> FixOutcome:
-    """Fix one Python file's text; the outcome says what was fixed."""
+             line_length: int = DEFAULT_LINE_LENGTH, indent_width: int | None = None,
+             known: list[Diagnostic] | None = None) -> FixOutcome:
+    """Fix one Python file's text; the outcome says what was fixed (``known``: see :func:`fix_text`)."""
     if rules is None:
         from nnx_lint.engine.registry import select_rules
 
         rules = list(select_rules(None, (), ()))
-    return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length, indent_width)
+    return fix_text(text, linter_for(path, rules, roots), unsafe, flax, line_length, indent_width, known)
 
 
 def fix_source(path: str, text: str, unsafe: bool = False) -> str:
@@ -225,9 +229,10 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
                          roots: list[str] | None = None,
                          flax: ProjectFlax = UNKNOWN,
                          line_length: int = DEFAULT_LINE_LENGTH,
-                         indent_width: int | None = None) -> tuple[bytes, list[Diagnostic], list[int]]:
+                         indent_width: int | None = None,
+                         known: list[Diagnostic] | None = None) -> tuple[bytes, list[Diagnostic], list[int]]:
     """:func:`fix_notebook` with the notebook's findings before (module coordinates) and the
-    positions of those that are gone."""
+    positions of those that are gone (``known``: the findings before, when the caller has them)."""
     from nnx_lint.base.notebooks import notebook_source
 
     document = json.loads(data.decode("utf-8"))
@@ -240,7 +245,7 @@ def fix_notebook_tracked(path: str, data: bytes, rules: list[type[Rule]], unsafe
         if not python_parses(text):
             latest = None
             break
-        latest = lint(text)
+        latest = known if first is None and known is not None else lint(text)
         if first is None:
             first, first_text = latest, text
         index = index_for(text, line_length, indent_width)

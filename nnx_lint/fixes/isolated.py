@@ -167,6 +167,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     index = index_for(text, _line_length_of(request), _indent_width_of(request))
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
+    known: list[Diagnostic] = []  # the request's findings, in module coordinates
     for position, stored in enumerate(request["diagnostics"]):
         diagnostic = Diagnostic.from_dict(stored)
         if origin is not None:
@@ -178,6 +179,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
                 continue
             span = module_line - diagnostic.line
             diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
+        known.append(diagnostic)
         fix = fix_for(diagnostic, index, request["unsafe"], _flax_of(request))
         if fix is not None and origin is not None:
             fix = cell_edits(fix, origin)
@@ -188,14 +190,21 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     if "selectors" in request and any(fix.applies(request["unsafe"]) for fix in fixes) \
             and sum(len(fix.edits) for fix in fixes) <= MAX_TRACKED_EDITS and text.count("\n") <= MAX_TRACKED_LINES:
         # Only what --fix would make go away gets `[*]`: fix the text as --fix does and look.
-        left = _still_there(request, data, text, origin is not None)
+        left = _still_there(request, data, text, origin is not None, known)
         for number, where in located.items():
             found[number]["resolves"] = where not in left
     return found
 
 
-def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool) -> set[tuple[str, int, int]]:
-    """``(code, line, column)`` (module coordinates) of the findings ``--fix`` leaves in the file."""
+def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool,
+                 known: list[Any]) -> set[tuple[str, int, int]]:
+    """``(code, line, column)`` (module coordinates) of the findings ``--fix`` leaves in the file.
+
+    ``known``: the request's findings in module coordinates. Those of the fixing rules are what
+    linting the unchanged file with them gives (the run that sent them linted these very bytes
+    with the same rules, roots and selectors), so the first pass of the fix does not lint again:
+    that lint was about half of the `[*]` check."""
+    from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.fixes.apply import fix_file, fix_notebook_tracked
     from nnx_lint.engine.file_config import rules_for_selectors
     from nnx_lint.engine.runner import _selectors_from_json
@@ -211,11 +220,12 @@ def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool
     rules = [rule for rule in rules_for_selectors(_selectors_from_json(request["selectors"])) if rule.code in fixing]
     roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
     indent = _indent_width_of(request)
+    first = sorted((d for d in known if d.code in fixing), key=Diagnostic.sort_key)
     if notebook:
         _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width,
-                                                       indent)
+                                                       indent, first)
     else:
-        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax, width, indent)
+        outcome = fix_file(request["path"], text, rules, unsafe, roots, flax, width, indent, first)
         before, positions = outcome.before, outcome.gone
     gone = set(positions)
     return {(d.code, d.line, d.column) for position, d in enumerate(before) if position not in gone}
