@@ -141,7 +141,13 @@ from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_i
 from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.flax_table.graph_errors import GRAPH_ONLY_ERRORS, GraphOnlyError
 from nnx_lint.flax_table.static_arguments import LAYER_BOOL_FLAGS, RNG_SHAPE_POSITIONS, TABULATE_OPTIONS
-from nnx_lint.analysis.expected_messages import ExpectedMessage, expected_messages, found_in, pattern_strings, plain_text
+from nnx_lint.analysis.expected_messages import (
+    ExpectedMessage,
+    expected_messages,
+    found_in,
+    pattern_strings,
+    plain_text,
+)
 from nnx_lint.analysis.fact_index import FactIndex, fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse

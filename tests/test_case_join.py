@@ -267,3 +267,10 @@ def test_a_pytest_case_is_joined_only_with_the_findings_that_hold_in_it(tmp_path
     assert codes("join_test.py::test_branch[True]") == ["NNX403"]
     assert codes("join_test.py::test_branch[False]") == []
     assert codes("join_test.py::test_branch") == ["NNX403"]  # not one case: every finding
+
+
+def test_a_module_pytestmark_leaves_the_cases_unread():
+    source = ("import pytest\n\npytestmark = pytest.mark.parametrize('y', [1, 2])\n\n"
+              "@pytest.mark.parametrize('x', [1, 2])\ndef test_x(x, y):\n    pass\n")
+    module = astroid.parse(source)
+    assert pytest_cases(module.body[-1], NameResolver(module).qualified_name) is None

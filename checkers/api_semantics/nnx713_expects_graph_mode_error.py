@@ -224,8 +224,8 @@ class ExpectsGraphModeError(Rule):
                     related.append((source, "the expected message"))
                 self.report(expectation.assertion, form=expectation.form, expected=clipped(text, 40),
                             api=raising.name, line=raising.call.node.lineno or 0, needs=error.needs,
-                            tree_mode=error.tree_mode, tree_detail=error.tree_detail, pin=pin_sites_in(self.context, _pin_target(raising)),
-                            related=related)
+                            tree_mode=error.tree_mode, tree_detail=error.tree_detail,
+                            pin=pin_sites_in(self.context, _pin_target(raising)), related=related)
                 return
 
     def _raising_transform(self, covered, error: GraphOnlyError) -> DecodedTransform | None:

@@ -118,16 +118,19 @@ def pytest_cases(function: nodes.FunctionDef, qualified_name) -> list[TestCase] 
 
     pytest's ids: an explicit ``ids=[...]`` or ``pytest.param(..., id=...)``; else each value's
     own id joined by ``-``: a string as it is, a number, bool or None as ``str()`` gives it, a
-    function or class by its name, any other object as the parameter's name and the case's
-    index (``model0``). Several decorators join their ids, the one nearest the function first.
+    function or class of the file by its name, a lambda as ``<lambda>``, a literal list, tuple,
+    dict or set as the parameter's name and the case's index (``sizes0``). Several decorators join their ids, the one nearest the function first.
     Where pytest's id is not certain (a non-ASCII string, a library object whose ``__name__``
-    the analysis cannot see, ids that repeat and pytest would number), the cases are not read:
+    the analysis cannot see, ids that repeat and pytest would number, a decorated class or a
+    ``pytestmark`` that may add ids), the cases are not read:
     every finding then holds in every case, as before."""
     decorators = [d for d in (function.decorators.nodes if function.decorators else [])
                   if isinstance(d, nodes.Call) and qualified_name(d.func) == PYTEST_PARAMETRIZE]
     owner = function.parent
     if not decorators or (isinstance(owner, nodes.ClassDef) and owner.decorators is not None):
-        return None  # a parametrized class adds its own ids
+        return None  # a decorated class may be parametrized: it adds its own ids
+    if "pytestmark" in function.root().locals or (isinstance(owner, nodes.ClassDef) and "pytestmark" in owner.locals):
+        return None  # `pytestmark = pytest.mark.parametrize(...)` parametrizes every test it covers
     per_decorator = []
     for decorator in reversed(decorators):  # the id starts with the decorator nearest the function
         read = pytest_case_values(decorator)
@@ -136,7 +139,7 @@ def pytest_cases(function: nodes.FunctionDef, qualified_name) -> list[TestCase] 
         names, cases = read
         made = []
         for index, (case, values, given) in enumerate(cases):
-            ids = [given] if given is not None else [_value_id(value, name, index, function)
+            ids = [given] if given is not None else [_value_id(value, name, index)
                                                      for name, value in zip(names, values)]
             if None in ids:
                 return None
@@ -156,7 +159,7 @@ def pytest_cases(function: nodes.FunctionDef, qualified_name) -> list[TestCase] 
     return cases
 
 
-def _value_id(value: nodes.NodeNG, parameter: str, index: int, function: nodes.FunctionDef, depth: int = 0) -> str | None:
+def _value_id(value: nodes.NodeNG, parameter: str, index: int, depth: int = 0) -> str | None:
     """The id pytest gives one value of a case, or None when the analysis cannot be sure of it."""
     if isinstance(value, nodes.UnaryOp) and value.op == "-" and isinstance(value.operand, nodes.Const) \
             and type(value.operand.value) in (int, float):
@@ -183,7 +186,7 @@ def _value_id(value: nodes.NodeNG, parameter: str, index: int, function: nodes.F
         assignment = binding.parent
         if isinstance(binding, nodes.AssignName) and isinstance(assignment, nodes.Assign) \
                 and assignment.targets == [binding]:
-            return _value_id(assignment.value, parameter, index, function, depth + 1)
+            return _value_id(assignment.value, parameter, index, depth + 1)
         return None  # an import: a library object's `__name__` is not known here
     if isinstance(value, (nodes.Tuple, nodes.List, nodes.Dict, nodes.Set)):
         return f"{parameter}{index}"  # no `__name__`: pytest names it by the parameter
