@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
+from nnx_lint.analysis.flow import lookup
+
 #: Methods of ``unittest.TestCase`` (and absl's) that assert a message pattern.
 _REGEX_ASSERTIONS = frozenset({"assertRaisesRegex", "assertRaisesRegexp"})
 #: ``pytest.raises`` asserts the message through its ``match`` keyword.
@@ -91,7 +93,7 @@ def pattern_strings(expression: nodes.NodeNG, depth: int = 0) -> list[tuple[str,
             and expression.func.attrname == "escape" and len(expression.args) == 1:
         return [(_escaped(text), node) for text, node in pattern_strings(expression.args[0], depth + 1)]
     if isinstance(expression, nodes.Name):
-        _scope, bindings = expression.lookup(expression.name)
+        _scope, bindings = lookup(expression)  # bounded: a name rebound many times is no quadratic walk
         found = []
         for binding in bindings:
             assignment = binding.parent

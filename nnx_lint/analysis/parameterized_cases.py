@@ -119,17 +119,18 @@ def pytest_cases(function: nodes.FunctionDef, qualified_name) -> list[TestCase] 
     pytest's ids: an explicit ``ids=[...]`` or ``pytest.param(..., id=...)``; else each value's
     own id joined by ``-``: a string as it is, a number, bool or None as ``str()`` gives it, a
     function or class of the file by its name, a lambda as ``<lambda>``, a literal list, tuple,
-    dict or set as the parameter's name and the case's index (``sizes0``). Several decorators join their ids, the one nearest the function first.
-    Where pytest's id is not certain (a non-ASCII string, a library object whose ``__name__``
-    the analysis cannot see, ids that repeat and pytest would number, a decorated class or a
-    ``pytestmark`` that may add ids), the cases are not read:
-    every finding then holds in every case, as before."""
+    dict or set as the parameter's name and the case's index (``sizes0``). Several decorators
+    join their ids, the one nearest the function first. Where pytest's id is not certain (a
+    non-ASCII string, a library object whose ``__name__`` the analysis cannot see, ids that
+    repeat and pytest would number, a decorated class or a ``pytestmark`` that may add ids), the
+    cases are not read: every finding then holds in every case, as before."""
     decorators = [d for d in (function.decorators.nodes if function.decorators else [])
                   if isinstance(d, nodes.Call) and qualified_name(d.func) == PYTEST_PARAMETRIZE]
     owner = function.parent
     if not decorators or (isinstance(owner, nodes.ClassDef) and owner.decorators is not None):
         return None  # a decorated class may be parametrized: it adds its own ids
-    if "pytestmark" in function.root().locals or (isinstance(owner, nodes.ClassDef) and "pytestmark" in owner.locals):
+    if "pytestmark" in function.root().locals or (
+            isinstance(owner, nodes.ClassDef) and "pytestmark" in owner.locals):
         return None  # `pytestmark = pytest.mark.parametrize(...)` parametrizes every test it covers
     per_decorator = []
     for decorator in reversed(decorators):  # the id starts with the decorator nearest the function

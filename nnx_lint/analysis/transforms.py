@@ -36,7 +36,7 @@ from nnx_lint.analysis.bound_methods import is_bound_module_method, unbound_meth
 from nnx_lint.analysis.calls import NNXCall
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.mode import Mode, ModeContext
-from nnx_lint.analysis.names import NameResolver
+from nnx_lint.analysis.names import NameResolver, is_external
 from nnx_lint.analysis.transform_types import (
     Application,
     Argument,
@@ -51,7 +51,7 @@ from nnx_lint.analysis.transform_types import (
     explicit_tree,
 )
 from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES, jax_counterpart
-from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES, TRANSFORMS, is_compat, short_name
+from nnx_lint.flax_table.nnx_api import TRANSFORMS, is_compat, short_name
 from nnx_lint.flax_table.signatures import (AHEAD_OF_TIME_METHODS, DIRECT_TRANSFORMS, FUNCTION_TRANSFORMS,
                                             REJECTING_TRANSFORMS, TRACING_TRANSFORMS, traced_arguments)
 from nnx_lint.base.node_index import nodes_of_class
@@ -230,7 +230,7 @@ class TransformResolver:
             and is_bound_module_method(self.context, function)
 
     def _project_definition(self, qualified_name: str | None) -> nodes.FunctionDef | None:
-        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
+        if not qualified_name or is_external(qualified_name):
             return None
         definition = self.context.project.definition(qualified_name)
         return definition if isinstance(definition, (nodes.FunctionDef, nodes.AsyncFunctionDef)) else None
@@ -309,7 +309,7 @@ class TransformResolver:
             return self._decorated_call_method(expression)
         if isinstance(expression, nodes.Attribute):
             qualified = self.qualified_name(expression)
-            if qualified and qualified.split(".")[0] in EXTERNAL_PACKAGES:
+            if qualified and is_external(qualified):
                 return None  # `jnp.zeros`, `optax.adam`: a library's function is no project's transformed one
             for function in self.functions_of(expression):
                 entry = self._decorated_entry(function)
@@ -486,7 +486,7 @@ class TransformResolver:
     def _imported_transformed(self, qualified_name: str | None, depth: int):
         """A function decorated with a transform, or a name bound to ``nnx.jit(f)``, in another
         project module."""
-        if not qualified_name or qualified_name.split(".")[0] in EXTERNAL_PACKAGES:
+        if not qualified_name or is_external(qualified_name):
             return None
         definition = self.context.project.definition(qualified_name)
         if isinstance(definition, nodes.FunctionDef):
