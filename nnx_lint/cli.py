@@ -164,8 +164,6 @@ def _check(args: argparse.Namespace) -> int:
     from nnx_lint.base.syntax.target import parse_target_version
     from nnx_lint.base.escaping import printable
     from nnx_lint.engine.registry import UnknownSelector, check_selectors
-    from nnx_lint.reporting.reporters import render
-    from nnx_lint.engine.runner import run
 
     try:
         prepared = cli_ci.prepare(args)
@@ -225,9 +223,44 @@ def _check(args: argparse.Namespace) -> int:
         fixed = _apply_fixes(args, settings)
         if fixed is not None:
             return fixed  # --diff, and fixes of stdin: the output is the diff or the fixed source
+    marks = _fix_marks(args, settings, cache_dir)
     try:
-        result = cli_ci.execute(args, settings, prepared,
-                                lambda paths, settings: run(paths, settings, jobs=args.jobs, cache_dir=cache_dir))
+        return _run_and_report(args, settings, prepared, cache_dir, marks)
+    finally:
+        if marks is not None:
+            marks.close()
+
+
+def _fix_marks(args: argparse.Namespace, settings, cache_dir):
+    """The fixes to show (the JSON ``fix`` objects, the text formats' ``[*]``, as Ruff does):
+    a :class:`~nnx_lint.fixes.marks.FixMarks`, or None when the output shows none (or libcst is
+    not installed)."""
+    if args.output_format not in ("json", "text", "concise", "full") or args.statistics or args.group_by:
+        return None
+    from nnx_lint.fixes.cli import libcst_available
+
+    if not libcst_available():
+        return None
+    from nnx_lint.fixes.marks import FixMarks
+
+    return FixMarks(args.unsafe_fixes, settings, cache_dir, jobs=args.jobs)
+
+
+def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, marks) -> int:
+    """The run, then its report, for :func:`_check`."""
+    from nnx_lint.base.escaping import printable
+    from nnx_lint.engine.runner import run
+    from nnx_lint.fixes.flax_target import explain_blocked_pins
+    from nnx_lint.reporting.reporters import render
+
+    def file_done(path: str, digest: str, diagnostics: list) -> None:
+        # Each file's findings as the report shows them, to ask for their fixes during the run.
+        marks.file_done(path, digest, explain_blocked_pins(diagnostics, settings))
+
+    on_file = file_done if marks is not None else None
+    try:
+        result = cli_ci.execute(args, settings, prepared, lambda paths, settings: run(
+            paths, settings, jobs=args.jobs, cache_dir=cache_dir, on_file=on_file))
         finished = cli_ci.finish(args, settings, result, prepared)
     except cli_ci.UsageError as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
@@ -249,16 +282,10 @@ def _check(args: argparse.Namespace) -> int:
         except OracleUnavailable as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-    from nnx_lint.fixes.flax_target import explain_blocked_pins
-
     result.diagnostics = explain_blocked_pins(result.diagnostics, settings)
-    # JSON carries the fixes; the text formats mark fixable findings `[*]`, as Ruff does.
-    if (args.output_format in ("json", "text", "concise", "full") and result.diagnostics
-            and not (args.statistics or args.group_by)):
-        from nnx_lint.fixes.cli import attach_fixes
-
-        result.fixes = attach_fixes(result.diagnostics, args.unsafe_fixes, settings, cache_dir, jobs=args.jobs,
-                                    digests=result.digests)
+    if marks is not None and result.diagnostics:
+        marks.known.digests.update(result.digests)  # the fix cache's keys need not hash the files again
+        result.fixes = marks.attach(result.diagnostics)
     if args.statistics or args.group_by:
         from nnx_lint.reporting.reporters import render_statistics
 

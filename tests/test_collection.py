@@ -38,7 +38,7 @@ def test_files_are_analysed_with_the_raised_thresholds(thresholds, monkeypatch):
     gc.set_threshold(700, 10, 10)
     seen = []
     monkeypatch.setattr(runner, "analyse_file", lambda *job: seen.append(gc.get_threshold()) or ([], {}))
-    runner._execute([("a.py", "a.py", (), [])], jobs=1)
+    list(runner._execute([("a.py", "a.py", (), [])], jobs=1))
     assert seen == [collection.ANALYSIS_THRESHOLDS]
     assert gc.get_threshold() == (700, 10, 10)
 
@@ -77,7 +77,7 @@ def test_each_file_is_settled_and_everything_is_handed_back_after_the_run(tmp_pa
     frozen_after_each: list[int] = []
     settle = collection.settle_file
     monkeypatch.setattr(runner, "settle_file", lambda: (settle(), frozen_after_each.append(gc.get_freeze_count())))
-    outcomes = runner._execute(jobs, jobs=1)
+    outcomes = list(runner._execute(jobs, jobs=1))
     assert [[d["code"] for d in diagnostics] for diagnostics, _ in outcomes] == [["NNX101"]] * 3
     assert len(frozen_after_each) == 3 and all(count > 0 for count in frozen_after_each)
     assert gc.get_freeze_count() == 0, "handed back to the collector"
@@ -88,10 +88,10 @@ def test_each_file_is_settled_and_everything_is_handed_back_after_the_run(tmp_pa
 
 def test_a_worker_keeps_its_survivors_aside_from_batch_to_batch(tmp_path, unfrozen):
     jobs = _project(tmp_path)
-    runner._analyse_batch(jobs[:1], in_worker=True)
+    list(runner._analyse_batch(jobs[:1], in_worker=True))
     after_first = gc.get_freeze_count()
     assert after_first > 0
-    runner._analyse_batch(jobs[1:], in_worker=True)
+    list(runner._analyse_batch(jobs[1:], in_worker=True))
     assert gc.get_freeze_count() > after_first  # the second batch is settled too
 
 
@@ -99,5 +99,5 @@ def test_a_process_that_froze_objects_itself_is_left_as_it_is(tmp_path, unfrozen
     jobs = _project(tmp_path)
     gc.freeze()
     frozen = gc.get_freeze_count()
-    runner._execute(jobs, jobs=1)
+    list(runner._execute(jobs, jobs=1))
     assert gc.get_freeze_count() == frozen

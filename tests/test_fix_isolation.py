@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nnx_lint.fixes.cli import BYTES_PER_FIX_WORKER, _worker_count
+from nnx_lint.fixes.workers import BYTES_PER_FIX_WORKER, _worker_count
 
 pytest.importorskip("libcst")
 

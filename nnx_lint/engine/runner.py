@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,17 +111,21 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str],
     return [d.to_dict() for d in diagnostics], project.dependencies
 
 
-def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> list[tuple]:
+def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> Iterator[tuple]:
     with fewer_collections(keep_frozen=in_worker):
-        outcomes = []
         for job in batch:
-            outcomes.append(analyse_file(*job))
+            outcome = analyse_file(*job)
             settle_file()
-        return outcomes
+            yield outcome
 
 
-def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None) -> RunResult:
-    """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU."""
+def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None,
+        on_file: Callable[[str, str, list[Diagnostic]], None] | None = None) -> RunResult:
+    """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU.
+
+    ``on_file(absolute path, sha256, diagnostics)`` is told each file's findings, as the run
+    reports them, as soon as they are known (with ``-j 1``, before the next file is linted):
+    the command line's fix marks ask for their fixes meanwhile (:mod:`nnx_lint.fixes.marks`)."""
     project_module = sys.modules.get("nnx_lint.analysis.project")  # not imported at all on a warm run
     if project_module is not None:
         project_module.forget_shared_projects()
@@ -187,15 +191,22 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         if cached is not None:
             result.files_from_cache += 1
             # Stored as displayed then: re-displayed now (related paths in other files follow).
-            result.diagnostics.extend(Diagnostic.from_dict(d).with_path(display) for d in cached)
+            found = [Diagnostic.from_dict(d).with_path(display) for d in cached]
+            result.diagnostics.extend(found)
+            if on_file is not None:
+                on_file(key, digest, shown(found, settings.strict))
             continue
         pending.append((str(file), display, selectors, roots, settings.target_version))
         keys.append((key, digest, run_fingerprint))
 
-    outcomes = _execute(pending, jobs)
-    for (key, digest, run_fingerprint), (diagnostics, dependencies) in zip(keys, outcomes):
+    # The outcomes drive the loop, so that _execute runs to its end (and leaves its collection settings).
+    for index, (diagnostics, dependencies) in enumerate(_execute(pending, jobs)):
+        key, digest, run_fingerprint = keys[index]
         result.files_analysed += 1
-        result.diagnostics.extend(Diagnostic.from_dict(d) for d in diagnostics)
+        found = [Diagnostic.from_dict(d) for d in diagnostics]
+        result.diagnostics.extend(found)
+        if on_file is not None:
+            on_file(key, digest, shown(found, settings.strict))
         if digest:
             cache.store(key, Entry(digest, run_fingerprint, dependencies, diagnostics))
             for dependency, value in dependencies.items():
@@ -214,17 +225,20 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     return result
 
 
-def _execute(pending: list[tuple], jobs: int) -> list[tuple]:
+def _execute(pending: list[tuple], jobs: int) -> Iterator[tuple]:
+    """Each pending file's ``(diagnostics, dependencies)``, in order; in this process (one
+    job, or a few files), each as soon as it is linted."""
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(pending) < 4:
-        return _analyse_batch(pending, in_worker=False)
+        yield from _analyse_batch(pending, in_worker=False)
+        return
     from nnx_lint.engine.workers.pool import run_in_workers
 
     requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots,
                  "target_version": list(target) if target else None}
                 for path, display, selectors, roots, target in pending]
     answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice)
-    return [(diagnostics, dependencies) for diagnostics, dependencies in answers]
+    yield from ((diagnostics, dependencies) for diagnostics, dependencies in answers)
 
 
 def prepare() -> None:
@@ -242,7 +256,7 @@ def answer(request: dict) -> tuple[list[dict], dict[str, str]]:
     selectors = _selectors_from_json(request["selectors"])
     target = request.get("target_version")
     target_version = (int(target[0]), int(target[1])) if isinstance(target, list) and len(target) == 2 else None
-    return _analyse_batch([(request["path"], request["display"], selectors, request["roots"], target_version)])[0]
+    return list(_analyse_batch([(request["path"], request["display"], selectors, request["roots"], target_version)]))[0]
 
 
 def _selectors_from_json(data: list) -> tuple:

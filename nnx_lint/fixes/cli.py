@@ -1,16 +1,16 @@
 """``nnx-lint check --fix / --unsafe-fixes / --diff``: the command-line side of fixes.
 
-Kept apart from :mod:`nnx_lint.cli` (which only calls :func:`run_fixes` and
-:func:`attach_fixes`) so that linting never imports libcst.
+Kept apart from :mod:`nnx_lint.cli` (which calls :func:`run_fixes` and :func:`fix_stdin`; the
+report's ``[*]`` marks are :mod:`nnx_lint.fixes.marks`) so that linting never imports libcst.
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 from nnx_lint.fixes.isolated import FixCrashed
+from nnx_lint.fixes.workers import ask_workers, note_crash
 
 MISSING_LIBCST = "--fix needs libcst: pip install 'nnx-lint[fix]'"
 
@@ -52,7 +52,7 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
             files[str(file)] = (file, before)
             pending.append((str(file), request, None))
     roots = [str(root) for root in settings.analysis_roots()]
-    for path, answer in _ask_workers(pending, roots, jobs):
+    for path, answer in ask_workers(pending, roots, jobs):
         file, before = files[path]
         if isinstance(answer, FixCrashed):
             crashed += 1
@@ -73,14 +73,6 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
         changed += 1
         fixed.update(Counter(answer["fixed"]))
     return fixed, changed, diffs, crashed
-
-
-def note_crash(display: str, crash: FixCrashed) -> None:
-    """One stderr line: this file's fixes could not be computed (its diagnostics are still reported)."""
-    from nnx_lint.base.escaping import printable
-
-    print(f"nnx-lint: warning: {printable(display)}: its fixes could not be computed (the fix worker "
-          f"{crash.how}); its diagnostics are reported without fixes", file=sys.stderr)
 
 
 def _fix_request(file: Path, settings, unsafe: bool, data: bytes | None = None) -> tuple[str, dict] | None:
@@ -166,203 +158,5 @@ def summary(fixed: Counter, diff: bool) -> str:
     return f"{verb} {total} diagnostic{'s' * (total != 1)} ({by_code})."
 
 
-def attach_fixes(diagnostics, unsafe: bool, settings=None, cache_dir: Path | None = None,
-                 jobs: int = 1, digests: dict[str, str] | None = None) -> dict[int, object]:
-    """Index in ``diagnostics`` -> :class:`Fix`, for the JSON output (empty without libcst);
-    pins follow the flax of the project ``settings`` name.
-
-    Computed in fix workers, one file per request: a file on which one dies gets no fixes
-    (and a note on stderr); its diagnostics and every other file's fixes are still reported.
-    ``jobs``: how many workers may run at once (``-j``; 0: one per CPU), never more than the
-    files left to ask about. ``digests``: the sha256 of the files the lint run read, by
-    absolute path (:attr:`RunResult.digests`), so the fix cache need not hash them again."""
-    if not libcst_available():
-        return {}
-    from dataclasses import asdict
-
-    from nnx_lint.base.diagnostic import analysed_whole
-    from nnx_lint.fixes.flax_target import UNKNOWN, project_flax_for
-    from nnx_lint.engine.file_config import selectors_for
-    from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
-    from nnx_lint.fixes.model import Fix
-
-    flax = UNKNOWN if settings is None else project_flax_for(settings)
-    found: dict[int, object] = {}
-    by_path: dict[str, list[int]] = {}
-    for position, diagnostic in enumerate(diagnostics):
-        by_path.setdefault(diagnostic.path, []).append(position)
-    # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
-    failed = {d.path for d in diagnostics if not analysed_whole([d])}
-    known = _AttachedFixes(cache_dir, digests or {})
-    roots = [] if settings is None else [str(root) for root in settings.analysis_roots()]
-    width = None if settings is None else settings_line_length(settings).value
-    indent = None if settings is None else settings_indent_width(settings).value
-    answers: dict[str, dict] = {}
-    pending: list[tuple[str, dict, str | None]] = []  # (path, request, cache key), in file order
-    for path, positions in by_path.items():
-        if path in failed:
-            continue
-        request = {"op": "attach", "path": path, "unsafe": unsafe, "flax": asdict(flax),
-                   "diagnostics": [diagnostics[position].to_dict() for position in positions]}
-        if settings is not None:
-            request["line_length"], request["indent_width"] = width, indent
-            # The run's rules and roots: the worker fixes the file as --fix would, to mark
-            # `[*]` only the findings that then go away.
-            # Selectors, not rules: resolving them imports the rules (and astroid), which the
-            # parent never does here (it runs with the linted checkout on its path).
-            request["selectors"] = selectors_for(settings, Path(path))
-            request["roots"] = roots
-        key = known.key(path, request)
-        # Asked first: a warm run then starts no worker. The parent never imports the rules or
-        # libcst for this (the worker sorts out which diagnostics have fixes).
-        fixes = known.get(key)
-        if fixes is None:
-            pending.append((path, request, key))
-        else:
-            answers[path] = fixes
-    for path, outcome in _ask_workers(pending, roots, jobs):
-        if isinstance(outcome, FixCrashed):
-            note_crash(path, outcome)
-            continue
-        answers[path] = outcome
-    for path, request, key in pending:
-        if path in answers:
-            known.put(key, answers[path])
-    for path, fixes in answers.items():
-        positions = by_path[path]
-        for number, fix in fixes.items():
-            found[positions[int(number)]] = Fix.from_json(fix)
-    known.save()
-    return found
-
-
-def _ask_workers(pending: list[tuple[str, dict, str | None]], roots: list[str], jobs: int):
-    """``(path, answer or FixCrashed)`` for each request, in the order of ``pending``, from up
-    to ``jobs`` fix workers at once (each its own process: a crash costs only its file)."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-    from queue import SimpleQueue
-    from nnx_lint.fixes.isolated import IsolatedFixes
-
-    count = _worker_count(pending, jobs or os.cpu_count() or 1)
-    if count <= 1:
-        with IsolatedFixes(roots) as fixer:  # the roots it lints with are never imported from
-            for path, request, _key in pending:
-                try:
-                    yield path, fixer.ask(request)
-                except FixCrashed as crash:
-                    yield path, crash
-        return
-    idle: SimpleQueue = SimpleQueue()
-    fixers = [IsolatedFixes(roots) for _ in range(count)]
-    for fixer in fixers:
-        idle.put(fixer)
-
-    def ask(request: dict):
-        # A thread per request waits on one worker's pipe (the GIL is released there).
-        fixer = idle.get()
-        try:
-            return fixer.ask(request)
-        except FixCrashed as crash:
-            return crash
-        finally:
-            idle.put(fixer)
-
-    pool = ThreadPoolExecutor(count)
-    try:
-        futures = [(path, pool.submit(ask, request)) for path, request, _key in pending]
-        results = [(path, future.result()) for path, future in futures]
-    except BaseException:  # Ctrl-C: stop the workers now (as one worker's context does), wait for nothing
-        pool.shutdown(wait=False, cancel_futures=True)
-        for fixer in fixers:
-            fixer.__exit__(KeyboardInterrupt, None, None)
-        raise
-    pool.shutdown()
-    for fixer in fixers:
-        fixer.close()
-    yield from results
-
-
-#: Source bytes that keep one fix worker busy about as long as starting another takes (~1 s of
-#: CPU: the interpreter, libcst, the rules, astroid's builtins): below this much per worker, a
-#: further worker only costs CPU. A file's fixes are computed by linting it, fixing it and
-#: linting the result; at about 1.5 s per MB for each lint, 256 kB is ~0.8 s of work.
-BYTES_PER_FIX_WORKER = 256 * 1024
-
-
-def _worker_count(pending: list[tuple[str, dict, str | None]], jobs: int) -> int:
-    """How many fix workers to start: at most ``jobs`` and one per file, and no more than the
-    files' size keeps busy (:data:`BYTES_PER_FIX_WORKER`), so two small files share one worker."""
-    import os
-
-    size = 0
-    for path, request, _key in pending:
-        text = request.get("text")
-        if isinstance(text, str):
-            size += len(text)
-        else:
-            try:
-                size += os.stat(path).st_size
-            except OSError:
-                pass
-    return max(1, min(jobs, len(pending), -(-size // BYTES_PER_FIX_WORKER)))
-
-
 def print_missing() -> None:
     print(f"nnx-lint: error: {MISSING_LIBCST}", file=sys.stderr)
-
-
-class _AttachedFixes:
-    """The fixes computed for a file's diagnostics in earlier runs, by the file's bytes and
-    the request (diagnostics, ``--unsafe-fixes``, the project's flax): a warm run that shows
-    the ``[*]`` markers starts no fix worker when nothing changed. A signed cache file, like
-    the result cache (:mod:`nnx_lint.base.cache_store`); off with ``--no-cache``."""
-
-    def __init__(self, directory: Path | None, digests: dict[str, str]) -> None:
-        from nnx_lint.base.cache_store import SignedFile
-
-        self.store = SignedFile(directory, "fixes.json", "fixes") if directory is not None else None
-        loaded = self.store.load() if self.store is not None else None
-        self.entries: dict = loaded if isinstance(loaded, dict) else {}
-        self.used: dict = {}
-        self._code = None  # nnx-lint's own fingerprint: fixes computed by other code are not reused
-        self.digests = digests  # what the lint run found, by absolute path
-
-    def key(self, path: str, request: dict) -> str | None:
-        """The request's key: None (not cached) when the file cannot be read."""
-        import hashlib
-        import json
-
-        from nnx_lint.base import bounds
-
-        if self.store is None:
-            return None
-        # The lint run has just read (or known unchanged) the file: its digest.
-        digest = self.digests.get(os.path.abspath(path))
-        if digest is None:
-            try:
-                digest = hashlib.sha256(bounds.read_bounded(path)).hexdigest()
-            except bounds.ParseFailure:
-                return None
-        if self._code is None:
-            from nnx_lint.engine.cache import code_fingerprint
-
-            self._code = code_fingerprint()
-        asked = json.dumps({k: v for k, v in request.items() if k != "path"}, sort_keys=True).encode()
-        return hashlib.sha256(f"{self._code}\0{digest}\0".encode() + asked).hexdigest()
-
-    def get(self, key: str | None) -> dict | None:
-        found = self.entries.get(key) if key is not None else None
-        if isinstance(found, dict):
-            self.used[key] = found
-            return found
-        return None
-
-    def put(self, key: str | None, fixes: dict) -> None:
-        if key is not None:
-            self.used[key] = fixes
-
-    def save(self) -> None:
-        # Only this run's entries are kept: the file stays as small as the findings of one run.
-        if self.store is not None and self.used != self.entries:
-            self.store.save(self.used)
