@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.flow import class_definitions, lookup
 from nnx_lint.flax_table.names import NNX_PREFIX
 
 if TYPE_CHECKING:
@@ -56,12 +56,11 @@ def is_bound_module_method(context: FileContext, expression: nodes.NodeNG | None
 def unbound_method_class(expression: nodes.NodeNG) -> nodes.ClassDef | None:
     """The class in ``Model.step`` (the method taken from the class: the transformed call
     passes ``self`` first), when ``Model`` names exactly one class definition."""
-    if not isinstance(expression, nodes.Attribute) or not isinstance(expression.expr, nodes.Name):
+    if not isinstance(expression, nodes.Attribute) or not isinstance(expression.expr, nodes.Name) \
+            or not class_definitions(expression.expr):
         return None
     _scope, assignments = lookup(expression.expr)
-    if len(assignments) == 1 and isinstance(assignments[0], nodes.ClassDef):
-        return assignments[0]
-    return None
+    return assignments[0] if len(assignments) == 1 else None  # the one binding, a class
 
 
 def passes_self(entry_node: nodes.NodeNG, function: nodes.NodeNG) -> bool:
@@ -89,7 +88,4 @@ def _method(classes, classdef: nodes.ClassDef, name: str, depth: int = 0) -> nod
 
 
 def _is_class(expression: nodes.NodeNG) -> bool:
-    if isinstance(expression, nodes.Name):
-        _scope, assignments = lookup(expression)
-        return any(isinstance(a, nodes.ClassDef) for a in assignments)
-    return False
+    return isinstance(expression, nodes.Name) and bool(class_definitions(expression))

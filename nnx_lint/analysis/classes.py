@@ -41,7 +41,7 @@ from nnx_lint.analysis.class_info import (MAX_DEPTH, ClassInfo, ClassRef, Store,
 from nnx_lint.analysis.class_kinds import ClassKinds
 from nnx_lint.analysis.construction import Construction, ConstructionReplay
 from nnx_lint.analysis.factories import FactoryReturns
-from nnx_lint.analysis.flow import bound_values, default_fallback, lookup, unpacked_binding
+from nnx_lint.analysis.flow import bound_values, class_definitions, default_fallback, lookup, unpacked_binding
 from nnx_lint.analysis.names import base_classes
 from nnx_lint.analysis.refs import Alias, RefQueries
 from nnx_lint.base.node_index import nodes_of_class
@@ -447,12 +447,10 @@ class ClassModel(RefQueries, ClassKinds, ConstructionReplay, AliasQueries, Facto
 
     def _local_class(self, expression: nodes.NodeNG) -> ClassRef | None:
         """A class defined inside a function (``def test(): class Foo(nnx.Module): ...``)."""
-        if not isinstance(expression, nodes.Name):
+        if not isinstance(expression, nodes.Name) or not class_definitions(expression):
             return None
         _scope, assignments = lookup(expression)
-        if len(assignments) == 1 and isinstance(assignments[0], nodes.ClassDef):
-            return self.ref_of_definition(assignments[0])
-        return None
+        return self.ref_of_definition(assignments[0]) if len(assignments) == 1 else None
 
     def class_of_self(self, expression: nodes.NodeNG) -> ClassRef | None:
         """For ``self`` inside a method: the enclosing class; else :meth:`class_of`."""

@@ -7,6 +7,7 @@ unknowns rather than guess.
 from __future__ import annotations
 
 import bisect
+import builtins
 from collections.abc import Iterator
 
 from astroid import nodes
@@ -53,6 +54,29 @@ def lookup(node: nodes.NodeNG, name: str | None = None) -> tuple[nodes.NodeNG | 
             return None, []  # not memoised: a RecursionError depends on where it was asked
         found = _LOOKUPS[key] = (found[0], tuple(found[1]))
     return found[0], list(found[1])  # a fresh list: callers may change theirs
+
+
+def class_definitions(name: nodes.Name) -> list[nodes.ClassDef]:
+    """The class definitions among the bindings :func:`lookup` gives for ``name`` (``Model`` in
+    ``Model.step``: the class itself, not an instance). Most names read are not classes: when no
+    scope in reach binds the name to a class, and no builtin has it, the answer is [] without a
+    lookup (astroid's lookup only ever answers with bindings from those scopes)."""
+    if not _may_bind_a_class(name, name.name):
+        return []
+    return [binding for binding in lookup(name)[1] if isinstance(binding, nodes.ClassDef)]
+
+
+def _may_bind_a_class(node: nodes.NodeNG, name: str) -> bool:
+    # Every enclosing scope, class bodies included (a superset of the ones astroid searches).
+    try:
+        scope = node.scope()
+        while scope is not None:
+            if any(isinstance(binding, nodes.ClassDef) for binding in scope.locals.get(name, ())):
+                return True
+            scope = scope.parent.scope() if scope.parent is not None else None
+    except Exception:
+        return True  # the lookup decides
+    return hasattr(builtins, name)  # `str.join`: astroid's builtins module has the real one's names
 
 
 def _in_force(node: nodes.NodeNG, scope: nodes.NodeNG, name: str) -> list[nodes.NodeNG]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from astroid import nodes
 
 from nnx_lint.analysis.calls import NNXCall, constant_bool, match_nnx_call
-from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.flow import class_definitions
 from nnx_lint.analysis.mode import Mode, ModeContext
 from nnx_lint.analysis.names import NameResolver
 from nnx_lint.flax_table.signatures import ALIAS_CHECKING_WITHOUT_UPDATES, TRANSFORM_SIGNATURES, Signature
@@ -162,10 +162,7 @@ def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
 
 def _is_class_reference(expression: nodes.NodeNG) -> bool:
     """``Model`` in ``Model.method(...)`` is the class itself, not an instance."""
-    if isinstance(expression, nodes.Name):
-        _scope, assignments = lookup(expression)
-        return any(isinstance(a, nodes.ClassDef) for a in assignments)
-    return False
+    return isinstance(expression, nodes.Name) and bool(class_definitions(expression))
 
 
 def explicit_tree(call: NNXCall | None) -> bool:

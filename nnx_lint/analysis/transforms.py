@@ -306,6 +306,8 @@ class TransformResolver:
                             return entry
                 elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
                     return self._imported_callable(self.qualified_name(expression))
+            if assignments and all(isinstance(a, (nodes.FunctionDef, nodes.AsyncFunctionDef)) for a in assignments):
+                return None  # a plain function, not an instance whose decorated `__call__` would run
             return self._decorated_call_method(expression)
         if isinstance(expression, nodes.Attribute):
             qualified = self.qualified_name(expression)
