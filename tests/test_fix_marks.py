@@ -8,6 +8,7 @@ real fix worker and libcst.
 """
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -101,14 +102,29 @@ def test_a_file_whose_reported_findings_changed_is_asked_again(project, asked_af
     assert {(reported[i].path, reported[i].line) for i in fixes} == {("a.py", 4), ("b.py", 3), ("b.py", 4)}
 
 
-def test_with_several_jobs_everything_is_asked_when_the_run_is_over(project, asked_after_the_run):
-    # The lint workers hand back every file's findings together: up to -j fix workers then share them.
+def test_with_lint_workers_each_file_is_handed_over_as_its_worker_answers(project):
+    # Five files: enough for the run to start lint workers (a few files are linted in-process).
+    for name in ("c", "d", "e"):
+        (project / f"{name}.py").write_text(TWO_FINDINGS)
+    handed: list[tuple[str, bool]] = []
+    on_file = lambda path, digest, found: handed.append((Path(path).name, threading.current_thread() is
+                                                         threading.main_thread()))
+    result = runner.run([Path(".")], load_settings(Path(".")), jobs=2, on_file=on_file)
+    assert sorted(handed) == [(f"{name}.py", False) for name in "abcde"], "once each, from the pool's threads"
+    assert len(result.diagnostics) == 10
+
+
+def test_fixes_asked_during_a_run_with_lint_workers_are_the_ones_asked_after_it(project, asked_at_all):
+    for name in ("c", "d", "e"):
+        (project / f"{name}.py").write_text(TWO_FINDINGS)
     settings = load_settings(Path("."))
     with FixMarks(False, settings, None, jobs=2) as marks:
         result = runner.run([Path(".")], settings, jobs=2, on_file=marks.file_done)
-        assert marks.early == {} and marks._thread is None
-        assert len(marks.attach(result.diagnostics)) == 4
-    assert sorted(asked_after_the_run) == ["a.py", "b.py"]
+        during = _fixes_by_finding(result.diagnostics, marks.attach(result.diagnostics))
+    assert sorted(asked_at_all) == [f"{name}.py" for name in "abcde"], "each file is asked about once"
+    with FixMarks(False, settings, None, jobs=2) as afterwards:
+        assert _fixes_by_finding(result.diagnostics, afterwards.attach(result.diagnostics)) == during
+    assert len(during) == 10
 
 
 def test_with_one_job_each_file_is_handed_over_before_the_next_is_linted(project, monkeypatch):

@@ -124,8 +124,9 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU.
 
     ``on_file(absolute path, sha256, diagnostics)`` is told each file's findings, as the run
-    reports them, as soon as they are known (with ``-j 1``, before the next file is linted):
-    the command line's fix marks ask for their fixes meanwhile (:mod:`nnx_lint.fixes.marks`)."""
+    reports them, as soon as they are known: with ``-j 1`` before the next file is linted, with
+    lint workers from the threads that drive them (one call at a time). The command line's fix
+    marks ask for their fixes meanwhile (:mod:`nnx_lint.fixes.marks`)."""
     project_module = sys.modules.get("nnx_lint.analysis.project")  # not imported at all on a warm run
     if project_module is not None:
         project_module.forget_shared_projects()
@@ -199,14 +200,24 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         pending.append((str(file), display, selectors, roots, settings.target_version))
         keys.append((key, digest, run_fingerprint))
 
+    handed_over: dict[int, list[Diagnostic]] = {}  # by the lint workers' threads, as each file is done
+
+    def hand_over(index: int, outcome: tuple) -> None:
+        key, digest, _run_fingerprint = keys[index]
+        found = handed_over[index] = [Diagnostic.from_dict(d) for d in outcome[0]]
+        on_file(key, digest, shown(found, settings.strict))
+
     # The outcomes drive the loop, so that _execute runs to its end (and leaves its collection settings).
-    for index, (diagnostics, dependencies) in enumerate(_execute(pending, jobs)):
+    for index, (diagnostics, dependencies) in enumerate(
+            _execute(pending, jobs, hand_over if on_file is not None else None)):
         key, digest, run_fingerprint = keys[index]
         result.files_analysed += 1
-        found = [Diagnostic.from_dict(d) for d in diagnostics]
+        found = handed_over.get(index)
+        if found is None:
+            found = [Diagnostic.from_dict(d) for d in diagnostics]
+            if on_file is not None:
+                on_file(key, digest, shown(found, settings.strict))
         result.diagnostics.extend(found)
-        if on_file is not None:
-            on_file(key, digest, shown(found, settings.strict))
         if digest:
             cache.store(key, Entry(digest, run_fingerprint, dependencies, diagnostics))
             for dependency, value in dependencies.items():
@@ -225,9 +236,12 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     return result
 
 
-def _execute(pending: list[tuple], jobs: int) -> Iterator[tuple]:
+def _execute(pending: list[tuple], jobs: int,
+             on_answer: Callable[[int, tuple], None] | None = None) -> Iterator[tuple]:
     """Each pending file's ``(diagnostics, dependencies)``, in order; in this process (one
-    job, or a few files), each as soon as it is linted."""
+    job, or a few files), each as soon as it is linted. With lint workers, all at the end,
+    and each also to ``on_answer(index, outcome)`` as soon as its worker answers (from the
+    threads that drive the workers, one call at a time)."""
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(pending) < 4:
         yield from _analyse_batch(pending, in_worker=False)
@@ -237,7 +251,9 @@ def _execute(pending: list[tuple], jobs: int) -> Iterator[tuple]:
     requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots,
                  "target_version": list(target) if target else None}
                 for path, display, selectors, roots, target in pending]
-    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice)
+    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice,
+                             on_answer=None if on_answer is None else
+                             lambda index, answer: on_answer(index, (answer[0], answer[1])))
     yield from ((diagnostics, dependencies) for diagnostics, dependencies in answers)
 
 

@@ -34,10 +34,9 @@ class FixMarks:
     """The fixes of one check's findings (empty without libcst); pins follow the flax of the
     project ``settings`` name. Use as a context manager: leaving it stops the fix worker.
 
-    ``jobs``: how many fix workers may run at once (``-j``; 0: one per CPU). With one job the
-    run lints in this process, file after file, and one fix worker answers in the background;
-    with more, the lint workers hand their findings back together at the end of the run, so
-    every file is asked about then, by up to ``jobs`` fix workers at once."""
+    ``jobs``: how many fix workers may run at once (``-j``; 0: one per CPU). During the run one
+    fix worker answers in the background; what it has not started when the run is over is
+    shared by up to ``jobs`` workers."""
 
     def __init__(self, unsafe: bool, settings=None, cache_dir: Path | None = None, jobs: int = 1) -> None:
         from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
@@ -57,12 +56,12 @@ class FixMarks:
     # -- during the run ------------------------------------------------------------------
 
     def file_done(self, absolute_path: str, digest: str, diagnostics: list) -> None:
-        """The run has this file's findings (as it reports them): with one job, ask for their
-        fixes now, in the background (a file the fix cache knows is answered here, without a
-        worker); with more, nothing is asked before :meth:`attach`."""
+        """The run has this file's findings (as it reports them): ask for their fixes now, in
+        the background (a file the fix cache knows is answered here, without a worker). Called
+        by one thread at a time, never once :meth:`attach` has begun."""
         from nnx_lint.base.diagnostic import Diagnostic, analysed_whole
 
-        if self.jobs != 1 or not diagnostics or not analysed_whole(diagnostics) or self._closing:
+        if not diagnostics or not analysed_whole(diagnostics) or self._closing:
             return
         if digest:
             self.known.digests[absolute_path] = digest
@@ -117,6 +116,7 @@ class FixMarks:
         # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
         failed = {d.path for d in diagnostics if not analysed_whole([d])}
         answers: dict[str, object] = {}
+        crashes: dict[str, FixCrashed] = {}
         pending: list[tuple[str, dict, str | None]] = []  # (path, request, cache key), in file order
         for path, positions in by_path.items():
             if path in failed:
@@ -131,16 +131,19 @@ class FixMarks:
             if fixes is None:
                 pending.append((path, request, key))
             elif isinstance(fixes, FixCrashed):
-                note_crash(path, fixes)
+                crashes[path] = fixes
             else:
                 answers[path] = fixes
                 self.known.put(key, fixes)
         warm, self._fixer = self._fixer, None
         for path, outcome in ask_workers(pending, self.roots, self.jobs, warm):
             if isinstance(outcome, FixCrashed):
-                note_crash(path, outcome)
+                crashes[path] = outcome
                 continue
             answers[path] = outcome
+        for path in by_path:  # in file order, however they were asked
+            if path in crashes:
+                note_crash(path, crashes[path])
         for path, _request, key in pending:
             if path in answers:
                 self.known.put(key, answers[path])

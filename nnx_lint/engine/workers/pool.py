@@ -23,12 +23,22 @@ START_ATTEMPTS = 3
 
 
 def run_in_workers(jobs: list[Any], workers: int, role: str, roots: list[str],
-                   when_killed: Callable[[Any, str], None], when_killed_twice: Callable[[Any, str], Any]) -> list[Any]:
+                   when_killed: Callable[[Any, str], None], when_killed_twice: Callable[[Any, str], Any],
+                   on_answer: Callable[[int, Any], None] | None = None) -> list[Any]:
     """Each job's answer from ``role`` workers, in order. ``when_killed(job, how)`` is told
     of each job whose worker died on it (before its retry); ``when_killed_twice(job, how)``
-    stands in for a job whose worker died on it again in the retry."""
+    stands in for a job whose worker died on it again in the retry. ``on_answer(index,
+    answer)`` is told each answer as it arrives, from the threads that drive the workers, one
+    call at a time (it need not be thread-safe, but must be quick: a worker waits meanwhile)."""
     answers: list[Any] = [None] * len(jobs)
     state = _Shared(deque(range(len(jobs))))
+    reporting = threading.Lock()
+
+    def answered(index: int, answer: Any) -> None:
+        answers[index] = answer
+        if on_answer is not None:
+            with reporting:
+                on_answer(index, answer)
 
     def first_pass(worker: WorkerProcess | None) -> WorkerProcess | None:
         while True:
@@ -38,12 +48,14 @@ def run_in_workers(jobs: list[Any], workers: int, role: str, roots: list[str],
             if worker is None:
                 worker = state.start(role, roots)
             try:
-                answers[index] = worker.request(jobs[index])
+                answer = worker.request(jobs[index])
             except WorkerDied as died:
                 state.forget(worker)
                 worker = None
                 if state.add_suspect(index):
                     when_killed(jobs[index], died.how)
+                continue
+            answered(index, answer)
 
     def retry_pass(_worker: WorkerProcess | None) -> None:
         while True:
@@ -52,11 +64,12 @@ def run_in_workers(jobs: list[Any], workers: int, role: str, roots: list[str],
                 return
             worker = state.start(role, roots)  # alone, in a fresh process
             try:
-                answers[index] = worker.request(jobs[index])
+                answer = worker.request(jobs[index])
             except WorkerDied as died:
-                answers[index] = when_killed_twice(jobs[index], died.how)
+                answer = when_killed_twice(jobs[index], died.how)
             finally:
                 state.forget(worker)
+            answered(index, answer)
 
     try:
         kept = _run_threads(min(workers, len(jobs)), first_pass, state)
