@@ -79,6 +79,17 @@ def test_every_top_level_entry_of_nnx_lint_is_in_a_layer():
     assert len(modules) <= TOP_LEVEL_MODULES_AT_MOST, sorted(modules)
 
 
+#: Issue 25's size limit: a module longer than this is doing more than one job.
+MODULE_LINES_AT_MOST = 600
+
+
+def test_no_module_of_the_core_or_the_rules_is_over_the_size_limit():
+    sizes = {str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
+             for package in ("nnx_lint", "checkers") for path in (REPO / package).rglob("*.py")}
+    assert len(sizes) > 100, "the modules were found"
+    assert {path: lines for path, lines in sizes.items() if lines > MODULE_LINES_AT_MOST} == {}
+
+
 #: One violation per contract: (file, line appended to it).
 PLANTED = [
     ("checkers/graph_opt_in/nnx901_graph_mode_opt_in.py", "from nnx_lint.analysis.rule import Rule as _PlantedRule"),

@@ -37,6 +37,7 @@ from nnx_lint.analysis.calls import NNXCall
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.mode import Mode, ModeContext
 from nnx_lint.analysis.names import NameResolver, is_external
+from nnx_lint.analysis.transformed_callables import MAX_ALIAS_DEPTH, TransformedCallables
 from nnx_lint.analysis.transform_types import (
     Application,
     Argument,
@@ -44,13 +45,12 @@ from nnx_lint.analysis.transform_types import (
     Entry,
     Function,
     ModuleTools,
-    _is_class_reference,
     _positional,
     bound_values_of,
     decode_transform,
     explicit_tree,
 )
-from nnx_lint.flax_table.names import JAX_PREFIX, LIBRARY_PREFIXES, jax_counterpart
+from nnx_lint.flax_table.names import JAX_PREFIX, jax_counterpart
 from nnx_lint.flax_table.nnx_api import TRANSFORMS, is_compat, short_name
 from nnx_lint.flax_table.signatures import (AHEAD_OF_TIME_METHODS, DIRECT_TRANSFORMS, FUNCTION_TRANSFORMS,
                                             REJECTING_TRANSFORMS, TRACING_TRANSFORMS, traced_arguments)
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
 
 _MAX_DEPTH = 12
 _MAX_FUNCTIONS = 400
-_MAX_ALIAS_DEPTH = 4
 
 
 #: Per project: (its answers epoch, the tools of each other module), kept across files.
@@ -73,7 +72,7 @@ def transform_resolver(context: FileContext) -> TransformResolver:
     return context.service(TransformResolver)
 
 
-class TransformResolver:
+class TransformResolver(TransformedCallables):
     """Per-file answers to "which NNX transform does this run, on what?"."""
 
     def __init__(self, context: FileContext) -> None:
@@ -185,7 +184,7 @@ class TransformResolver:
 
     def functions_of(self, expression: nodes.NodeNG | None, depth: int = 0) -> list[Function]:
         """The function definitions an expression denotes (lambda, name, method, partial)."""
-        if expression is None or depth > _MAX_ALIAS_DEPTH:
+        if expression is None or depth > MAX_ALIAS_DEPTH:
             return []
         if isinstance(expression, nodes.Lambda):
             return [expression]
@@ -249,133 +248,6 @@ class TransformResolver:
                     return method
         return None
 
-    # -- transformed callables ----------------------------------------------------------------
-    def transformed_callable(self, expression: nodes.NodeNG) -> Entry | None:
-        """If calling ``expression`` calls a transformed function, its :class:`Entry`.
-
-        ``nnx.vmap(f, ...)`` (inline), a name bound to ``nnx.jit(f)``, a function decorated
-        with a transform (this file or another project file), ``self.decorated_method``.
-        """
-        key = id(expression)
-        if key in self._callables:
-            return self._callables[key]
-        self._callables[key] = None  # guards recursion
-        found = self._transformed_callable(expression, 0)
-        self._callables[key] = found
-        return found
-
-    def running_entry(self, call: nodes.Call) -> Entry | None:
-        """The :class:`Entry` of the transformed function ``call`` runs, also when that
-        function is not known (``self._forward = nnx.jit(forward_fn)`` with ``forward_fn`` a
-        parameter: its expression then stands for it). Ahead-of-time calls (``.lower(...)``,
-        ``.trace(...)``) run nothing. Memoised: several rules ask about every call."""
-        key = id(call)
-        if key not in self._running_entries:
-            self._running_entries[key] = self._running_entry(call)
-        return self._running_entries[key]
-
-    def _running_entry(self, call: nodes.Call) -> Entry | None:
-        entry = self.transformed_callable(call.func)
-        if entry is not None:
-            return entry
-        if isinstance(call.func, nodes.Attribute) and call.func.attrname in AHEAD_OF_TIME_METHODS:
-            return None
-        found = self.transformed(call.func)
-        if found is None:
-            return None
-        transform, function, unaffected = found
-        return Entry(function, transform.name, transform.node, transform, unaffected, "call")
-
-    def _transformed_callable(self, expression: nodes.NodeNG, depth: int) -> Entry | None:
-        if depth > _MAX_ALIAS_DEPTH:
-            return None
-        if isinstance(expression, nodes.Call):
-            entries = list(self._call_entries(expression))
-            return entries[0] if entries else None
-        if isinstance(expression, nodes.Name):
-            _scope, assignments = lookup(expression)
-            for assignment in assignments:
-                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
-                    entry = self._decorated_entry(assignment)
-                    if entry is not None:
-                        return entry
-                elif isinstance(assignment, nodes.AssignName):
-                    for value in bound_values_of(assignment):
-                        entry = self._transformed_callable(value, depth + 1)
-                        if entry is not None:
-                            return entry
-                elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
-                    return self._imported_callable(self.qualified_name(expression))
-            if assignments and all(isinstance(a, (nodes.FunctionDef, nodes.AsyncFunctionDef)) for a in assignments):
-                return None  # a plain function, not an instance whose decorated `__call__` would run
-            return self._decorated_call_method(expression)
-        if isinstance(expression, nodes.Attribute):
-            qualified = self.qualified_name(expression)
-            if qualified and is_external(qualified):
-                return None  # `jnp.zeros`, `optax.adam`: a library's function is no project's transformed one
-            for function in self.functions_of(expression):
-                entry = self._decorated_entry(function)
-                if entry is not None:
-                    return entry
-            return (self._imported_callable(self.qualified_name(expression))
-                    or self._decorated_call_method(expression)
-                    or self._stored_transform(expression, depth))
-        return None
-
-    def _stored_transform(self, expression: nodes.Attribute, depth: int) -> Entry | None:
-        """``self._fwd(...)`` where the class (or a base class) stored ``self._fwd = nnx.jit(f)``."""
-        if expression.attrname not in self._names_stored_from_calls():
-            return None
-        owner = self.context.classes.class_of_self(expression.expr)
-        if owner is None or owner.definition is None:
-            return None
-        for store in self.context.classes.info(owner.definition).stores_of(expression.attrname):
-            entry = self._transformed_callable(store.value, depth + 1) if store.value is not None else None
-            if entry is not None:
-                return entry
-        return None
-
-    def _decorated_call_method(self, expression: nodes.NodeNG) -> Entry | None:
-        """``model(x)`` where ``Cls.__call__`` is decorated with a transform."""
-        if _is_class_reference(expression):
-            return None
-        ref = self.context.classes.class_of_self(expression)
-        if ref is None or ref.definition is None:
-            return None
-        return self._decorated_entry(self.method_of(ref.definition, "__call__"))
-
-    def _decorated_entry(self, function: nodes.NodeNG | None) -> Entry | None:
-        """The transform the first transforming decorator of ``function`` applies, if any."""
-        if not isinstance(function, (nodes.FunctionDef, nodes.AsyncFunctionDef)) or not function.decorators:
-            return None
-        for decorator in function.decorators.nodes:
-            entry = self._decorator_entry(function, decorator)
-            if entry is not None:
-                return entry
-        return None
-
-    def _imported_callable(self, qualified_name: str | None) -> Entry | None:
-        if not qualified_name or qualified_name.startswith(LIBRARY_PREFIXES):
-            return None
-        module_name, _, attribute = qualified_name.rpartition(".")
-        module = self.context.project.load(module_name) if module_name else None
-        if module is None:
-            return None
-        for assignment in reversed(module.locals.get(attribute, [])):
-            if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
-                entry = self._decorated_entry(assignment)
-                if entry is not None:
-                    return entry
-            elif isinstance(assignment, nodes.AssignName):
-                # only `name = nnx.jit(f)` there: following names across modules could cycle
-                for value in bound_values_of(assignment):
-                    if isinstance(value, nodes.Call):
-                        entries = list(self._call_entries(value))
-                        if entries:
-                            return entries[0]
-            return None
-        return None
-
     # -- applications ------------------------------------------------------------------------
     def application(self, node: nodes.Call) -> Application | None:
         """The :class:`Application` if ``node`` runs an NNX-transformed function (memoised:
@@ -407,7 +279,7 @@ class TransformResolver:
     def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
         runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise."""
-        if depth > _MAX_ALIAS_DEPTH:
+        if depth > MAX_ALIAS_DEPTH:
             return None
         if isinstance(callee, nodes.Call):
             call = self.nnx_call(callee)
