@@ -10,6 +10,7 @@ lookups and the decorator decoding it uses are the resolver's).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from astroid import nodes
@@ -74,22 +75,15 @@ class TransformedCallables:
         if depth > MAX_ALIAS_DEPTH:
             return None
         if isinstance(expression, nodes.Call):
-            entries = list(self._call_entries(expression))
-            return entries[0] if entries else None
+            return self._first_call_entry(expression)
         if isinstance(expression, nodes.Name):
             _scope, assignments = lookup(expression)
             for assignment in assignments:
-                if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
-                    entry = self._decorated_entry(assignment)
-                    if entry is not None:
-                        return entry
-                elif isinstance(assignment, nodes.AssignName):
-                    for value in bound_values_of(assignment):
-                        entry = self._transformed_callable(value, depth + 1)
-                        if entry is not None:
-                            return entry
-                elif isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
+                if isinstance(assignment, (nodes.ImportFrom, nodes.Import)):
                     return self._imported_callable(self.qualified_name(expression))
+                entry = self._binding_entry(assignment, lambda value: self._transformed_callable(value, depth + 1))
+                if entry is not None:
+                    return entry
             if assignments and all(isinstance(a, (nodes.FunctionDef, nodes.AsyncFunctionDef)) for a in assignments):
                 return None  # a plain function, not an instance whose decorated `__call__` would run
             return self._decorated_call_method(expression)
@@ -146,16 +140,26 @@ class TransformedCallables:
         if module is None:
             return None
         for assignment in reversed(module.locals.get(attribute, [])):
-            if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
-                entry = self._decorated_entry(assignment)
+            # The last binding only, and only `name = nnx.jit(f)` there: following names across
+            # modules could cycle.
+            return self._binding_entry(assignment, self._first_call_entry)
+        return None
+
+    def _binding_entry(self, assignment: nodes.NodeNG,
+                       value_entry: Callable[[nodes.NodeNG], Entry | None]) -> Entry | None:
+        """The entry one binding of a name gives: its decorated function's, or the first that
+        ``value_entry`` finds among the values it binds (``step = nnx.jit(f)``)."""
+        if isinstance(assignment, (nodes.FunctionDef, nodes.AsyncFunctionDef)):
+            return self._decorated_entry(assignment)
+        if isinstance(assignment, nodes.AssignName):
+            for value in bound_values_of(assignment):
+                entry = value_entry(value)
                 if entry is not None:
                     return entry
-            elif isinstance(assignment, nodes.AssignName):
-                # only `name = nnx.jit(f)` there: following names across modules could cycle
-                for value in bound_values_of(assignment):
-                    if isinstance(value, nodes.Call):
-                        entries = list(self._call_entries(value))
-                        if entries:
-                            return entries[0]
-            return None
         return None
+
+    def _first_call_entry(self, value: nodes.NodeNG) -> Entry | None:
+        """The first entry of a call that applies a transform (``nnx.jit(f)``), if ``value`` is one."""
+        if not isinstance(value, nodes.Call):
+            return None
+        return next(iter(self._call_entries(value)), None)
