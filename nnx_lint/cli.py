@@ -284,8 +284,7 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
             return EXIT_ERROR
     result.diagnostics = explain_blocked_pins(result.diagnostics, settings)
     if marks is not None and result.diagnostics:
-        marks.known.digests.update(result.digests)  # the fix cache's keys need not hash the files again
-        result.fixes = marks.attach(result.diagnostics)
+        result.fixes = marks.attach(result.diagnostics, result.digests)
     if args.statistics or args.group_by:
         from nnx_lint.reporting.reporters import render_statistics
 

@@ -200,24 +200,23 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         pending.append((str(file), display, selectors, roots, settings.target_version))
         keys.append((key, digest, run_fingerprint))
 
-    handed_over: dict[int, list[Diagnostic]] = {}  # by the lint workers' threads, as each file is done
+    handed_over: dict[int, list[Diagnostic]] = {}  # each file's findings, told to on_file once
 
     def hand_over(index: int, outcome: tuple) -> None:
+        # With lint workers, from the threads that drive them as each file is done.
         key, digest, _run_fingerprint = keys[index]
         found = handed_over[index] = [Diagnostic.from_dict(d) for d in outcome[0]]
-        on_file(key, digest, shown(found, settings.strict))
+        if on_file is not None:
+            on_file(key, digest, shown(found, settings.strict))
 
     # The outcomes drive the loop, so that _execute runs to its end (and leaves its collection settings).
-    for index, (diagnostics, dependencies) in enumerate(
-            _execute(pending, jobs, hand_over if on_file is not None else None)):
+    for index, outcome in enumerate(_execute(pending, jobs, hand_over if on_file is not None else None)):
+        if index not in handed_over:
+            hand_over(index, outcome)
+        diagnostics, dependencies = outcome
         key, digest, run_fingerprint = keys[index]
         result.files_analysed += 1
-        found = handed_over.get(index)
-        if found is None:
-            found = [Diagnostic.from_dict(d) for d in diagnostics]
-            if on_file is not None:
-                on_file(key, digest, shown(found, settings.strict))
-        result.diagnostics.extend(found)
+        result.diagnostics.extend(handed_over.pop(index))
         if digest:
             cache.store(key, Entry(digest, run_fingerprint, dependencies, diagnostics))
             for dependency, value in dependencies.items():
@@ -251,9 +250,7 @@ def _execute(pending: list[tuple], jobs: int,
     requests = [{"path": path, "display": display, "selectors": selectors, "roots": roots,
                  "target_version": list(target) if target else None}
                 for path, display, selectors, roots, target in pending]
-    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice,
-                             on_answer=None if on_answer is None else
-                             lambda index, answer: on_answer(index, (answer[0], answer[1])))
+    answers = run_in_workers(requests, jobs, "lint", pending[0][3], _killed_once, _killed_twice, on_answer)
     yield from ((diagnostics, dependencies) for diagnostics, dependencies in answers)
 
 

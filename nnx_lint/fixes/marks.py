@@ -92,31 +92,33 @@ class FixMarks:
             except Exception:  # asked again when the run is over, where an error is reported
                 early.answer = None
 
-    def _stop(self) -> None:
+    def _stop(self, timeout: float | None = None) -> None:
         """Withdraw what the background worker has not started, and wait for the one it has."""
         self._closing = True
         if self._thread is not None:
             self._asked.put(None)
-            self._thread.join()
+            self._thread.join(timeout)
             self._thread = None
 
     # -- when the run is over ------------------------------------------------------------
 
-    def attach(self, diagnostics) -> dict[int, object]:
+    def attach(self, diagnostics, digests: dict[str, str] | None = None) -> dict[int, object]:
         """Index in ``diagnostics`` (the findings as reported) -> :class:`Fix`. A file on which
         a worker dies gets no fixes (and a note on stderr); its diagnostics and every other
-        file's fixes are still reported."""
+        file's fixes are still reported. ``digests``: the sha256 of the files the run read, by
+        absolute path (:attr:`RunResult.digests`), so the fix cache need not hash them again."""
         from nnx_lint.base.diagnostic import analysed_whole
         from nnx_lint.fixes.model import Fix
 
         self._stop()
+        self.known.digests.update(digests or {})
         by_path: dict[str, list[int]] = {}
         for position, diagnostic in enumerate(diagnostics):
             by_path.setdefault(diagnostic.path, []).append(position)
         # A file that could not be analysed whole (over its budget, a crash) is not parsed again here.
         failed = {d.path for d in diagnostics if not analysed_whole([d])}
-        answers: dict[str, object] = {}
-        crashes: dict[str, FixCrashed] = {}
+        outcomes: dict[str, dict | FixCrashed] = {}
+        keys: dict[str, str | None] = {}  # the fix cache's key of each file's request
         pending: list[tuple[str, dict, str | None]] = []  # (path, request, cache key), in file order
         for path, positions in by_path.items():
             if path in failed:
@@ -124,34 +126,25 @@ class FixMarks:
             request = self._request(path, [diagnostics[position] for position in positions])
             early = self.early.get(path)
             if early is not None and early.answer is not None and early.request == request:
-                key, fixes = early.key, early.answer
+                keys[path], outcome = early.key, early.answer
             else:
-                key = self.known.key(path, request)
-                fixes = self.known.peek(key)
-            if fixes is None:
-                pending.append((path, request, key))
-            elif isinstance(fixes, FixCrashed):
-                crashes[path] = fixes
+                keys[path] = self.known.key(path, request)
+                outcome = self.known.peek(keys[path])
+            if outcome is None:
+                pending.append((path, request, keys[path]))
             else:
-                answers[path] = fixes
-                self.known.put(key, fixes)
+                outcomes[path] = outcome
         warm, self._fixer = self._fixer, None
-        for path, outcome in ask_workers(pending, self.roots, self.jobs, warm):
-            if isinstance(outcome, FixCrashed):
-                crashes[path] = outcome
-                continue
-            answers[path] = outcome
-        for path in by_path:  # in file order, however they were asked
-            if path in crashes:
-                note_crash(path, crashes[path])
-        for path, _request, key in pending:
-            if path in answers:
-                self.known.put(key, answers[path])
+        outcomes.update(ask_workers(pending, self.roots, self.jobs, warm))
         found: dict[int, object] = {}
-        for path, fixes in answers.items():
-            positions = by_path[path]
-            for number, fix in fixes.items():
-                found[positions[int(number)]] = Fix.from_json(fix)
+        for path, positions in by_path.items():  # in file order, however the fixes were asked
+            outcome = outcomes.get(path)
+            if isinstance(outcome, FixCrashed):
+                note_crash(path, outcome)
+            elif outcome is not None:
+                self.known.put(keys[path], outcome)
+                for number, fix in outcome.items():
+                    found[positions[int(number)]] = Fix.from_json(fix)
         self.known.save()
         return found
 
@@ -178,14 +171,9 @@ class FixMarks:
         """Stop the background worker (on Ctrl-C or an error: at once)."""
         self._closing = True
         fixer, self._fixer = self._fixer, None
-        if fixer is not None and self._thread is not None:
-            fixer.__exit__(KeyboardInterrupt, None, None)  # kills it: the thread's wait ends
-        if self._thread is not None:
-            self._asked.put(None)
-            self._thread.join(timeout=5)
-            self._thread = None
         if fixer is not None:
-            fixer.close()
+            fixer.__exit__(KeyboardInterrupt, None, None)  # kills it: a wait on its pipe ends
+        self._stop(timeout=5)
 
     def __enter__(self) -> FixMarks:
         return self

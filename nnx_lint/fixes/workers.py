@@ -66,8 +66,6 @@ BYTES_PER_FIX_WORKER = 256 * 1024
 def _worker_count(pending: list[tuple[str, dict, str | None]], jobs: int) -> int:
     """How many fix workers to start: at most ``jobs`` and one per file, and no more than the
     files' size keeps busy (:data:`BYTES_PER_FIX_WORKER`), so two small files share one worker."""
-    import os
-
     size = 0
     for path, request, _key in pending:
         text = request.get("text")
