@@ -22,6 +22,8 @@ import signal
 import sys
 from typing import Any
 
+from nnx_lint.base.fast_exit import end_without_teardown
+
 #: Role -> the module whose ``prepare()`` imports what the role needs and whose
 #: ``answer(request)`` serves one request. Named by the parent, never by a message.
 ROLES = {
@@ -101,3 +103,5 @@ def main(role: str) -> None:
     for line in incoming:
         answer = handler.answer(json.loads(line))
         send({"answer": answer, "untrusted": check.untrusted_modules()})
+    # The last answer is written: the parent closing the worker waits for this exit.
+    end_without_teardown(0, protocol)
