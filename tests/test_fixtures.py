@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from _support import FIXTURES, fixture_expectations, fixture_files, lint_fixture, not_self_contained
@@ -35,3 +38,15 @@ def test_fixture_names_say_what_they_show():
     """Named for the pattern, not for a row or reproduction number (`NNX101_repro_r01.py`)."""
     numbered = [p.name for p in fixture_files() if re.search(r"_(repro|r\d+)(_|\.py$)|_fix\.py$", p.name)]
     assert not numbered, numbered
+
+
+def test_pytest_never_collects_analysed_code():
+    """The fixtures are linted, never run: pytest collects nothing under the directories of
+    analysed code, even a fixture named like a test module (``..._in_a_test.py``), whose
+    functions pytest would otherwise import and call (``collect_ignore_glob`` in conftest.py)."""
+    tests = Path(__file__).resolve().parent
+    analysed = ["fixtures", "fixtures_gate", "fixtures_server", "flip_scripts"]
+    assert any(p.name.endswith("_test.py") for p in FIXTURES.rglob("*.py")), "no fixture is named like a test module"
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
+                             *analysed], cwd=tests, capture_output=True, text=True)
+    assert result.returncode == 5 and "no tests collected" in result.stdout, result.stdout[-2000:]
