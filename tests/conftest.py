@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: A fixture's name can look like a test module's (``NNX101_classes_defined_in_a_test.py``:
 #: its name is what it tests), and pytest would otherwise collect it and run its functions.
 collect_ignore_glob = ["fixtures/*", "fixtures_gate/*", "fixtures_server/*", "flip_scripts/*"]
+
 #: The packages the suite's subprocesses import (CLI runs, lint and fix workers, the gate).
 _PACKAGES = ("nnx_lint", "checkers", "tree_runtime")
 

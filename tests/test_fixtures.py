@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from _support import FIXTURES, fixture_expectations, fixture_files, lint_fixture, not_self_contained
+from _support import FIXTURES, REPO, fixture_expectations, fixture_files, lint_fixture, not_self_contained
+from conftest import collect_ignore_glob
 
 from nnx_lint.base.diagnostic import KINDS
 
@@ -44,9 +44,9 @@ def test_pytest_never_collects_analysed_code():
     """The fixtures are linted, never run: pytest collects nothing under the directories of
     analysed code, even a fixture named like a test module (``..._in_a_test.py``), whose
     functions pytest would otherwise import and call (``collect_ignore_glob`` in conftest.py)."""
-    tests = Path(__file__).resolve().parent
-    analysed = ["fixtures", "fixtures_gate", "fixtures_server", "flip_scripts"]
+    analysed = [pattern.split("/")[0] for pattern in collect_ignore_glob]
+    assert FIXTURES.name in analysed
     assert any(p.name.endswith("_test.py") for p in FIXTURES.rglob("*.py")), "no fixture is named like a test module"
     result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
-                             *analysed], cwd=tests, capture_output=True, text=True)
+                             *analysed], cwd=REPO / "tests", capture_output=True, text=True)
     assert result.returncode == 5 and "no tests collected" in result.stdout, result.stdout[-2000:]
