@@ -29,22 +29,35 @@ def _page(uri: str) -> Path:
     return Path(url2pathname(parsed.path))
 
 
-def test_default_json_sarif_urls_are_the_installed_pages(tmp_path):
+def test_without_a_rule_url_base_json_and_sarif_carry_no_link_and_sarif_carries_the_page(tmp_path):
+    """Issue 45: a ``file://`` path of the machine that ran the lint is a dead link in code scanning and
+    exposes the runner's paths. Without ``rule-url-base``, JSON's ``url`` is null, SARIF has no
+    ``helpUri``, and the rule's page travels inside SARIF as ``help.text`` / ``help.markdown``."""
+    from nnx_lint.base.links import shipped_page
+
     (tmp_path / "bad.py").write_text(BAD)
-    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
-    page = _page(found["url"])
-    assert page.is_file() and page.read_text().startswith("# NNX201 `state-axes-prefix`")
-    sarif = json.loads(_check(tmp_path, "--output-format", "sarif", "bad.py").stdout)
-    (rule,) = sarif["runs"][0]["tool"]["driver"]["rules"]
-    assert _page(rule["helpUri"]) == page
-    assert f"]({found['url']})" in rule["help"]["markdown"]
+    json_run = _check(tmp_path, "--output-format", "json", "bad.py").stdout
+    (found,) = json.loads(json_run)
+    assert found["url"] is None and "file:" not in json_run
+    sarif_run = _check(tmp_path, "--output-format", "sarif", "bad.py").stdout
+    assert "file:" not in sarif_run
+    (rule,) = json.loads(sarif_run)["runs"][0]["tool"]["driver"]["rules"]
+    assert "helpUri" not in rule
+    page = shipped_page("NNX201").read_text()
+    assert rule["help"]["markdown"].startswith("# NNX201 `state-axes-prefix`")
+    assert rule["help"]["text"] == rule["help"]["markdown"]
+    assert "## What it does" in rule["help"]["markdown"] and "## How to fix" in page
+    # The page's relative links (../catalogue.md) lead nowhere in code scanning: their text stays.
+    assert "../catalogue.md" in page and "../catalogue.md" not in rule["help"]["markdown"]
 
 
-def test_the_shipped_pages_link_to_a_shipped_catalogue(tmp_path):
-    (tmp_path / "bad.py").write_text(BAD)
-    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
-    page = _page(found["url"])
-    for target in re.findall(r"\]\((\.\./catalogue\.md)#", page.read_text()):
+def test_the_shipped_pages_link_to_a_shipped_catalogue():
+    from nnx_lint.base.links import shipped_page
+
+    page = shipped_page("NNX201")
+    targets = re.findall(r"\]\((\.\./catalogue\.md)#", page.read_text())
+    assert targets
+    for target in targets:
         assert (page.parent / target).is_file()
 
 
@@ -58,6 +71,7 @@ def test_rule_url_base_from_the_config_and_the_command_line(tmp_path):
     flag = _check(tmp_path, "--output-format", "sarif", "--rule-url-base", "https://x.test/{code}.html", "bad.py")
     (rule,) = json.loads(flag.stdout)["runs"][0]["tool"]["driver"]["rules"]
     assert rule["helpUri"] == "https://x.test/NNX201.html"
+    assert rule["help"]["markdown"].startswith("# NNX201 `state-axes-prefix`")
 
 
 def test_a_hostile_rule_url_base_cannot_break_a_markdown_link(tmp_path):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from nnx_lint.engine.config import split_codes
 from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
 from nnx_lint.gate.shard import ShardError, parse_shard
-from nnx_lint.gate.untested import GATE_EXTRA
+from nnx_lint.gate.untested import gate_extra
 
 if TYPE_CHECKING:
     from nnx_lint.gate.classify import GateOutcome
@@ -200,11 +200,11 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         jobs = None
     if _flax_missing_here(command):
         print(f"nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
-              f"and Tree Mode and needs it ({GATE_EXTRA})", file=sys.stderr)
+              f"and Tree Mode and needs it ({gate_extra()})", file=sys.stderr)
         return EXIT_ERROR
     if test_command is None and importlib.util.find_spec("pytest") is None:
         print(f"nnx-lint: error: pytest is not installed in this Python; the gate runs the project's pytest "
-              f"suite ({GATE_EXTRA})", file=sys.stderr)
+              f"suite ({gate_extra()})", file=sys.stderr)
         return EXIT_ERROR
     baseline: set[str] | None = None
     try:

@@ -227,7 +227,8 @@ def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None
     confirmations, fixes = confirmations or {}, fixes or {}
     found = [to_json_object(d, confirmations.get(i), fixes.get(i)) for i, d in enumerate(diagnostics)]
     for item in found:
-        item["url"] = rule_url(item["code"], url_base)
+        # Ruff's key, null without a configured rule-url-base: never a file:// path of this machine.
+        item["url"] = rule_url(item["code"], url_base) if url_base else None
     return json.dumps(found, indent=2)
 
 
@@ -287,8 +288,10 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "id": code,
             "name": rule.symbol if rule else code,
             "shortDescription": {"text": summary},
-            "helpUri": rule_url(code, url_base),
-            **_sarif_rule_help(rule, url_base),
+            # A rule link only where the team publishes the pages: a file:// path of the machine that
+            # ran the lint is a dead link in code scanning, and exposes the runner's paths.
+            **({"helpUri": rule_url(code, url_base)} if url_base else {}),
+            **_sarif_rule_help(code),
             "properties": {"kind": rule.kind if rule else "linter"},
         })
     results = []
@@ -354,16 +357,21 @@ def _sarif_related(related) -> list[dict]:
     return found
 
 
-def _sarif_rule_help(rule, url_base: str | None = None) -> dict:
-    """The rule's ``help`` (SARIF reportingDescriptor): the generic advice, facts shown as ``<name>``."""
-    from nnx_lint.reporting.docs import markdown_text
-    from nnx_lint.base.links import rule_url
+def _sarif_rule_help(code: str) -> dict:
+    """The rule's ``help`` (SARIF reportingDescriptor §3.49.13): its whole page, which GitHub
+    code scanning shows beside the alert. The page shipped in the package is read as it is;
+    its relative links (the catalogue) lead nowhere outside the package, so they keep only
+    their text."""
+    import re
 
-    advice = rule.generic_help() if rule else ""
-    if not advice:
+    from nnx_lint.base.links import shipped_page
+
+    try:
+        page = shipped_page(code).read_text(encoding="utf-8")
+    except OSError:
         return {}
-    page = rule_url(rule.code, url_base)
-    return {"help": {"text": advice, "markdown": f"{markdown_text(advice)}\n\nSee [{rule.code}]({page})."}}
+    page = re.sub(r"\[([^\]]*)\]\((?![a-z][a-z0-9+.-]*:)[^)]*\)", r"\1", page.strip())
+    return {"help": {"text": page, "markdown": page}}
 
 
 def render_statistics(result: RunResult, output_format: str = "text", group_by: str = "rule") -> str:
