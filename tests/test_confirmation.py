@@ -7,7 +7,6 @@ Each oracle runs all programs in one worker subprocess (module-scoped), as ``--c
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

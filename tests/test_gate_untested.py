@@ -75,7 +75,9 @@ def test_python_on_path_is_not_the_environment_with_nnx_lint(tmp_path):
     done = _gate(root, ".", "--", "python", "-m", "pytest", env=env)
     last = _nothing_tested(done)
     assert f"({python}) cannot import nnx-lint's pytest plugin" in last
-    assert "nnx-lint[gate]" in last and f"-- {sys.executable} -m pytest" in last
+    from nnx_lint.base.install_hints import pip_install
+
+    assert f"{pip_install('gate')} there" in last and f"-- {sys.executable} -m pytest" in last
     assert "Traceback" not in done.stdout  # one line, not the test command's traceback
 
 
@@ -154,7 +156,7 @@ def test_progress_in_a_ci_log_phase_lines_and_heartbeats(tmp_path):
 
 
 def test_the_gate_extra_installs_what_the_gate_needs():
-    """``pip install 'nnx-lint[gate]'`` resolves the installed distribution's metadata: the extra must
+    """Installing nnx-lint with its ``gate`` extra resolves the installed distribution's metadata: the extra must
     bring pytest, flax and jax, each a requirement that the gate's message names the extra for."""
     from importlib.metadata import metadata
 

@@ -32,22 +32,32 @@ from pathlib import Path
 DISTRIBUTION = "nnx-lint"
 
 
-def _installed_direct_url() -> dict | None | str:
-    """PEP 610's record of this installation: its dict, None when installed from an index, or
-    ``"not installed"`` when no ``nnx-lint`` distribution is installed (a bare checkout)."""
+def _running_checkout() -> Path | None:
+    """The source checkout the running nnx-lint is imported from (an editable install, or a
+    checkout on ``sys.path``), or None when it runs from an installed copy (site-packages)."""
+    checkout = Path(__file__).resolve().parents[2]
+    try:
+        project = (checkout / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return checkout if f'name = "{DISTRIBUTION}"' in project else None
+
+
+def _installed_direct_url() -> dict | None:
+    """PEP 610's record of an installed ``nnx-lint`` distribution, or None (installed from an
+    index, or not installed). Every distribution of the name is asked: a ``*.egg-info`` left in
+    a checkout by an editable build can shadow the installed one when the checkout is on
+    ``sys.path``."""
     from importlib import metadata
 
-    try:
-        text = metadata.distribution(DISTRIBUTION).read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return "not installed"
-    if not text:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) and isinstance(record.get("url"), str) else None
+    for distribution in metadata.distributions(name=DISTRIBUTION):
+        try:
+            record = json.loads(distribution.read_text("direct_url.json") or "null")
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("url"), str):
+            return record
+    return None
 
 
 def _local_path(url: str) -> str:
@@ -85,11 +95,9 @@ def pip_install(extra: str | None = None) -> str:
     """The ``pip install`` command that installs nnx-lint with ``extra`` the way this copy was
     installed (module docstring). The path it may name is this machine's: fine in output, never
     to be written into a committed file."""
-    record = _installed_direct_url()
-    if record == "not installed":
-        checkout = Path(__file__).resolve().parents[2]
-        if (checkout / "pyproject.toml").is_file():
-            record = {"url": checkout.as_uri(), "dir_info": {"editable": True}}
-        else:
-            record = None
-    return f"pip install {requirement_for(extra, record)}"  # type: ignore[arg-type]
+    checkout = _running_checkout()
+    if checkout is not None:
+        record: dict | None = {"url": checkout.as_uri(), "dir_info": {"editable": True}}
+    else:
+        record = _installed_direct_url()
+    return f"pip install {requirement_for(extra, record)}"

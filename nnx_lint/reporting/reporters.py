@@ -73,8 +73,9 @@ def render(
 
 
 def _closing(result: RunResult, unsafe: bool) -> list[str]:
-    """The summary, then Ruff's fixable hint when any finding has a fix ``--fix`` would apply."""
-    return [summary(result), *fixable_hint(result.fixes or {}, unsafe)]
+    """The summary, then Ruff's fixable hint when any finding has a fix ``--fix`` would apply, then
+    why findings have no fix (:attr:`RunResult.fix_note`)."""
+    return [summary(result), *fixable_hint(result.fixes or {}, unsafe), *([result.fix_note] if result.fix_note else [])]
 
 
 def fixable_hint(fixes: dict, unsafe: bool) -> list[str]:
