@@ -120,3 +120,19 @@ def test_an_installed_wheel_names_itself_in_its_install_hints(wheel, tmp_path):
                            capture_output=True, text=True, timeout=300)
     (descriptor,) = json.loads(sarif.stdout)["runs"][0]["tool"]["driver"]["rules"]
     assert descriptor["help"]["markdown"].startswith("# NNX201") and "file:" not in sarif.stdout
+
+
+def test_the_publishing_workflow_builds_checks_and_publishes_with_trusted_publishing():
+    """docs/publish.yml is not run by the tests (it needs GitHub and PyPI): it is valid YAML whose build
+    job builds and checks the sdist and the wheel, and whose publish job uploads them with an OIDC token
+    (trusted publishing), no stored secret."""
+    yaml = pytest.importorskip("yaml")
+    text = (REPO / "docs" / "publish.yml").read_text()
+    document = yaml.safe_load(text)
+    build, publish = document["jobs"]["build"], document["jobs"]["publish"]
+    runs = [step.get("run", "") for step in build["steps"]]
+    assert "python -m build" in runs and "python -m twine check --strict dist/*" in runs
+    assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
+    assert any(step.get("uses", "").startswith("pypa/gh-action-pypi-publish@") for step in publish["steps"])
+    assert "secrets." not in text and "password" not in text
+    assert "publish.yml" in (REPO / "docs" / "releasing.md").read_text()
