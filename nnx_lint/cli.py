@@ -1,4 +1,4 @@
-"""``nnx-lint``: the command line and CI gate.
+"""``nnx-lint``: the command line (in CI: the baseline check).
 
     nnx-lint check [PATH ...]     lint files and directories (default: .)
     nnx-lint rule NNX201          print a rule's documentation

@@ -132,7 +132,7 @@ def test_migration_guide_covers_its_topics_in_order():
     text = (ROOT / "docs" / "migration.md").read_text()
     headings = re.findall(r"^## \d\. (.+)$", text, flags=re.MULTILINE)
     assert headings == ["Order of work", "Run your own tests in Tree Mode today",
-                        "The gate: fail CI only on new breaks", "pre-commit", "GitHub Actions and code scanning",
+                        "The baseline check: fail CI only on new breaks", "pre-commit", "GitHub Actions and code scanning",
                         "Tracking progress", "Fixes and your flax version"]
     for needle in ("NNX_GRAPH_MODE=false NNX_GRAPH_UPDATES=false", "nnx.set_graph_mode(False)",
                    "nnx.set_graph_updates(False)", "--write-baseline", "--baseline", "nnx-lint gate",

@@ -20,6 +20,7 @@ import importlib.util
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -215,8 +216,10 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
 
         progress = Progress(interval=args.progress_interval)
         progress.phase(f"lint: {path}")
+        lint_started = time.monotonic()
         diagnostics = lint_project(path, select)
-        progress.phase(f"lint: ended, {len(diagnostics)} finding(s)")
+        lint_elapsed = time.monotonic() - lint_started
+        progress.phase(f"lint: ended, {lint_line(diagnostics)}")
     except (BaselineError, ConfigError, UnknownSelector) as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -234,6 +237,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
                                        shard=shard, concurrent_reruns=False if args.serial_reruns else None))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    outcome.elapsed += lint_elapsed  # the summary's time is the whole gate's, its lint included
     breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))
     progress.phase(f"join: attributing {breaks} break(s) to the findings")
     status, output = finish(outcome, diagnostics, path, baseline, args, notes)
@@ -243,6 +247,25 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     except BrokenPipeError:
         pass
     return status
+
+
+def lint_line(diagnostics: list) -> str:
+    """What the gate's lint found, saying that it lints in audit mode (``--strict``, so that a break
+    only an unproven finding matches is counted apart), proven and unproven apart: ``nnx-lint check``
+    without ``--strict`` reports only the proven ones.
+
+    >>> from types import SimpleNamespace as D
+    >>> lint_line([D(proof="unproven"), D(proof=None), D(proof="unproven")])
+    '3 findings in audit mode (--strict): 1 proven, 2 unproven'
+    >>> lint_line([D(proof=None)])
+    '1 finding in audit mode (--strict): 1 proven, 0 unproven'
+    """
+    from nnx_lint.base.diagnostic import UNPROVEN
+
+    unproven = sum(1 for d in diagnostics if d.proof == UNPROVEN)
+    total = len(diagnostics)
+    return (f"{total} finding{'s' * (total != 1)} in audit mode (--strict): {total - unproven} proven, "
+            f"{unproven} unproven")
 
 
 def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[str] | None,

@@ -146,6 +146,15 @@ def _repro_block(d: Diagnostic, program: str) -> str:
     return f"{header}\n{printable_lines(program.rstrip())}\n--- end of reproduction ---"
 
 
+def _agreeing(words: str, count: int) -> str:
+    """The summary's words for one kind, their verb agreeing with ``count``: "1 raises in Tree Mode",
+    "2 raise in Tree Mode", "1 silently changes meaning"."""
+    if count != 1:
+        return words
+    return {"raise in Tree Mode": "raises in Tree Mode",
+            "silently change meaning": "silently changes meaning"}.get(words, words)
+
+
 def summary(result: RunResult) -> str:
     count = len(result.diagnostics)
     checked = f"{result.files_checked} file{'s' * (result.files_checked != 1)} checked"
@@ -155,8 +164,9 @@ def summary(result: RunResult) -> str:
     # Unproven findings (audit mode) are counted apart from what is known to break.
     kinds = Counter(UNPROVEN if d.proof == UNPROVEN else "newer-syntax" if d.kind == "linter" and analysed_whole([d])
                     else d.kind for d in result.diagnostics)
-    parts = [f"{kinds[k]} {words}" for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version",
-                                                    UNPROVEN: "unproven"}.items()
+    parts = [f"{kinds[k]} {_agreeing(words, kinds[k])}"
+             for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version",
+                              UNPROVEN: "unproven"}.items()
              if kinds[k]]
     files = len({d.path for d in result.diagnostics})
     return (
