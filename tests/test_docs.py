@@ -255,7 +255,7 @@ def test_contributing_names_what_exists():
     paths = set(re.findall(r"`((?:nnx_lint|checkers|tests)/[\w/]+\.py)`", text))
     assert "nnx_lint/analysis/values.py" in paths and "tests/test_one_answer.py" in paths
     # The files the scaffold example writes are checked by tests/test_scaffold.py, which writes them.
-    example = re.search(r"^python -m nnx_lint\.scaffold (NNX\d{3}) ", text, flags=re.MULTILINE).group(1)
+    example = re.search(r"^(?:\$ )?python -m nnx_lint\.scaffold (NNX\d{3}) ", text, flags=re.MULTILINE).group(1)
     written = {path for path in paths if example.lower() in path.lower()}
     assert len(written) == 2
     assert [path for path in paths - written if not (ROOT / path).is_file()] == []
