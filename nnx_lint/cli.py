@@ -320,8 +320,8 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
         # lines only, so a machine-readable format, which never has such a line, is untouched).
         from nnx_lint.reporting.reporters import summary
 
-        quiet_drops = (summary(result),) + tuple(
-            line for line in output.split("\n") if line.startswith(("Confirmation: ", "[*] ", "No fixes available", "No fix for ")))
+        dropped = ("Confirmation: ", "[*] ", "No fixes available", "No fix for ")
+        quiet_drops = (summary(result),) + tuple(line for line in output.split("\n") if line.startswith(dropped))
         cli_ci.emit(args, settings, output, quiet_drops)
     except cli_ci.UsageError as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)

@@ -254,8 +254,10 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
     settings = Settings(root=path.parent, source=path)
     if "select" in table:
         settings.select = _selector_list(table, "select", where)
-    for key, attribute, read in (("ignore", "ignore", _selector_list), ("extend-select", "extend_select", _selector_list),
-                                 ("exclude", "exclude", _string_list), ("extend-exclude", "extend_exclude", _string_list)):
+    for key, attribute, read in (("ignore", "ignore", _selector_list),
+                                 ("extend-select", "extend_select", _selector_list),
+                                 ("exclude", "exclude", _string_list),
+                                 ("extend-exclude", "extend_exclude", _string_list)):
         if key in table:
             setattr(settings, attribute, read(table, key, where))
     if "extend-ignore" in table:
