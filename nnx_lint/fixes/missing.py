@@ -59,6 +59,8 @@ def why_no_fixes(diagnostics, fixes: dict, settings, unsafe: bool, libcst: bool)
         return None
     if not libcst:
         return libcst_note(len(diagnostics))
+    if not any(d.facts.get("pin") for d in diagnostics):
+        return None  # no pin fix to block: the project's flax is not read
     from nnx_lint.fixes.flax_target import project_flax_for
 
     return blocked_pin_note(diagnostics, fixes, project_flax_for(settings), unsafe)
