@@ -1,4 +1,4 @@
-"""``nnx-lint``: the command line and CI gate.
+"""``nnx-lint``: the command line (in CI: the baseline check).
 
     nnx-lint check [PATH ...]     lint files and directories (default: .)
     nnx-lint rule NNX201          print a rule's documentation
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CLEAN
 
 
-def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
+def _apply_fixes(args: argparse.Namespace, settings, cache_dir=None) -> int | None:
     """``--fix`` / ``--diff`` (Ruff's model): fix files in place, then lint what remains
     (None: carry on with the run); print the diff, or fix stdin to stdout (an exit status)."""
     from nnx_lint.fixes import cli as fixes_cli
@@ -150,6 +150,8 @@ def _apply_fixes(args: argparse.Namespace, settings) -> int | None:
         sys.stdout.write("".join(diffs))
         sys.stdout.flush()
     print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
+    if args.diff and not fixed:
+        _why_no_fixes(args, settings, cache_dir)
     if args.show_fixes:
         from nnx_lint.reporting.options import fix_enumeration
 
@@ -222,7 +224,7 @@ def _check(args: argparse.Namespace) -> int:
 
         cache_dir = args.cache_dir or default_cache_dir(settings.root)
     if args.fix or args.diff:
-        fixed = _apply_fixes(args, settings)
+        fixed = _apply_fixes(args, settings, cache_dir)
         if fixed is not None:
             return fixed  # --diff, and fixes of stdin: the output is the diff or the fixed source
     marks = _fix_marks(args, settings, cache_dir)
@@ -231,6 +233,18 @@ def _check(args: argparse.Namespace) -> int:
     finally:
         if marks is not None:
             marks.close()
+
+
+def _why_no_fixes(args: argparse.Namespace, settings, cache_dir) -> None:
+    """After ``--diff`` found nothing to fix: why, when the findings say (a lint run, from the cache
+    when it is warm), on the line after "No fixes available."."""
+    from nnx_lint.engine.runner import run
+    from nnx_lint.fixes.missing import why_no_fixes
+
+    result = run(args.paths, settings, jobs=args.jobs, cache_dir=cache_dir)
+    note = why_no_fixes(result.diagnostics, {}, settings, args.unsafe_fixes, libcst=True)
+    if note:
+        print(note, file=sys.stderr)
 
 
 def _fix_marks(args: argparse.Namespace, settings, cache_dir):
@@ -287,6 +301,12 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
     result.diagnostics = explain_blocked_pins(result.diagnostics, settings)
     if marks is not None and result.diagnostics:
         result.fixes = marks.attach(result.diagnostics, result.digests)
+    if args.output_format in ("text", "concise", "full") and not (args.statistics or args.group_by):
+        from nnx_lint.fixes.missing import why_no_fixes
+
+        # These formats show fixes only with libcst (_fix_marks): without it, marks is None.
+        result.fix_note = why_no_fixes(result.diagnostics, result.fixes or {}, settings, args.unsafe_fixes,
+                                       libcst=marks is not None)
     if args.statistics or args.group_by:
         from nnx_lint.reporting.reporters import render_statistics
 
@@ -300,8 +320,8 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
         # lines only, so a machine-readable format, which never has such a line, is untouched).
         from nnx_lint.reporting.reporters import summary
 
-        quiet_drops = (summary(result),) + tuple(
-            line for line in output.split("\n") if line.startswith(("Confirmation: ", "[*] ", "No fixes available")))
+        dropped = ("Confirmation: ", "[*] ", "No fixes available", "No fix for ")
+        quiet_drops = (summary(result),) + tuple(line for line in output.split("\n") if line.startswith(dropped))
         cli_ci.emit(args, settings, output, quiet_drops)
     except cli_ci.UsageError as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)

@@ -40,7 +40,7 @@ def test_text_output_and_exit_code(project, capsys):
     assert "pkg/axes.py:2:26: NNX201 " in out
     assert "pkg/meta.py:2:17: NNX601 " in out
     assert "NNX901" not in out, "advisories are off by default"
-    assert out.strip().splitlines()[-2].startswith("Found 2 diagnostics in 2 files (1 raise in Tree Mode, 1 silently")
+    assert out.strip().splitlines()[-2].startswith("Found 2 diagnostics in 2 files (1 raises in Tree Mode, 1 silently changes meaning;")
     assert out.strip().splitlines()[-1] == "[*] 2 fixable with the `--fix` option."
 
 

@@ -132,7 +132,7 @@ def test_migration_guide_covers_its_topics_in_order():
     text = (ROOT / "docs" / "migration.md").read_text()
     headings = re.findall(r"^## \d\. (.+)$", text, flags=re.MULTILINE)
     assert headings == ["Order of work", "Run your own tests in Tree Mode today",
-                        "The gate: fail CI only on new breaks", "pre-commit", "GitHub Actions and code scanning",
+                        "The baseline check: fail CI only on new breaks", "pre-commit", "GitHub Actions and code scanning",
                         "Tracking progress", "Fixes and your flax version"]
     for needle in ("NNX_GRAPH_MODE=false NNX_GRAPH_UPDATES=false", "nnx.set_graph_mode(False)",
                    "nnx.set_graph_updates(False)", "--write-baseline", "--baseline", "nnx-lint gate",
@@ -255,7 +255,7 @@ def test_contributing_names_what_exists():
     paths = set(re.findall(r"`((?:nnx_lint|checkers|tests)/[\w/]+\.py)`", text))
     assert "nnx_lint/analysis/values.py" in paths and "tests/test_one_answer.py" in paths
     # The files the scaffold example writes are checked by tests/test_scaffold.py, which writes them.
-    example = re.search(r"^python -m nnx_lint\.scaffold (NNX\d{3}) ", text, flags=re.MULTILINE).group(1)
+    example = re.search(r"^(?:\$ )?python -m nnx_lint\.scaffold (NNX\d{3}) ", text, flags=re.MULTILINE).group(1)
     written = {path for path in paths if example.lower() in path.lower()}
     assert len(written) == 2
     assert [path for path in paths - written if not (ROOT / path).is_file()] == []

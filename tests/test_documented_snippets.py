@@ -1,6 +1,6 @@
 """Every documented console snippet runs as written (issue 27, "Done when").
 
-For README.md and docs/*.md, each ```console block whose lines start with ``$ `` is run
+For README.md, CONTRIBUTING.md and docs/*.md, each ```console block whose lines start with ``$ `` is run
 in a fresh temporary directory, its commands one after another in one shell (so ``echo $?``
 sees the previous command), stdout and stderr merged as a terminal shows them, and the
 transcript is compared with the block. HTML comments on the lines right before a block:
@@ -13,7 +13,9 @@ transcript is compared with the block. HTML comments on the lines right before a
 * ``<!-- requires MODULE -->``: skipped, with the reason, when MODULE cannot be imported.
 
 A console block with commands and no marker is an error: every snippet is run or says why
-not. Only the temporary directory's path is normalised (to ``/tmp/project``).
+not. So is a command in any other shell-like block (no language, ``sh``, ``bash``, ``shell``): a
+command is written as a ``$ `` line of a console block, so that the rule above covers it (a usage
+synopsis or an output is a ``text`` block). Only the temporary directory's path is normalised (to ``/tmp/project``).
 ``NNX_LINT_UPDATE_SNIPPETS=1`` rewrites the blocks' outputs from real runs.
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+DOCUMENTS = ["README.md", "CONTRIBUTING.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^( *)```(\w*)\s*$")
 MARKER = re.compile(r"^\s*<!-- (not-run: .+|setup [\w-]+|file \S+|requires [\w.]+) -->\s*$")
 SHOWN_TMP = "/tmp/project"
@@ -193,6 +195,38 @@ def test_every_console_block_is_run_or_says_why_not():
     assert not unmarked, f"console blocks with neither `<!-- setup NAME -->` nor `<!-- not-run: REASON -->`: {unmarked}"
     unknown = [block.id for block in ALL for m in block.markers if m.startswith("setup ") and m[6:] not in SETUPS]
     assert not unknown
+
+
+#: The first word of a line that is a command someone would type.
+COMMAND_WORDS = {"nnx-lint", "python", "python3", "pip", "pytest", "flake8", "pylint", "pre-commit", "git", "cd",
+                 "export", "uv", "ruff", "twine"}
+
+
+def _commands_outside_console_blocks(document: str) -> list[str]:
+    """``document:line: text`` of each command in a fenced block that is not a console block."""
+    lines = (REPO / document).read_text().split("\n")
+    found, i = [], 0
+    while i < len(lines):
+        match = FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+        if match.group(2) in ("", "sh", "bash", "shell"):
+            for number in range(i + 1, end):
+                words = lines[number].split()
+                if words and words[0].lstrip("$") in COMMAND_WORDS | {""} and not words[0].endswith(":"):
+                    found.append(f"{document}:{number + 1}: {lines[number].strip()}")
+        i = end + 1
+    return found
+
+
+def test_every_command_is_in_a_console_block():
+    """Issue 45: every command in README.md, CONTRIBUTING.md and docs/ is run by this test or marked as not
+    run with the reason; a command in a plain or shell block would escape both."""
+    assert "CONTRIBUTING.md" in DOCUMENTS and "docs/releasing.md" in DOCUMENTS
+    stray = [line for document in DOCUMENTS for line in _commands_outside_console_blocks(document)]
+    assert not stray, f"commands outside ```console blocks (write them as `$ ` lines of one): {stray}"
 
 
 RUN = [block for block in ALL if not any(m.startswith("not-run: ") for m in block.markers)]

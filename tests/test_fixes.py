@@ -232,7 +232,11 @@ def test_cli_diff_fix_json_and_missing_libcst(tmp_path, capsys, monkeypatch) -> 
     monkeypatch.setattr(fixes_cli, "libcst_available", lambda: False)
     capsys.readouterr()
     assert main(["check", str(path), "--no-cache", "--fix"]) == 2
-    assert "--fix needs libcst: pip install 'nnx-lint[fix]'" in capsys.readouterr().err
+    from nnx_lint.base.install_hints import pip_install
+
+    # The install form of this copy (an editable checkout here), never the unpublished name.
+    assert f"--fix needs libcst: {pip_install('fix')}" in capsys.readouterr().err
+    assert pip_install("fix").startswith("pip install -e ")
 
 
 def test_lint_core_runs_without_libcst() -> None:

@@ -84,3 +84,36 @@ def test_the_gate_step_passes_with_the_baseline_and_fails_without(tmp_path, monk
     assert main(gate) == (0 if baselined else 1)
     out = capsys.readouterr().out
     assert ("::error" in out) != baselined
+
+
+def _expand(text: str, variables: dict[str, str]) -> str:
+    """GitHub's ``${{ ... }}`` expressions of the workflow, with ``variables`` for their values."""
+    import re
+
+    return re.sub(r"\$\{\{\s*([\w.]+)\s*\}\}", lambda match: variables[match.group(1)], text)
+
+
+def test_nnx_lint_comes_from_the_repository_the_variables_name_and_sarif_links_its_pages(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """Issue 45: no address of an unpublished package or repository; the install and the rule links
+    follow the two repository variables, and the SARIF step is given ``--rule-url-base``."""
+    text = WORKFLOW.read_text()
+    assert "github.com/nnx-lint/nnx-lint" not in text and "<commit>" not in text
+    variables = {"github.server_url": "https://github.com", "vars.NNX_LINT_REPOSITORY": "acme/nnx-lint",
+                 "vars.NNX_LINT_REF": "0123abc"}
+    (job,) = yaml.safe_load(text)["jobs"].values()
+    install = next(step["run"] for step in job["steps"] if step.get("name") == "Install nnx-lint")
+    assert shlex.split(_expand(install, variables)) == [
+        "pip", "install", "nnx-lint @ git+https://github.com/acme/nnx-lint@0123abc"]
+    pages = _expand(job["env"]["RULE_PAGES"], variables)
+    assert pages == "https://github.com/acme/nnx-lint/blob/0123abc/docs/rules/"
+    assert (REPO / "docs" / "rules" / "NNX201.md").is_file()  # what the link names, in nnx-lint's repository
+    (arguments, _shell), = [(a, s) for a, s in _nnx_lint_commands() if "sarif" in a]
+    arguments = [pages if word == "$RULE_PAGES" else word for word in arguments]
+    assert "--rule-url-base" in arguments
+    shutil.copytree(REPO / "docs" / "example", tmp_path / "example")
+    monkeypatch.chdir(tmp_path)
+    assert main(arguments) == 0
+    rules = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]
+    assert {rule["helpUri"] for rule in rules} >= {pages + "NNX201.md", pages + "NNX202.md"}
+    assert all(rule["help"]["markdown"].startswith(f"# {rule['id']} ") for rule in rules)

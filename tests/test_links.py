@@ -11,7 +11,6 @@ from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
-import nnx_lint
 from _support import REPO
 
 NNX_LINT = str(Path(sys.executable).with_name("nnx-lint"))
@@ -29,22 +28,35 @@ def _page(uri: str) -> Path:
     return Path(url2pathname(parsed.path))
 
 
-def test_default_json_sarif_urls_are_the_installed_pages(tmp_path):
+def test_without_a_rule_url_base_json_and_sarif_carry_no_link_and_sarif_carries_the_page(tmp_path):
+    """Issue 45: a ``file://`` path of the machine that ran the lint is a dead link in code scanning and
+    exposes the runner's paths. Without ``rule-url-base``, JSON's ``url`` is null, SARIF has no
+    ``helpUri``, and the rule's page travels inside SARIF as ``help.text`` / ``help.markdown``."""
+    from nnx_lint.base.links import shipped_page
+
     (tmp_path / "bad.py").write_text(BAD)
-    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
-    page = _page(found["url"])
-    assert page.is_file() and page.read_text().startswith("# NNX201 `state-axes-prefix`")
-    sarif = json.loads(_check(tmp_path, "--output-format", "sarif", "bad.py").stdout)
-    (rule,) = sarif["runs"][0]["tool"]["driver"]["rules"]
-    assert _page(rule["helpUri"]) == page
-    assert f"]({found['url']})" in rule["help"]["markdown"]
+    json_run = _check(tmp_path, "--output-format", "json", "bad.py").stdout
+    (found,) = json.loads(json_run)
+    assert found["url"] is None and "file:" not in json_run
+    sarif_run = _check(tmp_path, "--output-format", "sarif", "bad.py").stdout
+    assert "file:" not in sarif_run
+    (rule,) = json.loads(sarif_run)["runs"][0]["tool"]["driver"]["rules"]
+    assert "helpUri" not in rule
+    page = shipped_page("NNX201").read_text()
+    assert rule["help"]["markdown"].startswith("# NNX201 `state-axes-prefix`")
+    assert rule["help"]["text"] == rule["help"]["markdown"]
+    assert "## What it does" in rule["help"]["markdown"] and "## How to fix" in page
+    # The page's relative links (../catalogue.md) lead nowhere in code scanning: their text stays.
+    assert "../catalogue.md" in page and "../catalogue.md" not in rule["help"]["markdown"]
 
 
-def test_the_shipped_pages_link_to_a_shipped_catalogue(tmp_path):
-    (tmp_path / "bad.py").write_text(BAD)
-    (found,) = json.loads(_check(tmp_path, "--output-format", "json", "bad.py").stdout)
-    page = _page(found["url"])
-    for target in re.findall(r"\]\((\.\./catalogue\.md)#", page.read_text()):
+def test_the_shipped_pages_link_to_a_shipped_catalogue():
+    from nnx_lint.base.links import shipped_page
+
+    page = shipped_page("NNX201")
+    targets = re.findall(r"\]\((\.\./catalogue\.md)#", page.read_text())
+    assert targets
+    for target in targets:
         assert (page.parent / target).is_file()
 
 
@@ -58,6 +70,7 @@ def test_rule_url_base_from_the_config_and_the_command_line(tmp_path):
     flag = _check(tmp_path, "--output-format", "sarif", "--rule-url-base", "https://x.test/{code}.html", "bad.py")
     (rule,) = json.loads(flag.stdout)["runs"][0]["tool"]["driver"]["rules"]
     assert rule["helpUri"] == "https://x.test/NNX201.html"
+    assert rule["help"]["markdown"].startswith("# NNX201 `state-axes-prefix`")
 
 
 def test_a_hostile_rule_url_base_cannot_break_a_markdown_link(tmp_path):
@@ -103,29 +116,22 @@ def test_project_urls_exist_and_name_no_unpublished_address():
     assert not [url for url in urls.values() if "nnx-lint/nnx-lint" in url]
 
 
-#: Where the documents pin nnx-lint: pre-commit's ``rev:`` and a pip requirement ``nnx-lint@REF``.
-_PINS = re.compile(r"^\s*#?\s*rev:\s*(\S+)|nnx-lint/nnx-lint@([^\"\s]+)", re.MULTILINE)
-PLACEHOLDER = "<commit>"
-
-
-def _pinned_documents() -> list[Path]:
+def _documents() -> list[Path]:
     return [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / ".pre-commit-hooks.yaml",
             *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "docs").rglob("*.yml"))]
 
 
-def test_every_pinned_version_exists_or_is_the_explained_placeholder():
-    pins = {}
-    for path in _pinned_documents():
-        for match in _PINS.finditer(path.read_text()):
-            pins.setdefault(match.group(1) or match.group(2), []).append(path.name)
-    assert pins, "the documents pin nnx-lint somewhere"
-    release = f"v{nnx_lint.__version__}"
-    wrong = {pin: where for pin, where in pins.items() if pin not in (PLACEHOLDER, release)}
-    assert not wrong, f"pins that name no commit placeholder and no release tag: {wrong}"
-    readme = (REPO / "README.md").read_text()
-    assert "`<commit>` is a placeholder" in readme
-    contributing = (REPO / "CONTRIBUTING.md").read_text()
-    assert "git tag -a \"v$(python -c 'import nnx_lint; print(nnx_lint.__version__)')\"" in contributing
-    if release in pins:  # a tag the documents name must be one the release step creates
-        assert subprocess.run(["git", "rev-parse", "-q", "--verify", f"refs/tags/{release}"], cwd=REPO,
-                              capture_output=True).returncode == 0, f"{release} is pinned but not tagged"
+def test_no_document_names_an_unpublished_address_or_package():
+    """Issue 45: ``github.com/nnx-lint/nnx-lint`` does not exist and ``nnx-lint`` is not on an index, so
+    whoever registered either first would be installed. The documents install nnx-lint from a clone or
+    a repository named by a variable; a release tag comes from docs/releasing.md."""
+    found = {}
+    for path in _documents():
+        text = path.read_text()
+        for needle in ("github.com/nnx-lint", "<commit>", "pip install 'nnx-lint[", 'pip install "nnx-lint[',
+                       "pip install nnx-lint"):
+            if needle in text:
+                found.setdefault(str(path.relative_to(REPO)), []).append(needle)
+    assert not found, found
+    release = (REPO / "docs" / "releasing.md").read_text()
+    assert "git tag -a \"v$(python -c 'import nnx_lint; print(nnx_lint.__version__)')\"" in release

@@ -113,3 +113,42 @@ def test_a_commit_with_an_unrelated_edit_passes_the_hook_with_a_baseline(tmp_pat
     output = new.stdout + new.stderr
     assert new.returncode != 0 and "Failed" in output, output
     assert "model.py:22:29: NNX201" in output and "NNX101" not in output and "NNX301" not in output, output
+
+
+def _documented_configs() -> list[tuple[str, str]]:
+    """The ``.pre-commit-config.yaml`` blocks the documents give (marked ``<!-- pre-commit-config -->``)."""
+    import re
+
+    found = []
+    for name in ("README.md", "docs/migration.md"):
+        text = (REPO / name).read_text()
+        found += [(name, block) for block in re.findall(r"<!-- pre-commit-config -->\n```yaml\n(.*?)```", text,
+                                                          flags=re.DOTALL)]
+    return found
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.parametrize("document", ["README.md", "docs/migration.md"])
+def test_the_documented_local_hook_works_as_written(tmp_path, document):
+    """Issue 45: the documents' configuration runs when copied as written, with nnx-lint installed in
+    the environment pre-commit runs in (this one): a ``repo: local`` hook, no unpublished address."""
+    (config,) = [block for name, block in _documented_configs() if name == document]
+    assert "github.com" not in config and yaml.safe_load(config)["repos"][0]["repo"] == "local"
+    target = tmp_path / "project"
+    target.mkdir()
+    (target / "bad.py").write_text(BAD)
+    (target / "good.py").write_text(GOOD)
+    (target / ".pre-commit-config.yaml").write_text(config)
+    if "nnx-lint-baseline.json" in config:  # README's: only new findings block a commit
+        (target / "nnx-lint-baseline.json").write_text('{"version": 2, "findings": []}')
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=target, check=True)
+    subprocess.run([*git, "add", "."], cwd=target, check=True)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PRE_COMMIT_COLOR": "never",
+           "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"], cwd=target,
+                            capture_output=True, text=True, env=env, timeout=600)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "bad.py:2:26: NNX201" in output and "good.py:" not in output, output

@@ -83,7 +83,7 @@ def test_target_version_from_requires_python_option_and_flag(project):
     codes = [(row, code) for _, row, _, code, _ in _findings(_nnx_lint(sys.executable, project, "--output-format", "json"))]
     assert codes == [(4, "NNX002"), (7, "NNX002"), (14, "NNX104"), (18, "NNX002"), (20, "NNX002")]
     text = _nnx_lint(sys.executable, project).stdout
-    assert "(1 raise in Tree Mode, 4 newer than the target version; 1 file checked)" in text, text
+    assert "(1 raises in Tree Mode, 4 newer than the target version; 1 file checked)" in text, text
     flagged = _findings(_nnx_lint(sys.executable, project, "--output-format", "json", "--target-version", "py312"))
     assert [code for *_, code, _ in flagged] == ["NNX104"]
     (project / "pyproject.toml").write_text('[tool.nnx-lint]\ntarget-version = "py310"\n\n'
@@ -165,4 +165,4 @@ def test_baseline_written_on_one_python_holds_on_another(project, other_pythons)
         assert written.returncode == 0, written.stderr
         checked = _nnx_lint(checker, project, "--baseline", baseline.name, env=environments[checker])
         assert checked.returncode == 0, f"written by {writer}, checked by {checker}:\n{checked.stdout}"
-        assert "1 of 1 baselined finding remain" in checked.stdout, checked.stdout
+        assert "1 of 1 baselined finding remains." in checked.stdout, checked.stdout

@@ -75,8 +75,8 @@ def test_the_scaffolded_rule_passes_its_own_cases_and_fixture(scratch, monkeypat
 
 def _documented_command() -> list[str]:
     """The arguments of the one scaffold command CONTRIBUTING.md shows."""
-    lines = [line for line in CONTRIBUTING.read_text(encoding="utf-8").splitlines()
-             if line.startswith("python -m nnx_lint.scaffold ")]
+    lines = [line.removeprefix("$ ") for line in CONTRIBUTING.read_text(encoding="utf-8").splitlines()
+             if line.removeprefix("$ ").startswith("python -m nnx_lint.scaffold ")]
     assert len(lines) == 1, lines
     return shlex.split(lines[0])[3:]
 

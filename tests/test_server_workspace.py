@@ -59,4 +59,6 @@ def test_without_pygls_the_server_says_what_to_install(monkeypatch, capsys):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pygls" else real(name, *a))
     assert main(["server"]) == 2
-    assert "pip install 'nnx-lint[server]'" in capsys.readouterr().err
+    from nnx_lint.base.install_hints import pip_install
+
+    assert pip_install("server") in capsys.readouterr().err

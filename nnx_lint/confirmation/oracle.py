@@ -64,20 +64,11 @@ def check_oracle(oracle: str) -> None:
 
 
 def runtime_install_hint() -> str:
-    """How to install the ``runtime`` extra. nnx-lint is not on a package index, so
-    ``pip install 'nnx-lint[runtime]'`` cannot work: name the extra's own requirements
-    (read from the installed metadata, so pyproject.toml stays the one place for the pins)
-    and the editable install from a checkout."""
-    from importlib import metadata
+    """How to install the ``runtime`` extra (jax and optax), in the form that matches this
+    installation (:func:`nnx_lint.base.install_hints.pip_install`)."""
+    from nnx_lint.base.install_hints import pip_install
 
-    try:
-        requirements = metadata.requires("nnx-lint") or []
-    except metadata.PackageNotFoundError:
-        requirements = []
-    runtime = [r.split(";")[0].strip() for r in requirements if r.replace(" ", "").endswith("extra=='runtime'")
-               or r.replace(" ", "").endswith('extra=="runtime"')]
-    direct = f"pip install {' '.join(repr(r) for r in runtime)}, or " if runtime else ""
-    return f"{direct}pip install -e '.[runtime]' in an nnx-lint checkout"
+    return pip_install("runtime")
 
 
 def oracle_version(oracle: str) -> str:

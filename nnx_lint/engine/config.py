@@ -165,11 +165,24 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _string_list(table: dict, key: str, where: str) -> list[str]:
+    """``table[key]`` as a list of strings. A lone string is an error, as in Ruff: ``select = "NNX3"``
+    is a list of one selector or a typo, and the configuration should say which."""
     value = table[key]
-    if isinstance(value, str):
-        value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+    return value
+
+
+def _selector_list(table: dict, key: str, where: str) -> list[str]:
+    """``table[key]`` as rule selectors (:func:`_string_list`), each one some rule's code or prefix: an
+    unknown one names this file and key. The rules are not imported (their module names are read)."""
+    from nnx_lint.engine.registry import UnknownSelector, check_selectors
+
+    value = _string_list(table, key, where)
+    try:
+        check_selectors(value)
+    except UnknownSelector as exc:
+        raise ConfigError(f"{where}: `{key}`: {exc}") from None
     return value
 
 
@@ -240,13 +253,15 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KNOWN_KEYS))}")
     settings = Settings(root=path.parent, source=path)
     if "select" in table:
-        settings.select = _string_list(table, "select", where)
-    for key, attribute in (("ignore", "ignore"), ("extend-select", "extend_select"), ("exclude", "exclude"),
-                           ("extend-exclude", "extend_exclude")):
+        settings.select = _selector_list(table, "select", where)
+    for key, attribute, read in (("ignore", "ignore", _selector_list),
+                                 ("extend-select", "extend_select", _selector_list),
+                                 ("exclude", "exclude", _string_list),
+                                 ("extend-exclude", "extend_exclude", _string_list)):
         if key in table:
-            setattr(settings, attribute, _string_list(table, key, where))
+            setattr(settings, attribute, read(table, key, where))
     if "extend-ignore" in table:
-        settings.ignore = settings.ignore + _string_list(table, "extend-ignore", where)
+        settings.ignore = settings.ignore + _selector_list(table, "extend-ignore", where)
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where}: `respect-gitignore` must be true or false, got {table['respect-gitignore']!r}")
@@ -255,7 +270,7 @@ def load_settings(start: Path, config_file: Path | None = None) -> Settings:
         per_file = table["per-file-ignores"]
         if not isinstance(per_file, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
-        settings.per_file_ignores = {glob: _string_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
+        settings.per_file_ignores = {glob: _selector_list(per_file, glob, f"{where} per-file-ignores") for glob in per_file}
     if "flax-version" in table:
         settings.flax_version = _flax_version(table["flax-version"], where)
     if "strict" in table:

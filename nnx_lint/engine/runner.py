@@ -38,6 +38,9 @@ class RunResult:
     #: The sha256 of each file the run read (or knew unchanged), by absolute path: the fix
     #: cache keys on it instead of reading and hashing the file again.
     digests: dict[str, str] = field(default_factory=dict)
+    #: Why findings have no fix (libcst missing, the project's flax too old for a pin), one summary
+    #: line of the text formats (:mod:`nnx_lint.fixes.missing`); None when nothing explains it.
+    fix_note: str | None = None
 
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:

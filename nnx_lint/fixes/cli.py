@@ -12,7 +12,13 @@ from pathlib import Path
 from nnx_lint.fixes.isolated import FixCrashed
 from nnx_lint.fixes.workers import ask_workers, note_crash
 
-MISSING_LIBCST = "--fix needs libcst: pip install 'nnx-lint[fix]'"
+
+
+def missing_libcst() -> str:
+    """Why ``--fix`` cannot run, and the install command that matches this installation."""
+    from nnx_lint.base.install_hints import pip_install
+
+    return f"--fix needs libcst: {pip_install('fix')}"
 
 
 def libcst_available() -> bool:
@@ -159,4 +165,4 @@ def summary(fixed: Counter, diff: bool) -> str:
 
 
 def print_missing() -> None:
-    print(f"nnx-lint: error: {MISSING_LIBCST}", file=sys.stderr)
+    print(f"nnx-lint: error: {missing_libcst()}", file=sys.stderr)

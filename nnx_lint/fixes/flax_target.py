@@ -99,6 +99,23 @@ class ProjectFlax:
 UNKNOWN = ProjectFlax(None)
 
 
+def join_sentences(first: str, second: str) -> str:
+    """``second`` after ``first`` as its own sentence: a help that ends without a full stop (a
+    code span, a parenthesis) gets one, so that the two do not run together.
+
+    >>> join_sentences("Keep the state in a Variable (`nnx.Variable`)", "No pin fix: why.")
+    'Keep the state in a Variable (`nnx.Variable`). No pin fix: why.'
+    >>> join_sentences("Pass it once.", "No pin fix: why.")
+    'Pass it once. No pin fix: why.'
+    >>> join_sentences("", "No pin fix: why.")
+    'No pin fix: why.'
+    """
+    first = first.rstrip()
+    if not first:
+        return second
+    return f"{first}{'' if first.endswith(('.', '!', '?')) else '.'} {second}"
+
+
 def explain_blocked_pins(diagnostics: list, settings) -> list:
     """``diagnostics`` with the help of each one whose pin the project's flax cannot take
     extended by why (``--show-fixes``, JSON and SARIF ``help``): the fix is not offered there.
@@ -116,7 +133,7 @@ def explain_blocked_pins(diagnostics: list, settings) -> list:
         blocked = flax.why_no_pin(sites)
         if blocked is not None:
             note = f"No pin fix: {blocked}."
-            diagnostic = replace(diagnostic, help=f"{diagnostic.help} {note}" if diagnostic.help else note)
+            diagnostic = replace(diagnostic, help=join_sentences(diagnostic.help, note))
         explained.append(diagnostic)
     return explained
 

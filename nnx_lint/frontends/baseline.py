@@ -185,7 +185,7 @@ class BaselineOutcome:
     out_of_scope: int
 
     def summary_lines(self, verbose: bool = False) -> list[str]:
-        """``N baselined findings are fixed: ...`` (when any) and ``R of T baselined findings remain``."""
+        """``N baselined findings are fixed: ...`` (when any) and ``R of T baselined findings remain`` (``1 of 1 baselined finding remains``)."""
         lines = []
         if self.fixed:
             count = len(self.fixed)
@@ -195,7 +195,9 @@ class BaselineOutcome:
                 # The baseline file is the analysed repository's: its text is escaped like any other.
                 lines += [f"    fixed: {printable(e.file)}: {printable(e.code)} {printable(e.message)}"
                           for e in sorted(self.fixed)]
-        progress = f"{self.remaining} of {self.in_scope} baselined finding{'s' * (self.in_scope != 1)} remain"
+        # The noun agrees with the total, the verb with the count: "1 of 1 baselined finding remains".
+        progress = (f"{self.remaining} of {self.in_scope} baselined finding{'s' * (self.in_scope != 1)} "
+                    f"remain{'s' * (self.remaining == 1)}")
         if self.out_of_scope:
             progress += f" ({self.out_of_scope} more not checked in this run)"
         lines.append(progress + ".")

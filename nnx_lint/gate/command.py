@@ -20,13 +20,14 @@ import importlib.util
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nnx_lint.engine.config import split_codes
 from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
 from nnx_lint.gate.shard import ShardError, parse_shard
-from nnx_lint.gate.untested import GATE_EXTRA
+from nnx_lint.gate.untested import gate_extra
 
 if TYPE_CHECKING:
     from nnx_lint.gate.classify import GateOutcome
@@ -200,11 +201,11 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
         jobs = None
     if _flax_missing_here(command):
         print(f"nnx-lint: error: flax is not installed in this Python; the gate compares flax's graph mode "
-              f"and Tree Mode and needs it ({GATE_EXTRA})", file=sys.stderr)
+              f"and Tree Mode and needs it ({gate_extra()})", file=sys.stderr)
         return EXIT_ERROR
     if test_command is None and importlib.util.find_spec("pytest") is None:
         print(f"nnx-lint: error: pytest is not installed in this Python; the gate runs the project's pytest "
-              f"suite ({GATE_EXTRA})", file=sys.stderr)
+              f"suite ({gate_extra()})", file=sys.stderr)
         return EXIT_ERROR
     baseline: set[str] | None = None
     try:
@@ -215,8 +216,10 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
 
         progress = Progress(interval=args.progress_interval)
         progress.phase(f"lint: {path}")
+        lint_started = time.monotonic()
         diagnostics = lint_project(path, select)
-        progress.phase(f"lint: ended, {len(diagnostics)} finding(s)")
+        lint_elapsed = time.monotonic() - lint_started
+        progress.phase(f"lint: ended, {lint_line(diagnostics)}")
     except (BaselineError, ConfigError, UnknownSelector) as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -234,6 +237,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
                                        shard=shard, concurrent_reruns=False if args.serial_reruns else None))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    outcome.elapsed += lint_elapsed  # the summary's time is the whole gate's, its lint included
     breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))
     progress.phase(f"join: attributing {breaks} break(s) to the findings")
     status, output = finish(outcome, diagnostics, path, baseline, args, notes)
@@ -243,6 +247,25 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     except BrokenPipeError:
         pass
     return status
+
+
+def lint_line(diagnostics: list) -> str:
+    """What the gate's lint found, saying that it lints in audit mode (``--strict``, so that a break
+    only an unproven finding matches is counted apart), proven and unproven apart: ``nnx-lint check``
+    without ``--strict`` reports only the proven ones.
+
+    >>> from types import SimpleNamespace as D
+    >>> lint_line([D(proof="unproven"), D(proof=None), D(proof="unproven")])
+    '3 findings in audit mode (--strict): 1 proven, 2 unproven'
+    >>> lint_line([D(proof=None)])
+    '1 finding in audit mode (--strict): 1 proven, 0 unproven'
+    """
+    from nnx_lint.base.diagnostic import UNPROVEN
+
+    unproven = sum(1 for d in diagnostics if d.proof == UNPROVEN)
+    total = len(diagnostics)
+    return (f"{total} finding{'s' * (total != 1)} in audit mode (--strict): {total - unproven} proven, "
+            f"{unproven} unproven")
 
 
 def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[str] | None,

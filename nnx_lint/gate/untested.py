@@ -18,8 +18,15 @@ if TYPE_CHECKING:
     from nnx_lint.gate.classify import GateOutcome
     from nnx_lint.gate.runner import RunRecord
 
-#: The packaging extra that installs what the gate needs besides nnx-lint itself.
-GATE_EXTRA = "pip install 'nnx-lint[gate]'"
+
+def gate_extra() -> str:
+    """How to install the ``gate`` extra (what the gate needs besides nnx-lint itself), in the
+    form that matches this installation (:func:`nnx_lint.base.install_hints.pip_install`)."""
+    from nnx_lint.base.install_hints import pip_install
+
+    return pip_install("gate")
+
+
 _MISSING_MODULE = "No module named"
 
 
@@ -44,10 +51,10 @@ def no_report_reason(record: RunRecord, label: str = "", other_mode_reported: bo
     python = _python_of(record.command)
     if f"{_MISSING_MODULE} pytest" in tail or f"{_MISSING_MODULE} 'pytest'" in tail:
         return (f"the test command's Python ({python}) has no pytest: it is not the environment nnx-lint runs in; "
-                f"{GATE_EXTRA} there, or pass the gate's own Python: -- {sys.executable} -m pytest")
+                f"{gate_extra()} there, or pass the gate's own Python: -- {sys.executable} -m pytest")
     if "nnx_lint" in tail and (_MISSING_MODULE in tail or "ImportError" in tail):
         return (f"the test command's Python ({python}) cannot import nnx-lint's pytest plugin: it is not the "
-                f"environment nnx-lint is installed in; {GATE_EXTRA} there, or pass the gate's own Python: "
+                f"environment nnx-lint is installed in; {gate_extra()} there, or pass the gate's own Python: "
                 f"-- {sys.executable} -m pytest")
     last = _last_line(tail)
     return (f"the {label or 'test'} run produced no report (exit status {record.returncode})"
@@ -67,7 +74,7 @@ def _run_reason(record: RunRecord, label: str, other_mode_reported: bool) -> str
         return (f"pytest stopped with a usage or internal error (exit status {results.pytest_status})"
                 + (f": {last}" if last else ""))
     if results.saw_session and results.flax_version is None:
-        return f"flax is not installed in the test command's Python ({_python_of(record.command)}); {GATE_EXTRA}"
+        return f"flax is not installed in the test command's Python ({_python_of(record.command)}); {gate_extra()}"
     if record.status == "no-tests" or (record.status == "finished" and not results.tests
                                        and not results.collect_errors):
         return "pytest collected no tests (check the test paths, python_files and -k of the test command)"

@@ -73,8 +73,9 @@ def render(
 
 
 def _closing(result: RunResult, unsafe: bool) -> list[str]:
-    """The summary, then Ruff's fixable hint when any finding has a fix ``--fix`` would apply."""
-    return [summary(result), *fixable_hint(result.fixes or {}, unsafe)]
+    """The summary, then Ruff's fixable hint when any finding has a fix ``--fix`` would apply, then
+    why findings have no fix (:attr:`RunResult.fix_note`)."""
+    return [summary(result), *fixable_hint(result.fixes or {}, unsafe), *([result.fix_note] if result.fix_note else [])]
 
 
 def fixable_hint(fixes: dict, unsafe: bool) -> list[str]:
@@ -145,6 +146,15 @@ def _repro_block(d: Diagnostic, program: str) -> str:
     return f"{header}\n{printable_lines(program.rstrip())}\n--- end of reproduction ---"
 
 
+def _agreeing(words: str, count: int) -> str:
+    """The summary's words for one kind, their verb agreeing with ``count``: "1 raises in Tree Mode",
+    "2 raise in Tree Mode", "1 silently changes meaning"."""
+    if count != 1:
+        return words
+    return {"raise in Tree Mode": "raises in Tree Mode",
+            "silently change meaning": "silently changes meaning"}.get(words, words)
+
+
 def summary(result: RunResult) -> str:
     count = len(result.diagnostics)
     checked = f"{result.files_checked} file{'s' * (result.files_checked != 1)} checked"
@@ -154,8 +164,9 @@ def summary(result: RunResult) -> str:
     # Unproven findings (audit mode) are counted apart from what is known to break.
     kinds = Counter(UNPROVEN if d.proof == UNPROVEN else "newer-syntax" if d.kind == "linter" and analysed_whole([d])
                     else d.kind for d in result.diagnostics)
-    parts = [f"{kinds[k]} {words}" for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version",
-                                                    UNPROVEN: "unproven"}.items()
+    parts = [f"{kinds[k]} {_agreeing(words, kinds[k])}"
+             for k, words in {**_KIND_WORDS, "newer-syntax": "newer than the target version",
+                              UNPROVEN: "unproven"}.items()
              if kinds[k]]
     files = len({d.path for d in result.diagnostics})
     return (
@@ -227,7 +238,8 @@ def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None
     confirmations, fixes = confirmations or {}, fixes or {}
     found = [to_json_object(d, confirmations.get(i), fixes.get(i)) for i, d in enumerate(diagnostics)]
     for item in found:
-        item["url"] = rule_url(item["code"], url_base)
+        # Ruff's key, null without a configured rule-url-base: never a file:// path of this machine.
+        item["url"] = rule_url(item["code"], url_base) if url_base else None
     return json.dumps(found, indent=2)
 
 
@@ -287,8 +299,10 @@ def render_sarif(diagnostics: list[Diagnostic], confirmations: dict | None = Non
             "id": code,
             "name": rule.symbol if rule else code,
             "shortDescription": {"text": summary},
-            "helpUri": rule_url(code, url_base),
-            **_sarif_rule_help(rule, url_base),
+            # A rule link only where the team publishes the pages: a file:// path of the machine that
+            # ran the lint is a dead link in code scanning, and exposes the runner's paths.
+            **({"helpUri": rule_url(code, url_base)} if url_base else {}),
+            **_sarif_rule_help(code),
             "properties": {"kind": rule.kind if rule else "linter"},
         })
     results = []
@@ -354,16 +368,21 @@ def _sarif_related(related) -> list[dict]:
     return found
 
 
-def _sarif_rule_help(rule, url_base: str | None = None) -> dict:
-    """The rule's ``help`` (SARIF reportingDescriptor): the generic advice, facts shown as ``<name>``."""
-    from nnx_lint.reporting.docs import markdown_text
-    from nnx_lint.base.links import rule_url
+def _sarif_rule_help(code: str) -> dict:
+    """The rule's ``help`` (SARIF reportingDescriptor §3.49.13): its whole page, which GitHub
+    code scanning shows beside the alert. The page shipped in the package is read as it is;
+    its relative links (the catalogue) lead nowhere outside the package, so they keep only
+    their text."""
+    import re
 
-    advice = rule.generic_help() if rule else ""
-    if not advice:
+    from nnx_lint.base.links import shipped_page
+
+    try:
+        page = shipped_page(code).read_text(encoding="utf-8")
+    except OSError:
         return {}
-    page = rule_url(rule.code, url_base)
-    return {"help": {"text": advice, "markdown": f"{markdown_text(advice)}\n\nSee [{rule.code}]({page})."}}
+    page = re.sub(r"\[([^\]]*)\]\((?![a-z][a-z0-9+.-]*:)[^)]*\)", r"\1", page.strip())
+    return {"help": {"text": page, "markdown": page}}
 
 
 def render_statistics(result: RunResult, output_format: str = "text", group_by: str = "rule") -> str:

@@ -84,8 +84,13 @@ def main(role: str) -> None:
     incoming = sys.stdin.buffer
 
     def send(message: Any) -> None:
-        protocol.write(json.dumps(message).encode("utf-8") + b"\n")
-        protocol.flush()
+        try:
+            protocol.write(json.dumps(message).encode("utf-8") + b"\n")
+            protocol.flush()
+        except BrokenPipeError:
+            # The parent is gone or closed this worker before its answer (a run that needed no fix
+            # after all): nobody is left to tell, and a traceback would land on the user's terminal.
+            os._exit(0)
 
     line = incoming.readline()
     if not line:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-#: What to install for the server (the extra's requirements, as an editable install names them).
-MISSING = ("nnx-lint server needs pygls and lsprotocol (and libcst for its quick fixes): "
-           "pip install 'nnx-lint[server]' (or pip install -e '.[server]' in an nnx-lint checkout)")
+
+def missing() -> str:
+    """What to install for the server, in the form that matches this installation."""
+    from nnx_lint.base.install_hints import pip_install
+
+    return f"nnx-lint server needs pygls and lsprotocol (and libcst for its quick fixes): {pip_install('server')}"
 
 
 def available() -> bool:
@@ -27,7 +30,7 @@ def available() -> bool:
 def run(baseline: str | None = None) -> int:
     """Serve over stdin/stdout until the client exits; 2 (with a message) without pygls."""
     if not available():
-        print(f"nnx-lint: error: {MISSING}", file=sys.stderr)
+        print(f"nnx-lint: error: {missing()}", file=sys.stderr)
         return 2
     from nnx_lint.frontends.server.protocol import build_server
 
