@@ -1,6 +1,7 @@
 """The documented untrusted-PR commands hold against a hostile checkout (issue 44, c2).
 
-docs/security.md gives one command per front-end for pull requests nnx-lint cannot trust.
+docs/security.md gives one command per front-end for pull requests nnx-lint cannot trust, and
+docs/github-actions.md the gate's.
 :func:`test_each_documented_untrusted_command_reports_the_break` reads them from the page and
 runs each one *as written*, in a shell, against a git checkout whose every configuration
 file tries to silence it: ``exclude = ["*"]`` and ``ignore = ["NNX"]`` in ``[tool.nnx-lint]``,
@@ -48,13 +49,22 @@ HOSTILE_FILES = {
 }
 
 
+#: Where the documentation gives commands for untrusted pull requests: (page, section heading).
+UNTRUSTED_SECTIONS = [("docs/security.md", "## How to run it on untrusted code"),
+                      ("docs/github-actions.md", "## Pull requests you do not trust")]
+
+
 def documented_commands() -> list[str]:
-    """The lines of the ```sh block in docs/security.md's "How to run it on untrusted code"."""
-    text = (REPO / "docs" / "security.md").read_text()
-    section = text.split("## How to run it on untrusted code", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)\n *```", section, re.S)
-    assert block is not None, "docs/security.md lost its block of untrusted-PR commands"
-    return [line.strip() for line in block.group(1).splitlines() if line.strip()]
+    """The lines of the ```sh block in each section of :data:`UNTRUSTED_SECTIONS`."""
+    commands = []
+    for page, heading in UNTRUSTED_SECTIONS:
+        text = (REPO / page).read_text()
+        assert heading in text, f"{page} lost its section {heading!r}"
+        section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+        block = re.search(r"```sh\n(.*?)\n *```", section, re.S)
+        assert block is not None, f"{page} lost its block of untrusted-PR commands"
+        commands += [line.strip() for line in block.group(1).splitlines() if line.strip()]
+    return commands
 
 
 def hostile_checkout(root: Path) -> Path:
@@ -71,11 +81,12 @@ def hostile_checkout(root: Path) -> Path:
 
 def test_the_documentation_gives_one_command_per_front_end():
     commands = documented_commands()
-    assert [command.split()[0] for command in commands] == ["nnx-lint", "flake8", "pylint"]
+    assert [command.split()[0] for command in commands] == ["nnx-lint", "flake8", "pylint", "nnx-lint"]
+    assert all("--isolated" in command or "--nnx-isolated=y" in command for command in commands)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="the commands are POSIX shell lines (/dev/null)")
-@pytest.mark.parametrize("command", documented_commands(), ids=lambda c: c.split()[0])
+@pytest.mark.parametrize("command", documented_commands(), ids=lambda c: " ".join(c.split()[:3]))
 def test_each_documented_untrusted_command_reports_the_break(tmp_path, command):
     checkout = hostile_checkout(tmp_path / "checkout")
     environment = {**os.environ, "PATH": f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}"}
