@@ -186,3 +186,25 @@ def test_tracked_files_answers_from_the_index(repo):
     assert tracked.holds_tracked(str(repo / "a" / "b.py"), is_dir=False)
     assert not tracked.holds_tracked(str(repo / "c.py"), is_dir=False)
     assert git_listing(str(repo.parent)) is None  # not a repository
+
+
+@pytest.mark.parametrize("directory", ["build", "dist", "env", "models"])
+def test_a_default_exclude_or_a_committed_pyvenv_cfg_does_not_hide_tracked_code(repo, directory):
+    """The default excludes and the virtualenv marker are for untracked trees: a pull request can
+    name its directory `build` or commit a `pyvenv.cfg` beside its code, in the CLI and the plugins."""
+    (repo / directory).mkdir()
+    (repo / directory / "model.py").write_text(FINDING)
+    (repo / directory / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    commit(repo, f"{directory}/model.py", f"{directory}/pyvenv.cfg")
+    (repo / ".venv").mkdir()  # an untracked virtualenv: still skipped
+    (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (repo / ".venv" / "lib.py").write_text(FINDING)
+    status, output = checked_files(repo)
+    assert status == 1 and f"{directory}/model.py" in output, output
+    assert ".venv" not in output, output
+    scripts = Path(sys.executable).parent
+    for command in ([str(scripts / "flake8"), "--isolated", "--select", "NNX", "."],
+                    [str(scripts / "pylint"), "--rcfile=/dev/null", "--disable=all", "--enable=nnx",
+                     "--load-plugins=nnx_lint.pylint", f"{directory}/model.py"]):
+        result = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300)
+        assert result.returncode != 0 and "model.py" in result.stdout, (command, result.stdout, result.stderr)

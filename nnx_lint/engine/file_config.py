@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from nnx_lint.engine.config import ConfigError, Settings, default_settings, find_pyproject, load_settings
+from nnx_lint.engine.discovery.tracked import skipped_by_default
 
 #: ``NNX_LINT_ISOLATED=1``: every front-end runs isolated (:func:`isolated_by_environment`).
 ISOLATED_VARIABLE = "NNX_LINT_ISOLATED"
@@ -83,19 +84,22 @@ def is_path_excluded(settings: Settings, path: Path) -> bool:
 
     This is what ``--force-exclude`` applies to paths named explicitly (as pre-commit
     passes them) and what the plugins apply to every file: the default excludes
-    (``.git``, ``build``, virtualenvs, ...) and the configured ``exclude`` globs, matched
-    against the file and against each directory between it and the project root.
+    (``.git``, ``build``, virtualenvs, ...: only where git tracks nothing,
+    :func:`nnx_lint.engine.discovery.tracked.skipped_by_default`) and the configured
+    ``exclude`` globs, matched against the file and against each directory between it and
+    the project root.
     """
     absolute = Path(os.path.abspath(path))
     root = Path(os.path.abspath(settings.root))
     if absolute == root or absolute in root.parents:
         return False  # the project itself (a checkout in a folder named `build`, say)
-    if settings.is_excluded(absolute, is_dir=absolute.is_dir()):
+    is_dir = absolute.is_dir()
+    if settings.is_excluded(absolute, is_dir=is_dir, defaults=False) or (is_dir and skipped_by_default(str(absolute))):
         return True
     for directory in absolute.parents:
         if directory == root or root not in directory.parents:
             break  # the project root and what lies above it are not the project's to exclude
-        if settings.is_excluded(directory, is_dir=True) or (directory / "pyvenv.cfg").exists():
+        if settings.is_excluded(directory, is_dir=True, defaults=False) or skipped_by_default(str(directory)):
             return True
     return False
 

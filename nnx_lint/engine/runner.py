@@ -16,7 +16,7 @@ from nnx_lint.engine.collection import fewer_collections, settle_file
 from nnx_lint.engine.config import Settings
 from nnx_lint.base.diagnostic import Diagnostic, shown
 from nnx_lint.engine.discovery.gitignore import Gitignore, walk_top
-from nnx_lint.engine.discovery.tracked import TrackedFiles
+from nnx_lint.engine.discovery.tracked import TrackedFiles, skipped_by_default
 from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.engine.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.engine.file_config import selectors_for as _selectors
@@ -44,7 +44,8 @@ class RunResult:
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
     """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs, excludes
     and (``respect-gitignore``) what ``.gitignore`` files ignore (:mod:`nnx_lint.engine.discovery`),
-    unless git tracks it: as in git, the patterns apply to untracked files only.
+    unless git tracks it: as in git, the patterns (and the default excludes) apply to untracked
+    files only.
 
     A file named explicitly is linted even if its extension is not ``.py`` (and reported if
     it is not a regular file), and even if it is excluded, unless ``settings.force_exclude``
@@ -84,8 +85,8 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
 
             subdirectories[:] = sorted(
                 d for d in subdirectories
-                if not settings.is_excluded(current / d, is_dir=True)
-                and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
+                if not settings.is_excluded(current / d, is_dir=True, defaults=False)
+                and not skipped_by_default(os.path.join(directory, d), tracked)
                 and not dropped(os.path.join(directory, d), is_dir=True)
             )
             if ignores is not None:

@@ -21,6 +21,11 @@ forced off on the command line, which wins over every configuration file. ``--gi
 ``GIT_INDEX_FILE``, ... are dropped) nor ``core.worktree`` moves it. When git is missing,
 fails, or takes longer than :data:`GIT_TIMEOUT_SECONDS`, every file of that repository
 counts as tracked: the patterns then hide nothing there (more files are linted, never fewer).
+
+The same holds for what a walk skips by default (:func:`skipped_by_default`): a directory
+named like a build output or an environment (``build``, ``dist``, ``.venv``, ...) or holding
+``pyvenv.cfg`` is skipped only when git tracks nothing in it (and, as before, when git cannot
+tell: a whole virtualenv linted for want of git would cost more than it could show).
 """
 from __future__ import annotations
 
@@ -69,18 +74,35 @@ def git_listing(top: str) -> frozenset[str] | None:
     return frozenset(paths)
 
 
+def _index_stamp(top: str) -> tuple:
+    """What changes when the index of the repository at ``top`` is rewritten: its ``index``
+    file's modification time and size (the ``.git`` directory's, or the one a ``gitdir:``
+    file names)."""
+    git_path = os.path.join(top, ".git")
+    try:
+        if os.path.isfile(git_path):
+            with open(git_path, "rb") as handle:
+                first = handle.read(4096).split(b"\n", 1)[0]
+            if first.startswith(b"gitdir:"):
+                git_path = os.path.join(top, os.fsdecode(first[len(b"gitdir:"):].strip()))
+        status = os.stat(os.path.join(git_path, "index"))
+        return status.st_mtime_ns, status.st_size
+    except (OSError, ValueError):
+        return ()
+
+
 class TrackedFiles:
-    """Answers "may git track this path?" for one walk, asking git once per repository, and
-    only for a path the ``.gitignore`` patterns would drop (most walks never ask)."""
+    """Answers "may git track this path?", asking git once per repository and index version,
+    and only for a path that would otherwise be dropped (most walks never ask)."""
 
     def __init__(self) -> None:
         self._tops: dict[str, str | None] = {}  # directory -> its repository's top (None: none)
-        self._listings: dict[str, frozenset[str] | None] = {}  # top -> git_listing(top)
+        self._listings: dict[str, tuple[tuple, frozenset[str] | None]] = {}  # top -> (stamp, listing)
 
-    def holds_tracked(self, path: str, is_dir: bool) -> bool:
+    def holds_tracked(self, path: str, is_dir: bool, when_unknown: bool = True) -> bool:
         """Whether ``path`` is a tracked file or a directory holding a tracked file or a
-        submodule, by the index of its repository; True when that index cannot be read,
-        False outside any repository."""
+        submodule, by the index of its repository; ``when_unknown`` when that index cannot be
+        read, False outside any repository."""
         absolute = os.path.abspath(path)
         directory = absolute if is_dir else os.path.dirname(absolute)
         top = self._top(directory)
@@ -90,22 +112,24 @@ class TrackedFiles:
             # A nested repository's own top: it holds what its index holds, and is also an
             # entry (a submodule) of the repository above it, if that one records it.
             own = self._listing(top)
-            if own is None or own:
+            if own is None and when_unknown or own:
                 return True
             outer = self._top(os.path.dirname(absolute)) if os.path.dirname(absolute) != absolute else None
-            return outer is not None and self._holds(outer, absolute)
-        return self._holds(top, absolute)
+            return outer is not None and self._holds(outer, absolute, when_unknown)
+        return self._holds(top, absolute, when_unknown)
 
-    def _holds(self, top: str, absolute: str) -> bool:
+    def _holds(self, top: str, absolute: str, when_unknown: bool) -> bool:
         listing = self._listing(top)
         if listing is None:
-            return True  # git could not tell: never drop a file on a guess
+            return when_unknown
         return os.path.relpath(absolute, top).replace(os.sep, "/") in listing
 
     def _listing(self, top: str) -> frozenset[str] | None:
-        if top not in self._listings:
-            self._listings[top] = git_listing(top)
-        return self._listings[top]
+        stamp = _index_stamp(top)  # a long-lived process (the server, a plugin) sees a new commit
+        known = self._listings.get(top)
+        if known is None or known[0] != stamp:
+            known = self._listings[top] = (stamp, git_listing(top))
+        return known[1]
 
     def _top(self, directory: str) -> str | None:
         """The nearest directory at or above ``directory`` holding ``.git``."""
@@ -116,3 +140,28 @@ class TrackedFiles:
                 parent = os.path.dirname(directory)
                 self._tops[directory] = self._top(parent) if parent != directory else None
         return self._tops[directory]
+
+
+_SHARED = TrackedFiles()
+
+
+def shared_tracked_files() -> TrackedFiles:
+    """The process's :class:`TrackedFiles` (a listing is asked again when its index changes)."""
+    return _SHARED
+
+
+def skipped_by_default(directory: str, tracked: TrackedFiles | None = None) -> bool:
+    """Whether a walk skips ``directory`` without being told to: a version-control directory;
+    or a default exclude (``build``, ``.venv``, ...) or a virtualenv (it holds ``pyvenv.cfg``)
+    that holds no file git tracks. A pull request can name a directory ``build`` or commit a
+    ``pyvenv.cfg`` beside its code; what git tracks there is the project's code all the same."""
+    from nnx_lint.engine.config import VCS_DIRECTORIES, default_excluded
+
+    name = os.path.basename(os.path.normpath(directory))
+    if name in VCS_DIRECTORIES:
+        return True
+    if not default_excluded(name) and not os.path.exists(os.path.join(directory, "pyvenv.cfg")):
+        return False
+    # When git cannot tell, the directory is skipped as before: a virtualenv linted whole
+    # because git is missing would cost more than it could show.
+    return not (tracked or _SHARED).holds_tracked(directory, is_dir=True, when_unknown=False)
