@@ -165,6 +165,7 @@ def _apply_fixes(args: argparse.Namespace, settings, cache_dir=None) -> int | No
 
 def _check(args: argparse.Namespace) -> int:
     from nnx_lint.engine.config import ConfigError, default_settings, load_settings, split_codes
+    from nnx_lint.engine.file_config import isolated_by_environment
     from nnx_lint.base.syntax.target import parse_target_version
     from nnx_lint.base.escaping import printable
     from nnx_lint.engine.registry import UnknownSelector, check_selectors
@@ -178,6 +179,7 @@ def _check(args: argparse.Namespace) -> int:
         if not path.exists() and path != cli_ci.STDIN_PATH:
             print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
+    args.isolated = args.isolated or isolated_by_environment()  # NNX_LINT_ISOLATED=1, as in every front-end
     if args.isolated and args.config is not None:
         print("nnx-lint: error: --isolated ignores every configuration file: it cannot be used with --config",
               file=sys.stderr)

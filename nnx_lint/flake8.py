@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import nnx_lint
-from nnx_lint.engine.config import ConfigError, default_settings
+from nnx_lint.engine.config import ConfigError
 from nnx_lint.engine.eager import load_lint_path
 from nnx_lint.engine.walk import lint_source
 from nnx_lint.base.escaping import printable
-from nnx_lint.engine.file_config import plugin_rules, settings_for_file
+from nnx_lint.engine.file_config import isolated_by_environment, plugin_rules, settings_for_file
 from nnx_lint.base.noqa import apply_file_exemption
 from nnx_lint.analysis.project import module_name_for, shared_project
 from nnx_lint.engine.registry import all_rules
@@ -93,7 +93,11 @@ class NNXFlake8Plugin:
         cls.config_file = Path(options.nnx_config) if getattr(options, "nnx_config", None) else None
         # flake8 consumes `--isolated` in its preliminary parse and never passes it on to the
         # plugins' options: read it from the command line, where flake8 itself read it.
-        cls.isolated = bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
+        cls.isolated = (bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
+                        or isolated_by_environment())
+        if cls.isolated and cls.config_file is not None:
+            raise ExecutionError("nnx-lint: error: --isolated reads no configuration file: "
+                                 "it cannot be used with --nnx-config")
         cls.selected_codes = _selected_codes(options)
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
         cls.strict = bool(getattr(options, "nnx_strict", False))
@@ -109,7 +113,7 @@ class NNXFlake8Plugin:
             return  # no NNX code selected (`flake8 --select E9`): no analysis at all
         text = "".join(self.lines)  # lint_source's pre-filter decides on it (nnx_lint.analysis.prefilter)
         path = Path(self.filename)
-        settings = default_settings() if self.isolated else _settings_or_fail(path, self.config_file)
+        settings = _settings_or_fail(path, self.config_file, self.isolated)
         rules = [rule for rule in plugin_rules(settings, path, also=_ENGINE_CODES_IN_FLAKE8)
                  if self.selected_codes is None or rule.code in self.selected_codes]
         if not rules:
@@ -127,10 +131,10 @@ class NNXFlake8Plugin:
             yield diagnostic.line, diagnostic.column - 1, f"{diagnostic.code} {printable(diagnostic.message)}", type(self)
 
 
-def _settings_or_fail(path: Path, config_file: Path | None):
+def _settings_or_fail(path: Path, config_file: Path | None, isolated: bool = False):
     """The settings for ``path``; an unusable configuration fails the flake8 run with one line."""
     try:
-        return settings_for_file(path, config_file)
+        return settings_for_file(path, config_file, isolated)
     except ConfigError as exc:
         # The message may quote the analysed repository's pyproject.toml: escaped, as in the CLI.
         raise ExecutionError(f"nnx-lint: error: {printable(str(exc))}") from None

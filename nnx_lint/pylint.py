@@ -8,7 +8,9 @@ works. The engine runs once per module on the tree pylint already built, and
 ``# noqa`` comments are honoured too, so pylint reports exactly what the CLI reports.
 Which rules run on a module is decided by ``[tool.nnx-lint]`` in its nearest
 ``pyproject.toml`` (or the file named by ``--nnx-config``), as ``nnx-lint check`` decides
-it; pylint's own ``--disable``/``--enable`` then narrow further, so every message is
+it; in the isolated mode, for untrusted code, none is read: with ``--nnx-isolated=y``, with
+``NNX_LINT_ISOLATED=1``, or when pylint itself reads no configuration file
+(``--rcfile=/dev/null``) and ``--nnx-config`` names no trusted table; pylint's own ``--disable``/``--enable`` then narrow further, so every message is
 enabled by default in pylint and the file's selection is what turns advisories on.
 Syntax errors are pylint's own ``syntax-error`` (E0001), so NNX002 never shows here.
 
@@ -20,6 +22,8 @@ VS Code extension shows in every file, never comes from it.
 """
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -88,7 +92,10 @@ def _diagnostics_for(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]
 def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     path = module.file or module.name
     config = linter.config.nnx_config if hasattr(linter.config, "nnx_config") else None
-    settings = settings_for_file(Path(path), Path(config) if config else None)
+    # Isolated: asked for (`--nnx-isolated=y`, NNX_LINT_ISOLATED=1 in settings_for_file), or pylint
+    # itself reads no configuration file (`--rcfile=/dev/null`) and no trusted table is named.
+    isolated = bool(getattr(linter.config, "nnx_isolated", False)) or (config is None and _no_rcfile())
+    settings = settings_for_file(Path(path), Path(config) if config else None, isolated)
     # NNX002 here is only syntax newer than the target version: pylint parsed the file.
     rules = [r for r in plugin_rules(settings, Path(path), also=("NNX002",))
              if linter.is_message_enabled(pylint_message_id(r))]
@@ -121,6 +128,24 @@ def _lint(linter: PyLinter, module: nodes.Module) -> list[Diagnostic]:
     return shown(apply_noqa(diagnostics, text), strict)
 
 
+def _no_rcfile(arguments: list[str] | None = None) -> bool:
+    """Whether pylint's command line makes it read no configuration file: the last ``--rcfile``
+    names the null device (pylint takes ``--rcfile`` out of its options before plugins see them,
+    so it is read where pylint read it, as the flake8 plugin reads ``--isolated``).
+
+    >>> _no_rcfile(["--rcfile=/dev/null", "m.py"]), _no_rcfile(["--rcfile", "pylintrc"]), _no_rcfile([])
+    (True, False, False)
+    """
+    arguments = sys.argv[1:] if arguments is None else arguments
+    rcfile = None
+    for index, argument in enumerate(arguments):
+        if argument.startswith("--rcfile="):
+            rcfile = argument.partition("=")[2]
+        elif argument == "--rcfile" and index + 1 < len(arguments):
+            rcfile = arguments[index + 1]
+    return rcfile is not None and os.path.realpath(rcfile) == os.path.realpath(os.devnull)
+
+
 class _FamilyChecker(BaseChecker):
     """Reports one NNX family's diagnostics (pylint wants one checker id per checker)."""
 
@@ -151,6 +176,12 @@ _OPTIONS = (
         "nnx-config",
         {"default": None, "type": "string", "metavar": "<pyproject.toml>",
          "help": "read [tool.nnx-lint] from this pyproject.toml instead of each module's nearest one"},
+    ),
+    (
+        "nnx-isolated",
+        {"default": False, "type": "yn", "metavar": "<y or n>",
+         "help": "read no [tool.nnx-lint] at all, as `nnx-lint check --isolated` (for untrusted code; also "
+                 "implied by --rcfile=/dev/null without --nnx-config)"},
     ),
     (
         "nnx-strict",

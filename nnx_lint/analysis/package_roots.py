@@ -22,6 +22,7 @@ declared only there is not found (configure ``src`` instead).
 from __future__ import annotations
 
 import configparser
+import importlib.machinery
 import json
 import os
 from pathlib import Path
@@ -263,43 +264,102 @@ class DirectoryListing:
             self._names[directory] = found
         return found
 
-    def find(self, root: str, parts: list[str]) -> str | None:
-        """``root/a/b.py`` or ``root/a/b/__init__.py`` for ``parts == ["a", "b"]``, the first
-        that is a regular file; each directory on the way is looked up in its parent's listing."""
-        directory = root
-        for part in parts[:-1]:
-            if part not in self.names(directory):
-                return None  # most searches end here: a package the project does not have
-            directory = os.path.join(directory, part)
-        entries = self.names(directory)
-        module = os.path.join(directory, parts[-1] + ".py")
-        if parts[-1] + ".py" in entries and os.path.isfile(module):
-            return module
-        package = os.path.join(directory, parts[-1], "__init__.py")
-        if parts[-1] in entries and "__init__.py" in self.names(os.path.dirname(package)) and os.path.isfile(package):
-            return package
-        return None
+    def has(self, directory: str, name: str) -> bool:
+        """Whether ``directory`` has an entry ``name`` (what FileFinder's directory cache answers)."""
+        return name in self.names(directory)
+
+
+class _NoListing:
+    """The file system asked directly: every entry may exist, ``os.path.isfile`` decides."""
+
+    @staticmethod
+    def has(directory: str, name: str) -> bool:
+        return True
+
+
+#: The suffixes CPython's FileFinder tries, in its order (``_get_supported_file_loaders``:
+#: extension modules, then source, then bytecode). Only a ``.py`` file is read; a name that
+#: Python would take from an extension or a ``.pyc`` is opaque, never replaced by another file.
+_SUFFIXES = (*importlib.machinery.EXTENSION_SUFFIXES, *importlib.machinery.SOURCE_SUFFIXES,
+             *importlib.machinery.BYTECODE_SUFFIXES)
+
+
+def _find_on_path(name: str, search_path: list[str], listing) -> tuple[str, object]:
+    """What ``import`` finds for the last part ``name`` of a module name on ``search_path``
+    (``sys.path`` for a top-level name, the parent's ``__path__`` otherwise), as CPython 3.10-3.13
+    does it: ``PathFinder`` asks each entry's ``FileFinder.find_spec`` in order, and the first
+    entry with a regular package or a module wins; a directory without ``__init__`` is a
+    namespace portion, kept while the search goes on, and only when no entry has a package or
+    a module do the portions make a namespace package.
+
+    ``FileFinder.find_spec`` (Lib/importlib/_bootstrap_external.py) checks, in one entry:
+    first the directory ``name`` with ``__init__`` and a suffix (a regular package), then
+    ``name`` with a suffix (a module), and only then the directory alone (a namespace portion).
+    So with ``models/__init__.py`` beside ``models.py`` Python imports the package, and with a
+    bare ``models/`` beside ``models.py`` it imports the module.
+
+    Returns ``("package", (init file, directory))``, ``("module", file)``, ``("namespace",
+    portions)`` or ``("missing", None)``.
+    """
+    portions: list[str] = []
+    for entry in search_path:
+        base = os.path.join(entry, name)
+        if listing.has(entry, name):
+            for suffix in _SUFFIXES:
+                init = os.path.join(base, "__init__" + suffix)
+                if os.path.isfile(init):
+                    return "package", (init, base)
+            if os.path.isdir(base):
+                portions.append(base)
+        for suffix in _SUFFIXES:
+            module = base + suffix
+            if listing.has(entry, name + suffix) and os.path.isfile(module):
+                return "module", module
+    return ("namespace", portions) if portions else ("missing", None)
 
 
 def find_module_file(module_name: str, roots: list[Path] | list[str], listing: DirectoryListing | None = None) -> Path | None:
-    """The source file ``import module_name`` finds under ``roots`` (in order), resolved;
-    None for a name outside the project or a package nnx-lint never reads (flax, jax, ...).
+    """The source file ``import module_name`` finds with ``roots`` (in order) as ``sys.path``,
+    resolved (:func:`imported_file`); None for a name outside the project or a package
+    nnx-lint never reads (flax, jax, ...).
 
     The one place that maps a module name to a project file: the project's module loader
-    and the cache's dependency check both ask it. Only the file system is consulted,
-    nothing is imported. ``listing`` answers from directory listings read once.
+    and the cache's dependency check both ask it, in every front-end. ``listing`` answers
+    from directory listings read once.
     """
     if not is_searchable(module_name):
         return None
+    return imported_file(module_name, roots, listing)
+
+
+def imported_file(module_name: str, search_path: list[Path] | list[str], listing: DirectoryListing | None = None) -> Path | None:
+    """The source file Python imports for the dotted ``module_name`` with ``search_path`` as
+    ``sys.path``, resolved; None when it finds none, a namespace package (no file to read), or
+    a module it would take from an extension or bytecode.
+
+    It follows the import system part by part (:func:`_find_on_path`): ``a.b`` is looked for
+    only in what ``import a`` found, a regular package's directory or a namespace package's
+    portions, and not at all when ``a`` is a module. Only the file system is consulted,
+    nothing is imported.
+    """
     parts = module_name.split(".")
-    for root in roots:
-        if listing is not None:
-            found = listing.find(os.fspath(root), parts)
-            if found is not None:
-                return Path(os.path.realpath(found))
-            continue
-        base = os.path.join(os.fspath(root), *parts)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-            if os.path.isfile(candidate):
-                return Path(os.path.realpath(candidate))
+    if not all(part.isidentifier() for part in parts):
+        return None
+    probe = listing if listing is not None else _NoListing()
+    entries = [os.fspath(entry) for entry in search_path]
+    for index, part in enumerate(parts):
+        kind, found = _find_on_path(part, entries, probe)
+        last = index == len(parts) - 1
+        if kind == "package":
+            init, directory = found
+            if last:
+                return Path(os.path.realpath(init)) if init.endswith(".py") else None
+            entries = [directory]
+        elif kind == "module":
+            # A module is not a package: `import models.sub` fails when `models` is `models.py`.
+            return Path(os.path.realpath(found)) if last and found.endswith(".py") else None
+        elif kind == "namespace" and not last:
+            entries = found
+        else:
+            return None  # not found, or a namespace package (no file to read)
     return None

@@ -39,6 +39,17 @@ DEFAULT_EXCLUDES = (
     "node_modules", "site-packages", "*.egg-info",
 )
 
+#: Version-control directories: never the project's code, whatever else holds.
+VCS_DIRECTORIES = frozenset({".git", ".hg", ".svn"})
+
+
+def default_excluded(name: str) -> bool:
+    """Whether a directory named ``name`` is one of :data:`DEFAULT_EXCLUDES` (environments,
+    caches, build output: untracked by nature; the walk still enters one that holds files
+    git tracks, see :mod:`nnx_lint.engine.discovery.tracked`)."""
+    return any(fnmatch.fnmatch(name, pattern) for pattern in DEFAULT_EXCLUDES)
+
+
 _KNOWN_KEYS = {"select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude",
                "respect-gitignore", "per-file-ignores", "src", "target-version", "flax-version", "rule-url-base",
                "line-length", "strict"}
@@ -91,13 +102,14 @@ class Settings:
     #: ``--force-exclude``: excludes apply to paths named on the command line too.
     force_exclude: bool = False
 
-    def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
-        """Whether ``path`` (a file or directory) matches a default or configured exclude.
+    def is_excluded(self, path: Path, is_dir: bool = False, defaults: bool = True) -> bool:
+        """Whether ``path`` (a file or directory) matches a default (unless ``defaults`` is
+        false) or configured exclude.
 
-        The default excludes name directories only.
+        The default excludes name directories only (:func:`default_excluded`).
         """
         name = path.name
-        if is_dir and any(fnmatch.fnmatch(name, pattern) for pattern in DEFAULT_EXCLUDES):
+        if defaults and is_dir and default_excluded(name):
             return True
         if not self.exclude and not self.extend_exclude:
             return False

@@ -16,6 +16,7 @@ from nnx_lint.engine.collection import fewer_collections, settle_file
 from nnx_lint.engine.config import Settings
 from nnx_lint.base.diagnostic import Diagnostic, shown
 from nnx_lint.engine.discovery.gitignore import Gitignore, walk_top
+from nnx_lint.engine.discovery.tracked import TrackedFiles, skipped_by_default
 from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.engine.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.engine.file_config import selectors_for as _selectors
@@ -45,7 +46,9 @@ class RunResult:
 
 def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
     """Python files and notebooks under ``paths``, skipping VCS dirs, virtualenvs, excludes
-    and (``respect-gitignore``) what ``.gitignore`` files ignore (:mod:`nnx_lint.engine.discovery`).
+    and (``respect-gitignore``) what ``.gitignore`` files ignore (:mod:`nnx_lint.engine.discovery`),
+    unless git tracks it: as in git, the patterns (and the default excludes) apply to untracked
+    files only.
 
     A file named explicitly is linted even if its extension is not ``.py`` (and reported if
     it is not a regular file), and even if it is excluded, unless ``settings.force_exclude``
@@ -53,6 +56,7 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
     system calls.
     """
     seen: set[str] = set()
+    tracked = TrackedFiles()  # asked only about what the patterns would drop
     for path in paths:
         if settings.force_exclude and is_path_excluded(settings, path):
             continue  # `--force-exclude`: excludes apply to paths named explicitly too
@@ -62,28 +66,41 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
                 seen.add(key)
                 yield path
             continue
-        # respect-gitignore: the .gitignore patterns in force in each directory (read as data).
-        ignores = {os.path.abspath(path): Gitignore.above(path, walk_top(path, settings.root))} \
+        # respect-gitignore: the .gitignore patterns in force in each directory (read as data),
+        # and whether the directory is itself ignored (entered only for what git tracks in it).
+        ignores = {os.path.abspath(path): (Gitignore.above(path, walk_top(path, settings.root)), False)} \
             if settings.respect_gitignore else None
         for directory, subdirectories, files in os.walk(path):
             current = Path(directory)
-            gitignore = ignores.pop(os.path.abspath(directory)).descend(directory) if ignores is not None else None
+            gitignore, inside_ignored = None, False
+            if ignores is not None:
+                gitignore, inside_ignored = ignores.pop(os.path.abspath(directory))
+                gitignore = gitignore.descend(directory)
+            ignored = {}  # entry -> whether the patterns (or an ignored directory above) ignore it
+
+            def dropped(entry: str, is_dir: bool) -> bool:
+                # git: a pattern, or an ignored directory above (which no `!` re-includes from),
+                # hides an untracked path; a tracked one never.
+                if gitignore is None:
+                    return False
+                ignored[entry] = inside_ignored or gitignore.ignores(entry, is_dir)
+                return ignored[entry] and not tracked.holds_tracked(entry, is_dir)
+
             subdirectories[:] = sorted(
                 d for d in subdirectories
-                if not settings.is_excluded(current / d, is_dir=True)
-                and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
-                and not (gitignore is not None and gitignore.ignores(os.path.join(directory, d), is_dir=True))
+                if not settings.is_excluded(current / d, is_dir=True, defaults=False)
+                and not skipped_by_default(os.path.join(directory, d), tracked)
+                and not dropped(os.path.join(directory, d), is_dir=True)
             )
             if ignores is not None:
                 for d in subdirectories:
-                    ignores[os.path.abspath(os.path.join(directory, d))] = gitignore
+                    entry = os.path.join(directory, d)
+                    ignores[os.path.abspath(entry)] = (gitignore, ignored[entry])
             for name in sorted(files):
                 if name.endswith((".py", ".pyi", ".ipynb")):
                     file = current / name
                     key = os.path.abspath(file)
-                    if gitignore is not None and gitignore.ignores(key, is_dir=False):
-                        continue
-                    if key not in seen and not settings.is_excluded(file):
+                    if key not in seen and not dropped(key, is_dir=False) and not settings.is_excluded(file):
                         seen.add(key)
                         yield file
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nnx_lint.analysis.package_roots import imported_file
 from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.gate import alias_paths
 from nnx_lint.gate.case_join import CaseJoin
@@ -231,10 +232,10 @@ class _FunctionSpans:
                     modules.update(f"{node.module}.{alias.name}" for alias in node.names)
             found = set()
             for module in modules:
-                base = root.joinpath(*module.split("."))
-                for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-                    if candidate.is_file():
-                        found.add(str(candidate.resolve()))
+                # The file Python imports for the name (a package before a module of the same name).
+                located = imported_file(module, [root])
+                if located is not None:
+                    found.add(str(located))
             self._imports[file] = found
         return self._imports[file]
 

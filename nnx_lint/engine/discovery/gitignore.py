@@ -1,8 +1,7 @@
 """``.gitignore`` files, read as data, for ``respect-gitignore`` (on by default, as in Ruff).
 
-git itself is never run: the analysed repository is untrusted, and its configuration
-(hooks, ``core.fsmonitor``, ...) can run commands. The files are parsed here instead, with
-git's rules (gitignore(5)):
+The patterns are parsed here, as data, with git's rules (gitignore(5)); git is asked only
+which files it tracks, which no pattern hides (:mod:`nnx_lint.engine.discovery.tracked`):
 
 - blank lines and ``#`` comments are skipped; trailing spaces are dropped unless escaped;
   a backslash escapes the next character (``\\#``, ``\\!``, ``\\*``);
