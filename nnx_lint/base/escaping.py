@@ -16,7 +16,9 @@ each piece of analysed text through the one of its output, wherever the piece si
 - :func:`workflow_data` / :func:`workflow_property` over :func:`printable`: GitHub workflow commands;
 - :func:`markdown_cell`: a cell or a line of a Markdown report (the ``markdown`` format, the
   gate's step summary);
-- :func:`markdown_inline`: Markdown that an editor renders (the language server's hover).
+- :func:`markdown_inline`: Markdown that an editor renders (the language server's hover);
+- :func:`json_document`: a JSON document printed where a CI runner reads it (``json``, ``sarif``,
+  ``gitlab``, the gate's JSON); lossless.
 
 Escaping happens in the reporters, not where a fact enters a message: the JSON, SARIF and
 cache outputs carry the text as data, unchanged, and each output needs its own escape (one
@@ -137,3 +139,15 @@ def markdown_inline(text: str) -> str:
     non-printable characters are written as Python escapes first. Links and images in a hover
     come only from nnx-lint's own text around it."""
     return "".join("\\" + char if char in string.punctuation else char for char in printable(text))
+
+
+def json_document(serialized: str) -> str:
+    """A serialized JSON document made safe to print in a CI log, losslessly: every ``#`` written
+    as ``\\u0023``. JSON has ``#`` only inside strings, where the escape decodes to the same
+    text, and ``json.dumps`` already escapes control characters; so no ``##[`` or ``##vso[``
+    from a file name or a message reaches the log, and every parser reads the same document.
+
+    >>> json_document('{"file": "a##[error]x.py"}')
+    '{"file": "a\\\\u0023\\\\u0023[error]x.py"}'
+    """
+    return serialized.replace("#", "\\u0023")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.base.escaping import line_start, markdown_cell, printable, printable_lines
+from nnx_lint.base.escaping import json_document, line_start, markdown_cell, printable, printable_lines
 from nnx_lint.gate.attribution import Attribution, PassingFinding, attribution_to_dict
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.modes import MODES
@@ -259,7 +259,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 def render(report: dict[str, Any], output_format: str) -> str:
     """The report in ``text``, ``json`` or ``markdown``."""
     if output_format == "json":
-        return json.dumps(report, indent=2)
+        return json_document(json.dumps(report, indent=2))
     if output_format == "markdown":
         return render_markdown(report)
     return render_text(report)
