@@ -274,3 +274,40 @@ def test_m3_shard_text_reaches_the_merged_output_escaped(runs):
         assert "\x1b" not in output
         assert not [line for line in output.splitlines() if line.lstrip().startswith("::")]
         assert "##[" not in output and "##vso[" not in output.lower()
+
+
+def test_the_run_identity_names_the_checked_out_commit_and_the_run(tmp_path):
+    """What ties shards together, read from git's own files (loose and packed refs, a detached HEAD)."""
+    import shutil
+
+    from nnx_lint.gate.run_identity import RunIdError, checked_run_id, run_identity
+
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+
+    def run_git(*arguments: str) -> str:
+        return subprocess.run([git, "-c", "user.name=t", "-c", "user.email=t@t", *arguments], cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    run_git("init", "-q")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("x = 1\n")
+    run_git("add", ".")
+    run_git("commit", "-q", "-m", "one")
+    head = run_git("rev-parse", "HEAD")
+    assert run_identity(tmp_path / "sub", 2, ["pytest"], None)["commit"] == head  # a loose ref
+    run_git("pack-refs", "--all")
+    assert run_identity(tmp_path, 2, ["pytest"], None)["commit"] == head  # packed-refs
+    run_git("checkout", "-q", "--detach")
+    assert run_identity(tmp_path, 2, ["pytest"], None)["commit"] == head  # a detached HEAD, as CI checks out
+    assert run_identity(tmp_path.parent / "elsewhere-not-git", 2, [], None)["commit"] is None
+
+    derived = run_identity(tmp_path, 2, ["pytest"], None, environ={})["id"]
+    assert derived == run_identity(tmp_path, 2, ["pytest"], None, environ={})["id"]  # every job derives the same
+    assert derived != run_identity(tmp_path, 3, ["pytest"], None, environ={})["id"]
+    assert derived != run_identity(tmp_path, 2, ["pytest"], None, environ={"GITHUB_RUN_ID": "8"})["id"]
+    assert run_identity(tmp_path, 2, ["pytest"], "ci-7")["id"] == "ci-7"
+    for bad in ("", "has space", "x" * 201, "tab\t", "é"):
+        with pytest.raises(RunIdError):
+            checked_run_id(bad)
