@@ -22,6 +22,12 @@ its own bad options: flake8's ``ExecutionError``, which it prints as "There was 
 error during execution of Flake8:" and one ``nnx-lint: error: FILE ...`` line, exit status
 1. The configurations of the paths on the command line are checked before any file is
 read; one found deeper in the tree fails the run from the worker that reads it.
+
+flake8 prints the file name and, with ``--show-source``, the source line of every finding
+itself, raw. A committed ``a##[error]x.py`` or ``b##vso[...].py`` would then put a live
+workflow command in the CI log (GitHub and Azure obey those anywhere in a line), so loading
+the plugin wraps flake8's formatter to pass both through nnx-lint's escaping for plain text
+(:func:`_escape_what_flake8_prints`): the same file, shown as the ``nnx-lint`` CLI shows it.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ import nnx_lint
 from nnx_lint.engine.config import ConfigError
 from nnx_lint.engine.eager import load_lint_path
 from nnx_lint.engine.walk import lint_source
-from nnx_lint.base.escaping import printable
+from nnx_lint.base.escaping import line_start_path, printable
 from nnx_lint.engine.file_config import isolated_by_environment, plugin_rules, settings_for_file
 from nnx_lint.base.noqa import apply_file_exemption
 from nnx_lint.analysis.project import module_name_for, shared_project
@@ -51,6 +57,37 @@ except ImportError:  # pragma: no cover - flake8 has had it since 3.0
 
 # Now, before any linted code's directory can be on sys.path (see nnx_lint.engine.eager).
 load_lint_path()
+
+
+def _escape_what_flake8_prints() -> None:
+    """Make flake8's formatters print each finding's file name and source line escaped.
+
+    ``BaseFormatter.handle`` is where every formatter that does not replace it gets the
+    violation it prints; the wrapper gives it a copy whose ``filename`` went through
+    :func:`~nnx_lint.base.escaping.line_start_path` and whose ``physical_line`` through
+    :func:`~nnx_lint.base.escaping.printable`. Text that needs no escaping is unchanged, so
+    ordinary runs print exactly what flake8 prints. Wrapped once per process."""
+    try:
+        from flake8.formatting.base import BaseFormatter
+    except ImportError:  # pragma: no cover - flake8 has had it since 3.0
+        return
+    original = BaseFormatter.handle
+    if getattr(original, "escapes_analysed_text", False):
+        return
+
+    def handle(self: Any, error: Any) -> None:
+        physical = error.physical_line
+        if physical is not None:
+            body = physical.rstrip("\r\n")
+            physical = printable(body) + physical[len(body):]
+        original(self, error._replace(filename=line_start_path(error.filename), physical_line=physical))
+
+    handle.escapes_analysed_text = True  # type: ignore[attr-defined]
+    handle.__doc__ = original.__doc__
+    BaseFormatter.handle = handle
+
+
+_escape_what_flake8_prints()
 
 
 class NNXFlake8Plugin:

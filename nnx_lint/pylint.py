@@ -227,3 +227,33 @@ def register(linter: PyLinter) -> None:
     """pylint's plugin entry point."""
     for checker in _family_checkers():
         linter.register_checker(checker(linter))
+    _escape_what_pylint_prints()
+
+
+def _escape_what_pylint_prints() -> None:
+    """Make pylint's text reporters print file and module names escaped.
+
+    pylint prints each message's path, module (``************* Module a##[error]x``) and object
+    itself, raw: a committed ``a##[error]x.py`` would put a workflow command that GitHub and
+    Azure obey anywhere in a line into the CI log. The text reporters' ``handle_message``
+    gets a copy with those fields through nnx-lint's escaping for plain text; text that needs
+    no escaping is unchanged. Wrapped once per process."""
+    import copy
+
+    from pylint.reporters.text import ColorizedTextReporter, TextReporter
+
+    from nnx_lint.base.escaping import line_start_path
+
+    for reporter in (TextReporter, ColorizedTextReporter):
+        original = reporter.__dict__["handle_message"]
+        if getattr(original, "escapes_analysed_text", False):
+            continue
+
+        def handle_message(self, msg, original=original):  # noqa: ANN001 - pylint's signature
+            shown = copy.copy(msg)  # the colorized reporter edits what it gets; the caller's stays as it was
+            shown.path, shown.abspath = line_start_path(msg.path), printable(msg.abspath)
+            shown.module, shown.obj = printable(msg.module), printable(msg.obj)
+            original(self, shown)
+
+        handle_message.escapes_analysed_text = True  # type: ignore[attr-defined]
+        reporter.handle_message = handle_message

@@ -14,12 +14,16 @@ makes to the project (``--fix``, ``--unsafe-fixes``, ``--add-noqa``, ``--write-b
   :func:`os.replace`, which replaces the directory entry: a hard link to a file elsewhere
   is never written through, and a crash leaves the old file whole.
 
-Where the platform allows it (``os.supports_dir_fd``), the directory is opened once and
-every step is relative to that descriptor, so a directory swapped for a symlink between
-the check and the write is not followed either.
+Where the platform allows it (``os.supports_dir_fd``), no check is separated from its use:
+the allowed root is opened, then each directory on the way down from it with
+``O_DIRECTORY | O_NOFOLLOW`` relative to its parent's descriptor, and the temporary file and
+the ``os.replace`` are relative to the last one. A directory on the way that is swapped for a
+symlink between the scope check and the write (a parent, however deep) makes that
+``os.open`` fail instead of being followed out of the project.
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -64,6 +68,11 @@ class WriteScope:
         """Whether a real (symlink-free) directory lies inside one of the roots."""
         return any(_is_within(real_directory, root) for root in self.real_roots)
 
+    def root_of(self, real_directory: str) -> str | None:
+        """The root a real (symlink-free) directory lies inside (the deepest), or None."""
+        inside = [root for root in self.real_roots if _is_within(real_directory, root)]
+        return max(inside, key=len) if inside else None
+
 
 def write_confined(path: str | os.PathLike, data: bytes, scope: WriteScope) -> None:
     """Replace (or create) the regular file ``path`` with ``data``, inside ``scope``.
@@ -75,19 +84,49 @@ def write_confined(path: str | os.PathLike, data: bytes, scope: WriteScope) -> N
     path = os.fspath(path)
     directory, name = os.path.split(os.path.abspath(path))
     real_directory = os.path.realpath(directory)
-    if not scope.allows(real_directory):
+    root = scope.root_of(real_directory)
+    if root is None:
         raise WriteRefused(f"{path}: resolves outside the project root ({real_directory}): not written")
     if not name or name in (".", ".."):
         raise WriteRefused(f"{path}: not a file name: not written")
-    if os.supports_dir_fd >= {os.open, os.stat, os.replace, os.unlink}:
-        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-        directory_fd = os.open(real_directory, flags)
+    if _DIRECTORY_DESCRIPTORS:
+        directory_fd = _open_below(root, os.path.relpath(real_directory, root), path)
         try:
             _write_in(directory_fd, real_directory, name, data, path)
         finally:
             os.close(directory_fd)
     else:  # Windows: the same steps by path
         _write_in(None, real_directory, name, data, path)
+
+
+#: Whether every step can be made relative to a directory descriptor. ``os.replace`` is not listed in
+#: ``os.supports_dir_fd`` even where it takes ``src_dir_fd``: it is ``os.rename``'s implementation, so that
+#: one stands for it (asking for ``os.replace`` made every platform take the by-path branch).
+_DIRECTORY_DESCRIPTORS = {os.open, os.stat, os.rename, os.unlink} <= os.supports_dir_fd
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _open_below(root: str, relative: str, shown: str) -> int:
+    """A descriptor of ``root/relative``, reached one directory at a time from ``root``, each
+    opened relative to its parent's descriptor without following a symlink: the directory
+    the scope check saw, or an error, never a directory that a concurrent swap put elsewhere."""
+    descriptor = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for part in () if relative == os.curdir else relative.split(os.sep):
+            try:
+                child = os.open(part, _DIRECTORY_FLAGS, dir_fd=descriptor)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                    # Swapped for a symlink (or removed) since the scope check: nothing is written.
+                    raise WriteRefused(f"{shown}: the directory {part!r} on its way changed while it was "
+                                       f"written (a symlink now?): not written") from None
+                raise
+            os.close(descriptor)
+            descriptor = child
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def _write_in(directory_fd: int | None, real_directory: str, name: str, data: bytes, shown: str) -> None:

@@ -129,9 +129,25 @@ def _fixed_text(file: Path, settings, unsafe: bool, fixer, data: bytes | None = 
 
 
 def _unified_diff(before: str, after: str, display: str) -> str:
+    """The ``--diff`` of one file, escaped for a terminal or a CI log like every other output.
+
+    Its file name and source lines are analysed text: a line holding ``##vso[...]`` or an ANSI
+    escape would otherwise reach the log live. Tabs, form feeds and the ``\\r`` of a CRLF line
+    are kept, so an ordinary diff is byte for byte what ``diff -u`` prints; only a line that
+    carries something a terminal or a runner would obey differs (and no longer applies)."""
+    from nnx_lint.base.escaping import printable
     from nnx_lint.fixes.tracking import unified_diff
 
-    return unified_diff(before, after, fromfile=f"a/{display}", tofile=f"b/{display}")
+    shown = printable(display)
+    diff = unified_diff(before, after, fromfile=f"a/{shown}", tofile=f"b/{shown}")
+    return "\n".join(_diff_line(line) for line in diff.split("\n"))
+
+
+def _diff_line(line: str) -> str:
+    from nnx_lint.base.escaping import printable
+
+    body = line[:-1] if line.endswith("\r") else line
+    return printable(body, keep="\t\f") + line[len(body):]
 
 
 def fix_stdin(data: bytes, stdin_filename: Path | None, settings, *, unsafe: bool, diff: bool) -> tuple[str, Counter]:

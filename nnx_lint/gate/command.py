@@ -46,11 +46,16 @@ def run_merge_command(argv: list[str]) -> int:
                                                  "--report-file FILE) into one verdict and exit status.")
     parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
     parser.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
+    parser.add_argument("--run-id", metavar="ID", help="accept only shards of this run (the gate's --run-id)")
+    parser.add_argument("--commit", metavar="SHA", help="accept only shards of this commit (full hex object name)")
     args = parser.parse_args(argv)
     try:
-        merged = merge_reports(args.reports)
+        merged = merge_reports(args.reports, run_id=args.run_id, commit=args.commit)
     except ShardError as exc:
-        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        # The message may quote a shard file's text: escaped like the tests' text.
+        from nnx_lint.base.escaping import printable
+
+        print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     print(render(merged, args.output_format))
     return int(merged["exit_status"])
@@ -94,6 +99,10 @@ def add_gate_parser(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--shard", metavar="K/N",
                       help="run only shard K of N of the tests (a hash of each node id), both modes; merge the "
                            "shards' JSON reports with: nnx-lint gate merge REPORT...")
+    gate.add_argument("--run-id", metavar="ID",
+                      help="name this run in the report, so that nnx-lint gate merge joins only its shards (in "
+                           "GitHub Actions: ${{ github.run_id }}); default: derived from the commit, the shard "
+                           "count, the test command and the CI system's run number")
     gate.add_argument("--report-file", type=Path, metavar="FILE",
                       help="also write the JSON report to FILE (what nnx-lint gate merge reads)")
     gate.add_argument("--progress-interval", type=float, default=DEFAULT_INTERVAL, metavar="SECONDS",
@@ -125,7 +134,7 @@ _GATE_MODULES = (
     "nnx_lint.gate.attribution", "nnx_lint.gate.baseline", "nnx_lint.gate.channel", "nnx_lint.gate.classify",
     "nnx_lint.gate.dependencies", "nnx_lint.gate.modes", "nnx_lint.gate.report", "nnx_lint.gate.results",
     "nnx_lint.gate.progress", "nnx_lint.gate.runner", "nnx_lint.gate.shard", "nnx_lint.base.confined_writes",
-    "nnx_lint.gate.trust", "nnx_lint.gate.untested",
+    "nnx_lint.gate.trust", "nnx_lint.gate.untested", "nnx_lint.gate.run_identity", "nnx_lint.gate.shard_schema",
     "nnx_lint.engine.config", "nnx_lint.engine.registry", "nnx_lint.engine.runner", "nnx_lint.confirmation.sandbox",
 )
 #: Standard-library modules imported inside functions on the way (``socket.send_fds`` imports ``array``).
@@ -188,6 +197,16 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
             print("nnx-lint: error: --shard needs a pytest test command (the plugin selects the shard's tests)",
                   file=sys.stderr)
             return EXIT_ERROR
+    from nnx_lint.gate.run_identity import RunIdError, checked_run_id, run_identity
+
+    try:
+        run_id = None if getattr(args, "run_id", None) is None else checked_run_id(args.run_id)
+    except RunIdError as exc:
+        print(f"nnx-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    # Before the tests run: they could rewrite .git.
+    run = run_identity(path.resolve() if path.is_dir() else path.resolve().parent,
+                       shard[1] if shard else None, command, run_id)
     if args.progress_interval <= 0:
         print("nnx-lint: error: --progress-interval must be positive", file=sys.stderr)
         return EXIT_ERROR
@@ -240,7 +259,7 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     outcome.elapsed += lint_elapsed  # the summary's time is the whole gate's, its lint included
     breaks = sum(1 for verdict in outcome.verdicts if verdict.kind in ("tree-break", "not-isolated"))
     progress.phase(f"join: attributing {breaks} break(s) to the findings")
-    status, output = finish(outcome, diagnostics, path, baseline, args, notes)
+    status, output = finish(outcome, diagnostics, path, baseline, args, notes, run=run)
     progress.phase("join: ended")
     try:
         print(output)
@@ -269,8 +288,10 @@ def lint_line(diagnostics: list) -> str:
 
 
 def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[str] | None,
-           args: argparse.Namespace, notes: list[str]) -> tuple[int, str]:
-    """Attribute the breaks, apply the baseline, and render: (exit status, report text)."""
+           args: argparse.Namespace, notes: list[str], run: dict | None = None) -> tuple[int, str]:
+    """Attribute the breaks, apply the baseline, and render: (exit status, report text).
+
+    ``run`` is the report's run identity (:mod:`nnx_lint.gate.run_identity`), taken before the runs."""
     from nnx_lint.gate.attribution import Attributor, lint_dependency_files
     from nnx_lint.gate.baseline import BaselineError, write_baseline
     from nnx_lint.gate.dependencies import dependency_frames
@@ -319,7 +340,7 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     report = build_report(outcome, attributions, passing, root=root, baseline=baseline,
                           baseline_file=str(baseline_file) if baseline_file else None,
                           findings=len(diagnostics), exit_status=status, notes=notes, untested=untested,
-                          shard=parse_shard(args.shard) if getattr(args, "shard", None) else None)
+                          shard=parse_shard(args.shard) if getattr(args, "shard", None) else None, run=run)
     if getattr(args, "report_file", None) is not None:
         from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
 

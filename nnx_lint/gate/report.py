@@ -1,7 +1,12 @@
 """The gate's report: one JSON-able document, rendered as text or markdown.
 
 Everything the renderers show is in the document built by :func:`build_report`, so the
-three formats cannot disagree.
+three formats cannot disagree. Every text in it but the renderers' own words (test ids,
+failures, file and function names, notes, problems, run names and statuses, versions) comes
+from the tests or, through ``gate merge``, from shard files: the text renderer passes each
+through :func:`~nnx_lint.base.escaping.printable` (:func:`~nnx_lint.base.escaping.line_start`
+where it begins a line), and the Markdown renderer through
+:func:`~nnx_lint.base.escaping.markdown_cell`.
 """
 from __future__ import annotations
 
@@ -10,12 +15,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.base.escaping import printable_lines
+from nnx_lint.base.escaping import json_document, line_start, markdown_cell, printable, printable_lines
 from nnx_lint.gate.attribution import Attribution, PassingFinding, attribution_to_dict
 from nnx_lint.gate.classify import GateOutcome, Verdict
 from nnx_lint.gate.modes import MODES
 from nnx_lint.gate.results import TestResult
 
+#: The report format's version: 2 added ``run`` (what ``gate merge`` ties the shards by).
+REPORT_VERSION = 2
 #: The verdicts that fail the gate unless baselined.
 BREAKING_KINDS = ("tree-break", "not-isolated")
 _SECTIONS = (
@@ -71,8 +78,9 @@ def _run_dict(record: Any) -> dict[str, Any]:
 def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], passing: list[PassingFinding], *,
                  root: Path, baseline: set[str] | None, baseline_file: str | None, findings: int | None,
                  exit_status: int, notes: list[str], untested: str | None = None,
-                 shard: tuple[int, int] | None = None) -> dict[str, Any]:
-    """The whole report as plain data (the JSON output)."""
+                 shard: tuple[int, int] | None = None, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole report as plain data (the JSON output). ``run`` is its run identity
+    (:mod:`nnx_lint.gate.run_identity`): what ``gate merge`` matches the shards by."""
     baseline = baseline or set()
     sections: dict[str, list] = {key: [] for key, _title, _hint in _SECTIONS}
     for verdict in outcome.verdicts:
@@ -83,8 +91,9 @@ def build_report(outcome: GateOutcome, attributions: dict[str, Attribution], pas
     still_breaking = {v.nodeid for v in breaking}
     return {
         "tool": "nnx-lint gate",
-        "version": 1,
+        "version": REPORT_VERSION,
         "project": str(root),
+        "run": run,
         "modes": {mode.name: mode.environment for mode in MODES},
         # This report covers shard K of N (nnx-lint gate --shard K/N; nnx-lint gate merge joins them).
         "shard": None if shard is None else {"index": shard[0], "count": shard[1]},
@@ -152,11 +161,12 @@ def _failure_text(item: dict[str, Any]) -> str:
 
 
 def render_text(report: dict[str, Any]) -> str:
-    """The human report for a terminal."""
+    """The human report for a terminal (or a CI log): the tests' text escaped, wherever it sits."""
     lines: list[str] = []
     for name, run in report["runs"].items():
-        lines.append(f"{name} run: {run['status']}, {run['tests']} tests, {run['failing']} failing, "
-                     f"{run['elapsed']:.0f}s (flax {run['flax_version'] or 'not found'})")
+        lines.append(f"{line_start(name)} run: {printable(run['status'])}, {run['tests']} tests, "
+                     f"{run['failing']} failing, {run['elapsed']:.0f}s "
+                     f"(flax {printable(run['flax_version'] or 'not found')})")
     for key, title, hint in _SECTIONS:
         items = report[key]
         if not items:
@@ -165,38 +175,41 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"{title} ({len(items)}): {hint}")
         for item in items:
             flag = " [baseline]" if item.get("in_baseline") else ""
-            lines.append(f"  {item['nodeid']}{flag}")
+            lines.append(f"  {line_start(item['nodeid'])}{flag}")
             failure = _failure_text(item)
             if failure and key != "fails_in_both_modes":
                 # The whole error: flax's names the paths of a shared Variable on its later lines.
                 # It is the tests' text, so it is escaped like any analysed text.
                 first, *rest = printable_lines(failure).split("\n")
-                lines.append(f"      {first}")
-                lines.extend(f"        {line}" if line.strip() else "" for line in rest)
+                lines.append(f"      {line_start(first)}")
+                lines.extend(f"        {line_start(line)}" if line.strip() else "" for line in rest)
             attribution = item.get("attribution")
             if attribution:
                 frame = attribution["deepest_frame"]
                 if frame:
-                    lines.append(f"      deepest project frame: {frame['file']}:{frame['line']} in {frame['function']}")
-                lines.append(f"      {attribution['summary']}")
+                    lines.append(f"      deepest project frame: {printable(frame['file'])}:{frame['line']} "
+                                 f"in {printable(frame['function'])}")
+                lines.append(f"      {line_start(attribution['summary'])}")
             if item.get("note") and key not in ("order_dependent",):
-                lines.append(f"      ({item['note']})")
+                lines.append(f"      ({printable(item['note'])})")
     if report["findings_in_passing_tests"]:
         lines.append("")
         findings = report["findings_in_passing_tests"]
         lines.append(f"Static findings inside tests that pass in both modes ({len(findings)}):")
         for item in findings:
-            tests = ", ".join(item["tests"][:3])
-            lines.append(f"  {item['path']}:{item['line']}: {item['code']} ({item['kind']}) in {tests}")
+            tests = ", ".join(printable(test) for test in item["tests"][:3])
+            lines.append(f"  {line_start(item['path'])}:{item['line']}: {printable(item['code'])} "
+                         f"({printable(item['kind'])}) in {tests}")
     baseline = report.get("baseline")
     if baseline and baseline["fixed"]:
         lines.append("")
         fixed = baseline["fixed"]
-        lines.append(f"In the baseline but no longer breaking ({len(fixed)}): " + ", ".join(fixed))
+        lines.append(f"In the baseline but no longer breaking ({len(fixed)}): "
+                     + ", ".join(printable(nodeid) for nodeid in fixed))
     for note in report["notes"]:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {printable(note)}")
     for problem in report["problems"]:
-        lines.append(f"problem: {problem}")
+        lines.append(f"problem: {printable(problem)}")
     lines.append("")
     lines.append(final_line(report))
     return "\n".join(lines).strip("\n")
@@ -205,23 +218,19 @@ def render_text(report: dict[str, Any]) -> str:
 def final_line(report: dict[str, Any]) -> str:
     """The report's last line: the summary, or why nothing was tested (never a clean-looking summary)."""
     if report.get("untested"):
-        return f"nnx-lint gate: nothing was tested: {report['untested']}"
+        return f"nnx-lint gate: nothing was tested: {printable(report['untested'])}"
     return _status_line(report)
 
 
-def _md(text: str) -> str:
-    """Text safe inside a markdown table cell."""
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\n", " ").replace("`", "'"))
-
-
 def render_markdown(report: dict[str, Any]) -> str:
-    """The report for ``$GITHUB_STEP_SUMMARY``."""
+    """The report for ``$GITHUB_STEP_SUMMARY``; every text of the tests goes through ``markdown_cell``."""
+    _md = markdown_cell
     verdict = {0: "passed", 1: "failed: new Tree Mode breaks", 2: "could not complete"}.get(report["exit_status"], "")
     lines = [f"## nnx-lint gate: {verdict}", "", _md(final_line(report)), ""]
     lines += ["| run | status | tests | failing | time |", "|---|---|---|---|---|"]
     for name, run in report["runs"].items():
-        lines.append(f"| {name} | {run['status']} | {run['tests']} | {run['failing']} | {run['elapsed']:.0f}s |")
+        lines.append(f"| {_md(name)} | {_md(run['status'])} | {run['tests']} | {run['failing']} | "
+                     f"{run['elapsed']:.0f}s |")
     for key, title, hint in _SECTIONS:
         items = report[key]
         if not items:
@@ -240,7 +249,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             lines += [f"- {_md(item['nodeid'])}" for item in items]
     if report["findings_in_passing_tests"]:
         lines += ["", "### Static findings inside tests that pass in both modes", ""]
-        lines += [f"- {_md(item['path'])}:{item['line']} {item['code']} ({item['kind']})"
+        lines += [f"- {_md(item['path'])}:{item['line']} {_md(item['code'])} ({_md(item['kind'])})"
                   for item in report["findings_in_passing_tests"]]
     for problem in report["problems"]:
         lines += ["", f"> **problem:** {_md(problem)}"]
@@ -250,7 +259,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 def render(report: dict[str, Any], output_format: str) -> str:
     """The report in ``text``, ``json`` or ``markdown``."""
     if output_format == "json":
-        return json.dumps(report, indent=2)
+        return json_document(json.dumps(report, indent=2))
     if output_format == "markdown":
         return render_markdown(report)
     return render_text(report)

@@ -46,12 +46,14 @@ def render(
     the pages shipped in the package); ``unsafe``: unsafe fixes count as applicable (``[*]``)."""
     from nnx_lint.reporting import formats
 
+    from nnx_lint.base.escaping import json_document
+
     if output_format == "json":
-        return render_json(result.diagnostics, result.confirmations, result.fixes, url_base)
+        return json_document(render_json(result.diagnostics, result.confirmations, result.fixes, url_base))
     if output_format == "github":
         return render_github(result.diagnostics)
     if output_format == "sarif":
-        return render_sarif(result.diagnostics, result.confirmations, url_base)
+        return json_document(render_sarif(result.diagnostics, result.confirmations, url_base))
     if output_format == "markdown":
         from nnx_lint.reporting.markdown_report import render_markdown
 
@@ -62,7 +64,7 @@ def render(
     if output_format == "junit":
         return formats.render_junit(result.diagnostics)
     if output_format == "gitlab":
-        return formats.render_gitlab(result.diagnostics)
+        return json_document(formats.render_gitlab(result.diagnostics))
     if output_format == "concise":
         return "\n".join(formats.render_concise(result.diagnostics, result.fixes or {}, unsafe)
                          + _closing(result, unsafe))
@@ -418,7 +420,9 @@ def _render_group_statistics(result: RunResult, output_format: str, group_by: st
 
     found = groups(result.diagnostics, group_by)
     if output_format == "json":
-        return json.dumps([group.to_dict(group_by) for group in found], indent=2)
+        from nnx_lint.base.escaping import json_document
+
+        return json_document(json.dumps([group.to_dict(group_by) for group in found], indent=2))
     width = max((len(str(g.count)) for g in found), default=1)
     key_width = max((len(printable(g.key)) for g in found), default=1)
     lines = []

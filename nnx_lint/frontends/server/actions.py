@@ -151,8 +151,12 @@ _KIND = {
 
 
 def hover_markdown(diagnostics: list[Diagnostic]) -> str:
-    """The rule's "why" and "how to fix" for each finding under the cursor (Markdown)."""
-    from nnx_lint.reporting.docs import markdown_text
+    """The rule's "why" and "how to fix" for each finding under the cursor (Markdown).
+
+    The message and help quote analysed text (a ``setattr`` name, a file name), so both pass
+    through :func:`~nnx_lint.base.escaping.markdown_inline`: every Markdown-active character is
+    escaped, and the only link is nnx-lint's own, to the rule page."""
+    from nnx_lint.base.escaping import markdown_inline
     from nnx_lint.engine.registry import rule_by_code
 
     parts = []
@@ -160,11 +164,11 @@ def hover_markdown(diagnostics: list[Diagnostic]) -> str:
         rule = rule_by_code(diagnostic.code)
         why = rule.docs_sections().get("Why is this bad?", "").strip() if rule else ""
         lines = [f"**{diagnostic.code}** `{diagnostic.symbol}`: {_KIND.get(diagnostic.kind, diagnostic.kind)}", "",
-                 markdown_text(diagnostic.message), ""]
+                 markdown_inline(diagnostic.message), ""]
         if why:
             lines += ["**Why is this bad?**", "", why, ""]
         if diagnostic.help:
-            lines += ["**How to fix**", "", markdown_text(diagnostic.help), ""]
+            lines += ["**How to fix**", "", markdown_inline(diagnostic.help), ""]
         lines.append(f"[{diagnostic.code} rule page]({diagnostic.url})")
         parts.append("\n".join(lines))
     return "\n\n---\n\n".join(parts)
