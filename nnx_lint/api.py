@@ -110,12 +110,11 @@ Fixes:
 
 Reproduction programs (facts are hostile text: a program is built only through these):
 
-- ``UnsafeFact`` — raised for a fact that cannot be used (the finding gets no reproduction).
-- ``identifier``, ``identifier_or``, ``is_identifier``, ``bounded_index``, ``choice_or`` — checked facts.
-- ``literal``, ``access``, ``set_attribute``, ``keyword_arguments`` — program text built from them.
-- ``filled`` — a builder's code template with its placeholder names replaced on the syntax tree
-  (renames touch whole names only), written back with ``ast.unparse``.
-- ``clipped``, ``shown`` — a fact quoted in a note or a reason.
+- ``programs`` — :mod:`nnx_lint.base.program_syntax`, one namespace for building a program on
+  syntax trees: checked facts (``programs.identifier``, ``programs.bounded_index``, ...),
+  pieces (``programs.call``, ``programs.attribute``, ``programs.assign``, ``programs.literal``,
+  ``programs.filled``, ...), ``programs.UnsafeFact`` for a fact that cannot be used (no
+  reproduction), and ``programs.shown`` / ``programs.clipped`` to quote a fact in a reason.
 """
 from __future__ import annotations
 
@@ -225,21 +224,7 @@ from nnx_lint.flax_table.nnx_api import (
 )
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.base.noqa import UNUSED_NOQA_CODE
-from nnx_lint.base.program_text import (
-    UnsafeFact,
-    access,
-    bounded_index,
-    choice_or,
-    clipped,
-    filled,
-    identifier,
-    identifier_or,
-    is_identifier,
-    keyword_arguments,
-    literal,
-    set_attribute,
-    shown,
-)
+from nnx_lint.base import program_syntax as programs
 from nnx_lint.analysis.relations import ArgumentView, OpaqueBuilder, argument_views, held_items, opaque_builder
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.static_uses import StaticUse, bound_arguments, python_value, static_use
@@ -297,6 +282,5 @@ __all__ = [
     # Fixes.
     "pin_sites_in", "pin_sites", "entry_pin_target", "PIN", "Rewrite", "RewriteSite", "UNSAFE", "DISPLAY_ONLY",
     # Reproduction programs.
-    "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "literal", "access",
-    "set_attribute", "keyword_arguments", "filled", "clipped", "shown",
+    "programs",
 ]

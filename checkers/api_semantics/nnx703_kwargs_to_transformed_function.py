@@ -14,10 +14,10 @@ from nnx_lint.api import (
     Reproduction,
     Rule,
     Valid,
-    bounded_index,
     entry_pin_target,
     fact_index,
     pin_sites_in,
+    programs,
     raises,
     transform_resolver,
 )
@@ -147,7 +147,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
                                 control=setup + "return list(f(xs).shape)\n")
         if variant == "grad":
             argnums = [a for a in facts.argnums or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
-            given = bounded_index(facts.positional or 0, "the positional count", 6)
+            given = programs.bounded_index(facts.positional or 0, "the positional count", 6)
             count = max(max(argnums) + 1, 2, given + 1)
             positional = min(given, count - 1)
             names = ["m"] + [f"x{i}" for i in range(1, count)]
@@ -164,7 +164,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return Reproduction(main, expect_error="other:TypeError", control=control)
         length = facts.in_axes_length if isinstance(facts.in_axes_length, int) else 2
         length = min(max(length, 2), 6)
-        positional = min(bounded_index(facts.positional or 0, "the positional count"), length - 1)
+        positional = min(programs.bounded_index(facts.positional or 0, "the positional count"), length - 1)
         names = ["m"] + [f"x{i}" for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
         body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])

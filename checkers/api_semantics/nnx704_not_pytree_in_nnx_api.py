@@ -24,16 +24,14 @@ from nnx_lint.api import (
     Rule,
     Valid,
     base_classes,
-    bounded_index,
     constant_bool,
     entry_pin_target,
     explicit_tree,
     fact_index,
     helper_summaries,
-    identifier_or,
-    literal,
     lookup,
     pin_sites_in,
+    programs,
     raises,
     transform_resolver,
 )
@@ -391,8 +389,8 @@ class NotPytreeObjectInNNXAPI(Rule):
                         if k in cls._SHARED_TRANSFORMS[transform]}
             if transform == "vmap" and keywords.get("in_axes", 0) is None:
                 keywords["axis_size"] = 2
-            position = bounded_index(facts.position or 0, "the argument position")
-            n_args = max(bounded_index(facts.n_args or 1, "the argument count"), position + 1)
+            position = programs.bounded_index(facts.position or 0, "the argument position")
+            n_args = max(programs.bounded_index(facts.n_args or 1, "the argument count"), position + 1)
             args = ", ".join("m" if i == position else "x" for i in range(n_args))
             kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
             if transform == "eval_shape":

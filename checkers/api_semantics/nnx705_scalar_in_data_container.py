@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import NNX_PREFIX, Facts, Invalid, Reproduction, Rule, Valid, literal, raises
+from nnx_lint.api import NNX_PREFIX, Facts, Invalid, Reproduction, Rule, Valid, programs, raises
 
 
 _SCALAR_TYPES = (int, float, bool, str)
@@ -96,7 +96,7 @@ class ScalarInDataContainer(Rule):
         a leaf at all. The control keeps the scalar in a plain (static) attribute."""
         values = facts.scalar_values or [2]
         value = values[0]
-        scalar = literal(value)  # a literal of the analysed code: only ever repr'd plain data
+        scalar = programs.literal(value)  # a literal of the analysed code: only ever repr'd plain data
 
         def made(cfg: str) -> str:  # the Module, its configuration stored by ``cfg``
             return ("class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"

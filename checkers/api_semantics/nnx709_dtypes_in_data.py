@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import DTYPE_MODULES, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, clipped, raises
+from nnx_lint.api import DTYPE_MODULES, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, programs, raises
 
 #: Modules whose attributes named like a dtype are dtypes (``jnp.float32``, ``np.int8``).
 _DTYPE_MODULES = DTYPE_MODULES

@@ -15,10 +15,10 @@ from nnx_lint.api import (
     Invalid,
     Rule,
     Valid,
-    clipped,
     body_nodes,
     bound_arguments,
     names_rngs,
+    programs,
     python_value,
     raises,
     static_use,
@@ -322,5 +322,5 @@ def _self_rooted(expression: nodes.NodeNG) -> bool:
 
 
 def _finding(value: nodes.NodeNG, callee: str, use: str, error: str, at: nodes.NodeNG) -> dict:
-    return {"value": clipped(value.as_string(), 30), "callee": callee, "use": use, "error": error,
+    return {"value": programs.clipped(value.as_string(), 30), "callee": callee, "use": use, "error": error,
             "line": at.lineno or 0}

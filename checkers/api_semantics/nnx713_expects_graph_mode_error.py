@@ -16,12 +16,12 @@ from nnx_lint.api import (
     Rule,
     Valid,
     bound_values,
-    clipped,
     expected_messages,
     found_in,
     pattern_strings,
     pin_sites_in,
     plain_text,
+    programs,
     raises,
     transform_resolver,
 )
@@ -222,7 +222,7 @@ class ExpectsGraphModeError(Rule):
                 related = [(raising.call.node, f"graph mode raises it here (`nnx.{raising.name}`)")]
                 if source is not expectation.pattern:
                     related.append((source, "the expected message"))
-                self.report(expectation.assertion, form=expectation.form, expected=clipped(text, 40),
+                self.report(expectation.assertion, form=expectation.form, expected=programs.clipped(text, 40),
                             api=raising.name, line=raising.call.node.lineno or 0, needs=error.needs,
                             tree_mode=error.tree_mode, tree_detail=error.tree_detail,
                             pin=pin_sites_in(self.context, _pin_target(raising)), related=related)

@@ -13,7 +13,7 @@ from checkers.custom_vjp.analysis import (
     own_body_nodes,
 )
 from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
-from nnx_lint.api import TREE_MAP, Facts, Invalid, Reproduction, Rule, Valid, bounded_index, raises
+from nnx_lint.api import TREE_MAP, Facts, Invalid, Reproduction, Rule, Valid, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +123,7 @@ class CustomVjpStateTangent(Rule):
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
         bwd returning a Module-typed tangent (its Tree Mode rewrite).
         """
-        index = (bounded_index(facts.tangent_index, "the tangent index")
+        index = (programs.bounded_index(facts.tangent_index, "the tangent index")
                  if isinstance(facts.tangent_index, int) else 0)
         others = other_arguments(facts, index)
         tangent = str(facts.tangent or "")

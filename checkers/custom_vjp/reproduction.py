@@ -1,7 +1,7 @@
 """Reproduction builders and program pieces shared by several custom vjp rules."""
 from __future__ import annotations
 
-from nnx_lint.api import Facts, bounded_index
+from nnx_lint.api import Facts, programs
 
 
 #: The FLIP's bwd (its Tree Mode rewrite): ``g`` is the output cotangent, Module-typed tangent.
@@ -17,7 +17,7 @@ TREE_BWD = """
 def other_arguments(facts: Facts, index: int) -> list[str]:
     """Names of the primal's other (array) arguments; the Module is at ``index``."""
     names = [n for n in facts.primal_args or [] if isinstance(n, str) and n.isidentifier()]
-    count = max(bounded_index(len(names), "the number of primal arguments"), index + 1)
+    count = max(programs.bounded_index(len(names), "the number of primal arguments"), index + 1)
     return [f"a{i}" for i in range(count) if i != index]
 
 

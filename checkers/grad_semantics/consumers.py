@@ -20,8 +20,8 @@ from nnx_lint.api import (
     WHOLE_TREE_CONSUMERS,
     GradientUse,
     NameResolver,
-    clipped,
     expressions_within,
+    programs,
 )
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class GradientConsumers:
         if isinstance(parent, nodes.Compare) and any(op in ("in", "not in") and right is use for op, right in parent.ops):
             if differentiated.class_attributes & _MEMBERSHIP_METHODS:
                 return None  # the class answers `in` itself
-            return (clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
+            return (programs.clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)

@@ -22,9 +22,8 @@ from nnx_lint.api import (
     Reproduction,
     Rule,
     Valid,
-    bounded_index,
-    clipped,
     passed_at,
+    programs,
     raises,
 )
 
@@ -144,7 +143,7 @@ class GradOverNonFloatState(Rule):
             )
         if not reported:
             for application, differentiated, reason in analysis.unresolved_at(node):
-                self.report_unproven(node, value=clipped(differentiated.argument.as_string()), reason=reason,
+                self.report_unproven(node, value=programs.clipped(differentiated.argument.as_string()), reason=reason,
                                      transform=application.transform, related=grad_sites(application))
 
     @classmethod
@@ -166,8 +165,8 @@ class GradOverNonFloatState(Rule):
         else:
             variable = types[0] if types[0] in SHARED_VARIABLE_TYPES else "Variable"
             holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
-        position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
-        argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
+        position = programs.bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+        argnums = [programs.bounded_index(a, "argnums") for a in facts.argnums or [position]
                    if isinstance(a, int)] or [position]
         count = max(argnums + [position]) + 1
         parameters = ", ".join(f"a{i}" for i in range(count))

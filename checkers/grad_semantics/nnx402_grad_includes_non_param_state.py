@@ -30,7 +30,7 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
-    filled,
+    programs,
 )
 
 
@@ -191,8 +191,8 @@ class GradIncludesNonParamState(Rule):
             model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
         program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum({m}(x) ** 2)")
         # G is the gradient: a placeholder name, replaced on the syntax tree
-        body = _concrete(program + filled(f"return {observe}", expressions={"G": "grads"}))
-        control = _concrete(program + filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"}))
+        body = _concrete(program + programs.filled(f"return {observe}", expressions={"G": "grads"}))
+        control = _concrete(program + programs.filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"}))
         return Reproduction(body, expect_tree=tree, expect_graph=graph, control=control)
 
     VALID = [

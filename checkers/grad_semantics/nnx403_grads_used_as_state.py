@@ -20,8 +20,7 @@ from nnx_lint.api import (
     Reproduction,
     Rule,
     Valid,
-    filled,
-    identifier_or,
+    programs,
     raises,
 )
 
@@ -181,7 +180,7 @@ class GradsUsedAsState(Rule):
         returns the reason instead.
         """
         kind = facts.usage_kind
-        key = identifier_or(facts.key, "linear")
+        key = programs.identifier_or(facts.key, "linear")
         if kind == "subscript":
             use, expected = f"G[{key!r}]", "not-subscriptable"
         elif kind == "method":
@@ -224,8 +223,8 @@ class GradsUsedAsState(Rule):
         program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum({m}(x))")
         # G is the gradient: a placeholder name, replaced on the syntax tree (a key `Gate` stays `Gate`)
         observe = f"return type({use}).__name__"
-        body = dedented(program) + filled(observe, expressions={"G": "grads"})
-        control = dedented(program) + filled(observe, expressions={"G": "nnx.state(grads, nnx.Param)"})
+        body = dedented(program) + programs.filled(observe, expressions={"G": "grads"})
+        control = dedented(program) + programs.filled(observe, expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_error=expected, control=control)
 
     VALID = [

@@ -1,7 +1,7 @@
 """Reproduction builders and program pieces shared by several grad semantics rules."""
 from __future__ import annotations
 
-from nnx_lint.api import GRAD_TRANSFORMS, Facts, bounded_index
+from nnx_lint.api import GRAD_TRANSFORMS, Facts, programs
 
 
 def grad_application_code(facts: Facts, forward: str) -> str:
@@ -12,8 +12,8 @@ def grad_application_code(facts: Facts, forward: str) -> str:
     positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
     """
     transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
-    position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
-    argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
+    position = programs.bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+    argnums = [programs.bounded_index(a, "argnums") for a in facts.argnums or [position]
                if isinstance(a, int)] or [position]
     if position not in argnums:
         argnums = [position]

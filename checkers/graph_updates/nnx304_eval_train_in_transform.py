@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.graph_updates.base import MethodCallInTransform
 from checkers.graph_updates.reproduction import dedented, under
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, filled
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, programs
 
 
 class EvalTrainInTransform(MethodCallInTransform):
@@ -97,7 +97,7 @@ class EvalTrainInTransform(MethodCallInTransform):
         main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
             "\nreturn model.drop.deterministic\n"
         read, read_note = under(facts.transform, "forward", "model", loss="model.lin.kernel[...].sum()")
-        control = model + "# outside the transform\n" + filled(call, {"m": "model"}) + \
+        control = model + "# outside the transform\n" + programs.filled(call, {"m": "model"}) + \
             "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
             "\nreturn model.drop.deterministic\n"
         return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)

@@ -14,10 +14,10 @@ from nnx_lint.api import (
     Reproduction,
     Rule,
     Valid,
-    choice_or,
     differs,
     entry_pin_target,
     pin_sites_in,
+    programs,
     transform_resolver,
 )
 
@@ -121,7 +121,7 @@ class TransformOnInit(Rule):
         """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
         finding has it) building a layer on ``self``; the observation is whether the object
         has the layer. The control transforms a factory and assigns its output."""
-        transform = choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
+        transform = programs.choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
         note = ""
         if transform in AXES_TRANSFORMS:
             if transform != "vmap":

@@ -17,9 +17,9 @@ from nnx_lint.api import (
     body_nodes,
     differs,
     explicit_tree,
-    is_identifier,
     lookup,
     pin_sites_in,
+    programs,
     root_name,
     transformed_code,
 )
@@ -114,7 +114,7 @@ class ScanBroadcastWrite(Rule):
         Not traced: the observation is the counter's number, which is abstract under a trace."""
         target = facts.target_text or ""
         attr = target.split(".")[1].split("[")[0] if target.count(".") >= 1 else "n"
-        attr = attr if is_identifier(attr) and attr not in RESERVED_NAMES else "n"
+        attr = attr if programs.is_identifier(attr) and attr not in RESERVED_NAMES else "n"
         write = (f"cnt.{attr}.value = cnt.{attr}[...] + 1.0" if target.endswith((".value", ".raw_value"))
                  else f"cnt.{attr}[...] += 1.0")
         model = dedented(f"""

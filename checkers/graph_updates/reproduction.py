@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, Facts, Reproduction, choice_or, filled, is_identifier
+from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, Facts, Reproduction, programs
 
 
 # -- reproduction helpers -------------------------------------------------------------------
@@ -26,7 +26,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
     Transforms the reference runtime lacks, or that cannot carry the change in graph mode
     either, run the same function under ``nnx.jit`` (the note says why). ``transform`` is a
     fact: only a known NNX transform's name reaches the program (in the note)."""
-    t = choice_or(transform or "jit", TRANSFORMS, "another transform")
+    t = programs.choice_or(transform or "jit", TRANSFORMS, "another transform")
     if t == "cond":
         return f"nnx.cond(True, {fn}, {fn}, {args})", ""
     if t == "switch":
@@ -56,7 +56,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
 def _attribute(facts: Facts, default: str) -> str:
     """The flagged attribute name, when it can be used in a generated program."""
     name = facts.attribute
-    if is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
+    if programs.is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
         return name
     return default
 
@@ -163,17 +163,17 @@ def graph_update_reproduction(facts: Facts) -> Reproduction | str:
         # built on syntax trees: the placeholders OBJ and ATTR are whole names, so no other
         # name changes with them (an attribute `OBJECTS` stays `OBJECTS`)
         names = {"ATTR": attr}
-        init_line = (filled("self.ATTR = VALUE", names, {"VALUE": init_value})
+        init_line = (programs.filled("self.ATTR = VALUE", names, {"VALUE": init_value})
                      if init_value is not None else "")
         method = ""
         if in_method and not outside:
-            method = filled("def change(self):\n    CHANGE", statements={
-                "CHANGE": filled(change_text, {**names, "OBJ": "self"})})
+            method = programs.filled("def change(self):\n    CHANGE", statements={
+                "CHANGE": programs.filled(change_text, {**names, "OBJ": "self"})})
             change_call = "m.change()"
         else:
-            change_call = filled(change_text, {**names, "OBJ": "m"})
-        header = filled(_MODEL, statements={"INIT": init_line, "METHOD": method})
-        function = filled("def FUNCTION(m):\n    CHANGE", {"FUNCTION": "change_outside" if outside else "change"},
+            change_call = programs.filled(change_text, {**names, "OBJ": "m"})
+        header = programs.filled(_MODEL, statements={"INIT": init_line, "METHOD": method})
+        function = programs.filled("def FUNCTION(m):\n    CHANGE", {"FUNCTION": "change_outside" if outside else "change"},
                           statements={"CHANGE": change_call})
         if outside:
             statement, note = under(transform, "read")
@@ -182,8 +182,8 @@ def graph_update_reproduction(facts: Facts) -> Reproduction | str:
         else:
             statement, note = under(transform, "change")
             run = f"{function}{note}{filled(statement)}"
-        return header + run + filled("return OBSERVATION", expressions={
-            "OBSERVATION": filled(observation, names)})
+        return header + run + programs.filled("return OBSERVATION", expressions={
+            "OBSERVATION": programs.filled(observation, names)})
 
     main = program(init, change, observe)
     if control_change is not None:

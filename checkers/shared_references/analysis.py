@@ -15,10 +15,10 @@ from nnx_lint.api import (
     Argument,
     Ref,
     bound_values,
-    clipped,
     join_path,
     lookup,
     nodes_of_class,
+    programs,
 )
 
 
@@ -96,7 +96,7 @@ def inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
 
 def short_source(node: nodes.NodeNG, limit: int = 60) -> str:
     """The source of ``node``, cut to ``limit`` characters, for a message."""
-    return clipped(node.as_string(), limit)
+    return programs.clipped(node.as_string(), limit)
 
 
 def function_label(function: nodes.NodeNG | None) -> str:

@@ -38,9 +38,9 @@ from nnx_lint.api import (
     Valid,
     argument_views,
     fact_index,
-    identifier_or,
     passed_here,
     pin_sites_in,
+    programs,
     raises,
     value_model,
 )

@@ -24,7 +24,7 @@ from nnx_lint.api import (
     Invalid,
     Reproduction,
     Valid,
-    bounded_index,
+    programs,
     raises,
 )
 
@@ -232,7 +232,7 @@ def _returned_input_reproduction(facts: Facts) -> Reproduction:
         kind = "Module"
     holder = shared_object(kind if not part else "Module", [part])
     position = facts.position if isinstance(facts.position, int) else 0
-    position = bounded_index(position, "the argument position")
+    position = programs.bounded_index(position, "the argument position")
     label = f"args[{position}]" if transform not in BRANCH_TRANSFORMS else f"operands[{position}]"
     parameter = f"p{position}"
     returned = viewed(parameter, part, view)

@@ -7,17 +7,7 @@ from dataclasses import dataclass
 
 from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import BOX, dedented, emit_tree, shared_object, tree_of
-from nnx_lint.api import (
-    ABSENT,
-    Facts,
-    Invalid,
-    Reproduction,
-    Valid,
-    bounded_index,
-    identifier_or,
-    raises,
-    set_attribute,
-)
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,15 +127,15 @@ class TransformBuildsFromInput(ReturnRule):
 
 def _builds_from_input_reproduction(facts: Facts) -> Reproduction:
     """NNX106: a transform builds the finding's class from an argument the class stores."""
-    class_name = identifier_or(facts.class_name, "Model")
+    class_name = programs.identifier_or(facts.class_name, "Model")
     kind = facts.kind or "Rngs"
     argument = shared_object(kind, [])
     position = facts.position if isinstance(facts.position, int) else 0
-    position = bounded_index(position, "the argument position")
+    position = programs.bounded_index(position, "the argument position")
     parameters = [f"p{i}" for i in range(position)] + ["arg"]
     stored = facts.stored_path or "rngs"
     tree = tree_of([(stored, "arg")])
-    stores = "\n".join("        " + set_attribute("self", name, emit_tree(child)) for name, child in tree.items()
+    stores = "\n".join("        " + programs.set_attribute("self", name, emit_tree(child)) for name, child in tree.items()
                        if isinstance(name, str)) or "        pass"
     model = f"class {class_name}(nnx.Module):\n    def __init__(self, {', '.join(parameters)}):\n{stores}\n"
     arguments = ", ".join(["jnp.ones(2)"] * position + [argument])

@@ -31,14 +31,11 @@ from nnx_lint.api import (
     Invalid,
     Reproduction,
     Valid,
-    bounded_index,
     differs,
     fact_index,
-    identifier_or,
-    is_identifier,
     join_path,
     pin_sites_in,
-    set_attribute,
+    programs,
 )
 
 
@@ -229,7 +226,7 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
     first, second = facts.first_path or "a", facts.second_path or "b"
     carry = first.startswith("init_val[") and second.startswith("init_val[")
     if kind == "Rngs":
-        stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
+        stream = next((p for p in (first_part, second_part) if programs.is_identifier(p)), "default")
         shared = f"nnx.Rngs({stream}=0)"
         update, value_of, number, start, updated = "{}()", "{}.count[...]", "int", 0, 2
 
@@ -251,8 +248,8 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
             return access_of(base, rest)
 
     if carry:
-        parts = {bounded_index(index_of(first)[1], "the carry position"): first_part,
-                 bounded_index(index_of(second)[1], "the carry position"): second_part}
+        parts = {programs.bounded_index(index_of(first)[1], "the carry position"): first_part,
+                 programs.bounded_index(index_of(second)[1], "the carry position"): second_part}
         positions = sorted(parts)
         size = max(positions) + 1
 
@@ -265,7 +262,7 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
         targets = [leaf(f"model[{p}]", parts[p]) for p in (positions[0], positions[-1])]
         body_target = leaf(f"m[{positions[0]}]", parts[positions[0]])
     else:
-        class_name = identifier_or(facts.class_name, "Model")
+        class_name = programs.identifier_or(facts.class_name, "Model")
 
         def flattening_order(item):
             return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in path_parts(item[0])]
@@ -276,7 +273,7 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
         def make(tied: bool) -> str:
             stores = tree if tied else tree_without(tree, ordered[1][0])  # the rewrite: store it once
             lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += ["        " + set_attribute("self", name, emit_tree(child)) for name, child in stores.items()
+            lines += ["        " + programs.set_attribute("self", name, emit_tree(child)) for name, child in stores.items()
                       if isinstance(name, str)]
             return "\n".join(lines) + f"\n\nmodel = {class_name}()"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import dedented
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, identifier_or, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, programs, raises
 
 #: JAX's words for it, in both flax's Tree Mode and tree_runtime (category "mutable-array-output").
 _RETURNED_REF = "returned a mutable array reference"

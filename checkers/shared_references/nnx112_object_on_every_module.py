@@ -20,11 +20,10 @@ from nnx_lint.api import (
     Reproduction,
     Valid,
     bound_values,
-    clipped,
-    identifier_or,
     lookup,
     names_rngs,
     nodes_of_class,
+    programs,
     raises,
 )
 
@@ -289,7 +288,7 @@ class ObjectOnEveryModule(FamilyRule):
             related=related,
             api=api,
             model=short_source(model, 24),
-            attribute=clipped(attribute, 24),
+            attribute=programs.clipped(attribute, 24),
             value=short_source(value, 24),
             kind=kind,
             confidence=confidence,
@@ -301,7 +300,7 @@ class ObjectOnEveryModule(FamilyRule):
         Module, through the finding's form (``set_attributes`` then ``nnx.jit``, or a store in
         a ``nnx.iter_modules`` walk). Control: each Module gets its own (``.fork()`` of the
         Rngs, or a new object per Module)."""
-        attribute = identifier_or(facts.attribute, "shared")
+        attribute = programs.identifier_or(facts.attribute, "shared")
         shared = _SHARED_VALUES.get(facts.kind)
         # An Rngs stands in for a State or a raw ref; nnx.jit for whatever the model meets next.
         stand_ins = () if shared else (f"an nnx.Rngs for the {facts.kind}",)

@@ -17,12 +17,10 @@ from nnx_lint.api import (
     Rewrite,
     RewriteSite,
     Rule,
-    UnsafeFact,
     Valid,
     differs,
-    literal,
     pin_sites_in,
-    shown,
+    programs,
 )
 
 
@@ -203,9 +201,9 @@ class TransformMetadataKeyword(Rule):
         """
         partition = facts.partition or "layers"
         if not isinstance(partition, str):
-            raise UnsafeFact(f"the partition name {shown(partition)} is not a string")
+            raise programs.UnsafeFact(f"the partition name {shown(partition)} is not a string")
         # the name (text of the analysed code) enters the program as a string literal only
-        name = literal(partition)
+        name = programs.literal(partition)
         transform = facts.transform if facts.transform in ("vmap", "scan") else "vmap"
         setup = f"""
             mesh = jax.make_mesh((1, 1, 1), ({name}, "din", "dout"),

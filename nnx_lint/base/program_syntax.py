@@ -36,7 +36,7 @@ from nnx_lint.base.program_text import (
 __all__ = [
     "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "clipped",
     "shown", "MAX_INDEX", "literal", "name", "attribute", "access", "call", "subscript", "items", "assign",
-    "set_attribute", "keyword_arguments", "function", "lines", "filled",
+    "set_attribute", "keyword_arguments", "returning", "function", "lines", "filled",
 ]
 
 #: A piece of a program: text the builder wrote (parsed here), or a node.
@@ -140,7 +140,7 @@ def _keywords(keywords: dict[str, Piece]) -> list[ast.keyword]:
     return plain
 
 
-def call(function: Piece, *arguments: Piece, **keywords: Piece) -> str:
+def call(function: Piece, /, *arguments: Piece, **keywords: Piece) -> str:
     """``function(arguments..., keywords...)``; a keyword that is not a safe name is passed
     in ``**{'name': value}`` (a string constant).
 
@@ -210,6 +210,15 @@ def set_attribute(owner: Piece, attribute_name: Any, value: Piece) -> str:
     if is_identifier(attribute_name):
         return assign(attribute(owner, attribute_name), value)
     return call("setattr", owner, literal(attribute_name), value)
+
+
+def returning(value: Piece) -> str:
+    """The statement ``return value``.
+
+    >>> returning(items("jnp.sum(x)", "aux"))
+    'return (jnp.sum(x), aux)'
+    """
+    return _code(ast.Return(_expression(value)))
 
 
 def function(function_name: str, parameters: Iterable[str], body: Piece | Iterable[Piece]) -> str:
