@@ -36,7 +36,7 @@ from nnx_lint.base.program_text import (
 __all__ = [
     "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "clipped",
     "shown", "MAX_INDEX", "literal", "name", "attribute", "access", "call", "subscript", "items", "assign",
-    "set_attribute", "keyword_arguments", "returning", "function", "lines", "filled",
+    "set_attribute", "keyword_arguments", "returning", "lambda_function", "function", "lines", "filled",
 ]
 
 #: A piece of a program: text the builder wrote (parsed here), or a node.
@@ -221,6 +221,21 @@ def returning(value: Piece) -> str:
     return _code(ast.Return(_expression(value)))
 
 
+def _parameters(parameters: Iterable[str]) -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[ast.arg(identifier(parameter, "the parameter"))
+                                               for parameter in parameters],
+                         kwonlyargs=[], kw_defaults=[], defaults=[])
+
+
+def lambda_function(parameters: Iterable[str], body: Piece) -> str:
+    """``lambda parameters: body`` (parameter names checked).
+
+    >>> lambda_function(["model", "x"], items(call("f", "model", "x"), "x")) + "  # a lambda"
+    'lambda model, x: (f(model, x), x)  # a lambda'
+    """
+    return _code(ast.Lambda(_parameters(parameters), _expression(body)))
+
+
 def function(function_name: str, parameters: Iterable[str], body: Piece | Iterable[Piece]) -> str:
     """``def function_name(parameters): body`` (names checked; ``body`` statements, or an
     expression it returns when given one string that parses as an expression).
@@ -231,10 +246,7 @@ def function(function_name: str, parameters: Iterable[str], body: Piece | Iterab
     """
     statements = [statement for piece in ([body] if isinstance(body, (str, ast.AST)) else body)
                   for statement in _statements(piece)]
-    arguments = ast.arguments(posonlyargs=[], args=[ast.arg(identifier(parameter, "the parameter"))
-                                                    for parameter in parameters],
-                              kwonlyargs=[], kw_defaults=[], defaults=[])
-    definition = ast.FunctionDef(identifier(function_name, "the function name"), arguments,
+    definition = ast.FunctionDef(identifier(function_name, "the function name"), _parameters(parameters),
                                  statements or [ast.Pass()], [], None, lineno=1)
     if hasattr(ast.FunctionDef, "type_params") and "type_params" in ast.FunctionDef._fields:
         definition.type_params = []
