@@ -139,8 +139,9 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return Reproduction(note + main, expect_error="other:TypeError", control=control)
         if variant in ("vmap-broadcast", "vmap-axis"):
             axis = facts.in_axes if isinstance(facts.in_axes, int) else None
-            options = "in_axes=None, axis_size=3" if axis is None else f"in_axes={axis}"
-            setup = f"xs = jnp.ones((3, 4))\nf = nnx.vmap(lambda x: x, {options})\n"
+            options = {"in_axes": "None", "axis_size": "3"} if axis is None else {"in_axes": programs.literal(axis)}
+            setup = programs.lines("xs = jnp.ones((3, 4))",
+                                   programs.assign("f", programs.call("nnx.vmap", "lambda x: x", **options)))
             tree = [3, 4]
             graph = [3, 3, 4] if axis is None else [4, 3]
             return Reproduction(note + setup + "return list(f(x=xs).shape)\n", expect_tree=tree, expect_graph=graph,
@@ -150,30 +151,38 @@ class KeywordArgumentsToTransformedFunction(Rule):
             given = programs.bounded_index(facts.positional or 0, "the positional count", 6)
             count = max(max(argnums) + 1, 2, given + 1)
             positional = min(given, count - 1)
-            names = ["m"] + [f"x{i}" for i in range(1, count)]
-            loss = f"def loss({', '.join(names)}):\n    return jnp.sum(m(x1))" + "".join(
-                f" + jnp.sum({n})" for n in names[2:]) + "\n"
+            names = ["m"] + ["x%d" % i for i in range(1, count)]
+            total = " + ".join(["jnp.sum(m(x1))"] + [programs.call("jnp.sum", name) for name in names[2:]])
+            loss = programs.function("loss", names, programs.returning(total))
             values = ["model"] + ["jnp.ones((1, 2))"] * (count - 1)
-            call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
-            argnums_text = "" if argnums == [0] else f", argnums={tuple(argnums) if len(argnums) > 1 else argnums[0]}"
+            by_keyword = dict(zip(names[positional:], values[positional:]))
+            options = {} if argnums == [0] else {
+                "argnums": programs.literal(tuple(argnums) if len(argnums) > 1 else argnums[0])}
             transform = "value_and_grad" if facts.transform == "value_and_grad" else "grad"
-            setup = "model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n" + loss + \
-                f"g = nnx.{transform}(loss{argnums_text})\n"
-            main = setup + f"g({', '.join(call_args)})\nreturn 'differentiated'\n"
-            control = setup + f"g({', '.join(values)})\nreturn 'differentiated'\n"
+            setup = programs.lines("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))", loss,
+                                   programs.assign("g", programs.call(programs.attribute("nnx", transform), "loss",
+                                                                      **options)))
+            main = setup + programs.lines(programs.call("g", *values[:positional], **by_keyword),
+                                          "return 'differentiated'")
+            control = setup + programs.lines(programs.call("g", *values), "return 'differentiated'")
             return Reproduction(main, expect_error="other:TypeError", control=control)
         length = facts.in_axes_length if isinstance(facts.in_axes_length, int) else 2
         length = min(max(length, 2), 6)
         positional = min(programs.bounded_index(facts.positional or 0, "the positional count"), length - 1)
-        names = ["m"] + [f"x{i}" for i in range(1, length)]
+        names = ["m"] + ["x%d" % i for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
-        body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])
-        setup = ("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
-                 f"f = nnx.vmap(lambda {', '.join(names)}: {body}, in_axes=(None,{' 0,' * (length - 1)}))\n")
-        call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
-        return Reproduction(note + setup + f"return list(f({', '.join(call_args)}).shape)\n",
+        body = " + ".join(["m(x1)"] + [programs.call(programs.attribute(name, "sum")) for name in names[2:]])
+        mapped = programs.call("nnx.vmap", programs.lambda_function(names, body),
+                               in_axes=programs.items("None", *["0"] * (length - 1)))
+        setup = programs.lines("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))", programs.assign("f", mapped))
+
+        def shape_of(call: str) -> str:
+            return programs.lines(programs.returning(programs.call("list", programs.attribute(call, "shape"))))
+
+        return Reproduction(note + setup + shape_of(programs.call("f", *values[:positional],
+                                                                  **dict(zip(names[positional:], values[positional:])))),
                             expect_error="other:ValueError",
-                            control=setup + f"return list(f({', '.join(values)}).shape)\n")
+                            control=setup + shape_of(programs.call("f", *values)))
 
     def visit_call(self, node: nodes.Call) -> None:
         keywords = [k for k in node.keywords or []]
