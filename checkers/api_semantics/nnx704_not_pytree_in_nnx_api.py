@@ -1,7 +1,6 @@
 """NNX704 ``not-pytree-in-nnx-api``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -365,25 +364,25 @@ class NotPytreeObjectInNNXAPI(Rule):
         # transform if it is one of flax's (the facts are the analysed code's text).
         note, stand_ins = "", []
         if facts.reason and "pytree=False" not in str(facts.reason):
-            subclass = next((f"a subclass of {base}" for base in ("nnx.bridge.Module", "nnx.Object")
+            subclass = next(("a subclass of " + base for base in ("nnx.bridge.Module", "nnx.Object")
                              if base in str(facts.reason)), "a Pytree subclass")
-            note = (f"# found: {identifier_or(facts.class_name, 'a class')} ({subclass}); such "
-                    "classes are Pytrees with pytree=False, reproduced here directly\n")
+            note = ("# found: %s (%s); such classes are Pytrees with pytree=False, reproduced here directly\n"
+                    % (programs.identifier_or(facts.class_name, "a class"), subclass))
         transform = facts.transform
         if transform is None:
             function = facts.function
             use = cls._SHARED_GRAPH_APIS.get(function)
             if use is None:
-                found = f"nnx.{function}" if function in GRAPH_APIS else "another graph API"
-                note += f"# found: {found}; nnx.split flattens its argument the same way\n"
-                stand_ins.append(f"`nnx.split` stands for {found}")
+                found = "nnx." + function if function in GRAPH_APIS else "another graph API"
+                note += "# found: %s; nnx.split flattens its argument the same way\n" % found
+                stand_ins.append("`nnx.split` stands for " + found)
                 use = "nnx.split(m)"
-            call = f"m = Model()\n{use}\nreturn 'ok'\n"
+            call = programs.lines("m = Model()", use, "return 'ok'")
         else:
             if transform not in cls._SHARED_TRANSFORMS:
-                found = f"nnx.{transform}" if transform in TRANSFORMS else "another transform"
-                note += f"# found: {found}; nnx.jit traces its arguments the same way\n"
-                stand_ins.append(f"`nnx.jit` stands for {found}")
+                found = "nnx." + transform if transform in TRANSFORMS else "another transform"
+                note += "# found: %s; nnx.jit traces its arguments the same way\n" % found
+                stand_ins.append("`nnx.jit` stands for " + found)
                 transform = "jit"
             keywords = {k: v for k, v in (facts.transform_keywords or {}).items()
                         if k in cls._SHARED_TRANSFORMS[transform]}
@@ -391,32 +390,45 @@ class NotPytreeObjectInNNXAPI(Rule):
                 keywords["axis_size"] = 2
             position = programs.bounded_index(facts.position or 0, "the argument position")
             n_args = max(programs.bounded_index(facts.n_args or 1, "the argument count"), position + 1)
-            args = ", ".join("m" if i == position else "x" for i in range(n_args))
-            kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
+            args = ["m" if i == position else "x" for i in range(n_args)]
+            options = {k: programs.literal(tuple(v) if isinstance(v, list) else v) for k, v in keywords.items()}
             if transform == "eval_shape":
-                apply = f"nnx.eval_shape(f, {args})"
+                apply = programs.call("nnx.eval_shape", "f", *args)
             else:
-                apply = f"nnx.{transform}(f{kw})({args})"
-            call = (f"m, x = Model(), jnp.ones((2, 2))\n"
-                    f"f = lambda *a: jnp.sum(a[{position}](jnp.ones(2)))\n"
-                    f"{apply}\nreturn 'ok'\n")
-        model = textwrap.dedent("""\
-            class {name}(nnx.Module{pytree}):
-                def __init__(self):
-                    self.w = nnx.Param(jnp.ones(2))
-                def __call__(self, x):
-                    return x * self.w[...]
-            """)
-        if facts.part:  # the non-pytree object is a part of the argument
-            model = model.format(name="Part", pytree="{pytree}") + textwrap.dedent("""\
+                apply = programs.call(programs.call(programs.attribute("nnx", transform), "f", **options), *args)
+            call = programs.lines("m, x = Model(), jnp.ones((2, 2))",
+                                  programs.filled("f = lambda *a: jnp.sum(a[POSITION](jnp.ones(2)))",
+                                                  expressions={"POSITION": programs.literal(position)}),
+                                  apply, "return 'ok'")
+        name = "Part" if facts.part else "Model"
+        # the non-pytree object is a part of the argument, or the argument itself
+        holder = _HOLDER if facts.part else ""
+        model = programs.lines(programs.filled(_NOT_PYTREE, {"NAME": name}), holder)
+        control = programs.lines(programs.filled(_PYTREE, {"NAME": name}), holder)
+        return Reproduction(note + model + call, expect_error="non-pytree", control=control + call,
+                            stand_ins=tuple(stand_ins))
 
-                class Model(nnx.Module):
-                    def __init__(self):
-                        self.part = Part()
-                    def __call__(self, x):
-                        return self.part(x)
-                """)
-        else:
-            model = model.format(name="Model", pytree="{pytree}")
-        return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
-                            control=model.format(pytree="") + call, stand_ins=tuple(stand_ins))
+
+#: The reproduction's class NAME: a ``pytree=False`` Module, and (the control) the same Module as a pytree.
+_NOT_PYTREE = """
+class NAME(nnx.Module, pytree=False):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+    def __call__(self, x):
+        return x * self.w[...]
+"""
+_PYTREE = """
+class NAME(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+    def __call__(self, x):
+        return x * self.w[...]
+"""
+#: A Module holding the flagged class's object as a part.
+_HOLDER = """
+class Model(nnx.Module):
+    def __init__(self):
+        self.part = Part()
+    def __call__(self, x):
+        return self.part(x)
+"""
