@@ -100,11 +100,13 @@ class DtypesInData(Rule):
         ``nnx.jit``; the control stores the same dict as a plain attribute."""
 
         def made(dtypes: str) -> str:  # the program, the dtypes stored as ``dtypes``
-            return ("class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))\n"
-                    f"        self.dtypes = {dtypes}\n\n\nm = M()\n"
-                    "nnx.jit(lambda m: m.w[...].sum())(m)\nreturn 'ran'\n")
+            return programs.filled("class M(nnx.Module):\n    def __init__(self):\n"
+                                   "        self.w = nnx.Param(jnp.ones(2))\n        self.dtypes = DTYPES\n\n"
+                                   "m = M()\nnnx.jit(lambda m: m.w[...].sum())(m)\nreturn 'ran'\n",
+                                   expressions={"DTYPES": dtypes})
 
-        model, control = made("nnx.data({'w': jnp.float32})"), made("{'w': jnp.float32}  # static")
+        # the control stores the dict as a plain (static) attribute
+        model, control = made("nnx.data({'w': jnp.float32})"), made("{'w': jnp.float32}")
         return Reproduction(model, expect_error="other:TypeError", control=control)
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -131,7 +133,7 @@ class DtypesInData(Rule):
                 return "a `jax.tree.map` of `.dtype`"
             return None
         if _is_dtype_read(value) or self._is_dtype(value):
-            return f"`{clipped(value.as_string(), 20)}`"
+            return f"`{programs.clipped(value.as_string(), 20)}`"
         return None
 
     def _is_dtype(self, value: nodes.NodeNG) -> bool:

@@ -19,6 +19,7 @@ from nnx_lint.api import (
     lookup,
     nodes_of_class,
     pin_sites_in,
+    programs,
     raises,
 )
 
@@ -207,5 +208,5 @@ class PrefixFollowsDefaultMode(Rule):
         model = "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\naxes = nnx.prefix(model, {nnx.Param: 0, ...: None})"
         stand_ins = () if facts.use.startswith("read") else (
             "reading `.state` stands for the transform pinned to `graph=True`",)
-        return Reproduction(f"{model}\nreturn axes.state['kernel']\n", expect_error="other:AttributeError",
-                            control=f"{model}\nreturn axes.kernel\n", stand_ins=stand_ins)
+        return Reproduction(programs.lines(model, "return axes.state['kernel']"), expect_error="other:AttributeError",
+                            control=programs.lines(model, "return axes.kernel"), stand_ins=stand_ins)

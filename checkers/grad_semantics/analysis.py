@@ -152,7 +152,7 @@ class _Analysis(GradientConsumers):
             return
         starred = next((a for a in call.args if isinstance(a, nodes.Starred)), None)
         if starred is not None:
-            reason = f"the arguments are passed as `{clipped(starred.as_string(), 30)}`"
+            reason = f"the arguments are passed as `{programs.clipped(starred.as_string(), 30)}`"
         elif application.argnums is None and not _argnums_call(application) and any(
                 self._candidates(application, position, argument) for position, argument in enumerate(call.args)):
             reason = "its `argnums` is not a literal, and an argument may be a Module"

@@ -106,7 +106,7 @@ class GradientConsumers:
         if self._guarded_by_state_check(use):
             return None  # `if isinstance(grads, nnx.State): grads.filter(...)`: Tree Mode skips it
         if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
-            return (f".update({parent.arg}={clipped(text, 20)})",
+            return (f".update({parent.arg}={programs.clipped(text, 20)})",
                     "ValueError: pytree structure error: different types, against the State of params", parent)
         if differentiated.container and differentiated.qualified_name in MAPPING_LIKE_CONTAINERS:
             return self._mapping_like_usage(use, text)
@@ -226,7 +226,7 @@ class GradientConsumers:
             if isinstance(expression, (nodes.Name, nodes.Attribute)) \
                     and self.context.qualified_name(expression) in STATE_TYPE_NAMES:
                 how = "" if expression is cls else (
-                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{clipped(cls.as_string(), 30)}`")
+                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{programs.clipped(cls.as_string(), 30)}`")
                 return StateTypeCheck(test, node.as_string(), expression.as_string(), how, node)
         return None
 

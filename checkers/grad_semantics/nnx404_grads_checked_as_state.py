@@ -237,4 +237,4 @@ def _shown(check: StateTypeCheck, gradient: nodes.NodeNG) -> str:
         return programs.clipped(check.text, 40)
     written = check.node.args[1] if len(check.node.args) > 1 else next(
         k.value for k in check.node.keywords if k.arg == "cls")
-    return programs.clipped(f"isinstance({clipped(gradient.as_string(), 12)}, {written.as_string()})", 40)
+    return programs.clipped(f"isinstance({programs.clipped(gradient.as_string(), 12)}, {written.as_string()})", 40)

@@ -448,7 +448,7 @@ def _within_reproduction(facts: Facts) -> Reproduction:
         return dedented(BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
 
     if facts.form == "graph API":
-        stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{identifier_or(api, '?')}`",)
+        stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{programs.identifier_or(api, '?')}`",)
     else:
         stand_ins = transform_stand_ins(api)
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",

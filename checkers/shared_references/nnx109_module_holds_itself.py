@@ -389,9 +389,9 @@ class ModuleHoldsItself(ClassAliasRule):
         parts = path_parts(facts.path)
         target = path_parts(facts.target)
         if not parts or len(target) >= len(parts) or target != parts[:len(target)]:
-            raise programs.UnsafeFact(f"{shown(facts.path)} is not below {shown(facts.target)}")
+            raise programs.UnsafeFact(f"{programs.shown(facts.path)} is not below {programs.shown(facts.target)}")
         if not isinstance(parts[0], str):
-            raise programs.UnsafeFact(f"the path {shown(facts.path)} does not start with an attribute")
+            raise programs.UnsafeFact(f"the path {programs.shown(facts.path)} does not start with an attribute")
         class_name = programs.identifier(facts.class_name, "the class name") if facts.class_name else "Model"
         state = "nnx.Param(jnp.ones(2))" if facts.holds_variables else "jnp.ones(2)"
         state_name = "weight_" if parts[0] == "weight" else "weight"
@@ -410,7 +410,7 @@ class ModuleHoldsItself(ClassAliasRule):
             if with_cycle:
                 owner, back = programs.access("self", parent), programs.access("self", target)
                 if isinstance(last, int):
-                    lines.append(f"        {owner}[{bounded_index(last, 'the path index')}] = {back}")
+                    lines.append(f"        {owner}[{programs.bounded_index(last, 'the path index')}] = {back}")
                 else:
                     lines.append("        " + programs.set_attribute(owner, last, back))
             return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"

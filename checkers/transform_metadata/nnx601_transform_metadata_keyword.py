@@ -201,7 +201,7 @@ class TransformMetadataKeyword(Rule):
         """
         partition = facts.partition or "layers"
         if not isinstance(partition, str):
-            raise programs.UnsafeFact(f"the partition name {shown(partition)} is not a string")
+            raise programs.UnsafeFact(f"the partition name {programs.shown(partition)} is not a string")
         # the name (text of the analysed code) enters the program as a string literal only
         name = programs.literal(partition)
         transform = facts.transform if facts.transform in ("vmap", "scan") else "vmap"
