@@ -237,6 +237,15 @@ model = CLASS()
 """
 
 
+def class_storing(class_name: str, shared: str, tree: dict, container_type: str | None = None) -> str:
+    """Class ``class_name`` whose ``__init__`` makes ``shared`` and stores the ``tree`` of
+    attributes (:func:`tree_of`, string keys) built from it, then ``model``, an instance."""
+    stores = [programs.set_attribute("self", name, emit_tree(child, container_type))
+              for name, child in tree.items() if isinstance(name, str)]
+    return programs.filled(_CLASS_WITH_SHARED, {"CLASS": class_name}, {"SHARED": shared},
+                           {"STORES": programs.lines(*stores)})
+
+
 def class_alias_reproduction(facts: Facts, tie_fix: str) -> Reproduction:
     """NNX101 / NNX102 / NNX105: the finding's class (or container), with one object
     stored at both paths, passed through the API the file uses it with (else nnx.jit).
@@ -257,10 +266,7 @@ def class_alias_reproduction(facts: Facts, tie_fix: str) -> Reproduction:
         tree = tree_of(stores)
         class_name = facts.class_name
         if programs.is_identifier(class_name) and all(isinstance(k, str) for k in tree):
-            stores = [programs.set_attribute("self", name, emit_tree(child, container_type))
-                      for name, child in tree.items()]
-            return programs.filled(_CLASS_WITH_SHARED, {"CLASS": class_name}, {"SHARED": shared},
-                                   {"STORES": programs.lines(*stores)})
+            return class_storing(class_name, shared, tree, container_type)
         return programs.lines(programs.assign("shared", shared),
                               programs.assign("model", emit_tree(tree, container_type)))
 
