@@ -159,7 +159,8 @@ class GradIncludesNonParamState(Rule):
         if variable_type == "array":
             stat = "nnx.data(jnp.zeros((2,)))"
         else:
-            stat = f"nnx.{variable_type if variable_type in SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
+            stat = programs.call(programs.attribute("nnx", variable_type if variable_type in SHARED_VARIABLE_TYPES - {"Param"}
+                                                    else "Variable"), "jnp.zeros((2,))")
         forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
         consumer = facts.consumer or DEFAULT_NORM
         if consumer in TREE_REDUCES:
@@ -177,22 +178,23 @@ class GradIncludesNonParamState(Rule):
         else:
             observe = "len(jax.tree.leaves(G))"
             tree, graph = 2, 1
-        model = f"""
+        model = programs.filled("""
             class Model(nnx.Module):
                 def __init__(self):
                     self.w = nnx.Param(jnp.ones((2,)))
-                    self.stat = {stat}
+                    self.stat = STAT
                 def __call__(self, x):
-                    return {forward}
+                    return FORWARD
 
             model, x = Model(), jnp.ones((4, 2))
-        """
+        """, expressions={"STAT": stat, "FORWARD": forward})
         if consumer == RAVEL_PYTREE:
             model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
-        program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum({m}(x) ** 2)")
+        program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum(M(x) ** 2)")
         # G is the gradient: a placeholder name, replaced on the syntax tree
-        body = _concrete(program + programs.filled(f"return {observe}", expressions={"G": "grads"}))
-        control = _concrete(program + programs.filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"}))
+        body = _concrete(program + programs.filled(programs.returning(observe), expressions={"G": "grads"}))
+        control = _concrete(program + programs.filled(programs.returning(observe),
+                                                      expressions={"G": "nnx.state(grads, nnx.Param)"}))
         return Reproduction(body, expect_tree=tree, expect_graph=graph, control=control)
 
     VALID = [

@@ -182,47 +182,47 @@ class GradsUsedAsState(Rule):
         kind = facts.usage_kind
         key = programs.identifier_or(facts.key, "linear")
         if kind == "subscript":
-            use, expected = f"G[{key!r}]", "not-subscriptable"
+            use, expected = programs.subscript("G", programs.literal(key)), "not-subscriptable"
         elif kind == "method":
             method = facts.method
             if method not in _METHOD_CALLS:
-                return (f"`State.{method}()` is not a method both Tree Mode implementations' States provide "
-                        "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles")
+                return ("`State.%s()` is not a method both Tree Mode implementations' States provide "
+                        "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles" % method)
             use, expected = _METHOD_CALLS[method], "other:AttributeError"
         elif kind == "iteration":
             use, expected = "[path for path in G]", "other:TypeError"
         elif kind == "membership":
-            use, expected = f"{key!r} in G", "other:TypeError"
+            use, expected = programs.filled("KEY in G", expressions={"KEY": programs.literal(key)}), "other:TypeError"
         elif kind == "function" and facts.function in _FUNCTION_CALLS:
             use, expected = _FUNCTION_CALLS[facts.function]
         elif kind == "optimizer-extra-argument":
             if facts.keyword != "grad":
-                return (f"`{facts.usage}`: optax's linesearches read the extra argument `grad`; what reads "
-                        f"`{facts.keyword}` is not known, so no program can show the failure")
+                return ("`%s`: optax's linesearches read the extra argument `grad`; what reads "
+                        "`%s` is not known, so no program can show the failure" % (facts.usage, facts.keyword))
             use, expected = ("nnx.Optimizer(model, optax.lbfgs(0.1), wrt=nnx.Param).update(model, G, grad=G, "
                              "value=jnp.sum(model(x)), value_fn=lambda p: jnp.sum(nnx.merge(nnx.graphdef(model), p)(x)))",
                              "tree-structure")
         elif kind == "tree-map":
             use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
         elif facts.function in _RUNTIME_LACKS:
-            return (f"`{facts.usage}`: tree_runtime has no `{facts.function}`, so no program "
-                    "can run under both Tree Mode implementations")
+            return ("`%s`: tree_runtime has no `%s`, so no program "
+                    "can run under both Tree Mode implementations" % (facts.usage, facts.function))
         else:
-            return (f"`{facts.usage}` raises in both Tree Mode implementations, but with different "
-                    "exception types (no shared error category), so no reproduction can be confirmed by both")
+            return ("`%s` raises in both Tree Mode implementations, but with different "
+                    "exception types (no shared error category), so no reproduction can be confirmed by both" % facts.usage)
         imports = "import optax\n" if kind == "optimizer-extra-argument" else ""
-        program = f"""
+        program = programs.filled("""
             class Net(nnx.Module):
                 def __init__(self, rngs):
-                    self.{key} = nnx.Linear(2, 2, rngs=rngs)
+                    self.KEY = nnx.Linear(2, 2, rngs=rngs)
                 def __call__(self, x):
-                    return self.{key}(x)
+                    return self.KEY(x)
 
             model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
-        """
-        program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum({m}(x))")
+        """, {"KEY": key})
+        program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum(M(x))")
         # G is the gradient: a placeholder name, replaced on the syntax tree (a key `Gate` stays `Gate`)
-        observe = f"return type({use}).__name__"
+        observe = programs.filled("return type(USE).__name__", expressions={"USE": use})
         body = dedented(program) + programs.filled(observe, expressions={"G": "grads"})
         control = dedented(program) + programs.filled(observe, expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_error=expected, control=control)

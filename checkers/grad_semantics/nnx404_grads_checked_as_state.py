@@ -125,9 +125,9 @@ class GradsCheckedAsState(Rule):
         tree = tree_mode_value(test)
         container = facts.class_qualified_name
         if container == NNX_DICT:
-            model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ {m}['w'][...])"
+            model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ M['w'][...])"
         elif container == NNX_LIST:
-            model, forward = "model = nnx.List([nnx.Param(jnp.ones((2, 2)))])", "jnp.sum(x @ {m}[0][...])"
+            model, forward = "model = nnx.List([nnx.Param(jnp.ones((2, 2)))])", "jnp.sum(x @ M[0][...])"
         else:
             model = dedented("""
                 class Net(nnx.Module):
@@ -138,11 +138,12 @@ class GradsCheckedAsState(Rule):
 
                 model = Net(nnx.Rngs(0))
             """)
-            forward = "jnp.sum({m}(x))"
+            forward = "jnp.sum(M(x))"
         program = dedented(model) + "x = jnp.ones((1, 2))\n\n" + grad_application_code(facts, forward)
         # G is the gradient: a placeholder name, replaced on the syntax tree
-        body = program + programs.filled(f"return {observe}", expressions={"G": "grads"})
-        control = program + programs.filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"})
+        body = program + programs.filled(programs.returning(observe), expressions={"G": "grads"})
+        control = program + programs.filled(programs.returning(observe),
+                                            expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_tree=tree, expect_graph=not tree, control=control)
 
     VALID = [

@@ -36,7 +36,7 @@ from nnx_lint.base.program_text import (
 __all__ = [
     "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "clipped",
     "shown", "MAX_INDEX", "literal", "name", "attribute", "access", "call", "subscript", "items", "assign",
-    "set_attribute", "keyword_arguments", "returning", "lambda_function", "function", "lines", "filled",
+    "set_attribute", "keyword_arguments", "returning", "sum_of", "lambda_function", "function", "lines", "filled",
 ]
 
 #: A piece of a program: text the builder wrote (parsed here), or a node.
@@ -210,6 +210,19 @@ def set_attribute(owner: Piece, attribute_name: Any, value: Piece) -> str:
     if is_identifier(attribute_name):
         return assign(attribute(owner, attribute_name), value)
     return call("setattr", owner, literal(attribute_name), value)
+
+
+def sum_of(*terms: Piece) -> str:
+    """``terms[0] + terms[1] + ...`` (left to right).
+
+    >>> sum_of("jnp.sum(m(x))", call("jnp.sum", "a1"), "a2")
+    'jnp.sum(m(x)) + jnp.sum(a1) + a2'
+    """
+    nodes = [_expression(term) for term in terms]
+    total = nodes[0]
+    for node in nodes[1:]:
+        total = ast.BinOp(total, ast.Add(), node)
+    return _code(total)
 
 
 def returning(value: Piece) -> str:
