@@ -428,8 +428,8 @@ def _duplicate_argument_reproduction(facts: Facts) -> Reproduction:
     # the rewrite: pass the object once (the other position gets an independent copy)
     fixed = viewed(_independent_copy(kind, "shared"), second_part, facts.second_view)
     fixed_definition, fixed_call = applied(facts.transform, {first_label: first, second_label: fixed})
-    body = dedented(BOX, f"shared = {shared}", definition, call, "return 'ran'")
-    control = dedented(BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
+    body = dedented(BOX, programs.assign("shared", shared), definition, call, "return 'ran'")
+    control = dedented(BOX, programs.assign("shared", shared), fixed_definition, fixed_call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.transform)
 
 
@@ -443,16 +443,20 @@ def _within_reproduction(facts: Facts) -> Reproduction:
     def program(holder: str) -> str:
         if facts.form == "graph API":
             name = api if api in _GRAPH_API_CALLS else "split"
-            return dedented(f"shared = {shared}", f"holder = {holder}", f"nnx.{name}(holder)", "return 'ran'")
+            return dedented(programs.assign("shared", shared), programs.assign("holder", holder),
+                            programs.call(programs.attribute("nnx", name), "holder"), "return 'ran'")
         definition, call = applied(api, {"args[0]": "holder"})
-        return dedented(BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
+        return dedented(BOX, programs.assign("shared", shared), programs.assign("holder", holder), definition, call,
+                        "return 'ran'")
 
     if facts.form == "graph API":
-        stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{programs.identifier_or(api, '?')}`",)
+        stand_ins = () if api in _GRAPH_API_CALLS else (
+            "`nnx.split` stands for `nnx.%s`" % programs.identifier_or(api, "?"),)
     else:
         stand_ins = transform_stand_ins(api)
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",
-                        control=program(f"[shared, {_independent_copy(kind, 'shared')}]"), stand_ins=stand_ins)
+                        control=program(programs.items("shared", _independent_copy(kind, "shared"), kind="list")),
+                        stand_ins=stand_ins)
 
 
 def _buildable_kind(facts: Facts) -> str:
@@ -464,7 +468,7 @@ def _buildable_kind(facts: Facts) -> str:
 def _independent_copy(kind: str | None, name: str) -> str:
     """Source text of an independent copy of ``name``: ``nnx.clone`` for NNX objects, a
     fresh ``jax.new_ref`` for a raw mutable array ref (not an NNX graph node)."""
-    return shared_object(kind, []) if kind == "mutable array ref" else f"nnx.clone({name})"
+    return shared_object(kind, []) if kind == "mutable array ref" else programs.call("nnx.clone", name)
 
 
 def _held_reproduction(facts: Facts) -> Reproduction:
@@ -478,8 +482,8 @@ def _held_reproduction(facts: Facts) -> Reproduction:
                                                          facts.second_position or "args[1]": "second"})
 
     def program(second: str) -> str:
-        return dedented(BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
-                     "return 'ran'")
+        return dedented(BOX, programs.assign("shared", shared), "first = [shared]",
+                        programs.assign("second", programs.items(second, kind="list")), definition, call, "return 'ran'")
 
     return aliasing_reproduction(program("shared"), program(_independent_copy(kind, "shared")), facts.transform)
 
