@@ -159,7 +159,7 @@ class TransformReturnsMutableArray(ReturnRule):
 def _returned_ref_reproduction(facts: Facts) -> Reproduction:
     """NNX110: nnx.jit returns a mutable array ref (the input, or one made inside)."""
     transform = facts.transform
-    stand_ins = () if transform == "jit" else (f"`nnx.jit` stands for `nnx.{programs.identifier_or(transform, '?')}`",)
+    stand_ins = () if transform == "jit" else ("`nnx.jit` stands for `nnx.%s`" % programs.identifier_or(transform, "?"),)
     if facts.origin == "input":
         body = dedented("""
             r = jax.new_ref(jnp.ones(2))
