@@ -21,6 +21,7 @@ from nnx_lint.api import (
     differs,
     fact_index,
     pin_sites_in,
+    programs,
     value_model,
 )
 
@@ -281,8 +282,9 @@ class SharedNodeInTraversal(FamilyRule):
             return Reproduction(body, expect_tree=[2, False], expect_graph=[1, True], control=control)
         if api in ("iter_graph", "iter_modules"):
             def walk(box: str) -> str:
-                return dedented(BOX, node, f"box = {box}",
-                             f"return sum(isinstance(x, Node) for _, x in nnx.{api}(box))")
+                return dedented(BOX, node, programs.assign("box", box),
+                                programs.filled("return sum(isinstance(x, Node) for _, x in nnx.API(box))",
+                                                {"API": api}))
             return Reproduction(walk("Box(a=node, b=node)"), expect_tree=2, expect_graph=1,
                                 control=walk("Box(a=node)"))
         if api not in EFFECTS:  # a transform: the function returns what it was given
@@ -290,13 +292,14 @@ class SharedNodeInTraversal(FamilyRule):
                          "return out.a is out.b")
             control = dedented(BOX, node, "box = Box(a=node)", "out = nnx.jit(lambda b: b)(box)", "out.b = out.a",
                             "return out.a is out.b")
-            stand_ins = () if api == "jit" else (f"`nnx.jit` stands for `nnx.{api}`",)
+            stand_ins = () if api == "jit" else ("`nnx.jit` stands for `nnx.%s`" % programs.identifier_or(api, "?"),)
             return Reproduction(body, expect_tree=False, expect_graph=True, control=control, stand_ins=stand_ins)
         call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)",
                 "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))",
                 }.get(api, "nnx.view(box)")
-        body = dedented(BOX, node, "box = Box(a=node, b=node)", f"out = {call}", "return out.a is out.b")
-        control = dedented(BOX, node, "box = Box(a=node)", f"out = {call}", "out.b = out.a", "return out.a is out.b")
+        body = dedented(BOX, node, "box = Box(a=node, b=node)", programs.assign("out", call), "return out.a is out.b")
+        control = dedented(BOX, node, "box = Box(a=node)", programs.assign("out", call), "out.b = out.a",
+                           "return out.a is out.b")
         stand_ins = {"with_attributes": ("`nnx.view` stands for `nnx.with_attributes`",),
                      "unflatten": ("`nnx.merge(*nnx.split(...))` stands for `nnx.unflatten(*nnx.flatten(...))`",),
                      }.get(api, ())

@@ -303,34 +303,34 @@ class ObjectOnEveryModule(FamilyRule):
         attribute = programs.identifier_or(facts.attribute, "shared")
         shared = _SHARED_VALUES.get(facts.kind)
         # An Rngs stands in for a State or a raw ref; nnx.jit for whatever the model meets next.
-        stand_ins = () if shared else (f"an nnx.Rngs for the {facts.kind}",)
+        stand_ins = () if shared else ("an nnx.Rngs for the %s" % programs.clipped(str(facts.kind), 40),)
         shared = shared or "nnx.Rngs(0)"
         own = "shared.fork()" if shared.startswith("nnx.Rngs") else shared
-        model = (
-            "class Block(nnx.Module):\n"
-            "    def __init__(self):\n"
-            "        self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
-            "        self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))\n"
-            f"        self.{attribute} = nnx.data(None)\n"
-            f"        self.a.{attribute} = nnx.data(None)\n"
-            f"        self.b.{attribute} = nnx.data(None)\n\n"
-            "model = Block()\n"
-            f"shared = {shared}\n"
-        )
+        model = programs.filled("""
+            class Block(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                    self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+                    self.ATTR = nnx.data(None)
+                    self.a.ATTR = nnx.data(None)
+                    self.b.ATTR = nnx.data(None)
+
+            model = Block()
+            shared = SHARED
+            """, {"ATTR": attribute}, {"SHARED": shared})
+        run = "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n"
         if facts.api == "set_attributes":
             def body(value: str) -> str:
-                return (model + f"model.set_attributes({attribute}={value})\n"
-                        "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")
+                return model + programs.lines(programs.call("model.set_attributes", **{attribute: value})) + run
             # the control gives each Module its own, as set_attributes cannot
-            control = model + "".join(f"model{path}.{attribute} = {own}\n" for path in ("", ".a", ".b")) + \
-                "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n"
+            control = model + programs.lines(*[programs.assign(programs.attribute(owner, attribute), own)
+                                               for owner in ("model", "model.a", "model.b")]) + run
             return Reproduction(body("shared"), expect_error="aliasing", control=control,
                                 stand_ins=stand_ins + ("nnx.jit for the model's next NNX transform",))
 
         def walked(value: str) -> str:
-            return (model + "for _, module in nnx.iter_modules(model):\n"
-                    f"    module.{attribute} = {value}\n"
-                    "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")
+            return model + programs.filled("for _, module in nnx.iter_modules(model):\n    module.ATTR = VALUE\n",
+                                           {"ATTR": attribute}, {"VALUE": value}) + run
         return Reproduction(walked("shared"), expect_error="aliasing", control=walked(own), stand_ins=stand_ins)
 
 
