@@ -249,7 +249,8 @@ def lambda_function(parameters: Iterable[str], body: Piece) -> str:
     return _code(ast.Lambda(_parameters(parameters), _expression(body)))
 
 
-def function(function_name: str, parameters: Iterable[str], body: Piece | Iterable[Piece]) -> str:
+def function(function_name: str, parameters: Iterable[str], body: Piece | Iterable[Piece],
+             decorators: Iterable[Piece] = ()) -> str:
     """``def function_name(parameters): body`` (names checked; ``body`` statements, or an
     expression it returns when given one string that parses as an expression).
 
@@ -260,7 +261,7 @@ def function(function_name: str, parameters: Iterable[str], body: Piece | Iterab
     statements = [statement for piece in ([body] if isinstance(body, (str, ast.AST)) else body)
                   for statement in _statements(piece)]
     definition = ast.FunctionDef(identifier(function_name, "the function name"), _parameters(parameters),
-                                 statements or [ast.Pass()], [], None, lineno=1)
+                                 statements or [ast.Pass()], [_expression(decorator) for decorator in decorators], None, lineno=1)
     if hasattr(ast.FunctionDef, "type_params") and "type_params" in ast.FunctionDef._fields:
         definition.type_params = []
     return _code(definition)
