@@ -94,10 +94,10 @@ class EvalTrainInTransform(MethodCallInTransform):
             model = Net(nnx.Rngs(0))
         """) + start
         statement, note = under(facts.transform, "switch_mode", "model", loss="model.lin.kernel[...].sum()")
-        main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
-            "\nreturn model.drop.deterministic\n"
+        main = model + programs.lines(programs.function("switch_mode", ["m"], call)) + note + \
+            programs.lines(statement, "return model.drop.deterministic")
         read, read_note = under(facts.transform, "forward", "model", loss="model.lin.kernel[...].sum()")
         control = model + "# outside the transform\n" + programs.filled(call, {"m": "model"}) + \
-            "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
-            "\nreturn model.drop.deterministic\n"
+            "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + \
+            programs.lines(read, "return model.drop.deterministic")
         return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)

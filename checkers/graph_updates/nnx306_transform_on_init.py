@@ -125,25 +125,23 @@ class TransformOnInit(Rule):
         note = ""
         if transform in AXES_TRANSFORMS:
             if transform != "vmap":
-                note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
-                        "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
+                # a comment naming a transform of TRANSFORMS only (choice_or above)
+                note = ("# found: @nnx.%s on __init__; vmap builds the same stacked layer on the traced "
+                        "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n" % transform)
             if facts.split_rngs:
-                decorators, construct = "@nnx.split_rngs(splits=4)\n    @nnx.vmap(in_axes=(0, 0), out_axes=0)", \
+                decorators, construct = ["nnx.split_rngs(splits=4)", "nnx.vmap(in_axes=(0, 0), out_axes=0)"], \
                     "Stack(nnx.Rngs(0))"
             else:
-                decorators, construct = "@nnx.vmap(in_axes=(0, 0), out_axes=0)", "Stack(nnx.Rngs(0).split(4))"
+                decorators, construct = ["nnx.vmap(in_axes=(0, 0), out_axes=0)"], "Stack(nnx.Rngs(0).split(4))"
         else:
             if transform != "jit":
-                note = f"# found: @nnx.{transform} on __init__; the same per-call copy of `self` under nnx.jit\n"
-            decorators, construct = "@nnx.jit", "Stack(nnx.Rngs(0))"
-        main = note + (
-            "class Stack(nnx.Module):\n"
-            f"    {decorators}\n"
-            "    def __init__(self, rngs):\n"
-            "        self.linear = nnx.Linear(3, 3, rngs=rngs)  # created on the traced `self`\n\n\n"
-            f"m = {construct}\n"
-            "return hasattr(m, 'linear')\n"
-        )
+                note = "# found: @nnx.%s on __init__; the same per-call copy of `self` under nnx.jit\n" % transform
+            decorators, construct = ["nnx.jit"], "Stack(nnx.Rngs(0))"
+        # the layer is created on the traced `self`
+        init = programs.function("__init__", ["self", "rngs"], "self.linear = nnx.Linear(3, 3, rngs=rngs)",
+                                 decorators=decorators)
+        main = note + programs.filled("class Stack(nnx.Module):\n    INIT\n\nm = CONSTRUCT\nreturn hasattr(m, 'linear')\n",
+                                      expressions={"CONSTRUCT": construct}, statements={"INIT": init})
         control = dedented("""
             class Stack(nnx.Module):
                 def __init__(self, rngs):
