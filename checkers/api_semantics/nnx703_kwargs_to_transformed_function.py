@@ -7,7 +7,6 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    MAPPING_TRANSFORMS,
     DecodedTransform,
     Facts,
     Invalid,
@@ -16,6 +15,7 @@ from nnx_lint.api import (
     Valid,
     entry_pin_target,
     fact_index,
+    flax_table,
     pin_sites_in,
     programs,
     raises,
@@ -23,7 +23,6 @@ from nnx_lint.api import (
 )
 
 
-_KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,7 +191,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return  # creating a transform, not calling a transformed function
         resolver = transform_resolver(self.context)
         entry = fact_index(self.context).running_entry(node)
-        if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
+        if entry is None or not entry.affected or entry.transform not in flax_table.POSITIONAL_ARGUMENT_TRANSFORMS:
             return
         positional = len(node.args)
         if isinstance(entry.function, nodes.FunctionDef) and isinstance(entry.function.parent, nodes.ClassDef):
@@ -215,7 +214,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         """What the reproduction needs: ``variant`` and the ``in_axes`` / ``argnums`` values."""
         if transform == "scan":
             return {"variant": "scan"}
-        if transform in MAPPING_TRANSFORMS:
+        if transform in flax_table.MAPPING_TRANSFORMS:
             axes = options.in_axes if options is not None else 0
             if isinstance(axes, tuple):
                 return {"variant": "vmap-tuple", "in_axes_length": len(axes)}
@@ -228,7 +227,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         (``options``: the transform as the resolver decodes it; None for a bare decorator)."""
         if transform == "scan":
             return "Tree Mode raises TypeError", "Tree Mode `scan` rejects keyword arguments (unexpected keyword argument)"
-        if transform in MAPPING_TRANSFORMS:
+        if transform in flax_table.MAPPING_TRANSFORMS:
             axes = options.in_axes if options is not None else 0
             if isinstance(axes, tuple):
                 return ("Tree Mode raises ValueError",

@@ -7,15 +7,6 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    BRIDGE_PACKAGE,
-    GRAD_TRANSFORMS,
-    GRAPH_APIS,
-    MAPPING_TRANSFORMS,
-    NNX_OBJECT,
-    ONE_LEVEL_APIS,
-    OPTIMIZER_QUALIFIED,
-    TRANSFORMS,
-    WALKING_METHODS,
     DecodedTransform,
     Facts,
     Invalid,
@@ -27,6 +18,7 @@ from nnx_lint.api import (
     entry_pin_target,
     explicit_tree,
     fact_index,
+    flax_table,
     helper_summaries,
     lookup,
     pin_sites_in,
@@ -65,14 +57,14 @@ def _passed_through(decoded: DecodedTransform | None, transform: str, position: 
     a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
     Such an argument may be a non-pytree in Tree Mode too. ``decoded``: the resolver's decoding
     of the transform call (None for a bare decorator, which takes the defaults)."""
-    if transform in MAPPING_TRANSFORMS:
+    if transform in flax_table.MAPPING_TRANSFORMS:
         axes = decoded.in_axes if decoded is not None else 0
         if axes is None:
             return True
         return isinstance(axes, (list, tuple)) and position < len(axes) and axes[position] is None
     if transform == "jit":
         return decoded is not None and position in (decoded.static_argnums or ())
-    if transform in GRAD_TRANSFORMS:
+    if transform in flax_table.GRAD_TRANSFORMS:
         # A computed argnums (or a DiffState): only the first argument is taken as differentiated,
         # so an unknown argnums stays silent on the others.
         argnums = decoded.argnums if decoded is not None and decoded.argnums is not None else (0,)
@@ -82,11 +74,11 @@ def _passed_through(decoded: DecodedTransform | None, transform: str, position: 
 
 def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
     if isinstance(base, nodes.Attribute) and base.attrname == "Module":
-        return (context.qualified_name(base.expr) or "").startswith(BRIDGE_PACKAGE)
+        return (context.qualified_name(base.expr) or "").startswith(flax_table.BRIDGE_PACKAGE)
     if isinstance(base, nodes.Name):
         _scope, assignments = lookup(base)
         for assignment in assignments:
-            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(BRIDGE_PACKAGE):
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(flax_table.BRIDGE_PACKAGE):
                 return any((alias or original) == base.name and original == "Module"
                            for original, alias in assignment.names)
     return False
@@ -105,7 +97,7 @@ def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherit
         if _is_bridge_module(context, base):
             return "an nnx.bridge.Module subclass"
         name = context.qualified_name(base)
-        if name == NNX_OBJECT:
+        if name == flax_table.NNX_OBJECT:
             return "an nnx.Object subclass"
     for ref in context.classes.info(classdef).bases:
         if ref.definition is not None and ref.definition.root() is classdef.root():
@@ -249,7 +241,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         ),
     ]
 
-    _GRAPH_API_CLASSES = OPTIMIZER_QUALIFIED
+    _GRAPH_API_CLASSES = flax_table.OPTIMIZER_QUALIFIED
 
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -264,7 +256,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
-        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in WALKING_METHODS \
+        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.WALKING_METHODS \
                 and not node.args and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
             # `model.iter_modules()`, the deprecated method form of `nnx.iter_modules(model)`
             arguments, api = [node.func.expr], f".{node.func.attrname}()"
@@ -286,7 +278,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            found = self._not_pytree(ref, depth=2 if call is not None and call.name in ONE_LEVEL_APIS else 0)
+            found = self._not_pytree(ref, depth=2 if call is not None and call.name in flax_table.ONE_LEVEL_APIS else 0)
             if found is None:
                 continue
             class_name, reason, part = found
@@ -373,14 +365,14 @@ class NotPytreeObjectInNNXAPI(Rule):
             function = facts.function
             use = cls._SHARED_GRAPH_APIS.get(function)
             if use is None:
-                found = "nnx." + function if function in GRAPH_APIS else "another graph API"
+                found = "nnx." + function if function in flax_table.GRAPH_APIS else "another graph API"
                 note += "# found: %s; nnx.split flattens its argument the same way\n" % found
                 stand_ins.append("`nnx.split` stands for " + found)
                 use = "nnx.split(m)"
             call = programs.lines("m = Model()", use, "return 'ok'")
         else:
             if transform not in cls._SHARED_TRANSFORMS:
-                found = "nnx." + transform if transform in TRANSFORMS else "another transform"
+                found = "nnx." + transform if transform in flax_table.TRANSFORMS else "another transform"
                 note += "# found: %s; nnx.jit traces its arguments the same way\n" % found
                 stand_ins.append("`nnx.jit` stands for " + found)
                 transform = "jit"

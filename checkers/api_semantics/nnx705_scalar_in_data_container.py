@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import NNX_PREFIX, Facts, Invalid, Reproduction, Rule, Valid, programs, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
 
 _SCALAR_TYPES = (int, float, bool, str)
@@ -138,7 +138,7 @@ class ScalarInDataContainer(Rule):
         for element in elements:
             if isinstance(element, nodes.Call):
                 ref = self.context.classes.class_of(element)
-                if ref is not None and (ref.qualified_name.startswith(NNX_PREFIX) or (
+                if ref is not None and (ref.qualified_name.startswith(flax_table.NNX_PREFIX) or (
                         ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module)):
                     has_state = True
         if not has_state:

@@ -8,15 +8,14 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    GRAPH_ONLY_ERRORS,
     DecodedTransform,
     Facts,
-    GraphOnlyError,
     Invalid,
     Rule,
     Valid,
     bound_values,
     expected_messages,
+    flax_table,
     found_in,
     pattern_strings,
     pin_sites_in,
@@ -228,7 +227,7 @@ class ExpectsGraphModeError(Rule):
                             pin=pin_sites_in(self.context, _pin_target(raising)), related=related)
                 return
 
-    def _raising_transform(self, covered, error: GraphOnlyError) -> DecodedTransform | None:
+    def _raising_transform(self, covered, error: flax_table.GraphOnlyError) -> DecodedTransform | None:
         """The NNX call among ``covered`` (called directly, or a function it transformed) that
         raises ``error`` and leaves its mode to the defaults; None when one keeps graph mode."""
         found = None
@@ -259,12 +258,12 @@ class ExpectsGraphModeError(Rule):
                     yield decoded
 
 
-def _graph_only_error(pattern: str) -> GraphOnlyError | None:
+def _graph_only_error(pattern: str) -> flax_table.GraphOnlyError | None:
     """The graph-only error whose message ``pattern`` matches and Tree Mode's does not."""
     characters = plain_text(pattern)
     if characters is None or len(characters) < _SHORTEST_PATTERN:
         return None
-    for error in GRAPH_ONLY_ERRORS:
+    for error in flax_table.GRAPH_ONLY_ERRORS:
         if found_in(characters, error.text) and not (error.tree_text and found_in(characters, error.tree_text)):
             return error
     return None

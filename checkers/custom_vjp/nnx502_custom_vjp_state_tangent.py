@@ -13,7 +13,7 @@ from checkers.custom_vjp.analysis import (
     own_body_nodes,
 )
 from checkers.custom_vjp.reproduction import other_arguments, tangent_arguments, tree_bwd, vjp_program
-from nnx_lint.api import TREE_MAP, Facts, Invalid, Reproduction, Rule, Valid, programs, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,7 +129,7 @@ class CustomVjpStateTangent(Rule):
         tangent = str(facts.tangent or "")
         if "split" in tangent:
             build = "_, m_g = nnx.split(m)\nm_g = jax.tree.map(jnp.zeros_like, m_g)"
-        elif tangent.startswith(TREE_MAP):
+        elif tangent.startswith(flax_table.TREE_MAP):
             build = "m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))"
         else:
             build = "m_g = nnx.clone(nnx.state(m))"

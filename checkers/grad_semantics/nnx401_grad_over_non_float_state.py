@@ -15,13 +15,13 @@ from checkers.grad_semantics.analysis import (
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
 from nnx_lint.api import (
-    GRAD_TRANSFORMS,
     NON_DIFFERENTIABLE,
     Facts,
     Invalid,
     Reproduction,
     Rule,
     Valid,
+    flax_table,
     passed_at,
     programs,
     raises,
@@ -157,7 +157,7 @@ class GradOverNonFloatState(Rule):
         differentiated positions get float arrays). Control: the FLIP recipe, split by
         ``nnx.Param`` and differentiate ``(params, rest)``.
         """
-        transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
+        transform = facts.transform if facts.transform in flax_table.GRAD_TRANSFORMS else "grad"
         categories = {h.get("category") for h in facts.non_float or []}
         types = [h.get("type") for h in facts.non_float or [] if h.get("category") == "integer"]
         if "rng" in categories or not types:

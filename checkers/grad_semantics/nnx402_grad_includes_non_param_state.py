@@ -16,13 +16,8 @@ from checkers.grad_semantics.analysis import (
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
 from nnx_lint.api import (
     ABSENT,
-    DEFAULT_NORM,
     FLOAT_STATE,
     NON_DIFFERENTIABLE,
-    NORM_CONSUMERS,
-    RAVEL_PYTREE,
-    TREE_FLATTENS,
-    TREE_REDUCES,
     UNKNOWN_DTYPE,
     Facts,
     Invalid,
@@ -30,6 +25,7 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
+    flax_table,
     programs,
 )
 
@@ -118,7 +114,7 @@ class GradIncludesNonParamState(Rule):
             where, elsewhere = analysis.reported_at(use, used, f"`{consumer}` reduces it here")
             if where.lineno in self._reported:
                 continue
-            if consumer in NORM_CONSUMERS and not read:
+            if consumer in flax_table.NORM_CONSUMERS and not read:
                 continue  # unread non-Param leaves get zero gradients: a norm does not change
             self._reported.add(where.lineno)
             self.report(
@@ -162,17 +158,17 @@ class GradIncludesNonParamState(Rule):
             stat = programs.call(programs.attribute("nnx", variable_type if variable_type in SHARED_VARIABLE_TYPES - {"Param"}
                                                     else "Variable"), "jnp.zeros((2,))")
         forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
-        consumer = facts.consumer or DEFAULT_NORM
-        if consumer in TREE_REDUCES:
+        consumer = facts.consumer or flax_table.DEFAULT_NORM
+        if consumer in flax_table.TREE_REDUCES:
             observe = "round(float(jnp.sqrt(jax.tree.reduce(lambda a, g: a + jnp.sum(g ** 2), G, 0.0))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
-        elif consumer in NORM_CONSUMERS:
+        elif consumer in flax_table.NORM_CONSUMERS:
             observe = "round(float(jnp.sqrt(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(G)))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
-        elif consumer == RAVEL_PYTREE:
+        elif consumer == flax_table.RAVEL_PYTREE:
             observe = "ravel_pytree(G)[0].size"
             tree, graph = 4, 2
-        elif consumer in TREE_FLATTENS:
+        elif consumer in flax_table.TREE_FLATTENS:
             observe = "len(jax.tree.flatten(G)[0])"
             tree, graph = 2, 1
         else:
@@ -188,7 +184,7 @@ class GradIncludesNonParamState(Rule):
 
             model, x = Model(), jnp.ones((4, 2))
         """, expressions={"STAT": stat, "FORWARD": forward})
-        if consumer == RAVEL_PYTREE:
+        if consumer == flax_table.RAVEL_PYTREE:
             model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
         program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum(M(x) ** 2)")
         # G is the gradient: a placeholder name, replaced on the syntax tree

@@ -7,22 +7,9 @@ from typing import Any
 from astroid import nodes
 
 from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites, unknown_argument
-from checkers.grad_semantics.consumers import STATE_FUNCTIONS, STATE_METHODS
+from checkers.grad_semantics.consumers import STATE_FUNCTIONS
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import (
-    ABSENT,
-    NNX_TO_PURE_DICT,
-    OPTAX_APPLY_UPDATES,
-    STATE_FUNCTIONS_NOT_IN_RUNTIME,
-    TREE_MAPS,
-    Facts,
-    Invalid,
-    Reproduction,
-    Rule,
-    Valid,
-    programs,
-    raises,
-)
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,12 +332,12 @@ _METHOD_CALLS = {
 
 
 #: NNX403: State functions that tree_runtime does not provide.
-_RUNTIME_LACKS = STATE_FUNCTIONS_NOT_IN_RUNTIME
+_RUNTIME_LACKS = flax_table.STATE_FUNCTIONS_NOT_IN_RUNTIME
 
 
 #: NNX403 reproductions: functions on which both implementations raise the same category.
 _FUNCTION_CALLS = {
-    NNX_TO_PURE_DICT: ("nnx.to_pure_dict(G)", "other:AttributeError"),
+    flax_table.NNX_TO_PURE_DICT: ("nnx.to_pure_dict(G)", "other:AttributeError"),
     "builtins.dict": ("dict(G)", "other:TypeError"),
     "dict": ("dict(G)", "other:TypeError"),
 }
@@ -367,12 +354,12 @@ def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
         key = where.slice.value if isinstance(where.slice, nodes.Const) else None
         return {"usage_kind": "subscript", "key": key if isinstance(key, (str, int)) else None}
     if isinstance(where, nodes.Call):
-        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and not context.qualified_name(where.func):
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in flax_table.STATE_METHODS and not context.qualified_name(where.func):
             return {"usage_kind": "method", "method": where.func.attrname}
         name = context.qualified_name(where.func) or ""
-        if name in TREE_MAPS or name == OPTAX_APPLY_UPDATES:
+        if name in flax_table.TREE_MAPS or name == flax_table.OPTAX_APPLY_UPDATES:
             return {"usage_kind": "tree-map", "function": name}
-        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and name not in STATE_FUNCTIONS:
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in flax_table.STATE_METHODS and name not in STATE_FUNCTIONS:
             return {"usage_kind": "method", "method": where.func.attrname}
         return {"usage_kind": "function", "function": name}
     return {"usage_kind": "iteration"}

@@ -8,7 +8,7 @@ from astroid import nodes
 from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
 from checkers.grad_semantics.consumers import StateTypeCheck, tree_mode_value
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import NNX_DICT, NNX_LIST, Facts, Invalid, Reproduction, Rule, Valid, differs, programs
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, flax_table, programs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,9 +124,9 @@ class GradsCheckedAsState(Rule):
             test, "isinstance(G, nnx.State)")
         tree = tree_mode_value(test)
         container = facts.class_qualified_name
-        if container == NNX_DICT:
+        if container == flax_table.NNX_DICT:
             model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ M['w'][...])"
-        elif container == NNX_LIST:
+        elif container == flax_table.NNX_LIST:
             model, forward = "model = nnx.List([nnx.Param(jnp.ones((2, 2)))])", "jnp.sum(x @ M[0][...])"
         else:
             model = dedented("""

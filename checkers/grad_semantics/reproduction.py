@@ -1,7 +1,7 @@
 """Reproduction builders and program pieces shared by several grad semantics rules."""
 from __future__ import annotations
 
-from nnx_lint.api import GRAD_TRANSFORMS, Facts, programs
+from nnx_lint.api import Facts, flax_table, programs
 
 
 def grad_application_code(facts: Facts, forward: str) -> str:
@@ -12,7 +12,7 @@ def grad_application_code(facts: Facts, forward: str) -> str:
     positions get ``x``. ``forward`` is the loss over the model, with the placeholder ``M`` for it
     (replaced on the syntax tree).
     """
-    transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
+    transform = facts.transform if facts.transform in flax_table.GRAD_TRANSFORMS else "grad"
     position = programs.bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
     argnums = [programs.bounded_index(a, "argnums") for a in facts.argnums or [position]
                if isinstance(a, int)] or [position]

@@ -9,7 +9,6 @@ from checkers.graph_updates.analysis import perturb_recipe_diffstate, sown_colle
 from checkers.graph_updates.reproduction import dedented, under
 from nnx_lint.api import (
     ABSENT,
-    MAPPING_TRANSFORMS,
     Facts,
     Invalid,
     Reproduction,
@@ -18,6 +17,7 @@ from nnx_lint.api import (
     Valid,
     differs,
     entry_pin_target,
+    flax_table,
     helper_summaries,
     nodes_of_class,
     pin_sites_in,
@@ -181,7 +181,7 @@ class SowPopAcrossTransform(Rule):
                   else "y = self.lin(x)\nself.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
         name = "grad_of_x" if collection == "Perturbation" else "y_mean"
         transform = facts.transform
-        if transform in MAPPING_TRANSFORMS:
+        if transform in flax_table.MAPPING_TRANSFORMS:
             transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
         model = programs.filled("""
             class Foo(nnx.Module):

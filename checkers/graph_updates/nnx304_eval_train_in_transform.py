@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.graph_updates.base import MethodCallInTransform
 from checkers.graph_updates.reproduction import dedented, under
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, programs
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, flax_table, programs
 
 
 class EvalTrainInTransform(MethodCallInTransform):
@@ -31,7 +31,7 @@ class EvalTrainInTransform(MethodCallInTransform):
     symbol = "eval-train-in-transform"
     kind = "silent"
     catalogue = ("C5",)
-    methods = frozenset({"eval", "train", "set_attributes"})
+    methods = flax_table.MODE_SWITCH_METHODS
     message = (
         "`{receiver}.{method}(...)` under {traced_by}{where}: Tree Mode silently keeps "
         "the caller's module in its old mode"

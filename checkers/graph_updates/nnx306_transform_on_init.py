@@ -7,8 +7,6 @@ from astroid import nodes
 
 from checkers.graph_updates.reproduction import dedented
 from nnx_lint.api import (
-    AXES_TRANSFORMS,
-    TRANSFORMS,
     Facts,
     Invalid,
     Reproduction,
@@ -16,6 +14,7 @@ from nnx_lint.api import (
     Valid,
     differs,
     entry_pin_target,
+    flax_table,
     pin_sites_in,
     programs,
     transform_resolver,
@@ -121,9 +120,9 @@ class TransformOnInit(Rule):
         """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
         finding has it) building a layer on ``self``; the observation is whether the object
         has the layer. The control transforms a factory and assigns its output."""
-        transform = programs.choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
+        transform = programs.choice_or(facts.transform or "vmap", flax_table.TRANSFORMS, "jit")
         note = ""
-        if transform in AXES_TRANSFORMS:
+        if transform in flax_table.AXES_TRANSFORMS:
             if transform != "vmap":
                 # a comment naming a transform of TRANSFORMS only (choice_or above)
                 note = ("# found: @nnx.%s on __init__; vmap builds the same stacked layer on the traced "

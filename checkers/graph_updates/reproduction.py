@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, Facts, Reproduction, programs
+from nnx_lint.api import Facts, Reproduction, flax_table, programs
 
 
 # -- reproduction helpers -------------------------------------------------------------------
@@ -26,7 +26,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
     Transforms the reference runtime lacks, or that cannot carry the change in graph mode
     either, run the same function under ``nnx.jit`` (the note says why). ``transform`` is a
     fact: only a known NNX transform's name reaches the program (in the note)."""
-    t = programs.choice_or(transform or "jit", TRANSFORMS, "another transform")
+    t = programs.choice_or(transform or "jit", flax_table.TRANSFORMS, "another transform")
     parameters = [part.strip() for part in args.split(",")]
 
     def run(function: str) -> str:
@@ -41,7 +41,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
         return vmapped, ""
     if t == "pmap":
         return vmapped, "# nnx.pmap: the same per-call copy; vmap stands in for it on one CPU device\n"
-    if t in GRAD_TRANSFORMS:
+    if t in flax_table.GRAD_TRANSFORMS:
         loss_of = programs.lambda_function(parameters, programs.subscript(programs.items(run(fn), loss), 1))
         return run(programs.call(programs.attribute("nnx", t), loss_of)), ""
     if t == "remat":
@@ -53,7 +53,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
     if t in ("scan", "fori_loop", "while_loop"):
         return (jitted, "# found under nnx.%s: a loop carry cannot change structure in graph mode either, so the\n"
                         "# same change runs under nnx.jit\n" % t)
-    found = "nnx." + t if t in TRANSFORMS else t
+    found = "nnx." + t if t in flax_table.TRANSFORMS else t
     return jitted, ("" if t == "jit" else "# found under %s: the same change under nnx.jit\n" % found)
 
 

@@ -28,9 +28,6 @@ from checkers.shared_references.reproduction import (
 )
 from nnx_lint.api import (
     ABSENT,
-    ALIAS_CHECKING_GRAPH_APIS,
-    CARRY_LOOPS,
-    CONTAINER_MODULES,
     STATEFUL_KINDS,
     Facts,
     Invalid,
@@ -38,6 +35,7 @@ from nnx_lint.api import (
     Valid,
     argument_views,
     fact_index,
+    flax_table,
     passed_here,
     pin_sites_in,
     programs,
@@ -280,7 +278,7 @@ class DuplicateTransformArgument(FamilyRule):
         if use is None:
             self._graph_api_call(node)
             return
-        if use.accepts_shared_inputs or use.name in CARRY_LOOPS:
+        if use.accepts_shared_inputs or use.name in flax_table.CARRY_LOOPS:
             return
         views = argument_views(self.context, [argument.expression for argument in use.arguments])
         refs = list(zip(use.arguments, views[0].refs))
@@ -373,7 +371,7 @@ class DuplicateTransformArgument(FamilyRule):
         """``nnx.split([v, v])``: a graph API given a value that holds one object twice."""
         call = self.context.nnx_call(node)
         walked = call.graph_node_argument if call is not None else None
-        if walked is None or call.name not in ALIAS_CHECKING_GRAPH_APIS or call.via_partial:
+        if walked is None or call.name not in flax_table.ALIAS_CHECKING_GRAPH_APIS or call.via_partial:
             return
         if not self.context.flip_changes(call):
             return
@@ -399,7 +397,7 @@ class DuplicateTransformArgument(FamilyRule):
 
     def _nnx_container(self, container: nodes.NodeNG | None) -> bool:
         call = self.context.nnx_call(container) if isinstance(container, nodes.Call) else None
-        return call is not None and call.qualified_name in CONTAINER_MODULES
+        return call is not None and call.qualified_name in flax_table.CONTAINER_MODULES
 
 
 def _element_label(label: str, path: str) -> str:

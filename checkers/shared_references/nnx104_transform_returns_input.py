@@ -16,17 +16,7 @@ from checkers.shared_references.reproduction import (
     shared_object,
     viewed,
 )
-from nnx_lint.api import (
-    ABSENT,
-    BRANCH_TRANSFORMS,
-    GRAD_TRANSFORMS,
-    Facts,
-    Invalid,
-    Reproduction,
-    Valid,
-    programs,
-    raises,
-)
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, flax_table, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,11 +223,11 @@ def _returned_input_reproduction(facts: Facts) -> Reproduction:
     holder = shared_object(kind if not part else "Module", [part])
     position = facts.position if isinstance(facts.position, int) else 0
     position = programs.bounded_index(position, "the argument position")
-    label = programs.subscript("args" if transform not in BRANCH_TRANSFORMS else "operands", position)
+    label = programs.subscript("args" if transform not in flax_table.BRANCH_TRANSFORMS else "operands", position)
     parameter = "p%d" % position
     returned = viewed(parameter, part, view)
-    if facts.has_aux or transform in GRAD_TRANSFORMS:
-        transform = transform if transform in GRAD_TRANSFORMS else "value_and_grad"
+    if facts.has_aux or transform in flax_table.GRAD_TRANSFORMS:
+        transform = transform if transform in flax_table.GRAD_TRANSFORMS else "value_and_grad"
     elif transform not in REPRO_TRANSFORMS:
         transform = "jit"
     definition, call = applied(transform, {label: "model"}, result=returned)

@@ -19,7 +19,6 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
-    CARRY_LOOPS,
     STATEFUL_KINDS,
     ArgumentView,
     Facts,
@@ -28,6 +27,7 @@ from nnx_lint.api import (
     Valid,
     argument_views,
     fact_index,
+    flax_table,
     held_items,
     join_path,
     opaque_builder,
@@ -206,7 +206,7 @@ class ArgumentHoldsArgument(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         use = fact_index(self.context).application(node)
-        if use is None or use.accepts_shared_inputs or use.name in CARRY_LOOPS:
+        if use is None or use.accepts_shared_inputs or use.name in flax_table.CARRY_LOOPS:
             return
         # the arguments as this function sees them, then as its callers do (`measure(model,
         # optimizer, x)` called with `optimizer = nnx.ModelAndOptimizer(model, tx)`)

@@ -27,13 +27,13 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
-    CARRY_LOOPS,
     Facts,
     Invalid,
     Reproduction,
     Valid,
     differs,
     fact_index,
+    flax_table,
     join_path,
     pin_sites_in,
     programs,
@@ -171,7 +171,7 @@ class TiedModelInLoop(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in CARRY_LOOPS:
+        if call is None or call.name not in flax_table.CARRY_LOOPS:
             return
         use = fact_index(self.context).application(node)
         if use is None or use.keeps_graph or not use.arguments:

@@ -12,7 +12,6 @@ from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import BOX, dedented
 from nnx_lint.api import (
     ABSENT,
-    GRAPHDEF_MERGES,
     Facts,
     Invalid,
     Ref,
@@ -20,6 +19,7 @@ from nnx_lint.api import (
     Valid,
     differs,
     fact_index,
+    flax_table,
     pin_sites_in,
     programs,
     value_model,
@@ -47,7 +47,6 @@ EFFECTS: dict[str, str] = {
 #: `m.left is m.right` is False in Tree Mode, True in graph mode).
 TRANSFORM_EFFECT = "passes it to the function once per path"
 #: The deprecated ``Module.iter_modules()`` method walks as ``nnx.iter_modules`` does.
-_METHODS = frozenset({"iter_modules"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,7 +212,7 @@ class SharedNodeInTraversal(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is not None and call.name in GRAPHDEF_MERGES and call.args and not call.via_partial:
+        if call is not None and call.name in flax_table.GRAPHDEF_MERGES and call.args and not call.via_partial:
             source = value_model(self.context).graphdef_source(call.args[0])
             if source is not None and self.context.flip_changes(source) and source.graph_node_argument is not None:
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
@@ -234,7 +233,7 @@ class SharedNodeInTraversal(FamilyRule):
             if walked is not None:
                 self._check(node, walked, f"nnx.{call.name}", call.name, pin_sites_in(self.context, call))
             return
-        if isinstance(node.func, nodes.Attribute) and node.func.attrname in _METHODS and not node.args \
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.WALKING_METHODS and not node.args \
                 and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
             receiver = node.func.expr
             if self.classes.class_of_self(receiver) is not None:

@@ -10,16 +10,13 @@ from astroid import nodes
 from checkers.shared_references.analysis import inside, short_source
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
-    FLAX_LAYERS,
-    MODULE_CLASSES,
-    MODULE_WALKS,
     SHARED_KINDS,
-    WALKING_METHODS,
     Facts,
     Invalid,
     Reproduction,
     Valid,
     bound_values,
+    flax_table,
     lookup,
     names_rngs,
     nodes_of_class,
@@ -226,25 +223,25 @@ class ObjectOnEveryModule(FamilyRule):
             return None
         call = self.context.nnx_call(iterable)
         if call is not None:
-            if call.name in MODULE_WALKS and call.args and not self.context.keeps_graph_mode(call) \
+            if call.name in flax_table.MODULE_WALKS and call.args and not self.context.keeps_graph_mode(call) \
                     and call.keywords.get("graph") is None:
                 return call.name, call.args[0]
             return None
         func = iterable.func
-        if isinstance(func, nodes.Attribute) and func.attrname in WALKING_METHODS and not iterable.args:
+        if isinstance(func, nodes.Attribute) and func.attrname in flax_table.WALKING_METHODS and not iterable.args:
             return f".{func.attrname}()", func.expr
         return None
 
     def _is_module_class(self, cls) -> bool:
         """Whether ``cls`` is an NNX Module class (flax's or a project's)."""
-        return self.classes.is_instance_of(cls, MODULE_CLASSES) or (
+        return self.classes.is_instance_of(cls, flax_table.MODULE_CLASSES) or (
             cls.definition is not None and self.classes.info(cls.definition).is_nnx_module)
 
     def _has_submodules(self, cls) -> bool:
         """Whether an instance of ``cls`` holds another Module (a flax layer that holds none,
         such as ``nnx.Linear``, or a project class storing none, has only itself)."""
         if cls.definition is None:
-            spec = FLAX_LAYERS.get(cls.qualified_name)
+            spec = flax_table.FLAX_LAYERS.get(cls.qualified_name)
             return spec is None or bool(spec.children or spec.all_positional)
         info = self.classes.info(cls.definition)
         return any(self.classes.kind_of(self.classes.ref_of(store.value)) == "module" or store.value is None

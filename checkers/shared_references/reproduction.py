@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from nnx_lint.api import GRAD_TRANSFORMS, Facts, Reproduction, programs
+from nnx_lint.api import Facts, Reproduction, flax_table, programs
 
 
 # ---------------------------------------------------------------------------------------
@@ -194,15 +194,15 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
     if transform == "vmap":
         arguments.append("jnp.ones(2)")
         parameters.append("x")
-    body = "jnp.sum(jnp.ones(()))" if transform in GRAD_TRANSFORMS else result
-    if transform in GRAD_TRANSFORMS and result != "None":
+    body = "jnp.sum(jnp.ones(()))" if transform in flax_table.GRAD_TRANSFORMS else result
+    if transform in flax_table.GRAD_TRANSFORMS and result != "None":
         body = programs.items("jnp.sum(jnp.ones(()))", result)
     definition = programs.lines(programs.function(function, parameters, programs.returning(body)))
     if transform == "vmap":
         axes = programs.items(*["None"] * (len(arguments) - 1), "0")
         out = {"out_axes": "None"} if result != "None" else {}  # a returned input is not mapped
         call = programs.call(programs.call("nnx.vmap", function, in_axes=axes, **out), *arguments, **keywords)
-    elif transform in GRAD_TRANSFORMS:
+    elif transform in flax_table.GRAD_TRANSFORMS:
         # every object differentiated (graph mode rejects one object both differentiated and not)
         indices = sorted(diff_indices) or [0]
         argnums = programs.literal(indices[0] if len(indices) == 1 else tuple(indices))

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
-    METADATA_TRANSFORMS,
-    NNX_PARTITION_NAME,
     PIN,
     UNSAFE,
     Facts,
@@ -18,6 +16,7 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
+    flax_table,
     pin_sites_in,
     programs,
 )
@@ -249,7 +248,7 @@ class TransformMetadataKeyword(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in METADATA_TRANSFORMS or "transform_metadata" not in call.keywords:
+        if call is None or call.name not in flax_table.METADATA_TRANSFORMS or "transform_metadata" not in call.keywords:
             return
         value = call.keywords["transform_metadata"]
         if isinstance(value, nodes.Dict) and not value.items:
@@ -270,7 +269,7 @@ class TransformMetadataKeyword(Rule):
         if not isinstance(value, nodes.Dict):
             return None
         for key, item in value.items:
-            is_partition_key = self.context.qualified_name(key) == NNX_PARTITION_NAME or (
+            is_partition_key = self.context.qualified_name(key) == flax_table.NNX_PARTITION_NAME or (
                 isinstance(key, nodes.Const) and key.value == "partition_name"
             )
             if is_partition_key and isinstance(item, nodes.Const) and isinstance(item.value, str):
