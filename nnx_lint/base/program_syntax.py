@@ -3,7 +3,7 @@
 A builder composes a program from pieces. Each piece is either *program text the builder
 wrote itself* (``"nnx.Linear(2, 2, rngs=nnx.Rngs(0))"``), parsed here, or a piece these
 helpers returned. A fact of the analysed code enters only as a checked name
-(:func:`identifier`, :func:`attribute`, keyword names of :func:`call`) or as an
+(:func:`identifier`, :func:`attribute`, :func:`set_attribute`, keyword names of :func:`call`) or as an
 ``ast.Constant`` (:func:`literal`, :func:`access`); the pieces are joined as :mod:`ast`
 nodes and written back with :func:`ast.unparse`, never by formatting strings, so no fact
 text can close a bracket, start a statement or open a comment.
@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from typing import Any, Union
 
 from nnx_lint.base.program_text import (
-    MAX_INDEX,
     UnsafeFact,
     bounded_index,
     check_plain,
@@ -35,8 +34,8 @@ from nnx_lint.base.program_text import (
 
 __all__ = [
     "UnsafeFact", "identifier", "identifier_or", "is_identifier", "bounded_index", "choice_or", "clipped",
-    "shown", "MAX_INDEX", "literal", "name", "attribute", "access", "call", "subscript", "items", "assign",
-    "set_attribute", "keyword_arguments", "returning", "sum_of", "lambda_function", "function", "lines", "filled",
+    "shown", "literal", "attribute", "access", "call", "subscript", "items", "assign", "set_attribute",
+    "returning", "sum_of", "lambda_function", "function", "lines", "filled",
 ]
 
 #: A piece of a program: text the builder wrote (parsed here), or a node.
@@ -87,11 +86,6 @@ def _constant(value: Any) -> ast.expr:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
         return ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.Constant(value)
-
-
-def name(value: Any, what: str = "the name") -> str:
-    """``value`` as a name in the program, checked by :func:`identifier` (else :class:`UnsafeFact`)."""
-    return identifier(value, what)
 
 
 def attribute(owner: Piece, *names: str) -> str:
@@ -151,15 +145,6 @@ def call(function: Piece, /, *arguments: Piece, **keywords: Piece) -> str:
     """
     return _code(ast.Call(_expression(function), [_expression(argument) for argument in arguments],
                           _keywords(keywords)))
-
-
-def keyword_arguments(arguments: dict[str, Piece]) -> str:
-    """``name=value, ...`` for safe names, then ``**{'other': value}`` for the rest.
-
-    >>> keyword_arguments({"a": "x", "b c": "y"})
-    "a=x, **{'b c': y}"
-    """
-    return call("f", **arguments)[2:-1]
 
 
 def subscript(owner: Piece, index: Piece | int) -> str:
@@ -262,7 +247,7 @@ def function(function_name: str, parameters: Iterable[str], body: Piece | Iterab
                   for statement in _statements(piece)]
     definition = ast.FunctionDef(identifier(function_name, "the function name"), _parameters(parameters),
                                  statements or [ast.Pass()], [_expression(decorator) for decorator in decorators], None, lineno=1)
-    if hasattr(ast.FunctionDef, "type_params") and "type_params" in ast.FunctionDef._fields:
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
         definition.type_params = []
     return _code(definition)
 
