@@ -151,7 +151,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             count = max(max(argnums) + 1, 2, given + 1)
             positional = min(given, count - 1)
             names = ["m"] + ["x%d" % i for i in range(1, count)]
-            total = " + ".join(["jnp.sum(m(x1))"] + [programs.call("jnp.sum", name) for name in names[2:]])
+            total = programs.sum_of("jnp.sum(m(x1))", *[programs.call("jnp.sum", name) for name in names[2:]])
             loss = programs.function("loss", names, programs.returning(total))
             values = ["model"] + ["jnp.ones((1, 2))"] * (count - 1)
             by_keyword = dict(zip(names[positional:], values[positional:]))
@@ -170,7 +170,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         positional = min(programs.bounded_index(facts.positional or 0, "the positional count"), length - 1)
         names = ["m"] + ["x%d" % i for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
-        body = " + ".join(["m(x1)"] + [programs.call(programs.attribute(name, "sum")) for name in names[2:]])
+        body = programs.sum_of("m(x1)", *[programs.call(programs.attribute(name, "sum")) for name in names[2:]])
         mapped = programs.call("nnx.vmap", programs.lambda_function(names, body),
                                in_axes=programs.items("None", *["0"] * (length - 1)))
         setup = programs.lines("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))", programs.assign("f", mapped))
