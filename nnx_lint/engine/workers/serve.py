@@ -84,8 +84,13 @@ def main(role: str) -> None:
     incoming = sys.stdin.buffer
 
     def send(message: Any) -> None:
-        protocol.write(json.dumps(message).encode("utf-8") + b"\n")
-        protocol.flush()
+        try:
+            protocol.write(json.dumps(message).encode("utf-8") + b"\n")
+            protocol.flush()
+        except BrokenPipeError:
+            # The parent is gone (its run ended while this worker started): nobody reads the
+            # answer, and a traceback would land in the run's output, which shares stderr.
+            os._exit(0)
 
     line = incoming.readline()
     if not line:
