@@ -1,14 +1,24 @@
 """``nnx_lint.api`` is the rules' one surface: it exports exactly the names it documents.
 
 That the checkers import the core only through it is an import-linter contract
-(``tests/test_layers.py``).
+(``tests/test_layers.py``). The surface stays small (issue 43: at most 80 names): the flax table
+and the program builders are one namespace each (``flax_table``, ``programs``), and a rule uses
+only what each namespace lists in its ``__all__``.
 """
 from __future__ import annotations
 
+import ast
 import re
 import types
+from pathlib import Path
 
 import nnx_lint.api as api
+
+#: The most names ``nnx_lint.api`` may export (166 when issue 43 was filed).
+MOST_EXPORTS = 80
+#: The namespaces the surface exports: a rule reads only their ``__all__``.
+NAMESPACES = {"flax_table": api.flax_table, "programs": api.programs}
+CHECKERS = Path(__file__).resolve().parents[1] / "checkers"
 
 #: Bound in the module for its own use, not exported.
 OWN_NAMES = {"annotations", "TYPE_CHECKING", "__all__"}
@@ -44,3 +54,28 @@ def test_every_export_is_documented_under_its_purpose():
     exported_or_type_only = set(api.__all__) | {"FileContext"}
     stray = {name for name in documented if hasattr(api, name) or name[:1].isupper()} - exported_or_type_only
     assert stray - OWN_NAMES - {"True", "False"} == set(), "documented but not exported"
+
+
+def test_the_surface_is_small():
+    assert len(api.__all__) <= MOST_EXPORTS, f"{len(api.__all__)} names: group them, or remove those no rule uses"
+
+
+def namespace_reads(source: str) -> set[tuple[str, str]]:
+    """``(namespace, name)`` for every ``flax_table.X`` / ``programs.X`` read in ``source``."""
+    return {(node.value.id, node.attr) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in NAMESPACES}
+
+
+def test_the_namespace_scan_sees_a_read():
+    assert namespace_reads("x = flax_table.TREE_MAP + programs.call('f')\n") == {
+        ("flax_table", "TREE_MAP"), ("programs", "call")}
+
+
+def test_rules_read_only_what_the_namespaces_list():
+    for namespace in NAMESPACES.values():
+        assert [name for name in namespace.__all__ if not hasattr(namespace, name)] == []
+    outside = sorted(f"{path.relative_to(CHECKERS)}: {namespace}.{name}"
+                     for path in CHECKERS.rglob("*.py")
+                     for namespace, name in namespace_reads(path.read_text(encoding="utf-8"))
+                     if name not in NAMESPACES[namespace].__all__)
+    assert outside == [], "add the name to the namespace's __all__ (and document it there), or use another"

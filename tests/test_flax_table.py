@@ -257,3 +257,37 @@ def test_tabulate_options_are_its_keywords_besides_the_method_arguments():
     named = {name for name, parameter in parameters.items()
              if parameter.kind is inspect.Parameter.KEYWORD_ONLY}
     assert TABULATE_OPTIONS == named
+
+
+# -- the short name tables the rules kept until issue 43 --------------------------------------
+
+@pytest.mark.parametrize("name", sorted(nnx_api.MODE_SWITCH_METHODS))
+def test_mode_switch_methods_are_module_methods(name):
+    assert callable(getattr(nnx.Module, name))
+
+
+@pytest.mark.parametrize("name", sorted(nnx_api.POSITIONAL_ARGUMENT_TRANSFORMS))
+def test_positional_argument_transforms_address_arguments_by_position(name):
+    assert name in nnx_api.TRANSFORMS
+    parameters = inspect.signature(getattr(nnx, name)).parameters
+    assert "in_axes" in parameters or "argnums" in parameters
+
+
+def test_state_methods_are_states_and_not_modules():
+    for name in nnx_api.STATE_METHODS:
+        assert hasattr(nnx.State, name) and not hasattr(nnx.Module, name), name
+
+
+@pytest.mark.parametrize("name", sorted(names.DTYPE_NAMES))
+def test_dtype_names_are_jax_numpy_dtypes(name):
+    jnp = pytest.importorskip("jax.numpy")
+    assert jnp.dtype(getattr(jnp, name)).name
+
+
+def test_the_rules_namespace_holds_the_table_only():
+    """``nnx_lint.api.flax_table`` re-exports table names (the one it computes is the Variable types)."""
+    from nnx_lint.flax_table import table
+
+    assert table.VARIABLE_TYPES == nnx_api.qualified(nnx_api.VARIABLE_TYPES)
+    for name in table.__all__:
+        assert getattr(table, name) is not None, name

@@ -274,3 +274,23 @@ def test_the_worker_path_keeps_the_installation_and_drops_the_checkout(tmp_path,
     path = process.trusted_path(process.untrusted_dirs([str(repo)]))
     assert path[:2] == [str(elsewhere), str(venv_site)]
     assert path[2:] in ([], [process.own_dir()]), "only nnx-lint's own directory may follow, last"
+
+
+def test_a_worker_whose_parent_has_gone_ends_quietly(tmp_path):
+    """A run that ends while a worker still starts (the other workers linted every file) closes
+    that worker's pipes: the worker ends without printing a BrokenPipeError traceback into the
+    run's output (it shares the run's stderr)."""
+    from nnx_lint.engine.workers.process import (
+        OWN_PACKAGES, installation_prefixes, own_dir, trusted_path, worker_command, worker_environment)
+
+    process = subprocess.Popen(worker_command("lint", trusted_path([])), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                               env=worker_environment())
+    setup = {"cwd": str(tmp_path), "untrusted": [], "own_dir": own_dir(), "own_packages": list(OWN_PACKAGES),
+             "prefixes": installation_prefixes()}
+    process.stdout.close()  # the parent is gone before the worker says it is ready
+    process.stdin.write(json.dumps(setup).encode() + b"\n")
+    process.stdin.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0
+    assert "Traceback" not in stderr, stderr

@@ -6,7 +6,7 @@ import doctest
 from checkers.shared_references.nnx101_aliased_module_attribute import AliasedAttribute
 from checkers.shared_references.nnx105_shared_rngs import SharedRngs
 from nnx_lint.confirmation import oracle as confirmation
-from nnx_lint.base import program_text
+from nnx_lint.base import program_syntax, program_text
 from nnx_lint.confirmation.oracle import confirm, reproduction_for
 from nnx_lint.base.diagnostic import Diagnostic
 from nnx_lint.analysis.rule import Reproduction
@@ -24,7 +24,9 @@ def _diagnostic(rule, facts) -> Diagnostic:
 
 def test_doctests():
     result = doctest.testmod(program_text)
-    assert result.failed == 0 and result.attempted >= 30
+    assert result.failed == 0 and result.attempted >= 20
+    result = doctest.testmod(program_syntax)
+    assert result.failed == 0 and result.attempted >= 20
 
 
 def test_a_non_name_setattr_path_is_stored_by_setattr_with_a_literal():

@@ -1,6 +1,6 @@
 """Reproductions are built on syntax trees: the analysed code's names reach them intact.
 
-Builders fill their templates with :func:`nnx_lint.base.program_text.filled`, which replaces
+Builders fill their templates with :func:`nnx_lint.base.program_syntax.filled`, which replaces
 placeholder *names* on the :mod:`ast` tree, never substrings of the text. A rename done on
 text turned NNX301's attribute ``OBJECTS`` into ``m.mECTS`` (the placeholder ``OBJ`` is a
 prefix of it), and the finding ended as a confirmation error.
@@ -17,7 +17,7 @@ import pytest
 
 from nnx_lint.confirmation.oracle import reproduction_for
 from nnx_lint.engine.walk import lint_bytes
-from nnx_lint.base.program_text import UnsafeFact, filled
+from nnx_lint.base.program_syntax import UnsafeFact, filled
 from nnx_lint.engine.registry import rule_by_code
 from nnx_lint.analysis.rule import Reproduction
 

@@ -80,7 +80,7 @@ def run_one(text: str, nnx: tp.Any, tree_mode: tp.Callable[[], tp.ContextManager
         run = namespace["run"]
         traced = bool(namespace.get("TRACED", True))
     except Exception as exc:
-        return {"status": "error", "message": f"the reproduction does not build: {exc!r}"}
+        return {"status": "error", "message": "the reproduction does not build: %r" % (exc,)}
     box: dict[str, tp.Any] = {}
     try:
         with tree_mode():
@@ -139,7 +139,7 @@ def main() -> int:
     try:
         nnx, tree_mode = _oracle(request.get("oracle", "tree_runtime"))
     except ImportError as exc:
-        answer({"ready": False, "message": f"oracle unavailable: {exc}"})
+        answer({"ready": False, "message": "oracle unavailable: %s" % exc})
         return 0
     answer({"ready": True})
     for line in requests:

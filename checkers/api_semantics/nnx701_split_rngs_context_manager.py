@@ -9,13 +9,13 @@ from astroid import nodes
 from checkers.api_semantics.analysis import rng_splitter
 from checkers.api_semantics.reproduction import FORK_NOTE
 from nnx_lint.api import (
-    NNX_RESTORE_RNGS,
     Facts,
     Invalid,
     Reproduction,
     Rule,
     Valid,
     bound_values_of,
+    flax_table,
     lookup,
     pin_sites_in,
     raises,
@@ -157,7 +157,7 @@ class SplitRngsContextManager(Rule):
                             form="with", pin=pin_sites_in(self.context, call))
 
     def visit_call(self, node: nodes.Call) -> None:
-        if self.context.qualified_name(node.func) != NNX_RESTORE_RNGS or not node.args:
+        if self.context.qualified_name(node.func) != flax_table.NNX_RESTORE_RNGS or not node.args:
             return
         argument = node.args[0]
         if not isinstance(argument, nodes.Name):

@@ -7,23 +7,22 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    MAPPING_TRANSFORMS,
     DecodedTransform,
     Facts,
     Invalid,
     Reproduction,
     Rule,
     Valid,
-    bounded_index,
     entry_pin_target,
     fact_index,
+    flax_table,
     pin_sites_in,
+    programs,
     raises,
     transform_resolver,
 )
 
 
-_KWARG_TRANSFORMS = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,41 +138,50 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return Reproduction(note + main, expect_error="other:TypeError", control=control)
         if variant in ("vmap-broadcast", "vmap-axis"):
             axis = facts.in_axes if isinstance(facts.in_axes, int) else None
-            options = "in_axes=None, axis_size=3" if axis is None else f"in_axes={axis}"
-            setup = f"xs = jnp.ones((3, 4))\nf = nnx.vmap(lambda x: x, {options})\n"
+            options = {"in_axes": "None", "axis_size": "3"} if axis is None else {"in_axes": programs.literal(axis)}
+            setup = programs.lines("xs = jnp.ones((3, 4))",
+                                   programs.assign("f", programs.call("nnx.vmap", "lambda x: x", **options)))
             tree = [3, 4]
             graph = [3, 3, 4] if axis is None else [4, 3]
             return Reproduction(note + setup + "return list(f(x=xs).shape)\n", expect_tree=tree, expect_graph=graph,
                                 control=setup + "return list(f(xs).shape)\n")
         if variant == "grad":
             argnums = [a for a in facts.argnums or [0] if isinstance(a, int) and 0 <= a < 6] or [0]
-            given = bounded_index(facts.positional or 0, "the positional count", 6)
+            given = programs.bounded_index(facts.positional or 0, "the positional count", 6)
             count = max(max(argnums) + 1, 2, given + 1)
             positional = min(given, count - 1)
-            names = ["m"] + [f"x{i}" for i in range(1, count)]
-            loss = f"def loss({', '.join(names)}):\n    return jnp.sum(m(x1))" + "".join(
-                f" + jnp.sum({n})" for n in names[2:]) + "\n"
+            names = ["m"] + ["x%d" % i for i in range(1, count)]
+            total = programs.sum_of("jnp.sum(m(x1))", *[programs.call("jnp.sum", name) for name in names[2:]])
+            loss = programs.function("loss", names, programs.returning(total))
             values = ["model"] + ["jnp.ones((1, 2))"] * (count - 1)
-            call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
-            argnums_text = "" if argnums == [0] else f", argnums={tuple(argnums) if len(argnums) > 1 else argnums[0]}"
+            by_keyword = dict(zip(names[positional:], values[positional:]))
+            options = {} if argnums == [0] else {
+                "argnums": programs.literal(tuple(argnums) if len(argnums) > 1 else argnums[0])}
             transform = "value_and_grad" if facts.transform == "value_and_grad" else "grad"
-            setup = "model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n" + loss + \
-                f"g = nnx.{transform}(loss{argnums_text})\n"
-            main = setup + f"g({', '.join(call_args)})\nreturn 'differentiated'\n"
-            control = setup + f"g({', '.join(values)})\nreturn 'differentiated'\n"
+            setup = programs.lines("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))", loss,
+                                   programs.assign("g", programs.call(programs.attribute("nnx", transform), "loss",
+                                                                      **options)))
+            main = setup + programs.lines(programs.call("g", *values[:positional], **by_keyword),
+                                          "return 'differentiated'")
+            control = setup + programs.lines(programs.call("g", *values), "return 'differentiated'")
             return Reproduction(main, expect_error="other:TypeError", control=control)
         length = facts.in_axes_length if isinstance(facts.in_axes_length, int) else 2
         length = min(max(length, 2), 6)
-        positional = min(bounded_index(facts.positional or 0, "the positional count"), length - 1)
-        names = ["m"] + [f"x{i}" for i in range(1, length)]
+        positional = min(programs.bounded_index(facts.positional or 0, "the positional count"), length - 1)
+        names = ["m"] + ["x%d" % i for i in range(1, length)]
         values = ["model"] + ["jnp.ones((3, 2))"] * (length - 1)
-        body = "m(x1)" + "".join(f" + {n}.sum()" for n in names[2:])
-        setup = ("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
-                 f"f = nnx.vmap(lambda {', '.join(names)}: {body}, in_axes=(None,{' 0,' * (length - 1)}))\n")
-        call_args = values[:positional] + [f"{n}={v}" for n, v in zip(names[positional:], values[positional:])]
-        return Reproduction(note + setup + f"return list(f({', '.join(call_args)}).shape)\n",
+        body = programs.sum_of("m(x1)", *[programs.call(programs.attribute(name, "sum")) for name in names[2:]])
+        mapped = programs.call("nnx.vmap", programs.lambda_function(names, body),
+                               in_axes=programs.items("None", *["0"] * (length - 1)))
+        setup = programs.lines("model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))", programs.assign("f", mapped))
+
+        def shape_of(call: str) -> str:
+            return programs.lines(programs.returning(programs.call("list", programs.attribute(call, "shape"))))
+
+        return Reproduction(note + setup + shape_of(programs.call("f", *values[:positional],
+                                                                  **dict(zip(names[positional:], values[positional:])))),
                             expect_error="other:ValueError",
-                            control=setup + f"return list(f({', '.join(values)}).shape)\n")
+                            control=setup + shape_of(programs.call("f", *values)))
 
     def visit_call(self, node: nodes.Call) -> None:
         keywords = [k for k in node.keywords or []]
@@ -183,7 +191,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
             return  # creating a transform, not calling a transformed function
         resolver = transform_resolver(self.context)
         entry = fact_index(self.context).running_entry(node)
-        if entry is None or not entry.affected or entry.transform not in _KWARG_TRANSFORMS:
+        if entry is None or not entry.affected or entry.transform not in flax_table.POSITIONAL_ARGUMENT_TRANSFORMS:
             return
         positional = len(node.args)
         if isinstance(entry.function, nodes.FunctionDef) and isinstance(entry.function.parent, nodes.ClassDef):
@@ -206,7 +214,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         """What the reproduction needs: ``variant`` and the ``in_axes`` / ``argnums`` values."""
         if transform == "scan":
             return {"variant": "scan"}
-        if transform in MAPPING_TRANSFORMS:
+        if transform in flax_table.MAPPING_TRANSFORMS:
             axes = options.in_axes if options is not None else 0
             if isinstance(axes, tuple):
                 return {"variant": "vmap-tuple", "in_axes_length": len(axes)}
@@ -219,7 +227,7 @@ class KeywordArgumentsToTransformedFunction(Rule):
         (``options``: the transform as the resolver decodes it; None for a bare decorator)."""
         if transform == "scan":
             return "Tree Mode raises TypeError", "Tree Mode `scan` rejects keyword arguments (unexpected keyword argument)"
-        if transform in MAPPING_TRANSFORMS:
+        if transform in flax_table.MAPPING_TRANSFORMS:
             axes = options.in_axes if options is not None else 0
             if isinstance(axes, tuple):
                 return ("Tree Mode raises ValueError",

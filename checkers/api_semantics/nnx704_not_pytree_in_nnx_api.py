@@ -1,22 +1,12 @@
 """NNX704 ``not-pytree-in-nnx-api``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
 from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    BRIDGE_PACKAGE,
-    GRAD_TRANSFORMS,
-    GRAPH_APIS,
-    MAPPING_TRANSFORMS,
-    NNX_OBJECT,
-    ONE_LEVEL_APIS,
-    OPTIMIZER_QUALIFIED,
-    TRANSFORMS,
-    WALKING_METHODS,
     DecodedTransform,
     Facts,
     Invalid,
@@ -24,16 +14,15 @@ from nnx_lint.api import (
     Rule,
     Valid,
     base_classes,
-    bounded_index,
     constant_bool,
     entry_pin_target,
     explicit_tree,
     fact_index,
+    flax_table,
     helper_summaries,
-    identifier_or,
-    literal,
     lookup,
     pin_sites_in,
+    programs,
     raises,
     transform_resolver,
 )
@@ -68,14 +57,14 @@ def _passed_through(decoded: DecodedTransform | None, transform: str, position: 
     a ``None`` axis of vmap/pmap, a jit static argument, a grad argument outside ``argnums``.
     Such an argument may be a non-pytree in Tree Mode too. ``decoded``: the resolver's decoding
     of the transform call (None for a bare decorator, which takes the defaults)."""
-    if transform in MAPPING_TRANSFORMS:
+    if transform in flax_table.MAPPING_TRANSFORMS:
         axes = decoded.in_axes if decoded is not None else 0
         if axes is None:
             return True
         return isinstance(axes, (list, tuple)) and position < len(axes) and axes[position] is None
     if transform == "jit":
         return decoded is not None and position in (decoded.static_argnums or ())
-    if transform in GRAD_TRANSFORMS:
+    if transform in flax_table.GRAD_TRANSFORMS:
         # A computed argnums (or a DiffState): only the first argument is taken as differentiated,
         # so an unknown argnums stays silent on the others.
         argnums = decoded.argnums if decoded is not None and decoded.argnums is not None else (0,)
@@ -85,11 +74,11 @@ def _passed_through(decoded: DecodedTransform | None, transform: str, position: 
 
 def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
     if isinstance(base, nodes.Attribute) and base.attrname == "Module":
-        return (context.qualified_name(base.expr) or "").startswith(BRIDGE_PACKAGE)
+        return (context.qualified_name(base.expr) or "").startswith(flax_table.BRIDGE_PACKAGE)
     if isinstance(base, nodes.Name):
         _scope, assignments = lookup(base)
         for assignment in assignments:
-            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(BRIDGE_PACKAGE):
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(flax_table.BRIDGE_PACKAGE):
                 return any((alias or original) == base.name and original == "Module"
                            for original, alias in assignment.names)
     return False
@@ -108,7 +97,7 @@ def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherit
         if _is_bridge_module(context, base):
             return "an nnx.bridge.Module subclass"
         name = context.qualified_name(base)
-        if name == NNX_OBJECT:
+        if name == flax_table.NNX_OBJECT:
             return "an nnx.Object subclass"
     for ref in context.classes.info(classdef).bases:
         if ref.definition is not None and ref.definition.root() is classdef.root():
@@ -252,7 +241,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         ),
     ]
 
-    _GRAPH_API_CLASSES = OPTIMIZER_QUALIFIED
+    _GRAPH_API_CLASSES = flax_table.OPTIMIZER_QUALIFIED
 
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -267,7 +256,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             if "graph" in call.keywords and constant_bool(call.keywords["graph"]) is not False:
                 return
             arguments, api = list(call.args[:1]), f"nnx.{call.name}"
-        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in WALKING_METHODS \
+        elif call is None and isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.WALKING_METHODS \
                 and not node.args and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
             # `model.iter_modules()`, the deprecated method form of `nnx.iter_modules(model)`
             arguments, api = [node.func.expr], f".{node.func.attrname}()"
@@ -289,7 +278,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            found = self._not_pytree(ref, depth=2 if call is not None and call.name in ONE_LEVEL_APIS else 0)
+            found = self._not_pytree(ref, depth=2 if call is not None and call.name in flax_table.ONE_LEVEL_APIS else 0)
             if found is None:
                 continue
             class_name, reason, part = found
@@ -367,58 +356,71 @@ class NotPytreeObjectInNNXAPI(Rule):
         # transform if it is one of flax's (the facts are the analysed code's text).
         note, stand_ins = "", []
         if facts.reason and "pytree=False" not in str(facts.reason):
-            subclass = next((f"a subclass of {base}" for base in ("nnx.bridge.Module", "nnx.Object")
+            subclass = next(("a subclass of " + base for base in ("nnx.bridge.Module", "nnx.Object")
                              if base in str(facts.reason)), "a Pytree subclass")
-            note = (f"# found: {identifier_or(facts.class_name, 'a class')} ({subclass}); such "
-                    "classes are Pytrees with pytree=False, reproduced here directly\n")
+            note = ("# found: %s (%s); such classes are Pytrees with pytree=False, reproduced here directly\n"
+                    % (programs.identifier_or(facts.class_name, "a class"), subclass))
         transform = facts.transform
         if transform is None:
             function = facts.function
             use = cls._SHARED_GRAPH_APIS.get(function)
             if use is None:
-                found = f"nnx.{function}" if function in GRAPH_APIS else "another graph API"
-                note += f"# found: {found}; nnx.split flattens its argument the same way\n"
-                stand_ins.append(f"`nnx.split` stands for {found}")
+                found = "nnx." + function if function in flax_table.GRAPH_APIS else "another graph API"
+                note += "# found: %s; nnx.split flattens its argument the same way\n" % found
+                stand_ins.append("`nnx.split` stands for " + found)
                 use = "nnx.split(m)"
-            call = f"m = Model()\n{use}\nreturn 'ok'\n"
+            call = programs.lines("m = Model()", use, "return 'ok'")
         else:
             if transform not in cls._SHARED_TRANSFORMS:
-                found = f"nnx.{transform}" if transform in TRANSFORMS else "another transform"
-                note += f"# found: {found}; nnx.jit traces its arguments the same way\n"
-                stand_ins.append(f"`nnx.jit` stands for {found}")
+                found = "nnx." + transform if transform in flax_table.TRANSFORMS else "another transform"
+                note += "# found: %s; nnx.jit traces its arguments the same way\n" % found
+                stand_ins.append("`nnx.jit` stands for " + found)
                 transform = "jit"
             keywords = {k: v for k, v in (facts.transform_keywords or {}).items()
                         if k in cls._SHARED_TRANSFORMS[transform]}
             if transform == "vmap" and keywords.get("in_axes", 0) is None:
                 keywords["axis_size"] = 2
-            position = bounded_index(facts.position or 0, "the argument position")
-            n_args = max(bounded_index(facts.n_args or 1, "the argument count"), position + 1)
-            args = ", ".join("m" if i == position else "x" for i in range(n_args))
-            kw = "".join(f", {k}={literal(tuple(v) if isinstance(v, list) else v)}" for k, v in keywords.items())
+            position = programs.bounded_index(facts.position or 0, "the argument position")
+            n_args = max(programs.bounded_index(facts.n_args or 1, "the argument count"), position + 1)
+            args = ["m" if i == position else "x" for i in range(n_args)]
+            options = {k: programs.literal(tuple(v) if isinstance(v, list) else v) for k, v in keywords.items()}
             if transform == "eval_shape":
-                apply = f"nnx.eval_shape(f, {args})"
+                apply = programs.call("nnx.eval_shape", "f", *args)
             else:
-                apply = f"nnx.{transform}(f{kw})({args})"
-            call = (f"m, x = Model(), jnp.ones((2, 2))\n"
-                    f"f = lambda *a: jnp.sum(a[{position}](jnp.ones(2)))\n"
-                    f"{apply}\nreturn 'ok'\n")
-        model = textwrap.dedent("""\
-            class {name}(nnx.Module{pytree}):
-                def __init__(self):
-                    self.w = nnx.Param(jnp.ones(2))
-                def __call__(self, x):
-                    return x * self.w[...]
-            """)
-        if facts.part:  # the non-pytree object is a part of the argument
-            model = model.format(name="Part", pytree="{pytree}") + textwrap.dedent("""\
+                apply = programs.call(programs.call(programs.attribute("nnx", transform), "f", **options), *args)
+            call = programs.lines("m, x = Model(), jnp.ones((2, 2))",
+                                  programs.filled("f = lambda *a: jnp.sum(a[POSITION](jnp.ones(2)))",
+                                                  expressions={"POSITION": programs.literal(position)}),
+                                  apply, "return 'ok'")
+        name = "Part" if facts.part else "Model"
+        # the non-pytree object is a part of the argument, or the argument itself
+        holder = _HOLDER if facts.part else ""
+        model = programs.lines(programs.filled(_NOT_PYTREE, {"NAME": name}), holder)
+        control = programs.lines(programs.filled(_PYTREE, {"NAME": name}), holder)
+        return Reproduction(note + model + call, expect_error="non-pytree", control=control + call,
+                            stand_ins=tuple(stand_ins))
 
-                class Model(nnx.Module):
-                    def __init__(self):
-                        self.part = Part()
-                    def __call__(self, x):
-                        return self.part(x)
-                """)
-        else:
-            model = model.format(name="Model", pytree="{pytree}")
-        return Reproduction(note + model.format(pytree=", pytree=False") + call, expect_error="non-pytree",
-                            control=model.format(pytree="") + call, stand_ins=tuple(stand_ins))
+
+#: The reproduction's class NAME: a ``pytree=False`` Module, and (the control) the same Module as a pytree.
+_NOT_PYTREE = """
+class NAME(nnx.Module, pytree=False):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+    def __call__(self, x):
+        return x * self.w[...]
+"""
+_PYTREE = """
+class NAME(nnx.Module):
+    def __init__(self):
+        self.w = nnx.Param(jnp.ones(2))
+    def __call__(self, x):
+        return x * self.w[...]
+"""
+#: A Module holding the flagged class's object as a part.
+_HOLDER = """
+class Model(nnx.Module):
+    def __init__(self):
+        self.part = Part()
+    def __call__(self, x):
+        return self.part(x)
+"""

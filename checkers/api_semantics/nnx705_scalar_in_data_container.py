@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import NNX_PREFIX, Facts, Invalid, Reproduction, Rule, Valid, literal, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
 
 _SCALAR_TYPES = (int, float, bool, str)
@@ -96,14 +96,18 @@ class ScalarInDataContainer(Rule):
         a leaf at all. The control keeps the scalar in a plain (static) attribute."""
         values = facts.scalar_values or [2]
         value = values[0]
-        scalar = literal(value)  # a literal of the analysed code: only ever repr'd plain data
+        scalar = programs.literal(value)  # a literal of the analysed code: only ever repr'd plain data
 
         def made(cfg: str) -> str:  # the Module, its configuration stored by ``cfg``
-            return ("class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(4))\n"
-                    f"        {cfg}\n\n\nm = M()\n")
+            return programs.filled("class M(nnx.Module):\n    def __init__(self):\n"
+                                   "        self.w = nnx.Param(jnp.ones(4))\n        CFG\n\nm = M()\n",
+                                   statements={"CFG": cfg})
 
-        model = made(f"self.cfg = nnx.data((nnx.Param(jnp.ones(1)), {scalar}))")
-        static = made(f"self.cfg_param = nnx.Param(jnp.ones(1))\n        self.cfg = (None, {scalar})  # static")
+        model = made(programs.filled("self.cfg = nnx.data((nnx.Param(jnp.ones(1)), SCALAR))",
+                                     expressions={"SCALAR": scalar}))
+        # the control's configuration is static: a plain tuple
+        static = made(programs.filled("self.cfg_param = nnx.Param(jnp.ones(1))\nself.cfg = (None, SCALAR)",
+                                      expressions={"SCALAR": scalar}))
         if isinstance(value, int) and not isinstance(value, bool):
             use = "return list(nnx.jit(lambda m: jnp.zeros(m.cfg[1]) + m.w.sum())(m).shape)\n"
             return Reproduction(model + use, expect_error="other:TypeError", control=static + use)
@@ -111,8 +115,9 @@ class ScalarInDataContainer(Rule):
             use = "nnx.jit(lambda m: m.w.sum())(m)\nreturn 'ran'\n"
             return Reproduction(model + use, expect_error="non-pytree", control=static + use)
         kind = "bool" if isinstance(value, bool) else "float"
-        use = (f"seen = []\nnnx.jit(lambda m: seen.append(isinstance(m.cfg[1], {kind})))(m)\n"
-               "return seen[0]  # a Python scalar inside the trace?\n")
+        # the observation: a Python scalar inside the trace?
+        use = programs.filled("seen = []\nnnx.jit(lambda m: seen.append(isinstance(m.cfg[1], KIND)))(m)\n"
+                              "return seen[0]\n", {"KIND": kind})
         return Reproduction(model + use, expect_tree=False, expect_graph=True, control=static + use)
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -133,7 +138,7 @@ class ScalarInDataContainer(Rule):
         for element in elements:
             if isinstance(element, nodes.Call):
                 ref = self.context.classes.class_of(element)
-                if ref is not None and (ref.qualified_name.startswith(NNX_PREFIX) or (
+                if ref is not None and (ref.qualified_name.startswith(flax_table.NNX_PREFIX) or (
                         ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module)):
                     has_state = True
         if not has_state:

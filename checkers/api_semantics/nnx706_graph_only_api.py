@@ -7,12 +7,12 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    UNSUPPORTED_COMPAT,
     Facts,
     Invalid,
     Rule,
     Valid,
     entry_pin_target,
+    flax_table,
     pin_sites_in,
     raises,
     transform_resolver,
@@ -99,7 +99,7 @@ class GraphOnlyAPI(Rule):
         call = self.context.nnx_call(node)
         if call is None:
             return
-        if call.qualified_name in UNSUPPORTED_COMPAT:
+        if call.qualified_name in flax_table.UNSUPPORTED_COMPAT:
             self.report(node, api=f"nnx.compat.{call.name}",
                         error="NotImplementedError in every mode (graph-mode vjp/jvp with graph updates is "
                               "not supported)",

@@ -6,21 +6,20 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
-    FLAX_CONFIG_UPDATE,
-    MODE_SETTERS,
     DecodedTransform,
     Facts,
     Invalid,
     Rule,
     Valid,
     differs,
+    flax_table,
     nodes_of_class,
     transform_resolver,
     transformed_code,
 )
 
 
-_SETTERS = MODE_SETTERS
+_SETTERS = flax_table.MODE_SETTERS
 
 
 _CONFIG_KEYS = {"nnx_graph_mode": "graph", "nnx_graph_updates": "graph_updates"}
@@ -166,7 +165,7 @@ class GraphModeSetLate(Rule):
         name = self.context.qualified_name(call.func)
         if name in _SETTERS and call.args:
             return f"nnx.{name.rpartition('.')[2]}({call.args[0].as_string()})"
-        if name == FLAX_CONFIG_UPDATE and len(call.args) >= 2:
+        if name == flax_table.FLAX_CONFIG_UPDATE and len(call.args) >= 2:
             key = call.args[0]
             if isinstance(key, nodes.Const) and key.value in _CONFIG_KEYS:
                 return f"flax.config.update({key.as_string()}, {call.args[1].as_string()})"

@@ -16,6 +16,7 @@ from nnx_lint.api import (
     constant_bool,
     differs,
     pin_sites_in,
+    programs,
     value_model,
 )
 
@@ -213,5 +214,5 @@ class IgnoredGraphOption(Rule):
         observe = "return isinstance(new.kernel, nnx.Variable)"
         rewrite = ("new = jax.tree.map(lambda v: v[...] * 0, model, "
                    "is_leaf=lambda x: isinstance(x, nnx.Variable))")
-        return Reproduction(f"{model}\n{call}\n{observe}\n", expect_tree=True, expect_graph=False,
-                            control=f"{model}\n{rewrite}\n{observe}\n", stand_ins=stand_ins)
+        return Reproduction(programs.lines(model, call, observe), expect_tree=True, expect_graph=False,
+                            control=programs.lines(model, rewrite, observe), stand_ins=stand_ins)

@@ -5,15 +5,8 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import DTYPE_MODULES, TREE_MAPS, Facts, Invalid, Reproduction, Rule, Valid, clipped, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
-#: Modules whose attributes named like a dtype are dtypes (``jnp.float32``, ``np.int8``).
-_DTYPE_MODULES = DTYPE_MODULES
-#: dtype names of those modules (the scalar types, which JAX also rejects as leaves).
-_DTYPE_NAMES = frozenset("""
-    bfloat16 bool_ complex64 complex128 float16 float32 float64 float8_e4m3fn float8_e5m2 int4 int8
-    int16 int32 int64 uint4 uint8 uint16 uint32 uint64
-""".split())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,11 +93,13 @@ class DtypesInData(Rule):
         ``nnx.jit``; the control stores the same dict as a plain attribute."""
 
         def made(dtypes: str) -> str:  # the program, the dtypes stored as ``dtypes``
-            return ("class M(nnx.Module):\n    def __init__(self):\n        self.w = nnx.Param(jnp.ones(2))\n"
-                    f"        self.dtypes = {dtypes}\n\n\nm = M()\n"
-                    "nnx.jit(lambda m: m.w[...].sum())(m)\nreturn 'ran'\n")
+            return programs.filled("class M(nnx.Module):\n    def __init__(self):\n"
+                                   "        self.w = nnx.Param(jnp.ones(2))\n        self.dtypes = DTYPES\n\n"
+                                   "m = M()\nnnx.jit(lambda m: m.w[...].sum())(m)\nreturn 'ran'\n",
+                                   expressions={"DTYPES": dtypes})
 
-        model, control = made("nnx.data({'w': jnp.float32})"), made("{'w': jnp.float32}  # static")
+        # the control stores the dict as a plain (static) attribute
+        model, control = made("nnx.data({'w': jnp.float32})"), made("{'w': jnp.float32}")
         return Reproduction(model, expect_error="other:TypeError", control=control)
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -125,23 +120,23 @@ class DtypesInData(Rule):
         if isinstance(value, nodes.Dict) and value.items:
             found = [self._dtypes(item, depth + 1) for _, item in value.items]
             return found[0] if all(found) else None
-        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in TREE_MAPS and value.args:
+        if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in flax_table.TREE_MAPS and value.args:
             function = value.args[0]
             if isinstance(function, nodes.Lambda) and _is_dtype_read(function.body):
                 return "a `jax.tree.map` of `.dtype`"
             return None
         if _is_dtype_read(value) or self._is_dtype(value):
-            return f"`{clipped(value.as_string(), 20)}`"
+            return f"`{programs.clipped(value.as_string(), 20)}`"
         return None
 
     def _is_dtype(self, value: nodes.NodeNG) -> bool:
         """``jnp.float32``, ``np.dtype("int8")``: a dtype by its name."""
         if isinstance(value, nodes.Call):
             name = self.context.qualified_name(value.func) or ""
-            return name.startswith(_DTYPE_MODULES) and name.rpartition(".")[2] == "dtype"
+            return name.startswith(flax_table.DTYPE_MODULES) and name.rpartition(".")[2] == "dtype"
         if isinstance(value, (nodes.Name, nodes.Attribute)):
             name = self.context.qualified_name(value) or ""
-            return name.startswith(_DTYPE_MODULES) and name.rpartition(".")[2] in _DTYPE_NAMES
+            return name.startswith(flax_table.DTYPE_MODULES) and name.rpartition(".")[2] in flax_table.DTYPE_NAMES
         return False
 
 

@@ -8,7 +8,6 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    PREFIX_KEYWORDS,
     Facts,
     Invalid,
     NNXCall,
@@ -16,9 +15,11 @@ from nnx_lint.api import (
     Rule,
     Valid,
     bound_values_of,
+    flax_table,
     lookup,
     nodes_of_class,
     pin_sites_in,
+    programs,
     raises,
 )
 
@@ -147,7 +148,7 @@ class PrefixFollowsDefaultMode(Rule):
         mode = self.context.mode.call_mode(transform)
         if mode.graph is not True or mode.graph_updates is not False:
             return  # only graph=True, graph_updates=False accepts the graph-mode TreeState today
-        for keyword in sorted(PREFIX_KEYWORDS & transform.keywords.keys()):
+        for keyword in sorted(flax_table.PREFIX_KEYWORDS & transform.keywords.keys()):
             for made_by, where in self._prefixes_in(transform.keywords[keyword]):
                 self.report(where, use=f"in `{keyword}` of `nnx.{transform.name}(graph=True)`",
                             pin=pin_sites_in(self.context, made_by),
@@ -207,5 +208,5 @@ class PrefixFollowsDefaultMode(Rule):
         model = "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\naxes = nnx.prefix(model, {nnx.Param: 0, ...: None})"
         stand_ins = () if facts.use.startswith("read") else (
             "reading `.state` stands for the transform pinned to `graph=True`",)
-        return Reproduction(f"{model}\nreturn axes.state['kernel']\n", expect_error="other:AttributeError",
-                            control=f"{model}\nreturn axes.kernel\n", stand_ins=stand_ins)
+        return Reproduction(programs.lines(model, "return axes.state['kernel']"), expect_error="other:AttributeError",
+                            control=programs.lines(model, "return axes.kernel"), stand_ins=stand_ins)

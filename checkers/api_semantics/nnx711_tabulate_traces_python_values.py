@@ -6,19 +6,15 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
-    LAYER_BOOL_FLAGS,
-    NNX,
-    RNG_OBJECTS,
-    RNG_SHAPE_POSITIONS,
-    TABULATE_OPTIONS,
     Facts,
     Invalid,
     Rule,
     Valid,
-    clipped,
     body_nodes,
     bound_arguments,
+    flax_table,
     names_rngs,
+    programs,
     python_value,
     raises,
     static_use,
@@ -207,7 +203,7 @@ class TabulateTracesPythonValues(Rule):
             if not (isinstance(method, nodes.Const) and isinstance(method.value, str)):
                 return
             method_name = method.value
-        keywords = [keyword for keyword in node.keywords or [] if keyword.arg not in TABULATE_OPTIONS]
+        keywords = [keyword for keyword in node.keywords or [] if keyword.arg not in flax_table.TABULATE_OPTIONS]
         for classdef in self._classes(call.args[0]):
             method = transform_resolver(self.context).method_of(classdef, method_name)
             if method is None:
@@ -255,9 +251,9 @@ class TabulateTracesPythonValues(Rule):
         """``self.rngs.uniform((n, 10))``: the Rngs (or stream) is in the graph, so its random
         methods are wrapped and the shape is traced."""
         name = call.func.attrname
-        if name not in RNG_SHAPE_POSITIONS or not _self_rooted(call.func.expr) or not self._is_rng(call.func.expr):
+        if name not in flax_table.RNG_SHAPE_POSITIONS or not _self_rooted(call.func.expr) or not self._is_rng(call.func.expr):
             return None
-        position = RNG_SHAPE_POSITIONS[name]
+        position = flax_table.RNG_SHAPE_POSITIONS[name]
         shape = next((keyword.value for keyword in call.keywords or [] if keyword.arg == "shape"),
                      call.args[position] if position < len(call.args) else None)
         if shape is None or python_value(shape) not in ("tuple", "int"):
@@ -268,8 +264,8 @@ class TabulateTracesPythonValues(Rule):
         """An ``Rngs`` (by its class, or the ``rngs`` naming convention) or one of its streams."""
         classes = value_model(self.context).candidates(expression)
         if classes:
-            return any(candidate.ref.qualified_name.startswith(f"{NNX}.")
-                       and candidate.ref.short_name in RNG_OBJECTS for candidate in classes)
+            return any(candidate.ref.qualified_name.startswith(flax_table.NNX_PREFIX)
+                       and candidate.ref.short_name in flax_table.RNG_OBJECTS for candidate in classes)
         if isinstance(expression, nodes.Attribute):
             return names_rngs(expression.attrname) or (
                 isinstance(expression.expr, nodes.Attribute) and names_rngs(expression.expr.attrname))
@@ -286,7 +282,7 @@ class TabulateTracesPythonValues(Rule):
         for candidate in value_model(self.context).candidates(target):
             ref = candidate.ref
             if ref.definition is None:
-                flags = LAYER_BOOL_FLAGS.get(ref.short_name, ()) if ref.qualified_name.startswith(f"{NNX}.") else ()
+                flags = flax_table.LAYER_BOOL_FLAGS.get(ref.short_name, ()) if ref.qualified_name.startswith(flax_table.NNX_PREFIX) else ()
                 for keyword in call.keywords or []:
                     if method_name == "__call__" and keyword.arg in flags and python_value(keyword.value) == "bool":
                         return _finding(keyword.value, f"{ref.short_name}.__call__", f"the `{keyword.arg}` flag",
@@ -322,5 +318,5 @@ def _self_rooted(expression: nodes.NodeNG) -> bool:
 
 
 def _finding(value: nodes.NodeNG, callee: str, use: str, error: str, at: nodes.NodeNG) -> dict:
-    return {"value": clipped(value.as_string(), 30), "callee": callee, "use": use, "error": error,
+    return {"value": programs.clipped(value.as_string(), 30), "callee": callee, "use": use, "error": error,
             "line": at.lineno or 0}

@@ -8,20 +8,19 @@ from astroid import nodes
 
 from nnx_lint.api import (
     ABSENT,
-    GRAPH_ONLY_ERRORS,
     DecodedTransform,
     Facts,
-    GraphOnlyError,
     Invalid,
     Rule,
     Valid,
     bound_values,
-    clipped,
     expected_messages,
+    flax_table,
     found_in,
     pattern_strings,
     pin_sites_in,
     plain_text,
+    programs,
     raises,
     transform_resolver,
 )
@@ -222,13 +221,13 @@ class ExpectsGraphModeError(Rule):
                 related = [(raising.call.node, f"graph mode raises it here (`nnx.{raising.name}`)")]
                 if source is not expectation.pattern:
                     related.append((source, "the expected message"))
-                self.report(expectation.assertion, form=expectation.form, expected=clipped(text, 40),
+                self.report(expectation.assertion, form=expectation.form, expected=programs.clipped(text, 40),
                             api=raising.name, line=raising.call.node.lineno or 0, needs=error.needs,
                             tree_mode=error.tree_mode, tree_detail=error.tree_detail,
                             pin=pin_sites_in(self.context, _pin_target(raising)), related=related)
                 return
 
-    def _raising_transform(self, covered, error: GraphOnlyError) -> DecodedTransform | None:
+    def _raising_transform(self, covered, error: flax_table.GraphOnlyError) -> DecodedTransform | None:
         """The NNX call among ``covered`` (called directly, or a function it transformed) that
         raises ``error`` and leaves its mode to the defaults; None when one keeps graph mode."""
         found = None
@@ -259,12 +258,12 @@ class ExpectsGraphModeError(Rule):
                     yield decoded
 
 
-def _graph_only_error(pattern: str) -> GraphOnlyError | None:
+def _graph_only_error(pattern: str) -> flax_table.GraphOnlyError | None:
     """The graph-only error whose message ``pattern`` matches and Tree Mode's does not."""
     characters = plain_text(pattern)
     if characters is None or len(characters) < _SHORTEST_PATTERN:
         return None
-    for error in GRAPH_ONLY_ERRORS:
+    for error in flax_table.GRAPH_ONLY_ERRORS:
         if found_in(characters, error.text) and not (error.tree_text and found_in(characters, error.tree_text)):
             return error
     return None

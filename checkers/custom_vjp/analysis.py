@@ -6,22 +6,10 @@ from typing import Any, Iterator
 
 from astroid import nodes
 
-from nnx_lint.api import (
-    MODE_SETTERS,
-    NNX_CLONE,
-    NNX_PREFIX,
-    SPLITS,
-    STATE_PRODUCERS,
-    TREE_MAP,
-    TREE_MAPS,
-    lookup,
-    pin_sites_in,
-    transform_resolver,
-    value_model,
-)
+from nnx_lint.api import flax_table, lookup, pin_sites_in, transform_resolver, value_model
 
 
-_MODE_PROBES = frozenset(MODE_SETTERS)
+_MODE_PROBES = frozenset(flax_table.MODE_SETTERS)
 
 
 @dataclass
@@ -131,24 +119,24 @@ class _Analysis:
             return None
         if isinstance(expression, nodes.Call):
             name = self.context.qualified_name(expression.func)
-            if name in STATE_PRODUCERS:
-                return name.replace(NNX_PREFIX, "nnx.") + "(...)"
-            if name == NNX_CLONE and expression.args:
+            if name in flax_table.STATE_PRODUCERS:
+                return name.replace(flax_table.NNX_PREFIX, "nnx.") + "(...)"
+            if name == flax_table.NNX_CLONE and expression.args:
                 inner = self.state_tangent(expression.args[0], bwd, old_parts, depth + 1)
                 return f"nnx.clone({inner})" if inner else None
-            if name in TREE_MAPS and len(expression.args) >= 2:
+            if name in flax_table.TREE_MAPS and len(expression.args) >= 2:
                 inner = self.state_tangent(expression.args[1], bwd, old_parts, depth + 1)
-                return f"{TREE_MAP}(..., {inner})" if inner else None
+                return f"{flax_table.TREE_MAP}(..., {inner})" if inner else None
             return None
         if isinstance(expression, nodes.Subscript):
-            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in SPLITS:
+            if isinstance(expression.value, nodes.Call) and self.context.qualified_name(expression.value.func) in flax_table.SPLITS:
                 return "nnx.split(...) State"
             return None
         if isinstance(expression, nodes.Name):
             if expression.name in old_parts:
                 return f"{expression.name} (the old protocol's State cotangent)"
             for value, kind in _bindings(expression):
-                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in SPLITS:
+                if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in flax_table.SPLITS:
                     return "nnx.split(...) State"
                 if kind == "value":
                     found = self.state_tangent(value, bwd, old_parts, depth + 1)

@@ -6,8 +6,20 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.custom_vjp.analysis import cotangent_parameter, custom_vjp_analysis, old_destructures
-from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
-from nnx_lint.api import DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Rule, Valid, raises
+from checkers.custom_vjp.reproduction import other_arguments, tangent_arguments, tree_bwd, vjp_program
+from nnx_lint.api import (
+    DISPLAY_ONLY,
+    PIN,
+    Facts,
+    Invalid,
+    Reproduction,
+    Rewrite,
+    RewriteSite,
+    Rule,
+    Valid,
+    programs,
+    raises,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,18 +122,19 @@ class CustomVjpOldCotangent(Rule):
         others = other_arguments(facts, 0)
         nested = str(facts.destructuring or "").startswith("((")
         if nested:
-            unpack = "(m_updates_g, " + "".join("_, " for _ in others) + "), out_g = g"
+            unpack = programs.assign(programs.items(programs.items("m_updates_g", *["_"] * len(others)), "out_g"), "g")
         else:
             unpack = "input_updates_g, out_g = g"
-        body = vjp_program(others, f"""
+        tangents = tangent_arguments(others, 0)
+        body = vjp_program(others, programs.filled("""
             def f_bwd(res, g):
-                {unpack}
+                UNPACK
                 cos_x, m = res
                 m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))
                 m_g['x'][...] = cos_x * out_g
-                return ({tangent_arguments(others, 0)},)
-        """)
-        return Reproduction(body, expect_error="vjp-structure", control=vjp_program(others, TREE_BWD.format(tangents=tangent_arguments(others, 0))))
+                return TANGENTS
+        """, expressions={"TANGENTS": tangents}, statements={"UNPACK": unpack}))
+        return Reproduction(body, expect_error="vjp-structure", control=vjp_program(others, tree_bwd(tangents)))
 
     VALID = [
         Valid(

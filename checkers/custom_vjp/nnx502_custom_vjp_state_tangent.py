@@ -12,8 +12,8 @@ from checkers.custom_vjp.analysis import (
     old_parts,
     own_body_nodes,
 )
-from checkers.custom_vjp.reproduction import TREE_BWD, other_arguments, tangent_arguments, vjp_program
-from nnx_lint.api import TREE_MAP, Facts, Invalid, Reproduction, Rule, Valid, bounded_index, raises
+from checkers.custom_vjp.reproduction import other_arguments, tangent_arguments, tree_bwd, vjp_program
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,26 +123,27 @@ class CustomVjpStateTangent(Rule):
         structure`` (``vjp-structure``); graph mode accepts the State. Control: the FLIP
         bwd returning a Module-typed tangent (its Tree Mode rewrite).
         """
-        index = (bounded_index(facts.tangent_index, "the tangent index")
+        index = (programs.bounded_index(facts.tangent_index, "the tangent index")
                  if isinstance(facts.tangent_index, int) else 0)
         others = other_arguments(facts, index)
         tangent = str(facts.tangent or "")
         if "split" in tangent:
-            build = "_, m_g = nnx.split(m)\n                m_g = jax.tree.map(jnp.zeros_like, m_g)"
-        elif tangent.startswith(TREE_MAP):
+            build = "_, m_g = nnx.split(m)\nm_g = jax.tree.map(jnp.zeros_like, m_g)"
+        elif tangent.startswith(flax_table.TREE_MAP):
             build = "m_g = jax.tree.map(jnp.zeros_like, nnx.state(m))"
         else:
             build = "m_g = nnx.clone(nnx.state(m))"
         tangents = tangent_arguments(others, index)
-        body = vjp_program(others, f"""
+        # the bwd reads g by either protocol
+        body = vjp_program(others, programs.filled("""
             def f_bwd(res, g):
-                out_g = g[1] if isinstance(g, tuple) else g  # either protocol
+                out_g = g[1] if isinstance(g, tuple) else g
                 cos_x, m = res
-                {build}
+                BUILD
                 m_g['x'][...] = cos_x * out_g
-                return ({tangents},)
-        """, index)
-        control = vjp_program(others, TREE_BWD.format(tangents=tangents), index)
+                return TANGENTS
+        """, expressions={"TANGENTS": tangents}, statements={"BUILD": build}), index)
+        control = vjp_program(others, tree_bwd(tangents), index)
         return Reproduction(body, expect_error="vjp-structure", control=control)
 
     VALID = [

@@ -7,8 +7,8 @@ from typing import Iterator
 from astroid import nodes
 
 from checkers.custom_vjp.analysis import custom_vjp_analysis, own_body_nodes
-from checkers.custom_vjp.reproduction import TREE_BWD, vjp_program
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs
+from checkers.custom_vjp.reproduction import tree_bwd, vjp_program
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, programs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,8 +130,8 @@ class CustomVjpVariableUpdate(Rule):
         else:
             update = "m.x[...] = m.x[...] * 2.0"
         in_fwd = facts.role == "fwd"
-        primal_write = "" if in_fwd else f"\n    {update}  # the flagged update"
-        fwd_write = f"\n    {update}  # the flagged update" if in_fwd else ""
+        primal_write = "" if in_fwd else update  # the flagged update
+        fwd_write = update if in_fwd else ""
         others: list[str] = []  # the Module alone: the update is what matters
         bwd = """
             def f_bwd(res, g):
@@ -145,28 +145,34 @@ class CustomVjpVariableUpdate(Rule):
                 m_g.x[...] = cos_x * g
                 return (m_g,)
         """
+        # the loss reads the updated value; the FLIP (tree_runtime) rejects the update itself
         observe = """
-            def loss(m):{update}
-                return f(m) + m.x[...]  # reads the updated value
+            def loss(m):
+                UPDATE
+                return f(m) + m.x[...]
 
             try:
                 grad = float(nnx.grad(loss)(Foo()).x[...])
-            except ValueError as error:  # the FLIP (tree_runtime) rejects the update itself
+            except ValueError as error:
                 if "custom_vjp" not in str(error):
                     raise
                 return "gradient omits the update's cotangent"
-            if abs(grad - {without:.6f}) < 1e-4:
+            if abs(grad - WITHOUT) < 1e-4:
                 return "gradient omits the update's cotangent"
-            if abs(grad - {with_:.6f}) < 1e-4:
+            if abs(grad - WITH) < 1e-4:
                 return "gradient includes the update's cotangent"
             return grad
         """
         cos2 = -0.4161468365471424
         body = vjp_program(others, bwd, 0, primal_write, fwd_write, differentiated=False)
-        body += "\n" + _dedent(observe.format(update="", without=cos2, with_=cos2 + 1.0))
-        control = vjp_program(others, TREE_BWD.format(tangents="m_g"), 0, differentiated=False)
-        control += "\n" + _dedent(observe.format(update=f"\n                {update}  # moved out of the custom_vjp function",
-                                          without=2 * cos2, with_=2 * (cos2 + 1.0)))
+        body += programs.filled(observe, expressions={
+            "WITHOUT": programs.literal(round(cos2, 6)), "WITH": programs.literal(round(cos2 + 1.0, 6))},
+            statements={"UPDATE": ""})
+        control = vjp_program(others, tree_bwd("(m_g,)"), 0, differentiated=False)
+        # the control: the update moved out of the custom_vjp function, into the loss
+        control += programs.filled(observe, expressions={
+            "WITHOUT": programs.literal(round(2 * cos2, 6)), "WITH": programs.literal(round(2 * (cos2 + 1.0), 6))},
+            statements={"UPDATE": update})
         return Reproduction(_concrete(body), expect_tree="gradient omits the update's cotangent",
                             expect_graph="gradient includes the update's cotangent", control=_concrete(control))
 
@@ -257,12 +263,6 @@ class CustomVjpVariableUpdate(Rule):
             tree_mode=differs("the update cotangent is dropped: d/dx of sin(2x)+x is -0.416 instead of 0.584 (r43)"),
         ),
     ]
-
-
-def _dedent(code: str) -> str:
-    import textwrap
-
-    return textwrap.dedent(code).strip("\n") + "\n"
 
 
 def _concrete(code: str) -> str:

@@ -11,21 +11,16 @@ from astroid import nodes
 from checkers.grad_semantics.consumers import GradientConsumers
 from nnx_lint.api import (
     ABSENT,
-    CONTAINER_MODULES,
-    GRAD_TRANSFORMS,
-    NEVER_MODULE_PREFIXES,
-    NNX_MERGE,
-    NNX_MODULE_BASES,
-    STATE_CLASSES,
     Facts,
     GradApplication,
     GradientFlow,
     GradientUse,
     Holdings,
     bound_values,
-    clipped,
+    flax_table,
     lookup,
     pin_sites_in,
+    programs,
     transform_resolver,
     value_model,
     variable_model,
@@ -152,7 +147,7 @@ class _Analysis(GradientConsumers):
             return
         starred = next((a for a in call.args if isinstance(a, nodes.Starred)), None)
         if starred is not None:
-            reason = f"the arguments are passed as `{clipped(starred.as_string(), 30)}`"
+            reason = f"the arguments are passed as `{programs.clipped(starred.as_string(), 30)}`"
         elif application.argnums is None and not _argnums_call(application) and any(
                 self._candidates(application, position, argument) for position, argument in enumerate(call.args)):
             reason = "its `argnums` is not a literal, and an argument may be a Module"
@@ -243,7 +238,7 @@ class _Analysis(GradientConsumers):
         ``partial(nnx.grad, ...)`` factory, a stored ``self._grad_fn``; its argnums and has_aux
         as the resolver decodes them."""
         found = self.transforms.decoded(call.func)
-        if found is None or found.name not in GRAD_TRANSFORMS:
+        if found is None or found.name not in flax_table.GRAD_TRANSFORMS:
             return None
         function = found.applied_to
         if isinstance(function, nodes.FunctionDef) and function.decorators and found.node in function.decorators.nodes:
@@ -281,17 +276,17 @@ class _Analysis(GradientConsumers):
         """Whether ``argument`` is (a name bound only to) ``nnx.merge(...)``: an NNX object of
         some class, never a State or an array."""
         values = bound_values(argument) if isinstance(argument, nodes.Name) else [argument]
-        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == NNX_MERGE
+        return bool(values) and all(isinstance(v, nodes.Call) and self.context.qualified_name(v.func) == flax_table.NNX_MERGE
                                     for v in values)
 
     def _of_class(self, position: int, argument: nodes.NodeNG, ref, evidence: str) -> Differentiated | None:
         """The argument as an instance of ``ref``, when that class is (or may be) a Module."""
         classes = self.context.classes
-        if ref.qualified_name in CONTAINER_MODULES:
+        if ref.qualified_name in flax_table.CONTAINER_MODULES:
             # What it holds comes from its construction (`nnx.Dict(a=nnx.List([...]), b=...)`).
             return Differentiated(position, argument, ref.short_name, ref.qualified_name,
                                   self.variables.holdings_of_value(argument), evidence, frozenset(), container=True)
-        if ref.qualified_name in STATE_CLASSES or ref.qualified_name.startswith(NEVER_MODULE_PREFIXES):
+        if ref.qualified_name in flax_table.STATE_CLASSES or ref.qualified_name.startswith(flax_table.NEVER_MODULE_PREFIXES):
             return None
         if ref.definition is not None:
             if not classes.info(ref.definition).is_nnx_module:
@@ -384,7 +379,7 @@ def _why_unresolved(differentiated: Differentiated) -> str:
         return "it is rebuilt by `nnx.merge` from a state whose class is unknown"
     if differentiated.class_name is None:
         return "the loss calls it, so it is a Module, but nothing in the project says which class"
-    if differentiated.qualified_name in NNX_MODULE_BASES:
+    if differentiated.qualified_name in flax_table.NNX_MODULE_BASES:
         return f"it is annotated only as `nnx.{differentiated.class_name}`, and no call in the project passes a class"
     return f"its class `{differentiated.class_name}` is defined where the analysis cannot read it"
 

@@ -7,43 +7,21 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.api import (
-    NNX,
-    NNX_PREFIX,
-    NNX_STATE,
-    NNX_STATE_FUNCTIONS,
-    NNX_TO_PURE_DICT,
-    OPTAX_APPLY_UPDATES,
-    OPTIMIZER_CLASSES,
-    TREE_MAP,
-    TREE_MAPS,
-    WHOLE_TREE_CONSUMERS,
-    GradientUse,
-    NameResolver,
-    clipped,
-    expressions_within,
-)
+from nnx_lint.api import GradientUse, NameResolver, expressions_within, flax_table, programs
 
 if TYPE_CHECKING:
     from checkers.grad_semantics.analysis import Differentiated
 
 
-#: ``nnx.State`` methods that a Module-typed gradient does not have.
-STATE_METHODS = frozenset({
-    "items", "keys", "values", "flat_state", "to_pure_dict", "replace_by_pure_dict", "filter",
-    "split", "merge", "get", "raw_mapping",
-})
-
-
 #: flax containers whose Tree Mode gradient (the container itself) still indexes, iterates and
 #: answers ``in`` like graph mode's State (measured with flax 0.12.8); ``nnx.Sequential`` is
 #: a container that does none of it, so its gradient breaks like any Module's.
-MAPPING_LIKE_CONTAINERS = frozenset({f"{NNX}.Dict", f"{NNX}.List"})
+MAPPING_LIKE_CONTAINERS = frozenset({flax_table.NNX_DICT, flax_table.NNX_LIST})
 
 
 #: Functions that need a ``State``/Mapping argument (position of that argument): flax's and
 #: ``dict(...)``.
-STATE_FUNCTIONS = {**NNX_STATE_FUNCTIONS, "builtins.dict": 0, "dict": 0}
+STATE_FUNCTIONS = {**flax_table.NNX_STATE_FUNCTIONS, "builtins.dict": 0, "dict": 0}
 
 
 
@@ -52,7 +30,7 @@ _MEMBERSHIP_METHODS = frozenset({"__contains__", "__iter__", "__getitem__"})
 
 #: Classes a gradient is checked against that graph mode's gradient was an instance of.
 #: (``nnx.GraphState`` is another class: graph-mode transforms do not return it.)
-STATE_TYPE_NAMES = frozenset({NNX_STATE})
+STATE_TYPE_NAMES = frozenset({flax_table.NNX_STATE})
 
 #: ``unittest`` assertions on an instance's class.
 _ASSERT_INSTANCE = frozenset({"assertIsInstance", "assertNotIsInstance"})
@@ -106,13 +84,13 @@ class GradientConsumers:
         if self._guarded_by_state_check(use):
             return None  # `if isinstance(grads, nnx.State): grads.filter(...)`: Tree Mode skips it
         if isinstance(parent, nodes.Keyword) and self._optimizer_extra_argument(parent):
-            return (f".update({parent.arg}={clipped(text, 20)})",
+            return (f".update({parent.arg}={programs.clipped(text, 20)})",
                     "ValueError: pytree structure error: different types, against the State of params", parent)
         if differentiated.container and differentiated.qualified_name in MAPPING_LIKE_CONTAINERS:
             return self._mapping_like_usage(use, text)
         if isinstance(parent, nodes.Subscript) and parent.value is use:
             return (f"{text}[{parent.slice.as_string()}]", f"TypeError: '{type_name}' object is not subscriptable", parent)
-        if isinstance(parent, nodes.Attribute) and parent.expr is use and parent.attrname in STATE_METHODS:
+        if isinstance(parent, nodes.Attribute) and parent.expr is use and parent.attrname in flax_table.STATE_METHODS:
             if parent.attrname in differentiated.class_attributes:
                 return None
             if isinstance(parent.parent, nodes.Call) and parent.parent.func is parent:
@@ -124,13 +102,13 @@ class GradientConsumers:
         if isinstance(parent, nodes.Compare) and any(op in ("in", "not in") and right is use for op, right in parent.ops):
             if differentiated.class_attributes & _MEMBERSHIP_METHODS:
                 return None  # the class answers `in` itself
-            return (clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
+            return (programs.clipped(parent.as_string(), 40), f"TypeError: argument of type '{type_name}' is not iterable", parent)
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
             index = parent.args.index(use)
             where = STATE_FUNCTIONS.get(name or "", False)
             if where is not False and (where is None or where == index or (where == "rest" and index >= 1)):
-                short = name.replace(NNX_PREFIX, "nnx.").replace("builtins.", "")
+                short = name.replace(flax_table.NNX_PREFIX, "nnx.").replace("builtins.", "")
                 return (f"{short}({text})", "raises (needs a State/Mapping)", parent)
             return self._against_a_state(parent, use, name, text)
         return None
@@ -138,11 +116,11 @@ class GradientConsumers:
     def _against_a_state(self, call: nodes.Call, use: nodes.NodeNG, name: str | None,
                          text: str) -> tuple[str, str, nodes.NodeNG] | None:
         """``jax.tree.map(f, <State>, grads)`` / ``optax.apply_updates(<State>, grads)``."""
-        if name in TREE_MAPS or name == OPTAX_APPLY_UPDATES:
-            trees = call.args[1:] if name in TREE_MAPS else call.args
+        if name in flax_table.TREE_MAPS or name == flax_table.OPTAX_APPLY_UPDATES:
+            trees = call.args[1:] if name in flax_table.TREE_MAPS else call.args
             # a State on some path is enough: graph mode combines them there, Tree Mode raises
             if any(self.is_state_value(other, on_some_path=True) for other in trees if other is not use):
-                short = OPTAX_APPLY_UPDATES if name == OPTAX_APPLY_UPDATES else TREE_MAP
+                short = flax_table.OPTAX_APPLY_UPDATES if name == flax_table.OPTAX_APPLY_UPDATES else flax_table.TREE_MAP
                 return (f"{short}(..., {text})",
                         "ValueError: pytree structure error: different types, against an nnx.State", call)
         return None
@@ -181,7 +159,7 @@ class GradientConsumers:
         parent = use.parent
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
-            if name == NNX_TO_PURE_DICT:
+            if name == flax_table.NNX_TO_PURE_DICT:
                 return f"nnx.to_pure_dict({text})", "raises (needs a State/Mapping)", parent
             return self._against_a_state(parent, use, name, text)
         return None
@@ -200,7 +178,7 @@ class GradientConsumers:
         if receiver is not None:
             # A project subclass that defines its own `update` decides what its keywords mean.
             overridden = receiver.definition is not None and self.transforms.method_of(receiver.definition, "update")
-            return self.context.classes.is_instance_of(receiver, OPTIMIZER_CLASSES) and not overridden
+            return self.context.classes.is_instance_of(receiver, flax_table.OPTIMIZER_CLASSES) and not overridden
         return any(other.arg == "value_fn" for other in call.keywords or ())
 
     def _guarded_by_state_check(self, use: nodes.NodeNG) -> bool:
@@ -226,7 +204,7 @@ class GradientConsumers:
             if isinstance(expression, (nodes.Name, nodes.Attribute)) \
                     and self.context.qualified_name(expression) in STATE_TYPE_NAMES:
                 how = "" if expression is cls else (
-                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{clipped(cls.as_string(), 30)}`")
+                    "in the tuple" if isinstance(cls, nodes.Tuple) else f"one value of `{programs.clipped(cls.as_string(), 30)}`")
                 return StateTypeCheck(test, node.as_string(), expression.as_string(), how, node)
         return None
 
@@ -235,7 +213,7 @@ class GradientConsumers:
         parent = use.parent
         if isinstance(parent, nodes.Call) and use in parent.args:
             name = self.context.qualified_name(parent.func)
-            if name in WHOLE_TREE_CONSUMERS and parent.args.index(use) == WHOLE_TREE_CONSUMERS[name]:
+            if name in flax_table.WHOLE_TREE_CONSUMERS and parent.args.index(use) == flax_table.WHOLE_TREE_CONSUMERS[name]:
                 return name, parent
         return None
 

@@ -15,16 +15,15 @@ from checkers.grad_semantics.analysis import (
 )
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
 from nnx_lint.api import (
-    GRAD_TRANSFORMS,
     NON_DIFFERENTIABLE,
     Facts,
     Invalid,
     Reproduction,
     Rule,
     Valid,
-    bounded_index,
-    clipped,
+    flax_table,
     passed_at,
+    programs,
     raises,
 )
 
@@ -144,7 +143,7 @@ class GradOverNonFloatState(Rule):
             )
         if not reported:
             for application, differentiated, reason in analysis.unresolved_at(node):
-                self.report_unproven(node, value=clipped(differentiated.argument.as_string()), reason=reason,
+                self.report_unproven(node, value=programs.clipped(differentiated.argument.as_string()), reason=reason,
                                      transform=application.transform, related=grad_sites(application))
 
     @classmethod
@@ -158,56 +157,54 @@ class GradOverNonFloatState(Rule):
         differentiated positions get float arrays). Control: the FLIP recipe, split by
         ``nnx.Param`` and differentiate ``(params, rest)``.
         """
-        transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
+        transform = facts.transform if facts.transform in flax_table.GRAD_TRANSFORMS else "grad"
         categories = {h.get("category") for h in facts.non_float or []}
         types = [h.get("type") for h in facts.non_float or [] if h.get("category") == "integer"]
         if "rng" in categories or not types:
             holding, call = "self.drop = nnx.Dropout(0.5, rngs=rngs)", "self.drop(self.lin(x))"
         else:
             variable = types[0] if types[0] in SHARED_VARIABLE_TYPES else "Variable"
-            holding, call = f"self.steps = nnx.{variable}(jnp.array(0))", "self.lin(x)"
-        position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
-        argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
+            holding = programs.assign("self.steps", programs.call(programs.attribute("nnx", variable), "jnp.array(0)"))
+            call = "self.lin(x)"
+        position = programs.bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+        argnums = [programs.bounded_index(a, "argnums") for a in facts.argnums or [position]
                    if isinstance(a, int)] or [position]
         count = max(argnums + [position]) + 1
-        parameters = ", ".join(f"a{i}" for i in range(count))
-        argnums_text = repr(argnums[0]) if len(argnums) == 1 else repr(tuple(argnums))
+        parameters = ["a%d" % i for i in range(count)]
+        options = {"argnums": programs.literal(argnums[0] if len(argnums) == 1 else tuple(argnums))}
+        if facts.has_aux:
+            options["has_aux"] = "True"
 
-        def differentiated(model: str, called: str) -> tuple[str, str]:
+        def differentiated(model: str, called: str) -> tuple[list[str], str]:
             """``(arguments, loss value)``: ``model`` at the position, called as ``called``."""
-            value = f"jnp.sum({called}(x))" + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
-            return (", ".join(model if i == position else "x" for i in range(count)),
-                    f"({value}, 0.0)" if facts.has_aux else value)
+            value = programs.sum_of(programs.call("jnp.sum", programs.call(called, "x")),
+                                    *[programs.call("jnp.sum", parameters[i]) for i in range(count) if i != position])
+            return ([model if i == position else "x" for i in range(count)],
+                    programs.items(value, "0.0") if facts.has_aux else value)
 
-        arguments, value = differentiated("model", f"a{position}")
-        fixed_arguments, fixed_value = differentiated("params", f"nnx.merge(graphdef, a{position}, rest)")
-        aux = ", has_aux=True" if facts.has_aux else ""
-        model = f"""
+        def gradient_type(loss_parameters: list[str], value: str, arguments: list[str]) -> str:
+            """``loss`` returning ``value``, differentiated at ``arguments``: the observation is the result's type."""
+            gradient = programs.call(programs.call(programs.attribute("nnx", transform), "loss", **options), *arguments)
+            return programs.lines(programs.function("loss", loss_parameters, programs.returning(value)),
+                                  programs.assign("out", gradient), "return type(out).__name__")
+
+        arguments, value = differentiated("model", parameters[position])
+        fixed_arguments, fixed_value = differentiated(
+            "params", programs.call("nnx.merge", "graphdef", parameters[position], "rest"))
+        model = programs.filled("""
             class Model(nnx.Module):
                 def __init__(self, rngs):
                     self.lin = nnx.Linear(2, 2, rngs=rngs)
-                    {holding}
+                    HOLDING
                 def __call__(self, x):
-                    return {call}
+                    return CALL
 
             model, x = Model(nnx.Rngs(0)), jnp.ones((1, 2))
-        """
-        use = f"""
-            def loss({parameters}):
-                return {value}
-
-            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({arguments})
-            return type(out).__name__
-        """
-        control = f"""
-            graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-
-            def loss({parameters}, rest):  # rest (RNG counters, ...) passed, not differentiated
-                return {fixed_value}
-
-            out = nnx.{transform}(loss, argnums={argnums_text}{aux})({fixed_arguments}, rest)
-            return type(out).__name__
-        """
+        """, expressions={"CALL": call}, statements={"HOLDING": holding})
+        use = gradient_type(parameters, value, arguments)
+        # the control passes rest (RNG counters, ...) without differentiating it
+        control = programs.lines("graphdef, params, rest = nnx.split(model, nnx.Param, ...)",
+                                 gradient_type(parameters + ["rest"], fixed_value, fixed_arguments + ["rest"]))
         return Reproduction(dedented(model) + dedented(use), expect_error="grad-non-float",
                             control=dedented(model) + dedented(control))
 

@@ -16,13 +16,8 @@ from checkers.grad_semantics.analysis import (
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
 from nnx_lint.api import (
     ABSENT,
-    DEFAULT_NORM,
     FLOAT_STATE,
     NON_DIFFERENTIABLE,
-    NORM_CONSUMERS,
-    RAVEL_PYTREE,
-    TREE_FLATTENS,
-    TREE_REDUCES,
     UNKNOWN_DTYPE,
     Facts,
     Invalid,
@@ -30,7 +25,8 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
-    filled,
+    flax_table,
+    programs,
 )
 
 
@@ -118,7 +114,7 @@ class GradIncludesNonParamState(Rule):
             where, elsewhere = analysis.reported_at(use, used, f"`{consumer}` reduces it here")
             if where.lineno in self._reported:
                 continue
-            if consumer in NORM_CONSUMERS and not read:
+            if consumer in flax_table.NORM_CONSUMERS and not read:
                 continue  # unread non-Param leaves get zero gradients: a norm does not change
             self._reported.add(where.lineno)
             self.report(
@@ -159,40 +155,42 @@ class GradIncludesNonParamState(Rule):
         if variable_type == "array":
             stat = "nnx.data(jnp.zeros((2,)))"
         else:
-            stat = f"nnx.{variable_type if variable_type in SHARED_VARIABLE_TYPES - {'Param'} else 'Variable'}(jnp.zeros((2,)))"
+            stat = programs.call(programs.attribute("nnx", variable_type if variable_type in SHARED_VARIABLE_TYPES - {"Param"}
+                                                    else "Variable"), "jnp.zeros((2,))")
         forward = "(x - self.stat[...]) * self.w[...]" if read else "x * self.w[...]"
-        consumer = facts.consumer or DEFAULT_NORM
-        if consumer in TREE_REDUCES:
+        consumer = facts.consumer or flax_table.DEFAULT_NORM
+        if consumer in flax_table.TREE_REDUCES:
             observe = "round(float(jnp.sqrt(jax.tree.reduce(lambda a, g: a + jnp.sum(g ** 2), G, 0.0))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
-        elif consumer in NORM_CONSUMERS:
+        elif consumer in flax_table.NORM_CONSUMERS:
             observe = "round(float(jnp.sqrt(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(G)))), 3)"
             tree, graph = (16.0, 11.314) if read else (11.314, 11.314)
-        elif consumer == RAVEL_PYTREE:
+        elif consumer == flax_table.RAVEL_PYTREE:
             observe = "ravel_pytree(G)[0].size"
             tree, graph = 4, 2
-        elif consumer in TREE_FLATTENS:
+        elif consumer in flax_table.TREE_FLATTENS:
             observe = "len(jax.tree.flatten(G)[0])"
             tree, graph = 2, 1
         else:
             observe = "len(jax.tree.leaves(G))"
             tree, graph = 2, 1
-        model = f"""
+        model = programs.filled("""
             class Model(nnx.Module):
                 def __init__(self):
                     self.w = nnx.Param(jnp.ones((2,)))
-                    self.stat = {stat}
+                    self.stat = STAT
                 def __call__(self, x):
-                    return {forward}
+                    return FORWARD
 
             model, x = Model(), jnp.ones((4, 2))
-        """
-        if consumer == RAVEL_PYTREE:
+        """, expressions={"STAT": stat, "FORWARD": forward})
+        if consumer == flax_table.RAVEL_PYTREE:
             model = "from jax.flatten_util import ravel_pytree\n" + dedented(model)
-        program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum({m}(x) ** 2)")
+        program = dedented(model) + "\n" + grad_application_code(facts, "jnp.sum(M(x) ** 2)")
         # G is the gradient: a placeholder name, replaced on the syntax tree
-        body = _concrete(program + filled(f"return {observe}", expressions={"G": "grads"}))
-        control = _concrete(program + filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"}))
+        body = _concrete(program + programs.filled(programs.returning(observe), expressions={"G": "grads"}))
+        control = _concrete(program + programs.filled(programs.returning(observe),
+                                                      expressions={"G": "nnx.state(grads, nnx.Param)"}))
         return Reproduction(body, expect_tree=tree, expect_graph=graph, control=control)
 
     VALID = [

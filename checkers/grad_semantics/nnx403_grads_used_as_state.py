@@ -7,23 +7,9 @@ from typing import Any
 from astroid import nodes
 
 from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites, unknown_argument
-from checkers.grad_semantics.consumers import STATE_FUNCTIONS, STATE_METHODS
+from checkers.grad_semantics.consumers import STATE_FUNCTIONS
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import (
-    ABSENT,
-    NNX_TO_PURE_DICT,
-    OPTAX_APPLY_UPDATES,
-    STATE_FUNCTIONS_NOT_IN_RUNTIME,
-    TREE_MAPS,
-    Facts,
-    Invalid,
-    Reproduction,
-    Rule,
-    Valid,
-    filled,
-    identifier_or,
-    raises,
-)
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,51 +167,51 @@ class GradsUsedAsState(Rule):
         returns the reason instead.
         """
         kind = facts.usage_kind
-        key = identifier_or(facts.key, "linear")
+        key = programs.identifier_or(facts.key, "linear")
         if kind == "subscript":
-            use, expected = f"G[{key!r}]", "not-subscriptable"
+            use, expected = programs.subscript("G", programs.literal(key)), "not-subscriptable"
         elif kind == "method":
             method = facts.method
             if method not in _METHOD_CALLS:
-                return (f"`State.{method}()` is not a method both Tree Mode implementations' States provide "
-                        "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles")
+                return ("`State.%s()` is not a method both Tree Mode implementations' States provide "
+                        "(tree_runtime's State lacks it), so the rewrite cannot be run under both oracles" % method)
             use, expected = _METHOD_CALLS[method], "other:AttributeError"
         elif kind == "iteration":
             use, expected = "[path for path in G]", "other:TypeError"
         elif kind == "membership":
-            use, expected = f"{key!r} in G", "other:TypeError"
+            use, expected = programs.filled("KEY in G", expressions={"KEY": programs.literal(key)}), "other:TypeError"
         elif kind == "function" and facts.function in _FUNCTION_CALLS:
             use, expected = _FUNCTION_CALLS[facts.function]
         elif kind == "optimizer-extra-argument":
             if facts.keyword != "grad":
-                return (f"`{facts.usage}`: optax's linesearches read the extra argument `grad`; what reads "
-                        f"`{facts.keyword}` is not known, so no program can show the failure")
+                return ("`%s`: optax's linesearches read the extra argument `grad`; what reads "
+                        "`%s` is not known, so no program can show the failure" % (facts.usage, facts.keyword))
             use, expected = ("nnx.Optimizer(model, optax.lbfgs(0.1), wrt=nnx.Param).update(model, G, grad=G, "
                              "value=jnp.sum(model(x)), value_fn=lambda p: jnp.sum(nnx.merge(nnx.graphdef(model), p)(x)))",
                              "tree-structure")
         elif kind == "tree-map":
             use, expected = "jax.tree.map(lambda p, g: p - 0.1 * g, nnx.state(model, nnx.Param), G)", "tree-structure"
         elif facts.function in _RUNTIME_LACKS:
-            return (f"`{facts.usage}`: tree_runtime has no `{facts.function}`, so no program "
-                    "can run under both Tree Mode implementations")
+            return ("`%s`: tree_runtime has no `%s`, so no program "
+                    "can run under both Tree Mode implementations" % (facts.usage, facts.function))
         else:
-            return (f"`{facts.usage}` raises in both Tree Mode implementations, but with different "
-                    "exception types (no shared error category), so no reproduction can be confirmed by both")
+            return ("`%s` raises in both Tree Mode implementations, but with different "
+                    "exception types (no shared error category), so no reproduction can be confirmed by both" % facts.usage)
         imports = "import optax\n" if kind == "optimizer-extra-argument" else ""
-        program = f"""
+        program = programs.filled("""
             class Net(nnx.Module):
                 def __init__(self, rngs):
-                    self.{key} = nnx.Linear(2, 2, rngs=rngs)
+                    self.KEY = nnx.Linear(2, 2, rngs=rngs)
                 def __call__(self, x):
-                    return self.{key}(x)
+                    return self.KEY(x)
 
             model, x = Net(nnx.Rngs(0)), jnp.ones((1, 2))
-        """
-        program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum({m}(x))")
+        """, {"KEY": key})
+        program = imports + dedented(program) + "\n" + grad_application_code(facts, "jnp.sum(M(x))")
         # G is the gradient: a placeholder name, replaced on the syntax tree (a key `Gate` stays `Gate`)
-        observe = f"return type({use}).__name__"
-        body = dedented(program) + filled(observe, expressions={"G": "grads"})
-        control = dedented(program) + filled(observe, expressions={"G": "nnx.state(grads, nnx.Param)"})
+        observe = programs.filled("return type(USE).__name__", expressions={"USE": use})
+        body = dedented(program) + programs.filled(observe, expressions={"G": "grads"})
+        control = dedented(program) + programs.filled(observe, expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_error=expected, control=control)
 
     VALID = [
@@ -346,12 +332,12 @@ _METHOD_CALLS = {
 
 
 #: NNX403: State functions that tree_runtime does not provide.
-_RUNTIME_LACKS = STATE_FUNCTIONS_NOT_IN_RUNTIME
+_RUNTIME_LACKS = flax_table.STATE_FUNCTIONS_NOT_IN_RUNTIME
 
 
 #: NNX403 reproductions: functions on which both implementations raise the same category.
 _FUNCTION_CALLS = {
-    NNX_TO_PURE_DICT: ("nnx.to_pure_dict(G)", "other:AttributeError"),
+    flax_table.NNX_TO_PURE_DICT: ("nnx.to_pure_dict(G)", "other:AttributeError"),
     "builtins.dict": ("dict(G)", "other:TypeError"),
     "dict": ("dict(G)", "other:TypeError"),
 }
@@ -368,12 +354,12 @@ def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
         key = where.slice.value if isinstance(where.slice, nodes.Const) else None
         return {"usage_kind": "subscript", "key": key if isinstance(key, (str, int)) else None}
     if isinstance(where, nodes.Call):
-        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and not context.qualified_name(where.func):
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in flax_table.STATE_METHODS and not context.qualified_name(where.func):
             return {"usage_kind": "method", "method": where.func.attrname}
         name = context.qualified_name(where.func) or ""
-        if name in TREE_MAPS or name == OPTAX_APPLY_UPDATES:
+        if name in flax_table.TREE_MAPS or name == flax_table.OPTAX_APPLY_UPDATES:
             return {"usage_kind": "tree-map", "function": name}
-        if isinstance(where.func, nodes.Attribute) and where.func.attrname in STATE_METHODS and name not in STATE_FUNCTIONS:
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in flax_table.STATE_METHODS and name not in STATE_FUNCTIONS:
             return {"usage_kind": "method", "method": where.func.attrname}
         return {"usage_kind": "function", "function": name}
     return {"usage_kind": "iteration"}

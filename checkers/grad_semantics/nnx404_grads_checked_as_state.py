@@ -8,7 +8,7 @@ from astroid import nodes
 from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
 from checkers.grad_semantics.consumers import StateTypeCheck, tree_mode_value
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import NNX_DICT, NNX_LIST, Facts, Invalid, Reproduction, Rule, Valid, clipped, differs, filled
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, flax_table, programs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +96,7 @@ class GradsCheckedAsState(Rule):
             self.report(
                 where,
                 check=_shown(check, use.name),
-                written=clipped(check.text, 80),
+                written=programs.clipped(check.text, 80),
                 test=check.test,
                 state_class=check.state_class,
                 state_class_via=check.how,
@@ -124,10 +124,10 @@ class GradsCheckedAsState(Rule):
             test, "isinstance(G, nnx.State)")
         tree = tree_mode_value(test)
         container = facts.class_qualified_name
-        if container == NNX_DICT:
-            model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ {m}['w'][...])"
-        elif container == NNX_LIST:
-            model, forward = "model = nnx.List([nnx.Param(jnp.ones((2, 2)))])", "jnp.sum(x @ {m}[0][...])"
+        if container == flax_table.NNX_DICT:
+            model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ M['w'][...])"
+        elif container == flax_table.NNX_LIST:
+            model, forward = "model = nnx.List([nnx.Param(jnp.ones((2, 2)))])", "jnp.sum(x @ M[0][...])"
         else:
             model = dedented("""
                 class Net(nnx.Module):
@@ -138,11 +138,12 @@ class GradsCheckedAsState(Rule):
 
                 model = Net(nnx.Rngs(0))
             """)
-            forward = "jnp.sum({m}(x))"
+            forward = "jnp.sum(M(x))"
         program = dedented(model) + "x = jnp.ones((1, 2))\n\n" + grad_application_code(facts, forward)
         # G is the gradient: a placeholder name, replaced on the syntax tree
-        body = program + filled(f"return {observe}", expressions={"G": "grads"})
-        control = program + filled(f"return {observe}", expressions={"G": "nnx.state(grads, nnx.Param)"})
+        body = program + programs.filled(programs.returning(observe), expressions={"G": "grads"})
+        control = program + programs.filled(programs.returning(observe),
+                                            expressions={"G": "nnx.state(grads, nnx.Param)"})
         return Reproduction(body, expect_tree=tree, expect_graph=not tree, control=control)
 
     VALID = [
@@ -234,7 +235,7 @@ _CONSEQUENCES = {
 def _shown(check: StateTypeCheck, gradient: nodes.NodeNG) -> str:
     """The check as the message shows it: the boolean test, short enough for an editor."""
     if check.test.startswith("type-"):
-        return clipped(check.text, 40)
+        return programs.clipped(check.text, 40)
     written = check.node.args[1] if len(check.node.args) > 1 else next(
         k.value for k in check.node.keywords if k.arg == "cls")
-    return clipped(f"isinstance({clipped(gradient.as_string(), 12)}, {written.as_string()})", 40)
+    return programs.clipped(f"isinstance({programs.clipped(gradient.as_string(), 12)}, {written.as_string()})", 40)

@@ -1,7 +1,7 @@
 """Reproduction builders and program pieces shared by several grad semantics rules."""
 from __future__ import annotations
 
-from nnx_lint.api import GRAD_TRANSFORMS, Facts, bounded_index
+from nnx_lint.api import Facts, flax_table, programs
 
 
 def grad_application_code(facts: Facts, forward: str) -> str:
@@ -9,36 +9,38 @@ def grad_application_code(facts: Facts, forward: str) -> str:
 
     Uses the facts' ``transform``, ``has_aux``, ``argnums`` (int or tuple) and the
     differentiated ``position``; ``model`` and ``x`` must exist, the other differentiated
-    positions get ``x``. ``forward`` is the loss over the model, with ``{m}`` for it.
+    positions get ``x``. ``forward`` is the loss over the model, with the placeholder ``M`` for it
+    (replaced on the syntax tree).
     """
-    transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
-    position = bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
-    argnums = [bounded_index(a, "argnums") for a in facts.argnums or [position]
+    transform = facts.transform if facts.transform in flax_table.GRAD_TRANSFORMS else "grad"
+    position = programs.bounded_index(facts.position if isinstance(facts.position, int) else 0, "the position")
+    argnums = [programs.bounded_index(a, "argnums") for a in facts.argnums or [position]
                if isinstance(a, int)] or [position]
     if position not in argnums:
         argnums = [position]
     count = max(argnums) + 1
-    arguments = ", ".join("model" if i == position else "x" for i in range(count))
-    parameters = ", ".join(f"a{i}" for i in range(count))
-    value = forward.format(m=f"a{position}") + "".join(f" + jnp.sum(a{i})" for i in range(count) if i != position)
+    arguments = ["model" if i == position else "x" for i in range(count)]
+    parameters = ["a%d" % i for i in range(count)]
+    value = programs.sum_of(programs.filled(forward, expressions={"M": parameters[position]}),
+                            *[programs.call("jnp.sum", parameter) for i, parameter in enumerate(parameters)
+                              if i != position])
     tuple_argnums = bool(facts.argnums_is_tuple) or len(argnums) > 1
-    argnums_text = repr(tuple(argnums)) if tuple_argnums else repr(argnums[0])
+    options = {"argnums": programs.literal(tuple(argnums) if tuple_argnums else argnums[0])}
     has_aux = bool(facts.has_aux)
     if has_aux:
-        value = f"({value}, 0.0)"
+        value = programs.items(value, "0.0")
+        options["has_aux"] = "True"
     result = "grads"
     if transform == "value_and_grad":
         result = "(_, aux), grads" if has_aux else "_, grads"
     elif has_aux:
         result = "grads, aux"
-    pick = f"[{argnums.index(position)}]" if tuple_argnums else ""
-    return dedented(f"""
-        def loss({parameters}):
-            return {value}
-
-        {result} = nnx.{transform}(loss, argnums={argnums_text}{", has_aux=True" if has_aux else ""})({arguments})
-        grads = grads{pick}
-    """)
+    gradient = programs.call(programs.call(programs.attribute("nnx", transform), "loss", **options), *arguments)
+    return programs.lines(
+        programs.function("loss", parameters, programs.returning(value)),
+        programs.assign(result, gradient),
+        programs.assign("grads", programs.subscript("grads", argnums.index(position)) if tuple_argnums else "grads"),
+    )
 
 
 #: Variable types that both ``flax.nnx`` and ``tree_runtime`` provide.

@@ -5,10 +5,10 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.api import FLAX_CONFIG_UPDATE, MODE_SETTERS, Facts, Invalid, Rule, Valid, constant_bool
+from nnx_lint.api import Facts, Invalid, Rule, Valid, constant_bool, flax_table
 
 
-_SETTERS = frozenset(MODE_SETTERS)
+_SETTERS = frozenset(flax_table.MODE_SETTERS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +78,7 @@ class GraphModeOptIn(Rule):
         if name in _SETTERS and node.args and constant_bool(node.args[0]) is True:
             self.report(node, what=f"`nnx.{name.rpartition('.')[2]}(True)`")
             return
-        if name == FLAX_CONFIG_UPDATE and len(node.args) >= 2:
+        if name == flax_table.FLAX_CONFIG_UPDATE and len(node.args) >= 2:
             key, value = node.args[0], node.args[1]
             if isinstance(key, nodes.Const) and key.value in ("nnx_graph_mode", "nnx_graph_updates"):
                 if constant_bool(value) is True:

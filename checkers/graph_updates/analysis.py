@@ -4,13 +4,11 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.api import (
-    GRAD_TRANSFORMS,
-    NNX_PERTURBATION,
-    SOWN_VARIABLE_TYPES,
     NNXCall,
     Reach,
     entry_pin_target,
     expressions_within,
+    flax_table,
     nodes_of_class,
     pin_sites_in,
     transform_resolver,
@@ -37,7 +35,7 @@ def sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
     resolver = transform_resolver(context)
     for expression in filters:
         name = resolver.qualified_name(expression)
-        if name in SOWN_VARIABLE_TYPES:
+        if name in flax_table.SOWN_VARIABLE_TYPES:
             return name.rpartition(".")[2]
     return None
 
@@ -61,7 +59,7 @@ def perturb_recipe_diffstate(context, node: nodes.NodeNG) -> nodes.Call | None:
             found = context.nnx_call(call)
             if found is None or found.name != "DiffState" or len(found.args) < 2:
                 continue
-            if any(context.qualified_name(e) == NNX_PERTURBATION for e, _ in expressions_within(found.args[1])):
+            if any(context.qualified_name(e) == flax_table.NNX_PERTURBATION for e, _ in expressions_within(found.args[1])):
                 if not _feeds_only_graph_mode(context, call):
                     return call
     return None
@@ -77,7 +75,7 @@ def grads_of(context, diffstate: nodes.Call) -> list[NNXCall]:
     uses = []
     for call in nodes_of_class(diffstate.root(), nodes.Call):
         found = context.nnx_call(call)
-        if found is None or found.name not in GRAD_TRANSFORMS or "argnums" not in found.keywords:
+        if found is None or found.name not in flax_table.GRAD_TRANSFORMS or "argnums" not in found.keywords:
             continue
         if any(e is diffstate for e, _ in expressions_within(found.keywords["argnums"])):
             uses.append(found)

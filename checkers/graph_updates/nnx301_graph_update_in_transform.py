@@ -11,8 +11,6 @@ from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
 from checkers.graph_updates.reproduction import graph_update_reproduction
 from nnx_lint.api import (
     ABSENT,
-    BRIDGE_LAZY_INIT,
-    BRIDGE_WRAPPERS,
     CONTAINER_KINDS,
     DATA_CONTAINER,
     Facts,
@@ -23,6 +21,7 @@ from nnx_lint.api import (
     Valid,
     body_nodes,
     differs,
+    flax_table,
     nodes_of_class,
     value_model,
 )
@@ -41,7 +40,7 @@ def _literal_shape(value: nodes.NodeNG | None) -> str:
 
 
 #: flax's Linen-to-NNX wrappers, which create their Variables on the first call.
-_BRIDGE_WRAPPERS = BRIDGE_WRAPPERS
+_BRIDGE_WRAPPERS = flax_table.BRIDGE_WRAPPERS
 
 
 def _enclosing_class(function: nodes.NodeNG) -> nodes.ClassDef | None:
@@ -432,7 +431,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
         if not any(classes.class_of(store.value) == ref for store in stores):
             return None
         if init is not None and any(isinstance(call.func, nodes.Attribute) and call.func.attrname == "lazy_init"
-                                    or service.transforms.qualified_name(call.func) == BRIDGE_LAZY_INIT
+                                    or service.transforms.qualified_name(call.func) == flax_table.BRIDGE_LAZY_INIT
                                     for call in nodes_of_class(init, nodes.Call)):
             return None
         return {

@@ -9,7 +9,6 @@ from checkers.graph_updates.analysis import perturb_recipe_diffstate, sown_colle
 from checkers.graph_updates.reproduction import dedented, under
 from nnx_lint.api import (
     ABSENT,
-    MAPPING_TRANSFORMS,
     Facts,
     Invalid,
     Reproduction,
@@ -18,9 +17,11 @@ from nnx_lint.api import (
     Valid,
     differs,
     entry_pin_target,
+    flax_table,
     helper_summaries,
     nodes_of_class,
     pin_sites_in,
+    programs,
     root_name,
     transformed_code,
 )
@@ -176,39 +177,39 @@ class SowPopAcrossTransform(Rule):
         names found. The control captures inside the transform with ``nnx.capture``."""
         collection = "Perturbation" if facts.collection == "Perturbation" else "Intermediate"
         api = "state" if facts.api == "state" else "pop"
-        record = ("x = self.perturb('grad_of_x', x)\n" + " " * 20 + "y = self.lin(x)" if collection == "Perturbation"
-                  else "y = self.lin(x)\n" + " " * 20 + "self.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
+        record = ("x = self.perturb('grad_of_x', x)\ny = self.lin(x)" if collection == "Perturbation"
+                  else "y = self.lin(x)\nself.sow(nnx.Intermediate, 'y_mean', jnp.mean(y))")
         name = "grad_of_x" if collection == "Perturbation" else "y_mean"
         transform = facts.transform
-        if transform in MAPPING_TRANSFORMS:
+        if transform in flax_table.MAPPING_TRANSFORMS:
             transform = "jit"  # graph-mode vmap needs out_axes for the sown value; the copy is the same
-        model = dedented(f"""
+        model = programs.filled("""
             class Foo(nnx.Module):
                 def __init__(self, rngs):
                     self.lin = nnx.Linear(2, 2, rngs=rngs)
 
                 def __call__(self, x):
-                    {record}
+                    RECORD
                     return y
 
 
             model = Foo(nnx.Rngs(0))
             x = jnp.ones((1, 2))
-        """)
+        """, statements={"RECORD": record})
         statement, note = under(transform, "forward", "model, x", loss="jnp.sum(model(x))")
         main = model + dedented("""
             def forward(m, x):
                 return m(x)
-        """) + note + statement + "\n" + \
-            f"return sorted(nnx.{api}(model, nnx.{collection}).keys())\n"
-        control = model + dedented(f"""
+        """) + note + programs.lines(statement, programs.filled(
+            "return sorted(nnx.API(model, nnx.COLLECTION).keys())", {"API": api, "COLLECTION": collection}))
+        control = model + programs.filled("""
             @nnx.jit
             def forward(m, x):
-                return nnx.capture(m, nnx.{collection})(x)
+                return nnx.capture(m, nnx.COLLECTION)(x)
 
             y, captured = forward(model, x)
             return sorted(captured.keys())
-        """)
+        """, {"COLLECTION": collection})
         return Reproduction(main, expect_tree=[], expect_graph=[name], control=control)
 
     def visit_call(self, node: nodes.Call) -> None:

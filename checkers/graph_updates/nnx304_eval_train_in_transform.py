@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.graph_updates.base import MethodCallInTransform
 from checkers.graph_updates.reproduction import dedented, under
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, filled
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, differs, flax_table, programs
 
 
 class EvalTrainInTransform(MethodCallInTransform):
@@ -31,7 +31,7 @@ class EvalTrainInTransform(MethodCallInTransform):
     symbol = "eval-train-in-transform"
     kind = "silent"
     catalogue = ("C5",)
-    methods = frozenset({"eval", "train", "set_attributes"})
+    methods = flax_table.MODE_SWITCH_METHODS
     message = (
         "`{receiver}.{method}(...)` under {traced_by}{where}: Tree Mode silently keeps "
         "the caller's module in its old mode"
@@ -94,10 +94,10 @@ class EvalTrainInTransform(MethodCallInTransform):
             model = Net(nnx.Rngs(0))
         """) + start
         statement, note = under(facts.transform, "switch_mode", "model", loss="model.lin.kernel[...].sum()")
-        main = model + f"def switch_mode(m):\n    {call}\n" + note + statement + \
-            "\nreturn model.drop.deterministic\n"
+        main = model + programs.lines(programs.function("switch_mode", ["m"], call)) + note + \
+            programs.lines(statement, "return model.drop.deterministic")
         read, read_note = under(facts.transform, "forward", "model", loss="model.lin.kernel[...].sum()")
-        control = model + "# outside the transform\n" + filled(call, {"m": "model"}) + \
-            "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + read + \
-            "\nreturn model.drop.deterministic\n"
+        control = model + "# outside the transform\n" + programs.filled(call, {"m": "model"}) + \
+            "def forward(m):\n    return m.lin.kernel[...].sum()\n" + read_note + \
+            programs.lines(read, "return model.drop.deterministic")
         return Reproduction(main, expect_tree=tree, expect_graph=graph, control=control)

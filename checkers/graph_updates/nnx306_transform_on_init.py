@@ -7,17 +7,16 @@ from astroid import nodes
 
 from checkers.graph_updates.reproduction import dedented
 from nnx_lint.api import (
-    AXES_TRANSFORMS,
-    TRANSFORMS,
     Facts,
     Invalid,
     Reproduction,
     Rule,
     Valid,
-    choice_or,
     differs,
     entry_pin_target,
+    flax_table,
     pin_sites_in,
+    programs,
     transform_resolver,
 )
 
@@ -121,29 +120,27 @@ class TransformOnInit(Rule):
         """``__init__`` decorated by the flagged transform (under ``@nnx.split_rngs`` when the
         finding has it) building a layer on ``self``; the observation is whether the object
         has the layer. The control transforms a factory and assigns its output."""
-        transform = choice_or(facts.transform or "vmap", TRANSFORMS, "jit")
+        transform = programs.choice_or(facts.transform or "vmap", flax_table.TRANSFORMS, "jit")
         note = ""
-        if transform in AXES_TRANSFORMS:
+        if transform in flax_table.AXES_TRANSFORMS:
             if transform != "vmap":
-                note = (f"# found: @nnx.{transform} on __init__; vmap builds the same stacked layer on the traced "
-                        "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n")
+                # a comment naming a transform of TRANSFORMS only (choice_or above)
+                note = ("# found: @nnx.%s on __init__; vmap builds the same stacked layer on the traced "
+                        "`self`\n# (pmap needs devices, scan cannot carry a Module that gains attributes)\n" % transform)
             if facts.split_rngs:
-                decorators, construct = "@nnx.split_rngs(splits=4)\n    @nnx.vmap(in_axes=(0, 0), out_axes=0)", \
+                decorators, construct = ["nnx.split_rngs(splits=4)", "nnx.vmap(in_axes=(0, 0), out_axes=0)"], \
                     "Stack(nnx.Rngs(0))"
             else:
-                decorators, construct = "@nnx.vmap(in_axes=(0, 0), out_axes=0)", "Stack(nnx.Rngs(0).split(4))"
+                decorators, construct = ["nnx.vmap(in_axes=(0, 0), out_axes=0)"], "Stack(nnx.Rngs(0).split(4))"
         else:
             if transform != "jit":
-                note = f"# found: @nnx.{transform} on __init__; the same per-call copy of `self` under nnx.jit\n"
-            decorators, construct = "@nnx.jit", "Stack(nnx.Rngs(0))"
-        main = note + (
-            "class Stack(nnx.Module):\n"
-            f"    {decorators}\n"
-            "    def __init__(self, rngs):\n"
-            "        self.linear = nnx.Linear(3, 3, rngs=rngs)  # created on the traced `self`\n\n\n"
-            f"m = {construct}\n"
-            "return hasattr(m, 'linear')\n"
-        )
+                note = "# found: @nnx.%s on __init__; the same per-call copy of `self` under nnx.jit\n" % transform
+            decorators, construct = ["nnx.jit"], "Stack(nnx.Rngs(0))"
+        # the layer is created on the traced `self`
+        init = programs.function("__init__", ["self", "rngs"], "self.linear = nnx.Linear(3, 3, rngs=rngs)",
+                                 decorators=decorators)
+        main = note + programs.filled("class Stack(nnx.Module):\n    INIT\n\nm = CONSTRUCT\nreturn hasattr(m, 'linear')\n",
+                                      expressions={"CONSTRUCT": construct}, statements={"INIT": init})
         control = dedented("""
             class Stack(nnx.Module):
                 def __init__(self, rngs):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.graph_updates.analysis import VALUE_ATTRIBUTES
-from checkers.graph_updates.reproduction import RESERVED_NAMES, dedented
+from checkers.graph_updates.reproduction import RESERVED_NAMES
 from nnx_lint.api import (
     Facts,
     Invalid,
@@ -17,9 +17,9 @@ from nnx_lint.api import (
     body_nodes,
     differs,
     explicit_tree,
-    is_identifier,
     lookup,
     pin_sites_in,
+    programs,
     root_name,
     transformed_code,
 )
@@ -114,32 +114,33 @@ class ScanBroadcastWrite(Rule):
         Not traced: the observation is the counter's number, which is abstract under a trace."""
         target = facts.target_text or ""
         attr = target.split(".")[1].split("[")[0] if target.count(".") >= 1 else "n"
-        attr = attr if is_identifier(attr) and attr not in RESERVED_NAMES else "n"
-        write = (f"cnt.{attr}.value = cnt.{attr}[...] + 1.0" if target.endswith((".value", ".raw_value"))
-                 else f"cnt.{attr}[...] += 1.0")
-        model = dedented(f"""
+        attr = attr if programs.is_identifier(attr) and attr not in RESERVED_NAMES else "n"
+        write = ("cnt.ATTR.value = cnt.ATTR[...] + 1.0" if target.endswith((".value", ".raw_value"))
+                 else "cnt.ATTR[...] += 1.0")
+        model = programs.filled("""
             class Counter(nnx.Module):
                 def __init__(self):
-                    self.{attr} = nnx.BatchStat(jnp.array(0.0))
+                    self.ATTR = nnx.BatchStat(jnp.array(0.0))
 
 
             cnt = Counter()
-        """)
-        main = model + dedented(f"""
+        """, {"ATTR": attr})
+        # the body writes on the broadcast argument; the control's body only reads it
+        main = model + programs.filled("""
             def body(carry, cnt, x):
-                {write}  # a write on the broadcast argument
+                WRITE
                 return carry + x, None
 
             nnx.scan(body, in_axes=(nnx.Carry, None, 0), out_axes=(nnx.Carry, 0))(0.0, cnt, jnp.arange(3.0))
-            return float(cnt.{attr}[...])
-        """)
-        control = model + dedented(f"""
+            return float(cnt.ATTR[...])
+        """, {"ATTR": attr}, statements={"WRITE": programs.filled(write, {"ATTR": attr})})
+        control = model + programs.filled("""
             def body(carry, cnt, x):
-                return carry + x * cnt.{attr}[...], None  # reads only
+                return carry + x * cnt.ATTR[...], None
 
             nnx.scan(body, in_axes=(nnx.Carry, None, 0), out_axes=(nnx.Carry, 0))(0.0, cnt, jnp.arange(3.0))
-            return float(cnt.{attr}[...])
-        """)
+            return float(cnt.ATTR[...])
+        """, {"ATTR": attr})
         return Reproduction(main, expect_tree=3.0, expect_graph=0.0, control=control, traced=False)
 
     def visit_call(self, node: nodes.Call) -> None:

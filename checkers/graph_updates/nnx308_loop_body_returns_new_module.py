@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
-    VARIABLE_TYPES,
     Facts,
     Invalid,
     NNXCall,
@@ -16,6 +15,7 @@ from nnx_lint.api import (
     TransformedCode,
     Valid,
     body_nodes,
+    flax_table,
     lookup,
     pin_sites_in,
     raises,
@@ -216,7 +216,7 @@ class LoopBodyReturnsNewModule(Rule):
         if call is not None and call.name in ("clone", "merge"):
             return f"`nnx.{call.name}(...)`"
         ref = self.context.classes.class_of(value)
-        if ref is None or ref.qualified_name in VARIABLE_TYPES:
+        if ref is None or ref.qualified_name in flax_table.VARIABLE_TYPES:
             return None
         if ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module:
             return f"`{ref.short_name}(...)`"

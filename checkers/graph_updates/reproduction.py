@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import textwrap
 
-from nnx_lint.api import GRAD_TRANSFORMS, TRANSFORMS, Facts, Reproduction, choice_or, filled, is_identifier
+from nnx_lint.api import Facts, Reproduction, flax_table, programs
 
 
 # -- reproduction helpers -------------------------------------------------------------------
@@ -26,29 +26,35 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
     Transforms the reference runtime lacks, or that cannot carry the change in graph mode
     either, run the same function under ``nnx.jit`` (the note says why). ``transform`` is a
     fact: only a known NNX transform's name reaches the program (in the note)."""
-    t = choice_or(transform or "jit", TRANSFORMS, "another transform")
+    t = programs.choice_or(transform or "jit", flax_table.TRANSFORMS, "another transform")
+    parameters = [part.strip() for part in args.split(",")]
+
+    def run(function: str) -> str:
+        return programs.call(function, *parameters)
+
     if t == "cond":
-        return f"nnx.cond(True, {fn}, {fn}, {args})", ""
+        return programs.call("nnx.cond", "True", fn, fn, *parameters), ""
     if t == "switch":
-        return f"nnx.switch(0, [{fn}, {fn}], {args})", ""
+        return programs.call("nnx.switch", "0", programs.items(fn, fn, kind="list"), *parameters), ""
+    vmapped = run(programs.call("nnx.vmap", fn, in_axes="None", axis_size="2"))
     if t == "vmap":
-        return f"nnx.vmap({fn}, in_axes=None, axis_size=2)({args})", ""
+        return vmapped, ""
     if t == "pmap":
-        return (f"nnx.vmap({fn}, in_axes=None, axis_size=2)({args})",
-                "# nnx.pmap: the same per-call copy; vmap stands in for it on one CPU device\n")
-    if t in GRAD_TRANSFORMS:
-        return f"nnx.{t}(lambda {args}: ({fn}({args}), {loss})[1])({args})", ""
+        return vmapped, "# nnx.pmap: the same per-call copy; vmap stands in for it on one CPU device\n"
+    if t in flax_table.GRAD_TRANSFORMS:
+        loss_of = programs.lambda_function(parameters, programs.subscript(programs.items(run(fn), loss), 1))
+        return run(programs.call(programs.attribute("nnx", t), loss_of)), ""
     if t == "remat":
-        return f"nnx.remat({fn})({args})", ""
+        return run(programs.call("nnx.remat", fn)), ""
     if t == "eval_shape":
-        return f"nnx.eval_shape({fn}, {args})", ""
+        return programs.call("nnx.eval_shape", fn, *parameters), ""
+    jitted = run(programs.call("nnx.jit", fn))
+    # The notes are comments: they name only a transform of TRANSFORMS (``choice_or`` above).
     if t in ("scan", "fori_loop", "while_loop"):
-        return (f"nnx.jit({fn})({args})",
-                f"# found under nnx.{t}: a loop carry cannot change structure in graph mode either, so the\n"
-                "# same change runs under nnx.jit\n")
-    found = f"nnx.{t}" if t in TRANSFORMS else t
-    note = "" if t == "jit" else f"# found under {found}: the same change under nnx.jit\n"
-    return f"nnx.jit({fn})({args})", note
+        return (jitted, "# found under nnx.%s: a loop carry cannot change structure in graph mode either, so the\n"
+                        "# same change runs under nnx.jit\n" % t)
+    found = "nnx." + t if t in flax_table.TRANSFORMS else t
+    return jitted, ("" if t == "jit" else "# found under %s: the same change under nnx.jit\n" % found)
 
 
 # -- NNX301 ------------------------------------------------------------------------------------
@@ -56,7 +62,7 @@ def under(transform: str | None, fn: str, args: str = "m", loss: str = "m.w[...]
 def _attribute(facts: Facts, default: str) -> str:
     """The flagged attribute name, when it can be used in a generated program."""
     name = facts.attribute
-    if is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
+    if programs.is_identifier(name) and not name.startswith("_") and name not in RESERVED_NAMES:
         return name
     return default
 
@@ -94,6 +100,15 @@ _DICT_CHANGES = {
 }
 
 
+#: NNX301's augmented assignments by operator (the ``op`` fact picks one).
+_AUGMENTED = {"+=": "TARGET += AMOUNT", "-=": "TARGET -= AMOUNT", "*=": "TARGET *= AMOUNT"}
+
+
+def _augmented(op: str, target: str, amount: str) -> str:
+    """``target op amount`` for one of :data:`_AUGMENTED`'s operators."""
+    return programs.filled(_AUGMENTED[op], expressions={"TARGET": target, "AMOUNT": amount})
+
+
 def graph_update_reproduction(facts: Facts) -> Reproduction | str:
     """NNX301's reproduction: what it runs is said by
     :meth:`checkers.graph_updates.nnx301_graph_update_in_transform.GraphUpdateInTransform.reproduce`."""
@@ -110,16 +125,17 @@ def graph_update_reproduction(facts: Facts) -> Reproduction | str:
     graph_count = {"+=": 3, "-=": -1, "*=": 2}[op]
     control_change = None
     if kind == "augment":
-        init, change = "1", f"OBJ.ATTR {op} 2"
+        init, change = "1", _augmented(op, "OBJ.ATTR", "2")
         observe, tree, graph = "m.ATTR", 1, graph_count
-        control_init, control_change = "nnx.Variable(jnp.array(1))", f"OBJ.ATTR[...] {op} 2"
+        control_init, control_change = "nnx.Variable(jnp.array(1))", _augmented(op, "OBJ.ATTR[...]", "2")
         control_observe = "int(m.ATTR[...])"
     elif kind == "rebind-variable" and facts.op:
         # `m.v += 1` on a Variable: flax 0.12.8 raises in graph mode too (no in-place Variable ops)
-        init, change = "nnx.Param(jnp.ones(2))", f"OBJ.ATTR {op} 1"
+        init, change = "nnx.Param(jnp.ones(2))", _augmented(op, "OBJ.ATTR", "1")
         observe = "list(m.ATTR.shape)"
         tree = graph = None
-        control_init, control_change, control_observe = init, f"OBJ.ATTR[...] {op} 1", "list(m.ATTR.shape)"
+        control_init, control_change, control_observe = init, _augmented(op, "OBJ.ATTR[...]", "1"), \
+            "list(m.ATTR.shape)"
     elif kind == "rebind-variable":
         init, change = "nnx.Param(jnp.ones(2))", "OBJ.ATTR = nnx.Param(jnp.zeros(3))"
         observe, tree, graph = "list(m.ATTR.shape)", [2], [3]
@@ -163,27 +179,27 @@ def graph_update_reproduction(facts: Facts) -> Reproduction | str:
         # built on syntax trees: the placeholders OBJ and ATTR are whole names, so no other
         # name changes with them (an attribute `OBJECTS` stays `OBJECTS`)
         names = {"ATTR": attr}
-        init_line = (filled("self.ATTR = VALUE", names, {"VALUE": init_value})
+        init_line = (programs.filled("self.ATTR = VALUE", names, {"VALUE": init_value})
                      if init_value is not None else "")
         method = ""
         if in_method and not outside:
-            method = filled("def change(self):\n    CHANGE", statements={
-                "CHANGE": filled(change_text, {**names, "OBJ": "self"})})
+            method = programs.filled("def change(self):\n    CHANGE", statements={
+                "CHANGE": programs.filled(change_text, {**names, "OBJ": "self"})})
             change_call = "m.change()"
         else:
-            change_call = filled(change_text, {**names, "OBJ": "m"})
-        header = filled(_MODEL, statements={"INIT": init_line, "METHOD": method})
-        function = filled("def FUNCTION(m):\n    CHANGE", {"FUNCTION": "change_outside" if outside else "change"},
+            change_call = programs.filled(change_text, {**names, "OBJ": "m"})
+        header = programs.filled(_MODEL, statements={"INIT": init_line, "METHOD": method})
+        function = programs.filled("def FUNCTION(m):\n    CHANGE", {"FUNCTION": "change_outside" if outside else "change"},
                           statements={"CHANGE": change_call})
         if outside:
             statement, note = under(transform, "read")
-            run = (f"{function}# the change, outside the transform\nchange_outside(m)\n"
-                   f"{filled(_READ)}{note}{filled(statement)}")
+            run = "".join([function, "# the change, outside the transform\n", programs.lines("change_outside(m)"),
+                           programs.lines(_READ), note, programs.lines(statement)])
         else:
             statement, note = under(transform, "change")
-            run = f"{function}{note}{filled(statement)}"
-        return header + run + filled("return OBSERVATION", expressions={
-            "OBSERVATION": filled(observation, names)})
+            run = "".join([function, note, programs.lines(statement)])
+        return header + run + programs.filled("return OBSERVATION", expressions={
+            "OBSERVATION": programs.filled(observation, names)})
 
     main = program(init, change, observe)
     if control_change is not None:

@@ -9,11 +9,11 @@ from astroid import nodes
 from checkers.prefix_filters.analysis import call_form
 from nnx_lint.api import (
     ABSENT,
-    PREFIX_KEYWORDS,
     Facts,
     NNXCall,
     Rule,
     expressions_within,
+    flax_table,
     may_leave,
     pin_sites_in,
     position_in,
@@ -63,7 +63,7 @@ class PrefixFilterRule(Rule):
         if call is None or not call.is_transform:
             return
         affected = self.context.flip_changes(call)
-        for argument in sorted(PREFIX_KEYWORDS & call.keywords.keys()):
+        for argument in sorted(flax_table.PREFIX_KEYWORDS & call.keywords.keys()):
             value = call.keywords[argument]
             for expression, reference in expressions_within(value):
                 if not self._is_filter(expression):

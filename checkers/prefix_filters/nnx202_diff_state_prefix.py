@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from checkers.prefix_filters.base import PrefixFilterRule
 from checkers.prefix_filters.reproduction import dedented
-from nnx_lint.api import GRAD_TRANSFORMS, Facts, Invalid, Reproduction, Valid, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, flax_table, programs, raises
 
 
 class DiffStatePrefix(PrefixFilterRule):
@@ -105,13 +105,13 @@ class DiffStatePrefix(PrefixFilterRule):
             return "created"
             """
         else:
-            transform = facts.transform if facts.transform in GRAD_TRANSFORMS else "grad"
-            use = f"""
+            transform = facts.transform if facts.transform in flax_table.GRAD_TRANSFORMS else "grad"
+            use = programs.filled("""
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             only_kernel = nnx.DiffState(0, nnx.PathContains("kernel"))
-            grad_fn = nnx.{transform}(lambda m, x: jnp.sum(m(x)), argnums=only_kernel)
+            grad_fn = nnx.TRANSFORM(lambda m, x: jnp.sum(m(x)), argnums=only_kernel)
             return type(grad_fn(model, jnp.ones((1, 2)))).__name__
-            """
+            """, {"TRANSFORM": transform})
         control = """
             model = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
             graphdef, diff, rest = nnx.split(model, nnx.PathContains("kernel"), ...)

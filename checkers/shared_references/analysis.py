@@ -4,21 +4,17 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.api import (
-    CONTAINER_NAMES,
-    MODULE_USE_APIS,
-    NNX_PREFIX,
-    NNX_SPLIT,
     SHARED_KINDS,
-    STATE_READERS,
     Alias,
     Application,
     Argument,
     Ref,
     bound_values,
-    clipped,
+    flax_table,
     join_path,
     lookup,
     nodes_of_class,
+    programs,
 )
 
 
@@ -77,9 +73,6 @@ KIND_WORDS = {"module": "Module", "variable": "Variable", "rngs": "Rngs", "state
                "ref": "mutable array ref"}
 
 
-GRAPH_METHODS = frozenset({"eval", "train", "set_attributes"})
-
-
 def self_text(path: tuple[str, ...]) -> str:
     """``self.a.b[0]`` for the attribute path ``("a", "b", "[0]")``."""
     return join_path(("self",) + tuple(path))
@@ -96,7 +89,7 @@ def inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
 
 def short_source(node: nodes.NodeNG, limit: int = 60) -> str:
     """The source of ``node``, cut to ``limit`` characters, for a message."""
-    return clipped(node.as_string(), limit)
+    return programs.clipped(node.as_string(), limit)
 
 
 def function_label(function: nodes.NodeNG | None) -> str:
@@ -125,7 +118,7 @@ def _container_type(container: nodes.NodeNG | None) -> str | None:
     if isinstance(container, nodes.Call):
         func = container.func
         name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", None)
-        return name if name in CONTAINER_NAMES else None
+        return name if name in flax_table.CONTAINER_NAMES else None
     if isinstance(container, (nodes.List, nodes.ListComp, nodes.BinOp)):
         return "list"
     if isinstance(container, (nodes.Tuple, nodes.Dict)):
@@ -180,10 +173,10 @@ def view_of(context, expression: nodes.NodeNG) -> str | None:
             expression = bindings[0]
     if isinstance(expression, nodes.Call):
         name = context.qualified_name(expression.func) or ""
-        if name in STATE_READERS:
+        if name in flax_table.STATE_READERS:
             return "state"
     if isinstance(expression, nodes.Subscript) and isinstance(expression.value, nodes.Call):
-        if context.qualified_name(expression.value.func) == NNX_SPLIT:
+        if context.qualified_name(expression.value.func) == flax_table.NNX_SPLIT:
             return "split"
     return None
 
@@ -240,6 +233,6 @@ def used_as_module(context, function: nodes.NodeNG, name: str) -> bool:
                         return True
                 if node.args and isinstance(node.args[0], nodes.Name) and node.args[0].name == name:
                     qualified = context.qualified_name(func) or ""
-                    if qualified.startswith(NNX_PREFIX) and qualified.rpartition(".")[2] in MODULE_USE_APIS:
+                    if qualified.startswith(flax_table.NNX_PREFIX) and qualified.rpartition(".")[2] in flax_table.MODULE_USE_APIS:
                         return True
     return False

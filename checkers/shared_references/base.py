@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.shared_references.analysis import (
-    GRAPH_METHODS,
     KIND_WORDS,
     alias_category,
     alias_shape,
@@ -18,8 +17,6 @@ from checkers.shared_references.analysis import (
     short_source,
 )
 from nnx_lint.api import (
-    ALIAS_CHECKING_WITHOUT_UPDATES,
-    GRAPH_USE_APIS,
     Alias,
     Facts,
     NNXCall,
@@ -28,6 +25,7 @@ from nnx_lint.api import (
     assigned_value,
     expressions_within,
     fact_index,
+    flax_table,
     join_path,
     pin_sites,
     pin_sites_in,
@@ -281,14 +279,14 @@ class GraphUses:
         call = self.facts.nnx_call(node)
         if call is not None:
             self._constructions_inside(call)
-        if call is not None and call.args and (call.is_graph_api or call.name in GRAPH_USE_APIS):
+        if call is not None and call.args and (call.is_graph_api or call.name in flax_table.GRAPH_USE_APIS):
             # an explicit graph flag either way leaves the call as it is at the flip: graph=True
             # keeps graph mode, graph=False rejects shared Variables today already
             keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
             self.events.append(("use", call.args[0], keeps, call.name,
                                 call if call.is_graph_api or call.is_transform else None))
             return
-        if isinstance(node.func, nodes.Attribute) and node.func.attrname in GRAPH_METHODS:
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.MODE_SWITCH_METHODS:
             if self.classes.class_of_self(node.func.expr) is not None:
                 keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
                 keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
@@ -308,7 +306,7 @@ class GraphUses:
             return
         mode = self.context.mode.call_mode(call)
         keeps = mode.graph is False or (
-            mode.graph is True and (mode.graph_updates is True or call.name not in ALIAS_CHECKING_WITHOUT_UPDATES))
+            mode.graph is True and (mode.graph_updates is True or call.name not in flax_table.ALIAS_CHECKING_WITHOUT_UPDATES))
         for function in lambdas:
             for inner in function.body.nodes_of_class(nodes.Call):
                 ref = self.classes.class_of(inner)

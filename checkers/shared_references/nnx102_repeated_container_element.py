@@ -6,7 +6,7 @@ from astroid import nodes
 from checkers.shared_references.analysis import DUPLICATE, KIND_WORDS, short_source
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import CONTAINER_NAMES, SHARED_KINDS, Facts, Invalid, Ref, Reproduction, Valid, join_path, raises
+from nnx_lint.api import SHARED_KINDS, Facts, Invalid, Ref, Reproduction, Valid, flax_table, join_path, raises
 
 
 class RepeatedContainerElement(ClassAliasRule):
@@ -164,7 +164,7 @@ class RepeatedContainerElement(ClassAliasRule):
     def visit_call(self, node: nodes.Call) -> None:
         super().visit_call(node)
         call = self.context.nnx_call(node)
-        if call is None or call.name not in CONTAINER_NAMES or call.is_compat or call.via_partial:
+        if call is None or call.name not in flax_table.CONTAINER_NAMES or call.is_compat or call.via_partial:
             return
         if self._in_class_store(node) or self._in_outer_container(node):
             return
@@ -214,7 +214,7 @@ class RepeatedContainerElement(ClassAliasRule):
         while current is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
             if isinstance(current, nodes.Call):
                 call = self.context.nnx_call(current)
-                if call is not None and call.name in CONTAINER_NAMES:
+                if call is not None and call.name in flax_table.CONTAINER_NAMES:
                     return True
             current = current.parent
         return False

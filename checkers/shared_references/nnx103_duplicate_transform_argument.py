@@ -28,9 +28,6 @@ from checkers.shared_references.reproduction import (
 )
 from nnx_lint.api import (
     ABSENT,
-    ALIAS_CHECKING_GRAPH_APIS,
-    CARRY_LOOPS,
-    CONTAINER_MODULES,
     STATEFUL_KINDS,
     Facts,
     Invalid,
@@ -38,9 +35,10 @@ from nnx_lint.api import (
     Valid,
     argument_views,
     fact_index,
-    identifier_or,
+    flax_table,
     passed_here,
     pin_sites_in,
+    programs,
     raises,
     value_model,
 )
@@ -280,7 +278,7 @@ class DuplicateTransformArgument(FamilyRule):
         if use is None:
             self._graph_api_call(node)
             return
-        if use.accepts_shared_inputs or use.name in CARRY_LOOPS:
+        if use.accepts_shared_inputs or use.name in flax_table.CARRY_LOOPS:
             return
         views = argument_views(self.context, [argument.expression for argument in use.arguments])
         refs = list(zip(use.arguments, views[0].refs))
@@ -373,7 +371,7 @@ class DuplicateTransformArgument(FamilyRule):
         """``nnx.split([v, v])``: a graph API given a value that holds one object twice."""
         call = self.context.nnx_call(node)
         walked = call.graph_node_argument if call is not None else None
-        if walked is None or call.name not in ALIAS_CHECKING_GRAPH_APIS or call.via_partial:
+        if walked is None or call.name not in flax_table.ALIAS_CHECKING_GRAPH_APIS or call.via_partial:
             return
         if not self.context.flip_changes(call):
             return
@@ -399,7 +397,7 @@ class DuplicateTransformArgument(FamilyRule):
 
     def _nnx_container(self, container: nodes.NodeNG | None) -> bool:
         call = self.context.nnx_call(container) if isinstance(container, nodes.Call) else None
-        return call is not None and call.qualified_name in CONTAINER_MODULES
+        return call is not None and call.qualified_name in flax_table.CONTAINER_MODULES
 
 
 def _element_label(label: str, path: str) -> str:
@@ -428,8 +426,8 @@ def _duplicate_argument_reproduction(facts: Facts) -> Reproduction:
     # the rewrite: pass the object once (the other position gets an independent copy)
     fixed = viewed(_independent_copy(kind, "shared"), second_part, facts.second_view)
     fixed_definition, fixed_call = applied(facts.transform, {first_label: first, second_label: fixed})
-    body = dedented(BOX, f"shared = {shared}", definition, call, "return 'ran'")
-    control = dedented(BOX, f"shared = {shared}", fixed_definition, fixed_call, "return 'ran'")
+    body = dedented(BOX, programs.assign("shared", shared), definition, call, "return 'ran'")
+    control = dedented(BOX, programs.assign("shared", shared), fixed_definition, fixed_call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.transform)
 
 
@@ -443,16 +441,20 @@ def _within_reproduction(facts: Facts) -> Reproduction:
     def program(holder: str) -> str:
         if facts.form == "graph API":
             name = api if api in _GRAPH_API_CALLS else "split"
-            return dedented(f"shared = {shared}", f"holder = {holder}", f"nnx.{name}(holder)", "return 'ran'")
+            return dedented(programs.assign("shared", shared), programs.assign("holder", holder),
+                            programs.call(programs.attribute("nnx", name), "holder"), "return 'ran'")
         definition, call = applied(api, {"args[0]": "holder"})
-        return dedented(BOX, f"shared = {shared}", f"holder = {holder}", definition, call, "return 'ran'")
+        return dedented(BOX, programs.assign("shared", shared), programs.assign("holder", holder), definition, call,
+                        "return 'ran'")
 
     if facts.form == "graph API":
-        stand_ins = () if api in _GRAPH_API_CALLS else (f"`nnx.split` stands for `nnx.{identifier_or(api, '?')}`",)
+        stand_ins = () if api in _GRAPH_API_CALLS else (
+            "`nnx.split` stands for `nnx.%s`" % programs.identifier_or(api, "?"),)
     else:
         stand_ins = transform_stand_ins(api)
     return Reproduction(program("[shared, shared]"), expect_error="aliasing",
-                        control=program(f"[shared, {_independent_copy(kind, 'shared')}]"), stand_ins=stand_ins)
+                        control=program(programs.items("shared", _independent_copy(kind, "shared"), kind="list")),
+                        stand_ins=stand_ins)
 
 
 def _buildable_kind(facts: Facts) -> str:
@@ -464,7 +466,7 @@ def _buildable_kind(facts: Facts) -> str:
 def _independent_copy(kind: str | None, name: str) -> str:
     """Source text of an independent copy of ``name``: ``nnx.clone`` for NNX objects, a
     fresh ``jax.new_ref`` for a raw mutable array ref (not an NNX graph node)."""
-    return shared_object(kind, []) if kind == "mutable array ref" else f"nnx.clone({name})"
+    return shared_object(kind, []) if kind == "mutable array ref" else programs.call("nnx.clone", name)
 
 
 def _held_reproduction(facts: Facts) -> Reproduction:
@@ -478,8 +480,8 @@ def _held_reproduction(facts: Facts) -> Reproduction:
                                                          facts.second_position or "args[1]": "second"})
 
     def program(second: str) -> str:
-        return dedented(BOX, f"shared = {shared}", "first = [shared]", f"second = [{second}]", definition, call,
-                     "return 'ran'")
+        return dedented(BOX, programs.assign("shared", shared), "first = [shared]",
+                        programs.assign("second", programs.items(second, kind="list")), definition, call, "return 'ran'")
 
     return aliasing_reproduction(program("shared"), program(_independent_copy(kind, "shared")), facts.transform)
 

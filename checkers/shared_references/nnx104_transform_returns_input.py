@@ -16,17 +16,7 @@ from checkers.shared_references.reproduction import (
     shared_object,
     viewed,
 )
-from nnx_lint.api import (
-    ABSENT,
-    BRANCH_TRANSFORMS,
-    GRAD_TRANSFORMS,
-    Facts,
-    Invalid,
-    Reproduction,
-    Valid,
-    bounded_index,
-    raises,
-)
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, flax_table, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,14 +201,14 @@ def _returned_input_reproduction(facts: Facts) -> Reproduction:
             returned = "m, Holder(nnx.variables(m, nnx.Param))"
         else:
             holder = ""
-            returned = ", ".join(viewed("m", None, view) for view in facts.views or [None, "state"])
-        body = dedented(holder, f"""
+            returned = programs.items(*[viewed("m", None, view) for view in facts.views or [None, "state"]])
+        body = dedented(holder, programs.filled("""
             def create():
                 m = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
-                return {returned}
+                return RETURNED
             nnx.jit(create)()
             return 'ran'
-            """)
+            """, expressions={"RETURNED": returned}))
         control = dedented("""
             def create():
                 return nnx.Linear(2, 2, rngs=nnx.Rngs(0))
@@ -232,16 +222,16 @@ def _returned_input_reproduction(facts: Facts) -> Reproduction:
         kind = "Module"
     holder = shared_object(kind if not part else "Module", [part])
     position = facts.position if isinstance(facts.position, int) else 0
-    position = bounded_index(position, "the argument position")
-    label = f"args[{position}]" if transform not in BRANCH_TRANSFORMS else f"operands[{position}]"
-    parameter = f"p{position}"
+    position = programs.bounded_index(position, "the argument position")
+    label = programs.subscript("args" if transform not in flax_table.BRANCH_TRANSFORMS else "operands", position)
+    parameter = "p%d" % position
     returned = viewed(parameter, part, view)
-    if facts.has_aux or transform in GRAD_TRANSFORMS:
-        transform = transform if transform in GRAD_TRANSFORMS else "value_and_grad"
+    if facts.has_aux or transform in flax_table.GRAD_TRANSFORMS:
+        transform = transform if transform in flax_table.GRAD_TRANSFORMS else "value_and_grad"
     elif transform not in REPRO_TRANSFORMS:
         transform = "jit"
     definition, call = applied(transform, {label: "model"}, result=returned)
-    fixed_definition, fixed_call = applied(transform, {label: "model"}, result=f"nnx.clone({returned})")
-    body = dedented(BOX, f"model = {holder}", definition, call, "return 'ran'")
-    control = dedented(BOX, f"model = {holder}", fixed_definition, fixed_call, "return 'ran'")
+    fixed_definition, fixed_call = applied(transform, {label: "model"}, result=programs.call("nnx.clone", returned))
+    body = dedented(BOX, programs.assign("model", holder), definition, call, "return 'ran'")
+    control = dedented(BOX, programs.assign("model", holder), fixed_definition, fixed_call, "return 'ran'")
     return aliasing_reproduction(body, control, facts.transform)

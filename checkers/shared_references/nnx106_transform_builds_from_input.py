@@ -7,17 +7,7 @@ from dataclasses import dataclass
 
 from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import BOX, dedented, emit_tree, shared_object, tree_of
-from nnx_lint.api import (
-    ABSENT,
-    Facts,
-    Invalid,
-    Reproduction,
-    Valid,
-    bounded_index,
-    identifier_or,
-    raises,
-    set_attribute,
-)
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, programs, raises
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,29 +127,30 @@ class TransformBuildsFromInput(ReturnRule):
 
 def _builds_from_input_reproduction(facts: Facts) -> Reproduction:
     """NNX106: a transform builds the finding's class from an argument the class stores."""
-    class_name = identifier_or(facts.class_name, "Model")
+    class_name = programs.identifier_or(facts.class_name, "Model")
     kind = facts.kind or "Rngs"
     argument = shared_object(kind, [])
     position = facts.position if isinstance(facts.position, int) else 0
-    position = bounded_index(position, "the argument position")
-    parameters = [f"p{i}" for i in range(position)] + ["arg"]
+    position = programs.bounded_index(position, "the argument position")
+    parameters = ["p%d" % i for i in range(position)] + ["arg"]
     stored = facts.stored_path or "rngs"
     tree = tree_of([(stored, "arg")])
-    stores = "\n".join("        " + set_attribute("self", name, emit_tree(child)) for name, child in tree.items()
-                       if isinstance(name, str)) or "        pass"
-    model = f"class {class_name}(nnx.Module):\n    def __init__(self, {', '.join(parameters)}):\n{stores}\n"
-    arguments = ", ".join(["jnp.ones(2)"] * position + [argument])
+    stores = [programs.set_attribute("self", name, emit_tree(child)) for name, child in tree.items()
+              if isinstance(name, str)]
+    model = programs.filled("class CLASS(nnx.Module):\n    INIT\n", {"CLASS": class_name},
+                            statements={"INIT": programs.function("__init__", ["self", *parameters], stores)})
+    arguments = ["jnp.ones(2)"] * position + [argument]
     transform = facts.transform if facts.transform in ("jit", "eval_shape") else "jit"
     direct = facts.function == facts.class_name
-    function = class_name if direct else f"lambda {', '.join(parameters)}: {class_name}({', '.join(parameters)})"
+    function = class_name if direct else programs.lambda_function(parameters, programs.call(class_name, *parameters))
     if transform == "eval_shape":
-        call = f"nnx.eval_shape({function}, {arguments})"
+        call = programs.call("nnx.eval_shape", function, *arguments)
     else:
-        call = f"nnx.jit({function})({arguments})"
+        call = programs.call(programs.call("nnx.jit", function), *arguments)
     body = dedented(BOX, model, call, "return 'ran'")
     # the rewrite: create the argument inside the transformed function
-    inside = ", ".join(["jnp.ones(2)"] * position + [argument])
-    fixed = (f"nnx.eval_shape(lambda: {class_name}({inside}))" if transform == "eval_shape"
-             else f"nnx.jit(lambda: {class_name}({inside}))()")
+    inside = programs.lambda_function([], programs.call(class_name, *arguments))
+    fixed = (programs.call("nnx.eval_shape", inside) if transform == "eval_shape"
+             else programs.call(programs.call("nnx.jit", inside)))
     control = dedented(BOX, model, fixed, "return 'ran'")
     return Reproduction(body, expect_error="aliasing", control=control)

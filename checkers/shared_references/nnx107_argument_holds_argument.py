@@ -19,7 +19,6 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
-    CARRY_LOOPS,
     STATEFUL_KINDS,
     ArgumentView,
     Facts,
@@ -28,10 +27,12 @@ from nnx_lint.api import (
     Valid,
     argument_views,
     fact_index,
+    flax_table,
     held_items,
     join_path,
     opaque_builder,
     pin_sites_in,
+    programs,
     raises,
 )
 
@@ -205,7 +206,7 @@ class ArgumentHoldsArgument(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         use = fact_index(self.context).application(node)
-        if use is None or use.accepts_shared_inputs or use.name in CARRY_LOOPS:
+        if use is None or use.accepts_shared_inputs or use.name in flax_table.CARRY_LOOPS:
             return
         # the arguments as this function sees them, then as its callers do (`measure(model,
         # optimizer, x)` called with `optimizer = nnx.ModelAndOptimizer(model, tx)`)
@@ -290,13 +291,16 @@ def _argument_holds_argument_reproduction(facts: Facts) -> Reproduction:
     held = shared_object(kind, [])
     holder_label, held_label = facts.holder_position or "args[1]", facts.held_position or "args[0]"
     if facts.holder_class == "ModelAndOptimizer":
-        setup = f"import optax\nheld = {held}\nholder = nnx.ModelAndOptimizer(held, optax.sgd(0.1))"
-        fixed_setup = f"import optax\nheld = {held}\nholder = nnx.Optimizer(held, optax.sgd(0.1), wrt=nnx.Param)"
+        setup = programs.lines("import optax", programs.assign("held", held),
+                               "holder = nnx.ModelAndOptimizer(held, optax.sgd(0.1))")
+        fixed_setup = programs.lines("import optax", programs.assign("held", held),
+                                     "holder = nnx.Optimizer(held, optax.sgd(0.1), wrt=nnx.Param)")
     else:
         path = facts.held_path or "model"
         tree = tree_of([(path, "held")])
-        setup = f"held = {held}\nholder = {emit_tree(tree)}"
-        fixed_setup = f"held = {held}\nholder = {emit_tree(tree_of([(path, 'nnx.clone(held)')]))}"
+        setup = programs.lines(programs.assign("held", held), programs.assign("holder", emit_tree(tree)))
+        fixed_setup = programs.lines(programs.assign("held", held),
+                                     programs.assign("holder", emit_tree(tree_of([(path, "nnx.clone(held)")]))))
     definition, call = applied(facts.transform, {holder_label: "holder", held_label: "held"})
     # the rewrite differentiates the model only (an nnx.Optimizer holds integer state)
     fixed_definition, fixed_call = applied(facts.transform, {holder_label: "holder", held_label: "held"},

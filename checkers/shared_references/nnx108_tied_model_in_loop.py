@@ -17,6 +17,7 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
+    class_storing,
     BOX,
     access_of,
     dedented,
@@ -26,19 +27,16 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
-    CARRY_LOOPS,
     Facts,
     Invalid,
     Reproduction,
     Valid,
-    bounded_index,
     differs,
     fact_index,
-    identifier_or,
-    is_identifier,
+    flax_table,
     join_path,
     pin_sites_in,
-    set_attribute,
+    programs,
 )
 
 
@@ -173,7 +171,7 @@ class TiedModelInLoop(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in CARRY_LOOPS:
+        if call is None or call.name not in flax_table.CARRY_LOOPS:
             return
         use = fact_index(self.context).application(node)
         if use is None or use.keeps_graph or not use.arguments:
@@ -209,6 +207,22 @@ class TiedModelInLoop(FamilyRule):
                         pin=pin_sites_in(self.context, call))
 
 
+#: NNX108's program after the model: the loop body updates one alias, the observation reads both.
+_LOOP_PROGRAM = """
+def body(*args):
+    m = args[-1]
+    UPDATE
+    return m
+
+try:
+    LOOP
+except ValueError as error:
+    if "Duplicate" not in str(error):
+        raise
+return [FIRST, SECOND]
+"""
+
+
 def _tied_loop_reproduction(facts: Facts) -> Reproduction:
     """NNX108: the finding's tied model (or a carry holding one object twice) in the loop.
 
@@ -229,12 +243,18 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
     first, second = facts.first_path or "a", facts.second_path or "b"
     carry = first.startswith("init_val[") and second.startswith("init_val[")
     if kind == "Rngs":
-        stream = next((p for p in (first_part, second_part) if is_identifier(p)), "default")
-        shared = f"nnx.Rngs({stream}=0)"
-        update, value_of, number, start, updated = "{}()", "{}.count[...]", "int", 0, 2
+        stream = next((p for p in (first_part, second_part) if programs.is_identifier(p)), "default")
+        shared = programs.call("nnx.Rngs", **{stream: "0"})
+        number, start, updated = "int", 0, 2
+
+        def update(target: str) -> str:  # draw from the stream
+            return programs.call(target)
+
+        def value_of(target: str) -> str:
+            return programs.subscript(programs.attribute(target, "count"), "...")
 
         def leaf(base: str, part: str | None) -> str:  # the stream: stored as such, or of the Rngs
-            return base if part else f"{base}.{stream}"
+            return base if part else programs.attribute(base, stream)
     else:
         # a scalar Param reached from both aliases: at the deeper part, else `.w` of a Box
         deepest = max([first_part or "", second_part or ""], key=len)
@@ -242,7 +262,13 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
             shared = emit_tree(tree_of([(deepest, "nnx.Param(jnp.ones(()))")]))
         else:
             shared = "nnx.Param(jnp.ones(()))" if kind == "Variable" else "Box(w=nnx.Param(jnp.ones(())))"
-        update, value_of, number, start, updated = "{}[...] += 1.0", "jnp.sum({}[...])", "float", 1.0, 3.0
+        number, start, updated = "float", 1.0, 3.0
+
+        def update(target: str) -> str:
+            return programs.filled("TARGET[...] += 1.0", expressions={"TARGET": target})
+
+        def value_of(target: str) -> str:
+            return programs.call("jnp.sum", programs.subscript(target, "..."))
 
         def leaf(base: str, part: str | None) -> str:
             # `base` holds `shared` reached at `part`: go on to the Param
@@ -251,8 +277,8 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
             return access_of(base, rest)
 
     if carry:
-        parts = {bounded_index(index_of(first)[1], "the carry position"): first_part,
-                 bounded_index(index_of(second)[1], "the carry position"): second_part}
+        parts = {programs.bounded_index(index_of(first)[1], "the carry position"): first_part,
+                 programs.bounded_index(index_of(second)[1], "the carry position"): second_part}
         positions = sorted(parts)
         size = max(positions) + 1
 
@@ -260,12 +286,12 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
             items = [access_of("shared", parts[i]) if i in parts else "jnp.ones(())" for i in range(size)]
             if not tied:  # the rewrite: carry the object once
                 items = [item for i, item in enumerate(items) if i != positions[-1]]
-            return f"shared = {shared}\nmodel = ({', '.join(items)},)"
+            return programs.lines(programs.assign("shared", shared), programs.assign("model", programs.items(*items)))
 
-        targets = [leaf(f"model[{p}]", parts[p]) for p in (positions[0], positions[-1])]
-        body_target = leaf(f"m[{positions[0]}]", parts[positions[0]])
+        targets = [leaf(programs.subscript("model", p), parts[p]) for p in (positions[0], positions[-1])]
+        body_target = leaf(programs.subscript("m", positions[0]), parts[positions[0]])
     else:
-        class_name = identifier_or(facts.class_name, "Model")
+        class_name = programs.identifier_or(facts.class_name, "Model")
 
         def flattening_order(item):
             return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in path_parts(item[0])]
@@ -275,37 +301,25 @@ def _tied_loop_reproduction(facts: Facts) -> Reproduction:
 
         def make(tied: bool) -> str:
             stores = tree if tied else tree_without(tree, ordered[1][0])  # the rewrite: store it once
-            lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += ["        " + set_attribute("self", name, emit_tree(child)) for name, child in stores.items()
-                      if isinstance(name, str)]
-            return "\n".join(lines) + f"\n\nmodel = {class_name}()"
+            return class_storing(class_name, shared, stores)
 
         targets = [leaf(access_of("model", path), part) for path, part in ordered]
         body_target = leaf(access_of("m", ordered[0][0]), ordered[0][1])
-    value = value_of.format(body_target)  # the loop condition compares the traced value itself
+    value = value_of(body_target)  # the loop condition compares the traced value itself
 
     def observe(target: str) -> str:  # the concrete number the program returns
-        return f"{number}({value_of.format(target)})"
-
+        return programs.call(number, value_of(target))
 
     loop = ("nnx.fori_loop(0, 2, body, model)" if transform == "fori_loop"
-            else f"nnx.while_loop(lambda m: {value} < {updated!r}, body, model)")
+            else programs.call("nnx.while_loop", programs.filled("lambda m: VALUE < LIMIT", expressions={
+                "VALUE": value, "LIMIT": programs.literal(updated)}), "body", "model"))
 
     def program(tied: bool) -> str:
         observed = targets if tied else [targets[0], targets[0]]
-        return dedented(BOX, make(tied), f"""
-            def body(*args):
-                m = args[-1]
-                {update.format(body_target)}
-                return m
-
-            try:
-                {loop}
-            except ValueError as error:  # tree_runtime (FLIP): the aliased carry is rejected
-                if "Duplicate" not in str(error):
-                    raise
-            return [{observe(observed[0])}, {observe(observed[1])}]
-            """)
+        return dedented(BOX, make(tied), "# tree_runtime (FLIP) rejects the aliased carry: the program catches that",
+                        programs.filled(_LOOP_PROGRAM, expressions={
+                            "LOOP": loop, "FIRST": observe(observed[0]), "SECOND": observe(observed[1])},
+                            statements={"UPDATE": update(body_target)}))
 
     return Reproduction(program(True), expect_tree=[start, start], expect_graph=[updated, updated],
                         control=program(False), traced=False)

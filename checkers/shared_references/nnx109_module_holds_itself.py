@@ -17,17 +17,12 @@ from nnx_lint.api import (
     Ref,
     Reproduction,
     SelfReference,
-    UnsafeFact,
     Valid,
-    access,
     assigned_value,
-    bounded_index,
-    identifier,
     join_path,
     nodes_of_class,
+    programs,
     raises,
-    set_attribute,
-    shown,
     value_model,
 )
 
@@ -394,34 +389,35 @@ class ModuleHoldsItself(ClassAliasRule):
         parts = path_parts(facts.path)
         target = path_parts(facts.target)
         if not parts or len(target) >= len(parts) or target != parts[:len(target)]:
-            raise UnsafeFact(f"{shown(facts.path)} is not below {shown(facts.target)}")
+            raise programs.UnsafeFact("%s is not below %s" % (programs.shown(facts.path), programs.shown(facts.target)))
         if not isinstance(parts[0], str):
-            raise UnsafeFact(f"the path {shown(facts.path)} does not start with an attribute")
-        class_name = identifier(facts.class_name, "the class name") if facts.class_name else "Model"
+            raise programs.UnsafeFact("the path %s does not start with an attribute" % programs.shown(facts.path))
+        class_name = programs.identifier(facts.class_name, "the class name") if facts.class_name else "Model"
         state = "nnx.Param(jnp.ones(2))" if facts.holds_variables else "jnp.ones(2)"
         state_name = "weight_" if parts[0] == "weight" else "weight"
         parent, last = parts[:-1], parts[-1]
 
         def build(with_cycle: bool) -> str:
-            lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):",
-                     "        " + set_attribute("self", state_name, state)]
+            lines = [programs.set_attribute("self", state_name, state)]
             if parent:  # the Modules between the instance and the back-reference
                 tree: dict = {}
                 node = tree
                 for part in parent[:-1]:
                     node = node.setdefault(part, {})
                 node[parent[-1]] = "Box()"
-                lines.append("        " + set_attribute("self", parts[0], emit_tree(tree[parts[0]])))
+                lines.append(programs.set_attribute("self", parts[0], emit_tree(tree[parts[0]])))
             if with_cycle:
-                owner, back = access("self", parent), access("self", target)
+                owner, back = programs.access("self", parent), programs.access("self", target)
                 if isinstance(last, int):
-                    lines.append(f"        {owner}[{bounded_index(last, 'the path index')}] = {back}")
+                    lines.append(programs.assign(programs.subscript(owner, last), back))
                 else:
-                    lines.append("        " + set_attribute(owner, last, back))
-            return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
+                    lines.append(programs.set_attribute(owner, last, back))
+            return programs.filled("class CLASS(nnx.Module):\n    def __init__(self):\n        STORES\n\n"
+                                   "model = CLASS()\n", {"CLASS": class_name},
+                                   statements={"STORES": programs.lines(*lines)})
 
         use = facts.used_with if facts.used_with in REPRO_TRANSFORMS else "jit"
         definition, call = applied(use, {"args[0]": "model"})
-        apply = f"{definition}{call}\nreturn 'ran'"
+        apply = programs.lines(definition, call, "return 'ran'")
         return Reproduction(dedented(BOX, build(True), apply), expect_error="cycle",
                             control=dedented(BOX, build(False), apply))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import dedented
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, identifier_or, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, programs, raises
 
 #: JAX's words for it, in both flax's Tree Mode and tree_runtime (category "mutable-array-output").
 _RETURNED_REF = "returned a mutable array reference"
@@ -159,7 +159,7 @@ class TransformReturnsMutableArray(ReturnRule):
 def _returned_ref_reproduction(facts: Facts) -> Reproduction:
     """NNX110: nnx.jit returns a mutable array ref (the input, or one made inside)."""
     transform = facts.transform
-    stand_ins = () if transform == "jit" else (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
+    stand_ins = () if transform == "jit" else ("`nnx.jit` stands for `nnx.%s`" % programs.identifier_or(transform, "?"),)
     if facts.origin == "input":
         body = dedented("""
             r = jax.new_ref(jnp.ones(2))

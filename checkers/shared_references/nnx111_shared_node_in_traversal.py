@@ -12,7 +12,6 @@ from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import BOX, dedented
 from nnx_lint.api import (
     ABSENT,
-    GRAPHDEF_MERGES,
     Facts,
     Invalid,
     Ref,
@@ -20,7 +19,9 @@ from nnx_lint.api import (
     Valid,
     differs,
     fact_index,
+    flax_table,
     pin_sites_in,
+    programs,
     value_model,
 )
 
@@ -46,7 +47,6 @@ EFFECTS: dict[str, str] = {
 #: `m.left is m.right` is False in Tree Mode, True in graph mode).
 TRANSFORM_EFFECT = "passes it to the function once per path"
 #: The deprecated ``Module.iter_modules()`` method walks as ``nnx.iter_modules`` does.
-_METHODS = frozenset({"iter_modules"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +212,7 @@ class SharedNodeInTraversal(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is not None and call.name in GRAPHDEF_MERGES and call.args and not call.via_partial:
+        if call is not None and call.name in flax_table.GRAPHDEF_MERGES and call.args and not call.via_partial:
             source = value_model(self.context).graphdef_source(call.args[0])
             if source is not None and self.context.flip_changes(source) and source.graph_node_argument is not None:
                 self._check(node, source.graph_node_argument, f"nnx.{call.name}", call.name,
@@ -233,7 +233,7 @@ class SharedNodeInTraversal(FamilyRule):
             if walked is not None:
                 self._check(node, walked, f"nnx.{call.name}", call.name, pin_sites_in(self.context, call))
             return
-        if isinstance(node.func, nodes.Attribute) and node.func.attrname in _METHODS and not node.args \
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.WALKING_METHODS and not node.args \
                 and not self.context.mode.scope_keeps_graph_mode(node, transform=False):
             receiver = node.func.expr
             if self.classes.class_of_self(receiver) is not None:
@@ -281,8 +281,9 @@ class SharedNodeInTraversal(FamilyRule):
             return Reproduction(body, expect_tree=[2, False], expect_graph=[1, True], control=control)
         if api in ("iter_graph", "iter_modules"):
             def walk(box: str) -> str:
-                return dedented(BOX, node, f"box = {box}",
-                             f"return sum(isinstance(x, Node) for _, x in nnx.{api}(box))")
+                return dedented(BOX, node, programs.assign("box", box),
+                                programs.filled("return sum(isinstance(x, Node) for _, x in nnx.API(box))",
+                                                {"API": api}))
             return Reproduction(walk("Box(a=node, b=node)"), expect_tree=2, expect_graph=1,
                                 control=walk("Box(a=node)"))
         if api not in EFFECTS:  # a transform: the function returns what it was given
@@ -290,13 +291,14 @@ class SharedNodeInTraversal(FamilyRule):
                          "return out.a is out.b")
             control = dedented(BOX, node, "box = Box(a=node)", "out = nnx.jit(lambda b: b)(box)", "out.b = out.a",
                             "return out.a is out.b")
-            stand_ins = () if api == "jit" else (f"`nnx.jit` stands for `nnx.{api}`",)
+            stand_ins = () if api == "jit" else ("`nnx.jit` stands for `nnx.%s`" % programs.identifier_or(api, "?"),)
             return Reproduction(body, expect_tree=False, expect_graph=True, control=control, stand_ins=stand_ins)
         call = {"map": "nnx.map(lambda path, v: v, box)", "clone": "nnx.clone(box)",
                 "merge": "nnx.merge(*nnx.split(box))", "unflatten": "nnx.merge(*nnx.split(box))",
                 }.get(api, "nnx.view(box)")
-        body = dedented(BOX, node, "box = Box(a=node, b=node)", f"out = {call}", "return out.a is out.b")
-        control = dedented(BOX, node, "box = Box(a=node)", f"out = {call}", "out.b = out.a", "return out.a is out.b")
+        body = dedented(BOX, node, "box = Box(a=node, b=node)", programs.assign("out", call), "return out.a is out.b")
+        control = dedented(BOX, node, "box = Box(a=node)", programs.assign("out", call), "out.b = out.a",
+                           "return out.a is out.b")
         stand_ins = {"with_attributes": ("`nnx.view` stands for `nnx.with_attributes`",),
                      "unflatten": ("`nnx.merge(*nnx.split(...))` stands for `nnx.unflatten(*nnx.flatten(...))`",),
                      }.get(api, ())

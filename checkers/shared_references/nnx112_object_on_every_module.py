@@ -10,21 +10,17 @@ from astroid import nodes
 from checkers.shared_references.analysis import inside, short_source
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
-    FLAX_LAYERS,
-    MODULE_CLASSES,
-    MODULE_WALKS,
     SHARED_KINDS,
-    WALKING_METHODS,
     Facts,
     Invalid,
     Reproduction,
     Valid,
     bound_values,
-    clipped,
-    identifier_or,
+    flax_table,
     lookup,
     names_rngs,
     nodes_of_class,
+    programs,
     raises,
 )
 
@@ -227,25 +223,25 @@ class ObjectOnEveryModule(FamilyRule):
             return None
         call = self.context.nnx_call(iterable)
         if call is not None:
-            if call.name in MODULE_WALKS and call.args and not self.context.keeps_graph_mode(call) \
+            if call.name in flax_table.MODULE_WALKS and call.args and not self.context.keeps_graph_mode(call) \
                     and call.keywords.get("graph") is None:
                 return call.name, call.args[0]
             return None
         func = iterable.func
-        if isinstance(func, nodes.Attribute) and func.attrname in WALKING_METHODS and not iterable.args:
+        if isinstance(func, nodes.Attribute) and func.attrname in flax_table.WALKING_METHODS and not iterable.args:
             return f".{func.attrname}()", func.expr
         return None
 
     def _is_module_class(self, cls) -> bool:
         """Whether ``cls`` is an NNX Module class (flax's or a project's)."""
-        return self.classes.is_instance_of(cls, MODULE_CLASSES) or (
+        return self.classes.is_instance_of(cls, flax_table.MODULE_CLASSES) or (
             cls.definition is not None and self.classes.info(cls.definition).is_nnx_module)
 
     def _has_submodules(self, cls) -> bool:
         """Whether an instance of ``cls`` holds another Module (a flax layer that holds none,
         such as ``nnx.Linear``, or a project class storing none, has only itself)."""
         if cls.definition is None:
-            spec = FLAX_LAYERS.get(cls.qualified_name)
+            spec = flax_table.FLAX_LAYERS.get(cls.qualified_name)
             return spec is None or bool(spec.children or spec.all_positional)
         info = self.classes.info(cls.definition)
         return any(self.classes.kind_of(self.classes.ref_of(store.value)) == "module" or store.value is None
@@ -289,7 +285,7 @@ class ObjectOnEveryModule(FamilyRule):
             related=related,
             api=api,
             model=short_source(model, 24),
-            attribute=clipped(attribute, 24),
+            attribute=programs.clipped(attribute, 24),
             value=short_source(value, 24),
             kind=kind,
             confidence=confidence,
@@ -301,37 +297,37 @@ class ObjectOnEveryModule(FamilyRule):
         Module, through the finding's form (``set_attributes`` then ``nnx.jit``, or a store in
         a ``nnx.iter_modules`` walk). Control: each Module gets its own (``.fork()`` of the
         Rngs, or a new object per Module)."""
-        attribute = identifier_or(facts.attribute, "shared")
+        attribute = programs.identifier_or(facts.attribute, "shared")
         shared = _SHARED_VALUES.get(facts.kind)
         # An Rngs stands in for a State or a raw ref; nnx.jit for whatever the model meets next.
-        stand_ins = () if shared else (f"an nnx.Rngs for the {facts.kind}",)
+        stand_ins = () if shared else ("an nnx.Rngs for the %s" % programs.clipped(str(facts.kind), 40),)
         shared = shared or "nnx.Rngs(0)"
         own = "shared.fork()" if shared.startswith("nnx.Rngs") else shared
-        model = (
-            "class Block(nnx.Module):\n"
-            "    def __init__(self):\n"
-            "        self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))\n"
-            "        self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))\n"
-            f"        self.{attribute} = nnx.data(None)\n"
-            f"        self.a.{attribute} = nnx.data(None)\n"
-            f"        self.b.{attribute} = nnx.data(None)\n\n"
-            "model = Block()\n"
-            f"shared = {shared}\n"
-        )
+        model = programs.filled("""
+            class Block(nnx.Module):
+                def __init__(self):
+                    self.a = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                    self.b = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
+                    self.ATTR = nnx.data(None)
+                    self.a.ATTR = nnx.data(None)
+                    self.b.ATTR = nnx.data(None)
+
+            model = Block()
+            shared = SHARED
+            """, {"ATTR": attribute}, {"SHARED": shared})
+        run = "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n"
         if facts.api == "set_attributes":
             def body(value: str) -> str:
-                return (model + f"model.set_attributes({attribute}={value})\n"
-                        "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")
+                return model + programs.lines(programs.call("model.set_attributes", **{attribute: value})) + run
             # the control gives each Module its own, as set_attributes cannot
-            control = model + "".join(f"model{path}.{attribute} = {own}\n" for path in ("", ".a", ".b")) + \
-                "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n"
+            control = model + programs.lines(*[programs.assign(programs.attribute(owner, attribute), own)
+                                               for owner in ("model", "model.a", "model.b")]) + run
             return Reproduction(body("shared"), expect_error="aliasing", control=control,
                                 stand_ins=stand_ins + ("nnx.jit for the model's next NNX transform",))
 
         def walked(value: str) -> str:
-            return (model + "for _, module in nnx.iter_modules(model):\n"
-                    f"    module.{attribute} = {value}\n"
-                    "return nnx.jit(lambda m, x: m.b(m.a(x)).shape)(model, jnp.ones((1, 2)))\n")
+            return model + programs.filled("for _, module in nnx.iter_modules(model):\n    module.ATTR = VALUE\n",
+                                           {"ATTR": attribute}, {"VALUE": value}) + run
         return Reproduction(walked("shared"), expect_error="aliasing", control=walked(own), stand_ins=stand_ins)
 
 

@@ -4,20 +4,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from nnx_lint.api import (
-    GRAD_TRANSFORMS,
-    Facts,
-    Reproduction,
-    UnsafeFact,
-    access,
-    bounded_index,
-    identifier,
-    identifier_or,
-    is_identifier,
-    keyword_arguments,
-    set_attribute,
-    shown,
-)
+from nnx_lint.api import Facts, Reproduction, flax_table, programs
 
 
 # ---------------------------------------------------------------------------------------
@@ -71,7 +58,7 @@ def transform_stand_ins(transform: str | None, graph_apis: bool = False) -> tupl
         return ("no use in a transform or graph API is known; the program passes it to `nnx.jit`",)
     if transform in REPRO_TRANSFORMS or (graph_apis and transform in _REPRO_GRAPH_APIS):
         return ()
-    return (f"`nnx.jit` stands for `nnx.{identifier_or(transform, '?')}`",)
+    return ("`nnx.jit` stands for `nnx.%s`" % programs.identifier_or(transform, "?"),)
 
 
 def aliasing_reproduction(body: str, control: str, transform: str | None, graph_apis: bool = False) -> Reproduction:
@@ -92,10 +79,10 @@ def path_parts(path: str | None) -> list:
     while position < len(text):
         match = _PATH_TOKEN.match(text, position)
         if match is None or match.end() == position:
-            raise UnsafeFact(f"{shown(path)} is not an attribute path")
+            raise programs.UnsafeFact("%s is not an attribute path" % programs.shown(path))
         name, number, key_a, key_b = match.groups()
         if number is not None:
-            parts.append(bounded_index(int(number), f"the index in the path {shown(path)}"))
+            parts.append(programs.bounded_index(int(number), "the index in the path %s" % programs.shown(path)))
         else:
             parts.append(name if name is not None else (key_a or key_b or ""))
         position = match.end()
@@ -104,7 +91,7 @@ def path_parts(path: str | None) -> list:
 
 def access_of(base: str, path: str | None) -> str:
     """Source text reaching ``path`` from ``base``."""
-    return access(base, path_parts(path))
+    return programs.access(base, path_parts(path))
 
 
 def emit_tree(tree, container_type: str | None = None) -> str:
@@ -115,14 +102,13 @@ def emit_tree(tree, container_type: str | None = None) -> str:
         items = [emit_tree(tree[i], container_type) if i in tree else
                  ("nnx.relu" if container_type == "Sequential" else "Box()") for i in range(max(tree) + 1)]
         if container_type == "Sequential":
-            return "nnx.Sequential(" + ", ".join(items) + ")"
-        return "nnx.List([" + ", ".join(items) + "])"
+            return programs.call("nnx.Sequential", *items)
+        return programs.call("nnx.List", programs.items(*items, kind="list"))
     if container_type == "Sequential" and list(tree) == ["layers"] and isinstance(tree["layers"], dict) \
             and tree["layers"] and all(isinstance(k, int) for k in tree["layers"]):
         return emit_tree(tree["layers"], container_type)
-    arguments = keyword_arguments({name: emit_tree(child, container_type) for name, child in tree.items()
+    return programs.call("Box", **{name: emit_tree(child, container_type) for name, child in tree.items()
                                    if isinstance(name, str)})
-    return f"Box({arguments})"
 
 
 def tree_of(stores: list[tuple[str, str]]) -> dict:
@@ -149,8 +135,8 @@ def shared_object(kind: str | None, parts: list[str | None], scalar: bool = Fals
         return "jax.new_ref(jnp.ones(()))" if scalar else "jax.new_ref(jnp.ones(2))"
     if kind == "Rngs":
         streams = [path_parts(p)[0] for p in wanted if path_parts(p) and isinstance(path_parts(p)[0], str)]
-        stream = identifier(streams[0], "the Rngs stream") if streams else "default"
-        return f"nnx.Rngs({stream}=0)"
+        stream = programs.identifier(streams[0], "the Rngs stream") if streams else "default"
+        return programs.call("nnx.Rngs", **{stream: "0"})
     if kind == "Variable" and not wanted:
         return "nnx.Param(jnp.ones(()))" if scalar else "nnx.Param(jnp.ones((2, 2)))"
     if not wanted or all(p in ("kernel", "bias") for p in wanted):
@@ -164,9 +150,9 @@ def viewed(expression: str, part: str | None, view: str | None) -> str:
     """``expression`` reached at ``part``, then seen through ``view`` (state / split group)."""
     text = access_of(expression, part)
     if view == "state":
-        return f"nnx.state({text})"
+        return programs.call("nnx.state", text)
     if view == "split":
-        return f"nnx.split({text})[1]"
+        return programs.subscript(programs.call("nnx.split", text), 1)
     return text
 
 
@@ -176,7 +162,7 @@ def index_of(label: str | None) -> tuple[str, int | str]:
     if match is None:
         return "args", 0
     group, number, key_a, key_b = match.groups()
-    return group, bounded_index(int(number), "the argument position") if number is not None else (key_a or key_b)
+    return group, programs.bounded_index(int(number), "the argument position") if number is not None else (key_a or key_b)
 
 
 def applied(transform: str | None, placed: dict, function: str = "f", result: str = "None",
@@ -194,7 +180,7 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
     keywords: dict[str, str] = {}
     for label, source in placed.items():
         group, index = index_of(label)
-        if group == "kwargs" and transform == "jit" and is_identifier(index):
+        if group == "kwargs" and transform == "jit" and programs.is_identifier(index):
             keywords[index] = source
         else:
             position = index if isinstance(index, int) else len(positional)
@@ -204,40 +190,60 @@ def applied(transform: str | None, placed: dict, function: str = "f", result: st
     # vmap needs one mapped argument: an array after the others
     count = (max(positional) + 1) if positional else 0
     arguments = [positional.get(i, "jnp.ones(2)") for i in range(count)]
-    parameters = [f"p{i}" for i in range(count)] + list(keywords)
+    parameters = ["p%d" % i for i in range(count)] + list(keywords)
     if transform == "vmap":
         arguments.append("jnp.ones(2)")
         parameters.append("x")
-    signature = ", ".join(parameters)
-    body = "jnp.sum(jnp.ones(()))" if transform in GRAD_TRANSFORMS else result
-    if transform in GRAD_TRANSFORMS and result != "None":
-        body = f"(jnp.sum(jnp.ones(())), {result})"
-    definition = f"def {function}({signature}):\n    return {body}\n"
-    passed = ", ".join(arguments + [f"{k}={v}" for k, v in keywords.items()])
+    body = "jnp.sum(jnp.ones(()))" if transform in flax_table.GRAD_TRANSFORMS else result
+    if transform in flax_table.GRAD_TRANSFORMS and result != "None":
+        body = programs.items("jnp.sum(jnp.ones(()))", result)
+    definition = programs.lines(programs.function(function, parameters, programs.returning(body)))
     if transform == "vmap":
-        axes = ", ".join(["None"] * (len(arguments) - 1) + ["0"])
-        out = ", out_axes=None" if result != "None" else ""  # a returned input is not mapped
-        call = f"nnx.vmap({function}, in_axes=({axes},){out})({passed})"
-    elif transform in GRAD_TRANSFORMS:
+        axes = programs.items(*["None"] * (len(arguments) - 1), "0")
+        out = {"out_axes": "None"} if result != "None" else {}  # a returned input is not mapped
+        call = programs.call(programs.call("nnx.vmap", function, in_axes=axes, **out), *arguments, **keywords)
+    elif transform in flax_table.GRAD_TRANSFORMS:
         # every object differentiated (graph mode rejects one object both differentiated and not)
         indices = sorted(diff_indices) or [0]
-        argnums = str(indices[0]) if len(indices) == 1 else "(" + ", ".join(map(str, indices)) + ")"
-        aux = ", has_aux=True" if result != "None" else ""
-        call = f"nnx.{transform}({function}, argnums={argnums}{aux})({passed})"
+        argnums = programs.literal(indices[0] if len(indices) == 1 else tuple(indices))
+        aux = {"has_aux": "True"} if result != "None" else {}
+        call = programs.call(programs.call(programs.attribute("nnx", transform), function, argnums=argnums, **aux),
+                             *arguments, **keywords)
     elif transform == "eval_shape":
-        call = f"nnx.eval_shape({function}{', ' if passed else ''}{passed})"
+        call = programs.call("nnx.eval_shape", function, *arguments, **keywords)
     elif transform == "cond":
-        call = f"nnx.cond(True, {function}, {function}{', ' if passed else ''}{passed})"
+        call = programs.call("nnx.cond", "True", function, function, *arguments, **keywords)
     elif transform == "switch":
-        call = f"nnx.switch(0, [{function}, {function}]{', ' if passed else ''}{passed})"
+        call = programs.call("nnx.switch", "0", programs.items(function, function, kind="list"), *arguments,
+                             **keywords)
     else:
-        call = f"nnx.{transform}({function})({passed})"
+        call = programs.call(programs.call(programs.attribute("nnx", transform), function), *arguments, **keywords)
     return definition, call
 
 
 def dedented(*blocks: str) -> str:
     """The ``blocks`` dedented, without surrounding blank lines, joined, ending in one newline."""
     return "\n".join(textwrap.dedent(block).strip("\n") for block in blocks if block) + "\n"
+
+
+#: The finding's class, storing one ``SHARED`` object at the paths ``STORES`` writes.
+_CLASS_WITH_SHARED = """
+class CLASS(nnx.Module):
+    def __init__(self):
+        shared = SHARED
+        STORES
+
+model = CLASS()
+"""
+
+
+def class_storing(class_name: str, shared: str, tree: dict, container_type: str | None = None) -> str:
+    """Class ``class_name`` whose ``__init__`` makes ``shared`` and stores the ``tree`` of
+    attributes (:func:`tree_of`, string keys) built from it, then ``model``, an instance."""
+    stores = [programs.set_attribute("self", name, emit_tree(child, container_type))
+              for name, child in tree.items() if isinstance(name, str)]
+    return programs.filled(_CLASS_WITH_SHARED, {"CLASS": class_name}, {"SHARED": shared},
+                           {"STORES": programs.lines(*stores)})
 
 
 def class_alias_reproduction(facts: Facts, tie_fix: str) -> Reproduction:
@@ -259,22 +265,20 @@ def class_alias_reproduction(facts: Facts, tie_fix: str) -> Reproduction:
             stores.append((second, second_value))
         tree = tree_of(stores)
         class_name = facts.class_name
-        if is_identifier(class_name) and all(isinstance(k, str) for k in tree):
-            lines = [f"class {class_name}(nnx.Module):", "    def __init__(self):", f"        shared = {shared}"]
-            lines += ["        " + set_attribute("self", name, emit_tree(child, container_type))
-                      for name, child in tree.items()]
-            return "\n".join(lines) + f"\n\nmodel = {class_name}()\n"
-        return f"shared = {shared}\nmodel = {emit_tree(tree, container_type)}\n"
+        if programs.is_identifier(class_name) and all(isinstance(k, str) for k in tree):
+            return class_storing(class_name, shared, tree, container_type)
+        return programs.lines(programs.assign("shared", shared),
+                              programs.assign("model", emit_tree(tree, container_type)))
 
     use = facts.used_with
     if use in _REPRO_GRAPH_APIS:
-        apply = f"{_REPRO_GRAPH_APIS[use]}\nreturn 'ran'"
+        apply = programs.lines(_REPRO_GRAPH_APIS[use], "return 'ran'")
     elif use in REPRO_TRANSFORMS:
         definition, call = applied(use, {"args[0]": "model"})
-        apply = f"{definition}{call}\nreturn 'ran'"
+        apply = programs.lines(definition, call, "return 'ran'")
     else:  # no use in the file, or one reproduced by nnx.jit (see REPRO_TRANSFORMS)
         definition, call = applied("jit", {"args[0]": "model"})
-        apply = f"{definition}{call}\nreturn 'ran'"
+        apply = programs.lines(definition, call, "return 'ran'")
     if tie_fix == "once":
         fixed = None
     elif tie_fix == "fork":

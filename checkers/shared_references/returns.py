@@ -21,19 +21,14 @@ from checkers.shared_references.analysis import (
 )
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
-    CARRY_TRANSFORMS,
-    NNX_PREFIX,
-    NNX_SPLIT,
-    NNX_VAR_DEFAULTS,
-    REF_VARIABLE_MAKERS,
     SHARED_KINDS,
     STATEFUL_KINDS,
-    STATE_READERS,
     Application,
     Ref,
     bound_values,
     constant_bool,
     fact_index,
+    flax_table,
     join_path,
     lookup,
     pin_sites_in,
@@ -84,7 +79,7 @@ def _keyword_is_true(call: nodes.Call, name: str) -> bool:
 
 
 #: What makes Variables (or a tree's Variables) mutable array refs when given ``ref=True``.
-_REF_VARIABLE_MAKERS = REF_VARIABLE_MAKERS
+_REF_VARIABLE_MAKERS = flax_table.REF_VARIABLE_MAKERS
 
 
 def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) -> bool:
@@ -94,7 +89,7 @@ def _under_ref_defaults(context, node: nodes.NodeNG, stop: nodes.NodeNG | None) 
         if isinstance(parent, nodes.With) and child in parent.body:
             for item, _alias in parent.items:
                 if isinstance(item, nodes.Call) and _keyword_is_true(item, "ref") \
-                        and context.qualified_name(item.func) == NNX_VAR_DEFAULTS:
+                        and context.qualified_name(item.func) == flax_table.NNX_VAR_DEFAULTS:
                     return True
         child, parent = parent, parent.parent
     return False
@@ -121,7 +116,7 @@ class ReturnRule(FamilyRule):
         self._definitions: dict[int, tuple[nodes.NodeNG, list[Application]]] = {}
 
     def _register(self, definition: nodes.NodeNG | None, use: Application) -> None:
-        if definition is None or use.name in CARRY_TRANSFORMS or (use.keeps_graph and use.accepts_shared_inputs):
+        if definition is None or use.name in flax_table.CARRY_TRANSFORMS or (use.keeps_graph and use.accepts_shared_inputs):
             return  # (graph_updates=False alone still takes duplicate outputs today: see _findings)
         entry = self._definitions.setdefault(id(definition), (definition, []))
         entry[1].append(use)
@@ -310,7 +305,7 @@ class ReturnRule(FamilyRule):
             yield from self._returned_parts(value.value, definition, depth + 1)
         elif isinstance(value, nodes.Call):
             name = self.context.qualified_name(value.func)
-            nnx_name = name[len(NNX_PREFIX):] if name and name.startswith(NNX_PREFIX) else None
+            nnx_name = name[len(flax_table.NNX_PREFIX):] if name and name.startswith(flax_table.NNX_PREFIX) else None
             if nnx_name in ("state", "variables") and value.args:
                 yield value, self.classes.ref_of(value.args[0]), True, None
             elif name in ("builtins.dict", "dict") or (isinstance(value.func, nodes.Name) and value.func.name == "dict"):
@@ -328,7 +323,7 @@ class ReturnRule(FamilyRule):
                     yield value, None, False, None  # the call's own result (`jax.new_ref(x)`)
         elif isinstance(value, nodes.Subscript) and isinstance(value.value, nodes.Call):
             name = self.context.qualified_name(value.value.func)
-            if name == NNX_SPLIT and value.value.args:
+            if name == flax_table.NNX_SPLIT and value.value.args:
                 index = value.slice
                 if isinstance(index, nodes.Const) and isinstance(index.value, int) and index.value >= 1:
                     yield value, self.classes.ref_of(value.value.args[0]), True, None
@@ -353,7 +348,7 @@ class ReturnRule(FamilyRule):
             return True
         if isinstance(value, nodes.Call):
             name = self.context.qualified_name(value.func) or ""
-            if name in STATE_READERS or name in ("builtins.dict", "dict"):
+            if name in flax_table.STATE_READERS or name in ("builtins.dict", "dict"):
                 return True
             cls = self.classes.class_of(value)
             return cls is not None and cls.definition is not None

@@ -1,14 +1,11 @@
 """NNX601 ``transform-metadata-keyword``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 
 from astroid import nodes
 
 from nnx_lint.api import (
-    METADATA_TRANSFORMS,
-    NNX_PARTITION_NAME,
     PIN,
     UNSAFE,
     Facts,
@@ -17,12 +14,11 @@ from nnx_lint.api import (
     Rewrite,
     RewriteSite,
     Rule,
-    UnsafeFact,
     Valid,
     differs,
-    literal,
+    flax_table,
     pin_sites_in,
-    shown,
+    programs,
 )
 
 
@@ -203,12 +199,12 @@ class TransformMetadataKeyword(Rule):
         """
         partition = facts.partition or "layers"
         if not isinstance(partition, str):
-            raise UnsafeFact(f"the partition name {shown(partition)} is not a string")
+            raise programs.UnsafeFact("the partition name %s is not a string" % programs.shown(partition))
         # the name (text of the analysed code) enters the program as a string literal only
-        name = literal(partition)
+        name = programs.literal(partition)
         transform = facts.transform if facts.transform in ("vmap", "scan") else "vmap"
-        setup = f"""
-            mesh = jax.make_mesh((1, 1, 1), ({name}, "din", "dout"),
+        setup = """
+            mesh = jax.make_mesh((1, 1, 1), (NAME, "din", "dout"),
                                  axis_types=(jax.sharding.AxisType.Auto,) * 3)
 
             class Layer(nnx.Module):
@@ -216,15 +212,16 @@ class TransformMetadataKeyword(Rule):
                     self.kernel = nnx.Param(jnp.ones((3, 3)), out_sharding=("din", "dout"))
         """
         if transform == "scan":
-            use = f"""
-            class Stack(nnx.Module):  # already stacked, with the partition axis in its metadata
+            # Stack is already stacked, with the partition axis in its metadata
+            use = """
+            class Stack(nnx.Module):
                 def __init__(self):
-                    self.kernel = nnx.Param(jnp.ones((2, 3, 3)), out_sharding=({name}, "din", "dout"))
+                    self.kernel = nnx.Param(jnp.ones((2, 3, 3)), out_sharding=(NAME, "din", "dout"))
 
             seen = []
 
             @nnx.scan(in_axes=(0, nnx.Carry), out_axes=nnx.Carry,
-                      transform_metadata={{nnx.PARTITION_NAME: {name}}})
+                      transform_metadata={nnx.PARTITION_NAME: NAME})
             def forward(layer, x):
                 seen.append(list(layer.kernel.out_sharding))
                 return x
@@ -235,8 +232,8 @@ class TransformMetadataKeyword(Rule):
             """
             expect_tree, expect_graph = [partition, "din", "dout"], ["din", "dout"]
         else:
-            use = f"""
-            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={{nnx.PARTITION_NAME: {name}}})
+            use = """
+            @nnx.vmap(in_axes=0, out_axes=0, transform_metadata={nnx.PARTITION_NAME: NAME})
             def create(x):
                 return Layer()
 
@@ -245,12 +242,13 @@ class TransformMetadataKeyword(Rule):
             return list(stacked.kernel.out_sharding)
             """
             expect_tree, expect_graph = ["din", "dout"], [partition, "din", "dout"]
-        code = textwrap.dedent(setup).strip("\n") + "\n\n" + textwrap.dedent(use).strip("\n") + "\n"
+        code = programs.lines(programs.filled(setup, expressions={"NAME": name}),
+                              programs.filled(use, expressions={"NAME": name}))
         return Reproduction(code, expect_tree=expect_tree, expect_graph=expect_graph, traced=False)
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in METADATA_TRANSFORMS or "transform_metadata" not in call.keywords:
+        if call is None or call.name not in flax_table.METADATA_TRANSFORMS or "transform_metadata" not in call.keywords:
             return
         value = call.keywords["transform_metadata"]
         if isinstance(value, nodes.Dict) and not value.items:
@@ -271,7 +269,7 @@ class TransformMetadataKeyword(Rule):
         if not isinstance(value, nodes.Dict):
             return None
         for key, item in value.items:
-            is_partition_key = self.context.qualified_name(key) == NNX_PARTITION_NAME or (
+            is_partition_key = self.context.qualified_name(key) == flax_table.NNX_PARTITION_NAME or (
                 isinstance(key, nodes.Const) and key.value == "partition_name"
             )
             if is_partition_key and isinstance(item, nodes.Const) and isinstance(item.value, str):

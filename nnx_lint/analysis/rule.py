@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nnx_lint.base.diagnostic import UNPROVEN
 from nnx_lint.base.facts import ABSENT, Facts, UnprovenFacts, facts_from_dict
 from nnx_lint.base.fix_kinds import Rewrite
-from nnx_lint.base.program_text import literal
+from nnx_lint.base.program_syntax import assign, literal
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -90,34 +90,45 @@ class Reproduction:
         """
         title = title or "nnx-lint reproduction"
         if not title.isprintable():
-            raise ValueError(f"a program title is one printable line, not {title!r}")
+            raise ValueError("a program title is one printable line, not %r" % title)
         code = textwrap.indent(textwrap.dedent(body if body is not None else self.body).strip(), "    ")
         if self.expect_error:
-            expected = ("# Tree Mode raises an error of this category:\n"
-                        f"TREE_MODE_RAISES = {literal(self.expect_error)}\n")
+            expected = ["# Tree Mode raises an error of this category:",
+                        assign("TREE_MODE_RAISES", literal(self.expect_error))]
         else:
-            expected = ("# Tree Mode returns TREE_MODE_RETURNS; graph mode returns GRAPH_MODE_RETURNS:\n"
-                        f"TREE_MODE_RETURNS = {literal(self.expect_tree)}\n"
-                        f"GRAPH_MODE_RETURNS = {literal(self.expect_graph)}\n")
-        return (
-            f"# {title}\n"
-            "# Run: python repro.py            (tree_runtime)\n"
-            "#      python repro.py flax       (flax.nnx with graph mode and graph updates off)\n"
-            "import jax\n"
-            "import jax.numpy as jnp\n\n"
-            f"{expected}"
-            f"TRACED = {bool(self.traced)}\n\n\n"
-            f"def run(nnx):\n{code}\n\n\n"
-            'if __name__ == "__main__":\n'
-            "    import sys\n\n"
-            '    if sys.argv[1:] == ["flax"]:\n'
-            "        from flax import nnx\n\n"
-            "        nnx.set_graph_mode(False)\n"
-            "        nnx.set_graph_updates(False)\n"
-            "    else:\n"
-            "        import tree_runtime as nnx\n"
-            "    print(run(nnx))\n"
-        )
+            expected = ["# Tree Mode returns TREE_MODE_RETURNS; graph mode returns GRAPH_MODE_RETURNS:",
+                        assign("TREE_MODE_RETURNS", literal(self.expect_tree)),
+                        assign("GRAPH_MODE_RETURNS", literal(self.expect_graph))]
+        # The frame is the builder's own text; the expectations are constants (program_syntax),
+        # and ``code`` is the builder's body, itself built on syntax trees.
+        return "\n".join([
+            "# " + title,
+            "# Run: python repro.py            (tree_runtime)",
+            "#      python repro.py flax       (flax.nnx with graph mode and graph updates off)",
+            "import jax",
+            "import jax.numpy as jnp",
+            "",
+            *expected,
+            assign("TRACED", literal(bool(self.traced))),
+            "",
+            "",
+            "def run(nnx):",
+            code,
+            "",
+            "",
+            'if __name__ == "__main__":',
+            "    import sys",
+            "",
+            '    if sys.argv[1:] == ["flax"]:',
+            "        from flax import nnx",
+            "",
+            "        nnx.set_graph_mode(False)",
+            "        nnx.set_graph_updates(False)",
+            "    else:",
+            "        import tree_runtime as nnx",
+            "    print(run(nnx))",
+            "",
+        ])
 
 
 def raises(exception: str, match: str | None = None) -> TreeModeOutcome:

@@ -8,11 +8,11 @@ proven otherwise, so its text must never become code. The rules, enforced here:
 * A fact becomes a *name* in the program (an attribute, a keyword argument, a class name)
   only when it is a plain ASCII identifier that is not a keyword (:func:`is_identifier`,
   :func:`identifier`, :func:`identifier_or`); an attribute path part by part
-  (:func:`access`, :func:`set_attribute`, :func:`keyword_arguments`).
+  (:mod:`nnx_lint.base.program_syntax`, which builds every program as a syntax tree).
 * A fact that picks one of the builder's own variants (a transform, a Variable type) is
   checked against the known set (:func:`choice_or`), never pasted.
-* Any other text appears only inside string literals, written with ``repr``
-  (:func:`literal`); subscripts take only validated ``int`` (:func:`bounded_index`) or ``str``
+* Any other text appears only inside string literals, as ``ast.Constant`` nodes
+  (``program_syntax.literal``); subscripts take only validated ``int`` (:func:`bounded_index`) or ``str``
   literals.
 * A fact that cannot be used safely raises :class:`UnsafeFact`: the diagnostic then has no
   reproduction, with the reason (``nnx_lint.confirmation.oracle.reproduction_for``).
@@ -24,11 +24,9 @@ when that fact is replaced by a neutral name, the program is refused, never run 
 from __future__ import annotations
 
 import ast
-import copy
 import keyword
 import math
 import re
-import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -85,7 +83,7 @@ def identifier(value: Any, what: str) -> str:
     nnx_lint.base.program_text.UnsafeFact: the attribute 'x = 0; y' is not a plain Python identifier
     """
     if not is_identifier(value):
-        raise UnsafeFact(f"{what} {shown(value)} is not a plain Python identifier")
+        raise UnsafeFact("%s %s is not a plain Python identifier" % (what, shown(value)))
     return value
 
 
@@ -118,28 +116,12 @@ def bounded_index(value: Any, what: str, limit: int = MAX_INDEX) -> int:
     nnx_lint.base.program_text.UnsafeFact: the position 1000000000 is not an index below 1024
     """
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
-        raise UnsafeFact(f"{what} {shown(value)} is not an index below {limit}")
+        raise UnsafeFact("%s %s is not an index below %d" % (what, shown(value), limit))
     return value
 
 
-def literal(value: Any) -> str:
-    """Source text of a plain-data ``value`` (str, int, finite float, bool, None, and lists,
-    tuples and dicts of those): the only way other text enters a program.
-
-    >>> literal(["layers", 'x"; import os', 2, None])
-    '[\\'layers\\', \\'x"; import os\\', 2, None]'
-    >>> literal({"a": (1, 2.5)})
-    "{'a': (1, 2.5)}"
-    >>> literal(float("nan"))
-    Traceback (most recent call last):
-    ...
-    nnx_lint.base.program_text.UnsafeFact: the value nan is not plain data
-    """
-    _check_plain(value, 0)
-    return repr(value)
-
-
-def _check_plain(value: Any, depth: int) -> None:
+def check_plain(value: Any, depth: int = 0) -> None:
+    """Raise :class:`UnsafeFact` unless ``value`` is plain data (see :func:`nnx_lint.base.program_syntax.literal`)."""
     if depth > 20:
         raise UnsafeFact("the value is nested too deeply")
     if value is None or isinstance(value, (bool, int, str)):
@@ -148,63 +130,14 @@ def _check_plain(value: Any, depth: int) -> None:
         return
     if isinstance(value, (list, tuple)):
         for item in value:
-            _check_plain(item, depth + 1)
+            check_plain(item, depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_plain(key, depth + 1)
-            _check_plain(item, depth + 1)
+            check_plain(key, depth + 1)
+            check_plain(item, depth + 1)
         return
-    raise UnsafeFact(f"the value {shown(value)} is not plain data")
-
-
-def access(base: str, parts: Iterable[str | int]) -> str:
-    """Source text reaching ``parts`` from ``base`` (program text the builder wrote):
-    ``.name`` for safe names, ``[i]`` for indices, ``['key']`` (repr) for any other string.
-
-    >>> access("model", ["blocks", 0, "stream"])
-    'model.blocks[0].stream'
-    >>> access("model", ["x = 0; y", "lambda"])
-    "model['x = 0; y']['lambda']"
-    """
-    text = base
-    for part in parts:
-        if isinstance(part, int) and not isinstance(part, bool):
-            text += f"[{bounded_index(part, 'the path index')}]"
-        elif is_identifier(part):
-            text += f".{part}"
-        elif isinstance(part, str):
-            text += f"[{literal(part)}]"
-        else:
-            raise UnsafeFact(f"the path part {shown(part)} is neither a name nor an index")
-    return text
-
-
-def set_attribute(owner: str, name: str, value: str) -> str:
-    """A statement storing ``value`` (program text) as attribute ``name`` of ``owner``:
-    ``owner.name = value``, or ``setattr(owner, 'name', value)`` when ``name`` (a fact) is
-    not a safe name.
-
-    >>> set_attribute("self", "encoder", "shared")
-    'self.encoder = shared'
-    >>> set_attribute("self", "['x']; import os", "shared")
-    'setattr(self, "[\\'x\\']; import os", shared)'
-    """
-    if is_identifier(name):
-        return f"{owner}.{name} = {value}"
-    return f"setattr({owner}, {literal(name)}, {value})"
-
-
-def keyword_arguments(arguments: dict[str, str]) -> str:
-    """``name=value, ...`` for safe names, then ``**{'other': value}`` for the rest
-    (values are program text the builder wrote).
-
-    >>> keyword_arguments({"a": "x", "b c": "y"})
-    "a=x, **{'b c': y}"
-    """
-    plain = [f"{name}={value}" for name, value in arguments.items() if is_identifier(name)]
-    other = [f"{literal(name)}: {value}" for name, value in arguments.items() if not is_identifier(name)]
-    return ", ".join(plain + ([f"**{{{', '.join(other)}}}"] if other else []))
+    raise UnsafeFact("the value %s is not plain data" % shown(value))
 
 
 # -- the guard -------------------------------------------------------------------------------
@@ -341,7 +274,7 @@ def carried_fact_text(programs: list[str], facts: Any,
         try:
             ast.parse(program)
         except (SyntaxError, ValueError) as exc:
-            return f"the program does not parse: {exc}"
+            return "the program does not parse: %s" % exc
     spans: dict[str, list[tuple[int, int]]] = {}  # computed only for programs holding a piece
 
     def count(texts: list[str], piece: str) -> int:
@@ -366,92 +299,5 @@ def carried_fact_text(programs: list[str], facts: Any,
             neutral = []
         for piece, number in sorted(seen.items(), key=lambda item: -len(item[0])):
             if count(neutral, piece) < number:
-                return f"the fact text {shown(piece)} appears in the program outside string literals"
+                return "the fact text %s appears in the program outside string literals" % shown(piece)
     return None
-
-
-# -- programs built on syntax trees ------------------------------------------------------------
-
-def filled(template: str, names: dict[str, str] | None = None, expressions: dict[str, str] | None = None,
-           statements: dict[str, str] | None = None) -> str:
-    """``template`` (code the builder wrote, with placeholder names) with its placeholders
-    replaced on the syntax tree (:mod:`ast`), then written back with :func:`ast.unparse`.
-
-    Placeholders are whole names, never substrings, so no other identifier is touched
-    (``self.OBJECTS`` stays ``self.OBJECTS`` when ``OBJ`` is renamed):
-
-    * ``names``: placeholder -> a name (checked by :func:`identifier`), wherever the placeholder is
-      a name: a variable, an attribute (``m.ATTR``), a parameter, a keyword argument, a defined
-      function or class, or a string constant that is exactly the placeholder (``hasattr(m, 'ATTR')``);
-    * ``expressions``: placeholder -> an expression (program text the builder wrote, parsed), for the
-      placeholder used as a variable (``G`` in ``isinstance(G, nnx.State)``);
-    * ``statements``: placeholder -> statements (program text the builder wrote, parsed), for a
-      statement that is the placeholder alone.
-
-    Comments do not survive :func:`ast.unparse`: a builder writes its comments around the pieces.
-
-    >>> print(filled("OBJ.ATTR += 1", names={"OBJ": "m", "ATTR": "OBJECTS"}), end="")
-    m.OBJECTS += 1
-    >>> print(filled("isinstance(G, nnx.State)", expressions={"G": "nnx.state(grads, nnx.Param)"}), end="")
-    isinstance(nnx.state(grads, nnx.Param), nnx.State)
-    >>> filled("m.ATTR", names={"ATTR": "x; import os"})
-    Traceback (most recent call last):
-    ...
-    nnx_lint.base.program_text.UnsafeFact: the name 'x; import os' is not a plain Python identifier
-    """
-    tree = _Filled(
-        {key: identifier(value, "the name") for key, value in (names or {}).items()},
-        {key: ast.parse(value, mode="eval").body for key, value in (expressions or {}).items()},
-        {key: ast.parse(textwrap.dedent(value)).body for key, value in (statements or {}).items()},
-    ).visit(ast.parse(textwrap.dedent(template)))
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-
-
-class _Filled(ast.NodeTransformer):
-    """The placeholder replacements of :func:`filled`, node by node."""
-
-    def __init__(self, names: dict[str, str], expressions: dict[str, ast.expr],
-                 statements: dict[str, list[ast.stmt]]) -> None:
-        self.names, self.expressions, self.statements = names, expressions, statements
-
-    def _name(self, name: str | None) -> str | None:
-        return self.names.get(name, name) if name is not None else None
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        if node.id in self.expressions:
-            return copy.deepcopy(self.expressions[node.id])
-        node.id = self._name(node.id)
-        return node
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.Attribute:
-        self.generic_visit(node)
-        node.attr = self._name(node.attr)
-        return node
-
-    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
-        if isinstance(node.value, str) and node.value in self.names:
-            node.value = self.names[node.value]
-        return node
-
-    def visit_arg(self, node: ast.arg) -> ast.arg:
-        self.generic_visit(node)
-        node.arg = self._name(node.arg)
-        return node
-
-    def visit_keyword(self, node: ast.keyword) -> ast.keyword:
-        self.generic_visit(node)
-        node.arg = self._name(node.arg)
-        return node
-
-    def _defined(self, node: ast.FunctionDef | ast.ClassDef) -> ast.stmt:
-        self.generic_visit(node)
-        node.name = self._name(node.name)
-        return node
-
-    visit_FunctionDef = visit_ClassDef = _defined
-
-    def visit_Expr(self, node: ast.Expr) -> ast.stmt | list[ast.stmt]:
-        if isinstance(node.value, ast.Name) and node.value.id in self.statements:
-            return copy.deepcopy(self.statements[node.value.id])
-        self.generic_visit(node)
-        return node

@@ -58,7 +58,7 @@ class Confirmation:
 def check_oracle(oracle: str) -> None:
     """Raise :class:`OracleUnavailable` with what to install when the oracle cannot run."""
     if importlib.util.find_spec("jax") is None:
-        raise OracleUnavailable(f"--confirm needs jax: {runtime_install_hint()}")
+        raise OracleUnavailable("--confirm needs jax: %s" % runtime_install_hint())
     if oracle == "flax" and importlib.util.find_spec("flax") is None:
         raise OracleUnavailable("--confirm-with flax needs flax: pip install 'flax>=0.12.8'")
 
@@ -102,15 +102,15 @@ def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
     try:
         reproduction = rule.reproduce(rule.facts_from(diagnostic.facts))
     except UnsafeFact as exc:
-        return f"no reproduction: {exc}"
+        return "no reproduction: %s" % exc
     except Exception as exc:  # a builder bug is an `error`, never a silent drop
-        return f"error: the reproduction builder failed: {exc!r}"
+        return "error: the reproduction builder failed: %r" % (exc,)
     if isinstance(reproduction, str):
         return reproduction
     try:
         programs = _programs(reproduction, rule)
     except UnsafeFact as exc:
-        return f"no reproduction: {exc}"
+        return "no reproduction: %s" % exc
 
     def rebuild(facts: Facts) -> list[str] | None:
         other = rule.reproduce(rule.facts_from(facts))
@@ -118,7 +118,7 @@ def reproduction_for(diagnostic: Diagnostic) -> Reproduction | str:
 
     refused = carried_fact_text(programs, diagnostic.facts, rebuild)
     if refused is not None:
-        return f"no reproduction: refused to run a program built from the analysed code: {refused}"
+        return "no reproduction: refused to run a program built from the analysed code: %s" % refused
     return reproduction
 
 
@@ -132,7 +132,7 @@ def _programs(reproduction: Reproduction, rule: type) -> list[str]:
 
 def program_title(rule: type) -> str:
     """The first line of a rule's reproduction program (from the rule, never from facts)."""
-    return f"nnx-lint reproduction of {rule.code} ({rule.symbol})"
+    return "nnx-lint reproduction of %s (%s)" % (rule.code, rule.symbol)
 
 
 def judge(reproduction: Reproduction, outcome: dict) -> tuple[str, str]:
@@ -140,7 +140,7 @@ def judge(reproduction: Reproduction, outcome: dict) -> tuple[str, str]:
     with stand-ins is ``pattern-confirmed``, and its evidence says what stood in."""
     status, evidence = _judge_program(reproduction, outcome)
     if status == "confirmed" and reproduction.stand_ins:
-        return "pattern-confirmed", f"{evidence} (pattern only: {'; '.join(reproduction.stand_ins)})"
+        return "pattern-confirmed", "%s (pattern only: %s)" % (evidence, "; ".join(reproduction.stand_ins))
     return status, evidence
 
 
@@ -150,18 +150,19 @@ def _judge_program(reproduction: Reproduction, outcome: dict) -> tuple[str, str]
         return "error", outcome.get("message", "the reproduction failed")
     if reproduction.expect_error:
         if status == "raises" and outcome.get("category") == reproduction.expect_error:
-            return "confirmed", f"{outcome.get('type')}: {outcome.get('message')}"
+            return "confirmed", "%s: %s" % (outcome.get("type"), outcome.get("message"))
         if status == "ok":
-            return "not-confirmed", f"the reproduction ran without error (returned {outcome.get('observation')!r})"
-        return "error", f"raised {outcome.get('type')} ({outcome.get('category')}), expected {reproduction.expect_error}: {outcome.get('message')}"
+            return "not-confirmed", "the reproduction ran without error (returned %r)" % (outcome.get("observation"),)
+        return "error", "raised %s (%s), expected %s: %s" % (outcome.get("type"), outcome.get("category"),
+                                                              reproduction.expect_error, outcome.get("message"))
     observation = outcome.get("observation")
     if status == "ok" and observation == _plain(reproduction.expect_tree):
-        return "confirmed", f"observed {observation!r}; graph mode gives {reproduction.expect_graph!r}"
+        return "confirmed", "observed %r; graph mode gives %r" % (observation, reproduction.expect_graph)
     if status == "ok" and observation == _plain(reproduction.expect_graph):
-        return "not-confirmed", f"observed {observation!r}, which is what graph mode gives"
+        return "not-confirmed", "observed %r, which is what graph mode gives" % (observation,)
     if status == "raises":
-        return "error", f"raised {outcome.get('type')}: {outcome.get('message')}"
-    return "error", f"observed {observation!r}; expected {reproduction.expect_tree!r}"
+        return "error", "raised %s: %s" % (outcome.get("type"), outcome.get("message"))
+    return "error", "observed %r; expected %r" % (observation, reproduction.expect_tree)
 
 
 def _plain(value: Any) -> Any:
@@ -183,7 +184,7 @@ class OutcomeCache:
 
     @staticmethod
     def key(program: str, oracle: str, version: str) -> str:
-        return hashlib.sha256(f"{oracle}\0{version}\0{program}".encode()).hexdigest()
+        return hashlib.sha256("\0".join((oracle, version, program)).encode()).hexdigest()
 
     def save(self) -> None:
         if self.store_file is not None and self.dirty:

@@ -109,7 +109,7 @@ class _Worker:
         if sys.version_info >= (3, 11):
             command.append("-P")
         command += ["-c", _BOOTSTRAP, _runtime_parent()]
-        self.stderr_path = private_dir / f"worker{serial}.stderr"
+        self.stderr_path = private_dir / ("worker%d.stderr" % serial)
         with self.stderr_path.open("wb") as stderr:  # a file, so a chatty worker never blocks on a pipe
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
@@ -213,7 +213,7 @@ def _parents() -> dict[int, int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as stream:
+            with open("/proc/%s/stat" % entry, "rb") as stream:
                 fields = stream.read().rpartition(b")")[2].split()
             parents[int(entry)] = int(fields[1])
         except (OSError, IndexError, ValueError):
@@ -315,13 +315,13 @@ def _start(oracle: str, private_dir: Path, environment: dict[str, str], serial: 
     try:
         worker = _Worker(private_dir, environment, serial)
     except OSError as exc:
-        return None, _transient_error(f"the confirmation worker could not start: {exc}")
+        return None, _transient_error("the confirmation worker could not start: %s" % exc)
     try:
         worker.send({"oracle": oracle})
         ready = worker.receive(startup_timeout)
     except _TimedOut:
         worker.kill()
-        return None, _transient_error(f"the confirmation worker did not start within {startup_timeout:.0f} s")
+        return None, _transient_error("the confirmation worker did not start within %.0f s" % startup_timeout)
     except _WorkerGone:
         worker.kill()
         return None, _transient_error("the confirmation worker failed: " + worker.stderr_tail())
@@ -359,13 +359,13 @@ def run_isolated(programs: list[str], oracle: str, timeout: float | None = None,
                     worker.kill()                    # takes the rest (see tree_runtime.confirm)
                     worker = None
             except _TimedOut:
-                outcome = _transient_error(f"the reproduction timed out after {timeout:.0f} s")
+                outcome = _transient_error("the reproduction timed out after %.0f s" % timeout)
                 worker.kill()
                 worker = None
             except _WorkerGone:
                 worker.kill()
-                outcome = _transient_error(f"the confirmation worker died running this reproduction (exit status "
-                                           f"{worker.process.returncode}): {worker.stderr_tail()}")
+                outcome = _transient_error("the confirmation worker died running this reproduction (exit status %s): %s"
+                                           % (worker.process.returncode, worker.stderr_tail()))
                 worker = None
             if worker is None:  # what the killed worker's programs left outside its group goes too
                 sweeper.sweep()

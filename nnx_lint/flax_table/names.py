@@ -35,6 +35,11 @@ NUMPY_MODULES = ("jax.numpy.", "numpy.")
 ARRAY_FUNCTION_MODULES = NUMPY_MODULES + ("jax.random.", "jax.lax.", "jax.nn.")
 #: Modules whose names are dtypes (``jnp.float32``, ``ml_dtypes.bfloat16``).
 DTYPE_MODULES = NUMPY_MODULES + ("ml_dtypes.",)
+#: dtype names of those modules (the scalar types, which JAX also rejects as leaves).
+DTYPE_NAMES = frozenset("""
+    bfloat16 bool_ complex64 complex128 float16 float32 float64 float8_e4m3fn float8_e5m2 int4 int8
+    int16 int32 int64 uint4 uint8 uint16 uint32 uint64
+""".split())
 #: Qualified-name prefixes of classes that are never a differentiated Module: RNG objects,
 #: JAX and NumPy types.
 NEVER_MODULE_PREFIXES = ("flax.nnx.Rngs", "jax.", "numpy.")

@@ -157,6 +157,17 @@ MODULE_WALKS: frozenset[str] = frozenset({"iter_modules", "iter_graph"})
 #: Module methods that walk the graph as the graph API of the same name does (the deprecated
 #: method form ``model.iter_modules()`` of ``nnx.iter_modules(model)``).
 WALKING_METHODS: frozenset[str] = frozenset({"iter_modules"})
+#: Module methods that set static attributes on every submodule (``deterministic``,
+#: ``use_running_average``): in graph mode a change made under a transform reaches the caller.
+MODE_SWITCH_METHODS: frozenset[str] = frozenset({"eval", "train", "set_attributes"})
+#: Transforms that address the transformed function's arguments by position (``in_axes`` or
+#: ``argnums``): an argument passed by keyword escapes the per-position spec.
+POSITIONAL_ARGUMENT_TRANSFORMS: frozenset[str] = frozenset({"vmap", "pmap", "scan", "grad", "value_and_grad"})
+#: ``nnx.State`` methods (a Module-typed gradient, Tree Mode's, has none of them).
+STATE_METHODS: frozenset[str] = frozenset({
+    "items", "keys", "values", "flat_state", "to_pure_dict", "replace_by_pure_dict", "filter",
+    "split", "merge", "get", "raw_mapping",
+})
 
 #: ``flax.nnx.metrics`` classes: Pytrees of ``MetricState`` Variables (measured with flax 0.12.8:
 #: ``Average`` and ``Accuracy`` hold ``total`` and ``count``, ``Welford`` ``count``, ``mean``, ``m2``).
