@@ -216,6 +216,14 @@ def _check(args: argparse.Namespace) -> int:
         except cli_ci.UsageError as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
+    if args.output_format == "html" or args.gate_report is not None:
+        from nnx_lint.frontends.html_report import ReportError, prepare
+
+        try:
+            args.gate_tests = prepare(args)  # read once, before the run: a bad report costs no lint
+        except ReportError as exc:
+            print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
+            return EXIT_ERROR
     if args.no_cache:
         cache_dir = None
     else:
@@ -340,7 +348,7 @@ def _report_html_and_history(args: argparse.Namespace, settings, result, prepare
     try:
         history = record_history(args, settings, findings, outcome.remaining if outcome is not None else None, stamp)
         if args.output_format == "html":
-            write_html(args, settings, result, findings, history, stamp)
+            write_html(args, settings, result, findings, history, stamp, getattr(args, "gate_tests", None))
     except ReportError as exc:
         from nnx_lint.base.escaping import printable
 

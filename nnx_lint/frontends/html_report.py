@@ -59,24 +59,36 @@ def record_history(args: argparse.Namespace, settings, findings: list[dict], bas
         raise ReportError(f"--history: {exc}") from None
 
 
-def write_html(args: argparse.Namespace, settings, result: RunResult, findings: list[dict], history,
-               stamp: str) -> int:
-    """Write the report into ``-o DIR`` (time-stamped ``stamp``); the number of files written."""
-    from nnx_lint.base.confined_writes import WriteRefused, WriteScope
+def prepare(args: argparse.Namespace) -> dict | None:
+    """Check the report's options before the run (a usage error costs no lint) and read the
+    gate's report; its tests (None without ``--gate-report``)."""
     from nnx_lint.reporting.html.gate_page import GateReportError, load_gate_report
-    from nnx_lint.reporting.html.writer import ReportInput, write_report
 
+    if args.output_format != "html":
+        if args.gate_report is not None:
+            raise ReportError("--gate-report adds a page to the HTML report: use it with --output-format html")
+        return None
     directory = args.output_file
     if directory is None:
         raise ReportError("--output-format html writes a directory of pages: name it with -o DIR")
-    if directory.exists() and not directory.is_dir():
-        raise ReportError(f"-o {directory}: not a directory (--output-format html writes a directory of pages)")
-    gate = None
-    if args.gate_report is not None:
-        try:
-            gate = load_gate_report(args.gate_report)
-        except GateReportError as exc:
-            raise ReportError(f"--gate-report: {exc}") from None
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise ReportError(f"-o {directory}: not a directory (--output-format html writes a directory of pages, "
+                          "never through a symlink)")
+    if args.gate_report is None:
+        return None
+    try:
+        return load_gate_report(args.gate_report)
+    except GateReportError as exc:
+        raise ReportError(f"--gate-report: {exc}") from None
+
+
+def write_html(args: argparse.Namespace, settings, result: RunResult, findings: list[dict], history,
+               stamp: str, gate: dict | None) -> int:
+    """Write the report into ``-o DIR`` (time-stamped ``stamp``); the number of files written."""
+    from nnx_lint.base.confined_writes import WriteRefused, WriteScope
+    from nnx_lint.reporting.html.writer import ReportInput, write_report
+
+    directory = args.output_file
     report = ReportInput(findings, result.files_checked, settings.root, stamp,
                          fix_diffs(findings, result.fixes or {}), history, gate)
     try:
