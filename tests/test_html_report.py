@@ -142,3 +142,24 @@ def test_usage_errors_come_before_the_run(project, tmp_path, capsys):
     assert check(project, "--output-format", "html", "-o", str(tmp_path / "linked")) == 2
     assert check(project, "--output-format", "json", "--gate-report", str(GATE_REPORT)) == 2
     assert list((tmp_path / "elsewhere").iterdir()) == [] and not (tmp_path / "r").exists()
+
+
+def test_the_documented_workflow_publishes_the_report_it_writes(tmp_path, monkeypatch):
+    """docs/github-actions.yml: the report step writes the directory the artifact step uploads."""
+    import shlex
+    import shutil
+
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install -e '.[test]')")
+    from _report_support import REPO
+    from nnx_lint.cli import main
+
+    steps = [step for job in yaml.safe_load((REPO / "docs" / "github-actions.yml").read_text())["jobs"].values()
+             for step in job["steps"]]
+    (command,) = [shlex.split(step["run"]) for step in steps if "html" in step.get("run", "")]
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact@"))
+    directory = command[command.index("-o") + 1]
+    assert upload["with"]["path"].rstrip("/") == directory and "--exit-zero" in command
+    shutil.copytree(REPO / "docs" / "example", tmp_path / "example")
+    monkeypatch.chdir(tmp_path)
+    assert main(command[1:]) == 0
+    assert (tmp_path / directory / "index.html").is_file()
