@@ -163,3 +163,43 @@ def test_the_documented_workflow_publishes_the_report_it_writes(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert main(command[1:]) == 0
     assert (tmp_path / directory / "index.html").is_file()
+
+
+def test_a_notebook_page_shows_its_cells_with_each_finding_below_its_cell_line(tmp_path):
+    cells = [("markdown", ["# <b>Exploring</b>\n"]),
+             ("code", ["from flax import nnx\n", "x = '<i>'\n", "f = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))"]),
+             ("code", ["y = 2\n", "k = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"])]
+    project = tmp_path / "notebook"
+    project.mkdir()
+    (project / "explore.ipynb").write_text(json.dumps({
+        "cells": [{"cell_type": kind, "metadata": {}, "source": source} for kind, source in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert check(project, "--output-format", "html", "-o", str(tmp_path / "report")) == 1
+    page = (tmp_path / "report" / file_page("explore.ipynb")).read_text()
+    for anchor in ("C2-L3", "C3-L2"):
+        after = page.split(f'id="{anchor}"', 1)[1]
+        next_line = after.find('class="line')
+        assert after.index('class="finding raises"') < (next_line if next_line >= 0 else len(after)), anchor
+    assert ">2:3</a>" in page and "&#x27;&lt;i&gt;&#x27;" in page and "<i>" not in page
+
+
+def test_the_commit_comes_from_ci_or_the_git_files_never_from_running_git(tmp_path, monkeypatch):
+    from nnx_lint.reporting.html.history import commit_of
+
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    monkeypatch.delenv("CI_COMMIT_SHA", raising=False)
+    assert commit_of(tmp_path) is None
+    git = tmp_path / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
+    assert commit_of(tmp_path) == "a" * 40
+    (git / "refs" / "heads" / "main").unlink()
+    (git / "packed-refs").write_text(f"# pack-refs\n{'b' * 40} refs/heads/main\n")
+    assert commit_of(tmp_path) == "b" * 40
+    (git / "HEAD").write_text("ref: refs/../../etc/passwd\n")
+    assert commit_of(tmp_path) is None
+    (git / "HEAD").write_text("<script>\n")
+    assert commit_of(tmp_path) is None
+    monkeypatch.setenv("GITHUB_SHA", "C" * 40)
+    assert commit_of(tmp_path) == "c" * 40
