@@ -129,6 +129,7 @@ def render_file_page(path: str, found: list[tuple[int, dict]], diffs: dict[int, 
         shown.add((number, cell))
     rows.append("</div>")
     # A finding whose line is past the end of the source as read now (the file changed).
-    rows += [finding_block(index, finding, diffs.get(index), pages, up) for key, items in sorted(
-        at_line.items(), key=lambda item: (item[0][1] or 0, item[0][0])) if key not in shown for index, finding in items]
+    beyond = sorted((key for key in at_line if key not in shown), key=lambda key: (key[1] or 0, key[0]))
+    rows += [finding_block(index, finding, diffs.get(index), pages, up) for key in beyond
+             for index, finding in at_line[key]]
     return "\n".join(body + rows)

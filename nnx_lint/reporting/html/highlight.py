@@ -9,8 +9,10 @@ one, and every piece of text goes through :func:`.escape.text` whatever its clas
 are Python's physical lines (:func:`~nnx_lint.base.lines.physical_lines`), as the
 diagnostics count them.
 
->>> highlight_lines("x = 'a<b'  # c\\nif x: y = 1.5\\n")
-['x = <span class="s">&#x27;a&lt;b&#x27;</span>  <span class="c"># c</span>', '<span class="k">if</span> x: y = <span class="n">1.5</span>']
+>>> highlight_lines("x = 'a<b'  # c\\n")
+['x = <span class="s">&#x27;a&lt;b&#x27;</span>  <span class="c"># c</span>']
+>>> highlight_lines("if x: y = 1.5\\n")
+['<span class="k">if</span> x: y = <span class="n">1.5</span>']
 """
 from __future__ import annotations
 

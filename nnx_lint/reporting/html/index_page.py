@@ -51,7 +51,8 @@ def render_index(findings: list[dict], counts: dict[str, int], files_checked: in
                     f'({gate_counts["explained"]} explained by a finding, {gate_counts["unexplained"]} '
                     "unexplained).</p>")
     if history is not None and history.runs:
-        skipped = f" ({history.skipped} malformed line{'s' * (history.skipped != 1)} skipped)" if history.skipped else ""
+        bad = history.skipped
+        skipped = f" ({bad} malformed line{'s' * (bad != 1)} skipped)" if bad else ""
         body += [f'<h2 id="trend">Trend: {len(history.runs)} run{"s" * (len(history.runs) != 1)}{skipped}</h2>',
                  trend_chart(history)]
     families = rows_by(findings, lambda f: family_of(f["code"]))
