@@ -203,3 +203,36 @@ def test_the_commit_comes_from_ci_or_the_git_files_never_from_running_git(tmp_pa
     assert commit_of(tmp_path) is None
     monkeypatch.setenv("GITHUB_SHA", "C" * 40)
     assert commit_of(tmp_path) == "c" * 40
+
+
+def test_totals_count_confirmed_unproven_and_fixable_findings_as_the_json_output_has_them():
+    """What one run with --confirm, --strict and fixes would print (no jax run here: the objects'
+    shape is the JSON output's, and the totals are counted from it)."""
+    from nnx_lint.reporting.html.counts import totals
+
+    def finding(kind, **extra):
+        return {"code": "NNX101", "kind": kind, "filename": "a.py", "fix": None, **extra}
+
+    edit = {"content": "", "location": {"row": 1, "column": 1}, "end_location": {"row": 1, "column": 1}}
+    findings = [
+        finding("raises", confirmation={"status": "confirmed", "evidence": "", "program": ""}),
+        finding("raises", confirmation={"status": "pattern-confirmed", "evidence": "", "program": ""}),
+        finding("silent", confirmation={"status": "not-confirmed", "evidence": "", "program": ""},
+                fix={"applicability": "safe", "message": "", "edits": [edit]}),
+        finding("raises", proof="unproven", fix={"applicability": "unsafe", "message": "", "edits": [edit]}),
+        finding("silent", fix={"applicability": "display-only", "message": "", "edits": []}),
+        finding("advisory"),
+    ]
+    counted = totals(findings)
+    assert counted["total"] == 6
+    assert {key: counted[key] for key in expected_totals(findings)} == expected_totals(findings) == {
+        "raises": 2, "silent": 2, "confirmed": 2, "proven": 5, "unproven": 1, "fixable_safe": 1,
+        "fixable_unsafe": 1, "linter": 0, "advisory": 1}
+
+
+def test_the_modules_examples_hold():
+    import doctest
+
+    from nnx_lint.reporting.html import escape, highlight
+
+    assert doctest.testmod(escape).failed == 0 and doctest.testmod(highlight).failed == 0
