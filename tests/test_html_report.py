@@ -236,3 +236,13 @@ def test_the_modules_examples_hold():
     from nnx_lint.reporting.html import escape, highlight
 
     assert doctest.testmod(escape).failed == 0 and doctest.testmod(highlight).failed == 0
+
+
+def test_the_history_counts_what_the_baseline_still_hides_and_the_trend_plots_it(project, run, tmp_path):
+    baseline, history = tmp_path / "baseline.json", tmp_path / "history.jsonl"
+    assert check(project, "--write-baseline", str(baseline)) == 0
+    assert check(project, "--baseline", str(baseline), "--history", str(history), "--output-format", "html",
+                 "-o", str(tmp_path / "report")) == 0
+    (line,) = [json.loads(text) for text in history.read_text().splitlines()]
+    assert line["baselined"] == len(run[1]) and line["total"] == 0
+    assert (tmp_path / "report" / "index.html").read_text().count('class="point k-baselined"') == 1
