@@ -38,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--extend-select", action="append", help="add codes to the selection")
     check.add_argument("--output-format", default="text",
                        choices=("text", "json", "github", "sarif", "markdown", "concise", "full", "junit", "gitlab",
-                                "pylint"),
-                       help="markdown: a migration summary for a pull-request comment or $GITHUB_STEP_SUMMARY")
+                                "pylint", "html"),
+                       help="markdown: a migration summary for a pull-request comment or $GITHUB_STEP_SUMMARY; "
+                            "html: the migration readiness report, a directory of pages (-o DIR)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--statistics", action="store_true",
                        help="print counts per rule instead of the diagnostics (a migration overview)")
@@ -219,6 +220,14 @@ def _check(args: argparse.Namespace) -> int:
         except cli_ci.UsageError as exc:
             print(f"nnx-lint: error: {exc}", file=sys.stderr)
             return EXIT_ERROR
+    if args.output_format == "html" or args.gate_report is not None:
+        from nnx_lint.frontends.html_report import ReportError, prepare
+
+        try:
+            args.gate_tests = prepare(args)  # read once, before the run: a bad report costs no lint
+        except ReportError as exc:
+            print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
+            return EXIT_ERROR
     if args.no_cache:
         cache_dir = None
     else:
@@ -253,7 +262,7 @@ def _fix_marks(args: argparse.Namespace, settings, cache_dir):
     """The fixes to show (the JSON ``fix`` objects, the text formats' ``[*]``, as Ruff does):
     a :class:`~nnx_lint.fixes.marks.FixMarks`, or None when the output shows none (or libcst is
     not installed)."""
-    if args.output_format not in ("json", "text", "concise", "full") or args.statistics or args.group_by:
+    if args.output_format not in ("json", "text", "concise", "full", "html") or args.statistics or args.group_by:
         return None
     from nnx_lint.fixes.cli import libcst_available
 
@@ -309,10 +318,16 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
         # These formats show fixes only with libcst (_fix_marks): without it, marks is None.
         result.fix_note = why_no_fixes(result.diagnostics, result.fixes or {}, settings, args.unsafe_fixes,
                                        libcst=marks is not None)
+    if args.history is not None or args.output_format == "html":
+        reported = _report_html_and_history(args, settings, result, prepared)
+        if reported is not None:
+            return reported
     if args.statistics or args.group_by:
         from nnx_lint.reporting.reporters import render_statistics
 
         output = render_statistics(result, args.output_format, args.group_by or "rule")
+    elif args.output_format == "html":
+        output = ""  # written above
     else:
         output = render(result, args.output_format, verbose=args.verbose, show_repro=args.show_repro,
                         show_help=args.show_help, url_base=args.rule_url_base or settings.rule_url_base,
@@ -324,7 +339,8 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
 
         dropped = ("Confirmation: ", "[*] ", "No fixes available", "No fix for ")
         quiet_drops = (summary(result),) + tuple(line for line in output.split("\n") if line.startswith(dropped))
-        cli_ci.emit(args, settings, output, quiet_drops)
+        if args.output_format != "html":
+            cli_ci.emit(args, settings, output, quiet_drops)
     except cli_ci.UsageError as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -338,6 +354,29 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
     if result.diagnostics and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _report_html_and_history(args: argparse.Namespace, settings, result, prepared) -> int | None:
+    """``--history`` and ``--output-format html`` (:mod:`nnx_lint.frontends.html_report`), from the
+    JSON output's objects of this run; an exit status on a usage error (None: carry on)."""
+    from nnx_lint.frontends.html_report import ReportError, record_history, write_html
+    from nnx_lint.reporting.reporters import json_objects
+
+    findings = json_objects(result.diagnostics, result.confirmations, result.fixes,
+                            args.rule_url_base or settings.rule_url_base)
+    from nnx_lint.reporting.html.history import now
+
+    stamp, outcome = now(), prepared.outcome
+    try:
+        history = record_history(args, settings, findings, outcome.remaining if outcome is not None else None, stamp)
+        if args.output_format == "html":
+            write_html(args, settings, result, findings, history, stamp, getattr(args, "gate_tests", None))
+    except ReportError as exc:
+        from nnx_lint.base.escaping import printable
+
+        print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    return None
 
 
 def _rule(name: str) -> int:

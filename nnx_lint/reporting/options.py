@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from pathlib import Path
 
 
 def add_arguments(check: argparse.ArgumentParser) -> None:
@@ -15,6 +16,12 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("--rule-url-base", metavar="URL", default=None,
                        help="where the rule pages are published (a prefix for CODE.md, or a template with "
                             "{code}); default: the pages shipped in the package, as file:// URIs")
+    check.add_argument("--history", type=Path, metavar="FILE",
+                       help="append this run's counts (commit, time, by kind and family) to FILE, one JSON line "
+                            "per run; --output-format html plots them")
+    check.add_argument("--gate-report", type=Path, metavar="FILE",
+                       help="--output-format html: add a page of the tests that break in Tree Mode, from this "
+                            "`nnx-lint gate --output-format json` report, linked to the findings that explain them")
 
 
 def fix_enumeration(by_code: Counter, applied: bool) -> list[str]:

@@ -232,9 +232,11 @@ def related_json(related) -> dict:
     }
 
 
-def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None,
-                url_base: str | None = None) -> str:
-    """A JSON array of :func:`to_json_object`, with ``url`` under ``url_base`` when one is configured."""
+def json_objects(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None,
+                 url_base: str | None = None) -> list[dict]:
+    """The JSON output's objects (:func:`to_json_object`), with ``url`` under ``url_base`` when one
+    is configured: what ``--output-format json`` prints, and what the HTML report and the
+    ``--history`` line count."""
     from nnx_lint.base.links import rule_url
 
     confirmations, fixes = confirmations or {}, fixes or {}
@@ -242,7 +244,13 @@ def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None
     for item in found:
         # Ruff's key, null without a configured rule-url-base: never a file:// path of this machine.
         item["url"] = rule_url(item["code"], url_base) if url_base else None
-    return json.dumps(found, indent=2)
+    return found
+
+
+def render_json(diagnostics: list[Diagnostic], confirmations: dict | None = None, fixes: dict | None = None,
+                url_base: str | None = None) -> str:
+    """A JSON array of :func:`json_objects`."""
+    return json.dumps(json_objects(diagnostics, confirmations, fixes, url_base), indent=2)
 
 
 #: Workflow-command level per kind: what raises (or could not be analysed) fails the
