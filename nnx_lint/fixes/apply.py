@@ -44,7 +44,7 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
         return Fix(DISPLAY_ONLY, f"No pin: {blocked}")
     try:
         edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
-        if any(a is not b and _touch(a, b) for a in edits for b in edits):
+        if _any_touch(edits):
             # Nested pinned calls (`nnx.jit(nnx.grad(f))`): a wrapped outer call would rewrite the
             # inner one's text too, so both stay on their lines.
             edits = [edit for edit in (pin_edit(index, site, wrap=False) for site in sites) if edit is not None]
@@ -68,8 +68,16 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     return Fix(SAFE, f"Keep graph mode at {names}{flax.needs_note(sites)}", tuple(edits))
 
 
-def _touch(a: Edit, b: Edit) -> bool:
-    return a.start <= b.end and b.start <= a.end
+def _any_touch(edits: list[Edit]) -> bool:
+    """Whether two of ``edits`` overlap or touch (share an end point): one sweep in start order,
+    not a comparison of every pair (a class-level pin has an edit for every use in the file)."""
+    reach = None
+    distinct = {id(edit): edit for edit in edits}.values()  # an edit is not compared with itself
+    for edit in sorted(distinct, key=lambda edit: edit.start):
+        if reach is not None and edit.start <= reach:
+            return True
+        reach = edit.end if reach is None else max(reach, edit.end)
+    return False
 
 
 def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic,
