@@ -42,9 +42,16 @@ class _Parsed:
 
     module: cst.Module
     positions: Mapping = field(default_factory=dict)
-    parents: Mapping = field(default_factory=dict)
+    #: Each node's parent, found on first use (:func:`_parents`): only a decorator's pin asks.
+    known_parents: Mapping | None = None
     #: Call / Name / Attribute nodes by (start line, column, end line, end column), lines from 1.
     by_span: dict = field(default_factory=dict)
+
+    @property
+    def parents(self) -> Mapping:
+        if self.known_parents is None:
+            self.known_parents = _parents(self.module)
+        return self.known_parents
 
 
 @dataclass
@@ -100,7 +107,7 @@ def _parsed(text: str) -> _Parsed | None:
 def _resolve(text: str) -> _Parsed:
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    parsed = _Parsed(module, wrapper.resolve(PositionProvider), _parents(module))
+    parsed = _Parsed(module, wrapper.resolve(PositionProvider))
     for node, where in parsed.positions.items():
         if isinstance(node, (cst.Call, cst.Name, cst.Attribute)):
             key = (where.start.line, where.start.column, where.end.line, where.end.column)
