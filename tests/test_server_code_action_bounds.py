@@ -32,7 +32,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  
 
 from test_server import _client, apply, published, uri  # noqa: E402
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+#: The tests that talk to the server share its event loop (the deadline test runs the worker alone).
+ASYNC = pytest.mark.asyncio(loop_scope="module")
 
 #: A finding with a safe pin fix (NNX201), on its own.
 FIXABLE = ("from flax import nnx\n\nx = nnx.StateAxes({nnx.Param: 0})\n"
@@ -89,6 +90,7 @@ def server_alive(client: LanguageClient) -> bool:
     return client._server is not None and client._server.returncode is None
 
 
+@ASYNC
 @pytest.mark.parametrize("operator", ["and", "or"])
 async def test_a_libcst_crash_costs_one_request_never_the_server(client: LanguageClient, project: Path,
                                                                  operator: str):
@@ -109,6 +111,7 @@ async def test_a_libcst_crash_costs_one_request_never_the_server(client: Languag
     close(client, other)
 
 
+@ASYNC
 async def test_a_refused_file_gets_no_code_action_and_other_files_are_analysed(client: LanguageClient,
                                                                                 project: Path):
     path = project / "big.py"
@@ -128,6 +131,7 @@ async def test_a_refused_file_gets_no_code_action_and_other_files_are_analysed(c
     close(client, other)
 
 
+@ASYNC
 async def test_a_buffer_over_the_fix_cap_gets_no_fix_and_a_reason(client: LanguageClient, project: Path):
     from nnx_lint.frontends.server.fixing import MAX_FIX_BYTES
 
@@ -141,19 +145,19 @@ async def test_a_buffer_over_the_fix_cap_gets_no_fix_and_a_reason(client: Langua
     assert not [a for a in answer if isinstance(a, types.CodeAction) and a.edit and "graph" in a.title]
     assert not [a for a in answer if getattr(a, "kind", None) == "source.fixAll.nnx-lint"]
     (disabled,) = [a for a in answer if isinstance(a, types.CodeAction) and a.disabled]
-    assert f"over the {MAX_FIX_BYTES // 1024} KiB limit" in disabled.reason
+    assert f"over the {MAX_FIX_BYTES // 1024} KiB limit" in disabled.disabled.reason
     assert any("KiB limit" in m.message for m in client.log_messages[logged:])
     assert any("noqa" in a.title for a in answer)
     close(client, path)
 
 
+@ASYNC
 async def test_a_slow_fix_does_not_hold_up_the_analysis_of_other_files(client: LanguageClient, project: Path):
-    """"Fix all" on a buffer near the cap lints it on every pass, in the worker: meanwhile another
-    file is opened, and its diagnostics arrive before the code action's answer."""
-    from nnx_lint.frontends.server.fixing import MAX_FIX_BYTES
-
+    """"Fix all" lints the buffer on every pass, in the worker (seconds for a few thousand
+    lines): meanwhile another file is opened, and its diagnostics arrive before the code action's
+    answer."""
     path = project / "slow.py"
-    text = FIXABLE + "".join(f"y{i} = nnx.Rngs({i})\n" for i in range(MAX_FIX_BYTES // 24))
+    text = FIXABLE + "".join(f"y{i} = nnx.Rngs({i})\n" for i in range(2000))
     found = await open_text(client, path, text)
     order: list[str] = []
     pending = asyncio.ensure_future(ask(client, path, found))
