@@ -103,5 +103,7 @@ def test_the_console_script_lints_a_model_rebound_to_many_names(tmp_path: Path, 
     done = subprocess.run([str(script), "check", "rebind.py", "--no-cache", "-j1"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
-    assert "NNX101" in done.stdout and "[*] 1 fixable" in done.stdout
+    assert "NNX101" in done.stdout
+    # Rebound by name, every use is a known pin site: the fix is computed (in the fix worker).
+    assert ("[*] 1 fixable" in done.stdout) == (how == "name")
     assert time.monotonic() - started < 120
