@@ -43,15 +43,18 @@ class IsolatedFixes:
     def ask(self, request: dict[str, Any], timeout: float | None = None) -> Any:
         """The worker's answer to ``request``; :class:`FixCrashed` if the worker died on it, or
         was stopped after ``timeout`` seconds (the next request starts a fresh worker)."""
-        # The files being fixed are analysed text: their directories are never imported from.
-        roots = [*self.roots, os.path.dirname(os.path.abspath(request["path"]))]
-        if self.worker is None:
-            self.worker = WorkerProcess("fix", roots)
+        self.start(request["path"])
         try:
             return self.worker.request(request, timeout)
         except WorkerDied as died:
             self.close()
             raise FixCrashed(died.how) from None
+
+    def start(self, path: str) -> None:
+        """Start the worker for fixing ``path``, unless one is running."""
+        if self.worker is None:
+            # The files being fixed are analysed text: their directories are never imported from.
+            self.worker = WorkerProcess("fix", [*self.roots, os.path.dirname(os.path.abspath(path))])
 
     def close(self) -> None:
         """End the worker, if one is running."""

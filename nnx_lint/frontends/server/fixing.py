@@ -101,6 +101,15 @@ class EditorFixes:
                 self._answers.move_to_end(key)
             return known
 
+    def start(self, path: str) -> None:
+        """Start the worker ahead of the first request (it takes a second or two to import
+        libcst and the analysis); a worker that cannot start is tried again by that request."""
+        with self._lock:
+            try:
+                self.fixer.start(path)
+            except (WorkerStartFailed, WorkerUntrusted):
+                pass
+
     def _ask(self, request: dict[str, Any]) -> FixAnswer:
         try:
             answer = self.fixer.ask(request, self.seconds)

@@ -212,6 +212,16 @@ class NNXLanguageServer(LanguageServer):
             self._fixes = fixing.EditorFixes(list(request["roots"]))
         return self._fixes
 
+    async def prestart_fixes(self, path: Path) -> None:
+        """When the first file opens, start the fix worker on its own thread, so that the first
+        code action does not wait for it."""
+        if self._fixes is not None or not fixing.fixes_available():
+            return
+        follow = await self.call(self.state.fix_settings, path)
+        if follow is None or self._fixes is not None:
+            return
+        self.fix_executor.submit(self.editor_fixes({"roots": follow.roots}).start, str(path))
+
     def _shows_disabled(self) -> bool:
         document = self.client_capabilities.text_document if self.client_capabilities else None
         code_action = document.code_action if document else None
@@ -304,6 +314,7 @@ def build_server(baseline: str | None = None) -> NNXLanguageServer:
         server.uris[path] = document.uri
         server.versions[path] = document.version
         server.schedule(await server.call(server.state.open, path, document.text), debounced=False)
+        await server.prestart_fixes(path)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @guarded
