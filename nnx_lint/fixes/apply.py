@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+from nnx_lint.base.bounds import checkpoint
 from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
 from nnx_lint.base.facts import ABSENT
 from nnx_lint.fixes.catalog import EVERY_USE_FACT
@@ -43,8 +44,8 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     if blocked is not None:
         return Fix(DISPLAY_ONLY, f"No pin: {blocked}")
     try:
-        edits = [edit for edit in (pin_edit(index, site) for site in sites) if edit is not None]
-        if any(a is not b and _touch(a, b) for a in edits for b in edits):
+        edits = [edit for edit in (_checked(pin_edit(index, site)) for site in sites) if edit is not None]
+        if _any_touch(edits):
             # Nested pinned calls (`nnx.jit(nnx.grad(f))`): a wrapped outer call would rewrite the
             # inner one's text too, so both stay on their lines.
             edits = [edit for edit in (pin_edit(index, site, wrap=False) for site in sites) if edit is not None]
@@ -68,8 +69,22 @@ def pin_fix(index: SourceIndex, diagnostic: Diagnostic, flax: ProjectFlax = UNKN
     return Fix(SAFE, f"Keep graph mode at {names}{flax.needs_note(sites)}", tuple(edits))
 
 
-def _touch(a: Edit, b: Edit) -> bool:
-    return a.start <= b.end and b.start <= a.end
+def _checked(edit: Edit | None) -> Edit | None:
+    """``edit``, once the file's fix budget is checked (a pin may have an edit for every use in the file)."""
+    checkpoint("its fixes (a pin)")
+    return edit
+
+
+def _any_touch(edits: list[Edit]) -> bool:
+    """Whether two of ``edits`` overlap or touch (share an end point): one sweep in start order,
+    not a comparison of every pair (a class-level pin has an edit for every use in the file)."""
+    reach = None
+    distinct = {id(edit): edit for edit in edits}.values()  # an edit is not compared with itself
+    for edit in sorted(distinct, key=lambda edit: edit.start):
+        if reach is not None and edit.start <= reach:
+            return True
+        reach = edit.end if reach is None else max(reach, edit.end)
+    return False
 
 
 def candidate_fixes(rule: type[Rule], index: SourceIndex, diagnostic: Diagnostic,
@@ -134,6 +149,7 @@ def select_edits(text: str, index: SourceIndex, diagnostics: Iterable[Diagnostic
     chosen: list[Fix] = []
     edits: list[Edit] = []
     for diagnostic in diagnostics:
+        checkpoint("its fixes (choosing them)")
         fix = fix_for(diagnostic, index, unsafe, flax)
         if fix is None or not fix.applies(unsafe):
             continue
@@ -161,6 +177,7 @@ def fix_text(text: str, lint, unsafe: bool = False, flax: ProjectFlax = UNKNOWN,
     outcome = FixOutcome(text)
     first = latest = None
     for _ in range(MAX_PASSES):
+        checkpoint("its fixes (a pass)")
         if not python_parses(outcome.text):
             break
         latest = known if first is None and known is not None else lint(outcome.text)

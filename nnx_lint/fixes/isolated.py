@@ -40,17 +40,21 @@ class IsolatedFixes:
         self.roots = [str(root) for root in roots]
         self.worker: WorkerProcess | None = None
 
-    def ask(self, request: dict[str, Any]) -> Any:
-        """The worker's answer to ``request``; :class:`FixCrashed` if the worker died on it."""
-        # The files being fixed are analysed text: their directories are never imported from.
-        roots = [*self.roots, os.path.dirname(os.path.abspath(request["path"]))]
-        if self.worker is None:
-            self.worker = WorkerProcess("fix", roots)
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> Any:
+        """The worker's answer to ``request``; :class:`FixCrashed` if the worker died on it, or
+        was stopped after ``timeout`` seconds (the next request starts a fresh worker)."""
+        self.start(request["path"])
         try:
-            return self.worker.request(request)
+            return self.worker.request(request, timeout)
         except WorkerDied as died:
             self.close()
             raise FixCrashed(died.how) from None
+
+    def start(self, path: str) -> None:
+        """Start the worker for fixing ``path``, unless one is running."""
+        if self.worker is None:
+            # The files being fixed are analysed text: their directories are never imported from.
+            self.worker = WorkerProcess("fix", [*self.roots, os.path.dirname(os.path.abspath(path))])
 
     def close(self) -> None:
         """End the worker, if one is running."""
@@ -89,10 +93,26 @@ def prepare() -> None:
 
 
 def answer(request: dict[str, Any]) -> Any:
-    """In the fix worker: serve one request (see the module docstring)."""
-    if request.get("op") == "attach":
-        return _attach(request)
-    return _fixed_text(request)
+    """In the fix worker: serve one request (see the module docstring).
+
+    A file's fixes have the time budget of its analysis (:class:`~nnx_lint.base.bounds.AnalysisBudget`):
+    past it, the file gets no fixes (its diagnostics are reported all the same), and the worker
+    serves the next file."""
+    from nnx_lint.base.bounds import AnalysisBudget, BudgetExceeded, budget_in_force
+
+    op = request.get("op")
+    try:
+        with budget_in_force(AnalysisBudget()):
+            if op == "attach":
+                return _attach(request)
+            if op == "actions":
+                from nnx_lint.fixes.editor import code_action_fixes
+
+                return code_action_fixes(request)
+            return _fixed_text(request)
+    except BudgetExceeded as over:
+        return {"over_budget": over.message} if op == "actions" else {} if op == "attach" else \
+            {"after": None, "fixed": {}}
 
 
 def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:

@@ -96,6 +96,15 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
     'f(x, graph=True)\\n'
     """
     offsets = line_offsets(text)
+    spans = sorted((offsets[edit.line - 1] + edit.column - 1, offsets[edit.end_line - 1] + edit.end_column - 1,
+                    edit) for edit in edits)
+    if all(end <= following for (_start, end, _edit), (following, _end, _next) in zip(spans, spans[1:])):
+        # Apart (the usual case): the text is assembled once, not copied whole for every edit.
+        pieces, done = [], 0
+        for start, end, edit in spans:
+            pieces += [text[done:start], edit.content]
+            done = end
+        return "".join(pieces) + text[done:]
     result = text
     for edit in sorted(edits, reverse=True):
         start = offsets[edit.line - 1] + edit.column - 1

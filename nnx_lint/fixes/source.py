@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from nnx_lint.fixes.line_length import DEFAULT as DEFAULT_LINE_LENGTH
 from nnx_lint.fixes.line_length import file_indent
@@ -42,9 +42,16 @@ class _Parsed:
 
     module: cst.Module
     positions: Mapping = field(default_factory=dict)
-    parents: Mapping = field(default_factory=dict)
+    #: Each node's parent, found on first use (:func:`_parents`): only a decorator's pin asks.
+    known_parents: Mapping | None = None
     #: Call / Name / Attribute nodes by (start line, column, end line, end column), lines from 1.
     by_span: dict = field(default_factory=dict)
+
+    @property
+    def parents(self) -> Mapping:
+        if self.known_parents is None:
+            self.known_parents = _parents(self.module)
+        return self.known_parents
 
 
 @dataclass
@@ -100,13 +107,27 @@ def _parsed(text: str) -> _Parsed | None:
 def _resolve(text: str) -> _Parsed:
     module = cst.parse_module(text)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    resolved = wrapper.resolve_many([PositionProvider, ParentNodeProvider])
-    parsed = _Parsed(module, resolved[PositionProvider], resolved[ParentNodeProvider])
+    parsed = _Parsed(module, wrapper.resolve(PositionProvider))
     for node, where in parsed.positions.items():
         if isinstance(node, (cst.Call, cst.Name, cst.Attribute)):
             key = (where.start.line, where.start.column, where.end.line, where.end.column)
             parsed.by_span.setdefault(key, node)
     return parsed
+
+
+def _parents(module: cst.Module) -> dict[cst.CSTNode, cst.CSTNode]:
+    """Each node's parent, as libcst's ``ParentNodeProvider`` gives it (a node is the parent of its
+    ``children``), found by a plain walk: the provider is a batched visitor, whose set-up lists
+    every member of the visitor by introspection on each use. That was half of a pin's cost, and
+    a class-level pin resolves a region for every use of the class in the file."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    pending: list[cst.CSTNode] = [module]
+    while pending:
+        node = pending.pop()
+        for child in node.children:
+            parents[child] = node
+            pending.append(child)
+    return parents
 
 
 class SourceIndex:
@@ -126,6 +147,12 @@ class SourceIndex:
         #: The statements of class and function bodies, by the range of the class or function.
         self._bodies = _body_ranges(text)
         self._regions: dict[tuple[int, int], _Region | None] = {}  # by lines; None: libcst cannot parse it
+        #: The parsed texts of :attr:`_regions`, by identity: a region's check that its nodes are its own
+        #: is one lookup, not a scan of every region (a file of N pinned calls has N regions).
+        self._parsed_ids: set[int] = set()
+        #: The region of each node handed out (:meth:`node_at`, :meth:`parent`), so that a question
+        #: about a node finds its region at once instead of scanning every region.
+        self._owners: dict[cst.CSTNode, _Region] = {}
         #: Answers computed from this index's nodes, kept with it (pin edits, :func:`nnx_lint.fixes.pin.pin_edit`).
         self.memo: dict = {}
 
@@ -167,7 +194,7 @@ class SourceIndex:
             cut = len(indent)
             text = "".join(line[cut:] if line.strip("\r\n") else line for line in self.lines[first - 1:last])
             parsed = _parsed(text)
-            if parsed is not None and any(r is not None and r.parsed is parsed for r in self._regions.values()):
+            if parsed is not None and id(parsed) in self._parsed_ids:
                 # The same text twice in one file: each region needs nodes of its own, or a node
                 # would not say which region (and which lines) it is in.
                 try:
@@ -175,6 +202,8 @@ class SourceIndex:
                 except (cst.ParserSyntaxError, RecursionError):
                     parsed = None
             self._regions[key] = None if parsed is None else _Region(first, last, parsed, indent)
+            if parsed is not None:
+                self._parsed_ids.add(id(parsed))
         return self._regions[key]
 
     def parses_after(self, edits: list[Edit]) -> bool:
@@ -229,8 +258,12 @@ class SourceIndex:
         raise AssertionError("the top-level statement holds every change")  # its indentation is ""
 
     def _region_of(self, node: cst.CSTNode) -> _Region:
+        owner = self._owners.get(node)
+        if owner is not None:
+            return owner
         for region in self._regions.values():
             if region is not None and node in region.positions:
+                self._owners[node] = region
                 return region
         raise KeyError("the node is not from this index")
 
@@ -250,10 +283,17 @@ class SourceIndex:
         shift, cut = region.first - 1, len(region.indent)
         key = (line - shift, self.char_column(line, column) - cut,
                end_line - shift, self.char_column(end_line, end_column) - cut)
-        return region.parsed.by_span.get(key)
+        found = region.parsed.by_span.get(key)
+        if found is not None:
+            self._owners[found] = region
+        return found
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self._region_of(node).parents.get(node)
+        region = self._region_of(node)
+        found = region.parents.get(node)
+        if found is not None:
+            self._owners[found] = region
+        return found
 
     def start_line(self, node: cst.CSTNode) -> int:
         """The 1-based line on which ``node`` starts."""

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -166,19 +167,35 @@ class WorkerProcess:
             self.close()
             raise WorkerStartFailed("a worker process could not start")
 
-    def request(self, message: Any) -> Any:
-        """Send ``message``, return the answer; :class:`WorkerDied` if the worker ends first."""
+    def request(self, message: Any, timeout: float | None = None) -> Any:
+        """Send ``message``, return the answer; :class:`WorkerDied` if the worker ends first.
+
+        ``timeout``: seconds the answer may take; past them the worker is killed (a deadline
+        that holds whatever the worker is stuck in, native code included) and
+        :class:`WorkerDied` says so."""
         process = getattr(self, "process", None)
         if process is None or process.stdin is None or process.stdout is None:
             raise WorkerDied("did not start")
+        expired = threading.Event()
+        timer = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, self._expire, (expired,))
+            timer.daemon = True
+            timer.start()
         try:
             process.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
             process.stdin.flush()
             line = process.stdout.readline()
         except (OSError, ValueError):
             line = b""
+        finally:
+            if timer is not None:
+                timer.cancel()
         if not line.endswith(b"\n"):
-            raise WorkerDied(describe_exit(self._reap()))
+            self._reap()
+            if expired.is_set():
+                raise WorkerDied(f"took longer than {timeout:g} s and was stopped")
+            raise WorkerDied(describe_exit(self.process.returncode))
         try:
             answer = json.loads(line)
         except ValueError:  # only a broken worker writes this: never trust it again
@@ -190,6 +207,11 @@ class WorkerProcess:
             raise WorkerUntrusted("a worker process imported modules from outside nnx-lint's installation, "
                                   "so its results are not used: " + ", ".join(map(str, untrusted[:5])))
         return answer.get("answer") if isinstance(answer, dict) and "answer" in answer else answer
+
+    def _expire(self, expired: threading.Event) -> None:
+        expired.set()
+        if self.process.poll() is None:
+            self.process.kill()
 
     def _reap(self) -> int | None:
         try:

@@ -2,8 +2,9 @@
 
 Every action is built from the machinery the CLI uses: a finding's fixes are
 :func:`nnx_lint.fixes.apply.candidate_fixes` (safe pins first, then unsafe rewrites, as
-``--fix`` / ``--unsafe-fixes`` choose them), "fix all" is :func:`nnx_lint.fixes.apply.fix_text`
-(``--fix``: safe fixes to a fixed point, each pass re-linted), the ``# noqa`` comment is
+``--fix`` / ``--unsafe-fixes`` choose them), "fix all" is :func:`nnx_lint.fixes.apply.fix_file`
+(``--fix``: safe fixes to a fixed point, each pass re-linted), both computed in the CLI's fix
+worker (:mod:`nnx_lint.frontends.server.fixing`: isolated and bounded), the ``# noqa`` comment is
 :func:`nnx_lint.frontends.add_noqa.plan_noqa` (``--add-noqa``), and the reproduction is
 :func:`nnx_lint.confirmation.oracle.reproduction_for` (``--show-repro``, with its guard against
 analysed text becoming code). Fixes need libcst (the ``server`` extra installs it); without
@@ -18,7 +19,7 @@ from lsprotocol import types
 
 from nnx_lint.frontends.add_noqa import plan_noqa
 from nnx_lint.base.diagnostic import Diagnostic
-from nnx_lint.fixes.model import SAFE, UNSAFE, source_lines
+from nnx_lint.fixes.model import SAFE, UNSAFE, Fix, source_lines
 from nnx_lint.frontends.server.convert import Positions, text_edit
 
 #: The code action kind of "apply every safe fix" (a client runs it on save when asked to).
@@ -27,22 +28,13 @@ FIX_ALL_KIND = "source.fixAll.nnx-lint"
 SHOW_REPRODUCTION = "nnx-lint.showReproduction"
 
 
-def fix_actions(uri: str, diagnostic: Diagnostic, published: types.Diagnostic, text: str,
-                positions: Positions, index, follow) -> list[types.CodeAction]:
-    """The finding's safe and unsafe fixes as quick fixes (the safe one preferred);
-    ``index`` is the text's :class:`nnx_lint.fixes.source.SourceIndex`, None without libcst;
-    ``follow``: the project's :class:`~nnx_lint.frontends.server.workspace.FixSettings` (its flax
-    decides which pins exist), as ``check --fix`` follows them."""
-    if index is None:
-        return []
-    from nnx_lint.fixes.apply import candidate_fixes
-    from nnx_lint.engine.registry import rule_by_code
-
-    rule = rule_by_code(diagnostic.code)
-    if rule is None or not rule.fixes:
-        return []
+def fix_actions(uri: str, diagnostic: Diagnostic, published: types.Diagnostic, fixes: list[Fix],
+                positions: Positions) -> list[types.CodeAction]:
+    """The finding's safe and unsafe fixes as quick fixes (the safe one preferred); ``fixes``:
+    what the fix worker computed for it (:func:`nnx_lint.fixes.editor.code_action_fixes`: the
+    rule's candidates with edits, with the project's flax, as ``check --fix`` chooses among them)."""
     actions = []
-    for fix in candidate_fixes(rule, index, diagnostic, follow.flax):
+    for fix in fixes:
         if fix.applicability not in (SAFE, UNSAFE) or not fix.edits:
             continue  # display-only: shown in the hover, never applied
         label = "" if fix.applicability == SAFE else " (unsafe: changes what the code means)"
@@ -96,23 +88,26 @@ def reproduction_action(uri: str, diagnostic: Diagnostic, key: str) -> types.Com
     return types.Command(title=title, command=SHOW_REPRODUCTION, arguments=[uri, key])
 
 
-def fix_all_action(uri: str, text: str, lint, positions: Positions, follow) -> types.CodeAction | None:
+def fix_all_action(uri: str, text: str, fixed: tuple[str, int] | None, positions: Positions) -> types.CodeAction | None:
     """Every safe fix of the file at once (``nnx-lint check --fix`` on the buffer, with the
-    project's flax, line length and indent width: ``follow``), as one edit of the whole text;
-    None when nothing changes."""
-    from nnx_lint.fixes.apply import fix_text
-
-    outcome = fix_text(text, lint, unsafe=False, flax=follow.flax, line_length=follow.line_length,
-                       indent_width=follow.indent_width)
-    if outcome.text == text:
+    project's flax, line length and indent width, computed by the fix worker: ``fixed`` is
+    ``(the fixed text, the findings fixed)``), as one edit of the whole text; None when
+    nothing changes."""
+    if fixed is None or fixed[0] == text:
         return None
-    count = sum(outcome.fixed.values())
-    edit = types.TextEdit(types.Range(types.Position(0, 0), positions.end()), outcome.text)
+    after, count = fixed
+    edit = types.TextEdit(types.Range(types.Position(0, 0), positions.end()), after)
     return types.CodeAction(
         title=f"nnx-lint: apply {count} safe fix{'es' * (count != 1)}",
         kind=FIX_ALL_KIND,
         edit=types.WorkspaceEdit(changes={uri: [edit]}),
     )
+
+
+def unavailable_action(reason: str) -> types.CodeAction:
+    """A disabled code action saying why no fix is offered (for clients that show them)."""
+    return types.CodeAction(title="nnx-lint: no fix offered", kind=types.CodeActionKind.QuickFix,
+                            disabled=types.CodeActionDisabled(reason=f"nnx-lint: {reason}"))
 
 
 def reproduction_program(diagnostic: Diagnostic) -> tuple[str | None, str]:

@@ -3,7 +3,9 @@
 The handlers translate between the protocol and :class:`~nnx_lint.frontends.server.workspace.Workspace`.
 Every call into the workspace (buffer updates and analyses alike) runs on one worker thread,
 in the order the notifications arrived, so the protocol stays responsive while a file is
-analysed and the warm state is never touched by two threads.
+analysed and the warm state is never touched by two threads. A code action's fixes are
+computed by the fix worker (:mod:`~nnx_lint.frontends.server.fixing`), waited for on a thread
+of their own: a slow or crashing fix never holds up the analysis of other files.
 
 Diagnostics are published when a file is opened, changed and saved. Changes are debounced
 per file: a change after a quiet spell is analysed at once, and changes that follow within
@@ -17,6 +19,7 @@ import asyncio
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 import nnx_lint
 import nnx_lint.frontends.server.actions as actions
+import nnx_lint.frontends.server.fixing as fixing
 from nnx_lint.frontends.server.convert import Positions, config_diagnostic, diagnostic_key, to_lsp
 from nnx_lint.frontends.server.workspace import CONFIG_NAMES, Workspace, canonical
 
@@ -42,6 +46,9 @@ class NNXLanguageServer(LanguageServer):
         super().__init__("nnx-lint", nnx_lint.__version__)
         self.state = Workspace(baseline)
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nnx-lint-analysis")
+        #: The thread that waits on the fix worker, so that the analysis thread never does.
+        self.fix_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nnx-lint-fixes")
+        self._fixes: fixing.EditorFixes | None = None
         self.uris: dict[Path, str] = {}
         self.versions: dict[Path, int | None] = {}
         self.debounce = DEBOUNCE_SECONDS
@@ -137,40 +144,88 @@ class NNXLanguageServer(LanguageServer):
                 found.append((by_key[key], item))
         return found
 
-    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
-        """On the analysis thread: the actions for the diagnostics in the request's context."""
+    def code_actions(self, params: types.CodeActionParams) -> ActionPlan:
+        """On the analysis thread: the actions for the diagnostics in the request's context that
+        need no fix, and the request for the fix worker (:meth:`answer_code_actions` asks it)."""
         path = path_of(params.text_document.uri)
+        uri = params.text_document.uri
         if path not in self.state.buffers:
-            return []
+            return ActionPlan(uri)
         if not self.state.is_current(path):
             self.state.analyse(path)  # a debounced change is pending: answer for the text as it is now
         result = self.state.results[path]
-        uri = params.text_document.uri
+        refused = fixing.refusal(result.diagnostics)
+        if refused is not None:
+            return ActionPlan(uri, reason=refused)
         encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
-        positions = Positions(result.text, encoding)
+        plan = ActionPlan(uri, Positions(result.text, encoding), result.text)
         wanted = params.context.only
-        found: list[types.CodeAction | types.Command] = []
         follow = self.state.fix_settings(path)
+        fixable = follow is not None and fixing.fixes_available()
+        if fixable:
+            plan.reason = fixing.too_large(result.text)
+            fixable = plan.reason is None
         if wanted is None or types.CodeActionKind.QuickFix in wanted:
-            index = _source_index(result.text, follow)
             published = self.lsp_diagnostics(path)
             requested = {(d.code, d.range.start.line, d.range.start.character) for d in params.context.diagnostics}
             mine = [d for d in published if (d.code, d.range.start.line, d.range.start.character) in requested]
             for diagnostic, item in self.findings_in(path, mine):
-                found += actions.fix_actions(uri, diagnostic, item, result.text, positions, index, follow)
-                noqa = actions.noqa_action(uri, diagnostic, item, result.text, positions)
-                if noqa is not None:
-                    found.append(noqa)
-                reproduction = actions.reproduction_action(uri, diagnostic, item.data["key"])
-                if reproduction is not None:
-                    found.append(reproduction)
-        if wanted is None or any(actions.FIX_ALL_KIND.startswith(kind) for kind in wanted):
-            lint = self.state.linter(path)
-            if lint is not None and follow is not None and _source_index(result.text, follow) is not None:
-                fix_all = actions.fix_all_action(uri, result.text, lint, positions, follow)
-                if fix_all is not None:
-                    found.append(fix_all)
+                plan.findings.append((diagnostic, item, actions.noqa_action(uri, diagnostic, item, result.text,
+                                                                              plan.positions),
+                                      actions.reproduction_action(uri, diagnostic, item.data["key"])))
+        fix_all = wanted is None or any(actions.FIX_ALL_KIND.startswith(kind) for kind in wanted)
+        if fixable and (plan.findings or fix_all):
+            plan.request = {
+                "op": "actions", "path": str(path), "text": result.text, "fix_all": fix_all,
+                "diagnostics": [diagnostic.to_dict() for diagnostic, *_ in plan.findings],
+                "codes": list(follow.codes), "roots": list(follow.roots), "flax": follow.flax_json,
+                "line_length": follow.line_length, "indent_width": follow.indent_width,
+            }
+        return plan
+
+    async def answer_code_actions(self, plan: ActionPlan) -> list[types.CodeAction | types.Command]:
+        """The code actions of ``plan``, with the fixes the fix worker computes on its own thread
+        (the analysis thread analyses other files meanwhile)."""
+        answer = fixing.FixAnswer()
+        if plan.request is not None:
+            answer = await asyncio.get_running_loop().run_in_executor(
+                self.fix_executor, self.editor_fixes(plan.request).ask, plan.request)
+        reason = plan.reason or answer.failure
+        if reason is not None:
+            self.log(f"nnx-lint: {path_of(plan.uri)}: {reason}", types.MessageType.Warning)
+        found: list[types.CodeAction | types.Command] = []
+        for position, (diagnostic, item, noqa, reproduction) in enumerate(plan.findings):
+            if position < len(answer.quick):
+                found += actions.fix_actions(plan.uri, diagnostic, item, answer.quick[position], plan.positions)
+            found += [action for action in (noqa, reproduction) if action is not None]
+        fix_all = actions.fix_all_action(plan.uri, plan.text, answer.fix_all, plan.positions) \
+            if answer.fix_all is not None else None
+        if fix_all is not None:
+            found.append(fix_all)
+        if reason is not None and self._shows_disabled():
+            found.append(actions.unavailable_action(reason))
         return found
+
+    def editor_fixes(self, request: dict) -> fixing.EditorFixes:
+        """The fix worker (one for the server; started on first use)."""
+        if self._fixes is None:
+            self._fixes = fixing.EditorFixes(list(request["roots"]))
+        return self._fixes
+
+    async def prestart_fixes(self, path: Path) -> None:
+        """When the first file opens, start the fix worker on its own thread, so that the first
+        code action does not wait for it."""
+        if self._fixes is not None or not fixing.fixes_available():
+            return
+        follow = await self.call(self.state.fix_settings, path)
+        if follow is None or self._fixes is not None:
+            return
+        self.fix_executor.submit(self.editor_fixes({"roots": follow.roots}).start, str(path))
+
+    def _shows_disabled(self) -> bool:
+        document = self.client_capabilities.text_document if self.client_capabilities else None
+        code_action = document.code_action if document else None
+        return bool(code_action and code_action.disabled_support)
 
     def hover(self, params: types.HoverParams) -> types.Hover | None:
         """On the analysis thread: the advice for the findings under the cursor."""
@@ -195,6 +250,21 @@ class NNXLanguageServer(LanguageServer):
         return actions.reproduction_program(match[0])
 
 
+@dataclass
+class ActionPlan:
+    """What the analysis thread prepares for one code action request (see ``code_actions``)."""
+
+    uri: str
+    positions: Positions | None = None
+    text: str = ""
+    #: ``(finding, its LSP diagnostic, its noqa action, its reproduction command)`` per finding.
+    findings: list[tuple] = field(default_factory=list)
+    #: The fix worker's request (None: no fix is computed).
+    request: dict | None = None
+    #: Why no fix (or no action) is offered, told to the client.
+    reason: str | None = None
+
+
 def path_of(uri: str) -> Path:
     """The canonical path of a ``file:`` URI."""
     return canonical(to_fs_path(uri) or uri)
@@ -208,18 +278,6 @@ def uri_for(path: str) -> str:
 def _contains(span: types.Range, position: types.Position) -> bool:
     start, end = (span.start.line, span.start.character), (span.end.line, span.end.character)
     return start <= (position.line, position.character) <= end
-
-
-def _source_index(text: str, follow):
-    """The fixes' index of ``text`` with the project's line length and indent width (``follow``:
-    :class:`~nnx_lint.frontends.server.workspace.FixSettings`); None without libcst or settings."""
-    if follow is None:
-        return None
-    try:
-        from nnx_lint.fixes.source import index_for
-    except ImportError:  # no libcst: no fixes
-        return None
-    return index_for(text, follow.line_length, follow.indent_width)
 
 
 def build_server(baseline: str | None = None) -> NNXLanguageServer:
@@ -256,6 +314,7 @@ def build_server(baseline: str | None = None) -> NNXLanguageServer:
         server.uris[path] = document.uri
         server.versions[path] = document.version
         server.schedule(await server.call(server.state.open, path, document.text), debounced=False)
+        await server.prestart_fixes(path)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @guarded
@@ -297,7 +356,7 @@ def build_server(baseline: str | None = None) -> NNXLanguageServer:
         code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=False))
     @guarded
     async def code_action(params: types.CodeActionParams):
-        return await server.call(server.code_actions, params)
+        return await server.answer_code_actions(await server.call(server.code_actions, params))
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     @guarded
@@ -323,5 +382,8 @@ def build_server(baseline: str | None = None) -> NNXLanguageServer:
             pending.cancel()
         server._pending.clear()
         server.executor.shutdown(wait=False, cancel_futures=True)
+        server.fix_executor.shutdown(wait=False, cancel_futures=True)
+        if server._fixes is not None:
+            server._fixes.close()
 
     return server

@@ -195,29 +195,6 @@ class Workspace:
         outcome = apply_baseline(result.diagnostics, cached[1], settings.root, None, lambda _path: data)
         result.diagnostics = outcome.new
 
-    def linter(self, path: str | Path):
-        """``lint(text)`` for the open file ``path`` with its rules and warm project (the
-        fixes lint each pass's text with it), or None when it cannot be analysed."""
-        from nnx_lint.engine.walk import lint_source
-
-        key = canonical(path)
-        try:
-            settings = settings_for_file(key)
-            rules = list(rules_for(settings, key))
-        except ConfigError:
-            return None
-        project = self.project_for(settings)
-        module_name, package_root = module_name_for(key)
-
-        def lint(text: str) -> list[Diagnostic]:
-            project.start_file(str(key), package_root)
-            try:
-                return lint_source(text, str(key), rules, project=project, module_name=module_name)
-            finally:
-                project.end_file()
-
-        return lint
-
     def fix_settings(self, path: str | Path):
         """What the fixes of the open file ``path`` follow, as ``check --fix`` does for it: the
         project's flax (pins it cannot take are not offered), line length and indent width.
@@ -225,12 +202,14 @@ class Workspace:
         from nnx_lint.fixes.flax_target import project_flax_for
         from nnx_lint.fixes.line_length import settings_indent_width, settings_line_length
 
+        key = canonical(path)
         try:
-            settings = settings_for_file(canonical(path))
+            settings = settings_for_file(key)
+            codes = tuple(rule.code for rule in rules_for(settings, key))
         except ConfigError:
             return None
         return FixSettings(project_flax_for(settings), settings_line_length(settings).value,
-                           settings_indent_width(settings).value)
+                           settings_indent_width(settings).value, codes, _roots_key(settings))
 
     def is_current(self, path: str | Path) -> bool:
         """Whether the latest result of ``path`` was computed from its current buffer."""
@@ -246,6 +225,16 @@ class FixSettings:
     flax: object
     line_length: int
     indent_width: int | None
+    #: The file's rules (what "fix all" lints each pass with) and its project's analysis roots.
+    codes: tuple[str, ...] = ()
+    roots: tuple[str, ...] = ()
+
+    @property
+    def flax_json(self) -> dict:
+        """:attr:`flax` as plain data, as it crosses to the fix worker."""
+        from dataclasses import asdict
+
+        return asdict(self.flax)
 
 
 def _roots_key(settings: Settings) -> tuple[str, ...]:
