@@ -23,7 +23,10 @@ from nnx_lint.api import (
     Valid,
     body_nodes,
     differs,
+    branch_never_taken,
     nodes_of_class,
+    object_model,
+    restores_constant,
     value_model,
 )
 
@@ -305,7 +308,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
                     statement = statement.parent
                 if isinstance(statement, (nodes.Assign, nodes.AugAssign, nodes.AnnAssign)):
                     found = self._assignment(service, node, statement, external)
-                    if found:
+                    if found and not self._changes_nothing(node, statement):
                         yield statement, found
             elif isinstance(node, nodes.DelAttr) and service.is_external(node.expr, external):
                 maybe, cls = self.is_module_like(service, node.expr)
@@ -329,6 +332,13 @@ class GraphUpdateInTransform(TransformedCodeRule):
                                 "container-item", "Build the new container outside the transform, or keep the "
                                 "entries in Variables and update their values."),
                                 "statement": type(node).__name__.lower()}
+
+    def _changes_nothing(self, target: nodes.AssignAttr, statement) -> bool:
+        """The object-flow model's answer: the write re-stores the literal the attribute always
+        holds, or sits under a flag no analysed call of its function passes true."""
+        model = object_model(self.context)
+        value = statement.value if isinstance(statement, (nodes.Assign, nodes.AnnAssign)) else None
+        return restores_constant(model, target.expr, target.attrname, value, store=target) or branch_never_taken(model, statement)
 
     def _assignment(self, service, target: nodes.AssignAttr, statement, external) -> dict | None:
         owner = target.expr

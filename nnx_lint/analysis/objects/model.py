@@ -136,24 +136,29 @@ class ObjectModel:
         layer's own Variables come from the flax table, not from here)."""
         return self.paths(obj, lambda o: o.kind in (kinds.RNGS, kinds.STREAM, kinds.VARIABLE))
 
-    def constant(self, classdef: nodes.ClassDef, attr: str) -> tuple[bool, object]:
+    def constant(self, classdef: nodes.ClassDef, attr: str, besides: nodes.NodeNG | None = None) -> tuple[bool, object]:
         """``(True, value)`` when every store of ``attr`` on any instance of ``classdef`` (or on its
-        outside ``self``) stores one literal ``value``; ``(False, None)`` otherwise."""
+        outside ``self``) stores one literal ``value``; ``(False, None)`` otherwise. ``besides``: a
+        store to leave out, which must not be the only one (a first store adds the attribute)."""
         values: set = set()
         seen = False
         for (holder, field), sites in self.solver.store_sites.items():
             if field != attr or holder.definition is not classdef:
                 continue
+            if besides is not None:
+                sites = [(node, source) for node, source in sites if node is not besides]
+            if not sites:
+                continue
             seen = True
             if any(not self.solver.points.get(source) for _node, source in sites):
                 return False, None  # a store of a value the model does not know
-            variable = self.solver.field(holder, attr)
-            if variable in self.solver.widened:
+            if self.solver.field(holder, attr) in self.solver.widened:
                 return False, None
-            for obj in self.solver.points.get(variable, ()):
-                if obj.kind != kinds.CONSTANT:
-                    return False, None
-                values.add((type(obj.definition), obj.definition))
+            for _node, source in sites:
+                for obj in self.solver.points.get(source, ()):
+                    if obj.kind != kinds.CONSTANT:
+                        return False, None
+                    values.add((type(obj.definition), obj.definition))
         if not seen or len(values) != 1:
             return False, None
         return True, next(iter(values))[1]
