@@ -1,9 +1,13 @@
 """NNX105 ``shared-rngs``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from astroid import nodes
+
+from checkers.shared_references.analysis import inside
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Valid, raises
+from nnx_lint.api import (DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Valid, object_model,
+                          raises, shared_rngs_paths)
 
 
 def fork_advice(site: RewriteSite):
@@ -143,6 +147,30 @@ class SharedRngs(ClassAliasRule):
             tree_mode=raises("ValueError", "Duplicate RngCount"),
         ),
     ]
+
+    def model_findings(self, classdef: nodes.ClassDef, reported: set[tuple[int, int]]) -> None:
+        """An Rngs the object-flow model shows at two paths of an instance that the replay does
+        not see: a method that falls back to ``self.rngs`` (``rngs = rngs or self.rngs``) and
+        builds a child with it, forwarding through ``**kwargs``, factories and helpers."""
+        for first, second, _owner in shared_rngs_paths(object_model(self.context), classdef):
+            where = second.stores[0] if second.stores else None
+            if where is None or where.root() is not self.context.module or not inside(where, classdef):
+                continue
+            if (where.lineno, where.col_offset) in reported or self.context.mode.scope_keeps_graph_mode(
+                    where, transform=True):
+                continue
+            reported.add((where.lineno, where.col_offset))
+            related = [(node, "stored here") for node in second.stores[1:] + first.stores
+                       if node.root() is self.context.module and node is not where]
+            frame = where.frame()
+            self.report(where, related=related, **{
+                "class_name": classdef.name, "first_path": first.text().lstrip("."),
+                "second_path": second.text().lstrip("."), "kind": "Rngs", "shared": first.fields[-1],
+                "container": None, "conditional": False, "stored_in": getattr(frame, "name", None),
+                "confidence": "static", "first_part": "", "second_part": "", "container_type": None,
+                "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
+                **self._pin_facts(id(classdef)),
+            })
 
     @classmethod
     def reproduce(cls, facts: Facts) -> Reproduction:

@@ -44,3 +44,53 @@ def restores_constant(model, owner: nodes.NodeNG, attribute: str, value: nodes.N
         if not known or type(held) is not type(value.value) or held != value.value:
             return False
     return True
+
+
+def holders_of(model, classdef: nodes.ClassDef) -> list:
+    """The objects of ``classdef`` the model knows: instances it saw made, or else the class's
+    outside ``self`` (what its methods do to an instance no analysed code constructs)."""
+    made = model.instances_of(classdef)
+    if made:
+        return made
+    return [holder for holder, _attr in model.solver.store_sites if holder.definition is classdef
+            and holder.kind != kinds.CLASS]
+
+
+def leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
+    """Whether the attribute path ``fields`` of an instance of ``classdef`` runs through a plain
+    Python object (static to NNX, so what it holds is not in the tree): the model knows the
+    objects at some step before the last, and none of them is a tree node (Module, pytree
+    dataclass, optimizer, container). False when the model does not know."""
+    current = holders_of(model, classdef)
+    for attr in fields[:-1]:
+        following = set()
+        for holder in current:
+            following |= model.fields(holder, attr)
+        known = [o for o in following if o.kind not in (kinds.CONSTANT, kinds.OUTSIDE)]
+        if not known:
+            return False
+        if all(o.kind == kinds.PLAIN for o in known):
+            return True
+        current = [o for o in known if o.is_tree_node]
+    return False
+
+
+def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
+    """``(first path, second path, rngs object)`` for each Rngs (or stream of one) that an instance
+    of ``classdef`` holds at two paths of its tree whose first fields differ."""
+    found = []
+    for holder in holders_of(model, classdef):
+        by_owner: dict = {}
+        for path, obj in model.holds(holder):
+            if obj.kind not in (kinds.RNGS, kinds.STREAM):
+                continue
+            owner = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
+            by_owner.setdefault(owner, []).append(path)
+        for owner, paths in by_owner.items():
+            paths.sort(key=lambda p: (len(p.fields), p.fields))
+            first = paths[0]
+            for second in paths[1:]:
+                if second.fields[0] != first.fields[0]:
+                    found.append((first, second, owner))
+                    break
+    return found

@@ -7,7 +7,7 @@ import weakref
 
 from astroid import nodes
 
-from nnx_lint.analysis.class_info import class_fields
+from nnx_lint.analysis.class_info import class_fields, stored_fields
 from nnx_lint.analysis.objects import abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, constant
 from nnx_lint.analysis.objects.summary import Alloc, Parameter, Summary, summarize
@@ -84,7 +84,7 @@ class World:
         return kind
 
     def dataclass_fields(self, classdef: nodes.ClassDef) -> list[str]:
-        return list(class_fields(classdef))
+        return list(stored_fields(classdef))
 
     def instance(self, classdef: nodes.ClassDef, site, context) -> AbstractObject:
         return AbstractObject(self.instance_kind(classdef), site, context, class_name=self._name(classdef),
