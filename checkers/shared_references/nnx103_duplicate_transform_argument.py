@@ -27,6 +27,8 @@ from checkers.shared_references.reproduction import (
     viewed,
 )
 from nnx_lint.api import (
+    object_model,
+    shared_inside,
     ABSENT,
     ALIAS_CHECKING_GRAPH_APIS,
     CARRY_LOOPS,
@@ -44,6 +46,10 @@ from nnx_lint.api import (
     raises,
     value_model,
 )
+
+
+#: The object-flow model's kinds this rule reports held twice inside one argument.
+_MODULES_AND_VARIABLES = frozenset({"module", "variable"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -319,6 +325,33 @@ class DuplicateTransformArgument(FamilyRule):
         for argument in use.arguments:
             if self._within(node, argument.expression, argument.label, describe_use(use), use.transform):
                 return
+        for argument in use.arguments:
+            if self._model_within(node, argument.expression, argument.label, describe_use(use), use.transform):
+                return
+
+    def _model_within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict,
+                      pin_target) -> bool:
+        """The object-flow model's answer for one argument: an object made in the analysed code
+        whose tree reaches one Module, Variable or Rngs at two paths (a factory flag that gives one
+        submodule to two owners; ``self.teacher = student if flag else build()``). An Rngs held
+        twice is NNX105's finding, at the class that stores it."""
+        shared = shared_inside(object_model(self.context), expression, _MODULES_AND_VARIABLES)
+        if shared is None:
+            return False
+        first, second, obj, root = shared
+        if isinstance(root.definition, nodes.ClassDef) and self.classes.construction(root.definition).aliases:
+            return False  # the class's own construction shares it: NNX101's finding, with its opt-ins
+        kind = {"module": "Module", "variable": "Variable"}[obj.kind]
+        self.report(
+            node, message=self.within_message, **described,
+            first=short_source(expression), second=short_source(expression),
+            first_position=label + first.text(), second_position=label + second.text(),
+            kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
+            confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
+            related=[(store, "stored here") for store in first.stores + second.stores
+                     if store.root() is self.context.module][:6],
+        )
+        return True
 
     def _held_by_both(self, node: nodes.Call, use) -> bool:
         """Two arguments that each hold one object below them (``Container(v)`` twice)."""

@@ -94,3 +94,38 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
                     found.append((first, second, owner))
                     break
     return found
+
+
+#: Objects with identity in NNX's tree: reaching one at two paths is a shared reference.
+_SHARED_KINDS = frozenset({kinds.MODULE, kinds.VARIABLE, kinds.RNGS, kinds.STREAM})
+
+
+def shared_inside(model, expression: nodes.NodeNG, wanted: frozenset[str] = _SHARED_KINDS) -> tuple | None:
+    """``(first path, second path, object, root)`` when an object ``root`` that ``expression`` holds (one the model saw
+    made) reaches one object of the ``wanted`` kinds (default: Module, Variable, Rngs) at two paths
+    of its tree; None otherwise."""
+    for root in model.objects(expression):
+        if not root.proven or not root.is_tree_node:
+            continue
+        by_target: dict = {}
+        for path, obj in model.paths(root, lambda o: o.kind in wanted):
+            if not obj.proven:
+                continue
+            if not holds_state(model, obj):
+                continue  # a Pytree of arrays only: shared, but no Variable to find twice
+            target = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
+            earlier = by_target.setdefault(target, path)
+            if earlier is not path and earlier.fields != path.fields[:len(earlier.fields)]:
+                return earlier, path, obj, root
+    return None
+
+
+def holds_state(model, obj) -> bool:
+    """Whether ``obj`` is or holds NNX state: a Variable, an Rngs, a flax layer (its Params), or a
+    Module whose tree reaches one of those."""
+    if obj.kind in (kinds.VARIABLE, kinds.RNGS, kinds.STREAM):
+        return True
+    if obj.kind == kinds.MODULE and obj.definition is None and (obj.class_name or "").startswith("flax.nnx."):
+        return True
+    return any(True for _ in model.paths(obj, lambda o: o.kind in (kinds.VARIABLE, kinds.RNGS, kinds.STREAM)
+                                         or (o.kind == kinds.MODULE and o.definition is None)))

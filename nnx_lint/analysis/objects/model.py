@@ -112,8 +112,11 @@ class ObjectModel:
             holder, path, seen = queue.popleft()
             if len(path.fields) >= MAX_PATH:
                 continue
-            for attr in index.get(holder, ()):
-                if attr == "*" and holder.kind != kinds.CONTAINER:
+            attrs = index.get(holder, ())
+            # a container's "*" summarises its keyed / indexed elements: walk it only when it has none
+            keyed = any(attr != "*" for attr in attrs)
+            for attr in attrs:
+                if attr == "*" and (holder.kind != kinds.CONTAINER or keyed):
                     continue
                 for target in self.fields(holder, attr):
                     if target in seen or target.kind in _VALUES:

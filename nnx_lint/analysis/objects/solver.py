@@ -23,7 +23,7 @@ from astroid import nodes
 from nnx_lint.analysis.objects import abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant
 from nnx_lint.analysis.objects.library import LibraryModels
-from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, Store, own_scope
+from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
 from nnx_lint.base import bounds
 
 MAX_SET = 48
@@ -55,6 +55,8 @@ class Solver:
         self.steps = 0
         self.library = LibraryModels(self)
         self._edges: set = set()
+        self._or_else: list[tuple] = []
+        self._opened: set[tuple] = set()
 
     # -- variables -----------------------------------------------------------------------
     def var(self, local: tuple, scope: nodes.NodeNG, context) -> tuple:
@@ -133,9 +135,37 @@ class Solver:
         for obj in list(self.points.get(callee, ())):
             self.apply(obj, invocation)
 
+    def or_else(self, dst: tuple, src: tuple, guard: tuple, truthy: bool) -> None:
+        """``guard or src``: ``dst ⊇ src`` once ``guard`` may be false (or stays unknown)."""
+        pending = (dst, src, guard, truthy)
+        self._or_else.append(pending)
+
+        def check(obj: AbstractObject) -> None:
+            if may_be_false(obj):
+                self._open(pending)
+
+        self.watch(guard, check)
+
+    def _open(self, pending: tuple) -> None:
+        if pending in self._opened:
+            return
+        self._opened.add(pending)
+        dst, src, _guard, truthy = pending
+        self.copy(dst, src, truthy)
+
     # -- the fixed point -------------------------------------------------------------------
     def solve(self) -> None:
-        """Propagate until nothing is new (bounded; see the module docstring)."""
+        """Propagate until nothing is new (bounded; see the module docstring); an ``x or y`` whose
+        ``x`` stays unknown then lets ``y`` through, and the propagation resumes."""
+        while True:
+            self._propagate()
+            unknown = [p for p in self._or_else if p not in self._opened and not self.points.get(p[2])]
+            if not unknown:
+                return
+            for pending in unknown:
+                self._open(pending)
+
+    def _propagate(self) -> None:
         work = self._work
         while work:
             var, new = work.popleft()
@@ -336,6 +366,9 @@ class Solver:
                     self.add(var(constraint.dst, scope, context), [obj])
             elif isinstance(constraint, Call):
                 self._instantiate_call(constraint, scope, context)
+            elif isinstance(constraint, OrElse):
+                self.or_else(var(constraint.dst, scope, context), var(constraint.src, scope, context),
+                             var(constraint.guard, scope, context), constraint.truthy)
         if context is not None and context[0] == ROOT:
             self._outside_parameters(scope, summary, context)
         return summary
@@ -396,6 +429,20 @@ class Invocation:
         if position is not None and 0 <= position < len(self.args):
             return self.args[position]
         return None
+
+
+#: Objects that are always true: Python's default truth for instances without ``__bool__`` /
+#: ``__len__`` (Modules, Rngs, optimizers, functions). Containers, plain objects, constants and
+#: unknown values may be false.
+_ALWAYS_TRUE = frozenset({kinds.MODULE, kinds.RNGS, kinds.STREAM, kinds.OPTIMIZER, kinds.FUNCTION, kinds.CLASS,
+                          kinds.BOUND, kinds.TRANSFORMED, kinds.PARTIAL})
+
+
+def may_be_false(obj: AbstractObject) -> bool:
+    """Whether ``obj`` may be false in ``obj or ...``."""
+    if obj.kind == kinds.CONSTANT:
+        return not obj.definition
+    return obj.kind not in _ALWAYS_TRUE
 
 
 def root_context(parent) -> tuple:

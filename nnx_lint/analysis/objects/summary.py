@@ -47,6 +47,17 @@ class Copy:
 
 
 @dataclass(frozen=True)
+class OrElse:
+    """``dst ⊇ src`` once ``guard`` may hold a false value (``guard or src``): a falsy literal, or
+    an object whose truth the model does not know; an unknown (empty) ``guard`` too, after the solve."""
+
+    dst: Local
+    src: Local
+    guard: Local
+    truthy: bool = False
+
+
+@dataclass(frozen=True)
 class Load:
     """``dst ⊇ base.attr`` (``attr`` ``"*"``: any element of a container)."""
 
@@ -264,8 +275,14 @@ class Extractor:
             emit(Copy(var, self.expression(node.orelse)))
         elif isinstance(node, nodes.BoolOp):
             last = len(node.values) - 1
+            previous = None
             for index, value in enumerate(node.values):
-                emit(Copy(var, self.expression(value), truthy=node.op == "or" and index < last))
+                operand = self.expression(value)
+                if node.op == "or" and previous is not None:  # reached only when the previous may be false
+                    emit(OrElse(var, operand, previous, truthy=index < last))
+                else:
+                    emit(Copy(var, operand, truthy=node.op == "or" and index < last))
+                previous = operand
         elif isinstance(node, (nodes.Tuple, nodes.List, nodes.Set)):
             emit(Alloc(var, "container", node, type(node).__name__.lower()))
             for index, element in enumerate(node.elts):
