@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    object_model,
     LAYER_BOOL_FLAGS,
     NNX,
-    RNG_OBJECTS,
     RNG_SHAPE_POSITIONS,
     TABULATE_OPTIONS,
     Facts,
@@ -265,11 +265,11 @@ class TabulateTracesPythonValues(Rule):
         return _finding(shape, f"Rngs.{name}", "a shape", "TypeError", shape)
 
     def _is_rng(self, expression: nodes.NodeNG) -> bool:
-        """An ``Rngs`` (by its class, or the ``rngs`` naming convention) or one of its streams."""
-        classes = value_model(self.context).candidates(expression)
-        if classes:
-            return any(candidate.ref.qualified_name.startswith(f"{NNX}.")
-                       and candidate.ref.short_name in RNG_OBJECTS for candidate in classes)
+        """An ``Rngs`` or one of its streams: the object-flow model's answer, or, when the model
+        knows nothing of the expression, the ``rngs`` naming convention."""
+        found = object_model(self.context).objects(expression)
+        if found:
+            return any(o.kind in ("rngs", "stream") for o in found)
         if isinstance(expression, nodes.Attribute):
             return names_rngs(expression.attrname) or (
                 isinstance(expression.expr, nodes.Attribute) and names_rngs(expression.expr.attrname))

@@ -228,7 +228,7 @@ class VariableModel:
                 merged.extend(found, "", conditional=True)
             return merged
         if isinstance(value, nodes.Name):
-            if self._is_rngs_parameter(value):
+            if self._is_rngs_expression(value):
                 return Holdings([Holding("", "RngKey/RngCount", RNG, line=value.lineno)])
             bound = bound_values(value)
             if not bound:
