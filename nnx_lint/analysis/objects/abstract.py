@@ -52,9 +52,14 @@ class AbstractObject:
     #: For partials: the number of positional arguments prepended (they are fields ``[0]`` ...).
     prepended: int = 0
 
-    def __hash__(self) -> int:
+    def __post_init__(self) -> None:
+        # hashed on every set operation of the solve: computed once (targets and copies nest)
         definition = self.definition if self.kind == CONSTANT else id(self.definition)
-        return hash((self.kind, id(self.site), id(self.context), definition, self.target, self.copy_of))
+        object.__setattr__(self, "_hash", hash((self.kind, id(self.site), id(self.context), definition,
+                                                self.target, self.copy_of)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AbstractObject) and (self.kind, self.site, self.context, self.definition,

@@ -339,7 +339,7 @@ class Extractor:
         return var
 
     def _name(self, node: nodes.Name, var: Local) -> None:
-        _scope, bindings = lookup(node)
+        bindings = _only_parameter(node) or lookup(node)[1]
         for binding in bindings:
             if isinstance(binding, (nodes.AssignName, nodes.FunctionDef, nodes.ClassDef)):
                 self.emit(Copy(var, ("b", binding)))
@@ -412,12 +412,35 @@ def _is_builtin(func: nodes.NodeNG, builtin: str, qualified_name: str | None) ->
         and all(b.root().name == "builtins" for b in lookup(func)[1])
 
 
+def _only_parameter(node: nodes.Name) -> list[nodes.NodeNG]:
+    """``[parameter]`` when ``node`` reads a parameter of its own function that the function never
+    rebinds (``self`` nearly always): the lookup's answer, without the lookup."""
+    scope = node.scope()
+    if not isinstance(scope, (nodes.FunctionDef, nodes.Lambda)):
+        return []
+    bindings = scope.locals.get(node.name, ())
+    if len(bindings) == 1 and isinstance(bindings[0], nodes.AssignName) \
+            and isinstance(bindings[0].parent, nodes.Arguments):
+        return [bindings[0]]
+    return []
+
+
+def _may_be_imported(name: nodes.Name) -> bool:
+    """Whether any scope around ``name`` binds it by an import (else no lookup is needed)."""
+    scope = name.scope()
+    while scope is not None:
+        if any(isinstance(b, (nodes.Import, nodes.ImportFrom)) for b in scope.locals.get(name.name, ())):
+            return True
+        scope = scope.parent.scope() if scope.parent is not None else None
+    return False
+
+
 def _imported_base(node: nodes.Attribute) -> bool:
     """Whether the attribute chain starts at a name an import binds (``nnx.Rngs``, ``pkg.mod.f``)."""
     base = node.expr
     while isinstance(base, nodes.Attribute):
         base = base.expr
-    if not isinstance(base, nodes.Name):
+    if not isinstance(base, nodes.Name) or not _may_be_imported(base):
         return False
     _scope, bindings = lookup(base)
     return bool(bindings) and all(isinstance(b, (nodes.Import, nodes.ImportFrom)) for b in bindings)
