@@ -55,6 +55,8 @@ class ObjectModel:
         for scope in nodes_of_class(module, (nodes.FunctionDef, nodes.Lambda)):
             self.solver.instantiate(scope, self._root_context(scope))
         self.solver.solve()
+        self._holders: dict[AbstractObject, list[str]] | None = None
+        self._instances: dict[int, dict[AbstractObject, None]] | None = None
 
     def _root_context(self, scope: nodes.NodeNG):
         enclosing = own_scope(scope)
@@ -91,7 +93,7 @@ class ObjectModel:
 
     def field_names(self, obj: AbstractObject) -> list[str]:
         """The fields stored on ``obj``, in the order first stored."""
-        return [attr for (holder, attr) in self.solver.store_sites if holder == obj]
+        return list(self._fields_by_holder().get(obj, ()))
 
     def store_nodes(self, obj: AbstractObject, attr: str, target: AbstractObject | None = None) -> list[nodes.NodeNG]:
         """The stores that put ``target`` (default: anything) into ``obj.attr``."""
@@ -129,10 +131,12 @@ class ObjectModel:
         return found
 
     def _fields_by_holder(self) -> dict[AbstractObject, list[str]]:
-        index: dict[AbstractObject, list[str]] = {}
-        for holder, attr in self.solver.store_sites:
-            index.setdefault(holder, []).append(attr)
-        return index
+        """Each holder's stored fields (built once: the model does not change after the solve)."""
+        if self._holders is None:
+            self._holders = {}
+            for holder, attr in self.solver.store_sites:
+                self._holders.setdefault(holder, []).append(attr)
+        return self._holders
 
     def holds(self, obj: AbstractObject) -> list[tuple[Path, AbstractObject]]:
         """The Rngs, streams and Variables ``obj`` holds in its tree, with their paths (a flax
@@ -180,9 +184,10 @@ class ObjectModel:
 
     def instances_of(self, classdef: nodes.ClassDef) -> list[AbstractObject]:
         """The objects of ``classdef`` the model saw made (proven ones), in creation order."""
-        seen: dict[AbstractObject, None] = {}
-        for points in self.solver.points.values():
-            for obj in points:
-                if obj.definition is classdef and obj.proven and obj.kind != kinds.CLASS:
-                    seen[obj] = None
-        return list(seen)
+        if self._instances is None:
+            self._instances = {}
+            for points in self.solver.points.values():
+                for obj in points:
+                    if isinstance(obj.definition, nodes.ClassDef) and obj.proven and obj.kind != kinds.CLASS:
+                        self._instances.setdefault(id(obj.definition), {})[obj] = None
+        return list(self._instances.get(id(classdef), ()))
