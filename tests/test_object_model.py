@@ -239,3 +239,22 @@ def test_a_blow_up_is_a_budget_stop_not_a_hang(tmp_path, monkeypatch):
     with bounds.budget_in_force(bounds.AnalysisBudget()):
         with pytest.raises(bounds.BudgetExceeded, match="object-flow model"):
             _model(tmp_path, chain + "\ny = f0([1])\n")
+
+
+hypothesmith = pytest.importorskip("hypothesmith")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
+@given(program=hypothesmith.from_node())
+def test_random_programs_solve_within_the_bounds(tmp_path, program):
+    """Programs generated from Python's grammar never crash the solve, and every set stays capped."""
+    try:
+        context = file_context(tmp_path, "from flax import nnx\n" + program)
+    except Exception:  # astroid cannot build it: nothing for the model to do
+        return
+    model = object_model(context)
+    assert all(len(found) <= solver_module.MAX_SET for found in model.solver.points.values())
+    assert model.solver.steps <= solver_module.MAX_STEPS
