@@ -9,6 +9,7 @@ from nnx_lint.api import (
     object_model,
     LAYER_BOOL_FLAGS,
     NNX,
+    RNG_OBJECTS,
     RNG_SHAPE_POSITIONS,
     TABULATE_OPTIONS,
     Facts,
@@ -265,8 +266,12 @@ class TabulateTracesPythonValues(Rule):
         return _finding(shape, f"Rngs.{name}", "a shape", "TypeError", shape)
 
     def _is_rng(self, expression: nodes.NodeNG) -> bool:
-        """An ``Rngs`` or one of its streams: the object-flow model's answer, or, when the model
-        knows nothing of the expression, the ``rngs`` naming convention."""
+        """An ``Rngs`` or one of its streams: the classes the value model knows, else the object-flow
+        model's answer (a value handed in through calls), else the ``rngs`` naming convention."""
+        classes = value_model(self.context).candidates(expression)
+        if classes:
+            return any(candidate.ref.qualified_name.startswith(f"{NNX}.")
+                       and candidate.ref.short_name in RNG_OBJECTS for candidate in classes)
         found = object_model(self.context).objects(expression)
         if found:
             return any(o.kind in ("rngs", "stream") for o in found)

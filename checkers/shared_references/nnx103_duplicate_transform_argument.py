@@ -334,7 +334,11 @@ class DuplicateTransformArgument(FamilyRule):
         """The object-flow model's answer for one argument: an object made in the analysed code
         whose tree reaches one Module, Variable or Rngs at two paths (a factory flag that gives one
         submodule to two owners; ``self.teacher = student if flag else build()``). An Rngs held
-        twice is NNX105's finding, at the class that stores it."""
+        twice is NNX105's finding, at the class that stores it. Asked only of an instance of a
+        project class, the values the model follows into constructors."""
+        ref = self.classes.class_of(expression)
+        if ref is None or ref.definition is None:
+            return False
         shared = shared_inside(object_model(self.context), expression, _MODULES_AND_VARIABLES)
         if shared is None:
             return False

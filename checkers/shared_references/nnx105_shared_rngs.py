@@ -6,8 +6,8 @@ from astroid import nodes
 from checkers.shared_references.analysis import inside
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import (DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Valid, object_model,
-                          raises, shared_rngs_paths)
+from nnx_lint.api import (DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Valid, nodes_of_class,
+                          object_model, raises, shared_rngs_paths)
 
 
 def fork_advice(site: RewriteSite):
@@ -151,7 +151,10 @@ class SharedRngs(ClassAliasRule):
     def model_findings(self, classdef: nodes.ClassDef, reported: set[tuple[int, int]]) -> None:
         """An Rngs the object-flow model shows at two paths of an instance that the replay does
         not see: a method that falls back to ``self.rngs`` (``rngs = rngs or self.rngs``) and
-        builds a child with it, forwarding through ``**kwargs``, factories and helpers."""
+        builds a child with it. Asked only of a class with such a fallback (``x or self.attr``,
+        ``self.attr if ... else x``), the flow the replay does not follow."""
+        if not _falls_back_to_self(classdef):
+            return
         for first, second, _owner in shared_rngs_paths(object_model(self.context), classdef):
             where = second.stores[0] if second.stores else None
             if where is None or where.root() is not self.context.module or not inside(where, classdef):
@@ -178,3 +181,13 @@ class SharedRngs(ClassAliasRule):
         at both paths, through nnx.jit or the API the file uses it with. Control: the
         second path stores `rngs.fork()` (the r84 fix)."""
         return class_alias_reproduction(facts, "fork")
+
+
+def _falls_back_to_self(classdef: nodes.ClassDef) -> bool:
+    """Whether a method of ``classdef`` chooses between a value and one of ``self``'s attributes."""
+    for choice in nodes_of_class(classdef, (nodes.BoolOp, nodes.IfExp)):
+        operands = choice.values if isinstance(choice, nodes.BoolOp) else (choice.body, choice.orelse)
+        if any(isinstance(o, nodes.Attribute) and isinstance(o.expr, nodes.Name) and o.expr.name == "self"
+               for o in operands):
+            return True
+    return False

@@ -384,15 +384,26 @@ class VariableModel:
         return False
 
     def _is_rngs_expression(self, expression: nodes.NodeNG) -> bool:
-        """Whether ``expression`` holds an ``nnx.Rngs`` or a stream of one: the object-flow model's
-        answer (through assignments, calls, base classes, ``self`` attributes, forks), or, what the
-        model cannot know, a parameter that is an Rngs by the class model's convention."""
-        if any(o.kind in _RNG_OBJECT_KINDS for o in object_model(self.context).objects(expression)):
-            return True
-        base = expression
-        while isinstance(base, (nodes.Attribute, nodes.Subscript)):  # rngs.dropout, rngs['dropout']
-            base = base.expr if isinstance(base, nodes.Attribute) else base.value
-        return isinstance(base, nodes.Name) and self._is_rngs_parameter(base)
+        """Whether ``expression`` holds an ``nnx.Rngs`` or a stream of one: ``nnx.Rngs(...)``, a name
+        of that class, a parameter that is an Rngs by the class model's convention, a stream of one;
+        else, for a parameter (what only the callers know), the object-flow model's answer."""
+        if isinstance(expression, nodes.Name):
+            if self._is_rngs_parameter(expression):
+                return True
+            ref = self.context.classes.class_of(expression)
+            if ref is not None and ref.qualified_name in RNG_TYPES:
+                return True
+            _scope, bindings = lookup(expression)
+            return bool(bindings) and all(isinstance(b, nodes.AssignName) and isinstance(b.parent, nodes.Arguments)
+                                          for b in bindings) and any(
+                o.kind in _RNG_OBJECT_KINDS for o in object_model(self.context).objects(expression))
+        if isinstance(expression, nodes.Attribute):  # rngs.dropout (an RngStream)
+            return self._is_rngs_expression(expression.expr)
+        if isinstance(expression, nodes.Subscript):  # rngs['dropout']
+            return self._is_rngs_expression(expression.value)
+        if isinstance(expression, nodes.Call):
+            return self.context.qualified_name(expression.func) in RNG_TYPES
+        return False
 
 
 #: The object-flow model's kinds for an ``Rngs`` and a stream of one.
