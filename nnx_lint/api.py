@@ -84,7 +84,8 @@ Values, classes and Variables:
   others (walking only tree nodes), what it ``holds`` (Rngs, streams, Variables), the ``constant`` an
   attribute holds, the ``parameter_values`` analysed calls pass; ``ObjectModel`` its type,
   ``AbstractObject`` one object (kind, class, creation site, proven); ``restores_constant`` and
-  ``branch_never_taken`` — a store that changes nothing, a branch no analysed call takes;
+  ``branch_never_taken`` — a store that changes nothing, a branch no analysed call takes
+  (``parameter_guards``: the ``if flag:`` around a node, found without building the model);
   ``leaves_the_tree``, ``shared_rngs_paths`` and ``shared_inside`` — a path through a plain Python
   object, an Rngs reached at two paths of an instance, one object at two paths of an argument.
 - ``value_model`` — the file's value model (what an expression is); ``DATA_CONTAINER``,
@@ -264,7 +265,7 @@ from nnx_lint.analysis.transform_types import (
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
 from nnx_lint.analysis.objects import AbstractObject, ObjectModel, object_model
-from nnx_lint.analysis.objects.guards import branch_never_taken, leaves_the_tree, restores_constant, shared_inside, shared_rngs_paths
+from nnx_lint.analysis.objects.guards import branch_never_taken, leaves_the_tree, parameter_guards, restores_constant, shared_inside, shared_rngs_paths
 from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, STATIC_CONTAINER, VARIABLE_TYPES, value_model
 from nnx_lint.analysis.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Holdings, variable_model
 
@@ -299,7 +300,7 @@ __all__ = [
     "TransformedCode", "Reach", "helper_summaries", "where", "expected_messages", "ExpectedMessage",
     "pattern_strings", "plain_text", "found_in",
     # Values, classes and Variables.
-    "object_model", "ObjectModel", "AbstractObject", "restores_constant", "branch_never_taken", "leaves_the_tree", "shared_rngs_paths", "shared_inside", "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
+    "object_model", "ObjectModel", "AbstractObject", "restores_constant", "branch_never_taken", "parameter_guards", "leaves_the_tree", "shared_rngs_paths", "shared_inside", "value_model", "DATA_CONTAINER", "STATIC_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",

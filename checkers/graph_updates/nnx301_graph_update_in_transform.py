@@ -26,6 +26,7 @@ from nnx_lint.api import (
     branch_never_taken,
     nodes_of_class,
     object_model,
+    parameter_guards,
     restores_constant,
     value_model,
 )
@@ -336,9 +337,12 @@ class GraphUpdateInTransform(TransformedCodeRule):
     def _changes_nothing(self, target: nodes.AssignAttr, statement) -> bool:
         """The object-flow model's answer: the write re-stores the literal the attribute always
         holds, or sits under a flag no analysed call of its function passes true."""
-        model = object_model(self.context)
         value = statement.value if isinstance(statement, (nodes.Assign, nodes.AnnAssign)) else None
-        return restores_constant(model, target.expr, target.attrname, value, store=target) or branch_never_taken(model, statement)
+        if isinstance(value, nodes.Const) and restores_constant(object_model(self.context), target.expr,
+                                                               target.attrname, value, store=target):
+            return True
+        # the model is built only for a write that a parameter's flag guards
+        return bool(parameter_guards(statement)) and branch_never_taken(object_model(self.context), statement)
 
     def _assignment(self, service, target: nodes.AssignAttr, statement, external) -> dict | None:
         owner = target.expr

@@ -343,8 +343,9 @@ class DuplicateTransformArgument(FamilyRule):
         if shared is None:
             return False
         first, second, obj, root = shared
-        if isinstance(root.definition, nodes.ClassDef) and self.classes.construction(root.definition).aliases:
-            return False  # the class's own construction shares it: NNX101's finding, with its opt-ins
+        owners = [root.definition] + [store.frame().parent for store in first.stores + second.stores]
+        if any(isinstance(owner, nodes.ClassDef) and self.classes.construction(owner).aliases for owner in owners):
+            return False  # a class's own construction shares it: NNX101's finding, with its opt-ins
         kind = {"module": "Module", "variable": "Variable"}[obj.kind]
         self.report(
             node, message=self.within_message, **described,

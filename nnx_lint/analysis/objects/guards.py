@@ -9,21 +9,30 @@ from nnx_lint.analysis.objects import abstract as kinds
 from nnx_lint.analysis.objects.abstract import is_falsy_constant
 
 
-def branch_never_taken(model, node: nodes.NodeNG) -> bool:
-    """Whether ``node`` sits in the body of ``if flag:`` (``flag`` a parameter of the enclosing
-    function) and every analysed call of that function leaves ``flag`` falsy: its default is
-    ``False`` / ``None`` and no caller passes a true value. False when no analysed call reaches
-    the function (nothing is known about its callers)."""
+def parameter_guards(node: nodes.NodeNG) -> list[tuple[nodes.FunctionDef, str]]:
+    """The ``if flag:`` around ``node`` (inside its function) whose ``flag`` is a parameter of the
+    function: ``(function, flag)`` for each, innermost first. Syntax only: no model is built."""
+    found = []
     current = node
     while current.parent is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda)):
         parent = current.parent
         if isinstance(parent, nodes.If) and current in parent.body and isinstance(parent.test, nodes.Name):
             function = parent.scope()
             if isinstance(function, nodes.FunctionDef) and parent.test.name in function.argnames():
-                values = model.parameter_values(function, parent.test.name)
-                if values and all(is_falsy_constant(v) for v in values):
-                    return True
+                found.append((function, parent.test.name))
         current = parent
+    return found
+
+
+def branch_never_taken(model, node: nodes.NodeNG) -> bool:
+    """Whether ``node`` sits in the body of ``if flag:`` (``flag`` a parameter of the enclosing
+    function) and every analysed call of that function leaves ``flag`` falsy: its default is
+    ``False`` / ``None`` and no caller passes a true value. False when no analysed call reaches
+    the function (nothing is known about its callers)."""
+    for function, flag in parameter_guards(node):
+        values = model.parameter_values(function, flag)
+        if values and all(is_falsy_constant(v) for v in values):
+            return True
     return False
 
 
