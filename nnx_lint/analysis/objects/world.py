@@ -3,8 +3,6 @@ scope for the whole run), methods along the bases (in any project file), instanc
 the objects of names, literals and parameters no analysed caller reaches."""
 from __future__ import annotations
 
-import weakref
-
 from astroid import nodes
 
 from nnx_lint.analysis.class_info import class_fields, stored_fields
@@ -15,9 +13,6 @@ from nnx_lint.flax_table import object_relations as relations
 
 #: How far up a class hierarchy methods are looked for.
 _MAX_BASES = 12
-#: module -> {id(scope): Summary}: a summary depends only on its module's tree, which the
-#: project keeps for the whole run (a warm run re-reads cached results, never summaries).
-_SUMMARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class World:
@@ -28,18 +23,16 @@ class World:
         self.classes = context.classes
         self._methods: dict[tuple[int, str], nodes.FunctionDef | None] = {}
         self._kinds: dict[int, str] = {}
+        self._summaries: dict[int, Summary] = {}
 
     # -- summaries -------------------------------------------------------------------------
     def summary(self, scope: nodes.NodeNG) -> Summary | None:
-        module = scope.root()
-        try:
-            per_module = _SUMMARIES.setdefault(module, {})
-        except TypeError:  # a tree that cannot be weakly referenced: summarise without a memo
-            per_module = {}
-        found = per_module.get(id(scope))
+        """The scope's summary, made once per file's model (kept no longer: a summary is small to
+        make and the solve that reads it is per file; a warm run re-reads cached results)."""
+        found = self._summaries.get(id(scope))
         if found is None or found.scope is not scope:
             resolver = self.classes.resolver_for(scope)
-            found = per_module[id(scope)] = summarize(scope, resolver.qualified_name)
+            found = self._summaries[id(scope)] = summarize(scope, resolver.qualified_name)
         return found
 
     # -- classes ---------------------------------------------------------------------------
