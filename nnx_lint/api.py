@@ -60,6 +60,17 @@ Calls and transforms:
 
 Values, classes and Variables:
 
+- ``object_flow`` — :mod:`nnx_lint.analysis.objects`, one namespace for the object-flow model:
+  ``object_flow.object_model(context)`` is the file's model (``context.objects`` too): the objects an
+  expression may hold (``objects``, ``proven``), ``may_alias``, the field ``paths`` from an object to
+  others (walking only tree nodes), what it ``holds`` (Rngs, streams, Variables), the ``constant`` an
+  attribute holds, the ``parameter_values`` analysed calls pass; ``object_flow.ObjectModel`` its type,
+  ``object_flow.AbstractObject`` one object (kind, class, creation site, proven);
+  ``object_flow.restores_constant`` and ``object_flow.branch_never_taken`` — a store that changes
+  nothing, a branch no analysed call takes (``object_flow.parameter_guards``: the ``if flag:`` around a
+  node, found without building the model); ``object_flow.leaves_the_tree``,
+  ``object_flow.shared_rngs_paths`` and ``object_flow.shared_inside`` — a path through a plain Python
+  object, an Rngs reached at two paths of an instance, one object at two paths of an argument.
 - ``value_model`` — the file's value model (what an expression is); ``DATA_CONTAINER``,
   ``CONTAINER_KINDS`` — what its ``stored_kind`` calls a container an attribute stores (a pytree node a Tree Mode transform rebuilds, or one carried by reference).
 - ``Ref``, ``Alias``, ``SelfReference`` — objects inside constructed instances: where they come
@@ -134,6 +145,7 @@ from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, ro
 from nnx_lint.analysis.transform_types import Application, Argument, DecodedTransform, bound_values_of, explicit_tree
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
+from nnx_lint.analysis import objects as object_flow
 from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, value_model
 from nnx_lint.analysis.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Holdings, variable_model
 
@@ -156,7 +168,7 @@ __all__ = [
     "TransformedCode", "Reach", "helper_summaries", "where", "expected_messages",
     "pattern_strings", "plain_text", "found_in",
     # Values, classes and Variables.
-    "value_model", "DATA_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
+    "object_flow", "value_model", "DATA_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",

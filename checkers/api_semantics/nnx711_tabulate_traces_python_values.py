@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from nnx_lint.api import (
+    object_flow,
     Facts,
     Invalid,
     Rule,
@@ -261,11 +262,15 @@ class TabulateTracesPythonValues(Rule):
         return _finding(shape, f"Rngs.{name}", "a shape", "TypeError", shape)
 
     def _is_rng(self, expression: nodes.NodeNG) -> bool:
-        """An ``Rngs`` (by its class, or the ``rngs`` naming convention) or one of its streams."""
+        """An ``Rngs`` or one of its streams: the classes the value model knows, else the object-flow
+        model's answer (a value handed in through calls), else the ``rngs`` naming convention."""
         classes = value_model(self.context).candidates(expression)
         if classes:
             return any(candidate.ref.qualified_name.startswith(flax_table.NNX_PREFIX)
                        and candidate.ref.short_name in flax_table.RNG_OBJECTS for candidate in classes)
+        found = object_flow.object_model(self.context).objects(expression)
+        if found:
+            return any(o.kind in ("rngs", "stream") for o in found)
         if isinstance(expression, nodes.Attribute):
             return names_rngs(expression.attrname) or (
                 isinstance(expression.expr, nodes.Attribute) and names_rngs(expression.expr.attrname))

@@ -22,6 +22,7 @@ from nnx_lint.api import (
     body_nodes,
     differs,
     flax_table,
+    object_flow,
     nodes_of_class,
     value_model,
 )
@@ -304,7 +305,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
                     statement = statement.parent
                 if isinstance(statement, (nodes.Assign, nodes.AugAssign, nodes.AnnAssign)):
                     found = self._assignment(service, node, statement, external)
-                    if found:
+                    if found and not self._changes_nothing(node, statement):
                         yield statement, found
             elif isinstance(node, nodes.DelAttr) and service.is_external(node.expr, external):
                 maybe, cls = self.is_module_like(service, node.expr)
@@ -328,6 +329,16 @@ class GraphUpdateInTransform(TransformedCodeRule):
                                 "container-item", "Build the new container outside the transform, or keep the "
                                 "entries in Variables and update their values."),
                                 "statement": type(node).__name__.lower()}
+
+    def _changes_nothing(self, target: nodes.AssignAttr, statement) -> bool:
+        """The object-flow model's answer: the write re-stores the literal the attribute always
+        holds, or sits under a flag no analysed call of its function passes true."""
+        value = statement.value if isinstance(statement, (nodes.Assign, nodes.AnnAssign)) else None
+        if isinstance(value, nodes.Const) and object_flow.restores_constant(object_flow.object_model(self.context), target.expr,
+                                                               target.attrname, value, store=target):
+            return True
+        # the model is built only for a write that a parameter's flag guards
+        return bool(object_flow.parameter_guards(statement)) and object_flow.branch_never_taken(object_flow.object_model(self.context), statement)
 
     def _assignment(self, service, target: nodes.AssignAttr, statement, external) -> dict | None:
         owner = target.expr

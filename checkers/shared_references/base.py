@@ -18,17 +18,18 @@ from checkers.shared_references.analysis import (
 )
 from nnx_lint.api import (
     Alias,
-    Facts,
-    NNXCall,
-    Ref,
-    Rule,
     assigned_value,
     expressions_within,
     fact_index,
+    Facts,
     flax_table,
     join_path,
+    NNXCall,
+    object_flow,
     pin_sites,
     pin_sites_in,
+    Ref,
+    Rule,
     transform_resolver,
 )
 
@@ -184,9 +185,16 @@ class ClassAliasRule(FamilyRule):
                     continue
                 if self.context.mode.scope_keeps_graph_mode(where, transform=True):
                     continue
+                if object_flow.leaves_the_tree(object_flow.object_model(self.context), classdef, alias.second.path):
+                    continue  # held by a plain Python object: static to NNX, not a second path
                 reported.add((where.lineno, where.col_offset))
                 sites = _store_sites(alias, where) + self._child_store_sites(alias)
                 self.report(where, related=sites, **self._facts(classdef, alias))
+            self.model_findings(classdef, reported)
+
+    def model_findings(self, classdef: nodes.ClassDef, reported: set[tuple[int, int]]) -> None:
+        """Findings the object-flow model shows beyond the construction replay (a rule overrides
+        it); ``reported`` holds the ``(line, column)`` already reported, to add to."""
 
     def _child_store_sites(self, alias: Alias) -> list[tuple[nodes.NodeNG, str]]:
         """Where a child class keeps the shared argument (``self.noise = Noise(rngs)`` and

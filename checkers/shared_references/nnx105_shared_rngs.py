@@ -1,9 +1,24 @@
 """NNX105 ``shared-rngs``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
+from astroid import nodes
+
+from checkers.shared_references.analysis import inside
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import DISPLAY_ONLY, PIN, Facts, Invalid, Reproduction, Rewrite, RewriteSite, Valid, raises
+from nnx_lint.api import (
+    DISPLAY_ONLY,
+    Facts,
+    Invalid,
+    nodes_of_class,
+    object_flow,
+    PIN,
+    raises,
+    Reproduction,
+    Rewrite,
+    RewriteSite,
+    Valid,
+)
 
 
 def fork_advice(site: RewriteSite):
@@ -144,9 +159,46 @@ class SharedRngs(ClassAliasRule):
         ),
     ]
 
+    def model_findings(self, classdef: nodes.ClassDef, reported: set[tuple[int, int]]) -> None:
+        """An Rngs the object-flow model shows at two paths of an instance that the replay does
+        not see: a method that falls back to ``self.rngs`` (``rngs = rngs or self.rngs``) and
+        builds a child with it. Asked only of a class with such a fallback (``x or self.attr``,
+        ``self.attr if ... else x``), the flow the replay does not follow."""
+        if not _falls_back_to_self(classdef):
+            return
+        for first, second, _owner in object_flow.shared_rngs_paths(object_flow.object_model(self.context), classdef):
+            where = second.stores[0] if second.stores else None
+            if where is None or where.root() is not self.context.module or not inside(where, classdef):
+                continue
+            if (where.lineno, where.col_offset) in reported or self.context.mode.scope_keeps_graph_mode(
+                    where, transform=True):
+                continue
+            reported.add((where.lineno, where.col_offset))
+            related = [(node, "stored here") for node in second.stores[1:] + first.stores
+                       if node.root() is self.context.module and node is not where]
+            frame = where.frame()
+            self.report(where, related=related, **{
+                "class_name": classdef.name, "first_path": first.text().lstrip("."),
+                "second_path": second.text().lstrip("."), "kind": "Rngs", "shared": first.fields[-1],
+                "container": None, "conditional": False, "stored_in": getattr(frame, "name", None),
+                "confidence": "static", "first_part": "", "second_part": "", "container_type": None,
+                "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
+                **self._pin_facts(id(classdef)),
+            })
+
     @classmethod
     def reproduce(cls, facts: Facts) -> Reproduction:
         """The class storing one `nnx.Rngs` (or a stream of it, as the facts' parts say)
         at both paths, through nnx.jit or the API the file uses it with. Control: the
         second path stores `rngs.fork()` (the r84 fix)."""
         return class_alias_reproduction(facts, "fork")
+
+
+def _falls_back_to_self(classdef: nodes.ClassDef) -> bool:
+    """Whether a method of ``classdef`` chooses between a value and one of ``self``'s attributes."""
+    for choice in nodes_of_class(classdef, (nodes.BoolOp, nodes.IfExp)):
+        operands = choice.values if isinstance(choice, nodes.BoolOp) else (choice.body, choice.orelse)
+        if any(isinstance(o, nodes.Attribute) and isinstance(o.expr, nodes.Name) and o.expr.name == "self"
+               for o in operands):
+            return True
+    return False

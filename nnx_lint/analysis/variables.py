@@ -23,6 +23,8 @@ from nnx_lint.flax_table import nnx_api
 from nnx_lint.flax_table.names import NNX_DATA, NNX_DICT, NNX_LIST, NNX_PREFIX, NUMPY_MODULES
 from nnx_lint.analysis.calls import constant_bool
 from nnx_lint.analysis.refs import RNG_TYPES
+from nnx_lint.analysis.objects import object_model
+from nnx_lint.analysis.objects.abstract import RNGS, STREAM
 from nnx_lint.analysis.flow import bound_values, lookup
 from nnx_lint.analysis.later_stores import LaterStore, stores_onto
 from nnx_lint.analysis.names import base_classes
@@ -226,7 +228,7 @@ class VariableModel:
                 merged.extend(found, "", conditional=True)
             return merged
         if isinstance(value, nodes.Name):
-            if self._is_rngs_parameter(value):
+            if self._is_rngs_expression(value):
                 return Holdings([Holding("", "RngKey/RngCount", RNG, line=value.lineno)])
             bound = bound_values(value)
             if not bound:
@@ -382,19 +384,30 @@ class VariableModel:
         return False
 
     def _is_rngs_expression(self, expression: nodes.NodeNG) -> bool:
+        """Whether ``expression`` holds an ``nnx.Rngs`` or a stream of one: ``nnx.Rngs(...)``, a name
+        of that class, a parameter that is an Rngs by the class model's convention, a stream of one;
+        else, for a parameter (what only the callers know), the object-flow model's answer."""
         if isinstance(expression, nodes.Name):
             if self._is_rngs_parameter(expression):
                 return True
             ref = self.context.classes.class_of(expression)
-            return ref is not None and ref.qualified_name in RNG_TYPES
+            if ref is not None and ref.qualified_name in RNG_TYPES:
+                return True
+            _scope, bindings = lookup(expression)
+            return bool(bindings) and all(isinstance(b, nodes.AssignName) and isinstance(b.parent, nodes.Arguments)
+                                          for b in bindings) and any(
+                o.kind in _RNG_OBJECT_KINDS for o in object_model(self.context).objects(expression))
         if isinstance(expression, nodes.Attribute):  # rngs.dropout (an RngStream)
             return self._is_rngs_expression(expression.expr)
         if isinstance(expression, nodes.Subscript):  # rngs['dropout']
             return self._is_rngs_expression(expression.value)
         if isinstance(expression, nodes.Call):
-            name = self.context.qualified_name(expression.func)
-            return name in RNG_TYPES
+            return self.context.qualified_name(expression.func) in RNG_TYPES
         return False
+
+
+#: The object-flow model's kinds for an ``Rngs`` and a stream of one.
+_RNG_OBJECT_KINDS = frozenset({RNGS, STREAM})
 
 
 def _rng_state(spec: LayerSpec, call: nodes.Call | None) -> bool | None:

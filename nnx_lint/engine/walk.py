@@ -28,6 +28,7 @@ from nnx_lint.analysis.case_notes import case_notes
 from nnx_lint.base.node_index import SCOPE_TYPES, module_index
 from nnx_lint.base.noqa import apply_noqa
 from nnx_lint.analysis.prefilter import mentions_nnx
+from nnx_lint.analysis.objects import ObjectModel
 from nnx_lint.analysis.project import Project
 from nnx_lint.analysis.first_error import name_first_errors
 from nnx_lint.base.related import RelatedSpec, anchored
@@ -70,6 +71,11 @@ class FileContext:
         if found is None:
             found = self._services[factory] = factory(self)
         return found  # type: ignore[return-value]
+
+    @property
+    def objects(self):
+        """The file's object-flow model (:class:`nnx_lint.analysis.objects.ObjectModel`), built on first use."""
+        return self.service(ObjectModel)
 
     def qualified_name(self, node: nodes.NodeNG | None) -> str | None:
         """Canonical qualified name of ``node`` (``flax.nnx.vmap``), or None; a node of

@@ -1,0 +1,21 @@
+"""The object-flow model: abstract objects at their creation sites, inclusion constraints from
+per-scope summaries, a bounded worklist solver, and the queries rules ask
+(:class:`~nnx_lint.analysis.objects.model.ObjectModel`)."""
+from __future__ import annotations
+
+from nnx_lint.analysis.objects.abstract import AbstractObject
+from nnx_lint.analysis.objects.guards import (
+    branch_never_taken,
+    leaves_the_tree,
+    parameter_guards,
+    restores_constant,
+    shared_inside,
+    shared_rngs_paths,
+)
+from nnx_lint.analysis.objects.model import ObjectModel, Path, object_model
+
+#: What rules read through ``nnx_lint.api.object_flow``: the model and the questions built on it.
+__all__ = [
+    "AbstractObject", "ObjectModel", "Path", "object_model", "restores_constant", "branch_never_taken",
+    "parameter_guards", "leaves_the_tree", "shared_rngs_paths", "shared_inside",
+]

@@ -1,0 +1,193 @@
+"""The object-flow model of one linted file, and the queries rules ask it.
+
+Built once per file on first use (``context.objects``, or :func:`object_model`): the module's
+body, and every function, method and lambda of the module as an entry with no caller, are
+instantiated; calls pull in what they reach, in this file or any project file (read through
+the project, so the result cache records them as dependencies). Then the solver runs to its
+bounded fixed point.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from astroid import nodes
+
+from nnx_lint.analysis.objects import abstract as kinds
+from nnx_lint.analysis.objects.abstract import AbstractObject
+from nnx_lint.analysis.objects.solver import Solver, is_rooted, root_context
+from nnx_lint.analysis.objects.summary import own_scope
+from nnx_lint.analysis.objects.world import World
+from nnx_lint.base.node_index import nodes_of_class
+
+#: How deep :meth:`ObjectModel.paths` walks fields.
+MAX_PATH = 6
+#: The values that carry no identity worth tracking across objects.
+_VALUES = frozenset({kinds.CONSTANT, kinds.FUNCTION, kinds.CLASS, kinds.LIBRARY})
+
+
+@dataclass(frozen=True)
+class Path:
+    """One way to reach an object from a root: the fields in order, and the stores that made each step."""
+
+    fields: tuple[str, ...]
+    stores: tuple[nodes.NodeNG, ...]
+
+    def text(self) -> str:
+        """``.block.rngs`` / ``[0].rngs``."""
+        return "".join(f if f.startswith("[") else f".{f}" for f in self.fields)
+
+
+def object_model(context) -> ObjectModel:
+    """The (memoised) :class:`ObjectModel` of the file being linted."""
+    return context.service(ObjectModel)
+
+
+class ObjectModel:
+    """Where each value was made, what holds it and where it goes (see the module docstring)."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self.world = World(context)
+        self.solver = Solver(self.world)
+        module = context.module
+        self.solver.instantiate(module, None)
+        for scope in nodes_of_class(module, (nodes.FunctionDef, nodes.Lambda)):
+            self.solver.instantiate(scope, self._root_context(scope))
+        self.solver.solve()
+        self._holders: dict[AbstractObject, list[str]] | None = None
+        self._instances: dict[int, dict[AbstractObject, None]] | None = None
+
+    def _root_context(self, scope: nodes.NodeNG):
+        enclosing = own_scope(scope)
+        if isinstance(enclosing, nodes.Module):
+            return root_context(None)
+        return root_context(self._root_context(enclosing))
+
+    # -- queries -------------------------------------------------------------------------
+    def objects(self, expression: nodes.NodeNG) -> set[AbstractObject]:
+        """The abstract objects ``expression`` (an expression or a name binding) may hold, over
+        every context its function was analysed in."""
+        local = ("b", expression) if isinstance(expression, (nodes.AssignName, nodes.AssignAttr)) \
+            else ("e", expression)
+        scope = own_scope(expression)
+        found: set[AbstractObject] = set()
+        contexts = self.solver.instances.get(scope, {None}) if not isinstance(scope, nodes.Module) else {None}
+        for context in contexts:
+            found |= self.solver.points.get(self.solver.var(local, scope, context), set())
+        return found
+
+    def proven(self, expression: nodes.NodeNG) -> bool:
+        """Whether the answer of :meth:`objects` is complete: known, every object seen made, no set widened."""
+        found = self.objects(expression)
+        return bool(found) and all(o.proven for o in found)
+
+    def may_alias(self, first: nodes.NodeNG, second: nodes.NodeNG) -> bool:
+        """Whether two expressions may hold one object (constants, functions and classes aside)."""
+        shared = self.objects(first) & self.objects(second)
+        return any(o.kind not in _VALUES for o in shared)
+
+    def fields(self, obj: AbstractObject, attr: str) -> set[AbstractObject]:
+        """The objects ``obj.attr`` may hold (``"*"``: any element of a container)."""
+        return set(self.solver.points.get(self.solver.field(obj, attr), ()))
+
+    def field_names(self, obj: AbstractObject) -> list[str]:
+        """The fields stored on ``obj``, in the order first stored."""
+        return list(self._fields_by_holder().get(obj, ()))
+
+    def store_nodes(self, obj: AbstractObject, attr: str, target: AbstractObject | None = None) -> list[nodes.NodeNG]:
+        """The stores that put ``target`` (default: anything) into ``obj.attr``."""
+        found = []
+        for node, source in self.solver.store_sites.get((obj, attr), ()):
+            if target is None or target in self.solver.points.get(source, ()):
+                found.append(node)
+        return found
+
+    def paths(self, root: AbstractObject, target_test, *, through_tree_only: bool = True) -> list[tuple[Path, AbstractObject]]:
+        """Every field path from ``root`` to an object ``target_test(obj)`` accepts, breadth first,
+        walking only through tree nodes (Modules, pytree dataclasses, optimizers, containers): a
+        plain Python object is static to NNX, so what it holds is not in the tree."""
+        index = self._fields_by_holder()
+        found: list[tuple[Path, AbstractObject]] = []
+        queue = deque([(root, Path((), ()), frozenset([root]))])
+        while queue:
+            holder, path, seen = queue.popleft()
+            if len(path.fields) >= MAX_PATH:
+                continue
+            attrs = index.get(holder, ())
+            # a container's "*" summarises its keyed / indexed elements: walk it only when it has none
+            keyed = any(attr != "*" for attr in attrs)
+            for attr in attrs:
+                if attr == "*" and (holder.kind != kinds.CONTAINER or keyed):
+                    continue
+                for target in self.fields(holder, attr):
+                    if target in seen or target.kind in _VALUES:
+                        continue
+                    step = Path(path.fields + (attr,), path.stores + tuple(self.store_nodes(holder, attr, target)[:1]))
+                    if target_test(target):
+                        found.append((step, target))
+                    if not through_tree_only or target.is_tree_node:
+                        queue.append((target, step, seen | {target}))
+        return found
+
+    def _fields_by_holder(self) -> dict[AbstractObject, list[str]]:
+        """Each holder's stored fields (built once: the model does not change after the solve)."""
+        if self._holders is None:
+            self._holders = {}
+            for holder, attr in self.solver.store_sites:
+                self._holders.setdefault(holder, []).append(attr)
+        return self._holders
+
+    def holds(self, obj: AbstractObject) -> list[tuple[Path, AbstractObject]]:
+        """The Rngs, streams and Variables ``obj`` holds in its tree, with their paths (a flax
+        layer's own Variables come from the flax table, not from here)."""
+        return self.paths(obj, lambda o: o.kind in (kinds.RNGS, kinds.STREAM, kinds.VARIABLE))
+
+    def constant(self, classdef: nodes.ClassDef, attr: str, besides: nodes.NodeNG | None = None) -> tuple[bool, object]:
+        """``(True, value)`` when every store of ``attr`` on any instance of ``classdef`` (or on its
+        outside ``self``) stores one literal ``value``; ``(False, None)`` otherwise. ``besides``: a
+        store to leave out, which must not be the only one (a first store adds the attribute)."""
+        values: set = set()
+        seen = False
+        for (holder, field), sites in self.solver.store_sites.items():
+            if field != attr or holder.definition is not classdef:
+                continue
+            if besides is not None:
+                sites = [(node, source) for node, source in sites if node is not besides]
+            if not sites:
+                continue
+            seen = True
+            if any(not self.solver.points.get(source) for _node, source in sites):
+                return False, None  # a store of a value the model does not know
+            if self.solver.field(holder, attr) in self.solver.widened:
+                return False, None
+            for _node, source in sites:
+                for obj in self.solver.points.get(source, ()):
+                    if obj.kind != kinds.CONSTANT:
+                        return False, None
+                    values.add((type(obj.definition), obj.definition))
+        if not seen or len(values) != 1:
+            return False, None
+        return True, next(iter(values))[1]
+
+    def parameter_values(self, function: nodes.NodeNG, name: str) -> set[AbstractObject] | None:
+        """What the analysed calls of ``function`` pass for parameter ``name`` (its default included
+        when a call leaves it out); None when no analysed call reaches ``function``."""
+        binding = next((b for b in nodes_of_class(function.args, nodes.AssignName) if b.name == name), None)
+        contexts = [c for c in self.solver.instances.get(function, ()) if not is_rooted(c)]
+        if binding is None or not contexts:
+            return None
+        found: set[AbstractObject] = set()
+        for context in contexts:
+            found |= self.solver.points.get(self.solver.var(("b", binding), function, context), set())
+        return found
+
+    def instances_of(self, classdef: nodes.ClassDef) -> list[AbstractObject]:
+        """The objects of ``classdef`` the model saw made (proven ones), in creation order."""
+        if self._instances is None:
+            self._instances = {}
+            for points in self.solver.points.values():
+                for obj in points:
+                    if isinstance(obj.definition, nodes.ClassDef) and obj.proven and obj.kind != kinds.CLASS:
+                        self._instances.setdefault(id(obj.definition), {})[obj] = None
+        return list(self._instances.get(id(classdef), ()))

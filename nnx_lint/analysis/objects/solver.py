@@ -1,0 +1,455 @@
+"""The bounded worklist solver of the object-flow model (Andersen-style inclusion constraints).
+
+Summaries (:mod:`nnx_lint.analysis.objects.summary`) are instantiated once per call-site
+context (one level: the call that entered the function, and the context the function object
+was made in, for closures). Only what is new is pushed (difference propagation). Calls are
+resolved on the fly: when a callee variable gains a project function, class, bound method,
+transformed callable or partial, its parameter, ``self`` and return edges are added; a class
+called is a construction plus a call of its ``__init__`` (found along the bases, in any project
+file), and ``super().__init__`` runs the next class's method on the same receiver. Library
+calls follow the small models of :mod:`nnx_lint.flax_table.object_relations`.
+
+Bounds: a set past :data:`MAX_SET` stops growing and is marked widened (its answers are
+unproven); a function past :data:`MAX_CONTEXTS` contexts shares one merged context; the
+steps are counted against :data:`MAX_STEPS` and the file's deadline is checked inside the
+loop (both end as NNX004, never a hang).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from astroid import nodes
+
+from nnx_lint.analysis.objects import abstract as kinds
+from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant
+from nnx_lint.analysis.objects.library import LibraryModels
+from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
+from nnx_lint.base import bounds
+
+MAX_SET = 48
+MAX_CONTEXTS = 12
+MAX_STEPS = 400_000
+ROOT = "root"
+MERGED = "*"
+
+
+class Solver:
+    """Holds the constraint graph and its fixed point. ``world`` answers questions about
+    classes and definitions (:class:`nnx_lint.analysis.objects.model.World`)."""
+
+    def __init__(self, world) -> None:
+        self.world = world
+        self.points: dict[tuple, set[AbstractObject]] = {}
+        self.widened: set[tuple] = set()
+        self._copies: dict[tuple, list[tuple[tuple, bool]]] = {}
+        self._loads: dict[tuple, list[tuple[tuple, str]]] = {}
+        self._stores: dict[tuple, list[tuple[str, tuple, nodes.NodeNG]]] = {}
+        self._calls: dict[tuple, list[tuple]] = {}
+        #: var -> handlers ``(callback, extra)`` called for each new object (library models).
+        self._watchers: dict[tuple, list] = {}
+        #: (object, field) -> [(store node, source variable)]
+        self.store_sites: dict[tuple[AbstractObject, str], list[tuple[nodes.NodeNG, tuple]]] = {}
+        self.instances: dict[nodes.NodeNG, set] = {}
+        self._scopes: dict[int, nodes.NodeNG] = {}
+        self._work: deque = deque()
+        self.steps = 0
+        self.library = LibraryModels(self)
+        self._edges: set = set()
+        self._or_else: list[tuple] = []
+        self._opened: set[tuple] = set()
+
+    # -- variables -----------------------------------------------------------------------
+    def var(self, local: tuple, scope: nodes.NodeNG, context) -> tuple:
+        """The concrete variable of a summary's ``local`` in the instance ``(scope, context)``."""
+        tag, node = local[0], local[1]
+        if tag == "r":
+            return ("r", node, context)
+        home = self._scope_of(node)
+        while home is not scope and context is not None:
+            context = context[1]
+            parent = scope.parent
+            if parent is None:
+                break
+            scope = self._scope_of_parent(scope)
+        if isinstance(home, nodes.Module):
+            context = None
+        return (tag, node, context)
+
+    def _scope_of(self, node: nodes.NodeNG) -> nodes.NodeNG:
+        found = self._scopes.get(id(node))
+        if found is None:
+            found = self._scopes[id(node)] = own_scope(node)
+        return found
+
+    def _scope_of_parent(self, scope: nodes.NodeNG) -> nodes.NodeNG:
+        return self._scope_of(scope) if isinstance(scope, (nodes.FunctionDef, nodes.Lambda)) else scope
+
+    def field(self, obj: AbstractObject, attr: str) -> tuple:
+        return ("f", obj, attr)
+
+    # -- adding ---------------------------------------------------------------------------
+    def add(self, var: tuple, objects) -> None:
+        """``var ⊇ objects``: queue what is new."""
+        current = self.points.setdefault(var, set())
+        new = [o for o in objects if o not in current]
+        if not new:
+            return
+        if var in self.widened:
+            return
+        room = MAX_SET - len(current)
+        if len(new) > room:
+            new = new[:max(room, 0)]
+            self.widened.add(var)
+        current.update(new)
+        if new:
+            self._work.append((var, new))
+
+    def copy(self, dst: tuple, src: tuple, truthy: bool = False) -> None:
+        key = ("c", dst, src, truthy)
+        if key in self._edges:
+            return
+        self._edges.add(key)
+        self._copies.setdefault(src, []).append((dst, truthy))
+        existing = self.points.get(src)
+        if existing:
+            self.add(dst, [o for o in existing if not (truthy and is_falsy_constant(o))])
+
+    def load(self, dst: tuple, base: tuple, attr: str) -> None:
+        self._loads.setdefault(base, []).append((dst, attr))
+        for obj in list(self.points.get(base, ())):
+            self._load_one(dst, obj, attr)
+
+    def store(self, base: tuple, attr: str, src: tuple, node: nodes.NodeNG) -> None:
+        self._stores.setdefault(base, []).append((attr, src, node))
+        for obj in list(self.points.get(base, ())):
+            self._store_one(obj, attr, src, node)
+
+    def watch(self, var: tuple, callback) -> None:
+        """Call ``callback(obj)`` for every object ``var`` holds, now and later."""
+        self._watchers.setdefault(var, []).append(callback)
+        for obj in list(self.points.get(var, ())):
+            callback(obj)
+
+    def call(self, callee: tuple, invocation: Invocation) -> None:
+        self._calls.setdefault(callee, []).append(invocation)
+        for obj in list(self.points.get(callee, ())):
+            self.apply(obj, invocation)
+
+    def or_else(self, dst: tuple, src: tuple, guard: tuple, truthy: bool) -> None:
+        """``guard or src``: ``dst ⊇ src`` once ``guard`` may be false (or stays unknown)."""
+        pending = (dst, src, guard, truthy)
+        self._or_else.append(pending)
+
+        def check(obj: AbstractObject) -> None:
+            if may_be_false(obj):
+                self._open(pending)
+
+        self.watch(guard, check)
+
+    def _open(self, pending: tuple) -> None:
+        if pending in self._opened:
+            return
+        self._opened.add(pending)
+        dst, src, _guard, truthy = pending
+        self.copy(dst, src, truthy)
+
+    # -- the fixed point -------------------------------------------------------------------
+    def solve(self) -> None:
+        """Propagate until nothing is new (bounded; see the module docstring); an ``x or y`` whose
+        ``x`` stays unknown then lets ``y`` through, and the propagation resumes."""
+        while True:
+            self._propagate()
+            unknown = [p for p in self._or_else if p not in self._opened and not self.points.get(p[2])]
+            if not unknown:
+                return
+            for pending in unknown:
+                self._open(pending)
+
+    def _propagate(self) -> None:
+        work = self._work
+        while work:
+            var, new = work.popleft()
+            self.steps += 1
+            if self.steps % 2048 == 0:
+                bounds.checkpoint("the object-flow model")
+                bounds.check_count(self.steps, MAX_STEPS, "the object-flow model")
+            for dst, truthy in list(self._copies.get(var, ())):
+                self.add(dst, [o for o in new if not (truthy and is_falsy_constant(o))])
+            for dst, attr in list(self._loads.get(var, ())):
+                for obj in new:
+                    self._load_one(dst, obj, attr)
+            for attr, src, node in list(self._stores.get(var, ())):
+                for obj in new:
+                    self._store_one(obj, attr, src, node)
+            for invocation in list(self._calls.get(var, ())):
+                for obj in new:
+                    self.apply(obj, invocation)
+            for callback in list(self._watchers.get(var, ())):
+                for obj in new:
+                    callback(obj)
+
+    def _store_one(self, obj: AbstractObject, attr: str, src: tuple, node: nodes.NodeNG) -> None:
+        if obj.kind in (kinds.CONSTANT, kinds.FUNCTION, kinds.LIBRARY):
+            return
+        sites = self.store_sites.setdefault((obj, attr), [])
+        if not any(n is node and s == src for n, s in sites):
+            sites.append((node, src))
+        self.copy(self.field(obj, attr), src)
+
+    def _load_one(self, dst: tuple, obj: AbstractObject, attr: str) -> None:
+        kind = obj.kind
+        if kind in (kinds.RNGS, kinds.STREAM):
+            self.add(dst, [self.library.rngs_attribute(obj, attr)])
+            return
+        if kind == kinds.CLASS:
+            method = self.world.method(obj.definition, attr)
+            if method is not None:
+                self.add(dst, [self.world.method_object(method, obj, bound_to_class=True)])
+            self.copy(dst, self.field(obj, attr))
+            return
+        if kind in (kinds.CONSTANT, kinds.FUNCTION, kinds.LIBRARY, kinds.TRANSFORMED, kinds.PARTIAL, kinds.BOUND):
+            return
+        if attr.startswith("[") and obj.class_name not in ("tuple", "tuple-arguments"):
+            self.copy(dst, self.field(obj, "*"))
+        elif attr.startswith("'") and obj.class_name not in ("dict", "dict-arguments"):
+            self.copy(dst, self.field(obj, "*"))
+        self.copy(dst, self.field(obj, attr))
+        if isinstance(obj.definition, nodes.ClassDef):
+            method = self.world.method(obj.definition, attr)
+            if method is not None:
+                if self.world.is_property(method):
+                    self.enter(method, None, Invocation(method, obj.context, (), (), dst=dst), receiver=obj)
+                else:
+                    self.add(dst, [self.world.method_object(method, obj)])
+
+    # -- calls ---------------------------------------------------------------------------
+    def apply(self, obj: AbstractObject, invocation: Invocation) -> None:
+        """Resolve one call of ``obj``."""
+        kind = obj.kind
+        if kind == kinds.FUNCTION:
+            self.enter(obj.definition, obj.context, invocation)
+        elif kind == kinds.BOUND:
+            self.enter(obj.definition, None, invocation, receiver=obj.target)
+        elif kind == kinds.CLASS:
+            self.construct(obj.definition, invocation)
+        elif kind in (kinds.MODULE, kinds.PLAIN, kinds.DATACLASS, kinds.OUTSIDE) \
+                and isinstance(obj.definition, nodes.ClassDef):
+            method = self.world.method(obj.definition, "__call__")
+            if method is not None:
+                self.enter(method, None, invocation, receiver=obj)
+        elif kind == kinds.TRANSFORMED:
+            if obj.target is None:
+                self.library.wrap(obj.class_name, invocation)
+            else:
+                self.apply(obj.target, invocation)
+        elif kind == kinds.PARTIAL and obj.target is not None:
+            prepended = tuple(self.field(obj, f"[{i}]") for i in range(obj.prepended))
+            self.apply(obj.target, invocation.prepend(prepended))
+        elif kind == kinds.LIBRARY:
+            self.library.call(obj, invocation)
+
+    def enter(self, function: nodes.NodeNG, defined_in, invocation: Invocation,
+              receiver: AbstractObject | None = None) -> None:
+        """Call a project function: bind the arguments, and the result to its return."""
+        context = self.context_for(function, invocation, defined_in, receiver)
+        summary = self.instantiate(function, context)
+        if summary is None:
+            return
+        parameters = list(summary.parameters)
+        plain = [p for p in parameters if p.kind == "plain"]
+        positional = [p for p in plain if p.position is not None]
+        bound: set[str] = set()
+        if receiver is not None and positional and not self.world.is_static(function):
+            first = positional.pop(0)
+            self.add(self.var(first.binding, function, context), [receiver])
+            bound.add(first.name)
+        star = next((p for p in parameters if p.kind == "star"), None)
+        double_star = next((p for p in parameters if p.kind == "double-star"), None)
+        for index, argument in enumerate(invocation.args):
+            if index < len(positional):
+                self.copy(self.var(positional[index].binding, function, context), argument)
+                bound.add(positional[index].name)
+            elif star is not None:
+                holder = self._arguments_object(invocation, context, "tuple")
+                self.add(self.var(star.binding, function, context), [holder])
+                self.copy(self.field(holder, f"[{index - len(positional)}]"), argument)
+                self.copy(self.field(holder, "*"), argument)
+        by_name = {p.name: p for p in plain}
+        for name, argument in invocation.keywords:
+            if name in by_name and name not in bound:
+                self.copy(self.var(by_name[name].binding, function, context), argument)
+                bound.add(name)
+            elif double_star is not None:
+                holder = self._arguments_object(invocation, context, "dict")
+                self.add(self.var(double_star.binding, function, context), [holder])
+                self.copy(self.field(holder, repr(name)), argument)
+                self.copy(self.field(holder, "*"), argument)
+        if invocation.star is not None:
+            for parameter in positional[len(invocation.args):]:
+                if parameter.name not in bound:
+                    self.load(self.var(parameter.binding, function, context), invocation.star, "*")
+                    bound.add(parameter.name)
+            if star is not None:
+                self.copy(self.var(star.binding, function, context), invocation.star)
+        if invocation.double_star is not None:
+            for parameter in plain:
+                if parameter.name not in bound:
+                    self.load(self.var(parameter.binding, function, context), invocation.double_star,
+                              repr(parameter.name))
+                    bound.add(parameter.name)
+            if double_star is not None:
+                self.copy(self.var(double_star.binding, function, context), invocation.double_star)
+        for parameter in plain:
+            if parameter.name not in bound and parameter.default is not None:
+                self.copy(self.var(parameter.binding, function, context), self.var(parameter.default, function, context))
+        if invocation.dst is not None:
+            self.copy(invocation.dst, ("r", function, context))
+
+    def _arguments_object(self, invocation: Invocation, context, kind: str) -> AbstractObject:
+        return AbstractObject(kinds.CONTAINER, invocation.node, context, class_name=f"{kind}-arguments")
+
+    def construct(self, classdef: nodes.ClassDef, invocation: Invocation) -> None:
+        """``Cls(...)``: a new instance at the call, then ``__init__`` on it (or dataclass fields)."""
+        instance = self.world.instance(classdef, invocation.node, invocation.context)
+        if invocation.dst is not None:
+            self.add(invocation.dst, [instance])
+        init = self.world.method(classdef, "__init__")
+        if init is not None:
+            self.enter(init, None, invocation.without_result(), receiver=instance)
+            return
+        fields = self.world.dataclass_fields(classdef)
+        for name, argument in zip(fields, invocation.args):
+            self.store_value(instance, name, argument, invocation.node)
+        for name, argument in invocation.keywords:
+            if name in fields:
+                self.store_value(instance, name, argument, invocation.node)
+
+    def store_value(self, obj: AbstractObject, attr: str, src: tuple, node: nodes.NodeNG) -> None:
+        """``obj.attr ⊇ src`` (a library model's or a dataclass constructor's store)."""
+        self._store_one(obj, attr, src, node)
+
+    def context_for(self, function: nodes.NodeNG, invocation: Invocation, defined_in,
+                    receiver: AbstractObject | None = None):
+        """A context ``(call, context the function was made in, receiver, rooted)``: one level of
+        call site, the receiver object for methods (so that two instances' ``__init__`` do not
+        mix their stores), and whether the caller is an entry analysed with no caller (its
+        outside objects stay apart from what real calls pass). A function past
+        :data:`MAX_CONTEXTS` contexts shares one."""
+        rooted = is_rooted(invocation.context)
+        context = (invocation.node, defined_in, receiver, rooted)
+        known = self.instances.get(function)
+        if known is not None and context not in known and len(known) >= MAX_CONTEXTS:
+            context = (MERGED, defined_in, None, rooted)
+        return context
+
+    def instantiate(self, scope: nodes.NodeNG, context):
+        """Add the constraints of ``scope``'s summary in ``context`` (once per pair)."""
+        summary = self.world.summary(scope)
+        if summary is None:
+            return None
+        known = self.instances.setdefault(scope, set())
+        if context in known:
+            return summary
+        known.add(context)
+        var = self.var
+        for constraint in summary.constraints:
+            if isinstance(constraint, Copy):
+                self.copy(var(constraint.dst, scope, context), var(constraint.src, scope, context), constraint.truthy)
+            elif isinstance(constraint, Load):
+                self.load(var(constraint.dst, scope, context), var(constraint.base, scope, context), constraint.attr)
+            elif isinstance(constraint, Store):
+                self.store(var(constraint.base, scope, context), constraint.attr, var(constraint.src, scope, context),
+                           constraint.node)
+            elif isinstance(constraint, Alloc):
+                obj = self.world.allocate(constraint, context)
+                if obj is not None:
+                    self.add(var(constraint.dst, scope, context), [obj])
+            elif isinstance(constraint, Call):
+                self._instantiate_call(constraint, scope, context)
+            elif isinstance(constraint, OrElse):
+                self.or_else(var(constraint.dst, scope, context), var(constraint.src, scope, context),
+                             var(constraint.guard, scope, context), constraint.truthy)
+        if context is not None and context[0] == ROOT:
+            self._outside_parameters(scope, summary, context)
+        return summary
+
+    def _instantiate_call(self, call: Call, scope, context) -> None:
+        var = self.var
+        invocation = Invocation(
+            call.node, context,
+            tuple(var(a, scope, context) for a in call.args),
+            tuple((k, var(v, scope, context)) for k, v in call.keywords),
+            var(call.star, scope, context) if call.star is not None else None,
+            var(call.double_star, scope, context) if call.double_star is not None else None,
+            dst=var(call.dst, scope, context),
+        )
+        if call.super_of is not None:
+            method_name = call.node.func.attrname
+            method = self.world.method_after(call.super_of, method_name)
+            if method is not None:
+                receiver = var(call.receiver, scope, context)
+                self.watch(receiver, lambda obj: self.enter(method, None, invocation, receiver=obj))
+            return
+        self.call(var(call.func, scope, context), invocation)
+
+    def _outside_parameters(self, scope, summary, context) -> None:
+        """A function analysed with no caller: each parameter is an outside object (of its
+        annotated class, or unknown), or, for a method's first parameter, the class's outside self."""
+        for index, parameter in enumerate(summary.parameters):
+            target = self.var(parameter.binding, scope, context)
+            if index == 0 and parameter.kind == "plain" and self.world.is_method(scope):
+                self.add(target, [self.world.outside_self(scope)])
+            else:
+                self.add(target, [self.world.outside_parameter(parameter, scope)])
+            if parameter.default is not None:
+                self.copy(target, self.var(parameter.default, scope, context))
+
+
+class Invocation:
+    """One call as the solver sees it: concrete argument variables and the result's variable."""
+
+    __slots__ = ("node", "context", "args", "keywords", "star", "double_star", "dst")
+
+    def __init__(self, node, context, args, keywords, star=None, double_star=None, dst=None) -> None:
+        self.node, self.context, self.args, self.keywords = node, context, args, keywords
+        self.star, self.double_star, self.dst = star, double_star, dst
+
+    def prepend(self, args: tuple) -> Invocation:
+        return Invocation(self.node, self.context, args + self.args, self.keywords, self.star, self.double_star,
+                          self.dst)
+
+    def without_result(self) -> Invocation:
+        return Invocation(self.node, self.context, self.args, self.keywords, self.star, self.double_star, None)
+
+    def argument(self, position: int | None, keyword: str | None) -> tuple | None:
+        """The variable passed at ``position`` or as ``keyword``, if any."""
+        for name, value in self.keywords:
+            if name == keyword:
+                return value
+        if position is not None and 0 <= position < len(self.args):
+            return self.args[position]
+        return None
+
+
+#: Objects that are always true: Python's default truth for instances without ``__bool__`` /
+#: ``__len__`` (Modules, Rngs, optimizers, functions). Containers, plain objects, constants and
+#: unknown values may be false.
+_ALWAYS_TRUE = frozenset({kinds.MODULE, kinds.RNGS, kinds.STREAM, kinds.OPTIMIZER, kinds.FUNCTION, kinds.CLASS,
+                          kinds.BOUND, kinds.TRANSFORMED, kinds.PARTIAL})
+
+
+def may_be_false(obj: AbstractObject) -> bool:
+    """Whether ``obj`` may be false in ``obj or ...``."""
+    if obj.kind == kinds.CONSTANT:
+        return not obj.definition
+    return obj.kind not in _ALWAYS_TRUE
+
+
+def root_context(parent) -> tuple:
+    """The context of a function analysed as an entry, with no caller."""
+    return (ROOT, parent, None, True)
+
+
+def is_rooted(context) -> bool:
+    """Whether ``context`` descends from an entry analysed with no caller."""
+    return context is not None and (context[0] == ROOT or context[3])
