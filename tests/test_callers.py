@@ -271,8 +271,9 @@ def test_a_namespace_portion_inside_a_package_keeps_its_dotted_name(tmp_path, mo
     assert module_name_for(tmp_path / "tests" / "train_test.py") == ("train_test", (tmp_path / "tests").resolve())
     found = [d for d in run([Path(".")], load_settings(Path(".")), jobs=1).diagnostics if d.code == "NNX401"]
     assert [d.path for d in found] == ["pkg/sft/train.py"]
-    # the call site, as messages name it: relative to the flagged file's directory
-    assert "`Policy` (call site ../../tests/train_test.py:8)" in found[0].message
+    # the call site, as messages name it: relative to the project's root (issue 45), not to the
+    # flagged file's directory (it was ``../../tests/train_test.py``)
+    assert "`Policy` (call site tests/train_test.py:8)" in found[0].message
 
 
 def test_no_caller_answer_is_kept_while_a_file_just_changed(project, tmp_path_factory, monkeypatch):

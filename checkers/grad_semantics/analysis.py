@@ -213,8 +213,9 @@ class _Analysis(GradientConsumers):
         if self.is_state_value(argument):
             return []
         single = self._differentiated(application, position, argument)
-        several = [_with_call(self._of_class(position, argument, candidate.ref,
-                                             f"call site {where(candidate.call, self.context.module, self.context.path)}"), candidate.call)
+        context = self.context
+        several = [_with_call(self._of_class(position, argument, candidate.ref, "call site %s" % where(
+                       candidate.call, context.module, context.path, context.project.roots)), candidate.call)
                    for candidate in self.values.candidates(argument) if candidate.evidence == "call site"]
         several = [d for d in several if d is not None]
         if len(several) > 1 or (several and single is not None and single.evidence == "class"):

@@ -14,6 +14,8 @@ on unknowns.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -147,17 +149,23 @@ def _calls_by_name(module: nodes.Module) -> tuple[dict[str, list[nodes.Call]], d
     return found
 
 
-def where(call: nodes.Call, module: nodes.Module, path: str = "") -> str:
-    """Where a call site is, for a message: ``line 40`` in ``module``, else ``main.py:40``
-    (the caller's path relative to the directory of ``module``'s file). In a notebook
-    (``path`` ends in ``.ipynb``) a line of the joined cells means nothing to the reader:
-    ``in this notebook`` (the related location names the cell)."""
+def where(call: nodes.Call, module: nodes.Module, path: str = "", roots: Iterable[Path] = ()) -> str:
+    """Where a call site is, for a message: ``line 40`` in ``module``, else ``tests/main.py:40``:
+    the caller's path relative to the project, the outermost of ``roots`` (the project's roots)
+    that holds it, so a reader finds it from the top of the project whichever file is flagged; with
+    no such root, relative to the directory of ``module``'s file. In a notebook (``path`` ends in
+    ``.ipynb``) a line of the joined cells means nothing to the reader: ``in this notebook`` (the
+    related location names the cell)."""
     root = call.root()
     if root is module or not getattr(root, "file", None):
         return "in this notebook" if path.endswith(".ipynb") else f"line {call.lineno}"
-    caller = Path(root.file)
+    caller = Path(root.file).resolve()
+    holding = sorted((r for r in roots if caller.is_relative_to(r)), key=lambda r: len(r.parts))
     try:
-        shown = os.path.relpath(caller, Path(module.file).resolve().parent) if module.file else caller.name
+        if holding:
+            shown = os.path.relpath(caller, holding[0])
+        else:
+            shown = os.path.relpath(caller, Path(module.file).resolve().parent) if module.file else caller.name
     except ValueError:
         shown = str(caller)
     return f"{Path(shown).as_posix()}:{call.lineno}"
