@@ -473,6 +473,7 @@ def _gate(root: Path, *arguments: str, timeout: float = 600) -> subprocess.Compl
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     root = _write(tmp_path, ENVIRONMENT_PROJECT)
     done = _gate(root, ".", "--output-format", "json", "--write-baseline", str(tmp_path / "base.json"))
@@ -511,6 +512,7 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
             in markdown)
 
 
+@pytest.mark.slow
 def test_junit_fallback_runs_both_modes_without_reruns(tmp_path):
     root = _write(tmp_path, ENVIRONMENT_PROJECT)
     done = _gate(root, ".", "--output-format", "json", "--", sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
@@ -590,6 +592,7 @@ def _gone(pid: int, seconds: float = 15) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_time_budget_stops_the_whole_process_group(tmp_path):
     root = _write(tmp_path / "p", SLOW_PROJECT)
     environment = {**os.environ, "PID_FILE": str(tmp_path / "pid")}
@@ -607,6 +610,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_reports_and_exits_2(tmp_path):
     root = _write(tmp_path / "p", SLOW_PROJECT)
     environment = {**os.environ, "PID_FILE": str(tmp_path / "pid")}
