@@ -531,6 +531,7 @@ def test_command_that_cannot_start_exits_2(tmp_path):
     assert "problem: the test command could not start" in done.stdout
 
 
+@pytest.mark.slow
 def test_collection_error_exits_2_and_names_the_module(tmp_path):
     root = _write(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n",
                              "check_ok.py": "def test_ok():\n    pass\n",
@@ -543,6 +544,7 @@ def test_collection_error_exits_2_and_names_the_module(tmp_path):
     assert report["runs"]["tree"]["tests"] == 1  # the other module still ran
 
 
+@pytest.mark.slow
 def test_crash_of_a_whole_run_exits_2(tmp_path):
     root = _write(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n",
                              "check_crash.py": "import os\n\ndef test_ok():\n    pass\n\n"
@@ -639,6 +641,7 @@ def test_unknown_selector_and_missing_path_are_usage_errors(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_main_suite_does_not_collect_the_gate_fixture_project():
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            "tests/fixtures_gate"], cwd=REPO, capture_output=True, text=True, timeout=300)
