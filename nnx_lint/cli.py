@@ -12,26 +12,47 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
 import nnx_lint
 from nnx_lint.base.fast_exit import end_without_teardown
-from nnx_lint.frontends import cli_ci
-from nnx_lint.base.syntax.target import TARGET_VERSIONS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
+#: The subcommands and their one-line help. Only the chosen one's options are built (and its
+#: modules imported): ``nnx-lint --version`` imports no engine, and ``check`` no gate.
+COMMANDS = {
+    "check": "lint files and directories",
+    "rule": "print a rule's documentation",
+    "rules": "list every rule",
+    "server": "the language server for editors (LSP over stdio; needs the server extra)",
+    "gate": "run the project's tests in graph mode and Tree Mode and join the breaks with the findings",
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(chosen: Iterable[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+    """The command line's parser, with the options of the ``chosen`` subcommands (default: all);
+    the others are listed with their help only."""
+    wanted = set(chosen)
     parser = argparse.ArgumentParser(
         prog="nnx-lint",
         description="Find Flax NNX code that breaks or silently changes meaning under Tree Mode.",
     )
     parser.add_argument("--version", action="version", version=f"nnx-lint {nnx_lint.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in COMMANDS.items():
+        subparser = commands.add_parser(name, help=help_text)
+        if name in wanted:
+            _ADD_ARGUMENTS[name](subparser)
+    return parser
 
-    check = commands.add_parser("check", help="lint files and directories")
+
+def _add_check_arguments(check: argparse.ArgumentParser) -> None:
+    from nnx_lint.base.syntax.target import TARGET_VERSIONS
+    from nnx_lint.frontends import cli_ci
+
     check.add_argument("paths", nargs="*", type=Path, default=[Path(".")], metavar="PATH")
     check.add_argument("--select", action="append", help="only these codes or prefixes (NNX2, NNX201)")
     check.add_argument("--ignore", action="append", help="skip these codes or prefixes")
@@ -76,29 +97,39 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true",
                        help="print the fixes as a unified diff instead of writing them (exit 1 if any)")
 
-    rule = commands.add_parser("rule", help="print a rule's documentation")
+
+
+def _add_rule_arguments(rule: argparse.ArgumentParser) -> None:
     rule.add_argument("code", help="a code (NNX201) or symbol (state-axes-prefix)")
-    commands.add_parser("rules", help="list every rule")
-    server = commands.add_parser("server", help="the language server for editors (LSP over stdio; needs the server extra)")
+
+
+def _add_server_arguments(server: argparse.ArgumentParser) -> None:
     server.add_argument("--baseline", metavar="FILE",
                         help="publish only findings not in this baseline (relative to each file's project root)")
-    from nnx_lint.gate.command import add_gate_parser
 
-    add_gate_parser(commands)
-    return parser
+
+def _add_gate_arguments(gate: argparse.ArgumentParser) -> None:
+    from nnx_lint.gate.command import add_gate_arguments
+
+    add_gate_arguments(gate)
+
+
+_ADD_ARGUMENTS = {"check": _add_check_arguments, "rule": _add_rule_arguments, "rules": lambda _parser: None,
+                  "server": _add_server_arguments, "gate": _add_gate_arguments}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    from nnx_lint.gate.command import split_test_command
-
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["gate", "merge"]:  # the shards' reports; a project directory named merge is ./merge
-        from nnx_lint.gate.command import run_merge_command
+    # The top level takes no option but --version and --help, so the first word names the command.
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    test_command = None
+    if command == "gate":
+        from nnx_lint.gate.command import run_merge_command, split_test_command
 
-        return run_merge_command(argv[2:])
-    argv, test_command = split_test_command(argv)
-    args = parser.parse_args(argv)
+        if argv[:2] == ["gate", "merge"]:  # the shards' reports; a project directory named merge is ./merge
+            return run_merge_command(argv[2:])
+        argv, test_command = split_test_command(argv)
+    args = build_parser((command,) if command else ()).parse_args(argv)
     from nnx_lint.engine.registry import ForeignRules, check_own_rules
 
     try:
@@ -130,6 +161,7 @@ def _apply_fixes(args: argparse.Namespace, settings, cache_dir=None) -> int | No
     """``--fix`` / ``--diff`` (Ruff's model): fix files in place, then lint what remains
     (None: carry on with the run); print the diff, or fix stdin to stdout (an exit status)."""
     from nnx_lint.fixes import cli as fixes_cli
+    from nnx_lint.frontends import cli_ci
 
     if not fixes_cli.libcst_available():
         fixes_cli.print_missing()
@@ -143,8 +175,13 @@ def _apply_fixes(args: argparse.Namespace, settings, cache_dir=None) -> int | No
         sys.stdout.flush()  # the fixed source (or diff) before the summary, as in Ruff
         print(fixes_cli.summary(fixed, args.diff), file=sys.stderr)
         return EXIT_FINDINGS if args.diff and fixed else EXIT_CLEAN
-    fixed, changed, diffs, crashed = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes,
-                                                         diff=args.diff, jobs=args.jobs)
+    progress = _terminal_progress(args, "fixed" if not args.diff else "diffed")
+    try:
+        fixed, changed, diffs, crashed = fixes_cli.run_fixes(args.paths, settings, unsafe=args.unsafe_fixes,
+                                                             diff=args.diff, jobs=args.jobs, progress=progress)
+    finally:
+        if progress is not None:
+            progress.clear()
     if args.diff:
         # As in Ruff: the diff first, then what it would fix (flushed, so a terminal that shows
         # both streams shows them in this order too).
@@ -165,6 +202,7 @@ def _apply_fixes(args: argparse.Namespace, settings, cache_dir=None) -> int | No
 
 
 def _check(args: argparse.Namespace) -> int:
+    from nnx_lint.frontends import cli_ci
     from nnx_lint.engine.config import ConfigError, default_settings, load_settings, split_codes
     from nnx_lint.engine.file_config import isolated_by_environment
     from nnx_lint.base.syntax.target import parse_target_version
@@ -258,6 +296,18 @@ def _why_no_fixes(args: argparse.Namespace, settings, cache_dir) -> None:
         print(note, file=sys.stderr)
 
 
+def _terminal_progress(args: argparse.Namespace, action: str):
+    """The status line of a run on a terminal (:mod:`nnx_lint.frontends.progress`), or None:
+    stderr is not a terminal, ``-q`` was given, or the source comes from stdin."""
+    from nnx_lint.frontends import cli_ci
+
+    if args.quiet or cli_ci.reads_stdin(args) or not sys.stderr.isatty():
+        return None  # a pipe or a log: the module is not even imported
+    from nnx_lint.frontends.progress import FileProgress
+
+    return FileProgress(action)
+
+
 def _fix_marks(args: argparse.Namespace, settings, cache_dir):
     """The fixes to show (the JSON ``fix`` objects, the text formats' ``[*]``, as Ruff does):
     a :class:`~nnx_lint.fixes.marks.FixMarks`, or None when the output shows none (or libcst is
@@ -275,6 +325,8 @@ def _fix_marks(args: argparse.Namespace, settings, cache_dir):
 
 def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, marks) -> int:
     """The run, then its report, for :func:`_check`."""
+    from nnx_lint.frontends import cli_ci
+
     from nnx_lint.base.escaping import printable
     from nnx_lint.engine.runner import run
     from nnx_lint.fixes.flax_target import explain_blocked_pins
@@ -285,9 +337,14 @@ def _run_and_report(args: argparse.Namespace, settings, prepared, cache_dir, mar
         marks.file_done(path, digest, explain_blocked_pins(diagnostics, settings))
 
     on_file = file_done if marks is not None else None
+    progress = _terminal_progress(args, "checked")
     try:
-        result = cli_ci.execute(args, settings, prepared, lambda paths, settings: run(
-            paths, settings, jobs=args.jobs, cache_dir=cache_dir, on_file=on_file))
+        try:
+            result = cli_ci.execute(args, settings, prepared, lambda paths, settings: run(
+                paths, settings, jobs=args.jobs, cache_dir=cache_dir, on_file=on_file, progress=progress))
+        finally:
+            if progress is not None:
+                progress.clear()  # before anything else is written
         finished = cli_ci.finish(args, settings, result, prepared)
     except cli_ci.UsageError as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The flake8 plugin: ``flake8 --select NNX``.
+"""The flake8 plugin: ``flake8 --select NNX,E9``.
 
 It reuses flake8's file reading but not its ``ast`` tree: the engine builds its own
 astroid tree, and only for files that pass the cheap text pre-filter. Which rules run on
@@ -6,8 +6,10 @@ a file is decided by ``[tool.nnx-lint]`` in its nearest ``pyproject.toml`` (or t
 named by ``--nnx-config``), exactly as ``nnx-lint check`` decides it: select, ignore,
 extend-select, per-file-ignores and exclude. flake8's own ``--select``/``--ignore`` then
 narrow further. ``# noqa`` is left to flake8; the file-level ``# nnx-lint: noqa`` is applied
-here (flake8 does not know it). Unparsable or undecodable files are flake8's own E999/E902, so
-NNX001 never shows here, and NNX002 only for syntax newer than the target version; a rule crash
+here (flake8 does not know it). Unparsable or undecodable files are flake8's own E999/E902 (the
+documented command, ``flake8 --select NNX,E9``, selects them: ``--select NNX`` alone would skip
+such a file silently), so NNX001 never shows here, and NNX002 only for syntax newer than the
+target version, in a file flake8 parsed (never with E999 on the same file); a rule crash
 (NNX003) and a
 file over the analysis budget (NNX004) do, as in the CLI.
 

@@ -97,6 +97,7 @@ def test_fingerprint_doctests():
         assert tried and not failures, module.__name__
 
 
+@pytest.mark.slow
 def test_a_baseline_written_on_one_python_matches_on_every_other(tmp_path, request):
     interpreters = find_interpreters()
     if len(interpreters) < 2:

@@ -60,6 +60,7 @@ def test_a_finding_without_reproduction_says_why(rule, case, reason):
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+@pytest.mark.slow
 def test_invalid_case_is_confirmed(oracle_outcomes, index):
     oracle, main_outcomes, _ = oracle_outcomes
     status, evidence = judge(REPRODUCTIONS[index], main_outcomes[index])
@@ -68,6 +69,7 @@ def test_invalid_case_is_confirmed(oracle_outcomes, index):
     assert status == expected, f"{oracle}: {evidence}\n{MAIN[index]}"
 
 
+@pytest.mark.slow
 def test_controls_are_not_confirmed(oracle_outcomes):
     oracle, _, control_outcomes = oracle_outcomes
     with_controls = [r for r in REPRODUCTIONS if r.control]
@@ -77,6 +79,7 @@ def test_controls_are_not_confirmed(oracle_outcomes):
 
 
 @pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+@pytest.mark.slow
 def test_graph_mode_behaves_as_the_builder_says(graph_mode_outcomes, index):
     reproduction, outcome = REPRODUCTIONS[index], graph_mode_outcomes[index]
     assert outcome["status"] == "ok", f"graph mode should run this: {outcome}"
@@ -115,6 +118,7 @@ def test_judge_distinguishes_wrong_errors():
     assert judge(silent, {"status": "ok", "observation": [3]})[0] == "error"
 
 
+@pytest.mark.slow
 def test_broken_program_is_an_error_not_a_drop():
     (outcome,) = run_programs(["def run(nnx):\n    return undefined_name\n"], "tree_runtime")
     assert outcome["status"] == "raises" and outcome["category"] == "other:NameError"
@@ -122,6 +126,7 @@ def test_broken_program_is_an_error_not_a_drop():
     assert outcome["status"] == "error"
 
 
+@pytest.mark.slow
 def test_dedup_and_disk_cache(tmp_path, monkeypatch):
     rule, _case, diagnostic = next(c for c in CASES if c[0].code == "NNX201")
     calls = []
@@ -155,6 +160,7 @@ def test_without_jax_confirm_exits_2(tmp_path, monkeypatch, capsys):
     assert f"--confirm needs jax: {pip_install('runtime')}" in error
 
 
+@pytest.mark.slow
 def test_cli_json_carries_the_verdict(tmp_path, monkeypatch, capsys):
     (tmp_path / "m.py").write_text("from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n")
     monkeypatch.chdir(tmp_path)
@@ -195,6 +201,7 @@ def test_a_program_with_stand_ins_confirms_the_pattern_only():
     assert judge(reproduction, {"status": "ok", "observation": "ran"})[0] == "not-confirmed"
 
 
+@pytest.mark.slow
 def test_findings_sharing_a_program_are_judged_each_with_its_own_stand_ins():
     """`nnx.jit(f)(c1, c2)` and `nnx.jit_partial(f, c1, c2)` give one program (jit stands for
     jit_partial); it runs once, but only the jit_partial finding is a pattern confirmation."""

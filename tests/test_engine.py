@@ -38,8 +38,12 @@ def test_exploding_rule_is_not_discovered():
 
 
 def test_prefilter_skips_files_without_flax():
+    # Text (flake8 and pylint parse the file first, and report its errors themselves): skipped.
     assert lint_source("def f(:\n", "m.py", all_rules()) == []
-    assert lint_bytes(b"\xff\xfe garbage", "m.py", all_rules()) == []
+    assert lint_bytes(b"import os\n", "m.py", all_rules()) == []
+    # Bytes that do not decode or parse are diagnosed whatever they name (issue 45).
+    assert [d.code for d in lint_bytes(b"\xff\xfe garbage", "m.py", all_rules())] == ["NNX001"]
+    assert [d.code for d in lint_bytes(b"def f(:\n", "m.py", all_rules())] == ["NNX002"]
 
 
 def test_undecodable_file_points_at_the_byte():

@@ -40,6 +40,7 @@ def test_fixture_names_say_what_they_show():
     assert not numbered, numbered
 
 
+@pytest.mark.slow
 def test_pytest_never_collects_analysed_code():
     """The fixtures are linted, never run: pytest collects nothing under the directories of
     analysed code, even a fixture named like a test module (``..._in_a_test.py``), whose

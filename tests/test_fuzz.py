@@ -32,6 +32,8 @@ from pathlib import Path
 import pytest
 from _support import FIXTURES, REPO
 
+pytestmark = pytest.mark.slow  # fuzzing: hundreds of generated programs, and the CLI, flake8 and pylint on mutated files
+
 hypothesis = pytest.importorskip("hypothesis", reason="fuzzing needs the `fuzz` extra: pip install -e '.[fuzz]'")
 hypothesmith = pytest.importorskip("hypothesmith", reason="fuzzing needs the `fuzz` extra: pip install -e '.[fuzz]'")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402

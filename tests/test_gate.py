@@ -474,6 +474,7 @@ def _gate(root: Path, *arguments: str, timeout: float = 600) -> subprocess.Compl
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_environment_project_verdicts_baseline_and_formats(tmp_path):
     root = _write(tmp_path, ENVIRONMENT_PROJECT)
     done = _gate(root, ".", "--output-format", "json", "--write-baseline", str(tmp_path / "base.json"))
@@ -513,6 +514,7 @@ def test_environment_project_verdicts_baseline_and_formats(tmp_path):
             f"{markdown_cell('ValueError [aliasing]: does not support Variable aliasing')} |" in markdown)
 
 
+@pytest.mark.slow
 def test_junit_fallback_runs_both_modes_without_reruns(tmp_path):
     root = _write(tmp_path, ENVIRONMENT_PROJECT)
     done = _gate(root, ".", "--output-format", "json", "--", sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
@@ -531,6 +533,7 @@ def test_command_that_cannot_start_exits_2(tmp_path):
     assert "problem: the test command could not start" in done.stdout
 
 
+@pytest.mark.slow
 def test_collection_error_exits_2_and_names_the_module(tmp_path):
     root = _write(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n",
                              "check_ok.py": "def test_ok():\n    pass\n",
@@ -543,6 +546,7 @@ def test_collection_error_exits_2_and_names_the_module(tmp_path):
     assert report["runs"]["tree"]["tests"] == 1  # the other module still ran
 
 
+@pytest.mark.slow
 def test_crash_of_a_whole_run_exits_2(tmp_path):
     root = _write(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n",
                              "check_crash.py": "import os\n\ndef test_ok():\n    pass\n\n"
@@ -592,6 +596,7 @@ def _gone(pid: int, seconds: float = 15) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_time_budget_stops_the_whole_process_group(tmp_path):
     root = _write(tmp_path / "p", SLOW_PROJECT)
     environment = {**os.environ, "PID_FILE": str(tmp_path / "pid")}
@@ -609,6 +614,7 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_reports_and_exits_2(tmp_path):
     root = _write(tmp_path / "p", SLOW_PROJECT)
     environment = {**os.environ, "PID_FILE": str(tmp_path / "pid")}
@@ -637,6 +643,7 @@ def test_unknown_selector_and_missing_path_are_usage_errors(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_main_suite_does_not_collect_the_gate_fixture_project():
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            "tests/fixtures_gate"], cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -137,6 +137,7 @@ PROJECT = {
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "no-warm-reruns"])
+@pytest.mark.slow
 def test_warm_reruns_start_with_the_plugins_dependencies_already_imported(tmp_path, warm):
     project, plugins, log = tmp_path / "project", tmp_path / "plugins", tmp_path / "log"
     project.mkdir()

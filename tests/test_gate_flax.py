@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the gate on a flax project: two pytest runs importing flax, and re-runs
+
 pytest.importorskip("flax")
 
 PROJECT = Path(__file__).resolve().parent / "fixtures_gate" / "project"

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the gate's re-runs, each a pytest process that sleeps
+
 #: Three tests that fail only in Tree Mode; each logs its pid, mode and interval to ``$RERUN_LOG``,
 #: and the interpreter's bytecode prefix, then sleeps long enough for two of them to overlap.
 PROJECT = {

@@ -94,6 +94,7 @@ def pytest_sessionfinish(session, exitstatus):
 """
 
 
+@pytest.mark.slow
 def test_g1_a_conftest_that_switches_to_graph_mode_and_back_at_session_end_is_caught(tmp_path):
     """The reproducer g1_gate_mode_flip.sh: the end-of-run check alone was passed."""
     root = _flax_project(tmp_path / "p", {"conftest.py": G1_CONFTEST})
@@ -178,6 +179,7 @@ def test_opts_in_inside_its_body():
 """
 
 
+@pytest.mark.slow
 def test_switching_the_mode_around_single_tests_is_caught_at_each_test(tmp_path):
     """A fixture's ``nnx.set_graph_mode`` context, bare ``set_graph_mode`` calls undone in teardown, and
     hook implementations that switch ``flax.config`` around pytest's own ``runtest``: each is seen at
@@ -205,6 +207,7 @@ def pytest_collection_finish(session):
 """
 
 
+@pytest.mark.slow
 def test_a_mode_switched_only_in_the_isolated_reruns_is_caught(tmp_path):
     """Without the check the break passes alone in "Tree Mode" and is filed as order-dependent: exit 0."""
     root = _flax_project(tmp_path / "p", {"conftest.py": RERUN_ONLY_CONFTEST})
@@ -235,6 +238,7 @@ def pytest_sessionfinish(session, exitstatus):
 """
 
 
+@pytest.mark.slow
 def test_g3_rewriting_the_report_file_changes_nothing(tmp_path):
     """The reproducer g3_gate_report_forgery.sh: no report file is named to the tests any more."""
     root = _flax_project(tmp_path / "p", {"conftest.py": G3_CONFTEST})
@@ -275,6 +279,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="the attack finds the pipe through /proc")
+@pytest.mark.slow
 def test_records_appended_by_the_tests_are_refused(tmp_path):
     root = _write(tmp_path / "p", {**ENVIRONMENT_PROJECT, "conftest.py": FORGING_CONFTEST})
     status, report = _gate_json(root)
@@ -347,6 +352,7 @@ print(json.dumps({"status": status, "late": state["late"], "pid": os.getpid()}),
 """
 
 
+@pytest.mark.slow
 def test_modules_changed_on_disk_by_the_tests_never_run_in_the_gate(tmp_path):
     """A copy of nnx-lint is installed for the gate; the tests append code to every one of its modules
     (and to the dependency whose frames the gate lints after the runs). Nothing of it runs in the gate,
@@ -407,6 +413,7 @@ ESCAPING_PROJECT = {
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guarantee is Linux's (a child subreaper)")
+@pytest.mark.slow
 def test_processes_the_tests_start_in_a_new_session_do_not_outlive_the_gate(tmp_path):
     root = _write(tmp_path / "p", ESCAPING_PROJECT)
     pid_file = tmp_path / "pids"

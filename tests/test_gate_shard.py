@@ -58,6 +58,7 @@ def runs(tmp_path_factory):
     return root, whole, shards
 
 
+@pytest.mark.slow
 def test_shards_partition_the_tests_and_merge_to_the_unsharded_verdict(runs):
     root, whole, shards = runs
     unsharded = json.loads(whole.stdout)
@@ -89,6 +90,7 @@ def test_shards_partition_the_tests_and_merge_to_the_unsharded_verdict(runs):
     assert text.splitlines()[-1].startswith("7 tests: 3 break(s) in Tree Mode")
 
 
+@pytest.mark.slow
 def test_merge_refuses_missing_duplicated_and_foreign_shards(runs):
     root, _whole, _shards = runs
 

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from nnx_lint.gate.baseline import read_baseline
 
 PYTEST_INI = "[pytest]\npython_files = check_*.py\n"
@@ -42,11 +44,13 @@ def _nothing_tested(done: subprocess.CompletedProcess) -> str:
     return last
 
 
+@pytest.mark.slow
 def test_no_tests_collected(tmp_path):
     root = _write(tmp_path, {"pytest.ini": PYTEST_INI, "check_empty.py": "X = 1\n"})
     assert "pytest collected no tests" in _nothing_tested(_gate(root, "."))
 
 
+@pytest.mark.slow
 def test_python_on_path_is_not_the_environment_with_nnx_lint(tmp_path):
     # A `python` first on PATH that has pytest but cannot import nnx_lint, as another virtualenv's would.
     bin_dir = tmp_path / "bin"
@@ -81,6 +85,7 @@ def test_python_on_path_is_not_the_environment_with_nnx_lint(tmp_path):
     assert "Traceback" not in done.stdout  # one line, not the test command's traceback
 
 
+@pytest.mark.slow
 def test_every_module_fails_to_collect(tmp_path):
     root = _write(tmp_path, {"pytest.ini": PYTEST_INI, "check_a.py": "import no_such_module_a\n",
                              "check_b.py": "import no_such_module_b\n"})
@@ -92,6 +97,7 @@ def test_every_module_fails_to_collect(tmp_path):
     assert f"nnx-lint gate: nothing was tested: {report['untested']}" in done.stderr
 
 
+@pytest.mark.slow
 def test_one_mode_that_did_not_run_a_test(tmp_path):
     # The Tree Mode run dies while pytest loads the conftest: only graph mode ran tests.
     root = _write(tmp_path, {
@@ -102,6 +108,7 @@ def test_one_mode_that_did_not_run_a_test(tmp_path):
     assert "Tree Mode run" in last
 
 
+@pytest.mark.slow
 def test_write_baseline_says_what_it_wrote_and_refuses_an_untested_run(tmp_path):
     root = _write(tmp_path, {"pytest.ini": PYTEST_INI, "check_env.py": textwrap.dedent("""\
         import os
@@ -126,6 +133,7 @@ def test_write_baseline_says_what_it_wrote_and_refuses_an_untested_run(tmp_path)
     assert read_baseline(root / "base.json") == {"check_env.py::test_break"}
 
 
+@pytest.mark.slow
 def test_progress_in_a_ci_log_phase_lines_and_heartbeats(tmp_path):
     # stderr is a pipe, as in CI: one line per phase and a heartbeat while the tests run.
     root = _write(tmp_path, {"pytest.ini": PYTEST_INI, "check_slow.py": textwrap.dedent("""\

@@ -24,6 +24,8 @@ import pytest
 
 from _support import REPO
 
+pytestmark = pytest.mark.slow  # installs flax releases and runs them
+
 # Read at import, before conftest points XDG_CACHE_HOME at a per-test directory: the installs
 # are meant to outlive the test run.
 CACHE = Path(os.environ.get("NNX_LINT_TEST_CACHE")

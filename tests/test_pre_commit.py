@@ -31,6 +31,7 @@ def test_hook_definition():
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.slow
 def test_try_repo_reports_the_finding_and_fails(tmp_path):
     target = tmp_path / "project"
     target.mkdir()
@@ -75,6 +76,7 @@ def _snapshot_of_this_checkout(destination):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+@pytest.mark.slow
 def test_a_commit_with_an_unrelated_edit_passes_the_hook_with_a_baseline(tmp_path):
     """The README's hook with ``args: [--baseline, ...]``, installed with ``pre-commit install``
     and run by ``git commit``: a new use of a class elsewhere in the file must not re-report

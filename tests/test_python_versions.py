@@ -148,6 +148,7 @@ def other_pythons(tmp_path_factory):
     return usable
 
 
+@pytest.mark.slow
 def test_same_findings_on_every_python(project, other_pythons):
     here = _findings(_nnx_lint(sys.executable, project, "--output-format", "json"))
     for python, env in other_pythons.items():
@@ -155,6 +156,7 @@ def test_same_findings_on_every_python(project, other_pythons):
         assert there == here, python
 
 
+@pytest.mark.slow
 def test_baseline_written_on_one_python_holds_on_another(project, other_pythons):
     environments = {**other_pythons, sys.executable: None}
     # Written on the newest, checked here; written here, checked on the oldest.

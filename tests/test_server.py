@@ -30,7 +30,8 @@ from _support import REPO  # noqa: E402
 PROJECT = REPO / "tests" / "fixtures_server" / "project"
 # One server for the tests that only open, edit and close files (each closes what it opened); the
 # tests of start-up, shutdown and command-line options start their own.
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# The slow marker: the language server end to end over stdio, a server per test or module.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 def _client() -> LanguageClient:

@@ -82,6 +82,12 @@ class ResultCache:
                 return None
         return entry.diagnostics
 
+    def made_under_another_key(self, key: str, digest: str, fingerprint: str) -> bool:
+        """Whether ``key``'s entry is for these very bytes but was made under another run
+        fingerprint: the file is unchanged, and the cache cannot answer for it all the same."""
+        entry = self.entries.get(key)
+        return entry is not None and entry.digest == digest and entry.fingerprint != fingerprint
+
     def store(self, key: str, entry: Entry) -> None:
         if self.path is not None:
             self.entries[key] = entry

@@ -21,7 +21,7 @@ from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY, DirectoryListing,
 from nnx_lint.engine.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.engine.file_config import selectors_for as _selectors
 from nnx_lint.engine.stamps import FileStamps
-from nnx_lint.analysis.prefilter import mentions_nnx
+from nnx_lint.analysis.prefilter import must_analyse
 
 
 @dataclass
@@ -140,13 +140,19 @@ def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> Iterator[tuple
 
 
 def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path | None = None,
-        on_file: Callable[[str, str, list[Diagnostic]], None] | None = None) -> RunResult:
+        on_file: Callable[[str, str, list[Diagnostic]], None] | None = None,
+        progress: Callable[[int, int, bool], None] | None = None) -> RunResult:
     """Lint ``paths`` with ``settings``; ``jobs=0`` means one worker per CPU.
 
     ``on_file(absolute path, sha256, diagnostics)`` is told each file's findings, as the run
     reports them, as soon as they are known: with ``-j 1`` before the next file is linted, with
     lint workers from the threads that drive them (one call at a time). The command line's fix
-    marks ask for their fixes meanwhile (:mod:`nnx_lint.fixes.marks`)."""
+    marks ask for their fixes meanwhile (:mod:`nnx_lint.fixes.marks`).
+
+    ``progress(done, total, invalidated)`` is told the files analysed so far of those the cache
+    could not answer, first with ``done`` 0 and then as each is done (from the same threads as
+    ``on_file``); ``invalidated``: some unchanged file's cache entry was made under another key
+    (another nnx-lint, selection, set of roots or target version), so it is analysed again."""
     project_module = sys.modules.get("nnx_lint.analysis.project")  # not imported at all on a warm run
     if project_module is not None:
         project_module.forget_shared_projects()
@@ -183,6 +189,7 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     roots = [str(root) for root in settings.analysis_roots()]
     pending: list[tuple] = []
     keys: list[tuple[str, str, str]] = []
+    invalidated = False
     for file in discover(paths, settings):
         result.files_checked += 1
         display = _display_path(file)
@@ -197,7 +204,9 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             except bounds.ParseFailure:
                 data = None  # analyse_file reports why
             readable = data is not None
-            mentions = readable and mentions_nnx(data, notebook=file.suffix == ".ipynb")
+            # "mentions" stands for "analyse it": it could name nnx, or it does not decode or parse
+            # (NNX001, NNX002 whatever it names); the stamp keeps the verdict for the next run.
+            mentions = readable and must_analyse(data, notebook=file.suffix == ".ipynb")
             digest = hashlib.sha256(data).hexdigest() if readable else ""
             if readable:
                 stamps.record(key, digest, mentions)
@@ -219,8 +228,11 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             continue
         pending.append((str(file), display, selectors, roots, settings.target_version))
         keys.append((key, digest, run_fingerprint))
+        invalidated = invalidated or (readable and cache.made_under_another_key(key, digest, run_fingerprint))
 
     handed_over: dict[int, list[Diagnostic]] = {}  # each file's findings, told to on_file once
+    if progress is not None:
+        progress(0, len(pending), invalidated)
 
     def hand_over(index: int, outcome: tuple) -> None:
         # With lint workers, from the threads that drive them as each file is done.
@@ -228,9 +240,12 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
         found = handed_over[index] = [Diagnostic.from_dict(d) for d in outcome[0]]
         if on_file is not None:
             on_file(key, digest, shown(found, settings.strict))
+        if progress is not None:
+            progress(result.files_analysed + len(handed_over), len(pending), invalidated)
 
+    told = on_file is not None or progress is not None
     # The outcomes drive the loop, so that _execute runs to its end (and leaves its collection settings).
-    for index, outcome in enumerate(_execute(pending, jobs, hand_over if on_file is not None else None)):
+    for index, outcome in enumerate(_execute(pending, jobs, hand_over if told else None)):
         if index not in handed_over:
             hand_over(index, outcome)
         diagnostics, dependencies = outcome

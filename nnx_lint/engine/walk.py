@@ -27,7 +27,7 @@ from nnx_lint.analysis.names import NameResolver
 from nnx_lint.analysis.case_notes import case_notes
 from nnx_lint.base.node_index import SCOPE_TYPES, module_index
 from nnx_lint.base.noqa import apply_noqa
-from nnx_lint.analysis.prefilter import mentions_nnx
+from nnx_lint.analysis.prefilter import mentions_nnx, must_analyse
 from nnx_lint.analysis.objects import ObjectModel
 from nnx_lint.analysis.project import Project
 from nnx_lint.analysis.first_error import name_first_errors
@@ -364,9 +364,11 @@ def lint_source(
     apply_suppressions: bool = True,
     target_version: tuple[int, int] | None = None,
     strict: bool = False,
+    prefiltered: bool = False,
 ) -> list[Diagnostic]:
     """Lint source text. Never executes it; files that never name ``nnx`` are skipped
-    (:mod:`nnx_lint.analysis.prefilter`).
+    (:mod:`nnx_lint.analysis.prefilter`), unless ``prefiltered``: the caller's pre-filter
+    decided on the file's bytes (:func:`lint_bytes`: text that does not parse is analysed too).
 
     Text over the size limits (:mod:`nnx_lint.base.bounds`) is NNX004 and never parsed. Syntax newer
     than ``target_version`` is NNX002 (:func:`newer_than_target`); None: no syntax is too new.
@@ -374,7 +376,7 @@ def lint_source(
     """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
-    if not mentions_nnx(text):
+    if not prefiltered and not mentions_nnx(text):
         return []
     try:
         diagnostics = _parse_and_lint(text, path, rule_classes, project or Project(), module_name or Path(path).stem,
@@ -421,8 +423,8 @@ def lint_bytes(
     """
     rule_classes = list(rule_classes)
     enabled = {cls.code for cls in rule_classes}
-    if not mentions_nnx(data, notebook=path.endswith(".ipynb")):
-        return []  # decided on the text Python reads (nnx_lint.analysis.prefilter)
+    if not must_analyse(data, notebook=path.endswith(".ipynb")):
+        return []  # decided on the text Python reads, and whether it parses (nnx_lint.analysis.prefilter)
     try:
         if path.endswith(".ipynb"):
             text, origin = _notebook_text(data)
@@ -435,7 +437,7 @@ def lint_bytes(
         return [d for d in [_internal_error(path)] if d.code in enabled]
     diagnostics = lint_source(
         text, path, rule_classes, project=project, module_name=module_name, apply_suppressions=apply_suppressions,
-        target_version=target_version, strict=strict,
+        target_version=target_version, strict=strict, prefiltered=True,
     )
     if origin is None:
         return diagnostics

@@ -5,8 +5,10 @@ report's ``[*]`` marks are :mod:`nnx_lint.fixes.marks`) so that linting never im
 """
 from __future__ import annotations
 
+import itertools
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from nnx_lint.fixes.isolated import FixCrashed
@@ -30,7 +32,8 @@ def libcst_available() -> bool:
 
 
 def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
-              jobs: int = 1) -> tuple[Counter, int, list[str], int]:
+              jobs: int = 1, progress: Callable[[int, int, bool], None] | None = None
+              ) -> tuple[Counter, int, list[str], int]:
     """Fix every discovered file (or, with ``diff``, only compute the fixes).
 
     Every file's fixes are computed against the files as they are before any is written, by up
@@ -39,6 +42,7 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
     Returns the applied fixes by code, the number of files changed (or that would change), the
     unified diffs (with ``diff``), and the number of files whose fixes could not be computed (a
     fix worker died on them: a note says so on stderr, and they stay as they are).
+    ``progress(done, total, False)``: the files whose fixes are computed so far, as for a lint run.
     """
     from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
     from nnx_lint.base.escaping import printable
@@ -58,7 +62,14 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
             files[str(file)] = (file, before)
             pending.append((str(file), request, None))
     roots = [str(root) for root in settings.analysis_roots()]
-    for path, answer in ask_workers(pending, roots, jobs):
+    answered = itertools.count(1)  # next() on a count is atomic under the GIL: the workers' threads call it
+    if progress is not None:
+        progress(0, len(pending), False)
+
+    def on_answer() -> None:
+        progress(next(answered), len(pending), False)
+
+    for path, answer in ask_workers(pending, roots, jobs, on_answer=on_answer if progress is not None else None):
         file, before = files[path]
         if isinstance(answer, FixCrashed):
             crashed += 1

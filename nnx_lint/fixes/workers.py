@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from queue import SimpleQueue
 
@@ -11,19 +12,23 @@ from nnx_lint.fixes.isolated import FixCrashed, IsolatedFixes
 
 
 def ask_workers(pending: list[tuple[str, dict, str | None]], roots: list[str], jobs: int,
-                warm: IsolatedFixes | None = None):
+                warm: IsolatedFixes | None = None, on_answer: Callable[[], None] | None = None):
     """``(path, answer or FixCrashed)`` for each request, in the order of ``pending``, from up
     to ``jobs`` fix workers at once (each its own process: a crash costs only its file).
     ``warm``: a worker already started (:class:`~nnx_lint.fixes.marks.FixMarks`'s), used first
-    and closed at the end like the others."""
+    and closed at the end like the others. ``on_answer()`` is called as each answer arrives
+    (from the threads that drive the workers: it must be thread-safe)."""
     count = _worker_count(pending, jobs or os.cpu_count() or 1)
     if count <= 1:
         with warm or IsolatedFixes(roots) as fixer:  # the roots it lints with are never imported from
             for path, request, _key in pending:
                 try:
-                    yield path, fixer.ask(request)
+                    answer = fixer.ask(request)
                 except FixCrashed as crash:
-                    yield path, crash
+                    answer = crash
+                if on_answer is not None:
+                    on_answer()
+                yield path, answer
         return
     idle: SimpleQueue = SimpleQueue()
     fixers = [warm] if warm is not None else []
@@ -40,6 +45,8 @@ def ask_workers(pending: list[tuple[str, dict, str | None]], roots: list[str], j
             return crash
         finally:
             idle.put(fixer)
+            if on_answer is not None:
+                on_answer()
 
     pool = ThreadPoolExecutor(count)
     try:

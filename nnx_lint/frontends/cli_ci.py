@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nnx_lint.engine.config import Settings
-from nnx_lint.engine.runner import RunResult
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: building the parser (`nnx-lint --version`) must not import the engine
+    from nnx_lint.engine.config import Settings
+    from nnx_lint.engine.runner import RunResult
     from nnx_lint.frontends.baseline import BaselineOutcome, Entry
 
 STDIN_PATH = Path("-")
@@ -203,6 +202,8 @@ def execute(args: argparse.Namespace, settings: Settings, prepared: Prepared, ru
     from nnx_lint.frontends.single_file import lint_text, read_stdin
 
     prepared.stdin_data = read_stdin()
+    from nnx_lint.engine.runner import RunResult
+
     result = RunResult(files_checked=1, files_analysed=1)
     result.diagnostics = lint_text(args.stdin_filename, prepared.stdin_data, settings)
     return result

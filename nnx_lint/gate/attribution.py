@@ -33,6 +33,7 @@ import ast
 import dataclasses
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -501,15 +502,17 @@ class Attributor:
                 and (holds is None or holds(diagnostic))]
 
 
-def lint_project(path: Path, select: list[str] | None) -> list[Diagnostic]:
+def lint_project(path: Path, select: list[str] | None,
+                 progress: Callable[[int, int, bool], None] | None = None) -> list[Diagnostic]:
     """nnx-lint's own diagnostics for ``path``, in-process and without the cache.
 
     The cache is off so that nothing is written into the user's tree. ``--select`` replaces the
-    configuration's selection, exactly as for ``nnx-lint check``.
+    configuration's selection, exactly as for ``nnx-lint check``. ``progress``: as
+    :func:`nnx_lint.engine.runner.run`'s.
     """
     from nnx_lint.engine.config import load_settings
 
-    return _lint([path], load_settings(path, None), select)
+    return _lint([path], load_settings(path, None), select, progress)
 
 
 def lint_dependency_files(files: list[str], select: list[str] | None) -> list[Diagnostic]:
@@ -535,7 +538,8 @@ def lint_dependency_files(files: list[str], select: list[str] | None) -> list[Di
     return [d for d in diagnostics if d.kind != "linter"]
 
 
-def _lint(paths: list[Path], settings, select: list[str] | None) -> list[Diagnostic]:
+def _lint(paths: list[Path], settings, select: list[str] | None,
+          progress: Callable[[int, int, bool], None] | None = None) -> list[Diagnostic]:
     """``paths`` linted in-process with ``settings``, without the cache; ``select`` replaces the
     settings' selection (a typo raises ``UnknownSelector``)."""
     from nnx_lint.engine.registry import select_rules
@@ -547,7 +551,7 @@ def _lint(paths: list[Path], settings, select: list[str] | None) -> list[Diagnos
         select_rules(settings.select, settings.ignore, settings.extend_select)
     # Unproven findings too: a break only they match is counted apart ("unproven"), not as unexplained.
     settings.strict = True
-    return list(run(paths, settings, cache_dir=None).diagnostics)
+    return list(run(paths, settings, cache_dir=None, progress=progress).diagnostics)
 
 
 def attribution_to_dict(attribution: Attribution, root: Path) -> dict[str, Any]:

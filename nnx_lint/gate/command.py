@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nnx_lint.engine.config import split_codes
 from nnx_lint.gate.progress import DEFAULT_INTERVAL, Progress
 from nnx_lint.gate.shard import ShardError, parse_shard
 from nnx_lint.gate.untested import gate_extra
@@ -72,14 +71,12 @@ def split_test_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
     return argv[:index], argv[index + 1:]
 
 
-def add_gate_parser(commands: argparse._SubParsersAction) -> None:
-    """Add the ``gate`` subcommand to the CLI's subparsers."""
-    gate = commands.add_parser(
-        "gate", help="run the project's tests in graph mode and Tree Mode and join the breaks with the findings",
-        description="Run the test command (default: python -m pytest) in graph mode and in Tree Mode, re-run "
-                    "each Tree-Mode-only failure alone in both modes, and explain each break with nnx-lint's "
-                    "findings. This EXECUTES the project's tests: run it only where you would run them. "
-                    "Usage: nnx-lint gate [PATH] [options] -- <test command>")
+def add_gate_arguments(gate: argparse.ArgumentParser) -> None:
+    """The ``gate`` subcommand's description and options, on its sub-parser (made by :mod:`nnx_lint.cli`)."""
+    gate.description = ("Run the test command (default: python -m pytest) in graph mode and in Tree Mode, re-run "
+                        "each Tree-Mode-only failure alone in both modes, and explain each break with nnx-lint's "
+                        "findings. This EXECUTES the project's tests: run it only where you would run them. "
+                        "Usage: nnx-lint gate [PATH] [options] -- <test command>")
     gate.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH",
                       help="the project: linted for the attribution, and what counts as 'inside the project' "
                            "in tracebacks (default: .)")
@@ -230,14 +227,22 @@ def run_gate_command(args: argparse.Namespace, test_command: list[str] | None) -
     try:
         if args.baseline is not None:
             baseline = read_baseline(args.baseline)
+        from nnx_lint.engine.config import split_codes
+
         select = split_codes(args.select)
         from nnx_lint.gate.attribution import lint_project
 
         progress = Progress(interval=args.progress_interval)
         progress.phase(f"lint: {path}")
         lint_started = time.monotonic()
-        diagnostics = lint_project(path, select)
+
+        def lint_progress(done: int, total: int, _invalidated: bool) -> None:
+            progress.show("lint", done, total, unit="files")
+
+        # The terminal's status line only: a log has the phase lines.
+        diagnostics = lint_project(path, select, lint_progress if progress.enabled else None)
         lint_elapsed = time.monotonic() - lint_started
+        progress.clear()
         progress.phase(f"lint: ended, {lint_line(diagnostics)}")
     except (BaselineError, ConfigError, UnknownSelector) as exc:
         print(f"nnx-lint: error: {exc}", file=sys.stderr)
@@ -292,6 +297,7 @@ def finish(outcome: GateOutcome, diagnostics: list, path: Path, baseline: set[st
     """Attribute the breaks, apply the baseline, and render: (exit status, report text).
 
     ``run`` is the report's run identity (:mod:`nnx_lint.gate.run_identity`), taken before the runs."""
+    from nnx_lint.engine.config import split_codes
     from nnx_lint.gate.attribution import Attributor, lint_dependency_files
     from nnx_lint.gate.baseline import BaselineError, write_baseline
     from nnx_lint.gate.dependencies import dependency_frames

@@ -25,6 +25,7 @@ def test_enough_programs():
 
 
 @pytest.mark.parametrize("prog", ORDINARY, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_program_agrees(prog):
     ours, theirs = run_on_runtime(prog.fn), run_on_flax(prog.fn)
     assert ours[0] == theirs[0], f"runtime {ours} vs flax {theirs}"
@@ -32,6 +33,7 @@ def test_program_agrees(prog):
 
 
 @pytest.mark.parametrize("prog", DEVIATIONS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_documented_deviation(prog):
     """The runtime follows the FLIP; flax 0.12.8 does what the catalogue measured."""
     ok, ours, theirs = agrees(prog)
@@ -39,6 +41,7 @@ def test_documented_deviation(prog):
 
 
 @pytest.mark.parametrize("prog", TRACED, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_program_agrees_under_make_jaxpr(prog):
     """The confirmer traces reproductions abstractly: errors must surface the same way."""
     ours, theirs = run_on_runtime(prog.fn, traced=True), run_on_flax(prog.fn, traced=True)

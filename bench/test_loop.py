@@ -1,0 +1,101 @@
+"""The quick test loop against the full suite (issue 45: quick loop at most 3 minutes, full suite
+at most 15, on a 2-core machine).
+
+    python bench/test_loop.py [--quick-only] [--out DIR] [-- PYTEST ARGS...]
+
+In one run, from the repository root: ``python -m pytest -m "not slow"`` (the quick loop,
+CONTRIBUTING.md) and then ``python -m pytest`` (the full suite, the README's test command that
+``.ci/run`` calls), each with ``--junitxml`` and ``-p no:cacheprovider``. For each: wall time,
+CPU time of pytest and every process it waited for (``RUSAGE_CHILDREN``: the xdist workers and
+what the tests start), tests run, and the sum of the tests' own times. Then the test files by
+their time, and for the full suite the time of the tests marked slow.
+
+On a shared machine, wall time measures the machine's load as much as the suite: the CPU time
+divided by the cores is about what the same run takes on an idle machine (a lower bound: it
+assumes both cores busy throughout), and the two runs of one
+invocation are comparable with each other. ``--quick-only`` skips the full suite (its junit
+XML from an earlier run, ``--full-junit FILE``, can still be summarised).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(name: str, marker: list[str], junit: Path, extra: list[str]) -> dict:
+    command = [sys.executable, "-m", "pytest", *marker, "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *extra]
+    print(f"== {name}: {' '.join(command[1:])}", flush=True)
+    cpu, start = _children_cpu(), time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:], flush=True)
+    return {"name": name, "wall": wall, "cpu": cpu, "status": done.returncode, **_junit_summary(junit)}
+
+
+def _junit_summary(junit: Path) -> dict:
+    """Tests run and their times, by test file, from a junit XML report."""
+    by_file: collections.Counter = collections.Counter()
+    tests = 0
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        if case.find("skipped") is not None:
+            continue
+        tests += 1
+        module = case.get("classname", "").split(".")
+        # `tests.test_cli` or `tests.test_cli.TestClass`: the file is the first test_* part.
+        file = next((part for part in module if part.startswith("test_")), case.get("classname", "?"))
+        by_file[file] += float(case.get("time") or 0.0)
+    return {"tests": tests, "test_time": sum(by_file.values()), "by_file": by_file}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick-only", action="store_true", help="time only the quick loop")
+    parser.add_argument("--full-junit", type=Path, help="with --quick-only: an earlier full run's junit XML")
+    parser.add_argument("--out", type=Path, help="keep the junit XML files here")
+    parser.add_argument("--top", type=int, default=15, help="test files listed per run")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments, after --")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="nnx-lint-test-loop-"))
+    out.mkdir(parents=True, exist_ok=True)
+    cores = os.cpu_count() or 1
+    runs = [_run("quick loop", ["-m", "not slow"], out / "quick.xml", args.pytest_args)]
+    if not args.quick_only:
+        runs.append(_run("full suite", [], out / "full.xml", args.pytest_args))
+    elif args.full_junit is not None:
+        runs.append({"name": "full suite (earlier junit)", "wall": float("nan"), "cpu": float("nan"), "status": None,
+                     **_junit_summary(args.full_junit)})
+    print(f"\n{cores} cores; CPU / cores: about the wall time on an idle machine (a lower bound)")
+    print(f"{'run':<28} {'wall s':>8} {'CPU s':>8} {'CPU/cores s':>12} {'tests':>6} {'test time s':>12}")
+    for run in runs:
+        print(f"{run['name']:<28} {run['wall']:>8.1f} {run['cpu']:>8.1f} {run['cpu'] / cores:>12.1f} "
+              f"{run['tests']:>6} {run['test_time']:>12.1f}")
+    if len(runs) == 2:
+        quick, full = runs
+        print(f"quick / full: tests {quick['tests'] / full['tests']:.2f}, test time "
+              f"{quick['test_time'] / full['test_time']:.2f}, wall {quick['wall'] / full['wall']:.2f}")
+        slow_files = full["by_file"] - quick["by_file"]
+        print(f"time of the slow tests in the full run: {sum(slow_files.values()):.1f} s")
+    for run in runs:
+        print(f"\n{run['name']}: the {args.top} test files that take longest (s)")
+        for file, seconds in run["by_file"].most_common(args.top):
+            print(f"  {seconds:8.1f}  {file}")
+    print(f"\njunit XML in {out}")
+
+
+if __name__ == "__main__":
+    main()
