@@ -111,5 +111,5 @@ def test_plugins_fail_loudly_on_an_unknown_configured_code(sample):
     (sample.parent / "pyproject.toml").write_text('[tool.nnx-lint]\nignore = ["NNX777"]\n')
     result = _run(sys.executable, "-m", "flake8", sample.name, cwd=sample.parent)
     assert result.returncode != 0
-    assert "pyproject.toml [tool.nnx-lint]: unknown rule selector 'NNX777'" in result.stdout
+    assert "pyproject.toml [tool.nnx-lint]: `ignore`: unknown rule selector 'NNX777'" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr

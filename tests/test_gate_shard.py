@@ -149,7 +149,9 @@ def test_the_documented_matrix_runs_every_shard_once_and_merges_them_all():
     assert merges and all(words[:4] == ["nnx-lint", "gate", "merge", "gate-*.json"] for words in merges)
     assert all(words[4:8] == ["--run-id", "${{", "github.run_id", "}}"] for words in merges)
     installs = [line for line in runs if line.startswith("pip install")]
-    assert installs and all("nnx-lint/nnx-lint@<commit>" in line for line in installs), installs
+    # Installed from the repository the workflow's variables name (issue 45: no unpublished address).
+    assert installs and all("@ git+${{ github.server_url }}/${{ vars.NNX_LINT_REPOSITORY }}@${{ vars.NNX_LINT_REF }}"
+                            in line for line in installs), installs
 
 
 # --- issue 44, c3 and m3: gate merge validates its inputs and escapes their text -----------------

@@ -26,6 +26,7 @@ A copy that is not installed at all (a checkout on ``PYTHONPATH``) is named by i
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -61,10 +62,14 @@ def _installed_direct_url() -> dict | None:
 
 
 def _local_path(url: str) -> str:
+    """The path of a ``file:`` URL. Not ``urllib.request.url2pathname``: importing
+    ``urllib.request`` loads http, email and ssl, at lint time (the plugins' eager imports)."""
     from urllib.parse import unquote, urlparse
-    from urllib.request import url2pathname
 
-    return url2pathname(unquote(urlparse(url).path))
+    path = unquote(urlparse(url).path)
+    if os.name == "nt" and len(path) > 2 and path[0] == "/" and path[2] == ":":
+        return path[1:]  # file:///C:/x names C:/x
+    return path
 
 
 def _with_extra(target: str, extra: str | None) -> str:

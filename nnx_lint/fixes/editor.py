@@ -25,12 +25,12 @@ def code_action_fixes(request: dict[str, Any]) -> dict[str, Any]:
     from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.engine.registry import rule_by_code
     from nnx_lint.fixes.apply import candidate_fixes, fix_file
-    from nnx_lint.fixes.isolated import _flax_of, _indent_width_of, _line_length_of
+    from nnx_lint.fixes.request_settings import flax_of, indent_width_of, line_length_of
     from nnx_lint.fixes.model import SAFE, UNSAFE
     from nnx_lint.fixes.source import index_for
 
     text, path = request["text"], request["path"]
-    flax, width, indent = _flax_of(request), _line_length_of(request), _indent_width_of(request)
+    flax, width, indent = flax_of(request), line_length_of(request), indent_width_of(request)
     index = index_for(text, width, indent)
     quick: list[list[dict[str, Any]]] = []
     for stored in request["diagnostics"]:

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nnx_lint.engine.workers.process import WorkerDied, WorkerProcess
+from nnx_lint.fixes.request_settings import flax_of, indent_width_of, line_length_of
 
 
 class FixCrashed(Exception):
@@ -121,7 +122,7 @@ def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
 
     rules = [rule for rule in (rule_by_code(code) for code in request["codes"]) if rule is not None]
     path, text, unsafe, roots = request["path"], request["text"], request["unsafe"], request["roots"]
-    flax, width, indent = _flax_of(request), _line_length_of(request), _indent_width_of(request)
+    flax, width, indent = flax_of(request), line_length_of(request), indent_width_of(request)
     try:
         if request["notebook"]:
             new_data, counts = fix_notebook(path, text.encode("utf-8"), rules, unsafe, roots, flax, width, indent)
@@ -130,31 +131,6 @@ def _fixed_text(request: dict[str, Any]) -> dict[str, Any]:
         return {"after": outcome.text, "fixed": dict(outcome.fixed)}
     except (UnicodeDecodeError, ValueError):
         return {"after": None, "fixed": {}}
-
-
-def _flax_of(request: dict[str, Any]):
-    """The project's flax the request carries (:class:`~nnx_lint.fixes.flax_target.ProjectFlax`
-    as a dict: it crosses the process boundary as JSON); unknown when it carries none."""
-    from nnx_lint.fixes.flax_target import UNKNOWN, ProjectFlax
-
-    carried = request.get("flax")
-    if not isinstance(carried, dict):
-        return UNKNOWN
-    return ProjectFlax(carried.get("version"), carried.get("source", "unknown"))
-
-
-def _line_length_of(request: dict[str, Any]) -> int:
-    """The project's line length the request carries (the default when it carries none)."""
-    from nnx_lint.fixes.line_length import DEFAULT, valid
-
-    return valid(request.get("line_length")) or DEFAULT
-
-
-def _indent_width_of(request: dict[str, Any]) -> int | None:
-    """The project's indent width the request carries (None: each file's own indentation)."""
-    from nnx_lint.fixes.line_length import valid_indent_width
-
-    return valid_indent_width(request.get("indent_width"))
 
 
 def _attach(request: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +160,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     except (bounds.ParseFailure, UnicodeDecodeError, NotebookError):
         return {}
     # A statement libcst cannot parse gets no fix (see SourceIndex).
-    index = index_for(text, _line_length_of(request), _indent_width_of(request))
+    index = index_for(text, line_length_of(request), indent_width_of(request))
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
     known: list[Diagnostic] = []  # the request's findings, in module coordinates
@@ -200,7 +176,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
             span = module_line - diagnostic.line
             diagnostic = replace(diagnostic, line=module_line, end_line=diagnostic.end_line + span)
         known.append(diagnostic)
-        fix = fix_for(diagnostic, index, request["unsafe"], _flax_of(request))
+        fix = fix_for(diagnostic, index, request["unsafe"], flax_of(request))
         if fix is not None and origin is not None:
             fix = cell_edits(fix, origin)
         if fix is not None:
@@ -238,8 +214,8 @@ def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool
     fixing = {stored.get("code") for stored in request["diagnostics"]
               if (rule := rule_by_code(stored.get("code", ""))) is not None and rule.fixes}
     rules = [rule for rule in rules_for_selectors(_selectors_from_json(request["selectors"])) if rule.code in fixing]
-    roots, unsafe, flax, width = request.get("roots"), request["unsafe"], _flax_of(request), _line_length_of(request)
-    indent = _indent_width_of(request)
+    roots, unsafe, flax, width = request.get("roots"), request["unsafe"], flax_of(request), line_length_of(request)
+    indent = indent_width_of(request)
     first = sorted((d for d in known if d.code in fixing), key=Diagnostic.sort_key)
     if notebook:
         _new, before, positions = fix_notebook_tracked(request["path"], data, rules, unsafe, roots, flax, width,

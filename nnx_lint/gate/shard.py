@@ -14,11 +14,17 @@ from a status a shard claims.
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-from nnx_lint.gate.shard_schema import SECTION_KINDS, ShardError, own_verdict, read_report, validated_shard
+from nnx_lint.gate.shard_schema import (  # noqa: F401 (shard_of: the shard of a test id, read from here too)
+    SECTION_KINDS,
+    ShardError,
+    own_verdict,
+    read_report,
+    shard_of,
+    validated_shard,
+)
 
 #: The option the gate adds to a sharded full run; the pytest plugin deselects the other shards' tests.
 PYTEST_OPTION = "--nnx-lint-gate-shard"
@@ -33,11 +39,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if n < 1 or not 1 <= k <= n:
         raise ShardError(f"--shard {text}: K must be between 1 and N")
     return k, n
-
-
-def shard_of(nodeid: str, count: int) -> int:
-    """The shard (1-based) of a test id among ``count`` shards."""
-    return int.from_bytes(hashlib.sha256(nodeid.encode("utf-8")).digest()[:8], "big") % count + 1
 
 
 def in_shard(nodeid: str, shard: tuple[int, int] | None) -> bool:

@@ -21,6 +21,7 @@ verdict from the shards' breaks and problems, never from a claimed status
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -235,9 +236,12 @@ def _check_run(check: _Checker, name: Any, record: Any) -> None:
     check.text(record["output_tail"], f"{where}.output_tail")
 
 
-def _check_verdict(check: _Checker, where: str, item: Any, section: str, kind: str, shard: tuple[int, int]) -> None:
-    from nnx_lint.gate.shard import shard_of
+def shard_of(nodeid: str, count: int) -> int:
+    """The shard (1-based) of a test id among ``count`` shards (a report's verdicts must be its own)."""
+    return int.from_bytes(hashlib.sha256(nodeid.encode("utf-8")).digest()[:8], "big") % count + 1
 
+
+def _check_verdict(check: _Checker, where: str, item: Any, section: str, kind: str, shard: tuple[int, int]) -> None:
     breaking = section in BREAKING_SECTIONS
     check.dict(item, where, {"nodeid", "verdict", "note", "full_graph", "full_tree", "alone_tree", "alone_graph",
                              *(("in_baseline",) if breaking else ())}, {"attribution"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.analysis.objects import abstract as kinds
+import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import is_falsy_constant
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nnx_lint.analysis.objects import abstract as kinds
+import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.flax_table import object_relations as relations
 from nnx_lint.flax_table.names import NNX_PREFIX
@@ -128,8 +128,6 @@ class LibraryModels:
     def _loop(self, name: str, invocation: Invocation) -> None:
         """``fori_loop(lo, hi, body, init)``: the body runs on the carry; in Tree Mode the result is a
         fresh copy of each carried object, linked ``copy_of`` to it."""
-        from nnx_lint.analysis.objects.solver import Invocation as Call
-
         solver = self.solver
         body_position, carry_position = relations.LOOP_CARRIES[name]
         body = invocation.argument(body_position, None)
@@ -138,7 +136,8 @@ class LibraryModels:
             return
         index = ("loop-index", invocation.node, invocation.context)
         arguments = (index, carry) if "fori" in name else (carry,)
-        inner = Call(invocation.node, invocation.context, arguments, ())
+        # The solver's own Invocation class, taken from the call (solver imports this module).
+        inner = type(invocation)(invocation.node, invocation.context, arguments, ())
         solver.call(body, inner)
         if invocation.dst is not None:
             dst, node = invocation.dst, invocation.node

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from nnx_lint.analysis.objects import abstract as kinds
+import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.solver import Solver, is_rooted, root_context
 from nnx_lint.analysis.objects.summary import own_scope

@@ -20,7 +20,7 @@ from collections import deque
 
 from astroid import nodes
 
-from nnx_lint.analysis.objects import abstract as kinds
+import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant
 from nnx_lint.analysis.objects.library import LibraryModels
 from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope

@@ -6,7 +6,7 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.analysis.class_info import class_fields, stored_fields
-from nnx_lint.analysis.objects import abstract as kinds
+import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, constant
 from nnx_lint.analysis.objects.summary import Alloc, Parameter, Summary, summarize
 from nnx_lint.flax_table import object_relations as relations
