@@ -22,6 +22,9 @@ import pytest
 from _report_support import GATE_REPORT, HOSTILE, REPO, check, expected_totals, make_project, report_run
 from nnx_lint.reporting.html.escape import file_page
 
+#: Runs other programs end to end (see CONTRIBUTING.md): outside the quick loop.
+pytestmark = pytest.mark.slow
+
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]

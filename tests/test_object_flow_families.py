@@ -17,6 +17,9 @@ from nnx_lint.base.diagnostic import shown
 from nnx_lint.engine.registry import all_rules
 from nnx_lint.engine.walk import lint_bytes
 
+#: Runs other programs end to end (see CONTRIBUTING.md): outside the quick loop.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).parent
 PROGRAM = HERE / "object_flow" / "one_flow_three_families.py"
 FAMILIES = {"NNX105": "shared_references", "NNX401": "grad_semantics", "NNX711": "api_semantics"}

@@ -13,6 +13,9 @@ import pytest
 from _support import resolve_dotted
 from nnx_lint.flax_table import object_relations as relations
 
+#: Runs other programs end to end (see CONTRIBUTING.md): outside the quick loop.
+pytestmark = pytest.mark.slow
+
 nnx = pytest.importorskip("flax.nnx")
 jax = pytest.importorskip("jax")
 optax = pytest.importorskip("optax")

@@ -32,6 +32,9 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  
 
 from test_server import _client, apply, published, uri  # noqa: E402
 
+#: Runs other programs end to end (see CONTRIBUTING.md): outside the quick loop.
+pytestmark = pytest.mark.slow
+
 #: The tests that talk to the server share its event loop (the deadline test runs the worker alone).
 ASYNC = pytest.mark.asyncio(loop_scope="module")
 

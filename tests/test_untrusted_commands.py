@@ -22,6 +22,9 @@ import pytest
 from nnx_lint.engine.config import ConfigError
 from nnx_lint.engine.file_config import ISOLATED_VARIABLE, rules_for, settings_for_file
 
+#: Runs other programs end to end (see CONTRIBUTING.md): outside the quick loop.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(sys.executable).parent
 STATE_AXES = "from flax import nnx\nx = nnx.StateAxes({nnx.Param: 0})\nf = nnx.vmap(lambda m: m, in_axes=(x,))\n"
