@@ -29,6 +29,10 @@ def jax_counterpart(short_name: str) -> str:
 
 #: Libraries whose names are never project code (a qualified name there is not loaded as a file).
 LIBRARY_PREFIXES = ("flax.", "jax.")
+#: Libraries the object-flow model never reads as project code: their values are library objects.
+NOT_PROJECT_PREFIXES = LIBRARY_PREFIXES + ("numpy.", "builtins.", "optax.")
+#: An ``Rngs`` stream's class (``rngs.params``): it belongs to the Rngs that holds it.
+NNX_RNG_STREAM = "flax.nnx.RngStream"
 #: NumPy's namespaces: array constructors and dtypes.
 NUMPY_MODULES = ("jax.numpy.", "numpy.")
 #: Modules whose functions build or return arrays, never NNX objects.

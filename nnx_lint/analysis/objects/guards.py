@@ -7,6 +7,7 @@ from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import is_falsy_constant
+from nnx_lint.flax_table.names import NNX_PREFIX
 
 
 def parameter_guards(node: nodes.NodeNG) -> list[tuple[nodes.FunctionDef, str]]:
@@ -134,7 +135,7 @@ def holds_state(model, obj) -> bool:
     Module whose tree reaches one of those."""
     if obj.kind in (kinds.VARIABLE, kinds.RNGS, kinds.STREAM):
         return True
-    if obj.kind == kinds.MODULE and obj.definition is None and (obj.class_name or "").startswith("flax.nnx."):
+    if obj.kind == kinds.MODULE and obj.definition is None and (obj.class_name or "").startswith(NNX_PREFIX):
         return True
     return any(True for _ in model.paths(obj, lambda o: o.kind in (kinds.VARIABLE, kinds.RNGS, kinds.STREAM)
                                          or (o.kind == kinds.MODULE and o.definition is None)))

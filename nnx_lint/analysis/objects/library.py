@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.flax_table import object_relations as relations
-from nnx_lint.flax_table.names import NNX_PREFIX
+from nnx_lint.flax_table.names import NNX_PREFIX, NNX_RNG_STREAM
 from nnx_lint.flax_table.nnx_api import MODULE_CLASSES, TRANSFORMS, VARIABLE_TYPES
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.objects.solver import Invocation, Solver
 
-_STREAM_CLASS = "flax.nnx.RngStream"
+_STREAM_CLASS = NNX_RNG_STREAM
 
 
 def is_transform(qualified_name: str | None) -> bool:

@@ -9,6 +9,7 @@ from nnx_lint.analysis.class_info import class_fields, stored_fields
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, constant
 from nnx_lint.analysis.objects.summary import Alloc, Parameter, Summary, summarize
+from nnx_lint.flax_table.names import NOT_PROJECT_PREFIXES
 from nnx_lint.flax_table import object_relations as relations
 
 #: How far up a class hierarchy methods are looked for.
@@ -129,7 +130,7 @@ class World:
     def named(self, qualified_name: str) -> AbstractObject | None:
         """The object an imported name denotes: a project function or class, or a library value."""
         definition = None
-        if not qualified_name.startswith(("flax.", "jax.", "numpy.", "builtins.", "optax.")):
+        if not qualified_name.startswith(NOT_PROJECT_PREFIXES):
             try:
                 definition = self.context.project.definition(qualified_name)
             except Exception:  # an unreadable module: the name stays a library value
