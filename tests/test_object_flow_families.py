@@ -47,7 +47,7 @@ def test_without_that_flow_all_three_are_silent(monkeypatch):
 
 #: (program, lines added after it, expression pairs) whose identity flax's graph mode answers with `is`.
 _ALIASING = [
-    ("tests/fixtures/shared_references/NNX103_one_submodule_in_two_owners.py", "",
+    ("tests/object_flow/one_submodule_in_two_owners.py", "",
      [("tied.encoder.linear", "tied.decoder.embed"), ("untied.encoder.linear", "untied.decoder.embed"),
       ("distill.student", "distill.teacher"), ("apart.student", "apart.teacher")]),
     ("tests/fixtures/shared_references/NNX105_rngs_through_a_default_and_a_plain_holder.py",

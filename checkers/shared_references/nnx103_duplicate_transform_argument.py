@@ -33,7 +33,6 @@ from nnx_lint.api import (
     Facts,
     flax_table,
     Invalid,
-    object_flow,
     passed_here,
     pin_sites_in,
     programs,
@@ -322,38 +321,6 @@ class DuplicateTransformArgument(FamilyRule):
         for argument in use.arguments:
             if self._within(node, argument.expression, argument.label, describe_use(use), use.transform):
                 return
-        for argument in use.arguments:
-            if self._model_within(node, argument.expression, argument.label, describe_use(use), use.transform):
-                return
-
-    def _model_within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict,
-                      pin_target) -> bool:
-        """The object-flow model's answer for one argument: an object made in the analysed code
-        whose tree reaches one Module, Variable or Rngs at two paths (a factory flag that gives one
-        submodule to two owners; ``self.teacher = student if flag else build()``). An Rngs held
-        twice is NNX105's finding, at the class that stores it. Asked only of an instance of a
-        project class, the values the model follows into constructors."""
-        ref = self.classes.class_of(expression)
-        if ref is None or ref.definition is None:
-            return False
-        shared = object_flow.shared_inside(object_flow.object_model(self.context), expression, _MODULES_AND_VARIABLES)
-        if shared is None:
-            return False
-        first, second, obj, root = shared
-        owners = [root.definition] + [store.frame().parent for store in first.stores + second.stores]
-        if any(isinstance(owner, nodes.ClassDef) and self.classes.construction(owner).aliases for owner in owners):
-            return False  # a class's own construction shares it: NNX101's finding, with its opt-ins
-        kind = {"module": "Module", "variable": "Variable"}[obj.kind]
-        self.report(
-            node, message=self.within_message, **described,
-            first=short_source(expression), second=short_source(expression),
-            first_position=label + first.text(), second_position=label + second.text(),
-            kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
-            confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
-            related=[(store, "stored here") for store in first.stores + second.stores
-                     if store.root() is self.context.module][:6],
-        )
-        return True
 
     def _held_by_both(self, node: nodes.Call, use) -> bool:
         """Two arguments that each hold one object below them (``Container(v)`` twice)."""
