@@ -150,7 +150,7 @@ from nnx_lint.analysis.values import CONTAINER_KINDS, DATA_CONTAINER, value_mode
 from nnx_lint.analysis.variables import FLOAT_STATE, NON_DIFFERENTIABLE, UNKNOWN_DTYPE, Holdings, variable_model
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 __all__ = [
     # Declaring a rule.

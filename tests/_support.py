@@ -9,7 +9,8 @@ from pathlib import Path
 
 from nnx_lint.base.diagnostic import shown
 from nnx_lint.analysis import parsing
-from nnx_lint.engine.walk import FileContext, lint_bytes
+from nnx_lint.analysis.context import FileContext
+from nnx_lint.engine.walk import lint_bytes
 from nnx_lint.analysis.project import Project, module_name_for
 from nnx_lint.engine.registry import all_rules, family_package
 from nnx_lint.analysis.rule import Rule, expected_markers

@@ -27,7 +27,8 @@ from _support import REPO, calls_to_lint
 from nnx_lint.base import bounds
 from nnx_lint.analysis import parsing
 from nnx_lint.analysis.classes import ClassModel
-from nnx_lint.engine.walk import FileContext, lint_bytes, lint_source
+from nnx_lint.analysis.context import FileContext
+from nnx_lint.engine.walk import lint_bytes, lint_source
 from nnx_lint.analysis.project import Project
 from nnx_lint.engine.registry import all_rules
 from nnx_lint.analysis.transformed import TransformedCode

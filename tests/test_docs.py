@@ -252,7 +252,7 @@ def test_contributing_names_what_exists():
     import inspect
 
     import nnx_lint.api as api
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split("### 7.", 1)[0]
     paths = set(re.findall(r"`((?:nnx_lint|checkers|tests)/[\w/]+\.py)`", text))

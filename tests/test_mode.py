@@ -7,7 +7,7 @@ import pytest
 from astroid import nodes
 
 from nnx_lint.analysis import parsing
-from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.context import FileContext
 from nnx_lint.analysis.project import Project
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from _support import file_context
 from astroid import nodes
 
-from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.context import FileContext
 from nnx_lint.analysis.relations import argument_views, held_items
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from astroid import nodes
 
 from nnx_lint.analysis import parsing
-from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.context import FileContext
 from nnx_lint.analysis.project import Project
 from nnx_lint.analysis.transformed import transformed_code
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from _support import file_context
 from astroid import nodes
 
-from nnx_lint.engine.walk import FileContext
+from nnx_lint.analysis.context import FileContext
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.values import value_model
 

@@ -27,7 +27,7 @@ from nnx_lint.analysis.flow import class_definitions, lookup
 from nnx_lint.flax_table.names import NNX_PREFIX
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 _NOT_INSTANCE_METHODS = frozenset({"staticmethod", "classmethod", "property"})
 

@@ -14,7 +14,7 @@ from astroid import nodes
 from nnx_lint.analysis.values import value_model
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 
 def passed_here(context: FileContext, *expressions: nodes.NodeNG) -> list[tuple[nodes.Call, str]]:

@@ -48,7 +48,7 @@ from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import CLASS_PRESERVING_CALLS, NNX_MODULE_BASES, NNX_PREFIX
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 
 #: The methods a test framework runs before each test method (unittest, pytest's classes): what

@@ -26,7 +26,7 @@ from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.base.node_index import nodes_of_class
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 
 def fact_index(context: FileContext) -> FactIndex:

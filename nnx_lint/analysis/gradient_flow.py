@@ -19,7 +19,7 @@ from nnx_lint.analysis.flow import lookup
 from nnx_lint.flax_table.names import TREE_MAP, TREE_MAPS
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 
 @dataclass

@@ -35,7 +35,7 @@ from nnx_lint.analysis.refs import Ref
 from nnx_lint.analysis.flow import bound_values, unpacked_binding
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 #: Package roots whose calls :func:`opaque_builder` never counts: flax's own calls are modelled
 #: (``nnx.ModelAndOptimizer`` holds its model, ``nnx.Optimizer`` does not), and the numeric

@@ -11,7 +11,7 @@ so every example shown to users is also a test.
 Checking is done by ``visit_<node>`` / ``leave_<node>`` methods named after astroid
 node classes in lower case (``visit_call``, ``leave_module``), called by the engine
 during its single walk of the file. Rules never parse, resolve imports or decide the
-graph/tree mode themselves: they ask ``self.context`` (a :class:`nnx_lint.engine.walk.FileContext`).
+graph/tree mode themselves: they ask ``self.context`` (a :class:`nnx_lint.analysis.context.FileContext`).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from astroid import nodes
 
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 _CODE_PATTERN = re.compile(r"^NNX\d{3}$")
 _SYMBOL_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")

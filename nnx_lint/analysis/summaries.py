@@ -32,7 +32,7 @@ from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.analysis.transforms import transform_resolver
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 _MAX_DEPTH = 3
 

@@ -76,7 +76,7 @@ from nnx_lint.analysis.transform_types import _FUNCTION_TYPES, Entry, Function, 
 from nnx_lint.analysis.transforms import transform_resolver
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 _MAX_DEPTH = 12
 _MAX_FUNCTIONS = 400

@@ -22,7 +22,7 @@ from nnx_lint.flax_table.names import LIBRARY_PREFIXES
 from nnx_lint.flax_table.signatures import AHEAD_OF_TIME_METHODS
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 #: How many names bound to names (``a = b``, ``b = nnx.jit(f)``) are followed.
 MAX_ALIAS_DEPTH = 4

@@ -57,7 +57,7 @@ from nnx_lint.flax_table.signatures import (AHEAD_OF_TIME_METHODS, DIRECT_TRANSF
 from nnx_lint.base.node_index import nodes_of_class
 
 if TYPE_CHECKING:
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 _MAX_DEPTH = 12
 _MAX_FUNCTIONS = 400

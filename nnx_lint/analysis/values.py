@@ -30,7 +30,7 @@ from nnx_lint.flax_table.names import NNX_DATA, NNX_DATA_ANNOTATION, NNX_MODULE_
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.calls import NNXCall
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 _MAX_DEPTH = 4
 #: Variable types of flax.nnx, qualified (a stored value of one of these is a Variable).

@@ -42,7 +42,7 @@ from nnx_lint.flax_table.flax_layers import (  # noqa: F401 - the categories are
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.class_info import ClassRef
-    from nnx_lint.engine.walk import FileContext
+    from nnx_lint.analysis.context import FileContext
 
 # Categories of a held leaf.
 _MAX_DEPTH = 8

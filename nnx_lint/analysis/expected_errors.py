@@ -5,7 +5,7 @@ Tests check that a pattern raises (``with pytest.raises(ValueError):``,
 error at the same place breaks nothing: the test passes in both modes. An assertion that
 also matches the message (``assertRaisesRegex``, ``pytest.raises(..., match=...)``) is not
 excused: Tree Mode's message differs, and the test breaks. Rules whose finding is "Tree Mode raises" stay silent on such
-code (:meth:`nnx_lint.engine.walk.FileContext.report`); rules about silent changes still
+code (:meth:`nnx_lint.analysis.context.FileContext.report`); rules about silent changes still
 report, because a silent change inside an expected-error block is still a change.
 
 Only these explicit assertion forms count. A ``try``/``except`` around code is not an
