@@ -79,6 +79,11 @@ Values, classes and Variables:
   ``FLOAT_STATE``, ``NON_DIFFERENTIABLE``, ``UNKNOWN_DTYPE`` — its leaf kinds.
 - ``GradApplication``, ``GradientFlow``, ``GradientUse`` — a grad application and where its
   gradient goes.
+- ``gradients`` — :mod:`nnx_lint.analysis.grad_arguments`, one namespace for the grad analysis:
+  ``gradients.grad_analysis(context)`` is the file's (which arguments each grad application
+  differentiates, as ``gradients.Differentiated``, and what the gradient's consumers do with it:
+  ``gradients.StateTypeCheck``, ``gradients.tree_mode_value``, ``gradients.STATE_FUNCTIONS``);
+  ``gradients.unknown_argument`` and ``gradients.grad_pin_sites``.
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
@@ -131,6 +136,7 @@ from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_i
 from nnx_lint.analysis.expected_messages import expected_messages, found_in, pattern_strings, plain_text
 from nnx_lint.analysis.fact_index import fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
+from nnx_lint.analysis import grad_arguments as gradients
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
 from nnx_lint.base.node_index import nodes_of_class
@@ -171,6 +177,7 @@ __all__ = [
     "object_flow", "value_model", "DATA_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
+    "gradients",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
     "held_items", "opaque_builder", "python_value", "static_use", "bound_arguments",
     # Fixes.

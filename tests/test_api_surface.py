@@ -18,7 +18,8 @@ import nnx_lint.api as api
 #: The most names ``nnx_lint.api`` may export (166 when issue 43 was filed).
 MOST_EXPORTS = 80
 #: The namespaces the surface exports: a rule reads only their ``__all__``.
-NAMESPACES = {"flax_table": api.flax_table, "programs": api.programs, "object_flow": api.object_flow}
+NAMESPACES = {"flax_table": api.flax_table, "programs": api.programs, "object_flow": api.object_flow,
+              "gradients": api.gradients}
 CHECKERS = Path(__file__).resolve().parents[1] / "checkers"
 
 #: Bound in the module for its own use, not exported.

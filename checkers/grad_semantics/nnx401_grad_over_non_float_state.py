@@ -5,14 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import (
-    DifferentiatedArgumentFacts,
-    describe_holdings,
-    grad_analysis,
-    grad_pin_sites,
-    grad_sites,
-    holding_facts,
-)
+from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, describe_holdings, grad_sites, holding_facts
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
 from nnx_lint.api import (
     NON_DIFFERENTIABLE,
@@ -25,6 +18,7 @@ from nnx_lint.api import (
     passed_at,
     programs,
     raises,
+    gradients,
 )
 
 
@@ -113,7 +107,7 @@ class GradOverNonFloatState(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         breaks = lambda d: d.holdings is not None and bool(d.holdings.of(NON_DIFFERENTIABLE))  # noqa: E731
-        analysis = grad_analysis(self.context)
+        analysis = gradients.grad_analysis(self.context)
         reported = False
         for application, differentiated in analysis.differentiated_at(node, breaks, containers=True):
             reported = True
@@ -137,7 +131,7 @@ class GradOverNonFloatState(Rule):
                 non_float=holding_facts(holdings, NON_DIFFERENTIABLE),
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
-                pin=grad_pin_sites(self.context, application),
+                pin=gradients.grad_pin_sites(self.context, application),
                 related=grad_sites(application) + _caller(differentiated)
                 + [(store.node, f"`{store.attribute}` is stored onto it here") for store in stored],
             )

@@ -5,14 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import (
-    DifferentiatedArgumentFacts,
-    describe_holdings,
-    grad_analysis,
-    grad_pin_sites,
-    grad_sites,
-    holding_facts,
-)
+from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, describe_holdings, grad_sites, holding_facts
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
 from nnx_lint.api import (
     ABSENT,
@@ -27,6 +20,7 @@ from nnx_lint.api import (
     differs,
     flax_table,
     programs,
+    gradients,
 )
 
 
@@ -99,7 +93,7 @@ class GradIncludesNonParamState(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = grad_analysis(self.context)
+        analysis = gradients.grad_analysis(self.context)
         non_param = {FLOAT_STATE, UNKNOWN_DTYPE}
         # unknown contents, or NNX401's (raises first), do not count
         breaks = lambda d: d.holdings is not None and not d.holdings.of(NON_DIFFERENTIABLE) \
@@ -127,7 +121,7 @@ class GradIncludesNonParamState(Rule):
                 gradient_via=use.via,
                 application_line=node.lineno,
                 **differentiated.facts(),
-                pin=grad_pin_sites(self.context, application),
+                pin=gradients.grad_pin_sites(self.context, application),
                 related=elsewhere + grad_sites(application),
             )
 

@@ -6,10 +6,9 @@ from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites, unknown_argument
-from checkers.grad_semantics.consumers import STATE_FUNCTIONS
+from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, grad_sites
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises, gradients
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,7 +102,7 @@ class GradsUsedAsState(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = grad_analysis(self.context)
+        analysis = gradients.grad_analysis(self.context)
         self._unproven(node, analysis)
         for application, differentiated, use in analysis.gradient_uses(node):
             found = self._state_use(analysis, use, differentiated)
@@ -139,7 +138,7 @@ class GradsUsedAsState(Rule):
     def _unproven(self, node: nodes.Call, analysis) -> None:
         """Audit mode: the gradient of an application whose differentiated arguments are unknown
         (``grad_fn(*inputs)``, ``argnums=argnums``), used as a State."""
-        unknown = unknown_argument(node)
+        unknown = gradients.unknown_argument(node)
         for application, use, reason in analysis.unresolved_gradient_uses(node):
             found = self._state_use(analysis, use, unknown)
             if found is None:
@@ -359,7 +358,7 @@ def _usage_facts(context, where: nodes.NodeNG) -> dict[str, Any]:
         name = context.qualified_name(where.func) or ""
         if name in flax_table.TREE_MAPS or name == flax_table.OPTAX_APPLY_UPDATES:
             return {"usage_kind": "tree-map", "function": name}
-        if isinstance(where.func, nodes.Attribute) and where.func.attrname in flax_table.STATE_METHODS and name not in STATE_FUNCTIONS:
+        if isinstance(where.func, nodes.Attribute) and where.func.attrname in flax_table.STATE_METHODS and name not in gradients.STATE_FUNCTIONS:
             return {"usage_kind": "method", "method": where.func.attrname}
         return {"usage_kind": "function", "function": name}
     return {"usage_kind": "iteration"}

@@ -5,10 +5,9 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.analysis import DifferentiatedArgumentFacts, grad_analysis, grad_sites
-from checkers.grad_semantics.consumers import StateTypeCheck, tree_mode_value
+from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, grad_sites
 from checkers.grad_semantics.reproduction import dedented, grad_application_code
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, flax_table, programs
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, flax_table, programs, gradients
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +85,7 @@ class GradsCheckedAsState(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = grad_analysis(self.context)
+        analysis = gradients.grad_analysis(self.context)
         for application, differentiated, use in analysis.gradient_uses(node):
             check = analysis.state_type_check(use.name)
             if check is None or id(check.node) in self._reported:
@@ -122,7 +121,7 @@ class GradsCheckedAsState(Rule):
         test = facts.test
         observe = {"type-is": "type(G) is nnx.State", "type-is-not": "type(G) is not nnx.State"}.get(
             test, "isinstance(G, nnx.State)")
-        tree = tree_mode_value(test)
+        tree = gradients.tree_mode_value(test)
         container = facts.class_qualified_name
         if container == flax_table.NNX_DICT:
             model, forward = "model = nnx.Dict(w=nnx.Param(jnp.ones((2, 2))))", "jnp.sum(x @ M['w'][...])"
@@ -232,7 +231,7 @@ _CONSEQUENCES = {
 }
 
 
-def _shown(check: StateTypeCheck, gradient: nodes.NodeNG) -> str:
+def _shown(check: gradients.StateTypeCheck, gradient: nodes.NodeNG) -> str:
     """The check as the message shows it: the boolean test, short enough for an editor."""
     if check.test.startswith("type-"):
         return programs.clipped(check.text, 40)

@@ -7,10 +7,14 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.api import GradientUse, NameResolver, expressions_within, flax_table, programs
+from nnx_lint.analysis.flow import expressions_within
+from nnx_lint.analysis.gradient_flow import GradientUse
+from nnx_lint.analysis.names import NameResolver
+from nnx_lint.base import program_syntax as programs
+from nnx_lint.flax_table import table as flax_table
 
 if TYPE_CHECKING:
-    from checkers.grad_semantics.analysis import Differentiated
+    from nnx_lint.analysis.grad_arguments import Differentiated
 
 
 #: flax containers whose Tree Mode gradient (the container itself) still indexes, iterates and
@@ -63,7 +67,7 @@ def tree_mode_value(test: str) -> bool:
 
 
 class GradientConsumers:
-    """The consumer half of the per-file grad analysis (:class:`checkers.grad_semantics.analysis._Analysis`
+    """The consumer half of the per-file grad analysis (:class:`nnx_lint.analysis.grad_arguments._Analysis`
     inherits it): it needs ``context``, ``transforms`` and :meth:`is_state_value`."""
 
     # -- consumers --------------------------------------------------------------------------

@@ -1,47 +1,40 @@
-"""Analysis helpers shared by several grad semantics rules."""
+"""What each grad application differentiates, and where its gradient goes: the grad analysis every
+NNX4xx rule asks (``nnx_lint.api.gradients``).
+
+For each call applying ``nnx.grad`` / ``nnx.value_and_grad`` (however it is spelled, through the
+one transform resolver), the differentiated arguments with what is known of their class (its
+Variables, from :mod:`nnx_lint.analysis.variables`), and the places the gradient flows to
+(:mod:`nnx_lint.analysis.gradient_flow`) with what its consumers do there
+(:mod:`nnx_lint.analysis.gradient_consumers`)."""
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from astroid import nodes
 
-from checkers.grad_semantics.consumers import GradientConsumers
-from nnx_lint.api import (
-    ABSENT,
-    Facts,
-    GradApplication,
-    GradientFlow,
-    GradientUse,
-    Holdings,
-    bound_values,
-    flax_table,
-    lookup,
-    pin_sites_in,
-    programs,
-    transform_resolver,
-    value_model,
-    variable_model,
-    where,
+from nnx_lint.analysis.call_sites import where
+from nnx_lint.analysis.flow import bound_values, lookup
+from nnx_lint.analysis.gradient_consumers import (
+    STATE_FUNCTIONS,
+    GradientConsumers,
+    StateTypeCheck,
+    tree_mode_value,
 )
+from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
+from nnx_lint.analysis.pin_sites import pin_sites_in
+from nnx_lint.analysis.transforms import transform_resolver
+from nnx_lint.analysis.values import value_model
+from nnx_lint.analysis.variables import Holdings, variable_model
+from nnx_lint.base import program_syntax as programs
+from nnx_lint.flax_table import table as flax_table
 
-
-@dataclass(frozen=True, kw_only=True)
-class DifferentiatedArgumentFacts(Facts):
-    """The facts NNX401-NNX403 share: the differentiated argument and what is known of its
-    class (each rule's facts add their own after these)."""
-
-    argument: str
-    position: int
-    class_: str | None = field(metadata={'key': 'class'})
-    class_qualified_name: str | None
-    class_evidence: str
-    confidence: str
-    variable_types: list = ABSENT
-    unknown_parts: list = ABSENT
-    pin: list
+__all__ = [
+    "grad_analysis", "Differentiated", "unknown_argument", "UNKNOWN_ARGUMENT_EVIDENCE", "grad_pin_sites",
+    "STATE_FUNCTIONS", "StateTypeCheck", "tree_mode_value",
+]
 
 
 @dataclass
@@ -385,21 +378,6 @@ def _why_unresolved(differentiated: Differentiated) -> str:
     return f"its class `{differentiated.class_name}` is defined where the analysis cannot read it"
 
 
-def holding_facts(holdings: Holdings, categories) -> list[dict]:
-    """The holdings of ``categories`` as facts (at most twelve)."""
-    return [h.as_fact() for h in holdings.of(categories)][:12]
-
-
-def describe_holdings(holdings: Holdings, categories) -> str:
-    """The first four holdings of ``categories`` as ``path: Type (dtype)``, for a message."""
-    parts = []
-    for holding in holdings.of(categories)[:4]:
-        dtype = {"integer": " (int)", "float": " (float)", "unknown-dtype": " (dtype unknown)"}.get(holding.category, "")
-        parts.append(f"{holding.path or '<self>'}: {holding.variable_type}{dtype}")
-    more = len(holdings.of(categories)) - 4
-    return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
-
-
 def grad_pin_sites(context, application: GradApplication) -> list[dict[str, Any]]:
     """Where a pin fix keeps graph mode: the grad transform applied here."""
     return pin_sites_in(context, (application.transform_node, application.transform))
@@ -423,10 +401,3 @@ def _with_later_stores(differentiated: Differentiated | None, position: int, arg
         return Differentiated(position, argument, None, None, holdings, "stored later", frozenset(),
                               later_stores=tuple(stores))
     return dataclasses.replace(differentiated, holdings=holdings, later_stores=tuple(stores))
-
-
-def grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:
-    """The grad's creation and its application, as related locations of a finding."""
-    sites = [(application.transform_node, f"the `nnx.{application.transform}` is created here"),
-             (application.call, "and applied here")]
-    return [(node, text) for node, text in sites if node is not None]
