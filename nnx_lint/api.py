@@ -84,6 +84,11 @@ Values, classes and Variables:
   differentiates, as ``gradients.Differentiated``, and what the gradient's consumers do with it:
   ``gradients.StateTypeCheck``, ``gradients.tree_mode_value``, ``gradients.STATE_FUNCTIONS``);
   ``gradients.unknown_argument`` and ``gradients.grad_pin_sites``.
+- ``custom_vjps`` — :mod:`nnx_lint.analysis.custom_vjps`, one namespace for the file's ``nnx.custom_vjp``
+  registrations: ``custom_vjps.custom_vjp_analysis(context)`` (each ``defvjp`` as a
+  ``custom_vjps.Registration``), and what a backward function does with its cotangent
+  (``custom_vjps.cotangent_parameter``, ``custom_vjps.old_destructures``, ``custom_vjps.old_parts``,
+  ``custom_vjps.guarded_by_protocol_check``, ``custom_vjps.own_body_nodes``).
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
@@ -136,6 +141,7 @@ from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_i
 from nnx_lint.analysis.expected_messages import expected_messages, found_in, pattern_strings, plain_text
 from nnx_lint.analysis.fact_index import fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
+from nnx_lint.analysis import custom_vjps
 from nnx_lint.analysis import grad_arguments as gradients
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
 from nnx_lint.analysis.names import NameResolver, base_classes
@@ -177,7 +183,7 @@ __all__ = [
     "object_flow", "value_model", "DATA_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "gradients",
+    "gradients", "custom_vjps",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
     "held_items", "opaque_builder", "python_value", "static_use", "bound_arguments",
     # Fixes.

@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.custom_vjp.analysis import cotangent_parameter, custom_vjp_analysis, old_destructures
 from checkers.custom_vjp.reproduction import other_arguments, tangent_arguments, tree_bwd, vjp_program
 from nnx_lint.api import (
     DISPLAY_ONLY,
@@ -19,6 +18,7 @@ from nnx_lint.api import (
     Valid,
     programs,
     raises,
+    custom_vjps,
 )
 
 
@@ -94,14 +94,14 @@ class CustomVjpOldCotangent(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        registration = custom_vjp_analysis(self.context).registration(node)
+        registration = custom_vjps.custom_vjp_analysis(self.context).registration(node)
         if registration is None or registration.bwd is None:
             return
-        for assign, shape, confidence in old_destructures(registration.bwd, registration.primal):
+        for assign, shape, confidence in custom_vjps.old_destructures(registration.bwd, registration.primal):
             self.report(
                 assign,
                 shape=shape,
-                cotangent=cotangent_parameter(registration.bwd).name,
+                cotangent=custom_vjps.cotangent_parameter(registration.bwd).name,
                 destructuring=assign.targets[0].as_string(),
                 confidence=confidence,
                 related=registration.related(),

@@ -5,15 +5,8 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.custom_vjp.analysis import (
-    cotangent_parameter,
-    custom_vjp_analysis,
-    guarded_by_protocol_check,
-    old_parts,
-    own_body_nodes,
-)
 from checkers.custom_vjp.reproduction import other_arguments, tangent_arguments, tree_bwd, vjp_program
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, flax_table, programs, raises, custom_vjps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +67,7 @@ class CustomVjpStateTangent(Rule):
     )
 
     def visit_call(self, node: nodes.Call) -> None:
-        analysis = custom_vjp_analysis(self.context)
+        analysis = custom_vjps.custom_vjp_analysis(self.context)
         registration = analysis.registration(node)
         if registration is None or registration.bwd is None:
             return
@@ -82,12 +75,12 @@ class CustomVjpStateTangent(Rule):
         if diff is None:
             return
         bwd = registration.bwd
-        cotangent = cotangent_parameter(bwd)
-        old = old_parts(bwd, registration.primal)
-        for statement in own_body_nodes(bwd, nodes.Return):
+        cotangent = custom_vjps.cotangent_parameter(bwd)
+        old = custom_vjps.old_parts(bwd, registration.primal)
+        for statement in custom_vjps.own_body_nodes(bwd, nodes.Return):
             if not isinstance(statement.value, nodes.Tuple):
                 continue
-            if cotangent is not None and guarded_by_protocol_check(statement, cotangent.name, bwd):
+            if cotangent is not None and custom_vjps.guarded_by_protocol_check(statement, cotangent.name, bwd):
                 continue
             for index, parameter in diff:
                 if index >= len(statement.value.elts):

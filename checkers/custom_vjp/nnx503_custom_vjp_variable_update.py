@@ -6,9 +6,8 @@ from typing import Iterator
 
 from astroid import nodes
 
-from checkers.custom_vjp.analysis import custom_vjp_analysis, own_body_nodes
 from checkers.custom_vjp.reproduction import tree_bwd, vjp_program
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, programs
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, differs, programs, custom_vjps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +72,7 @@ class CustomVjpVariableUpdate(Rule):
         self._reported: set[int] = set()
 
     def visit_call(self, node: nodes.Call) -> None:
-        registration = custom_vjp_analysis(self.context).registration(node)
+        registration = custom_vjps.custom_vjp_analysis(self.context).registration(node)
         if registration is None or registration.bwd is None or _declares_updates_g(registration.bwd):
             return
         for role, function in (("function", registration.primal), ("fwd", registration.fwd)):
@@ -289,7 +288,7 @@ def _root(node: nodes.NodeNG) -> tuple[nodes.Name | None, list[str]]:
 
 def _variable_writes(function: nodes.FunctionDef, parameters: set[str]) -> Iterator[tuple[nodes.NodeNG, str, str]]:
     """``(node, text, parameter)`` for Variable value writes on ``parameters`` in ``function``."""
-    for node in own_body_nodes(function, (nodes.Subscript, nodes.AssignAttr, nodes.Call)):
+    for node in custom_vjps.own_body_nodes(function, (nodes.Subscript, nodes.AssignAttr, nodes.Call)):
         if isinstance(node, nodes.Subscript) and _is_store(node):
             root, parts = _root(node.value)
             ellipsis = isinstance(node.slice, nodes.Const) and node.slice.value is Ellipsis

@@ -126,6 +126,24 @@ def bound_values(name: nodes.Name) -> list[nodes.NodeNG]:
     return values
 
 
+def assigned_or_unpacked(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:
+    """What ``name``'s assignments bind it to, unpacked or not: ``(value, "value")`` for
+    ``name = value``, ``(call, "split")`` for ``_, name, ... = call`` (a later target of an
+    unpacking, as in ``graphdef, state = nnx.split(m)``)."""
+    _scope, assignments = lookup(name)
+    found = []
+    for assignment in assignments:
+        if not isinstance(assignment, nodes.AssignName):
+            continue
+        parent = assignment.parent
+        if isinstance(parent, nodes.Assign) and assignment in parent.targets:
+            found.append((parent.value, "value"))
+        elif isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+            if parent.elts.index(assignment) >= 1:
+                found.append((parent.parent.value, "split"))
+    return found
+
+
 def unpacked_binding(name: nodes.Name) -> tuple[nodes.NodeNG, int] | None:
     """``(value, position)`` when ``name`` is bound only once, by unpacking: ``a, b = value``
     binds ``b`` at position 1."""

@@ -1,4 +1,9 @@
-"""Analysis helpers shared by several custom vjp rules."""
+"""The file's ``nnx.custom_vjp`` registrations and what their backward functions do with the
+cotangent: the analysis the NNX5xx rules ask (``nnx_lint.api.custom_vjps``).
+
+A registration is ``f.defvjp(fwd, bwd)`` for a function ``f`` the one transform resolver decodes as
+an ``nnx.custom_vjp``; the helpers read the old protocol's destructuring of the cotangent, a
+State-valued tangent, and the checks that make a backward function work under both protocols."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,7 +11,17 @@ from typing import Any, Iterator
 
 from astroid import nodes
 
-from nnx_lint.api import flax_table, lookup, pin_sites_in, transform_resolver, value_model
+from nnx_lint.analysis.flow import assigned_or_unpacked, lookup
+from nnx_lint.analysis.pin_sites import pin_sites_in
+from nnx_lint.analysis.transforms import transform_resolver
+from nnx_lint.analysis.values import value_model
+from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table import table as flax_table
+
+__all__ = [
+    "custom_vjp_analysis", "Registration", "cotangent_parameter", "old_destructures", "old_parts",
+    "guarded_by_protocol_check", "own_body_nodes",
+]
 
 
 _MODE_PROBES = frozenset(flax_table.MODE_SETTERS)
@@ -135,7 +150,7 @@ class _Analysis:
         if isinstance(expression, nodes.Name):
             if expression.name in old_parts:
                 return f"{expression.name} (the old protocol's State cotangent)"
-            for value, kind in _bindings(expression):
+            for value, kind in assigned_or_unpacked(expression):
                 if kind == "split" and isinstance(value, nodes.Call) and self.context.qualified_name(value.func) in flax_table.SPLITS:
                     return "nnx.split(...) State"
                 if kind == "value":
@@ -185,7 +200,7 @@ def own_body_nodes(function: nodes.FunctionDef, kinds) -> Iterator[nodes.NodeNG]
 
 
 def _mentions_isinstance_tuple(test: nodes.NodeNG, name: str) -> bool:
-    for call in test.nodes_of_class(nodes.Call):
+    for call in nodes_of_class(test, nodes.Call):
         if isinstance(call.func, nodes.Name) and call.func.name == "isinstance" and call.args:
             if isinstance(call.args[0], nodes.Name) and call.args[0].name == name:
                 return True
@@ -207,7 +222,7 @@ def _under_mode_probe(node: nodes.NodeNG, context) -> bool:
     current = node.parent
     while current is not None:
         if isinstance(current, (nodes.If, nodes.IfExp)):
-            for attribute in current.test.nodes_of_class(nodes.Attribute):
+            for attribute in nodes_of_class(current.test, nodes.Attribute):
                 if attribute.attrname == "current_value" and context.qualified_name(attribute.expr) in _MODE_PROBES:
                     return True
         current = current.parent
@@ -227,22 +242,6 @@ def _string_indexed(name: str, function: nodes.FunctionDef) -> bool:
         ):
             return True
     return False
-
-
-def _bindings(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:
-    """``(value, "value")`` for ``name = value``; ``(call, "split")`` for ``_, name, ... = nnx.split(...)``."""
-    _scope, assignments = lookup(name)
-    found = []
-    for assignment in assignments:
-        if not isinstance(assignment, nodes.AssignName):
-            continue
-        parent = assignment.parent
-        if isinstance(parent, nodes.Assign) and assignment in parent.targets:
-            found.append((parent.value, "value"))
-        elif isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
-            if parent.elts.index(assignment) >= 1:
-                found.append((parent.parent.value, "split"))
-    return found
 
 
 def _returns_tuple(function: nodes.FunctionDef) -> bool | None:
@@ -305,14 +304,14 @@ def old_parts(bwd: nodes.FunctionDef, primal: nodes.FunctionDef) -> set[str]:
     names: set[str] = set()
     for assign, _shape, _confidence in old_destructures(bwd, primal):
         first = assign.targets[0].elts[0]
-        for name in first.nodes_of_class(nodes.AssignName):
+        for name in nodes_of_class(first, nodes.AssignName):
             names.add(name.name)
     changed = True
     while changed:  # (m_updates_g,) = input_updates_g
         changed = False
         for assign in own_body_nodes(bwd, nodes.Assign):
             if isinstance(assign.value, nodes.Name) and assign.value.name in names:
-                for name in assign.targets[0].nodes_of_class(nodes.AssignName):
+                for name in nodes_of_class(assign.targets[0], nodes.AssignName):
                     if name.name not in names:
                         names.add(name.name)
                         changed = True
