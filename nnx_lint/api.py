@@ -77,18 +77,20 @@ Values, classes and Variables:
   from, reached twice, stored below themselves; ``SHARED_KINDS``, ``STATEFUL_KINDS`` — their kinds.
 - ``variable_model`` — the file's Variable model; ``Holdings`` — what a class or value holds;
   ``FLOAT_STATE``, ``NON_DIFFERENTIABLE``, ``UNKNOWN_DTYPE`` — its leaf kinds.
-- ``GradApplication``, ``GradientFlow``, ``GradientUse`` — a grad application and where its
-  gradient goes.
 - ``gradients`` — :mod:`nnx_lint.analysis.grad_arguments`, one namespace for the grad analysis:
   ``gradients.grad_analysis(context)`` is the file's (which arguments each grad application
   differentiates, as ``gradients.Differentiated``, and what the gradient's consumers do with it:
   ``gradients.StateTypeCheck``, ``gradients.tree_mode_value``, ``gradients.STATE_FUNCTIONS``);
-  ``gradients.unknown_argument`` and ``gradients.grad_pin_sites``.
+  ``gradients.unknown_argument`` and ``gradients.grad_pin_sites``; ``gradients.GradApplication``,
+  ``gradients.GradientFlow``, ``gradients.GradientUse`` — a grad application and where its gradient goes.
 - ``custom_vjps`` — :mod:`nnx_lint.analysis.custom_vjps`, one namespace for the file's ``nnx.custom_vjp``
   registrations: ``custom_vjps.custom_vjp_analysis(context)`` (each ``defvjp`` as a
   ``custom_vjps.Registration``), and what a backward function does with its cotangent
   (``custom_vjps.cotangent_parameter``, ``custom_vjps.old_destructures``, ``custom_vjps.old_parts``,
   ``custom_vjps.guarded_by_protocol_check``, ``custom_vjps.own_body_nodes``).
+- ``sown_state`` — :mod:`nnx_lint.analysis.sown_state`, one namespace for sown and perturbed state:
+  ``sown_state.sown_collection``, ``sown_state.uses_capture``, ``sown_state.perturb_recipe_diffstate``
+  and ``sown_state.grads_of`` (the grads a DiffState recipe feeds).
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
@@ -143,7 +145,7 @@ from nnx_lint.analysis.fact_index import fact_index
 from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
 from nnx_lint.analysis import custom_vjps
 from nnx_lint.analysis import grad_arguments as gradients
-from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
+from nnx_lint.analysis import sown_state
 from nnx_lint.analysis.names import NameResolver, base_classes
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.base.noqa import UNUSED_NOQA_CODE
@@ -182,8 +184,7 @@ __all__ = [
     # Values, classes and Variables.
     "object_flow", "value_model", "DATA_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
-    "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "GradApplication", "GradientFlow", "GradientUse",
-    "gradients", "custom_vjps",
+    "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "gradients", "custom_vjps", "sown_state",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
     "held_items", "opaque_builder", "python_value", "static_use", "bound_arguments",
     # Fixes.

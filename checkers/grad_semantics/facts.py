@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
-from nnx_lint.api import ABSENT, Facts, GradApplication, Holdings
+from nnx_lint.api import ABSENT, Facts, Holdings, gradients
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,7 +40,7 @@ def describe_holdings(holdings: Holdings, categories) -> str:
     return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
-def grad_sites(application: GradApplication) -> list[tuple[nodes.NodeNG, str]]:
+def grad_sites(application: gradients.GradApplication) -> list[tuple[nodes.NodeNG, str]]:
     """The grad's creation and its application, as related locations of a finding."""
     sites = [(application.transform_node, f"the `nnx.{application.transform}` is created here"),
              (application.call, "and applied here")]

@@ -7,7 +7,6 @@ from typing import ClassVar
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import entry_pin, file_name
 from nnx_lint.api import (
     ABSENT,
     Facts,
@@ -17,11 +16,28 @@ from nnx_lint.api import (
     body_nodes,
     checkpoint,
     constant_bool,
+    entry_pin_target,
     nodes_of_class,
     passed_to,
+    pin_sites_in,
     transformed_code,
     value_model,
 )
+
+#: A Variable's own value, as an attribute (a write to it is not a graph update).
+VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
+
+
+def entry_pin(context, reach: Reach) -> list[dict]:
+    """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
+    transforms around it), if in this file."""
+    return pin_sites_in(context, entry_pin_target(reach.entry))
+
+
+def file_name(node: nodes.NodeNG) -> str:
+    """The base name of the file ``node`` is in, for a message."""
+    path = node.root().file or node.root().name
+    return path.rsplit("/", 1)[-1]
 
 
 class TransformedCodeRule(Rule):

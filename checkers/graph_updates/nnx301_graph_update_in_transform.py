@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import VALUE_ATTRIBUTES
-from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
+from checkers.graph_updates.base import VALUE_ATTRIBUTES, TransformReachFacts, TransformedCodeRule
 from checkers.graph_updates.reproduction import graph_update_reproduction
 from nnx_lint.api import (
     ABSENT,

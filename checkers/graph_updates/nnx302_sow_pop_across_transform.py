@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import perturb_recipe_diffstate, sown_collection, uses_capture
 from checkers.graph_updates.reproduction import dedented, under
 from nnx_lint.api import (
     ABSENT,
@@ -24,6 +23,7 @@ from nnx_lint.api import (
     programs,
     root_name,
     transformed_code,
+    sown_state,
 )
 
 
@@ -224,17 +224,17 @@ class SowPopAcrossTransform(Rule):
 
     def _check(self, node: nodes.Call, call, argument: nodes.NodeNG, helpers: tuple[str, ...]) -> None:
         """``call`` pops/reads sown state of ``argument`` (at ``node``, directly or in helpers)."""
-        collection = sown_collection(self.context, call.args[1:])
+        collection = sown_state.sown_collection(self.context, call.args[1:])
         if collection is None:
             return
         model = root_name(argument)
         if model is None or not isinstance(argument, nodes.Name):
             return
-        if collection == "Perturbation" and perturb_recipe_diffstate(self.context, node) is not None:
+        if collection == "Perturbation" and sown_state.perturb_recipe_diffstate(self.context, node) is not None:
             return  # NNX303 tells the whole perturb story
         service = transformed_code(self.context)
         scope = node.scope()
-        if uses_capture(self.context, scope):
+        if sown_state.uses_capture(self.context, scope):
             return
         found = _earlier_transformed_call(self.context, service, scope, node, model.name)
         if found is None:

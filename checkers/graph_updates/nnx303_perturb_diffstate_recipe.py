@@ -5,14 +5,8 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import (
-    grads_of,
-    perturb_recipe_diffstate,
-    sown_collection,
-    uses_capture,
-)
 from checkers.graph_updates.reproduction import dedented
-from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, pin_sites_in, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Rule, Valid, pin_sites_in, raises, sown_state
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,15 +171,15 @@ class PerturbDiffStateRecipe(Rule):
         call = self.context.nnx_call(node)
         if call is None or call.name not in ("pop", "state", "split") or len(call.args) < 2:
             return
-        if sown_collection(self.context, call.args[1:]) != "Perturbation":
+        if sown_state.sown_collection(self.context, call.args[1:]) != "Perturbation":
             return
         scope = node.scope()
-        if id(scope) in self._reported_scopes or uses_capture(self.context, scope):
+        if id(scope) in self._reported_scopes or sown_state.uses_capture(self.context, scope):
             return
-        diffstate = perturb_recipe_diffstate(self.context, node)
+        diffstate = sown_state.perturb_recipe_diffstate(self.context, node)
         if diffstate is None:
             return
         self._reported_scopes.add(id(scope))
-        pin = pin_sites_in(self.context, *(g for g in grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
+        pin = pin_sites_in(self.context, *(g for g in sown_state.grads_of(self.context, diffstate) if not self.context.keeps_graph_mode(g)))
         self.report(node, api=call.name, diffstate_line=diffstate.lineno,
                     diffstate=diffstate.as_string(), confidence="transform", pin=pin)

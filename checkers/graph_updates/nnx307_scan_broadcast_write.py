@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.analysis import VALUE_ATTRIBUTES
+from checkers.graph_updates.base import VALUE_ATTRIBUTES
 from checkers.graph_updates.reproduction import RESERVED_NAMES
 from nnx_lint.api import (
     Facts,

@@ -33,7 +33,7 @@ from nnx_lint.flax_table import table as flax_table
 
 __all__ = [
     "grad_analysis", "Differentiated", "unknown_argument", "UNKNOWN_ARGUMENT_EVIDENCE", "grad_pin_sites",
-    "STATE_FUNCTIONS", "StateTypeCheck", "tree_mode_value",
+    "STATE_FUNCTIONS", "StateTypeCheck", "tree_mode_value", "GradApplication", "GradientFlow", "GradientUse",
 ]
 
 

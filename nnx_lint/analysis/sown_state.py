@@ -1,33 +1,17 @@
-"""Analysis helpers shared by several graph updates rules."""
+"""Sown and perturbed state across transforms: which collection a filter names, a scope that
+captures (``nnx.capture``), a ``DiffState`` recipe over ``nnx.Perturbation`` and the grads it
+feeds. The graph updates rules (NNX302, NNX303) ask it as ``nnx_lint.api.sown_state``."""
 from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.api import (
-    NNXCall,
-    Reach,
-    entry_pin_target,
-    expressions_within,
-    flax_table,
-    nodes_of_class,
-    pin_sites_in,
-    transform_resolver,
-)
+from nnx_lint.analysis.calls import NNXCall
+from nnx_lint.analysis.flow import expressions_within
+from nnx_lint.analysis.transforms import transform_resolver
+from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table import table as flax_table
 
-
-VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
-
-
-def entry_pin(context, reach: Reach) -> list[dict]:
-    """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
-    transforms around it), if in this file."""
-    return pin_sites_in(context, entry_pin_target(reach.entry))
-
-
-def file_name(node: nodes.NodeNG) -> str:
-    """The base name of the file ``node`` is in, for a message."""
-    path = node.root().file or node.root().name
-    return path.rsplit("/", 1)[-1]
+__all__ = ["sown_collection", "uses_capture", "perturb_recipe_diffstate", "grads_of"]
 
 
 def sown_collection(context, filters: list[nodes.NodeNG]) -> str | None:
