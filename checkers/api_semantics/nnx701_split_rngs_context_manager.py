@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.api_semantics.analysis import rng_splitter
 from checkers.api_semantics.reproduction import FORK_NOTE
 from nnx_lint.api import (
     Facts,
@@ -15,6 +14,7 @@ from nnx_lint.api import (
     Rule,
     Valid,
     bound_values_of,
+    fact_index,
     flax_table,
     lookup,
     pin_sites_in,
@@ -150,7 +150,7 @@ class SplitRngsContextManager(Rule):
 
     def visit_with(self, node: nodes.With) -> None:
         for expression, _ in node.items:
-            call = rng_splitter(self.context, expression)
+            call = fact_index(self.context).rng_splitter(expression)
             if call is not None and not self.context.keeps_graph_mode(call):
                 self.report(expression, usage=f"`with nnx.{call.name}(...)`", api=call.name,
                             error="TypeError: 'Rngs' object does not support the context manager protocol",
@@ -164,7 +164,7 @@ class SplitRngsContextManager(Rule):
             return
         _scope, assignments = lookup(argument)
         values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
-        splitters = [rng_splitter(self.context, v) for v in values]
+        splitters = [fact_index(self.context).rng_splitter(v) for v in values]
         if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):
             self.report(node, usage="`nnx.restore_rngs(...)` on the result of "
                         f"`nnx.{splitters[0].name}`", api=splitters[0].name,

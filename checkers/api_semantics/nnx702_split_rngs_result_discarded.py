@@ -5,19 +5,19 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.api_semantics.analysis import rng_splitter
 from checkers.api_semantics.reproduction import FORK_NOTE
 from nnx_lint.api import (
-    PIN,
-    UNSAFE,
     Facts,
     Invalid,
+    PIN,
     Reproduction,
     Rewrite,
     RewriteSite,
     Rule,
+    UNSAFE,
     Valid,
     differs,
+    fact_index,
     pin_sites_in,
 )
 
@@ -126,7 +126,7 @@ class SplitRngsResultDiscarded(Rule):
         return Reproduction(main, expect_tree=[], expect_graph=[4], control=control)
 
     def visit_expr(self, node: nodes.Expr) -> None:
-        call = rng_splitter(self.context, node.value)
+        call = fact_index(self.context).rng_splitter(node.value)
         if call is None or not call.args or self.context.keeps_graph_mode(call):
             return
         self.report(node.value, api=call.name, rngs=call.args[0].as_string(), pin=pin_sites_in(self.context, call))

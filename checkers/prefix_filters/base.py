@@ -6,7 +6,6 @@ from typing import ClassVar
 
 from astroid import nodes
 
-from checkers.prefix_filters.analysis import call_form
 from nnx_lint.api import (
     ABSENT,
     Facts,
@@ -80,7 +79,7 @@ class PrefixFilterRule(Rule):
             argument=argument,
             position=position_in(value, reference),
             filter_args=[a.as_string() for a in construction.args],
-            form=call_form(call),
+            form=call.form,
             line_constructed=construction.lineno,
             pin=pin_sites_in(self.context, call),
             related=[(construction, f"the `nnx.{self.filter_name}` is constructed here"),

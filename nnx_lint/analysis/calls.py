@@ -41,6 +41,15 @@ class NNXCall:
         return self.node.args[0] if self.via_partial and self.node.args else self.node.func
 
     @property
+    def form(self) -> str:
+        """How the NNX function is applied: ``partial``, ``decorator`` or ``call``."""
+        if self.via_partial:
+            return "partial"
+        if isinstance(self.node.parent, nodes.Decorators):
+            return "decorator"
+        return "call"
+
+    @property
     def is_compat(self) -> bool:
         return is_compat(self.qualified_name)
 

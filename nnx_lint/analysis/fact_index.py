@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.analysis.calls import NNXCall
-from nnx_lint.analysis.transform_types import Application, Entry
+from nnx_lint.analysis.transform_types import Application, Entry, explicit_tree
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table import table as flax_table
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.context import FileContext
@@ -72,6 +73,14 @@ class FactIndex:
     def nnx_call(self, call: nodes.Call) -> NNXCall | None:
         """The :class:`NNXCall` if ``call`` calls the flax.nnx API (every spelling), else None."""
         return self.context.nnx_call(call)
+
+    def rng_splitter(self, node: nodes.NodeNG) -> NNXCall | None:
+        """The ``nnx.split_rngs`` / ``nnx.fork_rngs`` call ``node`` is (direct, not through
+        ``partial``, and not pinned to Tree Mode), else None."""
+        call = self.context.nnx_call(node)
+        if call is None or call.name not in flax_table.RNG_SPLITTING_TRANSFORMS or call.via_partial or explicit_tree(call):
+            return None
+        return call
 
     def running_entry(self, call: nodes.Call) -> Entry | None:
         """The transformed function ``call`` runs (its :class:`Entry`), or None: resolved once
