@@ -12,8 +12,8 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
+    fact_index,
     flax_table,
-    nodes_of_class,
     transform_resolver,
     transformed_code,
 )
@@ -175,7 +175,7 @@ class GraphModeSetLate(Rule):
         if self._thread_targets is None:
             self._thread_targets = set()
             service = transformed_code(self.context)
-            for call in nodes_of_class(self.context.module, nodes.Call):
+            for call in fact_index(self.context).calls:
                 if self.context.qualified_name(call.func) not in ("threading.Thread", "threading.Timer"):
                     continue
                 for keyword in call.keywords or []:

@@ -15,9 +15,9 @@ from nnx_lint.api import (
     Rule,
     Valid,
     bound_values_of,
+    fact_index,
     flax_table,
     lookup,
-    nodes_of_class,
     pin_sites_in,
     programs,
     raises,
@@ -131,7 +131,7 @@ class PrefixFollowsDefaultMode(Rule):
             return
         # one finding per prefix, at its first read: the fix is on the prefix, the other reads are related
         self._reads_reported.add(id(made_by.node))
-        later = [(read, "read as a `TreeState` here too") for read in nodes_of_class(node.scope(), nodes.Attribute)
+        later = [(read, "read as a `TreeState` here too") for read in fact_index(self.context).attribute_reads_in(node.scope())
                  if read is not node and read.attrname == "state" and read.fromlineno >= node.fromlineno
                  and self._same_prefix(read.expr, made_by)]
         self.report(node, use="read as a `TreeState` (`.state`)", pin=pin_sites_in(self.context, made_by),
@@ -164,7 +164,7 @@ class PrefixFollowsDefaultMode(Rule):
                 isinstance(assignments[0], nodes.AssignName) else []
             if len(values) == 1 and isinstance(values[0], (nodes.Tuple, nodes.List, nodes.Dict)):
                 axes = values[0]
-        for candidate in [axes, *axes.nodes_of_class((nodes.Name, nodes.Call))]:
+        for candidate in [axes, *fact_index(self.context).names_and_calls_in(axes)]:
             if isinstance(candidate, (nodes.Name, nodes.Call)):
                 made_by = self._prefix_call(candidate)
                 if made_by is not None:

@@ -15,6 +15,7 @@ from nnx_lint.api import (
     Valid,
     bound_values,
     expected_messages,
+    fact_index,
     flax_table,
     found_in,
     pattern_strings,
@@ -246,7 +247,7 @@ class ExpectsGraphModeError(Rule):
             roots += bound_values(covered[0])  # `f = nnx.make_jaxpr(g)`, then `assertRaisesRegex(E, p, f, x)`
         for root in roots:
             callees = [root] if isinstance(root, (nodes.Name, nodes.Attribute)) else []
-            for call in root.nodes_of_class(nodes.Call):
+            for call in fact_index(self.context).calls_in(root):
                 nnx_call = self.context.nnx_call(call)
                 if nnx_call is not None and nnx_call.name in apis:
                     yield resolver.decode(nnx_call)

@@ -17,7 +17,7 @@ from nnx_lint.api import (
     checkpoint,
     constant_bool,
     entry_pin_target,
-    nodes_of_class,
+    fact_index,
     passed_to,
     pin_sites_in,
     transformed_code,
@@ -74,7 +74,7 @@ class TransformedCodeRule(Rule):
                                          *self.related_sites(reach, fields)])
                     break
         if self.use_heuristic:
-            for function in nodes_of_class(node, nodes.FunctionDef):
+            for function in fact_index(self.context).functions_in(node):
                 if id(function) in reached:
                     continue
                 reach = service.heuristic(function)

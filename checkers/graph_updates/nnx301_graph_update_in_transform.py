@@ -20,9 +20,9 @@ from nnx_lint.api import (
     Valid,
     body_nodes,
     differs,
+    fact_index,
     flax_table,
     object_flow,
-    nodes_of_class,
     value_model,
 )
 
@@ -442,7 +442,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
             return None
         if init is not None and any(isinstance(call.func, nodes.Attribute) and call.func.attrname == "lazy_init"
                                     or service.transforms.qualified_name(call.func) == flax_table.BRIDGE_LAZY_INIT
-                                    for call in nodes_of_class(init, nodes.Call)):
+                                    for call in fact_index(self.context).calls_in(init)):
             return None
         return {
             "change": "First call (lazy init) of `nnx.bridge.ToNNX`",
@@ -459,7 +459,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
         entry = self._current.entry if self._current is not None else None
         if entry is None:
             return False
-        for node in nodes_of_class(entry.function, nodes.Call):  # nested loss functions included
+        for node in fact_index(self.context).calls_in(entry.function):  # nested loss functions included
             call = service.transforms.nnx_call(node)
             if call is not None and call.name == "pop":
                 return True

@@ -16,14 +16,14 @@ from nnx_lint.api import (
     Valid,
     differs,
     entry_pin_target,
+    fact_index,
     flax_table,
     helper_summaries,
-    nodes_of_class,
     pin_sites_in,
     programs,
     root_name,
-    transformed_code,
     sown_state,
+    transformed_code,
 )
 
 
@@ -268,7 +268,7 @@ def _earlier_transformed_call(context, service: TransformedCode, scope, node: no
     """The last call before ``node`` in ``scope`` that passes ``model`` to a Tree Mode
     transformed function, with its entry."""
     best = None
-    for call in nodes_of_class(scope, nodes.Call):
+    for call in fact_index(context).calls_in(scope):
         if call.lineno is None or call.lineno >= node.lineno or call.scope() is not scope:
             continue
         if not any(isinstance(a, nodes.Name) and a.name == model for a in call.args) and not any(

@@ -10,14 +10,14 @@ from nnx_lint.api import (
     DISPLAY_ONLY,
     Facts,
     Invalid,
-    nodes_of_class,
-    object_flow,
     PIN,
-    raises,
     Reproduction,
     Rewrite,
     RewriteSite,
     Valid,
+    fact_index,
+    object_flow,
+    raises,
 )
 
 
@@ -164,7 +164,7 @@ class SharedRngs(ClassAliasRule):
         not see: a method that falls back to ``self.rngs`` (``rngs = rngs or self.rngs``) and
         builds a child with it. Asked only of a class with such a fallback (``x or self.attr``,
         ``self.attr if ... else x``), the flow the replay does not follow."""
-        if not _falls_back_to_self(classdef):
+        if not _falls_back_to_self(fact_index(self.context), classdef):
             return
         for first, second, _owner in object_flow.shared_rngs_paths(object_flow.object_model(self.context), classdef):
             where = second.stores[0] if second.stores else None
@@ -194,9 +194,9 @@ class SharedRngs(ClassAliasRule):
         return class_alias_reproduction(facts, "fork")
 
 
-def _falls_back_to_self(classdef: nodes.ClassDef) -> bool:
+def _falls_back_to_self(facts, classdef: nodes.ClassDef) -> bool:
     """Whether a method of ``classdef`` chooses between a value and one of ``self``'s attributes."""
-    for choice in nodes_of_class(classdef, (nodes.BoolOp, nodes.IfExp)):
+    for choice in facts.choices_in(classdef):
         operands = choice.values if isinstance(choice, nodes.BoolOp) else (choice.body, choice.orelse)
         if any(isinstance(o, nodes.Attribute) and isinstance(o.expr, nodes.Name) and o.expr.name == "self"
                for o in operands):

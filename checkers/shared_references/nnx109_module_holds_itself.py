@@ -11,16 +11,16 @@ from checkers.shared_references.analysis import inside, self_text, short_source
 from checkers.shared_references.base import ClassAliasRule, self_path_parts
 from checkers.shared_references.reproduction import BOX, REPRO_TRANSFORMS, applied, dedented, emit_tree, path_parts
 from nnx_lint.api import (
-    STATEFUL_KINDS,
     Facts,
     Invalid,
     Ref,
     Reproduction,
+    STATEFUL_KINDS,
     SelfReference,
     Valid,
     assigned_value,
+    fact_index,
     join_path,
-    nodes_of_class,
     programs,
     raises,
     value_model,
@@ -250,7 +250,7 @@ class ModuleHoldsItself(ClassAliasRule):
 
     def visit_module(self, node: nodes.Module) -> None:
         values = value_model(self.context)
-        scopes = [node] + list(nodes_of_class(node, (nodes.FunctionDef, nodes.AsyncFunctionDef)))
+        scopes = [node] + fact_index(self.context).functions_in(node)
         for scope in scopes:
             for back in values.back_references_in(scope):
                 self._after.append((back.node, back.holder, back.value))

@@ -10,16 +10,16 @@ from astroid import nodes
 from checkers.shared_references.analysis import inside, short_source
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
-    SHARED_KINDS,
     Facts,
     Invalid,
     Reproduction,
+    SHARED_KINDS,
     Valid,
     bound_values,
+    fact_index,
     flax_table,
     lookup,
     names_rngs,
-    nodes_of_class,
     programs,
     raises,
 )
@@ -211,7 +211,7 @@ class ObjectOnEveryModule(FamilyRule):
         if self.context.mode.scope_keeps_graph_mode(node, transform=False):
             return
         module = node.target.elts[1].name
-        for attribute, value, store in _stores_on(node, module):
+        for attribute, value, store in _stores_on(fact_index(self.context), node, module):
             found = self._stateful(value, invariant_in=node)
             if found is not None:
                 self._report(store, api, model, attribute, value, *found, walk_node=node.iter)
@@ -331,11 +331,11 @@ class ObjectOnEveryModule(FamilyRule):
         return Reproduction(walked("shared"), expect_error="aliasing", control=walked(own), stand_ins=stand_ins)
 
 
-def _stores_on(loop: nodes.For, module: str) -> list[tuple[str, nodes.NodeNG, nodes.NodeNG]]:
+def _stores_on(facts, loop: nodes.For, module: str) -> list[tuple[str, nodes.NodeNG, nodes.NodeNG]]:
     """``(attribute, value, store)`` for each ``module.attribute = value`` and ``setattr(module,
     "attribute", value)`` directly in the loop's body (not in nested functions)."""
     found = []
-    for statement in nodes_of_class(loop, (nodes.Assign, nodes.Call), skip_klass=(nodes.FunctionDef, nodes.Lambda)):
+    for statement in facts.own_assignments_and_calls(loop):
         if isinstance(statement, nodes.Assign):
             for target in statement.targets:
                 if isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) \

@@ -8,11 +8,17 @@ engine's walk order) and answers the per-call questions from the file's services
 once per call and then read by every rule that asks: the resolved transform application, with
 its running entry (:class:`~nnx_lint.analysis.transforms.TransformResolver`), and the NNX call.
 
+The same index answers what lies inside one node (a scope, a statement, an expression): the
+calls, functions, returns, attribute reads and conditional choices below it, in the same order,
+so that a rule never walks the syntax tree itself (rules make no astroid node scan). A question
+about a scope is a slice of the module's pre-order; any other node is walked once, by the index.
+
 Rules read it through :func:`fact_index` (``nnx_lint.api``)::
 
     facts = fact_index(self.context)
     for call in facts.calls:
         entry = facts.running_entry(call)
+    returned = [r.value for r in facts.returns_of(function)]
 """
 from __future__ import annotations
 
@@ -28,6 +34,10 @@ from nnx_lint.flax_table import table as flax_table
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.context import FileContext
+
+
+#: What a function's "own" nodes stop at: the bodies of nested functions and lambdas.
+_NESTED_FUNCTIONS = (nodes.FunctionDef, nodes.Lambda)
 
 
 def fact_index(context: FileContext) -> FactIndex:
@@ -94,3 +104,37 @@ class FactIndex:
     def applications(self) -> list[tuple[nodes.Call, Application]]:
         """Every call of the module that runs a transformed function, with its application."""
         return [(call, use) for call in self.calls if (use := self.application(call)) is not None]
+
+    # -- what lies inside one node (any node of any module: the index of its module) -----------
+    def calls_in(self, node: nodes.NodeNG) -> list[nodes.Call]:
+        """The calls inside ``node`` (``node`` itself first if it is one), nested functions included."""
+        return nodes_of_class(node, nodes.Call)  # type: ignore[return-value]
+
+    def functions_in(self, node: nodes.NodeNG) -> list[nodes.FunctionDef]:
+        """The function definitions (``def`` and ``async def``, methods too) inside ``node``."""
+        return nodes_of_class(node, nodes.FunctionDef)  # type: ignore[return-value]
+
+    def returns_of(self, function: nodes.NodeNG) -> list[nodes.Return]:
+        """The ``return`` statements of ``function`` itself: not those of nested functions,
+        lambdas or classes."""
+        return nodes_of_class(  # type: ignore[return-value]
+            function, nodes.Return, skip_klass=(*_NESTED_FUNCTIONS, nodes.ClassDef))
+
+    def attribute_reads_in(self, node: nodes.NodeNG) -> list[nodes.Attribute]:
+        """The attribute reads (``x.a`` loaded, not stored or deleted) inside ``node``."""
+        return nodes_of_class(node, nodes.Attribute)  # type: ignore[return-value]
+
+    def choices_in(self, node: nodes.NodeNG) -> list[nodes.BoolOp | nodes.IfExp]:
+        """The expressions inside ``node`` that choose between values: ``a or b``, ``a and b``,
+        ``a if c else b``."""
+        return nodes_of_class(node, (nodes.BoolOp, nodes.IfExp))  # type: ignore[return-value]
+
+    def names_and_calls_in(self, node: nodes.NodeNG) -> list[nodes.Name | nodes.Call]:
+        """The names read and the calls made inside ``node`` (an expression, typically)."""
+        return nodes_of_class(node, (nodes.Name, nodes.Call))  # type: ignore[return-value]
+
+    def own_assignments_and_calls(self, node: nodes.NodeNG) -> list[nodes.Assign | nodes.Call]:
+        """The ``x = ...`` statements and the calls inside ``node``, outside nested functions
+        and lambdas (a loop's own body, say)."""
+        return nodes_of_class(  # type: ignore[return-value]
+            node, (nodes.Assign, nodes.Call), skip_klass=_NESTED_FUNCTIONS)
