@@ -33,7 +33,7 @@ Names and syntax:
 
 - ``NameResolver`` — canonical qualified names (``self.context.names`` is the file's);
   ``base_classes`` — a class's base expressions.
-- ``nodes_of_class`` — indexed ``node.nodes_of_class``; ``body_nodes`` — a function's own body.
+- ``body_nodes`` — a function's own body; ``inside`` — a node at or below another.
 - ``lookup``, ``bound_values``, ``bound_values_of``, ``expressions_within``, ``position_in`` —
   what a name is bound to, and what a value is built from.
 - ``assigned_value``, ``root_name``, ``join_path`` — stores and attribute paths.
@@ -91,6 +91,18 @@ Values, classes and Variables:
 - ``sown_state`` — :mod:`nnx_lint.analysis.sown_state`, one namespace for sown and perturbed state:
   ``sown_state.sown_collection``, ``sown_state.uses_capture``, ``sown_state.perturb_recipe_diffstate``
   and ``sown_state.grads_of`` (the grads a DiffState recipe feeds).
+- ``returned_inputs`` — :mod:`nnx_lint.analysis.returned_inputs`, one namespace for what transformed
+  functions return: ``returned_inputs.returned_inputs(context)`` is the file's (``of_definition``: each
+  ``returned_inputs.ReturnedInput``, ``returned_inputs.StoredInput``, ``returned_inputs.DuplicateOutput``
+  and ``returned_inputs.ReturnedRef`` of a definition), ``returned_inputs.function_definition`` (what a
+  function expression denotes), ``returned_inputs.returned_expressions``,
+  ``returned_inputs.parameter_names``, ``returned_inputs.view_of`` (a state view) and
+  ``returned_inputs.used_as_module``.
+- ``shared_objects`` — :mod:`nnx_lint.analysis.shared_objects`, one namespace for objects reached
+  twice: ``shared_objects.graph_uses(context)`` (``shared_objects.GraphUses``: how the file's calls use
+  objects and instances, with or without graph mode), ``shared_objects.alias_category`` and
+  ``shared_objects.alias_shape`` (an alias's shape), ``shared_objects.overlapping_pair`` and
+  ``shared_objects.relative_parts`` (two arguments holding one object).
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).
@@ -142,12 +154,11 @@ from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteS
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.analysis.expected_messages import expected_messages, found_in, pattern_strings, plain_text
 from nnx_lint.analysis.fact_index import fact_index
-from nnx_lint.analysis.flow import bound_values, expressions_within, lookup, position_in
+from nnx_lint.analysis.flow import bound_values, expressions_within, inside, lookup, position_in
 from nnx_lint.analysis import custom_vjps
 from nnx_lint.analysis import grad_arguments as gradients
-from nnx_lint.analysis import sown_state
+from nnx_lint.analysis import returned_inputs, shared_objects, sown_state
 from nnx_lint.analysis.names import NameResolver, base_classes
-from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.base.noqa import UNUSED_NOQA_CODE
 from nnx_lint.base import program_syntax as programs
 from nnx_lint.flax_table import table as flax_table
@@ -173,7 +184,7 @@ __all__ = [
     # The flax table.
     "flax_table",
     # Names and syntax.
-    "NameResolver", "base_classes", "nodes_of_class", "body_nodes", "lookup", "bound_values", "bound_values_of",
+    "NameResolver", "base_classes", "inside", "body_nodes", "lookup", "bound_values", "bound_values_of",
     "expressions_within", "position_in", "assigned_value", "root_name", "join_path", "constant_bool",
     # Calls and transforms.
     "NNXCall", "fact_index", "transform_resolver", "Application", "Argument", "DecodedTransform",
@@ -185,6 +196,7 @@ __all__ = [
     "object_flow", "value_model", "DATA_CONTAINER", "CONTAINER_KINDS", "Ref", "Alias", "SelfReference",
     "SHARED_KINDS", "STATEFUL_KINDS", "variable_model", "Holdings",
     "FLOAT_STATE", "NON_DIFFERENTIABLE", "UNKNOWN_DTYPE", "gradients", "custom_vjps", "sown_state",
+    "returned_inputs", "shared_objects",
     "passed_here", "passed_to", "passed_at", "names_rngs", "may_leave", "argument_views", "ArgumentView",
     "held_items", "opaque_builder", "python_value", "static_use", "bound_arguments",
     # Fixes.

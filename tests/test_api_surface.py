@@ -20,7 +20,8 @@ MOST_EXPORTS = 80
 #: The namespaces the surface exports: a rule reads only their ``__all__``.
 NAMESPACES = {"flax_table": api.flax_table, "programs": api.programs, "object_flow": api.object_flow,
               "gradients": api.gradients, "custom_vjps": api.custom_vjps,
-              "sown_state": api.sown_state}
+              "sown_state": api.sown_state,
+              "returned_inputs": api.returned_inputs, "shared_objects": api.shared_objects}
 CHECKERS = Path(__file__).resolve().parents[1] / "checkers"
 
 #: Bound in the module for its own use, not exported.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from astroid import nodes
 
 from _support import file_context
-from checkers.shared_references.base import graph_uses
+from nnx_lint.analysis.shared_objects import graph_uses
 from nnx_lint.api import fact_index, transform_resolver
 
 SOURCE = """

@@ -8,28 +8,20 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import (
-    KIND_WORDS,
-    alias_category,
-    alias_shape,
-    inside,
-    self_text,
-    short_source,
-)
+from checkers.shared_references.messages import KIND_WORDS, self_text, short_source
 from nnx_lint.api import (
     Alias,
-    assigned_value,
-    expressions_within,
-    fact_index,
     Facts,
-    flax_table,
-    join_path,
     NNXCall,
+    Ref,
+    Rule,
+    assigned_value,
+    inside,
+    join_path,
     object_flow,
     pin_sites,
     pin_sites_in,
-    Ref,
-    Rule,
+    shared_objects,
     transform_resolver,
 )
 
@@ -129,8 +121,8 @@ class ClassAliasRule(FamilyRule):
 
     def visit_call(self, node: nodes.Call) -> None:
         """Record how instances of project classes are used (for the class opt-in): once per
-        call for all the class-alias rules (:class:`GraphUses`), read back by each at the end."""
-        graph_uses(self.context).record(node)
+        call for all the class-alias rules (:class:`~nnx_lint.analysis.shared_objects.GraphUses`), read back by each at the end."""
+        shared_objects.graph_uses(self.context).record(node)
 
     def _fold_uses(self) -> None:
         """This rule's view of the file's uses (:meth:`_record_use`, which a rule may refine),
@@ -138,7 +130,7 @@ class ClassAliasRule(FamilyRule):
         if self._folded:
             return
         self._folded = True
-        for event in graph_uses(self.context).events:
+        for event in shared_objects.graph_uses(self.context).events:
             if event[0] == "construct":
                 self._uses.setdefault(event[1], []).append(event[2])
             else:
@@ -178,7 +170,7 @@ class ClassAliasRule(FamilyRule):
                 continue
             construction = self.classes.construction(classdef)
             for alias in construction.aliases:
-                if alias_category(alias) != self.category:
+                if shared_objects.alias_category(alias) != self.category:
                     continue
                 where = self._location(classdef, alias)
                 if where is None or (where.lineno, where.col_offset) in reported:
@@ -244,7 +236,7 @@ class ClassAliasRule(FamilyRule):
             "conditional": bool(second.guards),
             "stored_in": second.node.frame().name if hasattr(second.node.frame(), "name") else None,
             "confidence": "static",
-            **alias_shape(alias),
+            **shared_objects.alias_shape(alias),
             "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
             **self._pin_facts(id(classdef)),
         }
@@ -257,66 +249,3 @@ class ClassAliasRule(FamilyRule):
         every_use = (bool(targets) and None not in targets
                      and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
         return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
-
-
-def graph_uses(context) -> GraphUses:
-    """The file's (memoised) :class:`GraphUses`."""
-    return context.service(GraphUses)
-
-
-class GraphUses:
-    """How the file's calls use objects and instances of project classes: given to a graph
-    API, a transform or an Optimizer, with or without graph mode. Every class-alias rule
-    needs the same record; it is made once per call (by the first rule the walk gives the
-    call to), from the file's fact index, and each rule reads it back when the walk is over."""
-
-    def __init__(self, context) -> None:
-        self.context = context
-        self.facts = fact_index(context)
-        self.classes = context.classes
-        self._recorded: set[int] = set()
-        #: In the walk's order: ``("construct", id(ClassDef), keeps)`` for a class constructed
-        #: in a lambda given to an NNX call, ``("use", expression, keeps, name, pin target)``.
-        self.events: list[tuple] = []
-
-    def record(self, node: nodes.Call) -> None:
-        """Record the uses ``node`` makes (once per call, however many rules ask)."""
-        if id(node) in self._recorded:
-            return
-        self._recorded.add(id(node))
-        call = self.facts.nnx_call(node)
-        if call is not None:
-            self._constructions_inside(call)
-        if call is not None and call.args and (call.is_graph_api or call.name in flax_table.GRAPH_USE_APIS):
-            # an explicit graph flag either way leaves the call as it is at the flip: graph=True
-            # keeps graph mode, graph=False rejects shared Variables today already
-            keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
-            self.events.append(("use", call.args[0], keeps, call.name,
-                                call if call.is_graph_api or call.is_transform else None))
-            return
-        if isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.MODE_SWITCH_METHODS:
-            if self.classes.class_of_self(node.func.expr) is not None:
-                keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
-                keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
-                keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
-                self.events.append(("use", node.func.expr, keeps, node.func.attrname, None))
-            return
-        use = self.facts.application(node)
-        if use is not None:
-            for argument in use.arguments:
-                for expression, _reference in expressions_within(argument.expression, depth=1):
-                    self.events.append(("use", expression, use.accepts_shared_inputs, use.name, use.transform))
-
-    def _constructions_inside(self, call: NNXCall) -> None:
-        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
-        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
-        if not lambdas:
-            return
-        mode = self.context.mode.call_mode(call)
-        keeps = mode.graph is False or (
-            mode.graph is True and (mode.graph_updates is True or call.name not in flax_table.ALIAS_CHECKING_WITHOUT_UPDATES))
-        for function in lambdas:
-            for inner in function.body.nodes_of_class(nodes.Call):
-                ref = self.classes.class_of(inner)
-                if ref is not None and ref.definition is not None:
-                    self.events.append(("construct", id(ref.definition), keeps))

@@ -1,7 +1,7 @@
 """NNX101 ``aliased-module-attribute``: the rule, its examples and its reproduction builder."""
 from __future__ import annotations
 
-from checkers.shared_references.analysis import DUPLICATE
+from checkers.shared_references.messages import DUPLICATE
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
 from nnx_lint.api import Facts, Invalid, Reproduction, Valid, raises

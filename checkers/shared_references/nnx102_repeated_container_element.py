@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import DUPLICATE, KIND_WORDS, short_source
+from checkers.shared_references.messages import DUPLICATE, KIND_WORDS, short_source
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
-from nnx_lint.api import SHARED_KINDS, Facts, Invalid, Ref, Reproduction, Valid, flax_table, join_path, raises
+from nnx_lint.api import Facts, Invalid, Ref, Reproduction, SHARED_KINDS, Valid, flax_table, join_path, raises
 
 
 class RepeatedContainerElement(ClassAliasRule):

@@ -7,15 +7,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import (
-    DUPLICATE,
-    KIND_WORDS,
-    describe_use,
-    overlapping_pair,
-    relative_parts,
-    short_source,
-    view_of,
-)
+from checkers.shared_references.messages import DUPLICATE, KIND_WORDS, describe_use, short_source
 from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
     BOX,
@@ -28,18 +20,20 @@ from checkers.shared_references.reproduction import (
 )
 from nnx_lint.api import (
     ABSENT,
+    Facts,
+    Invalid,
+    Reproduction,
+    STATEFUL_KINDS,
+    Valid,
     argument_views,
     fact_index,
-    Facts,
     flax_table,
-    Invalid,
     passed_here,
     pin_sites_in,
     programs,
     raises,
-    Reproduction,
-    STATEFUL_KINDS,
-    Valid,
+    returned_inputs,
+    shared_objects,
     value_model,
 )
 
@@ -290,13 +284,13 @@ class DuplicateTransformArgument(FamilyRule):
         # `def f(a, b): nnx.jit(g)(a, b)`)
         pair, via = None, ()
         for view in views:
-            pair = overlapping_pair(self.classes, list(zip(use.arguments, view.refs)))
+            pair = shared_objects.overlapping_pair(self.classes, list(zip(use.arguments, view.refs)))
             if pair is not None:
                 via = view.via
                 break
         if pair is not None:
             first, ref_a, second, ref_b, kinds = pair
-            first_part, second_part = relative_parts(ref_a, ref_b)
+            first_part, second_part = shared_objects.relative_parts(ref_a, ref_b)
             self.report(
                 node,
                 message=self.ref_message if "ref" in kinds else None,
@@ -308,8 +302,8 @@ class DuplicateTransformArgument(FamilyRule):
                 kinds=[KIND_WORDS.get(k, k) for k in kinds],
                 first_part=first_part,
                 second_part=second_part,
-                first_view=view_of(self.context, first.expression),
-                second_view=view_of(self.context, second.expression),
+                first_view=returned_inputs.view_of(self.context, first.expression),
+                second_view=returned_inputs.view_of(self.context, second.expression),
                 confidence="static",
                 pin=pin_sites_in(self.context, use.transform),
                 related=passed_here(self.context, first.expression, second.expression)

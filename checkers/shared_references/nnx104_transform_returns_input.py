@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.analysis import DUPLICATE
+from checkers.shared_references.messages import DUPLICATE
 from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import (
     BOX,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import inside
 from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import class_alias_reproduction
 from nnx_lint.api import (
@@ -16,6 +15,7 @@ from nnx_lint.api import (
     RewriteSite,
     Valid,
     fact_index,
+    inside,
     object_flow,
     raises,
 )

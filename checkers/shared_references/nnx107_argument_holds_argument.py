@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import DUPLICATE, KIND_WORDS, describe_use, short_source
+from checkers.shared_references.messages import DUPLICATE, KIND_WORDS, describe_use, short_source
 from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
     BOX,
@@ -19,11 +19,11 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
-    STATEFUL_KINDS,
     ArgumentView,
     Facts,
     Invalid,
     Reproduction,
+    STATEFUL_KINDS,
     Valid,
     argument_views,
     fact_index,

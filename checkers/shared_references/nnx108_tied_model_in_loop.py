@@ -7,14 +7,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import (
-    KIND_WORDS,
-    Argument,
-    alias_shape,
-    overlapping_pair,
-    relative_parts,
-    short_source,
-)
+from checkers.shared_references.messages import KIND_WORDS, short_source
 from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import (
     class_storing,
@@ -27,6 +20,7 @@ from checkers.shared_references.reproduction import (
     tree_of,
 )
 from nnx_lint.api import (
+    Argument,
     Facts,
     Invalid,
     Reproduction,
@@ -37,6 +31,7 @@ from nnx_lint.api import (
     join_path,
     pin_sites_in,
     programs,
+    shared_objects,
 )
 
 
@@ -190,14 +185,14 @@ class TiedModelInLoop(FamilyRule):
                 self.report(node, transform=call.name, what=what, class_name=cls.short_name,
                             first_path=join_path(alias.first_path), second_path=alias.second.display_path,
                             argument=short_source(part), confidence="static",
-                            kind=KIND_WORDS.get(alias.kind, alias.kind), **alias_shape(alias),
+                            kind=KIND_WORDS.get(alias.kind, alias.kind), **shared_objects.alias_shape(alias),
                             pin=pin_sites_in(self.context, call))
                 return
         refs = [(Argument(f"init_val[{i}]", i, part), self.classes.ref_of(part)) for i, part in enumerate(parts)]
-        pair = overlapping_pair(self.classes, refs)
+        pair = shared_objects.overlapping_pair(self.classes, refs)
         if pair is not None:
             first, ref_a, second, ref_b, kinds = pair
-            first_part, second_part = relative_parts(ref_a, ref_b)
+            first_part, second_part = shared_objects.relative_parts(ref_a, ref_b)
             what = f"`{short_source(first.expression)}` and `{short_source(second.expression)}`, one object twice"
             self.report(node, transform=call.name, what=what, class_name=None, first_path=first.label,
                         second_path=second.label, argument=short_source(init), confidence="static",

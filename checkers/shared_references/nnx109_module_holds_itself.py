@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import inside, self_text, short_source
+from checkers.shared_references.messages import self_text, short_source
 from checkers.shared_references.base import ClassAliasRule, self_path_parts
 from checkers.shared_references.reproduction import BOX, REPRO_TRANSFORMS, applied, dedented, emit_tree, path_parts
 from nnx_lint.api import (
@@ -20,6 +20,7 @@ from nnx_lint.api import (
     Valid,
     assigned_value,
     fact_index,
+    inside,
     join_path,
     programs,
     raises,

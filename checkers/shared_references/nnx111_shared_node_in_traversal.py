@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import short_source
+from checkers.shared_references.messages import short_source
 from checkers.shared_references.base import FamilyRule
 from checkers.shared_references.reproduction import BOX, dedented
 from nnx_lint.api import (

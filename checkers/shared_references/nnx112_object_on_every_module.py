@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.shared_references.analysis import inside, short_source
+from checkers.shared_references.messages import short_source
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import (
     Facts,
@@ -18,6 +18,7 @@ from nnx_lint.api import (
     bound_values,
     fact_index,
     flax_table,
+    inside,
     lookup,
     names_rngs,
     programs,

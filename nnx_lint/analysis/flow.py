@@ -189,6 +189,15 @@ def expressions_within(value: nodes.NodeNG, depth: int = 3) -> Iterator[tuple[no
             stack.extend((v, reference, remaining - 1) for v in bound_values(node))
 
 
+def inside(node: nodes.NodeNG | None, ancestor: nodes.NodeNG) -> bool:
+    """Whether ``node`` is ``ancestor`` or below it."""
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
+
+
 def position_in(container: nodes.NodeNG, reference: nodes.NodeNG) -> int | None:
     """Index of ``reference`` among the elements of a tuple/list ``container``, else None."""
     if isinstance(container, (nodes.Tuple, nodes.List)):

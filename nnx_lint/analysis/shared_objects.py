@@ -1,0 +1,142 @@
+"""Objects reached twice: how the file's calls use objects and instances of project classes
+(given to a graph API, a transform or an Optimizer, with or without graph mode), the shape of
+an alias a class's construction makes, and two arguments that hold one object. The shared
+references rules ask it as ``nnx_lint.api.shared_objects``."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from nnx_lint.analysis.calls import NNXCall
+from nnx_lint.analysis.fact_index import fact_index
+from nnx_lint.analysis.flow import expressions_within
+from nnx_lint.analysis.refs import SHARED_KINDS, Alias, Ref, join_path
+from nnx_lint.analysis.transform_types import Argument
+from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table import table as flax_table
+
+__all__ = ["graph_uses", "GraphUses", "alias_shape", "alias_category", "overlapping_pair", "relative_parts"]
+
+
+def alias_shape(alias: Alias) -> dict:
+    """What a reproduction needs beyond the paths: which part of the shared object each
+    path holds (``rngs`` and ``rngs.dropout``: ``""`` and ``"dropout"``) and the container."""
+    first_ref = alias.first.ref if alias.first is not None else None
+    first_part = second_part = ""
+    if first_ref is not None and first_ref.overlaps(alias.ref):
+        common = min(len(first_ref.path), len(alias.ref.path))
+        first_part, second_part = join_path(first_ref.path[common:]), join_path(alias.ref.path[common:])
+    return {"first_part": first_part, "second_part": second_part,
+            "container_type": _container_type(alias.second.container)}
+
+
+def _container_type(container: nodes.NodeNG | None) -> str | None:
+    """``List`` / ``Sequential`` / ``Dict`` for ``nnx.*`` containers, ``list`` etc. for literals."""
+    if isinstance(container, nodes.Call):
+        func = container.func
+        name = func.attrname if isinstance(func, nodes.Attribute) else getattr(func, "name", None)
+        return name if name in flax_table.CONTAINER_NAMES else None
+    if isinstance(container, (nodes.List, nodes.ListComp, nodes.BinOp)):
+        return "list"
+    if isinstance(container, (nodes.Tuple, nodes.Dict)):
+        return type(container).__name__.lower()
+    return None
+
+
+def alias_category(alias: Alias) -> str:
+    """``rngs``, ``container`` (two elements of one container) or ``attribute``: the shape of an alias."""
+    first, second = alias.first, alias.second
+    if alias.kind == "rngs":
+        return "rngs"
+    if first is not None and first.container is not None and first.container is second.container:
+        return "container"
+    a, b = alias.first_path, second.path
+    if len(a) == len(b) and a[:-1] == b[:-1] and a[-1:] and a[-1].startswith("[") and b[-1].startswith("["):
+        return "container"
+    return "attribute"
+
+
+def overlapping_pair(classes, refs: list[tuple[Argument, Ref | None]]):
+    """The first two arguments denoting the same stateful object (or one and its part)."""
+    for i, (first, ref_a) in enumerate(refs):
+        if ref_a is None:
+            continue
+        for second, ref_b in refs[i + 1:]:
+            if ref_b is None or not ref_a.overlaps(ref_b):
+                continue
+            kinds = (classes.kind_of(ref_a), classes.kind_of(ref_b))
+            if all(kind in SHARED_KINDS for kind in kinds):
+                return first, ref_a, second, ref_b, kinds
+    return None
+
+
+def relative_parts(ref_a: Ref, ref_b: Ref) -> tuple[str, str]:
+    """The attribute paths of two overlapping refs below their common object
+    (``model`` and ``model.encoder``: ``""`` and ``"encoder"``); state-view parts dropped."""
+    a = tuple(p for p in ref_a.path if not p.startswith("<"))
+    b = tuple(p for p in ref_b.path if not p.startswith("<"))
+    common = min(len(a), len(b))
+    return join_path(a[common:]), join_path(b[common:])
+
+
+
+def graph_uses(context) -> GraphUses:
+    """The file's (memoised) :class:`GraphUses`."""
+    return context.service(GraphUses)
+
+
+class GraphUses:
+    """How the file's calls use objects and instances of project classes: given to a graph
+    API, a transform or an Optimizer, with or without graph mode. Every class-alias rule
+    needs the same record; it is made once per call (by the first rule the walk gives the
+    call to), from the file's fact index, and each rule reads it back when the walk is over."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self.facts = fact_index(context)
+        self.classes = context.classes
+        self._recorded: set[int] = set()
+        #: In the walk's order: ``("construct", id(ClassDef), keeps)`` for a class constructed
+        #: in a lambda given to an NNX call, ``("use", expression, keeps, name, pin target)``.
+        self.events: list[tuple] = []
+
+    def record(self, node: nodes.Call) -> None:
+        """Record the uses ``node`` makes (once per call, however many rules ask)."""
+        if id(node) in self._recorded:
+            return
+        self._recorded.add(id(node))
+        call = self.facts.nnx_call(node)
+        if call is not None:
+            self._constructions_inside(call)
+        if call is not None and call.args and (call.is_graph_api or call.name in flax_table.GRAPH_USE_APIS):
+            # an explicit graph flag either way leaves the call as it is at the flip: graph=True
+            # keeps graph mode, graph=False rejects shared Variables today already
+            keeps = call.is_compat or self.context.mode.call_mode(call).graph is not None
+            self.events.append(("use", call.args[0], keeps, call.name,
+                                call if call.is_graph_api or call.is_transform else None))
+            return
+        if isinstance(node.func, nodes.Attribute) and node.func.attrname in flax_table.MODE_SWITCH_METHODS:
+            if self.classes.class_of_self(node.func.expr) is not None:
+                keyword = next((k.value for k in node.keywords or [] if k.arg == "graph"), None)
+                keeps = isinstance(keyword, nodes.Const) and isinstance(keyword.value, bool)
+                keeps = keeps or self.context.mode.scope_keeps_graph_mode(node, transform=False)
+                self.events.append(("use", node.func.expr, keeps, node.func.attrname, None))
+            return
+        use = self.facts.application(node)
+        if use is not None:
+            for argument in use.arguments:
+                for expression, _reference in expressions_within(argument.expression, depth=1):
+                    self.events.append(("use", expression, use.accepts_shared_inputs, use.name, use.transform))
+
+    def _constructions_inside(self, call: NNXCall) -> None:
+        """``nnx.compat.get_abstract_model(lambda: Foo(...), mesh)``: Foo is used by that call."""
+        lambdas = [a for a in list(call.args) + list(call.keywords.values()) if isinstance(a, nodes.Lambda)]
+        if not lambdas:
+            return
+        mode = self.context.mode.call_mode(call)
+        keeps = mode.graph is False or (
+            mode.graph is True and (mode.graph_updates is True or call.name not in flax_table.ALIAS_CHECKING_WITHOUT_UPDATES))
+        for function in lambdas:
+            for inner in nodes_of_class(function.body, nodes.Call):
+                ref = self.classes.class_of(inner)
+                if ref is not None and ref.definition is not None:
+                    self.events.append(("construct", id(ref.definition), keeps))
