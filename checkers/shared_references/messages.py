@@ -43,26 +43,6 @@ def describe_use(use: Application) -> dict:
     }
 
 
-DUPLICATE_OUTPUT_MESSAGE = (
-    "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice: Tree Mode raises ValueError"
-)
-
-
-DUPLICATE_OUTPUT_HELP = (
-    "Tree Mode rejects duplicate outputs, including an object and its state (ValueError: Duplicate ...). "
-    "Return it once and take `nnx.state(...)` outside the transform"
-)
-
-
-class ReturnFinding:
-    """One finding of the returns rules (what :mod:`nnx_lint.analysis.returned_inputs` found): its
-    rule, node and the keywords it will be reported with (the facts by their stored names, typed
-    when reported)."""
-
-    def __init__(self, code, node, fields) -> None:
-        self.code, self.node, self.fields = code, node, fields
-
-
 def has_aux(use: Application) -> bool:
     """Whether the application's transform passes a literal ``has_aux=True`` (as the resolver decodes it)."""
     return use.decoded.has_aux is True

@@ -5,8 +5,8 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.messages import DUPLICATE
-from checkers.shared_references.returns import ReturnRule
+from checkers.shared_references.messages import DUPLICATE, KIND_WORDS, describe_use, function_label, has_aux, short_source
+from checkers.shared_references.returns import ReturnRule, input_facts
 from checkers.shared_references.reproduction import (
     BOX,
     REPRO_TRANSFORMS,
@@ -16,7 +16,7 @@ from checkers.shared_references.reproduction import (
     shared_object,
     viewed,
 )
-from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, flax_table, programs, raises
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, flax_table, programs, raises, returned_inputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +188,47 @@ class TransformReturnsInput(ReturnRule):
         inside and returned with its state. Control: `nnx.clone(...)` of the returned part."""
         return _returned_input_reproduction(facts)
     finding_code = "NNX104"
+
+    def finding(self, definition, uses, found):
+        """A returned input, or one object returned twice (an object beside its state, or beside
+        an object holding its Variables)."""
+        if isinstance(found, returned_inputs.ReturnedInput) and found.construction is None:
+            return found.expression, input_facts(definition, uses[0], found)
+        if not isinstance(found, returned_inputs.DuplicateOutput):
+            return None
+        fields = {
+            **describe_use(uses[0]),
+            "function": function_label(definition),
+            "parameter": None,
+            "position": None,
+            "returned": f"{short_source(found.first, 30)}` and `{short_source(found.second, 30)}",
+            "kind": KIND_WORDS.get(found.kind, found.kind),
+            "has_aux": has_aux(uses[0]),
+            "evidence": found.evidence,
+            "confidence": "static",
+            "duplicate_output": True,
+        }
+        if found.held_at is not None:
+            fields["held_at"] = found.held_at
+        else:
+            fields["views"] = list(found.views or (None, None))
+        return found.value, fields
+
+    def wording(self, fields):
+        if fields.get("duplicate_output"):
+            return _DUPLICATE_OUTPUT_MESSAGE, _DUPLICATE_OUTPUT_HELP
+        return None, None
+
+
+_DUPLICATE_OUTPUT_MESSAGE = (
+    "`nnx.{transform}`-transformed `{function}` returns `{returned}`, one object twice: Tree Mode raises ValueError"
+)
+
+
+_DUPLICATE_OUTPUT_HELP = (
+    "Tree Mode rejects duplicate outputs, including an object and its state (ValueError: Duplicate ...). "
+    "Return it once and take `nnx.state(...)` outside the transform"
+)
 
 
 def _returned_input_reproduction(facts: Facts) -> Reproduction:

@@ -5,9 +5,10 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
-from checkers.shared_references.returns import ReturnRule
+from checkers.shared_references.messages import KIND_WORDS, describe_use
+from checkers.shared_references.returns import ReturnRule, input_facts
 from checkers.shared_references.reproduction import BOX, dedented, emit_tree, shared_object, tree_of
-from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, programs, raises
+from nnx_lint.api import ABSENT, Facts, Invalid, Reproduction, Valid, join_path, programs, raises, returned_inputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +124,27 @@ class TransformBuildsFromInput(ReturnRule):
         which the class stores at `stored_path`. Control: the argument created inside."""
         return _builds_from_input_reproduction(facts)
     finding_code = "NNX106"
+
+    def finding(self, definition, uses, found):
+        """An input stored in an object the function builds and returns, or in the object a
+        transformed class builds."""
+        if isinstance(found, returned_inputs.ReturnedInput) and found.construction is not None:
+            return found.construction, input_facts(definition, uses[0], found)
+        if not isinstance(found, returned_inputs.StoredInput):
+            return None
+        return found.use.call, {
+            **describe_use(found.use),
+            "function": definition.name,
+            "class_name": definition.name,
+            "parameter": found.parameter,
+            "position": found.position,
+            "returned": None,
+            "stored_path": join_path(found.stored_path),
+            "kind": KIND_WORDS.get(found.kind, found.kind),
+            "has_aux": False,
+            "evidence": "call-site",
+            "confidence": "static",
+        }
 
 
 def _builds_from_input_reproduction(facts: Facts) -> Reproduction:

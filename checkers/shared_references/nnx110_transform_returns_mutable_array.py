@@ -5,9 +5,10 @@ from typing import ClassVar
 
 from dataclasses import dataclass
 
+from checkers.shared_references.messages import describe_use, function_label, short_source
 from checkers.shared_references.returns import ReturnRule
 from checkers.shared_references.reproduction import dedented
-from nnx_lint.api import Facts, Invalid, Reproduction, Valid, programs, raises
+from nnx_lint.api import Facts, Invalid, Reproduction, Valid, programs, raises, returned_inputs
 
 #: JAX's words for it, in both flax's Tree Mode and tree_runtime (category "mutable-array-output").
 _RETURNED_REF = "returned a mutable array reference"
@@ -147,6 +148,20 @@ class TransformReturnsMutableArray(ReturnRule):
         ),
     ]
     finding_code = "NNX110"
+
+    def finding(self, definition, uses, found):
+        """A mutable array ref returned, an input's or one made inside."""
+        if not isinstance(found, returned_inputs.ReturnedRef):
+            return None
+        return found.expression, {
+            **describe_use(found.use),
+            "function": function_label(definition),
+            "returned": short_source(found.expression, 32),
+            "origin": found.origin,
+            "parameter": found.parameter,
+            "evidence": found.evidence,
+            "confidence": "static",  # a jax.Ref annotation or argument, or a ref made in the body
+        }
 
     @classmethod
     def reproduce(cls, facts: Facts) -> Reproduction:

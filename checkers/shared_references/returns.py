@@ -5,16 +5,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from checkers.shared_references.messages import (
-    DUPLICATE_OUTPUT_HELP,
-    DUPLICATE_OUTPUT_MESSAGE,
-    KIND_WORDS,
-    ReturnFinding,
-    describe_use,
-    function_label,
-    has_aux,
-    short_source,
-)
+from checkers.shared_references.messages import KIND_WORDS, describe_use, function_label, has_aux, short_source
 from checkers.shared_references.base import FamilyRule
 from nnx_lint.api import Application, fact_index, flax_table, join_path, pin_sites_in, returned_inputs
 
@@ -64,80 +55,49 @@ class ReturnRule(FamilyRule):
         analysis = returned_inputs.returned_inputs(self.context)
         for definition, uses in self._definitions.values():
             for found in analysis.of_definition(definition, uses):
-                finding = _finding(definition, uses, found)
-                key = (finding.node.lineno, finding.node.col_offset)
-                if finding.code == self.code and key not in seen:
+                finding = self.finding(definition, uses, found)
+                if finding is None:
+                    continue
+                where, fields = finding
+                key = (where.lineno, where.col_offset)
+                if key not in seen:
                     seen.add(key)
-                    duplicate = finding.fields.get("duplicate_output")
-                    message, help_text = (DUPLICATE_OUTPUT_MESSAGE, DUPLICATE_OUTPUT_HELP) if duplicate else (None, None)
+                    message, help_text = self.wording(fields)
                     # Every transform applying this definition must keep graph mode.
                     pin = pin_sites_in(self.context, *(u.transform for u in uses))
-                    self.report(finding.node, message=message, help=help_text, related=_use_sites(uses),
-                                **{**finding.fields, "pin": pin})
+                    self.report(where, message=message, help=help_text, related=_use_sites(uses),
+                                **{**fields, "pin": pin})
+
+    def finding(self, definition: nodes.NodeNG, uses: list[Application], found) -> tuple[nodes.NodeNG, dict] | None:
+        """Where and with which facts this rule reports ``found`` (what the analysis found
+        ``definition`` returns), or None when it is another rule's."""
+        raise NotImplementedError
+
+    def wording(self, fields: dict) -> tuple[str | None, str | None]:
+        """The message and help of one finding (None, None: the rule's own)."""
+        return None, None
 
 
-def _finding(definition: nodes.NodeNG, uses: list[Application], found) -> ReturnFinding:
-    """The code, node and facts a returns finding is reported with."""
-    if isinstance(found, returned_inputs.ReturnedInput):
-        fields = {
-            **describe_use(uses[0]),
-            "function": function_label(definition),
-            "parameter": found.parameter,
-            "position": found.position,
-            "returned": short_source(found.expression),
-            "kind": KIND_WORDS.get(found.kind, found.kind),
-            "has_aux": has_aux(uses[0]),
-            "evidence": found.evidence,
-            "confidence": "static" if found.evidence in ("annotation", "call-site", "state-view") else "heuristic",
-            "part": join_path(found.part),
-            "view": found.view,
-        }
-        if found.construction is None:
-            return ReturnFinding("NNX104", found.expression, fields)
+def input_facts(definition: nodes.NodeNG, use: Application, found) -> dict:
+    """The facts of a returned input (NNX104) or of an input stored in a returned construction
+    (NNX106)."""
+    fields = {
+        **describe_use(use),
+        "function": function_label(definition),
+        "parameter": found.parameter,
+        "position": found.position,
+        "returned": short_source(found.expression),
+        "kind": KIND_WORDS.get(found.kind, found.kind),
+        "has_aux": has_aux(use),
+        "evidence": found.evidence,
+        "confidence": "static" if found.evidence in ("annotation", "call-site", "state-view") else "heuristic",
+        "part": join_path(found.part),
+        "view": found.view,
+    }
+    if found.construction is not None:
         fields.update({
             "class_name": found.class_name or short_source(found.construction.func),
             "stored_path": join_path(found.stored_path),
             "returned": short_source(found.construction),
         })
-        return ReturnFinding("NNX106", found.construction, fields)
-    if isinstance(found, returned_inputs.DuplicateOutput):
-        fields = {
-            **describe_use(uses[0]),
-            "function": function_label(definition),
-            "parameter": None,
-            "position": None,
-            "returned": f"{short_source(found.first, 30)}` and `{short_source(found.second, 30)}",
-            "kind": KIND_WORDS.get(found.kind, found.kind),
-            "has_aux": has_aux(uses[0]),
-            "evidence": found.evidence,
-            "confidence": "static",
-            "duplicate_output": True,
-        }
-        if found.held_at is not None:
-            fields["held_at"] = found.held_at
-        else:
-            fields["views"] = list(found.views or (None, None))
-        return ReturnFinding("NNX104", found.value, fields)
-    if isinstance(found, returned_inputs.ReturnedRef):
-        return ReturnFinding("NNX110", found.expression, {
-            **describe_use(found.use),
-            "function": function_label(definition),
-            "returned": short_source(found.expression, 32),
-            "origin": found.origin,
-            "parameter": found.parameter,
-            "evidence": found.evidence,
-            "confidence": "static",  # a jax.Ref annotation or argument, or a ref made in the body
-        })
-    return ReturnFinding("NNX106", found.use.call, {  # a StoredInput: the class transformed itself
-        **describe_use(found.use),
-        "function": definition.name,
-        "class_name": definition.name,
-        "parameter": found.parameter,
-        "position": found.position,
-        "returned": None,
-        "stored_path": join_path(found.stored_path),
-        "kind": KIND_WORDS.get(found.kind, found.kind),
-        "has_aux": False,
-        "evidence": "call-site",
-        "confidence": "static",
-    })
+    return fields
