@@ -102,7 +102,9 @@ Values, classes and Variables:
   twice: ``shared_objects.graph_uses(context)`` (``shared_objects.GraphUses``: how the file's calls use
   objects and instances, with or without graph mode), ``shared_objects.alias_category`` and
   ``shared_objects.alias_shape`` (an alias's shape), ``shared_objects.overlapping_pair`` and
-  ``shared_objects.relative_parts`` (two arguments holding one object).
+  ``shared_objects.relative_parts`` (two arguments holding one object), ``shared_objects.alias_location``
+  (where an alias is reported), ``shared_objects.child_stores`` (where a child class keeps it) and
+  ``shared_objects.self_path_parts``.
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class
   model asks it last; a rule that sees a bare local name asks it the same way).

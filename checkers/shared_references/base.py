@@ -15,8 +15,6 @@ from nnx_lint.api import (
     NNXCall,
     Ref,
     Rule,
-    assigned_value,
-    inside,
     join_path,
     object_flow,
     pin_sites,
@@ -48,16 +46,6 @@ class FamilyRule(Rule):
 
     def kind_of_expression(self, expression: nodes.NodeNG | None) -> str | None:
         return self.classes.kind_of(self.classes.ref_of(expression))
-
-
-def self_path_parts(target: nodes.AssignAttr) -> tuple[str, ...]:
-    """``("noise",)`` for ``self.noise = ...``; ``("a", "b")`` for ``self.a.b = ...``."""
-    parts = [target.attrname]
-    current = target.expr
-    while isinstance(current, nodes.Attribute):
-        parts.insert(0, current.attrname)
-        current = current.expr
-    return tuple(parts)
 
 
 def _store_sites(alias: Alias, where: nodes.NodeNG) -> list[tuple[nodes.NodeNG, str]]:
@@ -172,7 +160,7 @@ class ClassAliasRule(FamilyRule):
             for alias in construction.aliases:
                 if shared_objects.alias_category(alias) != self.category:
                     continue
-                where = self._location(classdef, alias)
+                where = shared_objects.alias_location(self.context, classdef, alias, self.category)
                 if where is None or (where.lineno, where.col_offset) in reported:
                     continue
                 if self.context.mode.scope_keeps_graph_mode(where, transform=True):
@@ -189,40 +177,9 @@ class ClassAliasRule(FamilyRule):
         it); ``reported`` holds the ``(line, column)`` already reported, to add to."""
 
     def _child_store_sites(self, alias: Alias) -> list[tuple[nodes.NodeNG, str]]:
-        """Where a child class keeps the shared argument (``self.noise = Noise(rngs)`` and
-        ``Noise.__init__`` stores ``self.rngs = rngs``), in whatever file the child lives."""
-        sites = []
-        for event in (alias.first, alias.second):
-            value = assigned_value(event.node) if event is not None and isinstance(event.node, nodes.AssignAttr) else None
-            if event is None or not isinstance(value, nodes.Call):
-                continue
-            child = self.classes.class_of(value)
-            if child is None or child.definition is None:
-                continue
-            own = len(self_path_parts(event.node))
-            rest = event.path[own:]
-            for inner in self.classes.construction(child.definition).events:
-                if inner.path == rest and not inner.deleted:
-                    sites.append((inner.node, f"`{self_text(rest)}` stored here, in `{child.short_name}`"))
-                    break
-        return sites
-
-    def _location(self, classdef: nodes.ClassDef, alias: Alias) -> nodes.NodeNG | None:
-        second = alias.second
-        where = second.container if self.category == "container" and second.container is not None else second.origin
-        if not inside(where, classdef):
-            where = second.origin
-        if where.root() is not self.context.module or not inside(where, classdef):
-            return None
-        if not inside(second.node, classdef) and alias.first is not None and not inside(alias.first.node, classdef):
-            # Both stores come from a base class: reported there, unless only our arguments tie them.
-            owner = second.node.frame()
-            owner = owner.parent if isinstance(owner, nodes.FunctionDef) else None
-            if isinstance(owner, nodes.ClassDef):
-                base = self.classes.construction(owner)
-                if any(a.second.node is second.node for a in base.aliases):
-                    return None
-        return where
+        """Where a child class keeps the shared argument, as related locations."""
+        return [(inner.node, f"`{self_text(rest)}` stored here, in `{child.short_name}`")
+                for inner, rest, child in shared_objects.child_stores(self.classes, alias)]
 
     def _facts(self, classdef: nodes.ClassDef, alias: Alias) -> dict:
         second = alias.second

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 from checkers.shared_references.messages import self_text, short_source
-from checkers.shared_references.base import ClassAliasRule, self_path_parts
+from checkers.shared_references.base import ClassAliasRule
 from checkers.shared_references.reproduction import BOX, REPRO_TRANSFORMS, applied, dedented, emit_tree, path_parts
 from nnx_lint.api import (
     Facts,
@@ -24,6 +24,7 @@ from nnx_lint.api import (
     join_path,
     programs,
     raises,
+    shared_objects,
     value_model,
 )
 
@@ -339,7 +340,7 @@ class ModuleHoldsItself(ClassAliasRule):
         the constructor argument ending up as the back-reference (``Child(self)``)."""
         if not isinstance(store.node, nodes.AssignAttr):
             return None
-        own = len(self_path_parts(store.node))
+        own = len(shared_objects.self_path_parts(store.node))
         value, rest = assigned_value(store.node), store.path[own:]
         while rest and isinstance(value, (nodes.Call, nodes.List, nodes.Tuple, nodes.ListComp)):
             child = self.classes.class_of(value) if isinstance(value, nodes.Call) else None

@@ -8,13 +8,17 @@ from astroid import nodes
 
 from nnx_lint.analysis.calls import NNXCall
 from nnx_lint.analysis.fact_index import fact_index
-from nnx_lint.analysis.flow import expressions_within
-from nnx_lint.analysis.refs import SHARED_KINDS, Alias, Ref, join_path
+from nnx_lint.analysis.class_info import ClassRef, assigned_value
+from nnx_lint.analysis.flow import expressions_within, inside
+from nnx_lint.analysis.refs import SHARED_KINDS, Alias, Ref, StoreEvent, join_path
 from nnx_lint.analysis.transform_types import Argument
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table import table as flax_table
 
-__all__ = ["graph_uses", "GraphUses", "alias_shape", "alias_category", "overlapping_pair", "relative_parts"]
+__all__ = [
+    "graph_uses", "GraphUses", "alias_shape", "alias_category", "overlapping_pair", "relative_parts", "self_path_parts",
+    "child_stores", "alias_location",
+]
 
 
 def alias_shape(alias: Alias) -> dict:
@@ -77,6 +81,59 @@ def relative_parts(ref_a: Ref, ref_b: Ref) -> tuple[str, str]:
     common = min(len(a), len(b))
     return join_path(a[common:]), join_path(b[common:])
 
+
+
+def self_path_parts(target: nodes.AssignAttr) -> tuple[str, ...]:
+    """``("noise",)`` for ``self.noise = ...``; ``("a", "b")`` for ``self.a.b = ...``."""
+    parts = [target.attrname]
+    current = target.expr
+    while isinstance(current, nodes.Attribute):
+        parts.insert(0, current.attrname)
+        current = current.expr
+    return tuple(parts)
+
+
+def child_stores(classes, alias: Alias) -> list[tuple[StoreEvent, tuple[str, ...], ClassRef]]:
+    """Where a child class keeps the shared argument (``self.noise = Noise(rngs)`` and
+    ``Noise.__init__`` stores ``self.rngs = rngs``), in whatever file the child lives: per store of
+    the alias, the child's store, the path below the child and the child's class."""
+    found = []
+    for event in (alias.first, alias.second):
+        value = assigned_value(event.node) if event is not None and isinstance(event.node, nodes.AssignAttr) else None
+        if event is None or not isinstance(value, nodes.Call):
+            continue
+        child = classes.class_of(value)
+        if child is None or child.definition is None:
+            continue
+        own = len(self_path_parts(event.node))
+        rest = event.path[own:]
+        for inner in classes.construction(child.definition).events:
+            if inner.path == rest and not inner.deleted:
+                found.append((inner, rest, child))
+                break
+    return found
+
+
+def alias_location(context, classdef: nodes.ClassDef, alias: Alias, category: str) -> nodes.NodeNG | None:
+    """Where an alias of ``category`` made by ``classdef``'s construction is reported: its second
+    store (or container) when it is in ``classdef`` and this file; None when both stores come from a
+    base class, which reports it (unless only ``classdef``'s arguments tie them)."""
+    classes = context.classes
+    second = alias.second
+    where = second.container if category == "container" and second.container is not None else second.origin
+    if not inside(where, classdef):
+        where = second.origin
+    if where.root() is not context.module or not inside(where, classdef):
+        return None
+    if not inside(second.node, classdef) and alias.first is not None and not inside(alias.first.node, classdef):
+        # Both stores come from a base class: reported there, unless only our arguments tie them.
+        owner = second.node.frame()
+        owner = owner.parent if isinstance(owner, nodes.FunctionDef) else None
+        if isinstance(owner, nodes.ClassDef):
+            base = classes.construction(owner)
+            if any(a.second.node is second.node for a in base.aliases):
+                return None
+    return where
 
 
 def graph_uses(context) -> GraphUses:
