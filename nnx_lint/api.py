@@ -100,7 +100,8 @@ Values, classes and Variables:
   ``returned_inputs.used_as_module``.
 - ``shared_objects`` — :mod:`nnx_lint.analysis.shared_objects`, one namespace for objects reached
   twice: ``shared_objects.graph_uses(context)`` (``shared_objects.GraphUses``: how the file's calls use
-  objects and instances, with or without graph mode), ``shared_objects.alias_category`` and
+  objects and instances, with or without graph mode; ``shared_objects.ClassUses`` folds them per class
+  and object), ``shared_objects.alias_category`` and
   ``shared_objects.alias_shape`` (an alias's shape), ``shared_objects.overlapping_pair`` and
   ``shared_objects.relative_parts`` (two arguments holding one object), ``shared_objects.alias_location``
   (where an alias is reported), ``shared_objects.child_stores`` (where a child class keeps it) and

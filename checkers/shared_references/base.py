@@ -13,7 +13,6 @@ from nnx_lint.api import (
     Alias,
     Facts,
     NNXCall,
-    Ref,
     Rule,
     join_path,
     object_flow,
@@ -93,16 +92,11 @@ class ClassAliasRule(FamilyRule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._classdefs: list[nodes.ClassDef] = []
-        #: id(ClassDef) -> [keeps graph mode?] for each use of an instance in this file
-        self._uses: dict[int, list[bool]] = {}
-        #: the same per object (Ref), for containers built outside classes
-        self._object_uses: dict[Ref, list[bool]] = {}
-        #: id(ClassDef) -> the NNX APIs its instances meet without graph mode (for --confirm)
-        self._use_names: dict[int, list[str]] = {}
-        #: id(ClassDef) / Ref -> the NNX call a pin fix would set graph mode on, for each use
-        #: that does not keep it (None: a use no call keyword can pin, e.g. ``model.eval()``)
-        self._pin_targets: dict[object, list[NNXCall | None]] = {}
-        self._folded = False  # the file's uses are read into the tables above once (_fold_uses)
+        #: This rule's view of the file's uses, per class and per object (read once, when the walk is over).
+        self.uses = shared_objects.ClassUses(self.classes)
+        self._uses, self._object_uses = self.uses.per_class, self.uses.per_object
+        self._use_names, self._pin_targets = self.uses.names, self.uses.pin_targets
+        self._folded = False
 
     def visit_classdef(self, node: nodes.ClassDef) -> None:
         self._classdefs.append(node)
@@ -115,31 +109,13 @@ class ClassAliasRule(FamilyRule):
     def _fold_uses(self) -> None:
         """This rule's view of the file's uses (:meth:`_record_use`, which a rule may refine),
         taken once, when the walk is over."""
-        if self._folded:
-            return
-        self._folded = True
-        for event in shared_objects.graph_uses(self.context).events:
-            if event[0] == "construct":
-                self._uses.setdefault(event[1], []).append(event[2])
-            else:
-                self._record_use(*event[1:])
+        if not self._folded:
+            self._folded = True
+            self.uses.fold(shared_objects.graph_uses(self.context).events, self._record_use)
 
     def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
                     pin_target: NNXCall | None = None) -> None:
-        if isinstance(expression, (nodes.Tuple, nodes.List, nodes.Dict)):
-            return
-        object_ref = self.classes.ref_of(expression)
-        if object_ref is not None:
-            self._object_uses.setdefault(object_ref, []).append(keeps)
-            if not keeps:
-                self._pin_targets.setdefault(object_ref, []).append(pin_target)
-        ref = self.classes.class_of_self(expression)
-        if ref is not None and ref.definition is not None:
-            self._uses.setdefault(id(ref.definition), []).append(keeps)
-            if not keeps:
-                self._pin_targets.setdefault(id(ref.definition), []).append(pin_target)
-            if not keeps and name:
-                self._use_names.setdefault(id(ref.definition), []).append(name)
+        self.uses.record(expression, keeps, name, pin_target)
 
     def leave_module(self, node: nodes.Module) -> None:
         self._fold_uses()

@@ -17,7 +17,7 @@ from nnx_lint.flax_table import table as flax_table
 
 __all__ = [
     "graph_uses", "GraphUses", "alias_shape", "alias_category", "overlapping_pair", "relative_parts", "self_path_parts",
-    "child_stores", "alias_location",
+    "child_stores", "alias_location", "ClassUses",
 ]
 
 
@@ -134,6 +134,51 @@ def alias_location(context, classdef: nodes.ClassDef, alias: Alias, category: st
             if any(a.second.node is second.node for a in base.aliases):
                 return None
     return where
+
+
+class ClassUses:
+    """The file's uses (:class:`GraphUses`' events) folded per class and per object: whether
+    each use keeps graph mode, the NNX APIs an instance meets without it, and the call a pin fix
+    would set graph mode on."""
+
+    def __init__(self, classes) -> None:
+        self.classes = classes
+        #: id(ClassDef) -> [keeps graph mode?] for each use of an instance in this file
+        self.per_class: dict[int, list[bool]] = {}
+        #: the same per object (Ref), for containers built outside classes
+        self.per_object: dict[Ref, list[bool]] = {}
+        #: id(ClassDef) -> the NNX APIs its instances meet without graph mode (for --confirm)
+        self.names: dict[int, list[str]] = {}
+        #: id(ClassDef) / Ref -> the NNX call a pin fix would set graph mode on, for each use
+        #: that does not keep it (None: a use no call keyword can pin, e.g. ``model.eval()``)
+        self.pin_targets: dict[object, list[NNXCall | None]] = {}
+
+    def fold(self, events: list[tuple], record) -> None:
+        """Fold ``events`` in: a construction directly, each use through ``record`` (:meth:`record`,
+        or a refinement of it)."""
+        for event in events:
+            if event[0] == "construct":
+                self.per_class.setdefault(event[1], []).append(event[2])
+            else:
+                record(*event[1:])
+
+    def record(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
+               pin_target: NNXCall | None = None) -> None:
+        """One use of the object ``expression`` is (and of its class, for ``self``'s instances)."""
+        if isinstance(expression, (nodes.Tuple, nodes.List, nodes.Dict)):
+            return
+        object_ref = self.classes.ref_of(expression)
+        if object_ref is not None:
+            self.per_object.setdefault(object_ref, []).append(keeps)
+            if not keeps:
+                self.pin_targets.setdefault(object_ref, []).append(pin_target)
+        ref = self.classes.class_of_self(expression)
+        if ref is not None and ref.definition is not None:
+            self.per_class.setdefault(id(ref.definition), []).append(keeps)
+            if not keeps:
+                self.pin_targets.setdefault(id(ref.definition), []).append(pin_target)
+            if not keeps and name:
+                self.names.setdefault(id(ref.definition), []).append(name)
 
 
 def graph_uses(context) -> GraphUses:
