@@ -13,15 +13,12 @@ from nnx_lint.api import (
     Reach,
     Rule,
     TransformedCode,
-    body_nodes,
     checkpoint,
-    constant_bool,
     entry_pin_target,
     fact_index,
     passed_to,
     pin_sites_in,
     transformed_code,
-    value_model,
 )
 
 #: A Variable's own value, as an attribute (a write to it is not a graph update).
@@ -117,8 +114,7 @@ class TransformedCodeRule(Rule):
 
     def is_module_like(self, service: TransformedCode, expression: nodes.NodeNG) -> tuple[bool, str | None]:
         """(may be an NNX Module, its class name or None): unknown classes count as maybe."""
-        ref = self.owner_class(service, expression)
-        return value_model(self.context).may_be_module(ref), ref.short_name if ref is not None else None
+        return service.module_like(expression, self._current)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,18 +151,6 @@ class MethodCallInTransform(TransformedCodeRule):
     methods: ClassVar[frozenset[str]]
 
     def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
-        for node in body_nodes(reach.function):
-            if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Attribute):
-                continue
-            if node.func.attrname not in self.methods:
-                continue
-            receiver = node.func.expr
-            if not service.is_external(receiver, reach.external):
-                continue
-            maybe, cls = self.is_module_like(service, receiver)
-            if not maybe:
-                continue
-            if any(k.arg == "graph" and constant_bool(k.value) is not False for k in node.keywords or []):
-                continue
-            yield node, {"method": node.func.attrname, "receiver": receiver.as_string(), "object_class": cls,
+        for node, cls in service.outside_method_calls(reach, self.methods):
+            yield node, {"method": node.func.attrname, "receiver": node.func.expr.as_string(), "object_class": cls,
                          "where": ""}

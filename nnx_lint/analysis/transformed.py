@@ -69,11 +69,13 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.analysis.bound_methods import passes_self
+from nnx_lint.analysis.calls import constant_bool
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.analysis.transform_types import _FUNCTION_TYPES, Entry, Function, _is_class_reference, bound_values_of
 from nnx_lint.analysis.transforms import transform_resolver
+from nnx_lint.analysis.values import value_model
 
 if TYPE_CHECKING:
     from nnx_lint.analysis.context import FileContext
@@ -344,6 +346,25 @@ class TransformedCode:
                 stored.discard(None)
                 return stored.pop() if len(stored) == 1 else None
         return None
+
+    def module_like(self, expression: nodes.NodeNG, reach: Reach | None = None) -> tuple[bool, str | None]:
+        """(may ``expression`` be an NNX Module, its class name or None), its class as :meth:`class_of`
+        finds it: an unknown class counts as maybe."""
+        ref = self.class_of(expression, reach)
+        return value_model(self.context).may_be_module(ref), ref.short_name if ref is not None else None
+
+    def outside_method_calls(self, reach: Reach, methods: frozenset[str]) -> Iterator[tuple[nodes.Call, str | None]]:
+        """``(call, class name)`` for each call in ``reach``'s function of one of ``methods`` on an
+        object from outside the traced code that may be a Module, without a ``graph=`` keyword
+        (other than a literal False) that keeps graph mode for it."""
+        for node in body_nodes(reach.function):
+            if not isinstance(node, nodes.Call) or not isinstance(node.func, nodes.Attribute):
+                continue
+            if node.func.attrname not in methods or not self.is_external(node.func.expr, reach.external):
+                continue
+            maybe, cls = self.module_like(node.func.expr, reach)
+            if maybe and not any(k.arg == "graph" and constant_bool(k.value) is not False for k in node.keywords or []):
+                yield node, cls
 
     def _entry_parameter_classes(self, entry: Entry) -> dict:
         """Parameter classes of an entry from the calls of its transformed callable in this
