@@ -104,7 +104,8 @@ Values, classes and Variables:
   and object), ``shared_objects.alias_category`` and
   ``shared_objects.alias_shape`` (an alias's shape), ``shared_objects.overlapping_pair`` and
   ``shared_objects.relative_parts`` (two arguments holding one object), ``shared_objects.alias_location``
-  (where an alias is reported), ``shared_objects.child_stores`` (where a child class keeps it) and
+  (where an alias is reported), ``shared_objects.child_stores`` (where a child class keeps it),
+  ``ClassUses.may_break`` and ``ClassUses.pin_sites`` (a class's findings count; the pins of its uses), and
   ``shared_objects.self_path_parts``.
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.
 - ``names_rngs`` — the naming convention of an Rngs parameter whose class nothing states (the class

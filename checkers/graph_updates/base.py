@@ -75,12 +75,9 @@ class TransformedCodeRule(Rule):
                 if id(function) in reached:
                     continue
                 reach = service.heuristic(function)
-                if reach is not None and self.heuristic_applies(reach):
+                if reach is not None:
                     for target, fields in self.findings_for(service, reach):
                         self.report(target, **{**fields, **reach.facts(), "pin": entry_pin(self.context, reach)})
-
-    def heuristic_applies(self, reach: Reach) -> bool:
-        return True
 
     def related_sites(self, reach: Reach, fields: dict) -> list[tuple[nodes.NodeNG, str]]:
         """The other lines of a finding: the transform that traces the entry function and,

@@ -11,8 +11,7 @@ from nnx_lint.api import (
     Facts,
     NNXCall,
     Rule,
-    expressions_within,
-    flax_table,
+    fact_index,
     may_leave,
     pin_sites_in,
     position_in,
@@ -50,26 +49,19 @@ class PrefixFilterRule(Rule):
         self._constructions: list[nodes.Call] = []
         self._consumed: set[int] = set()
 
-    def _is_filter(self, node: nodes.NodeNG) -> bool:
-        call = self.context.nnx_call(node)
-        return call is not None and call.name == self.filter_name and not call.via_partial
-
     def visit_call(self, node: nodes.Call) -> None:
-        if self._is_filter(node):
+        facts = fact_index(self.context)
+        if facts.filter_construction(node, self.filter_name):
             self._constructions.append(node)
             return
-        call = self.context.nnx_call(node)
+        call = facts.nnx_call(node)
         if call is None or not call.is_transform:
             return
         affected = self.context.flip_changes(call)
-        for argument in sorted(flax_table.PREFIX_KEYWORDS & call.keywords.keys()):
-            value = call.keywords[argument]
-            for expression, reference in expressions_within(value):
-                if not self._is_filter(expression):
-                    continue
-                self._consumed.add(id(expression))
-                if affected:
-                    self._report_use(call, argument, value, expression, reference)
+        for argument, value, expression, reference in facts.filters_in_prefixes(call, self.filter_name):
+            self._consumed.add(id(expression))
+            if affected:
+                self._report_use(call, argument, value, expression, reference)
 
     def _report_use(self, call: NNXCall, argument: str, value, construction: nodes.Call, reference) -> None:
         self.report(

@@ -16,8 +16,6 @@ from nnx_lint.api import (
     Rule,
     join_path,
     object_flow,
-    pin_sites,
-    pin_sites_in,
     shared_objects,
     transform_resolver,
 )
@@ -121,19 +119,9 @@ class ClassAliasRule(FamilyRule):
         self._fold_uses()
         reported: set[tuple[int, int]] = set()
         for classdef in self._classdefs:
-            info = self.classes.info(classdef)
-            if not info.is_nnx_module:
+            if not self.uses.may_break(classdef):
                 continue
-            uses = self._uses.get(id(classdef))
-            if uses and all(uses):
-                continue  # every use in this file opts the class into graph mode
-            if not uses and not isinstance(classdef.parent, nodes.Module):
-                # A latent risk, not a break: a class local to a function (a test builds it)
-                # whose instances never reach a transform, graph API or Optimizer here, and
-                # which no other file can import. Module-level classes are always reported.
-                continue
-            construction = self.classes.construction(classdef)
-            for alias in construction.aliases:
+            for alias in self.classes.construction(classdef).aliases:
                 if shared_objects.alias_category(alias) != self.category:
                     continue
                 where = shared_objects.alias_location(self.context, classdef, alias, self.category)
@@ -175,10 +163,6 @@ class ClassAliasRule(FamilyRule):
         }
 
     def _pin_facts(self, key: object) -> dict:
-        """A class-level finding is fixed by pinning every use of the class (or object): the
-        ``pin`` sites of the uses this file shows, and whether they are all of its uses here."""
-        targets = self._pin_targets.get(key, [])
-        known = pin_sites(*targets, module=self.context.module)
-        every_use = (bool(targets) and None not in targets
-                     and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
-        return {"pin": pin_sites_in(self.context, *targets), "pin_every_use": every_use}
+        """A class-level finding is fixed by pinning every use of the class (or object)."""
+        sites, every_use = self.uses.pin_sites(self.context, key)
+        return {"pin": sites, "pin_every_use": every_use}

@@ -261,13 +261,8 @@ class ModuleHoldsItself(ClassAliasRule):
         self._fold_uses()
         reported: set[tuple[int, int]] = set()
         for classdef in self._classdefs:
-            if not self.classes.info(classdef).is_nnx_module:
+            if not self.uses.may_break(classdef):
                 continue
-            uses = self._uses.get(id(classdef))
-            if uses and all(uses):
-                continue
-            if not uses and not isinstance(classdef.parent, nodes.Module):
-                continue  # a latent risk (see NNX101)
             for reference in self.classes.construction(classdef).self_references:
                 where = reference.store.origin
                 if where.root() is not self.context.module or not inside(where, classdef):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from astroid import nodes
 
 from nnx_lint.analysis.calls import NNXCall
+from nnx_lint.analysis.flow import expressions_within
 from nnx_lint.analysis.transform_types import Application, Entry, explicit_tree
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.base.node_index import nodes_of_class
@@ -91,6 +92,24 @@ class FactIndex:
         if call is None or call.name not in flax_table.RNG_SPLITTING_TRANSFORMS or call.via_partial or explicit_tree(call):
             return None
         return call
+
+    def filter_construction(self, node: nodes.NodeNG, filter_name: str) -> bool:
+        """Whether ``node`` constructs the NNX prefix filter ``filter_name`` (``nnx.StateAxes(...)``),
+        directly (not through ``partial``)."""
+        call = self.context.nnx_call(node)
+        return call is not None and call.name == filter_name and not call.via_partial
+
+    def filters_in_prefixes(self, call: NNXCall, filter_name: str) -> list[tuple[str, nodes.NodeNG, nodes.Call, nodes.NodeNG]]:
+        """``(keyword, its value, construction, reference)`` for each ``filter_name`` filter that a
+        transform call's prefix keywords (``in_axes``, ``argnums``, ...) hold, inside containers or
+        through names (``reference`` is where the value names it)."""
+        found = []
+        for argument in sorted(flax_table.PREFIX_KEYWORDS & call.keywords.keys()):
+            value = call.keywords[argument]
+            for expression, reference in expressions_within(value):
+                if self.filter_construction(expression, filter_name):
+                    found.append((argument, value, expression, reference))
+        return found
 
     def running_entry(self, call: nodes.Call) -> Entry | None:
         """The transformed function ``call`` runs (its :class:`Entry`), or None: resolved once

@@ -10,6 +10,7 @@ from nnx_lint.analysis.calls import NNXCall
 from nnx_lint.analysis.fact_index import fact_index
 from nnx_lint.analysis.class_info import ClassRef, assigned_value
 from nnx_lint.analysis.flow import expressions_within, inside
+from nnx_lint.analysis.pin_sites import pin_sites, pin_sites_in
 from nnx_lint.analysis.refs import SHARED_KINDS, Alias, Ref, StoreEvent, join_path
 from nnx_lint.analysis.transform_types import Argument
 from nnx_lint.base.node_index import nodes_of_class
@@ -161,6 +162,27 @@ class ClassUses:
                 self.per_class.setdefault(event[1], []).append(event[2])
             else:
                 record(*event[1:])
+
+    def may_break(self, classdef: nodes.ClassDef) -> bool:
+        """Whether ``classdef``'s construction findings count: an NNX Module that not every use in
+        this file opts into graph mode, and that is defined at module level or used here. (A class
+        local to a function, a test's, whose instances never reach a transform, graph API or
+        Optimizer here, and which no other file can import, is a latent risk, not a break.)"""
+        if not self.classes.info(classdef).is_nnx_module:
+            return False
+        uses = self.per_class.get(id(classdef))
+        if uses and all(uses):
+            return False  # every use in this file opts the class into graph mode
+        return bool(uses) or isinstance(classdef.parent, nodes.Module)
+
+    def pin_sites(self, context, key: object) -> tuple[list, bool]:
+        """The ``pin`` sites of the uses of a class (``id(ClassDef)``) or object (its Ref) that do
+        not keep graph mode, and whether they are all of its uses in this file."""
+        targets = self.pin_targets.get(key, [])
+        known = pin_sites(*targets, module=context.module)
+        every_use = (bool(targets) and None not in targets
+                     and len(known) == len(dict.fromkeys(id(t.node) for t in targets)))
+        return pin_sites_in(context, *targets), every_use
 
     def record(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
                pin_target: NNXCall | None = None) -> None:
