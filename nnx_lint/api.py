@@ -82,7 +82,8 @@ Values, classes and Variables:
   differentiates, as ``gradients.Differentiated``, and what the gradient's consumers do with it:
   ``gradients.StateTypeCheck``, ``gradients.tree_mode_value``, ``gradients.STATE_FUNCTIONS``);
   ``gradients.unknown_argument`` and ``gradients.grad_pin_sites``; ``gradients.GradApplication``,
-  ``gradients.GradientFlow``, ``gradients.GradientUse`` — a grad application and where its gradient goes.
+  ``gradients.GradientFlow``, ``gradients.GradientUse`` — a grad application and where its gradient goes;
+  ``gradients.holding_facts`` and ``gradients.describe_holdings`` — what an argument holds, as facts and text.
 - ``custom_vjps`` — :mod:`nnx_lint.analysis.custom_vjps`, one namespace for the file's ``nnx.custom_vjp``
   registrations: ``custom_vjps.custom_vjp_analysis(context)`` (each ``defvjp`` as a
   ``custom_vjps.Registration``), and what a backward function does with its cotangent

@@ -1,12 +1,12 @@
 """What the grad semantics rules report about a differentiated argument: the facts NNX401-NNX404
-share, and how its holdings and the grad's sites are shown."""
+share, and the grad's sites as related locations."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from astroid import nodes
 
-from nnx_lint.api import ABSENT, Facts, Holdings, gradients
+from nnx_lint.api import ABSENT, Facts, gradients
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,21 +23,6 @@ class DifferentiatedArgumentFacts(Facts):
     variable_types: list = ABSENT
     unknown_parts: list = ABSENT
     pin: list
-
-
-def holding_facts(holdings: Holdings, categories) -> list[dict]:
-    """The holdings of ``categories`` as facts (at most twelve)."""
-    return [h.as_fact() for h in holdings.of(categories)][:12]
-
-
-def describe_holdings(holdings: Holdings, categories) -> str:
-    """The first four holdings of ``categories`` as ``path: Type (dtype)``, for a message."""
-    parts = []
-    for holding in holdings.of(categories)[:4]:
-        dtype = {"integer": " (int)", "float": " (float)", "unknown-dtype": " (dtype unknown)"}.get(holding.category, "")
-        parts.append(f"{holding.path or '<self>'}: {holding.variable_type}{dtype}")
-    more = len(holdings.of(categories)) - 4
-    return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
 def grad_sites(application: gradients.GradApplication) -> list[tuple[nodes.NodeNG, str]]:

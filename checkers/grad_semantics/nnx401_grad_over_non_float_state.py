@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, describe_holdings, grad_sites, holding_facts
+from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, grad_sites
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented
 from nnx_lint.api import (
     NON_DIFFERENTIABLE,
@@ -127,8 +127,8 @@ class GradOverNonFloatState(Rule):
                 transform=application.transform,
                 argnums=list(application.argnums or ()),
                 has_aux=application.has_aux,
-                holding=describe_holdings(holdings, NON_DIFFERENTIABLE),
-                non_float=holding_facts(holdings, NON_DIFFERENTIABLE),
+                holding=gradients.describe_holdings(holdings, NON_DIFFERENTIABLE),
+                non_float=gradients.holding_facts(holdings, NON_DIFFERENTIABLE),
                 transform_line=application.transform_node.lineno,
                 **differentiated.facts(),
                 pin=gradients.grad_pin_sites(self.context, application),

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, describe_holdings, grad_sites, holding_facts
+from checkers.grad_semantics.facts import DifferentiatedArgumentFacts, grad_sites
 from checkers.grad_semantics.reproduction import SHARED_VARIABLE_TYPES, dedented, grad_application_code
 from nnx_lint.api import (
     ABSENT,
@@ -116,8 +116,8 @@ class GradIncludesNonParamState(Rule):
                 consumer=consumer,
                 transform=application.transform,
                 argnums=list(application.argnums or ()),
-                holding=describe_holdings(holdings, non_param),
-                non_param=holding_facts(holdings, non_param),
+                holding=gradients.describe_holdings(holdings, non_param),
+                non_param=gradients.holding_facts(holdings, non_param),
                 gradient_via=use.via,
                 application_line=node.lineno,
                 **differentiated.facts(),

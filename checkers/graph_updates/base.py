@@ -31,12 +31,6 @@ def entry_pin(context, reach: Reach) -> list[dict]:
     return pin_sites_in(context, entry_pin_target(reach.entry))
 
 
-def file_name(node: nodes.NodeNG) -> str:
-    """The base name of the file ``node`` is in, for a message."""
-    path = node.root().file or node.root().name
-    return path.rsplit("/", 1)[-1]
-
-
 class TransformedCodeRule(Rule):
     """Shared walk: every function of this file that runs under a Tree Mode transform
     (and, where ``use_heuristic`` says so, unreached Module methods), plus functions of
@@ -64,7 +58,8 @@ class TransformedCodeRule(Rule):
                     continue
                 for target, fields in self.findings_for(service, reach):
                     reported_boundaries.add(id(reach.boundary))
-                    where = f" ({file_name(target)}:{target.lineno}, reached through this call)"
+                    file_name = (target.root().file or target.root().name).rsplit("/", 1)[-1]
+                    where = f" ({file_name}:{target.lineno}, reached through this call)"
                     self.report(reach.boundary, **{**fields, **reach.facts(), "pin": entry_pin(self.context, reach), "where": where,
                                                    "file": target.root().file, "line": target.lineno},
                                 related=[(target, f"the flagged code, in `{reach.chain[-1]}`"),

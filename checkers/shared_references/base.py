@@ -41,9 +41,6 @@ class FamilyRule(Rule):
     def classes(self):
         return self.context.classes
 
-    def kind_of_expression(self, expression: nodes.NodeNG | None) -> str | None:
-        return self.classes.kind_of(self.classes.ref_of(expression))
-
 
 def _store_sites(alias: Alias, where: nodes.NodeNG) -> list[tuple[nodes.NodeNG, str]]:
     """Every store the finding involves (also in a child's or base class's ``__init__``, in

@@ -270,7 +270,7 @@ class ObjectOnEveryModule(FamilyRule):
             _scope, bindings = lookup(base)
             if not bindings or any(inside(binding, invariant_in) for binding in bindings):
                 return None
-        kind = self.kind_of_expression(value)
+        kind = self.classes.kind_of(self.classes.ref_of(value))
         if kind in SHARED_KINDS:
             return _KIND_WORDS[kind], "static"
         if isinstance(value, nodes.Name) and names_rngs(value.name):

@@ -34,6 +34,7 @@ from nnx_lint.flax_table import table as flax_table
 __all__ = [
     "grad_analysis", "Differentiated", "unknown_argument", "UNKNOWN_ARGUMENT_EVIDENCE", "grad_pin_sites",
     "STATE_FUNCTIONS", "StateTypeCheck", "tree_mode_value", "GradApplication", "GradientFlow", "GradientUse",
+    "holding_facts", "describe_holdings",
 ]
 
 
@@ -376,6 +377,21 @@ def _why_unresolved(differentiated: Differentiated) -> str:
     if differentiated.qualified_name in flax_table.NNX_MODULE_BASES:
         return f"it is annotated only as `nnx.{differentiated.class_name}`, and no call in the project passes a class"
     return f"its class `{differentiated.class_name}` is defined where the analysis cannot read it"
+
+
+def holding_facts(holdings: Holdings, categories) -> list[dict]:
+    """The holdings of ``categories`` as facts (at most twelve)."""
+    return [h.as_fact() for h in holdings.of(categories)][:12]
+
+
+def describe_holdings(holdings: Holdings, categories) -> str:
+    """The first four holdings of ``categories`` as ``path: Type (dtype)``, for a message."""
+    parts = []
+    for holding in holdings.of(categories)[:4]:
+        dtype = {"integer": " (int)", "float": " (float)", "unknown-dtype": " (dtype unknown)"}.get(holding.category, "")
+        parts.append(f"{holding.path or '<self>'}: {holding.variable_type}{dtype}")
+    more = len(holdings.of(categories)) - 4
+    return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 
 
 def grad_pin_sites(context, application: GradApplication) -> list[dict[str, Any]]:
