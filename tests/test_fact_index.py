@@ -68,3 +68,57 @@ def test_graph_uses_are_recorded_once_per_call(tmp_path):
     assert uses.events == recorded
     used = [(event[1].as_string(), event[3]) for event in recorded if event[0] == "use"]
     assert ("model", "split") in used and ("model", "jit") in used
+
+
+INSIDE = """
+from flax import nnx
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs, other=None):
+        self.rngs = other or rngs
+        self.linear = nnx.Linear(2, 2, rngs=rngs) if other is None else self.rngs
+
+    def __call__(self, x):
+        def inner(y):
+            return y.value
+
+        return self.linear(inner(x)).mean()
+
+
+async def later(m):
+    return m
+
+
+def loop(models, x):
+    for m in models:
+        m.scale = x
+        setattr(m, "shift", x)
+        apply = lambda v: v.add(x)
+        m.out = apply(m.w)
+"""
+
+
+def test_what_lies_inside_a_node_is_astroids_answer(tmp_path):
+    """Each query is the nodes astroid's own walk finds below the node, in the same order: for a
+    scope (a slice of the module's index) and for any other node (a statement, an expression)."""
+    context = file_context(tmp_path, INSIDE)
+    facts, module = fact_index(context), context.module
+    model = next(module.nodes_of_class(nodes.ClassDef))
+    call_method = model.locals["__call__"][0]
+    loop = next(module.nodes_of_class(nodes.For))
+    assert facts.calls_in(call_method) == list(call_method.nodes_of_class(nodes.Call))
+    assert facts.calls_in(loop) == list(loop.nodes_of_class(nodes.Call))
+    assert [f.name for f in facts.functions_in(module)] == ["__init__", "__call__", "inner", "later", "loop"]
+    assert [r.value.as_string() for r in facts.returns_of(call_method)] == ["self.linear(inner(x)).mean()"]
+    assert facts.returns_of(module.locals["later"][0])[0].value.as_string() == "m"
+    assert [a.as_string() for a in facts.attribute_reads_in(call_method)] == [
+        "y.value", "self.linear(inner(x)).mean", "self.linear"]
+    assert [c.as_string() for c in facts.choices_in(model)] == [
+        "other or rngs", "nnx.Linear(2, 2, rngs=rngs) if other is None else self.rngs"]
+    value = call_method.body[-1].value
+    assert facts.names_and_calls_in(value) == list(value.nodes_of_class((nodes.Name, nodes.Call)))
+    own = facts.own_assignments_and_calls(loop)
+    assert own == list(loop.nodes_of_class((nodes.Assign, nodes.Call), skip_klass=(nodes.FunctionDef, nodes.Lambda)))
+    assert [n.as_string() for n in own] == [  # not the lambda's call
+        "m.scale = x", "setattr(m, 'shift', x)", "apply = lambda v: v.add(x)", "m.out = apply(m.w)", "apply(m.w)"]
