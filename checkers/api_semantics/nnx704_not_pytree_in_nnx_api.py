@@ -20,6 +20,7 @@ from nnx_lint.api import (
     fact_index,
     flax_table,
     helper_summaries,
+    lookup,
     pin_sites_in,
     programs,
     raises,
@@ -72,9 +73,15 @@ def _passed_through(decoded: DecodedTransform | None, transform: str, position: 
 
 
 def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
-    """Whether the base class expression names ``nnx.bridge``'s ``Module`` (however it is imported)."""
-    package, _dot, name = (context.qualified_name(base) or "").rpartition(".")
-    return name == "Module" and package.startswith(flax_table.BRIDGE_PACKAGE)
+    if isinstance(base, nodes.Attribute) and base.attrname == "Module":
+        return (context.qualified_name(base.expr) or "").startswith(flax_table.BRIDGE_PACKAGE)
+    if isinstance(base, nodes.Name):
+        _scope, assignments = lookup(base)
+        for assignment in assignments:
+            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(flax_table.BRIDGE_PACKAGE):
+                return any((alias or original) == base.name and original == "Module"
+                           for original, alias in assignment.names)
+    return False
 
 
 def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherited: bool = False) -> str | None:
