@@ -76,7 +76,8 @@ def draw(run_dir: Path, seed: int, size: int, at_least: dict[str, int]) -> list[
     sample = [dict(f, stratum="uniform") for f in chooser.sample(pool, min(size, len(pool)))]
     for code, wanted in sorted(at_least.items()):
         taken = {(f["project"], f["file"], f["line"], f["column"], f["code"]) for f in sample}
-        rest = [f for f in pool if f["code"] == code and (f["project"], f["file"], f["line"], f["column"], code) not in taken]
+        rest = [f for f in pool
+                if f["code"] == code and (f["project"], f["file"], f["line"], f["column"], code) not in taken]
         have = sum(1 for f in sample if f["code"] == code)
         for extra in chooser.sample(rest, max(0, min(wanted - have, len(rest)))):
             sample.append(dict(extra, stratum=f"top-up {code}"))
@@ -126,9 +127,9 @@ def check(programs: list[Path], timeout: float) -> int:
             problems.append(f"verdict {verdict} but the modes {'agree' if seen['graph'] == seen['tree'] else 'differ'}")
         verdicts[verdict] += 1
         status = "ok" if not problems else "DISAGREES"
-        print(f"{status:9} {verdict:12} {program.name}  [{fields.get('finding', '?')}]")
+        print(f"{status:9} {verdict:12} {program.name}  [{fields.get('finding', '?')}]", flush=True)
         for problem in problems:
-            print(f"          {problem}")
+            print(f"          {problem}", flush=True)
         disagreements += bool(problems)
     print(f"{len(programs)} programs: " + ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdicts.items()))
           + f"; {disagreements} disagree with their header")
