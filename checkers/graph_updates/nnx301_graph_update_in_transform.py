@@ -20,6 +20,7 @@ from nnx_lint.api import (
     Valid,
     body_nodes,
     differs,
+    expressions_within,
     fact_index,
     flax_table,
     object_flow,
@@ -92,7 +93,9 @@ class GraphUpdateInTransform(TransformedCodeRule):
         `v[...] += 1`, `v.set_value(x)`, and the deprecated `v.value = x`) stay silent,
         and so do changes to modules constructed inside the transform, graph-mode opt-ins
         (`graph=True, graph_updates=True`, `nnx.compat.*`, graph-mode scopes) and
-        transforms that already pin Tree Mode (`graph_updates=False`). The `confidence` fact says whether the code is
+        transforms that already pin Tree Mode (`graph_updates=False`), and a `grad` whose `argnums` holds
+        an `nnx.DiffState`, which Tree Mode rejects before the body runs (NNX202). The `confidence` fact
+        says whether the code is
         the transformed function itself (`transform`) or reached through calls (`called`).
         A transform of a bound method of a plain object (`nnx.jit(trainer.forward)(model,
         x)`) traces the method with the call's arguments after `self`; `nnx.jit(Model.step)`
@@ -176,6 +179,28 @@ class GraphUpdateInTransform(TransformedCodeRule):
                 def body(i, m):
                     m.w[...] += 1; return m
                 nnx.fori_loop(0, 3, body, M())
+            """,
+        ),
+        Valid(
+            "write-under-grad-that-tree-mode-rejects",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class MLP(nnx.Module):
+                def __init__(self, rngs):
+                    self.count = jnp.array(0.0)
+                    self.linear = nnx.Linear(1, 1, rngs=rngs)
+
+                def __call__(self, x):
+                    self.count += 1
+                    return self.linear(x)
+
+            def train_step(model, x):
+                def loss_fn(model):
+                    return model(x).sum()
+                diff_state = nnx.DiffState(0, nnx.Param)
+                return nnx.grad(loss_fn, argnums=diff_state)(model)
             """,
         ),
         Valid(
@@ -296,6 +321,8 @@ class GraphUpdateInTransform(TransformedCodeRule):
     def findings(self, service: TransformedCode, reach: Reach) -> Iterator[tuple[nodes.NodeNG, dict]]:
         if reach.entry is not None and reach.entry.transform == "eval_shape":
             return  # graph mode drops changes made under eval_shape too: the flip changes nothing
+        if self._rejects_before_tracing(reach):
+            return
         external = reach.external
         for node in body_nodes(reach.function):
             if isinstance(node, nodes.AssignAttr) and node.attrname not in VALUE_ATTRIBUTES:
@@ -328,6 +355,19 @@ class GraphUpdateInTransform(TransformedCodeRule):
                                 "container-item", "Build the new container outside the transform, or keep the "
                                 "entries in Variables and update their values."),
                                 "statement": type(node).__name__.lower()}
+
+    def _rejects_before_tracing(self, reach: Reach) -> bool:
+        """Tree Mode raises ValueError on an ``nnx.DiffState`` in ``argnums`` (NNX202 reports it) when
+        the gradient transform is made, so the body never runs there and no write in it is dropped.
+        Measured with flax 0.12.8 on flax's ``07_array_leaves.py`` (``bench/precision/``)."""
+        call = reach.entry.call if reach.entry is not None else None
+        if call is None or "argnums" not in call.keywords:
+            return False
+        for expression, _ in expressions_within(call.keywords["argnums"]):
+            constructed = self.context.nnx_call(expression)
+            if constructed is not None and constructed.name == "DiffState" and not constructed.via_partial:
+                return True
+        return False
 
     def _changes_nothing(self, target: nodes.AssignAttr, statement) -> bool:
         """The object-flow model's answer: the write re-stores the literal the attribute always

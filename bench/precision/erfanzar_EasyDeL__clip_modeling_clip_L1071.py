@@ -1,0 +1,35 @@
+# finding: NNX105 erfanzar+EasyDeL easydel/modules/clip/modeling_clip.py:1071
+# message: `CLIPTextModelWithProjection` stores the same Rngs (`rngs`) at `self.rngs` and `self.text_model.rngs`: Tree Mode raises ValueError
+# verdict: true
+# graph: prints split ok
+# tree: raises ValueError: Duplicate RngCount
+# why: Both EasyDeLBaseModules, built with one `rngs`.
+import jax.numpy as jnp
+from flax import nnx
+
+
+class EasyDeLBaseModule(nnx.Module):
+  """easydel/infra/base_module.py: the base of every model stores the Rngs it is given."""
+
+  def __init__(self, config, *, rngs):
+    self.config = config
+    self.rngs = rngs
+    # base_module.py reads `self.graphtree_shape` here: nn.eval_shape(lambda: nn.split(self)[1])
+    nnx.eval_shape(lambda: nnx.split(self)[1])
+
+
+class CLIPTextTransformer(EasyDeLBaseModule):
+  def __init__(self, config, *, rngs):
+    super().__init__(config=config, rngs=rngs)
+    self.norm = nnx.LayerNorm(4, rngs=rngs)
+
+
+class CLIPTextModelWithProjection(EasyDeLBaseModule):
+  def __init__(self, config, *, rngs):
+    super().__init__(config=config, rngs=rngs)
+    self.text_model = CLIPTextTransformer(config=config, rngs=rngs)
+
+
+model = CLIPTextModelWithProjection(config={}, rngs=nnx.Rngs(0))
+graphdef, state = nnx.split(model)  # EasyDeL's `graphtree_shape` / `parameters` after construction
+print('split ok')

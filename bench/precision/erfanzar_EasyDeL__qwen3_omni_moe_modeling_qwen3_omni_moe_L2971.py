@@ -1,0 +1,36 @@
+# finding: NNX105 erfanzar+EasyDeL easydel/modules/qwen3_omni_moe/modeling_qwen3_omni_moe.py:2971
+# message: `Qwen3OmniMoeTalkerForConditionalGeneration` stores the same Rngs (`rngs`) at `self.rngs` and `self.code_predictor.rngs`: Tree Mode raises ValueError
+# verdict: true
+# graph: prints split ok
+# tree: raises ValueError: Duplicate RngCount
+# why: The Talker (BaseConditionalGenerationModule -> EasyDeLBaseModule) stores `self.rngs`, then builds
+# why: `self.code_predictor` (also an EasyDeLBaseModule) with the same `rngs`.
+import jax.numpy as jnp
+from flax import nnx
+
+
+class EasyDeLBaseModule(nnx.Module):
+  """easydel/infra/base_module.py: the base of every model stores the Rngs it is given."""
+
+  def __init__(self, config, *, rngs):
+    self.config = config
+    self.rngs = rngs
+    # base_module.py reads `self.graphtree_shape` here: nn.eval_shape(lambda: nn.split(self)[1])
+    nnx.eval_shape(lambda: nnx.split(self)[1])
+
+
+class Qwen3OmniMoeTalkerCodePredictorForConditionalGeneration(EasyDeLBaseModule):
+  def __init__(self, config, *, rngs):
+    super().__init__(config=config, rngs=rngs)
+    self.norm = nnx.LayerNorm(4, rngs=rngs)
+
+
+class Qwen3OmniMoeTalkerForConditionalGeneration(EasyDeLBaseModule):
+  def __init__(self, config, *, rngs):
+    super().__init__(config=config, rngs=rngs)
+    self.code_predictor = Qwen3OmniMoeTalkerCodePredictorForConditionalGeneration(config=config, rngs=rngs)
+
+
+model = Qwen3OmniMoeTalkerForConditionalGeneration(config={}, rngs=nnx.Rngs(0))
+graphdef, state = nnx.split(model)  # EasyDeL's `graphtree_shape` / `parameters` after construction
+print('split ok')

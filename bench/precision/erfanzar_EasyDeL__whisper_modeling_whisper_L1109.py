@@ -1,0 +1,35 @@
+# finding: NNX105 erfanzar+EasyDeL easydel/modules/whisper/modeling_whisper.py:1109
+# message: `WhisperModel` stores the same Rngs (`rngs`) at `self.rngs` and `self.decoder.rngs`: Tree Mode raises ValueError
+# verdict: true
+# graph: prints split ok
+# tree: raises ValueError: Duplicate RngCount
+# why: WhisperModel and WhisperDecoder are EasyDeLBaseModules built with one `rngs`.
+import jax.numpy as jnp
+from flax import nnx
+
+
+class EasyDeLBaseModule(nnx.Module):
+  """easydel/infra/base_module.py: the base of every model stores the Rngs it is given."""
+
+  def __init__(self, config, *, rngs):
+    self.config = config
+    self.rngs = rngs
+    # base_module.py reads `self.graphtree_shape` here: nn.eval_shape(lambda: nn.split(self)[1])
+    nnx.eval_shape(lambda: nnx.split(self)[1])
+
+
+class WhisperDecoder(EasyDeLBaseModule):
+  def __init__(self, config, *, rngs):
+    super().__init__(config=config, rngs=rngs)
+    self.norm = nnx.LayerNorm(4, rngs=rngs)
+
+
+class WhisperModel(EasyDeLBaseModule):
+  def __init__(self, config, *, rngs):
+    super().__init__(config=config, rngs=rngs)
+    self.decoder = WhisperDecoder(config=config, rngs=rngs)
+
+
+model = WhisperModel(config={}, rngs=nnx.Rngs(0))
+graphdef, state = nnx.split(model)  # EasyDeL's `graphtree_shape` / `parameters` after construction
+print('split ok')
