@@ -16,7 +16,7 @@ import pytest
 
 from nnx_lint.engine import runner
 from nnx_lint.engine.config import load_settings
-from nnx_lint.fixes import marks as marks_module
+from nnx_lint.fixes import workers as workers_module
 from nnx_lint.fixes.isolated import IsolatedFixes
 from nnx_lint.fixes.marks import FixMarks
 
@@ -40,13 +40,13 @@ def project(tmp_path, monkeypatch):
 def asked_after_the_run(monkeypatch):
     """The paths the report still had to ask a fix worker about, when the run was over."""
     asked: list[str] = []
-    real = marks_module.ask_workers
+    real = workers_module.ask_workers  # FixMarks imports it when it asks (a warm run does not)
 
     def ask_workers(pending, roots, jobs, warm=None):
         asked.extend(path for path, _request, _key in pending)
         yield from real(pending, roots, jobs, warm)
 
-    monkeypatch.setattr(marks_module, "ask_workers", ask_workers)
+    monkeypatch.setattr(workers_module, "ask_workers", ask_workers)
     return asked
 
 
