@@ -114,6 +114,7 @@ def test_with_lint_workers_each_file_is_handed_over_as_its_worker_answers(projec
     assert len(result.diagnostics) == 10
 
 
+@pytest.mark.slow
 def test_fixes_asked_during_a_run_with_lint_workers_are_the_ones_asked_after_it(project, asked_at_all):
     for name in ("c", "d", "e"):
         (project / f"{name}.py").write_text(TWO_FINDINGS)
