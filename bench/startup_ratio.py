@@ -10,9 +10,14 @@ In one run, alternating so that a busy machine slows each alike, the wall time o
   first run filled (what pre-commit and editors pay on each call when the file did not change);
 - ``nnx-lint check FILE --no-cache``: the same file analysed (astroid and the rules imported).
 
+Each also with its CPU time (user + system), whose ratio a loaded machine disturbs less.
+
 Prints the median of ``--runs`` runs of each, and each median over the baseline's. The console
 script is the one beside this interpreter unless ``--console`` names another; the bare
-interpreter is the one its ``#!`` line names. ``--before CHECKOUT`` adds the same three nnx-lint
+interpreter is the one its ``#!`` line names. Every command runs with ``PYTHONDONTWRITEBYTECODE``
+unset, so that the warm-up runs leave the bytecode an installed wheel has (pip compiles it at
+install): without it an editable checkout compiles every module it imports on every run (about
+a quarter of a filled-cache check's time). ``--before CHECKOUT`` adds the same three nnx-lint
 commands with another checkout of nnx-lint first on ``PYTHONPATH`` (a ``git archive`` of the
 commit before a change), alternating with the others.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,10 +51,14 @@ def _interpreter_of(console: Path) -> str:
     return first[2:].strip().split()[0] if first.startswith("#!") else sys.executable
 
 
-def _timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+def _timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the process and what it waited for) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main() -> None:
@@ -65,6 +75,7 @@ def main() -> None:
         (root / "step.py").write_text(FILE)
         env_cache = root / "cache"
         os.environ["XDG_CACHE_HOME"] = str(env_cache)  # a private cache, filled by the first run below
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the warm-up writes the bytecode (see the docstring)
         nnx_lint = {
             "nnx-lint --version": ["--version"],
             "nnx-lint check FILE (cache filled)": ["check", "step.py"],
@@ -82,15 +93,21 @@ def main() -> None:
         for command, env in commands.values():  # warm the OS caches and fill nnx-lint's
             _timed(command, root, env)
         times: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, (command, env) in commands.items():
-                times[name].append(_timed(command, root, env))
+                wall, used = _timed(command, root, env)
+                times[name].append(wall)
+                cpu[name].append(used)
     baseline = statistics.median(times["python -c pass"])
+    cpu_baseline = statistics.median(cpu["python -c pass"])
     print(f"{args.runs} alternating runs each, median wall time; console script {console}")
-    print(f"{'command':<46} {'median s':>9} {'min s':>7} {'x bare':>7}")
+    print("CPU: user + system time of the process; on a loaded machine its ratio is the steadier one")
+    print(f"{'command':<46} {'median s':>9} {'min s':>7} {'x bare':>7} {'CPU s':>7} {'CPU x bare':>11}")
     for name, values in times.items():
-        median = statistics.median(values)
-        print(f"{name:<46} {median:>9.3f} {min(values):>7.3f} {median / baseline:>7.2f}")
+        median, used = statistics.median(values), statistics.median(cpu[name])
+        print(f"{name:<46} {median:>9.3f} {min(values):>7.3f} {median / baseline:>7.2f} {used:>7.3f} "
+              f"{used / cpu_baseline:>11.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The quick test loop against the full suite (issue 45: quick loop at most 3 minutes, full suite
 at most 15, on a 2-core machine).
 
-    python bench/test_loop.py [--quick-only] [--out DIR] [-- PYTEST ARGS...]
+    python bench/test_loop.py [--quick-only | --full-only] [--out DIR] [-- PYTEST ARGS...]
 
 In one run, from the repository root: ``python -m pytest -m "not slow"`` (the quick loop,
 CONTRIBUTING.md) and then ``python -m pytest`` (the full suite, the README's test command that
@@ -14,7 +14,8 @@ On a shared machine, wall time measures the machine's load as much as the suite:
 divided by the cores is about what the same run takes on an idle machine (a lower bound: it
 assumes both cores busy throughout), and the two runs of one
 invocation are comparable with each other. ``--quick-only`` skips the full suite (its junit
-XML from an earlier run, ``--full-junit FILE``, can still be summarised).
+XML from an earlier run, ``--full-junit FILE``, can still be summarised); ``--full-only`` times only the
+full suite.
 """
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ def _junit_summary(junit: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick-only", action="store_true", help="time only the quick loop")
+    parser.add_argument("--full-only", action="store_true", help="time only the full suite")
     parser.add_argument("--full-junit", type=Path, help="with --quick-only: an earlier full run's junit XML")
     parser.add_argument("--out", type=Path, help="keep the junit XML files here")
     parser.add_argument("--top", type=int, default=15, help="test files listed per run")
@@ -73,7 +75,7 @@ def main() -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="nnx-lint-test-loop-"))
     out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
-    runs = [_run("quick loop", ["-m", "not slow"], out / "quick.xml", args.pytest_args)]
+    runs = [] if args.full_only else [_run("quick loop", ["-m", "not slow"], out / "quick.xml", args.pytest_args)]
     if not args.quick_only:
         runs.append(_run("full suite", [], out / "full.xml", args.pytest_args))
     elif args.full_junit is not None:

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_merge_command(argv[2:])
         argv, test_command = split_test_command(argv)
     args = build_parser((command,) if command else ()).parse_args(argv)
-    from nnx_lint.engine.registry import ForeignRules, check_own_rules
+    from nnx_lint.engine.own_rules import ForeignRules, check_own_rules
 
     try:
         check_own_rules()  # before anything imports the rules: a checkout's checkers/ must not run
@@ -207,7 +207,6 @@ def _check(args: argparse.Namespace) -> int:
     from nnx_lint.engine.file_config import isolated_by_environment
     from nnx_lint.base.syntax.target import parse_target_version
     from nnx_lint.base.escaping import printable
-    from nnx_lint.engine.registry import UnknownSelector, check_selectors
 
     try:
         prepared = cli_ci.prepare(args)
@@ -243,11 +242,9 @@ def _check(args: argparse.Namespace) -> int:
         cli_ci.apply_overrides(args, settings)  # --exclude, --extend-exclude, --extend-ignore, gitignore
         # Validate every selector now, so a typo is a usage error, not an empty run (only when
         # there are selectors: a default warm run then never imports the rules or astroid).
-        if settings.select is not None or settings.ignore or settings.extend_select:
-            check_selectors(settings.select, settings.ignore, settings.extend_select)
-        for codes in settings.per_file_ignores.values():
-            check_selectors(codes)
-    except (ConfigError, UnknownSelector) as exc:
+        if settings.select is not None or settings.ignore or settings.extend_select or settings.per_file_ignores:
+            _check_selectors(settings)
+    except ConfigError as exc:
         # The message may quote the analysed repository's pyproject.toml: one escaped line,
         # never a workflow command (the Actions runner reads stderr too).
         print(f"nnx-lint: error: {printable(str(exc))}", file=sys.stderr)
@@ -282,6 +279,20 @@ def _check(args: argparse.Namespace) -> int:
     finally:
         if marks is not None:
             marks.close()
+
+
+def _check_selectors(settings) -> None:
+    """Raise :class:`~nnx_lint.engine.config.ConfigError` for a selector that names no rule."""
+    from nnx_lint.engine.config import ConfigError
+    from nnx_lint.engine.registry import UnknownSelector, check_selectors
+
+    try:
+        if settings.select is not None or settings.ignore or settings.extend_select:
+            check_selectors(settings.select, settings.ignore, settings.extend_select)
+        for codes in settings.per_file_ignores.values():
+            check_selectors(codes)
+    except UnknownSelector as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _why_no_fixes(args: argparse.Namespace, settings, cache_dir) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,13 @@ REPO = Path(__file__).resolve().parent.parent
 #: A fixture's name can look like a test module's (``NNX101_classes_defined_in_a_test.py``:
 #: its name is what it tests), and pytest would otherwise collect it and run its functions.
 collect_ignore_glob = ["fixtures/*", "fixtures_gate/*", "fixtures_server/*", "flip_scripts/*"]
+
+# pytest keeps each test module, its asserts rewritten, as bytecode in __pycache__ (ignored by git),
+# unless bytecode writing is off: then every session rewrites and compiles all ~230 test modules
+# again, in each xdist worker (about 10 s of CPU per worker on this suite). The suite writes it
+# whatever PYTHONDONTWRITEBYTECODE says, as pytest_sessionstart below does for the packages; the
+# variable still reaches the processes the tests start.
+sys.dont_write_bytecode = False
 
 #: The packages the suite's subprocesses import (CLI runs, lint and fix workers, the gate).
 _PACKAGES = ("nnx_lint", "checkers", "tree_runtime")

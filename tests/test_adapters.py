@@ -43,12 +43,14 @@ def _flake8(sample, *args):
     return set(result.stdout.split())
 
 
+@pytest.mark.slow
 def test_flake8_default_run_keeps_advisories_off(sample):
     assert _flake8(sample) >= {"2:NNX201", "4:NNX201"}
     assert not any(item.endswith("NNX901") for item in _flake8(sample))
     assert "5:NNX201" not in _flake8(sample), "flake8 honours noqa"
 
 
+@pytest.mark.slow
 def test_flake8_advisories_follow_the_configuration_and_flake8_narrows(sample):
     assert not any(item.endswith("NNX901") for item in _flake8(sample, "--extend-select", "NNX9")), (
         "flake8's options narrow the configured selection, they never widen it"
@@ -77,6 +79,7 @@ def test_pylint_message_ids_map_one_to_one():
     assert pylint_message_id(StateAxesPrefix) == "E9201"
 
 
+@pytest.mark.slow
 def test_pylint_disable_by_symbol_and_noqa(sample):
     found = _pylint(sample, "--disable=all", "--enable=nnx")
     assert (2, "state-axes-prefix") in found

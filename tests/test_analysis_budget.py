@@ -112,6 +112,7 @@ def check_in_a_gigabyte(directory: Path, name: str, source: str) -> list[tuple[s
     return [(d["code"], d["location"]["row"]) for d in json.loads(result.stdout)]
 
 
+@pytest.mark.slow
 def test_the_28_level_diamond_is_linted_within_a_gigabyte(tmp_path):
     assert check_in_a_gigabyte(tmp_path, "diamond.py", diamond(28)) == [("NNX101", 5)]
 
@@ -124,6 +125,7 @@ def test_a_wide_diamond_stops_at_the_replay_budget_keeping_earlier_findings(monk
     assert "replaying how class `A" in budget_message(found) and "over 2000 steps" in budget_message(found)
 
 
+@pytest.mark.slow
 def test_the_replay_budget_counts_the_whole_file(monkeypatch):
     """Many classes each just under a per-class bound must not add up to an unbounded model."""
     narrow = diamond(8, width=2, head=FIRST)
@@ -185,6 +187,7 @@ MANY_JIT = {
 
 
 @pytest.mark.parametrize("variant", sorted(MANY_JIT))
+@pytest.mark.slow
 def test_many_transformed_names_cost_linear_work(variant):
     head, line = MANY_JIT[variant]
     small, large = (_calls_to_lint(head + "".join(line.format(i=i) for i in range(n))) for n in (150, 450))
@@ -192,6 +195,7 @@ def test_many_transformed_names_cost_linear_work(variant):
     assert large / small < 4, (small, large)
 
 
+@pytest.mark.slow
 def test_20000_transformed_names_are_linted_within_a_gigabyte(tmp_path):
     head, line = MANY_JIT["one-function"]
     source = head + "".join(line.format(i=i) for i in range(1, 20_001))

@@ -35,6 +35,7 @@ def tied_project(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_new_use_elsewhere_keeps_every_baselined_finding(tied_project):
     (tied_project / "model.py").write_text(TIED + NEW_USE)
     # The new use does change the findings' facts: the test would not see a fingerprint built from them.
@@ -55,6 +56,7 @@ def test_a_new_finding_next_to_them_is_still_new(tied_project):
     assert "2 of 2 baselined findings remain." in result.stdout
 
 
+@pytest.mark.slow
 def test_identical_lines_in_two_functions_are_told_apart_by_their_scope(tied_project):
     # Removing the first of two identical lines leaves the second matched as itself, not as the first.
     twice = TIED + "\n\n@nnx.jit\ndef other(model, x):\n    model.count += 1\n    return x\n"
@@ -68,6 +70,7 @@ def test_identical_lines_in_two_functions_are_told_apart_by_their_scope(tied_pro
     assert len({f["fingerprint"] for f in fixed if f["code"] == "NNX301"}) == 2, "one fingerprint per scope"
 
 
+@pytest.mark.slow
 def test_a_version_1_baseline_is_still_read_and_a_rewrite_is_suggested(tied_project):
     from nnx_lint.frontends.baseline import entries_for, write_baseline
     from nnx_lint.base.confined_writes import WriteScope

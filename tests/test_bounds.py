@@ -74,6 +74,7 @@ def test_fifo_named_py_is_reported_and_never_opened(tree):
     assert_good_file_linted(found)
 
 
+@pytest.mark.slow
 def test_symlink_to_dev_zero_is_reported_and_never_read(tree):
     (tree / "zero.py").symlink_to("/dev/zero")
     code, diagnostics, stderr = check(tree, timeout=60)  # the old main read 1.9 GB
@@ -95,6 +96,7 @@ def test_symlink_loop_is_reported_for_that_file_only(tree):
     assert_good_file_linted(found)
 
 
+@pytest.mark.slow
 def test_directory_named_like_a_module_is_searched_not_read(tree):
     (tree / "pkg.py").mkdir()
     (tree / "pkg.py" / "inner.py").write_text(STATE_AXES)
@@ -142,6 +144,7 @@ def test_reader_reads_at_most_cap_plus_one_bytes(tmp_path, monkeypatch):
     assert data.startswith(b"from flax import nnx")
 
 
+@pytest.mark.slow
 def test_huge_file_costs_neither_memory_nor_the_other_files(tree):
     _sparse(tree / "huge.py", b"from flax import nnx\n", 2 << 30)  # 2 GiB > the address-space limit
     (tree / "huge_helper.py").write_text("from huge import nnx\nf = nnx.vmap(g)\n")
@@ -166,6 +169,7 @@ def test_token_budget_is_checked_before_any_tree_is_built(monkeypatch):
     assert diagnostic.code == "NNX004" and "analysis budget exceeded" in diagnostic.message
 
 
+@pytest.mark.slow
 def test_a_million_short_lines_are_over_the_default_budget(tree):
     (tree / "lines.py").write_text("from flax import nnx\n" + "a\n" * 1_000_000)  # 3 GB on the old main
     code, diagnostics, stderr = check(tree)
@@ -236,6 +240,7 @@ def test_notebook_with_a_bom_is_linted():
     assert [d.code for d in lint_bytes(data, "bom.ipynb", all_rules())] == ["NNX201"]
 
 
+@pytest.mark.slow
 def test_malformed_notebooks_cost_only_themselves(tree):
     for name, data in MALFORMED_NOTEBOOKS.items():
         (tree / f"{name}.ipynb").write_bytes(data)
@@ -337,6 +342,7 @@ def test_noqa_follows_the_tokenizer_in_the_engine():
     ]
 
 
+@pytest.mark.slow
 def test_noqa_lines_agree_in_every_front_end(tmp_path):
     (tmp_path / "paged.py").write_text(NOQA_SOURCE)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -408,6 +414,7 @@ def _calls_to_lint(source: str) -> int:
     return calls_to_lint(source, "redefinitions.py")
 
 
+@pytest.mark.slow
 def test_redefining_a_class_many_times_costs_linear_work():
     block = ("class M(nnx.Module):\n    def __init__(self, rngs):\n        self.a = self.b = nnx.Linear(2, 2, rngs=rngs)\n"
              "m = M(nnx.Rngs(0))\nnnx.jit(lambda m: m)(m)\n")

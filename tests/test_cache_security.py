@@ -53,6 +53,7 @@ def _uncached(capsys) -> list:
     return found
 
 
+@pytest.mark.slow
 def test_planted_pickle_caches_are_never_unpickled(project, capsys, tmp_path):
     expected = _uncached(capsys)
     marker = tmp_path / "pwned"
@@ -66,6 +67,7 @@ def test_planted_pickle_caches_are_never_unpickled(project, capsys, tmp_path):
         assert (code, found) == (1, expected)
 
 
+@pytest.mark.slow
 def test_plain_data_cache_in_the_project_cannot_hide_findings(project, capsys):
     """A data-only cache (no code) with a correct key, digest and fingerprint, saying "no findings"."""
     import hashlib
@@ -128,6 +130,7 @@ MUTATIONS = {
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=list(MUTATIONS))
 @pytest.mark.parametrize("where", ["user-cache", "cache-dir-in-project"])
+@pytest.mark.slow
 def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mutation, where):
     from nnx_lint.base.cache_store import default_cache_dir
 
@@ -143,6 +146,7 @@ def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mu
     assert _check(capsys, *args)[:3] == (1, expected, []), "the run after rewrote a good cache"
 
 
+@pytest.mark.slow
 def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache):
     from nnx_lint.base.cache_store import default_cache_dir
 
@@ -162,6 +166,7 @@ def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache
 
 
 @pytest.mark.parametrize("problem", ["group-readable", "world-readable", "symlink", "malformed", "not-owned"])
+@pytest.mark.slow
 def test_an_untrustworthy_key_is_replaced(project, capsys, private_user_cache, tmp_path, problem):
     if problem == "not-owned" and getattr(os, "geteuid", lambda: -1)() != 0:
         pytest.skip("giving the key to another user needs root")
@@ -191,6 +196,7 @@ def test_an_untrustworthy_key_is_replaced(project, capsys, private_user_cache, t
     assert _check(capsys)[:3] == (1, expected, [])
 
 
+@pytest.mark.slow
 def test_cache_writes_never_follow_a_symlinked_directory(project, capsys, tmp_path):
     expected = _uncached(capsys)
     outside = tmp_path / "outside"
@@ -202,6 +208,7 @@ def test_cache_writes_never_follow_a_symlinked_directory(project, capsys, tmp_pa
     assert len(errors) == 1 and "symbolic link" in errors[0]
 
 
+@pytest.mark.slow
 def test_cache_writes_never_follow_a_symlinked_file(project, capsys, tmp_path):
     expected = _uncached(capsys)
     target = tmp_path / "victim.txt"
@@ -215,6 +222,7 @@ def test_cache_writes_never_follow_a_symlinked_file(project, capsys, tmp_path):
     assert len(errors) <= 2 and all("symbolic link" in line for line in errors)
 
 
+@pytest.mark.slow
 def test_a_failing_cache_write_leaves_no_temporary_file(project, capsys, monkeypatch):
     expected = _uncached(capsys)
 
@@ -234,6 +242,7 @@ def test_a_failing_cache_write_leaves_no_temporary_file(project, capsys, monkeyp
     assert errors and set(warned) <= written and len(warned) == len(set(warned)), errors
 
 
+@pytest.mark.slow
 def test_a_fifo_under_the_cache_name_does_not_hang_the_run(project, capsys):
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs here")
@@ -284,6 +293,7 @@ def test_timeouts_and_crashes_are_not_cached(tmp_path, monkeypatch):
     assert OutcomeCache(tmp_path).entries == {}
 
 
+@pytest.mark.slow
 def test_cache_writes_never_follow_a_symlinked_folder_on_the_way(project, capsys, tmp_path):
     expected = _uncached(capsys)
     outside = tmp_path / "outside"

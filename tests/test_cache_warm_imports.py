@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from nnx_lint.engine.registry import all_rules, rule_codes
 
 SOURCE = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
@@ -26,6 +28,7 @@ def test_rule_codes_are_the_rules_codes():
     assert rule_codes() == tuple(sorted({rule.code for rule in all_rules()}))
 
 
+@pytest.mark.slow
 def test_warm_run_with_select_imports_no_rule(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
     (tmp_path / "model.py").write_text(SOURCE)

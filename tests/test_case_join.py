@@ -210,6 +210,7 @@ PYTEST_CASES = textwrap.dedent('''\
     ''')
 
 
+@pytest.mark.slow
 def test_pytest_case_ids_are_the_ids_pytest_collects(tmp_path):
     """The ids are checked against pytest itself: a collection of the same file."""
     import subprocess

@@ -174,6 +174,7 @@ def test_corrupt_cache_never_breaks_a_run(project, capsys):
     assert main(["check"]) == 1 and "ignoring" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_parallel_jobs_match_serial(project, capsys):
     for i in range(8):
         (project / "pkg" / f"copy{i}.py").write_text(STATE_AXES)
@@ -193,6 +194,7 @@ def test_rule_and_rules_commands(capsys):
     assert "NNX901  graph-mode-opt-in" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_console_script_end_to_end(project):
     executable = shutil.which("nnx-lint")
     command = [executable] if executable else [sys.executable, "-m", "nnx_lint.cli"]
@@ -256,6 +258,7 @@ def test_broken_notebook_is_reported(project, capsys):
     assert code == 1 and "NNX001 cannot read notebook" in out
 
 
+@pytest.mark.slow
 def test_statistics(project, capsys):
     for i in range(2):
         (project / "pkg" / f"more{i}.py").write_text(STATE_AXES)
@@ -268,6 +271,7 @@ def test_statistics(project, capsys):
     assert json.loads(out)[0] == {"code": "NNX201", "count": 3, "symbol": "state-axes-prefix", "kind": "raises", "files": 3}
 
 
+@pytest.mark.slow
 def test_notebook_class_redefinitions_resolve_per_cell(project, capsys):
     (project / "redefine.ipynb").write_text(_notebook([
         ("code", "import jax.numpy as jnp\nfrom flax import nnx"),
@@ -282,6 +286,7 @@ def test_notebook_class_redefinitions_resolve_per_cell(project, capsys):
     assert "nnx.Object subclass" in messages[(3, 5)]
 
 
+@pytest.mark.slow
 def test_json_is_the_same_bytes_cold_and_warm(project, capsys, private_user_cache):
     """A cached finding's facts come back from the signed cache in key order; the report prints them
     in key order either way, so a warm run's JSON is byte for byte the cold run's."""

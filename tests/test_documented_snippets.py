@@ -230,9 +230,24 @@ def test_every_command_is_in_a_console_block():
 
 
 RUN = [block for block in ALL if not any(m.startswith("not-run: ") for m in block.markers)]
+#: The programs a snippet may run and stay in the quick loop (``-m "not slow"``): nnx-lint and the shell's
+#: own tools. A snippet that runs another program (flake8, pylint, git, python on flax) or ``--confirm``
+#: (which runs the Tree Mode programs with jax) is marked slow; the full suite runs every snippet.
+QUICK_PROGRAMS = {"nnx-lint", "echo", "cat", "tail", "head"}
 
 
-@pytest.mark.parametrize("block", RUN, ids=[block.id for block in RUN])
+def _runs_other_programs(block: Block) -> bool:
+    commands = [line.strip()[2:] for line in block.lines if line.strip().startswith("$ ")]
+    # The program of each pipeline stage: its first word after any VARIABLE=value assignments.
+    programs = [next((word for word in part.split() if "=" not in word), "")
+                for command in commands for part in command.replace(";", "|").split("|")]
+    return any(program and program not in QUICK_PROGRAMS for program in programs) or any(
+        "--confirm" in command for command in commands)
+
+
+@pytest.mark.parametrize("block", [pytest.param(block, id=block.id, marks=pytest.mark.slow)
+                                   if _runs_other_programs(block) else pytest.param(block, id=block.id)
+                                   for block in RUN])
 def test_snippet_output_is_real(block, tmp_path):
     for marker in block.markers:
         if marker.startswith("requires ") and importlib.util.find_spec(marker[9:]) is None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from _support import REPO
 
 from nnx_lint.engine.workers.process import WorkerProcess
@@ -39,6 +40,7 @@ def _project(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_piped_report_arrives_whole_with_the_run_s_exit_status(tmp_path):
     # A pipe is block-buffered: without the flush before the exit, the report's tail (or all
     # of it) would be lost.
@@ -56,6 +58,7 @@ def test_a_clean_run_exits_0_and_prints_its_summary(tmp_path):
     assert done.stdout.startswith("All checks passed!") and done.stdout.endswith("1 file checked)\n")
 
 
+@pytest.mark.slow
 def test_the_output_file_is_complete(tmp_path):
     project = _project(tmp_path)
     done = _check(project, "--output-format", "json", "-o", "report.json")

@@ -60,6 +60,7 @@ def _findings(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if re.match(r"model\.py:\d+:\d+: NNX", line)]
 
 
+@pytest.mark.slow
 def test_the_count_is_the_findings_gone_not_the_edits(project):
     report = check(project, "model.py")
     findings = _findings(report.stdout)
@@ -78,6 +79,7 @@ def test_the_count_is_the_findings_gone_not_the_edits(project):
     assert _findings(fixed.stdout) == []
 
 
+@pytest.mark.slow
 def test_markers_hint_and_count_agree_on_several_findings(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
     (tmp_path / "model.py").write_text(TWO_FINDINGS)

@@ -44,6 +44,7 @@ def _check(repo: Path, *options: str, stdin: str | None = None, jobs: str = "1")
                           cwd=repo, capture_output=True, text=True, input=stdin, timeout=120)
 
 
+@pytest.mark.slow
 def test_json_output_survives_a_crashing_parser(tmp_path):
     repo = _repo(tmp_path)
     done = _check(repo, "--output-format", "json")
@@ -55,6 +56,7 @@ def test_json_output_survives_a_crashing_parser(tmp_path):
     assert f"boolchain.py: {NOTE}" in done.stderr
 
 
+@pytest.mark.slow
 def test_diff_survives_a_crashing_parser(tmp_path):
     repo = _repo(tmp_path)
     done = _check(repo, "--diff")
@@ -72,6 +74,7 @@ def test_diff_is_not_clean_when_the_only_fixable_file_crashes(tmp_path):
     assert done.stdout == "" and NOTE in done.stderr
 
 
+@pytest.mark.slow
 def test_fix_survives_a_crashing_parser(tmp_path):
     repo = _repo(tmp_path)
     done = _check(repo, "--fix")
@@ -91,6 +94,7 @@ def test_fix_from_stdin_survives_a_crashing_parser(tmp_path):
     assert f"x.py: {NOTE}" in done.stderr
 
 
+@pytest.mark.slow
 def test_many_crashing_files_each_cost_only_their_own_fixes(tmp_path):
     """A fresh fix worker takes over after each crash."""
     repo = _repo(tmp_path)
@@ -105,6 +109,7 @@ def test_many_crashing_files_each_cost_only_their_own_fixes(tmp_path):
     assert done.stderr.count(NOTE) == 3
 
 
+@pytest.mark.slow
 def test_several_fix_workers_give_the_one_worker_answer(tmp_path):
     """With `-j 3` the files' fixes are asked of up to three workers at once: the same JSON and
     the same notes (in file order) as one worker, each crash still costing only its file."""
@@ -123,6 +128,7 @@ def test_several_fix_workers_give_the_one_worker_answer(tmp_path):
     assert fixes["other.py"] and fixes["y.py"] and fixes["z.py"]
 
 
+@pytest.mark.slow
 def test_fix_with_several_workers_writes_what_one_worker_writes_and_what_diff_shows(tmp_path):
     """`--fix -j 3` computes every file's fixes against the files as they were (up to three workers
     at once) and writes them in file order: the same files and notes as `-j 1`, and exactly the
@@ -145,6 +151,7 @@ def test_fix_with_several_workers_writes_what_one_worker_writes_and_what_diff_sh
     assert trees["1"] == trees["3"]
 
 
+@pytest.mark.slow
 def test_any_crash_of_the_fix_worker_costs_only_that_file(tmp_path):
     """Whatever kills the fix worker (here a hook swapped in by the harness: the worker
     SIGSEGVs itself on `crash.py`), the other files keep their fixes."""

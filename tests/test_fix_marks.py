@@ -16,7 +16,7 @@ import pytest
 
 from nnx_lint.engine import runner
 from nnx_lint.engine.config import load_settings
-from nnx_lint.fixes import marks as marks_module
+from nnx_lint.fixes import workers as workers_module
 from nnx_lint.fixes.isolated import IsolatedFixes
 from nnx_lint.fixes.marks import FixMarks
 
@@ -40,13 +40,13 @@ def project(tmp_path, monkeypatch):
 def asked_after_the_run(monkeypatch):
     """The paths the report still had to ask a fix worker about, when the run was over."""
     asked: list[str] = []
-    real = marks_module.ask_workers
+    real = workers_module.ask_workers  # FixMarks imports it when it asks (a warm run does not)
 
     def ask_workers(pending, roots, jobs, warm=None):
         asked.extend(path for path, _request, _key in pending)
         yield from real(pending, roots, jobs, warm)
 
-    monkeypatch.setattr(marks_module, "ask_workers", ask_workers)
+    monkeypatch.setattr(workers_module, "ask_workers", ask_workers)
     return asked
 
 
@@ -114,6 +114,7 @@ def test_with_lint_workers_each_file_is_handed_over_as_its_worker_answers(projec
     assert len(result.diagnostics) == 10
 
 
+@pytest.mark.slow
 def test_fixes_asked_during_a_run_with_lint_workers_are_the_ones_asked_after_it(project, asked_at_all):
     for name in ("c", "d", "e"):
         (project / f"{name}.py").write_text(TWO_FINDINGS)

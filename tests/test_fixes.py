@@ -207,6 +207,7 @@ def test_notebook_fixed_cell_by_cell_and_rest_unchanged() -> None:
     assert new.decode().replace(", graph=True, graph_updates=True", "") == data.decode()
 
 
+@pytest.mark.slow
 def test_cli_diff_fix_json_and_missing_libcst(tmp_path, capsys, monkeypatch) -> None:
     path = tmp_path / "m.py"
     source = "from flax import nnx\n\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
@@ -259,6 +260,7 @@ def test_lint_core_runs_without_libcst() -> None:
 _OUTER_GRAD_OBSERVED = {"NNX501", "NNX502"}
 
 
+@pytest.mark.slow
 def test_fixed_reproductions_give_graph_mode_results_in_tree_mode() -> None:
     pytest.importorskip("flax")
     from nnx_lint.confirmation.oracle import run_programs
@@ -444,6 +446,7 @@ def test_a_statement_libcst_cannot_parse_does_not_keep_the_others_from_being_fix
     assert read[-1] == "@nnx.vmap(graph=True, graph_updates=True)\ndef g(m):\n    return m\n"  # the method alone
 
 
+@pytest.mark.slow
 def test_fixed_invalid_cases_run_in_tree_mode_as_in_graph_mode() -> None:
     """Second method: each rule's INVALID case, pin-fixed, executed as a program. The fixed
     case in Tree Mode must end as the original does in graph mode (runs, or raises the same
@@ -481,6 +484,7 @@ def test_fix_source_text_in_text_out(tmp_path) -> None:
     assert fix_source(path, source, unsafe=True).endswith("    rngs = nnx.split_rngs(rngs, splits=2)\n")
 
 
+@pytest.mark.slow
 def test_fixes_through_stdin_print_the_fixed_source_or_the_diff(tmp_path, capsys, monkeypatch) -> None:
     import io
     import sys

@@ -51,6 +51,7 @@ def _checked_files() -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_no_dotted_library_name_is_written_outside_the_table():
     found = [f"{path.relative_to(_ROOT).as_posix()}:{line}: {text!r}"
              for path in _checked_files() for line, text in dotted_constants(path.read_text())]

@@ -228,6 +228,7 @@ def test_a_class_level_pin_needs_every_use_to_take_it():
     assert _fixes(ProjectFlax("0.12.6", "x"), source)["NNX101"].applicability == "safe"
 
 
+@pytest.mark.slow
 def test_cli_diff_json_and_help_follow_the_project_flax(tmp_path, monkeypatch, capsys):
     _write(tmp_path, {"pyproject.toml": '[project]\nname = "demo"\ndependencies = ["flax>=0.12.5"]\n',
                       "m.py": SOURCE})

@@ -115,6 +115,7 @@ def test_the_cli_says_the_same_in_one_line(project):
 
 # -- item 5: --config rejects a file it cannot use; negated globs work as in Ruff ----------------
 
+@pytest.mark.slow
 def test_config_rejects_a_toml_file_without_the_table_in_every_front_end(project):
     (project / "pyproject.toml").write_text('[tool.nnx-lint]\nexclude = ["pkg"]\n')
     (project / "ruff.toml").write_text('[lint]\nselect = ["E"]\n')
@@ -137,6 +138,7 @@ def test_a_negated_per_file_ignores_glob_ignores_its_codes_everywhere_else(proje
     assert found["flake8"] == found["cli"] and found["pylint"] == found["cli"]
 
 
+@pytest.mark.slow
 def test_negated_and_plain_globs_combine(project):
     (project / "pyproject.toml").write_text(
         '[tool.nnx-lint.per-file-ignores]\n"!pkg/*" = ["NNX201"]\n"pkg/*" = ["NNX2"]\n')
@@ -145,6 +147,7 @@ def test_negated_and_plain_globs_combine(project):
 
 # -- item 8: lower-case noqa codes mean the same in the three front-ends -------------------------
 
+@pytest.mark.slow
 def test_lower_case_noqa_codes_suppress_nothing_in_any_front_end(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-select = ["NNX009"]\n')
     (tmp_path / "m.py").write_text(

@@ -21,6 +21,7 @@ derandomised, so CI is deterministic). Needs the ``fuzz`` extra (hypothesis, hyp
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import random
@@ -35,7 +36,8 @@ from _support import FIXTURES, REPO
 pytestmark = pytest.mark.slow  # fuzzing: hundreds of generated programs, and the CLI, flake8 and pylint on mutated files
 
 hypothesis = pytest.importorskip("hypothesis", reason="fuzzing needs the `fuzz` extra: pip install -e '.[fuzz]'")
-hypothesmith = pytest.importorskip("hypothesmith", reason="fuzzing needs the `fuzz` extra: pip install -e '.[fuzz]'")
+if importlib.util.find_spec("hypothesmith") is None:
+    pytest.skip("fuzzing needs the `fuzz` extra: pip install -e '.[fuzz]'", allow_module_level=True)
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -57,6 +59,25 @@ RULES = all_rules()
 CODES = {rule.code for rule in RULES}
 FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.py"))
 NNX_HEADER = "from flax import nnx\n"
+
+
+def _grammar_programs():
+    import hypothesmith
+
+    return hypothesmith.from_grammar()
+
+
+def _compiling_programs():
+    import hypothesmith
+
+    return hypothesmith.from_node()
+
+
+# Built when a test first draws from them: importing hypothesmith and building its grammar
+# strategy take seconds, which every pytest session would otherwise pay in each worker's
+# collection, the quick loop's too (this module is marked slow, but it is still imported).
+GRAMMAR_PROGRAMS = st.deferred(_grammar_programs)
+COMPILING_PROGRAMS = st.deferred(_compiling_programs)
 
 
 def assert_no_internal_error(diagnostics: list[Diagnostic]) -> None:
@@ -140,19 +161,19 @@ def notebook_of(source: bytes) -> bytes:
 
 
 @FUZZ
-@given(program=hypothesmith.from_grammar())
+@given(program=GRAMMAR_PROGRAMS)
 def test_grammar_programs(program):
     assert_no_internal_error(lint_source(NNX_HEADER + program, "generated.py", RULES))
 
 
 @settings(FUZZ, max_examples=max(1, EXAMPLES // 4))
-@given(program=hypothesmith.from_node())
+@given(program=COMPILING_PROGRAMS)
 def test_compilable_programs(program):
     assert_no_internal_error(lint_source(NNX_HEADER + program, "generated.py", RULES))
 
 
 @FUZZ
-@given(fixture=st.sampled_from(FIXTURE_FILES), program=hypothesmith.from_grammar(), at=_POSITION)
+@given(fixture=st.sampled_from(FIXTURE_FILES), program=GRAMMAR_PROGRAMS, at=_POSITION)
 def test_programs_spliced_into_fixtures(fixture, program, at):
     lines = fixture.read_bytes().splitlines(keepends=True)
     at %= len(lines) + 1

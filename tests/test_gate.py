@@ -42,6 +42,7 @@ def test_modes_set_both_flax_variables_explicitly():
     assert TREE.environment == {"NNX_GRAPH_MODE": "false", "NNX_GRAPH_UPDATES": "false"}
 
 
+@pytest.mark.slow
 def test_flax_reads_exactly_these_variables():
     """flax 0.12.8 reads the variables at import: the config seen by a fresh process follows them."""
     pytest.importorskip("flax")
@@ -712,6 +713,7 @@ def test_findings_inside_passing_tests_by_node_id(tmp_path):
         ("NNX304", ["t.py::TestA::test_ok"]), ("NNX601", ["t.py::test_param0"])]
 
 
+@pytest.mark.slow
 def test_the_warm_server_is_fork_safe_after_importing_flax():
     """The premise of warm re-runs, checked in a fresh process: no thread and no JAX backend after the imports."""
     pytest.importorskip("flax")

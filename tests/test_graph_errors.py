@@ -14,6 +14,7 @@ from nnx_lint.flax_table.graph_errors import GRAPH_ONLY_ERRORS
 _PRELUDE = "import jax\nimport jax.numpy as jnp\nfrom flax import nnx\n\n"
 
 
+@pytest.mark.slow
 def test_each_graph_only_error_is_raised_by_graph_mode_alone() -> None:
     pytest.importorskip("flax")
     from nnx_lint.confirmation.oracle import run_programs

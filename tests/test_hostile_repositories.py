@@ -48,6 +48,7 @@ def repo(tmp_path):
 # --- writes never leave the project root, never go through a symlink -------------------------
 
 @pytest.mark.parametrize("options", [["--fix"], ["--fix", "--unsafe-fixes"], ["--add-noqa"]])
+@pytest.mark.slow
 def test_edits_do_not_follow_a_committed_symlink_to_a_file_outside(repo, options):
     victim = repo.parent / "outside" / "victim.py"
     shutil.copy(EXAMPLE, victim)
@@ -61,6 +62,7 @@ def test_edits_do_not_follow_a_committed_symlink_to_a_file_outside(repo, options
     assert b"link.py" in result.stderr and b"symlink" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_symlinked_directory_named_on_the_command_line_is_not_fixed(repo):
     outside = repo.parent / "outside"
     shutil.copy(EXAMPLE, outside / "victim.py")
@@ -71,6 +73,7 @@ def test_a_symlinked_directory_named_on_the_command_line_is_not_fixed(repo):
     assert b"resolves outside the project root" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_directory_named_explicitly_outside_the_root_is_fixed(repo):
     outside = repo.parent / "outside"
     shutil.copy(EXAMPLE, outside / "train.py")
@@ -79,6 +82,7 @@ def test_a_directory_named_explicitly_outside_the_root_is_fixed(repo):
     assert digest(outside / "train.py") != before  # the user asked for it by an outside path
 
 
+@pytest.mark.slow
 def test_write_baseline_does_not_follow_a_symlink_and_file_names_stay_data(repo):
     home = repo.parent / "home"
     home.mkdir()
@@ -169,12 +173,14 @@ def evasions(repo):
     return repo
 
 
+@pytest.mark.slow
 def test_the_cli_flags_every_evasion(evasions):
     result = run("nnx-lint", "check", ".", "--no-cache", "-j1", "--output-format", "json", cwd=evasions)
     flagged = {d["filename"] for d in json.loads(result.stdout)}
     assert flagged == {*EVASIONS, "escaped.ipynb"}, result.stderr
 
 
+@pytest.mark.slow
 def test_flake8_and_pylint_flag_every_evasion(evasions):
     names = sorted(EVASIONS)
     flake8 = run("flake8", "--select", "NNX", *names, cwd=evasions)
@@ -200,6 +206,7 @@ MAIN = ("from flax import nnx\nfrom models import Noisy\nmodel = Noisy(nnx.Rngs(
         "grads = nnx.grad(lambda m: 0.0)(model)\n")
 
 
+@pytest.mark.slow
 def test_a_module_that_reappears_makes_the_cached_result_stale(repo, tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     (repo / "main.py").write_text(MAIN)
@@ -212,6 +219,7 @@ def test_a_module_that_reappears_makes_the_cached_result_stale(repo, tmp_path):
     assert cached.stdout == fresh.stdout
 
 
+@pytest.mark.slow
 def test_a_re_export_added_to_an_imported_module_makes_the_cached_result_stale(repo, tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     (repo / "common.py").write_text("VALUE = 1\n")
@@ -225,6 +233,7 @@ def test_a_re_export_added_to_an_imported_module_makes_the_cached_result_stale(r
 
 # --- output: nothing from the repository drives the terminal or the CI log ----------------
 
+@pytest.mark.slow
 def test_baseline_messages_and_file_names_cannot_forge_workflow_commands(repo):
     (repo / "m.py").write_text(FINDING)
     (repo / "::stop-commands::tok.py").write_text(FINDING)
@@ -243,6 +252,7 @@ def test_baseline_messages_and_file_names_cannot_forge_workflow_commands(repo):
 
 # --- the command line's selection wins over the repository's configuration ---------------
 
+@pytest.mark.slow
 def test_command_line_selection_overrides_a_silencing_config(repo):
     (repo / "m.py").write_text(FINDING)
     (repo / "pyproject.toml").write_text('[tool.nnx-lint]\nignore = ["NNX"]\n')
@@ -250,6 +260,7 @@ def test_command_line_selection_overrides_a_silencing_config(repo):
     assert run("nnx-lint", "check", ".", "--no-cache", "--select", "NNX", cwd=repo).returncode == 1
 
 
+@pytest.mark.slow
 def test_isolated_ignores_every_configuration_file(repo):
     (repo / "m.py").write_text(FINDING)
     (repo / "pyproject.toml").write_text('[tool.nnx-lint]\nexclude = ["*"]\nper-file-ignores = {"**" = ["NNX"]}\n')
@@ -260,6 +271,7 @@ def test_isolated_ignores_every_configuration_file(repo):
     assert b"NNX201" in flake8.stdout
 
 
+@pytest.mark.slow
 def test_the_documented_plugin_commands_run_no_repository_code(repo):
     """flake8's local plugins and pylint's init-hook run code named by the repository; the
     commands docs/security.md gives for untrusted code read none of it, and still lint."""

@@ -76,6 +76,7 @@ def _shown(project) -> str:
 
 
 @pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.slow
 def test_each_source_sets_the_limit_the_pin_is_wrapped_to(tmp_path, source):
     name, text, shown = SOURCES[source]
     project = _project(tmp_path, {name: text.format(n=NARROW)})
@@ -85,6 +86,7 @@ def test_each_source_sets_the_limit_the_pin_is_wrapped_to(tmp_path, source):
     assert max(len(line) for line in fixed.splitlines()) <= NARROW
 
 
+@pytest.mark.slow
 def test_without_configuration_the_limit_is_88(tmp_path):
     project = _project(tmp_path, {})
     assert _shown(project) == "line-length = 88 (default)"
@@ -115,6 +117,7 @@ def test_precedence(tmp_path, higher):
     assert _shown(project) == f"line-length = 100 ({SOURCES[higher][2]})"
 
 
+@pytest.mark.slow
 def test_the_winning_limit_is_the_one_the_fix_follows(tmp_path):
     """Narrow over wide wraps, wide over narrow does not."""
     for limit_high, limit_low, wraps in ((NARROW, 120, True), (120, NARROW, False)):
@@ -124,6 +127,7 @@ def test_the_winning_limit_is_the_one_the_fix_follows(tmp_path):
         assert (WRAPPED in fixed) is wraps and (PINNED + "\n" in fixed) is not wraps, fixed
 
 
+@pytest.mark.slow
 def test_a_multi_line_call_keeps_its_comments(tmp_path):
     project = _project(tmp_path, {"ruff.toml": f"line-length = {NARROW}\n"})
     (project / "model.py").write_text(SOURCE.format(target="gradients").replace(
@@ -167,6 +171,7 @@ def _shown_indent(project) -> str:
 
 
 @pytest.mark.parametrize("source", INDENT_SOURCES)
+@pytest.mark.slow
 def test_the_wrapped_pin_is_indented_by_the_configured_indent_width(tmp_path, source):
     name, text, shown = INDENT_SOURCES[source]
     project = _project(tmp_path, {name: text.format(n=2), ".flake8": f"[flake8]\nmax-line-length = {NARROW}\n"})
@@ -175,6 +180,7 @@ def test_the_wrapped_pin_is_indented_by_the_configured_indent_width(tmp_path, so
     assert WRAPPED_BY_2 in fixed, fixed
 
 
+@pytest.mark.slow
 def test_ruff_files_win_over_pyink_for_the_indent_width(tmp_path):
     project = _project(tmp_path, {"pyproject.toml": "[tool.pyink]\npyink-indentation = 2\n",
                                   "ruff.toml": f"indent-width = 4\nline-length = {NARROW}\n"})
@@ -182,6 +188,7 @@ def test_ruff_files_win_over_pyink_for_the_indent_width(tmp_path):
     assert WRAPPED in _fix(project)
 
 
+@pytest.mark.slow
 def test_without_an_indent_width_the_file_s_own_indentation_is_used(tmp_path):
     """A file indented by two spaces gets its wrapped pin indented by two, one by four by four."""
     project = _project(tmp_path, {"ruff.toml": f"line-length = {NARROW - 2}\n"})

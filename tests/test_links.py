@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
+import pytest
 from _support import REPO
 
 NNX_LINT = str(Path(sys.executable).with_name("nnx-lint"))
@@ -60,6 +61,7 @@ def test_the_shipped_pages_link_to_a_shipped_catalogue():
         assert (page.parent / target).is_file()
 
 
+@pytest.mark.slow
 def test_rule_url_base_from_the_config_and_the_command_line(tmp_path):
     (tmp_path / "bad.py").write_text(BAD)
     (tmp_path / "pyproject.toml").write_text('[tool.nnx-lint]\nrule-url-base = "https://docs.example.org/rules/"\n')

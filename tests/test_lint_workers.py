@@ -95,6 +95,7 @@ TEXT_ARGS = ["check", ".", "--no-cache", "-j", "2"]
 
 
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
+@pytest.mark.slow
 def test_a_committed_multiprocessing_package_never_runs_in_a_worker(tmp_path, method):
     repo, markers = _checkout(tmp_path)
     _plant(repo, "multiprocessing", PLANTED_MULTIPROCESSING, markers)
@@ -108,6 +109,7 @@ def test_a_committed_multiprocessing_package_never_runs_in_a_worker(tmp_path, me
 
 
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.slow
 def test_workers_never_have_the_working_directory_on_their_path(tmp_path, method):
     """The parent runs with the checkout first on ``sys.path`` (``python -c`` from it, as an
     embedding or a notebook would): workers still import nothing from it."""
@@ -189,6 +191,7 @@ def _run_with_killing_workers(repo: Path, once: Path | None) -> subprocess.Compl
     return subprocess.run([sys.executable, "-c", program], cwd=repo, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_file_that_kills_its_worker_twice_gets_nnx004_and_the_others_are_linted(tmp_path):
     repo, _ = _checkout(tmp_path)
     (repo / "dies.py").write_text(FINDING)
@@ -201,6 +204,7 @@ def test_a_file_that_kills_its_worker_twice_gets_nnx004_and_the_others_are_linte
     assert "dies.py was killed by signal SIGKILL; the file is retried alone" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_file_whose_worker_died_once_is_retried_alone_and_keeps_its_findings(tmp_path):
     repo, _ = _checkout(tmp_path)
     (repo / "dies.py").write_text(FINDING)
@@ -234,6 +238,7 @@ def _cwd(pid: int) -> str | None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.slow
 def test_a_worker_killed_from_outside_costs_nothing(tmp_path):
     """SIGKILL one worker of a real run mid-way (as the out-of-memory killer would): the run
     goes on and reports every file, as a run without the kill does."""

@@ -127,6 +127,7 @@ def test_json_has_a_help_key(project, capsys):
     assert item["fix"]["applicability"] == "safe" and item["fix"]["message"] != item["help"]
 
 
+@pytest.mark.slow
 def test_help_comes_back_from_the_cache_and_from_workers(project, capsys):
     serial = json.loads(_check(capsys, "--no-cache", "-j", "1", "--output-format", "json"))
     assert all(item["help"] for item in serial)
@@ -148,6 +149,7 @@ def test_sarif_rule_help_and_result_help(project, capsys):
     assert result["message"] == {"text": rule_by_code("NNX201").message.format(argument="in_axes", transform="vmap")}
 
 
+@pytest.mark.slow
 def test_show_fixes_prints_the_help_under_each_diagnostic(project, capsys):
     plain = _check(capsys, "--no-cache", "axes.py")
     assert "help:" not in plain
@@ -179,6 +181,7 @@ def _tool(*command: str, cwd) -> str:
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=300).stdout
 
 
+@pytest.mark.slow
 def test_flake8_and_pylint_show_the_message_only(project):
     rule = rule_by_code("NNX201")
     message = rule.message.format(argument="in_axes", transform="vmap")

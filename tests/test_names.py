@@ -86,6 +86,7 @@ assert not imported, f"imported {imported}"
 """
 
 
+@pytest.mark.slow
 def test_linting_never_loads_flax_or_jax():
     """Lint every fixture in a fresh process; fail if flax/jax entered astroid's cache or sys.modules."""
     result = subprocess.run(

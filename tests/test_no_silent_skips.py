@@ -112,6 +112,7 @@ def _newer_than_running() -> str | None:
 
 
 @pytest.mark.parametrize("mentions", [False, True], ids=["plain", "naming-nnx"])
+@pytest.mark.slow
 def test_the_documented_flake8_command_reports_what_flake8_cannot_parse_once(tmp_path, mentions):
     pytest.importorskip("flake8")
     prefix = "from flax import nnx\n" if mentions else ""

@@ -35,6 +35,7 @@ def test_fixable_marker_and_hint(project):
     assert out[-1] == "[*] 1 fixable with the `--fix` option."
 
 
+@pytest.mark.slow
 def test_show_help_prints_the_help_and_show_fixes_lists_fixes_by_rule(project):
     shown = _check(project, "--show-help", "bad.py")
     assert "\n    help: Tree Mode rejects prefix filters" in shown.stdout
@@ -45,6 +46,7 @@ def test_show_help_prints_the_help_and_show_fixes_lists_fixes_by_rule(project):
     assert "Fixed 1 error:\n    1 × NNX201 (state-axes-prefix)" in fixed.stderr
 
 
+@pytest.mark.slow
 def test_concise_and_pylint(project):
     concise = _check(project, "--output-format", "concise", "bad.py").stdout.splitlines()
     assert concise[0].startswith("bad.py:2:26: NNX201 [*] `nnx.StateAxes`") and "also at" not in "".join(concise)
@@ -89,6 +91,7 @@ def test_gitlab_has_the_code_quality_fields(project):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="file names with control characters")
 @pytest.mark.parametrize("output_format", ["concise", "full", "pylint", "junit", "gitlab", "text"])
+@pytest.mark.slow
 def test_every_new_format_escapes_analysed_text(tmp_path, output_format):
     (tmp_path / HOSTILE).write_text(BAD)
     out = _check(tmp_path, "--output-format", output_format, ".").stdout

@@ -72,6 +72,7 @@ FIRES = [("test_models.py", "NNX401")]
         pytest.param("lib", "", "[options]\npackage_dir =\n    =lib\n", id="setup-cfg-package-dir"),
     ],
 )
+@pytest.mark.slow
 def test_declared_package_roots_make_cross_file_classes_known(tmp_path, capsys, monkeypatch, package_dir, pyproject,
                                                               setup_cfg):
     project = _project(tmp_path, package_dir, pyproject, setup_cfg)

@@ -201,6 +201,7 @@ def test_configured_project_flake8_matches_cli(configured_project, configured_cl
     assert found == configured_cli
 
 
+@pytest.mark.slow
 def test_configured_project_pylint_matches_cli(configured_project, configured_cli):
     result = _configured_run(configured_project, sys.executable, "-m", "pylint", "--load-plugins=nnx_lint.pylint",
                              "--disable=all", "--enable=nnx", "--output-format=json", "--persistent=n",
@@ -257,6 +258,7 @@ def layout_project(tmp_path_factory) -> Path:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the README's command is a POSIX shell pipeline")
+@pytest.mark.slow
 def test_the_readme_pylint_command_has_full_parity_on_folders_without_init(layout_project):
     cli = _configured_run(layout_project, sys.executable, "-m", "nnx_lint.cli", "check", "--no-cache",
                           "--output-format", "json")

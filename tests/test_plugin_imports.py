@@ -106,6 +106,7 @@ def _source_of(module: str) -> Path:
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
+@pytest.mark.slow
 def test_every_late_import_on_the_lint_path_is_loaded_with_the_plugin():
     """A new ``import x`` inside a lint-time function must be added to nnx_lint.engine.eager's lists."""
     from nnx_lint.engine.eager import lint_path_modules

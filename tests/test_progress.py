@@ -85,6 +85,7 @@ def test_check_on_a_terminal_counts_the_files_and_erases_the_line_before_the_rep
     assert b"NNX301" in stdout and b"\r" not in stdout
 
 
+@pytest.mark.slow
 def test_no_progress_when_stderr_is_not_a_terminal_or_with_quiet(tmp_path):
     root = _project(tmp_path)
     piped = subprocess.run([CONSOLE_SCRIPT, "check", "--no-cache", "-j", "1", "."], cwd=root,
@@ -96,6 +97,7 @@ def test_no_progress_when_stderr_is_not_a_terminal_or_with_quiet(tmp_path):
     assert screen == b"", screen
 
 
+@pytest.mark.slow
 def test_a_cache_made_under_another_key_says_so(tmp_path):
     root = _project(tmp_path, files=2)
     cache = ["--cache-dir", str(tmp_path / "cache")]

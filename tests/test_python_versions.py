@@ -78,6 +78,7 @@ def test_newer_syntax_does_not_hide_findings(project):
     assert [(row, code) for _, row, _, code, _ in found] == [(14, "NNX104")]
 
 
+@pytest.mark.slow
 def test_target_version_from_requires_python_option_and_flag(project):
     (project / "pyproject.toml").write_text('[project]\nname = "p"\nrequires-python = ">=3.11"\n')
     codes = [(row, code) for _, row, _, code, _ in _findings(_nnx_lint(sys.executable, project, "--output-format", "json"))]

@@ -330,6 +330,7 @@ def test_statistics_are_unaffected(tmp_path):
         assert render_statistics(RunResult([finding], 1), form) == render_statistics(RunResult([bare], 1), form)
 
 
+@pytest.mark.slow
 def test_cli_end_to_end_shows_related_locations(tmp_path, monkeypatch, capsys):
     from nnx_lint.cli import main
 

@@ -89,6 +89,7 @@ def test_github_messages_carry_no_control_characters(tmp_path, monkeypatch, caps
     assert "`self.\\x1b[2J\\rX`" in message and "\x1b" not in out and "\r" not in out
 
 
+@pytest.mark.slow
 def test_text_output_escapes_control_characters_from_the_source(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tied.py").write_text(HOSTILE_SETATTR)
@@ -145,6 +146,7 @@ def notebook(tmp_path, monkeypatch):
     return text
 
 
+@pytest.mark.slow
 def test_notebook_findings_sort_by_cell_then_line_and_count_every_cell(notebook, capsys):
     _, out = run(capsys, "explore.ipynb")
     locations = [line.split(": NNX")[0] for line in out.splitlines() if ": NNX" in line]
@@ -340,6 +342,7 @@ def test_configuration_errors_cannot_inject_workflow_commands(tmp_path, monkeypa
     ["-m", "flake8", "--select", "NNX"],
     ["-m", "pylint", "--load-plugins=nnx_lint.pylint", "--persistent=n", "--disable=all", "--enable=nnx"],
 ])
+@pytest.mark.slow
 def test_plugins_escape_control_characters_too(tmp_path, front_end):
     import subprocess
     import sys

@@ -110,6 +110,7 @@ def test_nnx403_keeps_a_key_holding_the_gradient_placeholder():
     assert "grads['gradsate']" not in program
 
 
+@pytest.mark.slow
 def test_show_repro_keeps_an_attribute_named_objects(tmp_path):
     pytest.importorskip("jax")
     (tmp_path / "counter.py").write_text(textwrap.dedent("""

@@ -85,6 +85,7 @@ EXPECTED_EXEMPTIONS = {
 FILES = ("all.py", "only201.py", "lower.py", "quoted.py", "f8.py", "f8_trailing.py")
 
 
+@pytest.mark.slow
 def test_file_exemption_in_the_cli(exemptions):
     result = check(exemptions, *FILES)
     assert codes_in(result.stdout) == EXPECTED_EXEMPTIONS, result.stdout + result.stderr
@@ -112,6 +113,7 @@ def test_file_exemption_in_pylint(exemptions):
 
 # -- -q, -o ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_quiet_prints_the_diagnostics_and_nothing_else(project):
     loud = check(project)
     quiet = check(project, "-q")
@@ -125,6 +127,7 @@ def test_quiet_prints_the_diagnostics_and_nothing_else(project):
     assert (clean.returncode, clean.stdout) == (0, ""), "a clean quiet run prints nothing"
 
 
+@pytest.mark.slow
 def test_output_file_gets_the_report(project, tmp_path_factory):
     result = check(project, "-o", "report.json", "--output-format", "json")
     assert result.returncode == 1 and result.stdout == ""
@@ -158,6 +161,7 @@ def files_in(output: str) -> set[str]:
     return {path for path, _ in codes_in(output)}
 
 
+@pytest.mark.slow
 def test_exclude_replaces_and_extend_exclude_adds(layout):
     (layout / "pyproject.toml").write_text('[tool.nnx-lint]\nexclude = ["gen"]\nextend-exclude = ["legacy"]\n')
     assert files_in(check(layout).stdout) == {"model.py"}
@@ -166,6 +170,7 @@ def test_exclude_replaces_and_extend_exclude_adds(layout):
     assert files_in(check(layout, "--extend-exclude", "gen/*.py,model.py").stdout) == set()
 
 
+@pytest.mark.slow
 def test_extend_ignore_adds_to_the_ignored_codes(project):
     (project / "pyproject.toml").write_text('[tool.nnx-lint]\nignore = ["NNX2"]\n')
     assert codes_in(check(project).stdout) == {("model.py", "NNX601")}
@@ -194,6 +199,7 @@ def test_show_settings_prints_the_resolved_settings(layout):
 
 # -- respect-gitignore ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_gitignored_folders_are_not_linted(layout):
     (layout / ".gitignore").write_text("# generated\ngen/\n/legacy/*\n!/legacy/old.py\n")
     assert files_in(check(layout).stdout) == {"model.py", "legacy/old.py"}
@@ -205,6 +211,7 @@ def test_gitignored_folders_are_not_linted(layout):
     assert files_in(check(layout, "gen/made.py").stdout) == {"gen/made.py"}
 
 
+@pytest.mark.slow
 def test_nested_gitignore_and_walks_below_the_root(layout):
     (layout / ".gitignore").write_text("*.py\n")
     (layout / "legacy" / ".gitignore").write_text("!old.py\n")
@@ -221,6 +228,7 @@ def _notebook(source: str) -> str:
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
+@pytest.mark.slow
 def test_add_noqa_fails_when_findings_stay_unsuppressed(project):
     (project / "nb.ipynb").write_text(_notebook(BOTH))
     result = check(project, "--add-noqa")
@@ -233,6 +241,7 @@ def test_add_noqa_fails_when_findings_stay_unsuppressed(project):
     assert again.returncode == 0 and "Added 0 noqa directives" in again.stderr
 
 
+@pytest.mark.slow
 def test_plugins_read_extend_exclude_and_extend_ignore_as_the_cli_does(layout):
     (layout / "pyproject.toml").write_text('[tool.nnx-lint]\nextend-exclude = ["legacy"]\nextend-ignore = ["NNX6"]\n')
     expected = {("model.py", "NNX201"), ("gen/made.py", "NNX201")}

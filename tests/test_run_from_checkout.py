@@ -35,6 +35,7 @@ def test_python_m_in_a_checkout_with_checkers_refuses_instead_of_loading_them(tm
 
 
 @pytest.mark.parametrize("package", ["nnx_lint", "checkers", "tree_runtime"])
+@pytest.mark.slow
 def test_the_console_script_and_python_safe_path_never_import_the_checkout(tmp_path, package):
     root = _checkout(tmp_path, package)
     script = Path(sys.executable).parent / "nnx-lint"

@@ -181,6 +181,7 @@ def run(nnx):
 
 
 @pytest.mark.parametrize("oracle", ["tree_runtime", "flax"])
+@pytest.mark.slow
 def test_a_recursion_error_does_not_break_the_programs_after_it(oracle):
     """flax flattens a cycle until RecursionError, and JAX's C++ flattening then keeps the
     recursion depth it used: the worker retires after it, so later programs still run."""

@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+from nnx_lint.base.cache_store import RACY_SECONDS
 
 #: The console script installed beside this interpreter (the one a user runs).
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("nnx-lint"))
@@ -17,8 +20,9 @@ HEAVY = ("astroid", "checkers", "nnx_lint.engine", "nnx_lint.analysis", "nnx_lin
          "nnx_lint.frontends.cli_ci", "nnx_lint.base.syntax")
 
 
-def _imported(arguments: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
-    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+def _imported(arguments: list[str], cwd: Path, environment: dict[str, str] | None = None
+              ) -> tuple[subprocess.CompletedProcess, set[str]]:
+    environment = {**(os.environ if environment is None else environment), "PYTHONPROFILEIMPORTTIME": "1"}
     done = subprocess.run([CONSOLE_SCRIPT, *arguments], cwd=cwd, env=environment, capture_output=True, text=True,
                           timeout=300)
     modules = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()
@@ -57,3 +61,45 @@ def test_check_does_not_import_the_gate(tmp_path):
 def test_the_gates_options_are_still_built_when_it_is_chosen(tmp_path):
     done, modules = _imported(["gate", "--help"], tmp_path)
     assert done.returncode == 0 and "--serial-reruns" in done.stdout and "EXECUTES" in done.stdout
+
+
+#: What a check that the cache answers whole has no use for: astroid and the rules, the analysis
+#: (but for the two modules that check a cache entry's dependencies: the source roots a module
+#: search depends on, and the callers' index), the syntax scan, and the fix workers (the fix marks
+#: come from the fix cache).
+NOT_ON_THE_WARM_PATH = ("astroid", "checkers", "libcst", "nnx_lint.analysis", "nnx_lint.api",
+                        "nnx_lint.base.syntax.constructs", "nnx_lint.base.syntax.lexer",
+                        "nnx_lint.engine.walk", "nnx_lint.engine.workers", "nnx_lint.engine.collection",
+                        "nnx_lint.engine.discovery.gitignore", "nnx_lint.fixes.isolated", "nnx_lint.fixes.workers",
+                        "nnx_lint.gate", "subprocess")
+CACHE_DEPENDENCY_MODULES = {"nnx_lint.analysis", "nnx_lint.analysis.callers", "nnx_lint.analysis.package_roots"}
+
+FINDING = """\
+from flax import nnx
+
+
+@nnx.jit
+def step(model, x):
+    model.count = 1
+    return x
+"""
+
+
+def test_a_check_the_cache_answers_imports_no_analysis_rules_or_astroid(tmp_path):
+    """The pre-commit and editor case: the file did not change since the cache was filled."""
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    (tmp_path / "step.py").write_text(FINDING)
+    # Written long enough before the run for its stat to be trusted (the run records the file's
+    # stamp, and the next run does not read it): else it is read again, and its text pre-filtered.
+    time.sleep(RACY_SECONDS + 0.1)
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    filled, cold = _imported(["check", "step.py"], tmp_path, environment)
+    assert filled.returncode == 1 and "NNX301" in filled.stdout, filled.stdout + filled.stderr
+    # The run that filled the cache analysed the file: the same check would have seen it.
+    assert {"astroid", "nnx_lint.engine.walk", "nnx_lint.base.syntax.constructs"} <= cold
+    assert any(module.startswith("checkers.") for module in cold)
+    done, modules = _imported(["check", "step.py"], tmp_path, environment)
+    assert done.returncode == 1 and done.stdout == filled.stdout, done.stdout
+    assert "nnx_lint.engine.runner" in modules and "nnx_lint.engine.cache" in modules
+    heavy = {module for module in modules if module.startswith(NOT_ON_THE_WARM_PATH)} - CACHE_DEPENDENCY_MODULES
+    assert heavy == set()

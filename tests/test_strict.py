@@ -53,6 +53,7 @@ def _check_json(cwd: Path, *options: str) -> list[dict]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_silent_by_default_and_unproven_in_audit_mode(project):
     assert _check_json(project) == []
     found = _check_json(project, "--strict")
@@ -65,6 +66,7 @@ def test_silent_by_default_and_unproven_in_audit_mode(project):
     assert "the loss calls it" in messages[0] + messages[1]
 
 
+@pytest.mark.slow
 def test_the_config_switch_and_the_counted_apart_summary(project):
     (project / "pyproject.toml").write_text("[tool.nnx-lint]\nstrict = true\n")
     done = _run(project, "nnx_lint.cli", "check", "train.py", "--no-cache")
@@ -83,6 +85,7 @@ def test_sarif_level_note(project):
     assert [r["level"] for r in results] == ["note", "note"]
 
 
+@pytest.mark.slow
 def test_flake8_and_pylint_switches(project):
     default = _run(project, "flake8", "--select", "NNX", "train.py")
     assert default.stdout == ""
@@ -170,6 +173,7 @@ def main(x):
 '''
 
 
+@pytest.mark.slow
 def test_aliasing_through_a_call_from_outside_the_project_is_unproven(tmp_path):
     (tmp_path / "train.py").write_text(OUTSIDE)
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")

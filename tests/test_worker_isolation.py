@@ -93,6 +93,7 @@ def _live_members(pgid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.slow
 def test_a_hanging_program_costs_only_its_own_verdict_and_leaves_no_process(tmp_path):
     record = tmp_path / "grandchild"
     hanging = _program(f"""\

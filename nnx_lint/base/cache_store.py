@@ -30,10 +30,8 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +121,9 @@ def _read_key(path: Path) -> bytes | None:
 
 def _new_key(path: Path, replace: bool) -> bytes | None:
     """Write a fresh key atomically (mode 0600); if another process won the race, use its key."""
+    import secrets  # here, as tempfile: a warm run reads the key and writes nothing
+    import tempfile
+
     key = secrets.token_bytes(_KEY_BYTES)
     temporary = None
     try:
@@ -299,6 +300,8 @@ def _symlink_on_the_way(directory: Path) -> Path | None:
 
 def write_atomically(path: Path, data: bytes) -> bool:
     """Write ``data`` to a temporary file beside ``path`` and move it into place; never leaves the temporary."""
+    import tempfile
+
     temporary = None
     try:
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".nnx-lint-", suffix=".tmp")

@@ -10,6 +10,7 @@ never breaks a run and never changes its results.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,11 +30,23 @@ def source_fingerprint(*packages: Path) -> str:
     """nnx-lint's version plus the size and mtime of the packages' source files (catches dev edits)."""
     hasher = hashlib.sha256(nnx_lint.__version__.encode())
     for package in packages:
-        # Recursive: the rules live in family subpackages (``checkers/<family>/``).
-        for source in sorted(package.rglob("*.py")):
-            stat = source.stat()
-            hasher.update(f"{source.relative_to(package).as_posix()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        # Recursive: the rules live in family subpackages (``checkers/<family>/``). Walked with
+        # os.scandir, not Path.rglob: every warm run takes it, over some 400 files.
+        for relative, status in sorted(_python_sources(str(package), "")):
+            hasher.update(f"{relative}:{status.st_size}:{status.st_mtime_ns}".encode())
     return hasher.hexdigest()[:16]
+
+
+def _python_sources(directory: str, prefix: str) -> list[tuple[str, os.stat_result]]:
+    """``(path relative to the package, in posix form; its stat)`` of every ``.py`` file under ``directory``."""
+    found = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                found += _python_sources(entry.path, f"{prefix}{entry.name}/")
+            elif entry.name.endswith(".py"):
+                found.append((prefix + entry.name, entry.stat()))
+    return found
 
 
 _CODE_FINGERPRINT: list[str] = []
@@ -42,7 +55,7 @@ _CODE_FINGERPRINT: list[str] = []
 def code_fingerprint() -> str:
     """The fingerprint of the linter itself: the engine and the rules. Taken once per process
     (the result cache and the fix cache both ask; an edit to nnx-lint reaches the next run)."""
-    from nnx_lint.engine.registry import rules_directory
+    from nnx_lint.engine.own_rules import rules_directory
 
     if not _CODE_FINGERPRINT:
         _CODE_FINGERPRINT.append(source_fingerprint(Path(nnx_lint.__file__).parent, rules_directory()))

@@ -30,7 +30,8 @@ NOT_ON_THE_LINT_PATH = frozenset({"engine.runner", "engine.cache", "engine.worke
 
 #: Standard-library modules that lint-time code imports inside functions (a test keeps this
 #: list complete) or may import on its first file (the text pre-filter, noqa tokenizing).
-STDLIB_IMPORTED_LATE = ("ast", "copy", "hashlib", "json", "textwrap", "tokenize", "traceback")
+STDLIB_IMPORTED_LATE = ("ast", "copy", "hashlib", "json", "secrets", "tempfile", "textwrap", "tokenize",
+                        "traceback")
 
 
 def lint_path_modules() -> list[str]:

@@ -16,41 +16,26 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import nnx_lint
-from nnx_lint.base.diagnostic import UNPROVEN, Diagnostic
-from nnx_lint.base.facts import ABSENT, Facts, UnprovenFacts, facts_from_dict
-from nnx_lint.analysis.rule import Rule
+from nnx_lint.base.diagnostic import UNPROVEN
+from nnx_lint.engine.own_rules import ForeignRules, check_own_rules, rules_directory  # noqa: F401 (re-exported)
 
+if TYPE_CHECKING:
+    from nnx_lint.analysis.rule import Rule
+    from nnx_lint.base.diagnostic import Diagnostic
+    from nnx_lint.base.facts import Facts
 
-class ForeignRules(RuntimeError):
-    """The ``checkers`` package Python would import is not the one installed with nnx-lint."""
-
-
-def check_own_rules() -> None:
-    """Raise :class:`ForeignRules` unless ``checkers`` is nnx-lint's own, installed beside ``nnx_lint``.
-
-    ``python -m nnx_lint.cli`` (without ``-P``) and ``python -m flake8`` put the working
-    directory first on ``sys.path``: in a checkout that commits a ``checkers/`` package, that
-    package would be imported as nnx-lint's rules and run. Looked up without importing it.
-    (A checkout that commits ``nnx_lint/`` itself replaces this check too: only the
-    ``nnx-lint`` console script or ``python -P -m`` avoid that; see docs/security.md.)
-    """
-    home = Path(nnx_lint.__file__).resolve().parent.parent
-    loaded = sys.modules.get("checkers")
-    spec = loaded.__spec__ if loaded is not None else importlib.util.find_spec("checkers")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations or Path(locations[0]).resolve().parent != home:
-        found = locations[0] if locations else (spec.origin if spec is not None else "nowhere")
-        raise ForeignRules(
-            f"refusing to load rules from {found}: nnx-lint's own rules are in {home / 'checkers'}. The current "
-            "directory comes first on sys.path with 'python -m'; run the nnx-lint console script or 'python -P -m "
-            "nnx_lint.cli' instead")
+# The rules' base class and the facts are imported by the functions that use them: selecting and
+# checking selectors reads the rules' module names only, and a warm run does nothing else here.
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class, sorted by code."""
+    from nnx_lint.analysis.rule import Rule
+
     check_own_rules()
     import checkers
 
@@ -62,14 +47,6 @@ def all_rules() -> tuple[type[Rule], ...]:
         if "code" in vars(rule) and rule.__module__.startswith("checkers."):
             found.setdefault(rule.code + rule.__qualname__, rule)
     return tuple(sorted(found.values(), key=lambda r: r.code))
-
-
-def rules_directory() -> Path:
-    """The directory of the ``checkers`` package (the cache fingerprints its sources)."""
-    check_own_rules()
-    import checkers
-
-    return Path(checkers.__file__).parent
 
 
 def family_package(rule: type[Rule]) -> ModuleType:
@@ -98,6 +75,8 @@ def facts_of(diagnostic: Diagnostic) -> Facts | None:
     rule = rule_by_code(diagnostic.code)
     if rule is None or rule.facts_type is None:
         return None
+    from nnx_lint.base.facts import UnprovenFacts, facts_from_dict
+
     if diagnostic.proof == UNPROVEN:  # audit mode: the value and why, not the rule's facts
         return facts_from_dict(UnprovenFacts, diagnostic.facts)
     return rule.facts_from(diagnostic.facts)
@@ -106,6 +85,8 @@ def facts_of(diagnostic: Diagnostic) -> Facts | None:
 def pin_sites(facts: Facts | None) -> list:
     """The ``pin`` fact of typed facts (the calls that keep graph mode), ``[]`` when the finding
     has none or its rule declares no such fact."""
+    from nnx_lint.base.facts import ABSENT
+
     pin = getattr(facts, "pin", ABSENT)
     return pin or []
 

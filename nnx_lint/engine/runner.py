@@ -10,18 +10,12 @@ from pathlib import Path
 
 from nnx_lint.base import bounds
 from nnx_lint.engine.cache import Entry, ResultCache, code_fingerprint
-from nnx_lint.analysis.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
-from nnx_lint.analysis.callers import CallerAnswers, dependency_value, remember_computed
-from nnx_lint.engine.collection import fewer_collections, settle_file
 from nnx_lint.engine.config import Settings
 from nnx_lint.base.diagnostic import Diagnostic, shown
-from nnx_lint.engine.discovery.gitignore import Gitignore, walk_top
 from nnx_lint.engine.discovery.tracked import TrackedFiles, skipped_by_default
-from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY, DirectoryListing, module_search_result
 from nnx_lint.engine.file_config import is_path_excluded, rules_for_selectors
 from nnx_lint.engine.file_config import selectors_for as _selectors
 from nnx_lint.engine.stamps import FileStamps
-from nnx_lint.analysis.prefilter import must_analyse
 
 
 @dataclass
@@ -68,6 +62,8 @@ def discover(paths: Iterable[Path], settings: Settings) -> Iterator[Path]:
             continue
         # respect-gitignore: the .gitignore patterns in force in each directory (read as data),
         # and whether the directory is itself ignored (entered only for what git tracks in it).
+        from nnx_lint.engine.discovery.gitignore import Gitignore, walk_top
+
         ignores = {os.path.abspath(path): (Gitignore.above(path, walk_top(path, settings.root)), False)} \
             if settings.respect_gitignore else None
         for directory, subdirectories, files in os.walk(path):
@@ -132,6 +128,8 @@ def analyse_file(path: str, display: str, selectors: tuple, roots: list[str],
 
 
 def _analyse_batch(batch: list[tuple], in_worker: bool = True) -> Iterator[tuple]:
+    from nnx_lint.engine.collection import fewer_collections, settle_file
+
     with fewer_collections(keep_frozen=in_worker):
         for job in batch:
             outcome = analyse_file(*job)
@@ -156,21 +154,34 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
     project_module = sys.modules.get("nnx_lint.analysis.project")  # not imported at all on a warm run
     if project_module is not None:
         project_module.forget_shared_projects()
+    # The analysis' modules are imported as a file needs them, so that a run the cache answers
+    # whole imports none of them (nor astroid, nor the rules: tests/test_startup.py): the text
+    # pre-filter for a file not stamped, the module searches and caller indexes for an entry
+    # that depends on them.
+    from nnx_lint.analysis.callers import KEY_PREFIX as CALLERS_KEY_PREFIX
+    from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY
+
     result = RunResult()
     cache = ResultCache.open(cache_dir)
     fingerprint = code_fingerprint() if cache.path else ""
     stamps = FileStamps(cache_dir if cache.path else None, fingerprint)
     digests: dict[str, str] = {}
-    listing = DirectoryListing()  # the module searches recorded as dependencies read each directory once
+    listing = None  # the module searches recorded as dependencies read each directory once (DirectoryListing)
     caller_indexes: dict = {}  # for the dependencies that stand for "the callers of a function"
     caller_answers = None  # their values from earlier runs (nnx_lint.analysis.callers.CallerAnswers), on first use
 
     def digest_of(file: str) -> str:
         if file.startswith(MODULE_SEARCH_KEY):
             if file not in digests:
+                from nnx_lint.analysis.package_roots import DirectoryListing, module_search_result
+
+                nonlocal listing
+                listing = listing if listing is not None else DirectoryListing()
                 digests[file] = module_search_result(file, roots, listing)
             return digests[file]
         if file.startswith(CALLERS_KEY_PREFIX):
+            from nnx_lint.analysis.callers import CallerAnswers, dependency_value
+
             nonlocal caller_answers
             if caller_answers is None:
                 caller_answers = CallerAnswers(cache_dir)
@@ -206,6 +217,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             readable = data is not None
             # "mentions" stands for "analyse it": it could name nnx, or it does not decode or parse
             # (NNX001, NNX002 whatever it names); the stamp keeps the verdict for the next run.
+            if readable:
+                from nnx_lint.analysis.prefilter import must_analyse
             mentions = readable and must_analyse(data, notebook=file.suffix == ".ipynb")
             digest = hashlib.sha256(data).hexdigest() if readable else ""
             if readable:
@@ -257,6 +270,8 @@ def run(paths: list[Path], settings: Settings, *, jobs: int = 0, cache_dir: Path
             for dependency, value in dependencies.items():
                 if dependency.startswith(CALLERS_KEY_PREFIX) and cache.path is not None:
                     # The analysis computed it: the next run checks it against the files' stat only.
+                    from nnx_lint.analysis.callers import CallerAnswers, remember_computed
+
                     if caller_answers is None:
                         caller_answers = CallerAnswers(cache_dir)
                     remember_computed(caller_answers, dependency, value)
@@ -276,6 +291,8 @@ def _execute(pending: list[tuple], jobs: int,
     job, or a few files), each as soon as it is linted. With lint workers, all at the end,
     and each also to ``on_answer(index, outcome)`` as soon as its worker answers (from the
     threads that drive the workers, one call at a time)."""
+    if not pending:
+        return  # the cache answered every file: nothing to analyse, no collection settings to change
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or len(pending) < 4:
         yield from _analyse_batch(pending, in_worker=False)

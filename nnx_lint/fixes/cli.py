@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from nnx_lint.fixes.isolated import FixCrashed
-from nnx_lint.fixes.workers import ask_workers, note_crash
+# The fix workers' modules are imported by the functions that start workers: the command line
+# asks libcst_available() on every run, warm ones included.
 
 
 
@@ -47,6 +47,8 @@ def run_fixes(paths: list[Path], settings, *, unsafe: bool, diff: bool,
     from nnx_lint.base.confined_writes import WriteRefused, WriteScope, write_confined
     from nnx_lint.base.escaping import printable
     from nnx_lint.engine.runner import _display_path, discover
+    from nnx_lint.fixes.isolated import FixCrashed
+    from nnx_lint.fixes.workers import ask_workers, note_crash
 
     scope = WriteScope.of(settings.root, paths)
     fixed: Counter = Counter()
@@ -165,7 +167,8 @@ def fix_stdin(data: bytes, stdin_filename: Path | None, settings, *, unsafe: boo
     """Fix source read from stdin, as Ruff does: the fixed source (or, with ``diff``, the
     diff) is what goes to stdout. ``stdin_filename`` names the file for configuration,
     notebooks and cross-file knowledge."""
-    from nnx_lint.fixes.isolated import IsolatedFixes
+    from nnx_lint.fixes.isolated import FixCrashed, IsolatedFixes
+    from nnx_lint.fixes.workers import note_crash
 
     file = stdin_filename if stdin_filename is not None else Path("-.py")
     with IsolatedFixes(str(root) for root in settings.analysis_roots()) as fixer:

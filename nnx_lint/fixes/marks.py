@@ -16,9 +16,13 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 from queue import SimpleQueue
+from typing import TYPE_CHECKING
 
-from nnx_lint.fixes.isolated import FixCrashed, IsolatedFixes
-from nnx_lint.fixes.workers import ask_workers, note_crash
+if TYPE_CHECKING:
+    from nnx_lint.fixes.isolated import FixCrashed, IsolatedFixes
+
+# The fix workers' modules (nnx_lint.fixes.isolated, .workers) are imported when a worker is asked:
+# a warm run whose fixes are all in the fix cache starts none, and imports neither.
 
 
 class _Early:
@@ -83,6 +87,8 @@ class FixMarks:
         while (early := self._asked.get()) is not None:
             if self._closing:
                 continue  # withdrawn: attach() asks for it with the other workers
+            from nnx_lint.fixes.isolated import FixCrashed, IsolatedFixes
+
             if self._fixer is None:
                 self._fixer = IsolatedFixes(self.roots)
             try:
@@ -135,11 +141,18 @@ class FixMarks:
             else:
                 outcomes[path] = outcome
         warm, self._fixer = self._fixer, None
-        outcomes.update(ask_workers(pending, self.roots, self.jobs, warm))
+        if pending:
+            from nnx_lint.fixes.workers import ask_workers
+
+            outcomes.update(ask_workers(pending, self.roots, self.jobs, warm))
+        elif warm is not None:
+            warm.close()
         found: dict[int, object] = {}
         for path, positions in by_path.items():  # in file order, however the fixes were asked
             outcome = outcomes.get(path)
-            if isinstance(outcome, FixCrashed):
+            if outcome is not None and not isinstance(outcome, dict):  # a FixCrashed, from a worker
+                from nnx_lint.fixes.workers import note_crash
+
                 note_crash(path, outcome)
             elif outcome is not None:
                 self.known.put(keys[path], outcome)

@@ -7,6 +7,6 @@ those constructs, character for character, in syntax the running parser accepts
 (:mod:`nnx_lint.base.syntax.target`) decides which of them are reported as syntax errors.
 """
 
-# Loaded with the package: the plugins import the lint path up front (nnx_lint.engine.eager), and these
-# are imported inside functions at lint time.
-from nnx_lint.base.syntax import constructs, lexer, target  # noqa: F401
+# The submodules are not imported with the package: `nnx-lint check` reads only `target`'s names
+# to build its options, and a warm run never scans syntax (the plugins load every module of
+# nnx_lint.base up front anyway: nnx_lint.engine.eager).

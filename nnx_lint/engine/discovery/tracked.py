@@ -30,8 +30,6 @@ tell: a whole virtualenv linted for want of git would cost more than it could sh
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 
 #: A repository whose index git cannot list in this time is treated as "everything tracked".
 GIT_TIMEOUT_SECONDS = 30
@@ -46,6 +44,9 @@ def git_listing(top: str) -> frozenset[str] | None:
     """The paths (``/``-separated, relative to ``top``) that the index of the repository at
     ``top`` holds, files and submodules, with every directory above them; None when git
     cannot tell (not installed, not a repository, a broken index, too slow)."""
+    import shutil
+    import subprocess  # here: a run whose files are all named (or stamped) never starts git
+
     git = shutil.which("git")
     if git is None:
         return None
