@@ -33,6 +33,7 @@ from nnx_lint.api import (
     Facts,
     flax_table,
     Invalid,
+    object_flow,
     passed_here,
     pin_sites_in,
     programs,
@@ -75,6 +76,11 @@ class DuplicateTransformArgumentFacts(Facts):
     sharing: str = ABSENT
     #: For ``tie``: the statement that tied them.
     tie: str = ABSENT
+    #: For ``within`` found by the object-flow model: ``must`` (one object at both paths on
+    #: every run) or ``may`` (only on runs that take one side of a choice in the code).
+    certainty: str = ABSENT
+    #: For ``may``: the store that is one side of the choice.
+    choice: str = ABSENT
 
 
 class DuplicateTransformArgument(FamilyRule):
@@ -261,6 +267,11 @@ class DuplicateTransformArgument(FamilyRule):
         "`{first}` holds one {kinds[0]} at `{first_position}` and `{second_position}`, passed to "
         "`nnx.{transform}`: Tree Mode raises ValueError"
     )
+    #: One argument that holds the object twice on one side of a choice (the object-flow model).
+    may_within_message = (
+        "`{first}` may hold one {kinds[0]} at `{first_position}` and `{second_position}` (through `{choice}`), "
+        "passed to `nnx.{transform}`: Tree Mode raises ValueError when it does"
+    )
     #: Two arguments that each hold the object.
     held_message = (
         "`{first}` and `{second}` both hold one {kinds[0]} (`{first_position}`), passed to `nnx.{transform}`: "
@@ -321,6 +332,45 @@ class DuplicateTransformArgument(FamilyRule):
         for argument in use.arguments:
             if self._within(node, argument.expression, argument.label, describe_use(use), use.transform):
                 return
+        for argument in use.arguments:
+            if self._model_within(node, argument.expression, argument.label, describe_use(use), use.transform):
+                return
+
+    def _model_within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict,
+                      pin_target) -> bool:
+        """The object-flow model's answer for one argument: an object made in the analysed code
+        whose tree reaches one Module or Variable at two paths (a factory flag that gives one
+        submodule to two owners; ``self.teacher = student if flag else build()``). Only an object
+        that is one runtime object per argument counts (not one made in a loop, nor a summary of
+        many); ``may``: one step is one side of a choice in the code, named in the message. An
+        Rngs held twice is NNX105's finding, at the class that stores it. Asked only of an
+        instance of a project class, the values the model follows into constructors."""
+        ref = self.classes.class_of(expression)
+        if ref is None or ref.definition is None:
+            return False
+        shared = object_flow.shared_inside(object_flow.object_model(self.context), expression, _MODULES_AND_VARIABLES)
+        if shared is None:
+            return False
+        first, second = shared.first, shared.second
+        owners = [shared.root.definition] + [store.frame().parent for store in first.stores + second.stores]
+        if any(isinstance(owner, nodes.ClassDef) and self.classes.construction(owner).aliases for owner in owners):
+            return False  # a class's own construction shares it: NNX101's finding, with its opt-ins
+        kind = {"module": "Module", "variable": "Variable"}[shared.target.kind]
+        may = shared.certainty == "may" and bool(shared.choices)
+        choices = [(store, "the choice: the object is shared on the runs that take this side")
+                   for store in shared.choices if store.root() is self.context.module]
+        self.report(
+            node, message=self.may_within_message if may else self.within_message, **described,
+            first=short_source(expression), second=short_source(expression),
+            first_position=label + first.text(), second_position=label + second.text(),
+            kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
+            confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
+            certainty=shared.certainty,
+            choice=short_source(shared.choices[0]) if may and shared.choices else ABSENT,
+            related=(choices + [(store, "stored here") for store in first.stores + second.stores
+                                if store.root() is self.context.module])[:6],
+        )
+        return True
 
     def _held_by_both(self, node: nodes.Call, use) -> bool:
         """Two arguments that each hold one object below them (``Container(v)`` twice)."""
