@@ -174,6 +174,38 @@ class DuplicateTransformArgument(FamilyRule):
                 nnx.jit(lambda a, b: a)(x, x)
             """,
         ),
+        Valid(
+            "blocks-built-by-one-constructor",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class ResidualBlock(nnx.Module):
+                def __init__(self, channels, rngs):
+                    self.conv1 = nnx.Conv(channels, channels, kernel_size=(3, 3), rngs=rngs)
+                    self.bn1 = nnx.BatchNorm(channels, rngs=rngs)
+
+            class CIFAR10Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.block1 = ResidualBlock(8, rngs=rngs)
+                    self.block2 = ResidualBlock(8, rngs=rngs)
+                    self.block3 = ResidualBlock(8, rngs=rngs)
+                    self.block4 = ResidualBlock(8, rngs=rngs)
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs):
+                    blocks = [ResidualBlock(8, rngs=rngs) for _ in range(2)]
+                    self.first = blocks[0]
+                    self.second = blocks[1]
+
+            step = nnx.jit(lambda m, x: m.block1.conv1(x))
+            model = CIFAR10Net(nnx.Rngs(0))
+            step(model, jnp.ones((1, 4, 4, 8)))
+            step(CIFAR10Net(nnx.Rngs(1)), jnp.ones((1, 4, 4, 8)))
+            step(CIFAR10Net(nnx.Rngs(2)), jnp.ones((1, 4, 4, 8)))
+            nnx.jit(lambda m: None)(Stack(nnx.Rngs(3)))
+            """,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -248,6 +280,26 @@ class DuplicateTransformArgument(FamilyRule):
 
             v = nnx.Param(jnp.ones(2))
             f(Container(v), Container(v))  # NNX103
+            """,
+            tree_mode=raises("ValueError", DUPLICATE),
+        ),
+        Invalid(
+            "teacher-may-be-the-student",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Distiller(nnx.Module):
+                def __init__(self, student, self_distill, rngs):
+                    self.student = student
+                    self.teacher = student if self_distill else nnx.Linear(2, 2, rngs=rngs)
+
+            step = nnx.jit(lambda d, x: d.teacher(x) - d.student(x))
+            step(Distiller(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), True, nnx.Rngs(1)), jnp.ones(2))  # NNX103
+
+            def train(self_distill: bool):
+                student = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                return step(Distiller(student, self_distill, nnx.Rngs(1)), jnp.ones(2))  # NNX103
             """,
             tree_mode=raises("ValueError", DUPLICATE),
         ),

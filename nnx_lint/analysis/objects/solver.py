@@ -384,11 +384,14 @@ class Solver:
             chain, outer = caller, context_loops(caller)
         depth = 1 + max(_depth(caller), _depth(receiver.context) if receiver is not None else 0)
         loops = None if outer is None else outer | loops_around(invocation.node)
+        merged = self.context(MERGED, defined_in, None, rooted, None, 0)
+        if depth > MAX_DEPTH:
+            return merged
         known = self.instances.get(function)
-        context = self.context(invocation.node, defined_in, chain, rooted, loops, depth)
-        if depth > MAX_DEPTH or (known is not None and context not in known and len(known) >= MAX_CONTEXTS):
-            context = self.context(MERGED, defined_in, None, rooted, None, 0)
-        return context
+        context = self._contexts.get((invocation.node, defined_in, chain, rooted))
+        if known is not None and (context is None or context not in known) and len(known) >= MAX_CONTEXTS:
+            return merged
+        return self.context(invocation.node, defined_in, chain, rooted, loops, depth)
 
     def context(self, site, defined_in, caller, rooted: bool, loops, depth: int) -> Context:
         """The one :class:`Context` of these parts."""
