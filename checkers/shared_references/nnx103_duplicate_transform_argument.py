@@ -100,7 +100,12 @@ class DuplicateTransformArgument(FamilyRule):
         `Pair(a=m, b=m)` when `Pair.__init__` stores both), also given to a graph API that
         checks aliasing (`nnx.split`, `nnx.state`, `nnx.graphdef`, `nnx.clone`, ...), and two
         arguments tied after construction (`m2.kernel = m1.kernel` before the call), and
-        two arguments that each hold one object (`f(Container(v), Container(v))`). Silent where the flip
+        two arguments that each hold one object (`f(Container(v), Container(v))`). Through the
+        object-flow model: one argument whose tree reaches one Module or Variable at two paths
+        (`self.teacher = student if cfg.self_distill else build(rngs)`), on every run ("holds") or
+        on the runs that take one side of a choice it names ("may hold", a default finding: Tree
+        Mode raises on those runs; silent when the test is known false). Objects made in a loop or
+        past the model's context bounds are never taken for one object. Silent where the flip
         changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
         `nnx.compat.*`, scope, or `graph=True` alone: graph mode takes shared inputs also
         with `graph_updates=False`) or already chooses Tree Mode (`graph=False`). Note that
@@ -183,14 +188,11 @@ class DuplicateTransformArgument(FamilyRule):
             class ResidualBlock(nnx.Module):
                 def __init__(self, channels, rngs):
                     self.conv1 = nnx.Conv(channels, channels, kernel_size=(3, 3), rngs=rngs)
-                    self.bn1 = nnx.BatchNorm(channels, rngs=rngs)
 
             class CIFAR10Net(nnx.Module):
                 def __init__(self, rngs):
                     self.block1 = ResidualBlock(8, rngs=rngs)
                     self.block2 = ResidualBlock(8, rngs=rngs)
-                    self.block3 = ResidualBlock(8, rngs=rngs)
-                    self.block4 = ResidualBlock(8, rngs=rngs)
 
             class Stack(nnx.Module):
                 def __init__(self, rngs):
@@ -199,10 +201,8 @@ class DuplicateTransformArgument(FamilyRule):
                     self.second = blocks[1]
 
             step = nnx.jit(lambda m, x: m.block1.conv1(x))
-            model = CIFAR10Net(nnx.Rngs(0))
-            step(model, jnp.ones((1, 4, 4, 8)))
-            step(CIFAR10Net(nnx.Rngs(1)), jnp.ones((1, 4, 4, 8)))
-            step(CIFAR10Net(nnx.Rngs(2)), jnp.ones((1, 4, 4, 8)))
+            for seed in range(3):
+                step(CIFAR10Net(nnx.Rngs(seed)), jnp.ones((1, 4, 4, 8)))
             nnx.jit(lambda m: None)(Stack(nnx.Rngs(3)))
             """,
         ),
@@ -390,37 +390,29 @@ class DuplicateTransformArgument(FamilyRule):
 
     def _model_within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict,
                       pin_target) -> bool:
-        """The object-flow model's answer for one argument: an object made in the analysed code
-        whose tree reaches one Module or Variable at two paths (a factory flag that gives one
-        submodule to two owners; ``self.teacher = student if flag else build()``). Only an object
-        that is one runtime object per argument counts (not one made in a loop, nor a summary of
-        many); ``may``: one step is one side of a choice in the code, named in the message. An
-        Rngs held twice is NNX105's finding, at the class that stores it. Asked only of an
-        instance of a project class, the values the model follows into constructors."""
+        """The object-flow model's answer for one argument of a project class
+        (:func:`~nnx_lint.analysis.objects.guards.shared_inside`); ``may``: one step is one side
+        of a choice in the code, named in the message. An Rngs held twice is NNX105's finding."""
         ref = self.classes.class_of(expression)
-        if ref is None or ref.definition is None:
+        shared = object_flow.shared_inside(object_flow.object_model(self.context), expression, _MODULES_AND_VARIABLES) \
+            if ref is not None and ref.definition is not None else None
+        if shared is None or (shared.certainty == "may" and not shared.choices):
             return False
-        shared = object_flow.shared_inside(object_flow.object_model(self.context), expression, _MODULES_AND_VARIABLES)
-        if shared is None:
-            return False
-        first, second = shared.first, shared.second
+        first, second, may = shared.first, shared.second, shared.certainty == "may"
         owners = [shared.root.definition] + [store.frame().parent for store in first.stores + second.stores]
         if any(isinstance(owner, nodes.ClassDef) and self.classes.construction(owner).aliases for owner in owners):
             return False  # a class's own construction shares it: NNX101's finding, with its opt-ins
         kind = {"module": "Module", "variable": "Variable"}[shared.target.kind]
-        may = shared.certainty == "may" and bool(shared.choices)
-        choices = [(store, "the choice: the object is shared on the runs that take this side")
-                   for store in shared.choices if store.root() is self.context.module]
         self.report(
             node, message=self.may_within_message if may else self.within_message, **described,
             first=short_source(expression), second=short_source(expression),
             first_position=label + first.text(), second_position=label + second.text(),
             kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
             confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
-            certainty=shared.certainty,
-            choice=short_source(shared.choices[0]) if may and shared.choices else ABSENT,
-            related=(choices + [(store, "stored here") for store in first.stores + second.stores
-                                if store.root() is self.context.module])[:6],
+            certainty=shared.certainty, choice=short_source(shared.choices[0]) if may else ABSENT,
+            related=([(choice, "the choice: the object is shared on the runs that take this side")
+                      for choice in shared.choices] + [(store, "stored here") for store in first.stores + second.stores]
+                     )[:6],
         )
         return True
 
