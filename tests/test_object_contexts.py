@@ -261,3 +261,28 @@ replaced = Replaced(nnx.Rngs(0))
     assert [c.as_string() for c in found.choices] == ["self.embed = self.encoder.linear"]
     assert shared_inside(model, _value(context, "declared"), _WANTED).certainty == "must"
     assert shared_inside(model, _value(context, "replaced"), _WANTED) is None  # a later store replaces it
+
+
+def test_an_or_fallback_is_decided_when_the_model_knows_the_left_operand(tmp_path):
+    """`teacher or student`: the student on every run when no caller passes a teacher; only on
+    some runs when one may."""
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Distill(nnx.Module):
+    def __init__(self, student, teacher=None):
+        self.student = student
+        self.teacher = teacher or student
+
+
+def configured(teacher):
+    return Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), teacher)
+
+
+alone = Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+""")
+    assert shared_inside(model, _value(context, "alone"), _WANTED).certainty == "must"
+    function = context.module.body[2]
+    found = shared_inside(model, function.body[0].value, _WANTED)
+    assert (found.certainty, [c.as_string() for c in found.choices]) == ("may", ["teacher or student"])

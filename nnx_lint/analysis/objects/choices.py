@@ -21,6 +21,7 @@ from __future__ import annotations
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
+from nnx_lint.analysis.objects.abstract import is_falsy_constant
 from nnx_lint.analysis.objects.solver import may_be_false
 
 MUST = "must"
@@ -137,8 +138,8 @@ class Choices:
                     continue
                 if arm < cap:
                     cap, at = arm, node
-            if isinstance(node, nodes.BoolOp) and (source_node is not node.values[0] or may_be_false(obj)):
-                cap, at = min(cap, _CHOICE), node  # `x or y`: y only when x is false; x kept only when always true
+            if isinstance(node, nodes.BoolOp) and not self._operand_always_taken(var, node, source_node, obj):
+                cap, at = min(cap, _CHOICE), node
             if var[0] == "f" and not self._stored_plainly(var, source):
                 cap, at = min(cap, _CHOICE), at or _store_of(self.solver, var, source)
             level, found = self._reach(source, obj, visiting)
@@ -168,6 +169,21 @@ class Choices:
         result = (best, choice) if predecessors else (_PLAIN, None)  # no way in: made here
         self._memo[key] = result
         return result
+
+    def _operand_always_taken(self, var: tuple, node: nodes.BoolOp, operand, obj) -> bool:
+        """``x or y`` is ``x`` on every run when ``x`` is always true (a Module, an Rngs), and ``y``
+        when every value the model knows ``x`` to hold in this context is a false literal
+        (``teacher or student`` with no caller passing ``teacher``)."""
+        if node.op != "or" or operand not in node.values:
+            return False
+        index = node.values.index(operand)
+        if index == 0:
+            return not may_be_false(obj)
+        for earlier in node.values[:index]:
+            held = self.solver.points.get(("e", earlier, var[2]), ())
+            if not held or any(not is_falsy_constant(o) for o in held):
+                return False
+        return True
 
     def _arm(self, var: tuple, node: nodes.IfExp, arm: nodes.NodeNG | None) -> int:
         """``a if c else b``, the arm ``arm``: :data:`_PLAIN` when the model knows ``c`` takes it
