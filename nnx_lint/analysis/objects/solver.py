@@ -38,7 +38,7 @@ from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, S
 from nnx_lint.base import bounds
 
 MAX_SET = 48
-MAX_CONTEXTS = 12
+MAX_CONTEXTS = 8
 #: How many calls deep a context chain may be before it falls back to the merged context.
 MAX_DEPTH = 8
 MAX_STEPS = 400_000
