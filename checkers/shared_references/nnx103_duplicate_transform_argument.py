@@ -28,6 +28,7 @@ from nnx_lint.api import (
     argument_views,
     fact_index,
     flax_table,
+    object_flow,
     passed_here,
     pin_sites_in,
     programs,
@@ -69,6 +70,11 @@ class DuplicateTransformArgumentFacts(Facts):
     sharing: str = ABSENT
     #: For ``tie``: the statement that tied them.
     tie: str = ABSENT
+    #: For ``within`` found by the object-flow model: ``must`` (one object at both paths on
+    #: every run) or ``may`` (only on runs that take one side of a choice in the code).
+    certainty: str = ABSENT
+    #: For ``may``: the store that is one side of the choice.
+    choice: str = ABSENT
 
 
 class DuplicateTransformArgument(FamilyRule):
@@ -88,7 +94,12 @@ class DuplicateTransformArgument(FamilyRule):
         `Pair(a=m, b=m)` when `Pair.__init__` stores both), also given to a graph API that
         checks aliasing (`nnx.split`, `nnx.state`, `nnx.graphdef`, `nnx.clone`, ...), and two
         arguments tied after construction (`m2.kernel = m1.kernel` before the call), and
-        two arguments that each hold one object (`f(Container(v), Container(v))`). Silent where the flip
+        two arguments that each hold one object (`f(Container(v), Container(v))`). Through the
+        object-flow model: one argument whose tree reaches one Module or Variable at two paths
+        (`self.teacher = student if cfg.self_distill else build(rngs)`), on every run ("holds") or
+        on the runs that take one side of a choice it names ("may hold", a default finding: Tree
+        Mode raises on those runs; silent when the test is known false). Objects made in a loop or
+        past the model's context bounds are never taken for one object. Silent where the flip
         changes nothing: the transform keeps graph mode (`graph=True, graph_updates=True`,
         `nnx.compat.*`, scope, or `graph=True` alone: graph mode takes shared inputs also
         with `graph_updates=False`) or already chooses Tree Mode (`graph=False`). Note that
@@ -160,6 +171,33 @@ class DuplicateTransformArgument(FamilyRule):
                 other = nnx.Linear(2, 2, rngs=nnx.Rngs(1))
                 nnx.jit(lambda a, b: a(x) + b(x))(model, other)
                 nnx.jit(lambda a, b: a)(x, x)
+            """,
+        ),
+        Valid(
+            "blocks-built-by-one-constructor",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class ResidualBlock(nnx.Module):
+                def __init__(self, channels, rngs):
+                    self.conv1 = nnx.Conv(channels, channels, kernel_size=(3, 3), rngs=rngs)
+
+            class CIFAR10Net(nnx.Module):
+                def __init__(self, rngs):
+                    self.block1 = ResidualBlock(8, rngs=rngs)
+                    self.block2 = ResidualBlock(8, rngs=rngs)
+
+            class Stack(nnx.Module):
+                def __init__(self, rngs):
+                    blocks = [ResidualBlock(8, rngs=rngs) for _ in range(2)]
+                    self.first = blocks[0]
+                    self.second = blocks[1]
+
+            step = nnx.jit(lambda m, x: m.block1.conv1(x))
+            for seed in range(3):
+                step(CIFAR10Net(nnx.Rngs(seed)), jnp.ones((1, 4, 4, 8)))
+            nnx.jit(lambda m: None)(Stack(nnx.Rngs(3)))
             """,
         ),
     ]
@@ -239,6 +277,26 @@ class DuplicateTransformArgument(FamilyRule):
             """,
             tree_mode=raises("ValueError", DUPLICATE),
         ),
+        Invalid(
+            "teacher-may-be-the-student",
+            """
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class Distiller(nnx.Module):
+                def __init__(self, student, self_distill, rngs):
+                    self.student = student
+                    self.teacher = student if self_distill else nnx.Linear(2, 2, rngs=rngs)
+
+            step = nnx.jit(lambda d, x: d.teacher(x) - d.student(x))
+            step(Distiller(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), True, nnx.Rngs(1)), jnp.ones(2))  # NNX103
+
+            def train(self_distill: bool):
+                student = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+                return step(Distiller(student, self_distill, nnx.Rngs(1)), jnp.ones(2))  # NNX103
+            """,
+            tree_mode=raises("ValueError", DUPLICATE),
+        ),
     ]
 
     @classmethod
@@ -254,6 +312,11 @@ class DuplicateTransformArgument(FamilyRule):
     within_message = (
         "`{first}` holds one {kinds[0]} at `{first_position}` and `{second_position}`, passed to "
         "`nnx.{transform}`: Tree Mode raises ValueError"
+    )
+    #: One argument that holds the object twice on one side of a choice (the object-flow model).
+    may_within_message = (
+        "`{first}` may hold one {kinds[0]} at `{first_position}` and `{second_position}` (through `{choice}`), "
+        "passed to `nnx.{transform}`: Tree Mode raises ValueError when it does"
     )
     #: Two arguments that each hold the object.
     held_message = (
@@ -315,6 +378,37 @@ class DuplicateTransformArgument(FamilyRule):
         for argument in use.arguments:
             if self._within(node, argument.expression, argument.label, describe_use(use), use.transform):
                 return
+        for argument in use.arguments:
+            if self._model_within(node, argument.expression, argument.label, describe_use(use), use.transform):
+                return
+
+    def _model_within(self, node: nodes.Call, expression: nodes.NodeNG, label: str, described: dict,
+                      pin_target) -> bool:
+        """The object-flow model's answer for one argument of a project class
+        (:func:`~nnx_lint.analysis.objects.guards.shared_inside`); ``may``: one step is one side
+        of a choice in the code, named in the message. An Rngs held twice is NNX105's finding."""
+        ref = self.classes.class_of(expression)
+        shared = object_flow.shared_inside(object_flow.object_model(self.context), expression, _MODULES_AND_VARIABLES) \
+            if ref is not None and ref.definition is not None else None
+        if shared is None or (shared.certainty == "may" and not shared.choices):
+            return False
+        first, second, may = shared.first, shared.second, shared.certainty == "may"
+        owners = [shared.root.definition] + [store.frame().parent for store in first.stores + second.stores]
+        if any(isinstance(owner, nodes.ClassDef) and self.classes.construction(owner).aliases for owner in owners):
+            return False  # a class's own construction shares it: NNX101's finding, with its opt-ins
+        kind = {"module": "Module", "variable": "Variable"}[shared.target.kind]
+        self.report(
+            node, message=self.may_within_message if may else self.within_message, **described,
+            first=short_source(expression), second=short_source(expression),
+            first_position=label + first.text(), second_position=label + second.text(),
+            kinds=[kind, kind], first_part="", second_part="", first_view=None, second_view=None,
+            confidence="static", pin=pin_sites_in(self.context, pin_target), sharing="within",
+            certainty=shared.certainty, choice=short_source(shared.choices[0]) if may else ABSENT,
+            related=([(choice, "the choice: the object is shared on the runs that take this side")
+                      for choice in shared.choices] + [(store, "stored here") for store in first.stores + second.stores]
+                     )[:6],
+        )
+        return True
 
     def _held_by_both(self, node: nodes.Call, use) -> bool:
         """Two arguments that each hold one object below them (``Container(v)`` twice)."""

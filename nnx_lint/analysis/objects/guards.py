@@ -3,9 +3,12 @@ constants: does any analysed call take the branch the statement sits in, and doe
 store change anything (graph-update rules ask both)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
+from nnx_lint.analysis.objects.choices import MAY, MUST
 from nnx_lint.analysis.objects.abstract import is_falsy_constant
 from nnx_lint.flax_table.names import NNX_PREFIX
 
@@ -110,24 +113,79 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
 _SHARED_KINDS = frozenset({kinds.MODULE, kinds.VARIABLE, kinds.RNGS, kinds.STREAM})
 
 
-def shared_inside(model, expression: nodes.NodeNG, wanted: frozenset[str] = _SHARED_KINDS) -> tuple | None:
-    """``(first path, second path, object, root)`` when an object ``root`` that ``expression`` holds (one the model saw
-    made) reaches one object of the ``wanted`` kinds (default: Module, Variable, Rngs) at two paths
-    of its tree; None otherwise."""
+@dataclass(frozen=True)
+class SharedInside:
+    """One object that a root object's tree reaches at two paths (:func:`shared_inside`)."""
+
+    first: object
+    second: object
+    target: object
+    root: object
+    #: ``"must"``: both paths hold it on every run; ``"may"``: one step is one side of a choice
+    #: the program makes (``student if cfg.distill_self else build()``).
+    certainty: str
+    #: The choices (``a if c else b``, ``x or y``, a branch's statement) one path goes through
+    #: (empty for ``"must"``).
+    choices: tuple = ()
+
+
+_RANK = {MUST: 2, MAY: 1}
+
+
+def shared_inside(model, expression: nodes.NodeNG, wanted: frozenset[str] = _SHARED_KINDS) -> SharedInside | None:
+    """The best :class:`SharedInside` (must before may) for an object ``root`` that ``expression``
+    holds (one the model saw made) whose tree reaches one object of the ``wanted`` kinds
+    (default: Module, Variable, Rngs) at two paths; None otherwise.
+
+    Only an object that stands for one runtime object per root counts
+    (:meth:`ObjectModel.one_object_within`): a summary (made in a loop, or in a merged context)
+    reached at two paths may be two objects. Each path is judged from where the two part
+    (:meth:`ObjectModel.how_held`); a step another store may overwrite disqualifies it."""
+    best: SharedInside | None = None
     for root in model.objects(expression):
         if not root.proven or not root.is_tree_node:
             continue
         by_target: dict = {}
         for path, obj in model.paths(root, lambda o: o.kind in wanted):
-            if not obj.proven:
-                continue
-            if not holds_state(model, obj):
+            if not obj.proven or not holds_state(model, obj):
                 continue  # a Pytree of arrays only: shared, but no Variable to find twice
             target = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
-            earlier = by_target.setdefault(target, path)
-            if earlier is not path and earlier.fields != path.fields[:len(earlier.fields)]:
-                return earlier, path, obj, root
-    return None
+            by_target.setdefault(target, []).append(path)
+        for target, paths in by_target.items():
+            if len(paths) < 2 or not model.one_object_within(target, root):
+                continue
+            for index, first in enumerate(paths):
+                for second in paths[index + 1:]:
+                    found = _judged(model, root, target, first, second)
+                    if found is not None and (best is None or _RANK[found.certainty] > _RANK[best.certainty]):
+                        best = found
+                        if best.certainty == MUST:
+                            return best
+    return best
+
+
+def _judged(model, root, target, first, second) -> SharedInside | None:
+    """The pair judged from where the paths part; None when one path is the other's prefix (a
+    cycle) or a step may be overwritten."""
+    common = 0
+    while common < min(len(first.fields), len(second.fields)) and first.fields[common] == second.fields[common] \
+            and first.objects[common] is second.objects[common]:
+        common += 1
+    if common in (len(first.fields), len(second.fields)):
+        return None
+    certainty, choices = MUST, []
+    for path in (first, second):
+        holder = path.objects[common - 1] if common else root
+        for attr, reached in zip(path.fields[common:], path.objects[common:]):
+            held, choice = model.how_held(holder, attr, reached)
+            if held is None:
+                return None
+            if held == MAY:
+                certainty = MAY
+                if choice is not None:
+                    choices.append(choice)
+            holder = reached
+    return SharedInside(first, second, target, root, certainty, tuple(choices))
 
 
 def holds_state(model, obj) -> bool:

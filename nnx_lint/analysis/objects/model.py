@@ -9,13 +9,14 @@ bounded fixed point.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
-from nnx_lint.analysis.objects.solver import Solver, is_rooted, root_context
+from nnx_lint.analysis.objects.choices import Choices
+from nnx_lint.analysis.objects.solver import Solver, is_rooted, object_loops
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.analysis.objects.world import World
 from nnx_lint.base.node_index import nodes_of_class
@@ -28,10 +29,12 @@ _VALUES = frozenset({kinds.CONSTANT, kinds.FUNCTION, kinds.CLASS, kinds.LIBRARY}
 
 @dataclass(frozen=True)
 class Path:
-    """One way to reach an object from a root: the fields in order, and the stores that made each step."""
+    """One way to reach an object from a root: the fields in order, the stores that made each
+    step, and the objects each step reaches (the last is the object reached)."""
 
     fields: tuple[str, ...]
     stores: tuple[nodes.NodeNG, ...]
+    objects: tuple[AbstractObject, ...] = field(default=(), compare=False)
 
     def text(self) -> str:
         """``.block.rngs`` / ``[0].rngs``."""
@@ -57,12 +60,13 @@ class ObjectModel:
         self.solver.solve()
         self._holders: dict[AbstractObject, list[str]] | None = None
         self._instances: dict[int, dict[AbstractObject, None]] | None = None
+        self._choices: Choices | None = None
 
     def _root_context(self, scope: nodes.NodeNG):
         enclosing = own_scope(scope)
         if isinstance(enclosing, nodes.Module):
-            return root_context(None)
-        return root_context(self._root_context(enclosing))
+            return self.solver.root_context(None)
+        return self.solver.root_context(self._root_context(enclosing))
 
     # -- queries -------------------------------------------------------------------------
     def objects(self, expression: nodes.NodeNG) -> set[AbstractObject]:
@@ -86,6 +90,23 @@ class ObjectModel:
         """Whether two expressions may hold one object (constants, functions and classes aside)."""
         shared = self.objects(first) & self.objects(second)
         return any(o.kind not in _VALUES for o in shared)
+
+    def one_object_within(self, obj: AbstractObject, root: AbstractObject) -> bool:
+        """Whether ``obj`` stands for one runtime object per runtime ``root``: it was not made in
+        a merged context (a summary of many), nor in a loop (or by a call in a loop) that does
+        not also make ``root``. Two paths from ``root`` to such an object reach one object;
+        to a summary, they may reach two."""
+        inner, outer = object_loops(obj), object_loops(root)
+        return inner is not None and outer is not None and inner <= outer
+
+    def how_held(self, holder: AbstractObject, attr: str, target: AbstractObject) -> tuple[str | None, object]:
+        """``("must", None)`` when ``holder.attr`` holds ``target`` on every run of its stores,
+        ``("may", choice)`` when only on one side of a choice of the program (``choice``: the
+        ``a if c else b``, ``x or y`` or branch statement), ``(None, None)`` when another store may
+        have overwritten it or only a dead arm brings it (:mod:`nnx_lint.analysis.objects.choices`)."""
+        if self._choices is None:
+            self._choices = Choices(self.solver)
+        return self._choices.store(holder, attr, target)
 
     def fields(self, obj: AbstractObject, attr: str) -> set[AbstractObject]:
         """The objects ``obj.attr`` may hold (``"*"``: any element of a container)."""
@@ -123,7 +144,8 @@ class ObjectModel:
                 for target in self.fields(holder, attr):
                     if target in seen or target.kind in _VALUES:
                         continue
-                    step = Path(path.fields + (attr,), path.stores + tuple(self.store_nodes(holder, attr, target)[:1]))
+                    step = Path(path.fields + (attr,), path.stores + tuple(self.store_nodes(holder, attr, target)[:1]),
+                                path.objects + (target,))
                     if target_test(target):
                         found.append((step, target))
                     if not through_tree_only or target.is_tree_node:

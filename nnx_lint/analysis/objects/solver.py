@@ -9,10 +9,21 @@ called is a construction plus a call of its ``__init__`` (found along the bases,
 file), and ``super().__init__`` runs the next class's method on the same receiver. Library
 calls follow the small models of :mod:`nnx_lint.flax_table.object_relations`.
 
+Contexts (:class:`Context`) are the heap context of what a function instance allocates:
+the call that entered it, and, for a method, the receiver object (object sensitivity: an
+allocation inside ``__init__`` of object ``O`` is qualified by ``O``, whose own context says
+where ``O`` was made), or, for a plain function, the caller's context (call strings). So
+``self.block1 = Block(...)`` and ``self.block2 = Block(...)`` make two Blocks, and the Conv each
+Block's ``__init__`` makes is two Convs, however deep the hierarchy; a factory called from two
+call sites makes two objects; one object passed to two owners stays one.
+
 Bounds: a set past :data:`MAX_SET` stops growing and is marked widened (its answers are
-unproven); a function past :data:`MAX_CONTEXTS` contexts shares one merged context; the
-steps are counted against :data:`MAX_STEPS` and the file's deadline is checked inside the
-loop (both end as NNX004, never a hang).
+unproven); a function past :data:`MAX_CONTEXTS` contexts, or a context chain past
+:data:`MAX_DEPTH` (recursion, deep hierarchies), falls back to one merged context per
+function: what it allocates is a *summary* object that stands for many runtime objects
+(:func:`extent` is None), so it answers "may alias" but never proves one object. The steps
+are counted against :data:`MAX_STEPS` and the file's deadline is checked inside the loop
+(both end as NNX004, never a hang).
 """
 from __future__ import annotations
 
@@ -27,10 +38,37 @@ from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, S
 from nnx_lint.base import bounds
 
 MAX_SET = 48
-MAX_CONTEXTS = 12
+MAX_CONTEXTS = 8
+#: How many calls deep a context chain may be before it falls back to the merged context.
+MAX_DEPTH = 8
 MAX_STEPS = 400_000
 ROOT = "root"
 MERGED = "*"
+
+
+class Context:
+    """One call-site context of a function instance (interned by :meth:`Solver.context`, so
+    identity is equality and the hash is cached: contexts key every variable of the solve).
+
+    ``site``: the call that entered the function (or :data:`ROOT`, :data:`MERGED`);
+    ``defined_in``: the context the function object was made in (closures);
+    ``caller``: the receiver object of a method, or the caller's context for a plain function;
+    ``rooted``: whether the chain starts at an entry analysed with no caller;
+    ``loops``: the loops around the calls of the chain (a frozenset of nodes), or None when the
+    chain went through a merged context (a summary); ``depth``: the length of the chain."""
+
+    __slots__ = ("site", "defined_in", "caller", "rooted", "loops", "depth")
+
+    def __init__(self, site, defined_in, caller, rooted: bool, loops: frozenset | None, depth: int) -> None:
+        self.site, self.defined_in, self.caller = site, defined_in, caller
+        self.rooted, self.loops, self.depth = rooted, loops, depth
+
+    def __getitem__(self, index: int):
+        """The tuple view ``(site, defined_in, caller, rooted)`` that summaries' variables walk."""
+        return (self.site, self.defined_in, self.caller, self.rooted)[index]
+
+    def __repr__(self) -> str:
+        return f"Context({getattr(self.site, 'lineno', self.site)}, depth={self.depth})"
 
 
 class Solver:
@@ -57,6 +95,7 @@ class Solver:
         self._edges: set = set()
         self._or_else: list[tuple] = []
         self._opened: set[tuple] = set()
+        self._contexts: dict[tuple, Context] = {}
 
     # -- variables -----------------------------------------------------------------------
     def var(self, local: tuple, scope: nodes.NodeNG, context) -> tuple:
@@ -66,7 +105,7 @@ class Solver:
             return ("r", node, context)
         home = self._scope_of(node)
         while home is not scope and context is not None:
-            context = context[1]
+            context = context.defined_in
             parent = scope.parent
             if parent is None:
                 break
@@ -330,17 +369,41 @@ class Solver:
 
     def context_for(self, function: nodes.NodeNG, invocation: Invocation, defined_in,
                     receiver: AbstractObject | None = None):
-        """A context ``(call, context the function was made in, receiver, rooted)``: one level of
-        call site, the receiver object for methods (so that two instances' ``__init__`` do not
-        mix their stores), and whether the caller is an entry analysed with no caller (its
+        """The context of ``function`` entered by ``invocation``: the call site, the context the
+        function was made in, and the receiver object (methods) or the caller's context (plain
+        functions), so that two instances' ``__init__`` do not mix their stores or their
+        allocations. Whether the caller is an entry analysed with no caller is kept too (its
         outside objects stay apart from what real calls pass). A function past
-        :data:`MAX_CONTEXTS` contexts shares one."""
-        rooted = is_rooted(invocation.context)
-        context = (invocation.node, defined_in, receiver, rooted)
+        :data:`MAX_CONTEXTS` contexts, or a chain past :data:`MAX_DEPTH`, shares one merged
+        context."""
+        caller = invocation.context
+        rooted = is_rooted(caller)
+        if receiver is not None:
+            chain, outer = receiver, object_loops(receiver)
+        else:
+            chain, outer = caller, context_loops(caller)
+        depth = 1 + max(_depth(caller), _depth(receiver.context) if receiver is not None else 0)
+        loops = None if outer is None else outer | loops_around(invocation.node)
+        merged = self.context(MERGED, defined_in, None, rooted, None, 0)
+        if depth > MAX_DEPTH:
+            return merged
         known = self.instances.get(function)
-        if known is not None and context not in known and len(known) >= MAX_CONTEXTS:
-            context = (MERGED, defined_in, None, rooted)
-        return context
+        context = self._contexts.get((invocation.node, defined_in, chain, rooted))
+        if known is not None and (context is None or context not in known) and len(known) >= MAX_CONTEXTS:
+            return merged
+        return self.context(invocation.node, defined_in, chain, rooted, loops, depth)
+
+    def context(self, site, defined_in, caller, rooted: bool, loops, depth: int) -> Context:
+        """The one :class:`Context` of these parts."""
+        key = (site, defined_in, caller, rooted)
+        found = self._contexts.get(key)
+        if found is None:
+            found = self._contexts[key] = Context(site, defined_in, caller, rooted, loops, depth)
+        return found
+
+    def root_context(self, parent) -> Context:
+        """The context of a function analysed as an entry, with no caller."""
+        return self.context(ROOT, parent, None, True, frozenset(), 0)
 
     def instantiate(self, scope: nodes.NodeNG, context):
         """Add the constraints of ``scope``'s summary in ``context`` (once per pair)."""
@@ -369,7 +432,7 @@ class Solver:
             elif isinstance(constraint, OrElse):
                 self.or_else(var(constraint.dst, scope, context), var(constraint.src, scope, context),
                              var(constraint.guard, scope, context), constraint.truthy)
-        if context is not None and context[0] == ROOT:
+        if context is not None and context.site == ROOT:
             self._outside_parameters(scope, summary, context)
         return summary
 
@@ -445,11 +508,54 @@ def may_be_false(obj: AbstractObject) -> bool:
     return obj.kind not in _ALWAYS_TRUE
 
 
-def root_context(parent) -> tuple:
-    """The context of a function analysed as an entry, with no caller."""
-    return (ROOT, parent, None, True)
-
-
 def is_rooted(context) -> bool:
     """Whether ``context`` descends from an entry analysed with no caller."""
-    return context is not None and (context[0] == ROOT or context[3])
+    return context is not None and (context.site == ROOT or context.rooted)
+
+
+def _depth(context) -> int:
+    return context.depth if context is not None else 0
+
+
+def context_loops(context) -> frozenset | None:
+    """The loops around the calls of ``context``'s chain; None for a merged (summary) chain."""
+    return frozenset() if context is None else context.loops
+
+
+def object_loops(obj: AbstractObject) -> frozenset | None:
+    """The loops around ``obj``'s creation and the calls that led to it: ``obj`` stands for one
+    runtime object per run of those loops. None for a summary (made in a merged context)."""
+    outer = context_loops(obj.context) if isinstance(obj.context, Context) else frozenset()
+    if outer is None:
+        return None
+    return outer | loops_around(obj.site) if obj.site is not None else outer
+
+
+_LOOPS = (nodes.For, nodes.AsyncFor, nodes.While, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
+_loops_cache: dict[int, tuple] = {}
+
+
+def loops_around(node) -> frozenset:
+    """The loops (and comprehensions) between ``node`` and its function: a site in one makes one
+    object per iteration."""
+    if not isinstance(node, nodes.NodeNG):
+        return frozenset()
+    cached = _loops_cache.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    found = []
+    child, current = node, node.parent
+    once = False  # a loop's iterable (a comprehension's first) is evaluated once, outside the loop
+    while current is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
+        if isinstance(current, nodes.Comprehension):
+            once = child is current.iter and current is current.parent.generators[0]
+        elif isinstance(current, _LOOPS):
+            if not (once or (isinstance(current, (nodes.For, nodes.AsyncFor)) and child is current.iter)):
+                found.append(current)
+            once = False
+        child, current = current, current.parent
+    result = frozenset(found)
+    if len(_loops_cache) > 50_000:
+        _loops_cache.clear()
+    _loops_cache[id(node)] = (node, result)
+    return result

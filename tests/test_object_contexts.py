@@ -1,0 +1,288 @@
+"""Heap contexts of the object-flow model (objects made inside a constructor or a factory reached
+from two places are two objects; one object passed to two owners stays one), its bounds
+(recursion, deep chains, loops: summary objects that never prove one object), and must / may:
+whether a shared object is shared on every run or only on one side of a choice in the code."""
+from __future__ import annotations
+
+from astroid import nodes
+
+from _support import file_context
+from nnx_lint.analysis.objects import object_model, shared_inside
+from nnx_lint.analysis.objects import solver as solver_module
+
+_WANTED = frozenset({"module", "variable"})
+
+BLOCKS = """
+from flax import nnx
+
+
+class ResidualBlock(nnx.Module):
+    def __init__(self, channels, rngs):
+        self.conv1 = nnx.Conv(channels, channels, kernel_size=(3, 3), rngs=rngs)
+        self.bn1 = nnx.BatchNorm(channels, rngs=rngs)
+
+
+class CIFAR10Net(nnx.Module):
+    def __init__(self, rngs):
+        self.block1 = ResidualBlock(8, rngs=rngs)
+        self.block2 = ResidualBlock(8, rngs=rngs)
+        self.block3 = ResidualBlock(8, rngs=rngs)
+        self.block4 = ResidualBlock(8, rngs=rngs)
+
+"""
+
+
+def _model(tmp_path, source: str):
+    context = file_context(tmp_path, source)
+    return context, object_model(context)
+
+
+def _value(context, name: str) -> nodes.NodeNG:
+    return next(s.value for s in context.module.body if isinstance(s, nodes.Assign)
+                and s.targets[0].as_string() == name)
+
+
+def test_two_blocks_of_one_constructor_hold_two_convs(tmp_path):
+    """CIFAR10Net's block1.conv1 and block2.conv1: one `nnx.Conv(...)` site in ResidualBlock's
+    `__init__`, run for two receivers."""
+    context, model = _model(tmp_path, BLOCKS + "net = CIFAR10Net(nnx.Rngs(0))\n"
+                            "pair = (net.block1.conv1, net.block2.conv1)\n")
+    first, second = _value(context, "pair").elts
+    assert len(model.objects(first)) == 1
+    assert not model.may_alias(first, second)
+    assert shared_inside(model, _value(context, "net"), _WANTED) is None
+
+
+def test_past_the_context_cap_the_convs_are_a_summary_never_one_object(tmp_path):
+    """Five networks of four blocks: ResidualBlock's `__init__` runs in more contexts than
+    MAX_CONTEXTS, so the rest share a merged context whose Conv stands for many (datarax's guide
+    builds CIFAR10Net in several places: this was NNX103's false "one submodule at two paths")."""
+    made = "".join(f"net{i} = CIFAR10Net(nnx.Rngs({i}))\n" for i in range(5))
+    context, model = _model(tmp_path, BLOCKS + made + "pair = (net4.block1.conv1, net4.block2.conv1)\n")
+    init = context.module.body[1].body[0]
+    contexts = model.solver.instances[init]
+    assert any(c.site == solver_module.MERGED for c in contexts)
+    first, _second = _value(context, "pair").elts
+    net = next(iter(model.objects(_value(context, "net4"))))
+    summaries = [o for o in model.objects(first) if not model.one_object_within(o, net)]
+    assert summaries, "a Conv made in the merged context is a summary"
+    for i in range(5):
+        assert shared_inside(model, _value(context, f"net{i}"), _WANTED) is None
+
+
+def test_one_object_passed_to_two_owners_is_one_object(tmp_path):
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Pair(nnx.Module):
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+shared = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+pair = Pair(shared, shared)
+apart = Pair(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Linear(2, 2, rngs=nnx.Rngs(1)))
+""")
+    found = shared_inside(model, _value(context, "pair"), _WANTED)
+    assert (found.first.text(), found.second.text(), found.certainty) == (".a", ".b", "must")
+    assert shared_inside(model, _value(context, "apart"), _WANTED) is None
+
+
+def test_a_factory_called_by_two_instances_makes_two_objects(tmp_path):
+    """A plain function's context carries its caller's: `make_net` called from the one call site
+    in `TwoNets.__init__`, for two TwoNets, makes two Nets."""
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Net(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+
+def make_net(rngs):
+    return Net(rngs)
+
+
+class TwoNets(nnx.Module):
+    def __init__(self, rngs):
+        self.teacher = make_net(rngs)
+
+
+class Outer(nnx.Module):
+    def __init__(self, rngs):
+        self.a = TwoNets(rngs)
+        self.b = TwoNets(rngs)
+
+
+outer = Outer(nnx.Rngs(0))
+pair = (outer.a.teacher, outer.b.teacher)
+""")
+    first, second = _value(context, "pair").elts
+    assert not model.may_alias(first, second)
+    assert shared_inside(model, _value(context, "outer"), _WANTED) is None
+
+
+def test_objects_made_in_a_loop_are_not_one_object_unless_the_root_is_made_there_too(tmp_path):
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Pair(nnx.Module):
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+class Stack(nnx.Module):
+    def __init__(self, rngs):
+        blocks = [nnx.Linear(2, 2, rngs=rngs) for _ in range(2)]
+        self.first = blocks[0]
+        self.second = blocks[1]
+
+
+stack = Stack(nnx.Rngs(0))
+for seed in range(2):
+    linear = nnx.Linear(2, 2, rngs=nnx.Rngs(seed))
+    pair = Pair(linear, linear)
+""")
+    stack = _value(context, "stack")
+    assert shared_inside(model, stack, _WANTED) is None  # blocks[0] and blocks[1]: two runs of the loop
+    loop = next(s for s in context.module.body if isinstance(s, nodes.For))
+    assert shared_inside(model, loop.body[1].value, _WANTED).certainty == "must"
+
+
+def test_recursion_and_deep_chains_stay_within_the_bounds(tmp_path):
+    """A recursive constructor and a chain of factories deeper than MAX_DEPTH: the solve ends,
+    each function keeps at most MAX_CONTEXTS contexts besides its entry and the merged ones, and the recursive objects past the
+    bound are summaries, so no path pair is taken for one object."""
+    chain = "".join(f"def f{i}(rngs):\n    return Box(nnx.Linear(2, 2, rngs=rngs), f{i + 1}(rngs))\n\n\n"
+                    for i in range(12))
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Tree(nnx.Module):
+    def __init__(self, depth, rngs):
+        self.leaf = nnx.Linear(2, 2, rngs=rngs)
+        self.left = Tree(depth - 1, rngs) if depth else None
+        self.right = Tree(depth - 1, rngs) if depth else None
+
+
+class Box(nnx.Module):
+    def __init__(self, value, rest):
+        self.value = value
+        self.rest = rest
+
+
+""" + chain + "def f12(rngs):\n    return f0(rngs)\n\n\ntree = Tree(5, nnx.Rngs(0))\nboxes = f0(nnx.Rngs(0))\n")
+    assert model.solver.steps < solver_module.MAX_STEPS
+    assert all(len([c for c in known if c is not None and c.site not in (solver_module.MERGED, solver_module.ROOT)])
+               <= solver_module.MAX_CONTEXTS for known in model.solver.instances.values())
+    assert all(c.depth <= solver_module.MAX_DEPTH for c in model.solver._contexts.values())
+    assert shared_inside(model, _value(context, "tree"), _WANTED) is None
+    assert shared_inside(model, _value(context, "boxes"), _WANTED) is None
+
+
+DISTILL = """
+from flax import nnx
+
+
+class Distill(nnx.Module):
+    def __init__(self, student, flag, rngs):
+        self.student = student
+        self.teacher = student if flag else nnx.Linear(2, 2, rngs=rngs)
+
+
+def configured(flag):
+    return Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), flag, nnx.Rngs(1))
+
+
+always = Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), True, nnx.Rngs(1))
+never = Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), False, nnx.Rngs(1))
+"""
+
+
+def test_a_conditional_is_a_may_flow_unless_the_model_knows_its_test(tmp_path):
+    context, model = _model(tmp_path, DISTILL)
+    assert shared_inside(model, _value(context, "always"), _WANTED).certainty == "must"
+    assert shared_inside(model, _value(context, "never"), _WANTED) is None  # the arm is never taken
+    function = context.module.body[2]
+    found = shared_inside(model, function.body[0].value, _WANTED)
+    assert found.certainty == "may"
+    assert [c.as_string() for c in found.choices] == ["student if flag else nnx.Linear(2, 2, rngs=rngs)"]
+
+
+def test_branches_are_may_flows_and_an_overwrite_is_not_a_flow(tmp_path):
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Encoder(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+
+class Tied(nnx.Module):
+    def __init__(self, tie, rngs):
+        self.encoder = Encoder(rngs)
+        if tie:
+            self.embed = self.encoder.linear
+        else:
+            self.embed = nnx.Linear(2, 2, rngs=rngs)
+
+
+class Declared(nnx.Module):
+    def __init__(self, rngs):
+        self.encoder = Encoder(rngs)
+        self.embed = None
+        self.embed = self.encoder.linear
+
+
+class Replaced(nnx.Module):
+    def __init__(self, rngs):
+        self.encoder = Encoder(rngs)
+        self.embed = self.encoder.linear
+        self.embed = nnx.Linear(2, 2, rngs=rngs)
+
+
+def tied(tie):
+    return Tied(tie, nnx.Rngs(0))
+
+
+declared = Declared(nnx.Rngs(0))
+replaced = Replaced(nnx.Rngs(0))
+""")
+    function = next(s for s in context.module.body if isinstance(s, nodes.FunctionDef))
+    found = shared_inside(model, function.body[0].value, _WANTED)
+    assert found.certainty == "may"
+    assert [c.as_string() for c in found.choices] == ["self.embed = self.encoder.linear"]
+    assert shared_inside(model, _value(context, "declared"), _WANTED).certainty == "must"
+    assert shared_inside(model, _value(context, "replaced"), _WANTED) is None  # a later store replaces it
+
+
+def test_an_or_fallback_is_decided_when_the_model_knows_the_left_operand(tmp_path):
+    """`teacher or student`: the student on every run when no caller passes a teacher; only on
+    some runs when one may."""
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+
+class Distill(nnx.Module):
+    def __init__(self, student, teacher=None):
+        self.student = student
+        self.teacher = teacher or student
+
+
+def configured(teacher):
+    return Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), teacher)
+
+
+alone = Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+""")
+    assert shared_inside(model, _value(context, "alone"), _WANTED).certainty == "must"
+    function = context.module.body[2]
+    found = shared_inside(model, function.body[0].value, _WANTED)
+    assert (found.certainty, [c.as_string() for c in found.choices]) == ("may", ["teacher or student"])
