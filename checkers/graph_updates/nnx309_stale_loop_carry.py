@@ -13,6 +13,7 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
+    nodes_of_class,
     object_flow,
     pin_sites_in,
     programs,
@@ -175,6 +176,8 @@ class StaleLoopCarry(Rule):
         return Reproduction(main, expect_tree=0.0, expect_graph=3.0, control=control, traced=False)
 
     def visit_module(self, node: nodes.Module) -> None:
+        if not any(self._changed_loop(call) for call in nodes_of_class(node, nodes.Call)):
+            return  # no loop here that the flip changes: the model is not built for nothing
         model = object_flow.object_model(self.context)
         reported: set[int] = set()
         for loop in object_flow.loop_records(model):
@@ -199,6 +202,10 @@ class StaleLoopCarry(Rule):
             self.report(read.expression, transform=call.name, stale=programs.clipped(read.expression.as_string()),
                         attribute=read.attribute, write_line=read.write.lineno, loop_line=loop.node.lineno,
                         pin=pin_sites_in(self.context, call), related=related)
+
+    def _changed_loop(self, node: nodes.Call) -> bool:
+        call = self.context.nnx_call(node)
+        return call is not None and call.name in _LOOPS and not call.is_compat and self.context.flip_changes(call)
 
     def _loop_call(self, loop):
         """The ``nnx.*`` call that makes the loop (``nnx.fori_loop(...)``, ``nnx.scan(...)``)."""
