@@ -28,7 +28,8 @@ class _Model(nnx.Module):
 
 def test_every_name_is_a_flax_or_jax_callable():
     every = relations.FRESH_RNGS | set(relations.HOLDS_MODEL) | relations.FRESH_COPIES \
-        | set(relations.LOOP_CARRIES) | relations.CONTAINERS | {relations.RNGS_CLASS, relations.PARTIAL}
+        | set(relations.LOOP_CARRIES) | set(relations.GRAPH_LOOP_CARRIES) | relations.SCAN_CARRIES \
+        | relations.CONTAINERS | {relations.RNGS_CLASS, relations.PARTIAL}
     for name in sorted(every):
         assert callable(resolve_dotted(name)), name
 
@@ -67,15 +68,16 @@ def test_fresh_copies_never_return_their_input():
     assert nnx.merge(graphdef, state) is not model
 
 
-@pytest.mark.parametrize("name", sorted(relations.LOOP_CARRIES))
+@pytest.mark.parametrize("name", sorted({**relations.LOOP_CARRIES, **relations.GRAPH_LOOP_CARRIES}))
 def test_loop_carry_positions_match_the_signatures(name):
-    body, carry = relations.LOOP_CARRIES[name]
+    body, carry = {**relations.LOOP_CARRIES, **relations.GRAPH_LOOP_CARRIES}[name]
     parameters = list(inspect.signature(resolve_dotted(name)).parameters)
     assert parameters[body] in ("body_fun", "f")
     assert parameters[carry] in ("init_val", "init")
 
 
 _LOOP_PROGRAM = """
+import jax
 from flax import nnx
 
 class Model(nnx.Module):
@@ -84,13 +86,17 @@ class Model(nnx.Module):
 
 model = Model(nnx.Rngs(0))
 result = nnx.fori_loop(0, 2, lambda i, m: m, model)
-print(result is model)
+scanned, _ = nnx.scan(lambda m, x: (m, x), in_axes=(nnx.Carry, 0), out_axes=(nnx.Carry, 0))(model, jax.numpy.ones(2))
+kept = nnx.compat.fori_loop(0, 2, lambda i, m: m, model)
+print(result is model, scanned is model, kept is model)
 """
 
 
-@pytest.mark.parametrize(("mode", "same"), [("graph", "True"), ("tree", "False")])
+@pytest.mark.parametrize(("mode", "same"), [("graph", "True True True"), ("tree", "False False True")])
 def test_fori_loop_returns_a_fresh_module_in_tree_mode_only(mode, same):
-    """The reason for ``copy_of``: in Tree Mode the loop's result is not the carried object."""
+    """The reason for ``copy_of``: in Tree Mode the result of a loop (``fori_loop``, a scanned
+    function: :data:`SCAN_CARRIES`) is not the carried object; a ``compat`` loop
+    (:data:`GRAPH_LOOP_CARRIES`) returns it in both modes."""
     environment = dict(os.environ)
     if mode == "tree":
         environment.update(NNX_GRAPH_MODE="false", NNX_GRAPH_UPDATES="false")

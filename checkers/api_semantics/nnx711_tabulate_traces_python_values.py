@@ -83,6 +83,11 @@ class TabulateTracesPythonValues(Rule):
         "(stored on the Module or closed over), which changes the Module's code"
     )
     message = "`nnx.tabulate` traces `{value}`, {use} in `{callee}` (line {line}): Tree Mode raises {error}"
+    #: Audit mode (``--strict``): Python values passed to a tabulated Module whose class is unknown.
+    unproven_message = (
+        "`nnx.tabulate` traces the Python values it passes to `{value}`, whose class is unknown ({reason}): "
+        "if its method needs them concrete, Tree Mode raises"
+    )
     help = (
         "Tree Mode's tabulate traces every wrapped call's arguments. Keep the value out of them (`jax.random.*("
         "self.rngs(), shape)`, a Module attribute, a private `_helper`), or tabulate under "
@@ -205,7 +210,10 @@ class TabulateTracesPythonValues(Rule):
                 return
             method_name = method.value
         keywords = [keyword for keyword in node.keywords or [] if keyword.arg not in flax_table.TABULATE_OPTIONS]
-        for classdef in self._classes(call.args[0]):
+        classes = self._classes(call.args[0])
+        if not classes:
+            self._unknown_class(node, call.args[0], node.args[1:], keywords)
+        for classdef in classes:
             method = transform_resolver(self.context).method_of(classdef, method_name)
             if method is None:
                 continue
@@ -214,6 +222,22 @@ class TabulateTracesPythonValues(Rule):
             if finding is not None:
                 self.report(node, **finding)
                 return
+
+    def _unknown_class(self, node: nodes.Call, model: nodes.NodeNG, args: list, keywords: list) -> None:
+        """Audit mode: Python values passed to a tabulated Module whose class neither the value model
+        nor the object-flow model knows; the reason names the link the object-flow model lacks."""
+        passed = [argument for argument in [*args, *(keyword.value for keyword in keywords)]
+                  if python_value(argument) is not None]
+        if not passed:
+            return
+        text = programs.clipped(model.as_string(), 30)
+        found = object_flow.object_model(self.context).objects(model)
+        if any(getattr(o.definition, "name", None) and o.kind != "class" for o in found):
+            return  # a project class the object-flow model knows: the proven path decides
+        reason = object_flow.first_unknown_link(found, text) \
+            or f"nothing the analysis follows says which class `{text}` is"
+        self.report_unproven(node, value=text, reason=reason,
+                             related=[(argument, "a Python value passed here") for argument in passed[:2]])
 
     def _classes(self, expression: nodes.NodeNG) -> list[nodes.ClassDef]:
         """The project classes ``expression`` may have (flax layers take only arrays)."""

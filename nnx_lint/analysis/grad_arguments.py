@@ -24,6 +24,7 @@ from nnx_lint.analysis.gradient_consumers import (
     tree_mode_value,
 )
 from nnx_lint.analysis.gradient_flow import GradApplication, GradientFlow, GradientUse
+from nnx_lint.analysis.objects import object_model
 from nnx_lint.analysis.pin_sites import pin_sites_in
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.values import value_model
@@ -235,6 +236,8 @@ class _Analysis(GradientConsumers):
         found = self.transforms.decoded(call.func)
         if found is None or found.name not in flax_table.GRAD_TRANSFORMS:
             return None
+        if found.argnums is None:
+            found = self._grad_on_another_branch(call, found) or self._literal_argnums_arm(found) or found
         function = found.applied_to
         if isinstance(function, nodes.FunctionDef) and function.decorators and found.node in function.decorators.nodes:
             loss = function  # @nnx.grad / @nnx.grad(argnums=...): the decorated function
@@ -242,6 +245,33 @@ class _Analysis(GradientConsumers):
             loss = self._function_of(found.function)
         return GradApplication(call, found.name, found.node, found.keeps_graph, found.argnums,
                                found.argnums_is_tuple, found.has_aux, loss)
+
+    def _grad_on_another_branch(self, call: nodes.Call, found):
+        """A grad with literal argnums that the callee may also hold, when the one the resolver
+        chose has none (a ``DiffState``, NNX202's): the object-flow model keeps both arms of
+        ``nnx.grad(f, argnums=nnx.DiffState(0, ...)) if lora else nnx.grad(f)`` as may flows, and
+        the rules here ask about the arm that differentiates whole arguments."""
+        for obj in sorted(object_model(self.context).objects(call.func), key=lambda o: o.line or 0):
+            if obj.kind != "transformed" or obj.site is found.node or not isinstance(obj.site, nodes.Call):
+                continue
+            other = self.transforms.decoded(obj.site)
+            if other is not None and other.name in flax_table.GRAD_TRANSFORMS and other.argnums is not None:
+                return other
+        return None
+
+    def _literal_argnums_arm(self, found):
+        """``found`` with the one literal int its ``argnums`` may hold besides a prefix filter
+        (tunix's ``argnums=nnx.DiffState(0, nnx.LoRAParam) if lora else 0``): the object-flow
+        model's constants of the expression; None when there is no single one."""
+        transform = found.call
+        argnums = transform.keywords.get("argnums") or (transform.args[1] if len(transform.args) > 1 else None)
+        if argnums is None:
+            return None
+        held = object_model(self.context).objects(argnums)
+        literal = {o.definition for o in held if o.kind == "constant" and type(o.definition) is int}
+        if len(literal) != 1:
+            return None
+        return dataclasses.replace(found, argnums=(literal.pop(),), argnums_is_tuple=False)
 
     def _function_of(self, node: nodes.NodeNG | None) -> nodes.NodeNG | None:
         """The one loss function ``node`` denotes (a lambda, a def, a name bound to either,

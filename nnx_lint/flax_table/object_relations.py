@@ -13,8 +13,9 @@ graph-update and grad rules ask about:
   (``nnx.clone``, ``nnx.split``, ``nnx.merge``);
 * :data:`LOOP_CARRIES`: loops whose result is, in Tree Mode, a fresh copy of the carry
   (``nnx.fori_loop(lo, hi, body, init)``, ``nnx.while_loop`` and their ``jax.lax`` twins;
-  ``scan``'s ``(carry, ys)`` result is not modelled yet), with the position of
-  the carry and of the body;
+  with the position of the carry and of the body; :data:`GRAPH_LOOP_CARRIES`, their ``compat``
+  spellings, return the carry itself; calling a function transformed by a
+  :data:`SCAN_CARRIES` transform returns fresh copies of what the function returns;
 * :data:`CONTAINERS`: the flax containers, whose elements are the tree's children.
 
 ``tests/test_object_relations.py`` checks every name and relation against the installed flax.
@@ -44,7 +45,18 @@ LOOP_CARRIES: dict[str, tuple[int, int]] = {
     "jax.lax.fori_loop": (2, 3),
     "flax.nnx.while_loop": (1, 2),
     "jax.lax.while_loop": (1, 2),
+    "jax.lax.scan": (0, 1),
 }
+
+#: ``compat`` loops (graph mode): the result is the carry itself, updated in place.
+GRAPH_LOOP_CARRIES: dict[str, tuple[int, int]] = {
+    "flax.nnx.compat.fori_loop": (2, 3),
+    "flax.nnx.compat.while_loop": (1, 2),
+}
+
+#: Transforms whose transformed function returns, in Tree Mode, fresh copies of what it returns
+#: (the carry among them).
+SCAN_CARRIES = frozenset({"flax.nnx.scan"})
 
 #: flax containers: their positional arguments (or the items of their first argument) are children.
 CONTAINERS = frozenset({"flax.nnx.List", "flax.nnx.Dict", "flax.nnx.Sequential"})

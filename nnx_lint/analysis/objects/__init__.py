@@ -4,6 +4,7 @@ per-scope summaries, a bounded worklist solver, and the queries rules ask
 from __future__ import annotations
 
 from nnx_lint.analysis.objects.abstract import AbstractObject
+from nnx_lint.analysis.objects.carries import loop_records, stale_carry_reads
 from nnx_lint.analysis.objects.guards import (
     branch_never_taken,
     leaves_the_tree,
@@ -13,9 +14,11 @@ from nnx_lint.analysis.objects.guards import (
     shared_rngs_paths,
 )
 from nnx_lint.analysis.objects.model import ObjectModel, Path, object_model
+from nnx_lint.analysis.objects.proof import first_unknown_link, unknown_link
 
 #: What rules read through ``nnx_lint.api.object_flow``: the model and the questions built on it.
 __all__ = [
     "AbstractObject", "ObjectModel", "Path", "object_model", "restores_constant", "branch_never_taken",
     "parameter_guards", "leaves_the_tree", "shared_rngs_paths", "shared_inside",
+    "loop_records", "stale_carry_reads", "unknown_link", "first_unknown_link",
 ]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
+from nnx_lint.analysis.objects.carries import LoopCarries
 from nnx_lint.flax_table import object_relations as relations
 from nnx_lint.flax_table.names import NNX_PREFIX, NNX_RNG_STREAM
 from nnx_lint.flax_table.nnx_api import MODULE_CLASSES, TRANSFORMS, VARIABLE_TYPES
@@ -28,6 +29,8 @@ class LibraryModels:
 
     def __init__(self, solver: Solver) -> None:
         self.solver = solver
+        #: The loop models, and the loops they saw (:mod:`nnx_lint.analysis.objects.carries`).
+        self.carries = LoopCarries(solver)
 
     def rngs_attribute(self, rngs: AbstractObject, attr: str) -> AbstractObject:
         """``rngs.fork`` (a method making a fresh Rngs) or a stream ``rngs.dropout`` (part of the owner)."""
@@ -66,8 +69,8 @@ class LibraryModels:
         if name in relations.FRESH_COPIES:
             self._copies(name, invocation, invocation.argument(0, None))
             return
-        if name in relations.LOOP_CARRIES:
-            self._loop(name, invocation)
+        if name in relations.LOOP_CARRIES or name in relations.GRAPH_LOOP_CARRIES:
+            self.carries.loop(name, invocation)
             return
         if name == relations.PARTIAL and invocation.args:
             self._partial(invocation)
@@ -124,24 +127,6 @@ class LibraryModels:
             solver.watch(argument, lambda obj: solver.add(dst, [_copy(obj, node, invocation.context)]))
             return
         solver.add(dst, [AbstractObject(kinds.LIBRARY, node, invocation.context, class_name=name)])
-
-    def _loop(self, name: str, invocation: Invocation) -> None:
-        """``fori_loop(lo, hi, body, init)``: the body runs on the carry; in Tree Mode the result is a
-        fresh copy of each carried object, linked ``copy_of`` to it."""
-        solver = self.solver
-        body_position, carry_position = relations.LOOP_CARRIES[name]
-        body = invocation.argument(body_position, None)
-        carry = invocation.argument(carry_position, None)
-        if body is None or carry is None:
-            return
-        index = ("loop-index", invocation.node, invocation.context)
-        arguments = (index, carry) if "fori" in name else (carry,)
-        # The solver's own Invocation class, taken from the call (solver imports this module).
-        inner = type(invocation)(invocation.node, invocation.context, arguments, ())
-        solver.call(body, inner)
-        if invocation.dst is not None:
-            dst, node = invocation.dst, invocation.node
-            solver.watch(carry, lambda obj: solver.add(dst, [_copy(obj, node, invocation.context)]))
 
     def _partial(self, invocation: Invocation) -> None:
         solver = self.solver

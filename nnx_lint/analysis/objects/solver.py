@@ -33,6 +33,7 @@ from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant
+from nnx_lint.analysis.objects.carries import is_scan
 from nnx_lint.analysis.objects.library import LibraryModels
 from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
 from nnx_lint.base import bounds
@@ -279,6 +280,8 @@ class Solver:
         elif kind == kinds.TRANSFORMED:
             if obj.target is None:
                 self.library.wrap(obj.class_name, invocation)
+            elif is_scan(obj):
+                self.library.carries.scan(obj, invocation)
             else:
                 self.apply(obj.target, invocation)
         elif kind == kinds.PARTIAL and obj.target is not None:
