@@ -13,7 +13,7 @@ from nnx_lint.api import (
     Rule,
     Valid,
     differs,
-    nodes_of_class,
+    fact_index,
     object_flow,
     pin_sites_in,
     programs,
@@ -176,7 +176,7 @@ class StaleLoopCarry(Rule):
         return Reproduction(main, expect_tree=0.0, expect_graph=3.0, control=control, traced=False)
 
     def visit_module(self, node: nodes.Module) -> None:
-        if not any(self._changed_loop(call) for call in nodes_of_class(node, nodes.Call)):
+        if not any(self._changed_loop(call) for call in fact_index(self.context).calls):
             return  # no loop here that the flip changes: the model is not built for nothing
         model = object_flow.object_model(self.context)
         reported: set[int] = set()
