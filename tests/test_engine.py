@@ -1,6 +1,7 @@
 """The engine: one walk, rule failures contained, bad input reported per file."""
 from __future__ import annotations
 
+import pytest
 from astroid import nodes
 
 from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
@@ -141,3 +142,19 @@ def test_a_failing_nnx_calls_only_rule_is_skipped_on_every_later_call():
     assert [d.code for d in diagnostics] == ["NNX003"]
     assert log == [("NNX992", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"), ("NNX993", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"),
                    ("NNX993", "nnx.Rngs(0)")]
+
+
+@pytest.mark.slow
+def test_rules_that_visit_nnx_calls_only_find_the_same_on_every_call():
+    """The flag is only an optimisation: each rule that sets it finds on the rule fixtures
+    exactly what it finds when it is handed every call."""
+    from pathlib import Path
+
+    marked = [rule for rule in all_rules() if rule.visits_nnx_calls_only]
+    assert len(marked) >= 10
+    every_call = [type(rule.__name__, (rule,), {"visits_nnx_calls_only": False}) for rule in marked]
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*/*.py"))
+    for fixture in fixtures:
+        text = fixture.read_text(errors="replace")
+        found = [d.to_dict() for d in lint_source(text, str(fixture), marked)]
+        assert found == [d.to_dict() for d in lint_source(text, str(fixture), every_call)], fixture.name
