@@ -137,6 +137,9 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
         # What the rules reported before the stop is kept: each finding stands on its own.
         found = context.diagnostics if context is not None else []
         return [*found, _linter_diagnostic("NNX004", stop.message, path)]
+    finally:
+        if context is not None:
+            context.release()  # the file's analysis tables go now, not in the next collection
 
 
 def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], context: FileContext) -> list[Diagnostic]:
