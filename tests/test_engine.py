@@ -1,6 +1,7 @@
 """The engine: one walk, rule failures contained, bad input reported per file."""
 from __future__ import annotations
 
+import pytest
 from astroid import nodes
 
 from checkers.prefix_filters.nnx201_state_axes_prefix import StateAxesPrefix
@@ -101,3 +102,59 @@ def test_prefilter_skips_linen_only_files():
     assert not mentions_nnx(linen) and not mentions_nnx(linen.encode())
     assert mentions_nnx("import flax\nflax.nnx.vmap\n")
     assert lint_source(linen + "def f(:\n", "m.py", all_rules()) == []
+
+
+NNX_AND_OTHER_CALLS = "from flax import nnx\nimport math\nm = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\nx = math.sqrt(4)\n"
+
+
+def _call_logging_rule(code: str, nnx_only: bool, log: list, explode: bool = False) -> type[Rule]:
+    """A rule class (never discovered: defined here) that logs the calls it is handed."""
+
+    def visit_call(self, node: nodes.Call) -> None:
+        log.append((code, node.as_string()))
+        if explode:
+            raise RuntimeError("boom")
+
+    attributes = {"code": code, "symbol": f"logging-{code}", "message": "never", "kind": "advisory",
+                  "visits_nnx_calls_only": nnx_only, "visit_call": visit_call}
+    return type(f"Logging{code}", (Rule,), attributes)
+
+
+def test_a_rule_that_visits_nnx_calls_only_is_handed_no_other_call():
+    log: list = []
+    rules = [_call_logging_rule("NNX991", False, log), _call_logging_rule("NNX992", True, log),
+             _call_logging_rule("NNX993", False, log)]
+    lint_source(NNX_AND_OTHER_CALLS, "m.py", rules)
+    # the walk's order (pre-order, rules in their order) is kept; math.sqrt is no NNX call
+    assert log == [
+        ("NNX991", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"), ("NNX992", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"),
+        ("NNX993", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"),
+        ("NNX991", "nnx.Rngs(0)"), ("NNX992", "nnx.Rngs(0)"), ("NNX993", "nnx.Rngs(0)"),
+        ("NNX991", "math.sqrt(4)"), ("NNX993", "math.sqrt(4)"),
+    ]
+
+
+def test_a_failing_nnx_calls_only_rule_is_skipped_on_every_later_call():
+    log: list = []
+    rules = [_call_logging_rule("NNX992", True, log, explode=True), _call_logging_rule("NNX993", True, log),
+             *[r for r in all_rules() if r.code == "NNX003"]]
+    diagnostics = lint_source(NNX_AND_OTHER_CALLS, "m.py", rules)
+    assert [d.code for d in diagnostics] == ["NNX003"]
+    assert log == [("NNX992", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"), ("NNX993", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"),
+                   ("NNX993", "nnx.Rngs(0)")]
+
+
+@pytest.mark.slow
+def test_rules_that_visit_nnx_calls_only_find_the_same_on_every_call():
+    """The flag is only an optimisation: each rule that sets it finds on the rule fixtures
+    exactly what it finds when it is handed every call."""
+    from pathlib import Path
+
+    marked = [rule for rule in all_rules() if rule.visits_nnx_calls_only]
+    assert len(marked) >= 10
+    every_call = [type(rule.__name__, (rule,), {"visits_nnx_calls_only": False}) for rule in marked]
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*/*.py"))
+    for fixture in fixtures:
+        text = fixture.read_text(errors="replace")
+        found = [d.to_dict() for d in lint_source(text, str(fixture), marked)]
+        assert found == [d.to_dict() for d in lint_source(text, str(fixture), every_call)], fixture.name

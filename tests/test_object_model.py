@@ -258,3 +258,13 @@ def test_random_programs_solve_within_the_bounds(tmp_path, program):
     model = object_model(context)
     assert all(len(found) <= solver_module.MAX_SET for found in model.solver.points.values())
     assert model.solver.steps <= solver_module.MAX_STEPS
+
+
+def test_release_empties_the_solve_and_drops_the_services(tmp_path):
+    """After the walk the engine releases the file's services (FileContext.release): the model's
+    tables are emptied, so they are freed at once rather than by the next collection."""
+    context, model = _model(tmp_path, RNGS_BLOCK)
+    assert model.solver.points and model.world._summaries
+    context.release()
+    assert not model.solver.points and not model.solver.instances and not model.world._summaries
+    assert object_model(context) is not model, "a question after the release builds the model afresh"

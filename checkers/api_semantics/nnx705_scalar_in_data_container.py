@@ -40,6 +40,7 @@ class ScalarInDataContainer(Rule):
     """
 
     code = "NNX705"
+    visits_nnx_calls_only = True
     facts_type = ScalarInDataContainerFacts
     no_fix_reason = "the error comes from the container's contents, not from the mode of one call, so no call-site keyword keeps graph mode for it; keep the scalars out of the `nnx.data` container (or in `nnx.Variable`s / arrays), which needs the author's judgement"
     symbol = "scalar-in-data-container"

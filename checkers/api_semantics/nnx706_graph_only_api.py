@@ -51,6 +51,7 @@ class GraphOnlyAPI(Rule):
     """
 
     code = "NNX706"
+    visits_nnx_calls_only = True
     facts_type = GraphOnlyAPIFacts
     fixes = ("pin",)
     symbol = "graph-only-api"

@@ -96,6 +96,7 @@ class IgnoredGraphOption(Rule):
     """
 
     code = "NNX708"
+    visits_nnx_calls_only = True
     facts_type = IgnoredGraphOptionFacts
     fixes = ("pin",)
     symbol = "ignored-graph-option"

@@ -38,6 +38,7 @@ class DtypesInData(Rule):
     """
 
     code = "NNX709"
+    visits_nnx_calls_only = True
     facts_type = DtypesInDataFacts
     no_fix_reason = ("what makes the attribute a leaf is `nnx.data` itself, not the mode of one call: no "
                      "call-site keyword keeps graph mode for it; store the dtypes as a plain attribute")

@@ -70,6 +70,7 @@ class PrefixFollowsDefaultMode(Rule):
     """
 
     code = "NNX710"
+    visits_nnx_calls_only = True
     facts_type = PrefixFollowsDefaultModeFacts
     fixes = ("pin",)
     symbol = "prefix-follows-default-mode"

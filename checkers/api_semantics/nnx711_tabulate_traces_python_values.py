@@ -70,6 +70,7 @@ class TabulateTracesPythonValues(Rule):
     """
 
     code = "NNX711"
+    visits_nnx_calls_only = True
     facts_type = TabulateTracesPythonValuesFacts
     symbol = "tabulate-traces-python-values"
     kind = "raises"

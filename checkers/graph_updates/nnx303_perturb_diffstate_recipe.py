@@ -46,6 +46,7 @@ class PerturbDiffStateRecipe(Rule):
     """
 
     code = "NNX303"
+    visits_nnx_calls_only = True
     facts_type = PerturbDiffStateRecipeFacts
     fixes = ("pin",)
     symbol = "perturb-diffstate-recipe"

@@ -57,6 +57,7 @@ class ScanBroadcastWrite(Rule):
     """
 
     code = "NNX307"
+    visits_nnx_calls_only = True
     facts_type = ScanBroadcastWriteFacts
     fixes = ("pin",)
     symbol = "scan-broadcast-write"

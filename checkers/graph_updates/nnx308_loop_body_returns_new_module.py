@@ -61,6 +61,7 @@ class LoopBodyReturnsNewModule(Rule):
     """
 
     code = "NNX308"
+    visits_nnx_calls_only = True
     facts_type = LoopBodyReturnsNewModuleFacts
     fixes = ("pin",)
     symbol = "loop-body-returns-new-module"

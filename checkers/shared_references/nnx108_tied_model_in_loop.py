@@ -78,6 +78,7 @@ class TiedModelInLoop(FamilyRule):
     """
 
     code = "NNX108"
+    visits_nnx_calls_only = True
     facts_type = TiedModelInLoopFacts
     fixes = ("pin",)
     symbol = "tied-model-in-loop"

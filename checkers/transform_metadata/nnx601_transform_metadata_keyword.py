@@ -128,6 +128,7 @@ class TransformMetadataKeyword(Rule):
     """
 
     code = "NNX601"
+    visits_nnx_calls_only = True
     facts_type = TransformMetadataKeywordFacts
     fixes = (PIN, TRANSFORM_METADATA_LAYER)
     symbol = "transform-metadata-keyword"

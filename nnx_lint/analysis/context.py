@@ -60,6 +60,16 @@ class FileContext:
             found = self._services[factory] = factory(self)
         return found  # type: ignore[return-value]
 
+    def release(self) -> None:
+        """The walk is over: each service that can empty its tables does (``release()``), and the
+        services are dropped. A question asked after this builds a service afresh."""
+        services = list(self._services.values())
+        self._services.clear()
+        for service in services:
+            release = getattr(service, "release", None)
+            if release is not None:
+                release()
+
     @property
     def objects(self):
         """The file's object-flow model (:class:`nnx_lint.analysis.objects.ObjectModel`), built on first use."""

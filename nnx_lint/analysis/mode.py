@@ -54,9 +54,20 @@ class ModeContext:
         self.resolver = resolver
         self._scope_memo: dict[int, dict[str, tuple[object, str]]] = {}
         self._setters: dict[int, tuple[list[int], list[dict], dict[int, int]]] = {}
+        self._modes: dict[tuple, Mode] = {}
 
     def call_mode(self, call: NNXCall) -> Mode:
-        """The flags in force for an NNX call: its own keywords, compat, then scope."""
+        """The flags in force for an NNX call: its own keywords, compat, then scope (memoised:
+        several rules ask about each call; the key is everything the answer reads)."""
+        keywords = call.keywords
+        key = (id(call.node), call.qualified_name, call.name,
+               id(keywords.get("graph")), id(keywords.get("graph_updates")))
+        found = self._modes.get(key)
+        if found is None:
+            found = self._modes[key] = self._call_mode(call)
+        return found
+
+    def _call_mode(self, call: NNXCall) -> Mode:
         flags = dict(self.scoped_flags(call.node))
         if call.is_compat:
             flags["graph"] = (True, "nnx.compat")

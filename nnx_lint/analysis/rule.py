@@ -213,6 +213,10 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     #: NNX0xx rules are reported by the engine itself, not by visit methods.
     engine_reported: ClassVar[bool] = False
+    #: True when ``visit_call`` does nothing for a call that is not of the flax.nnx API
+    #: (``context.nnx_call(node)`` is None): the engine then skips it for such calls, which
+    #: are most calls of a file. Only an optimisation: the same findings either way.
+    visits_nnx_calls_only: ClassVar[bool] = False
     VALID: ClassVar[list[Case]] = []
     INVALID: ClassVar[list[Case]] = []
     #: The fixes this rule offers (:mod:`nnx_lint.fixes`), computed from each diagnostic:

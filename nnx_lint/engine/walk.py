@@ -29,6 +29,8 @@ from nnx_lint.engine.unused_noqa import unused_noqa
 
 _TOO_DEEP = "file is too deeply nested to analyse (Python's recursion limit was hit)"
 _WALK = "the walk over the file's nodes"
+#: Never a list of handlers: the walk then tests no node for being an NNX call.
+_NO_CALL_FILTER = object()
 
 
 @functools.cache
@@ -135,22 +137,25 @@ def _walk(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], p
         # What the rules reported before the stop is kept: each finding stands on its own.
         found = context.diagnostics if context is not None else []
         return [*found, _linter_diagnostic("NNX004", stop.message, path)]
+    finally:
+        if context is not None:
+            context.release()  # the file's analysis tables go now, not in the next collection
 
 
 def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule]], context: FileContext) -> list[Diagnostic]:
     check = bounds.checkpoint
     rules = [cls(context) for cls in rule_classes if not cls.engine_reported]
     visits, leaves = _dispatch_table(rules)
-    crashed: dict[Rule, str] = {}
+    tables = [*visits.values(), *leaves.values()]  # every list of handlers the walk reads
 
     def call_all(handlers: list[tuple[Rule, Callable]], node: nodes.NodeNG) -> None:
+        # The hot loop of the run (one call per handler per node): a crashed rule is not
+        # tested for here, its handlers are replaced by a no-op in every table instead.
         for rule, handler in handlers:
-            if rule in crashed:
-                continue
             try:
                 handler(node)
             except Exception:  # a rule bug must not stop the other rules or files
-                crashed[rule] = traceback.format_exc()
+                _disable(rule, tables)
                 line = getattr(node, "lineno", None) or 1
                 context.diagnostics.append(
                     _linter_diagnostic(
@@ -159,7 +164,7 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
                         path,
                         line,
                         rule=rule.code,
-                        traceback=crashed[rule],
+                        traceback=traceback.format_exc(),
                     )
                 )
 
@@ -174,6 +179,15 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
             handled[kind] = found
     if any(leave is not None and kind not in SCOPE_TYPES for kind, (_visit, leave) in handled.items()):
         return _walk_tree(module, call_all, visits, leaves, context)
+    # The visits of a call that is not of the flax.nnx API: those of the rules that look at
+    # NNX calls only are left out (the others keep their order).
+    call_visits = handled.get(nodes.Call, (None, None))[0]
+    other_call_visits = [(rule, handler) for rule, handler in call_visits or []
+                         if not (rule.visits_nnx_calls_only and handler.__name__ == "visit_call")]
+    if call_visits is None or len(other_call_visits) == len(call_visits):
+        call_visits = _NO_CALL_FILTER  # nothing to leave out: no test per call
+    tables.append(other_call_visits)
+    nnx_call = context.nnx_call
     lists = [by_type[kind] for kind in handled]  # each sorted: merged, they are the walk's order
     positions = lists[0] if len(lists) == 1 else sorted(i for found in lists for i in found)
     order, extents = index.order, index.extents
@@ -186,6 +200,8 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
             call_all(handlers, left)
         node = order[position]
         visit, leave = handled[node.__class__]
+        if visit is call_visits and not _is_nnx_call(nnx_call, node):
+            visit = other_call_visits or None
         if visit is not None:
             call_all(visit, node)
         if leave is not None:
@@ -195,6 +211,26 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
         _end, left, handlers = pending.pop()
         call_all(handlers, left)
     return context.diagnostics
+
+
+def _is_nnx_call(nnx_call: Callable[[nodes.NodeNG], object], node: nodes.NodeNG) -> bool:
+    try:
+        return nnx_call(node) is not None
+    except Exception:  # every visit runs: the rules that ask meet the failure themselves (NNX003)
+        return True
+
+
+def _skip(_node: nodes.NodeNG) -> None:
+    """The handler of a rule that crashed on this file: it is skipped for the rest of it."""
+
+
+def _disable(rule: Rule, tables: list[list]) -> None:
+    """Replace every handler of ``rule`` by :func:`_skip`, in place: the lists keep their
+    length, so a loop over one of them (the one that just called the crashed handler) goes on."""
+    for handlers in tables:
+        for i, (owner, _handler) in enumerate(handlers):
+            if owner is rule:
+                handlers[i] = (owner, _skip)
 
 
 def _walk_tree(

@@ -62,6 +62,17 @@ class ObjectModel:
         self._instances: dict[int, dict[AbstractObject, None]] | None = None
         self._choices: Choices | None = None
 
+    def release(self) -> None:
+        """Empty the solve's tables once the file's walk is over (the engine calls this through
+        :meth:`FileContext.release`). The model of a large project holds millions of small
+        tuples and sets, which only point into trees: emptied here, they are freed at once,
+        instead of being traversed by the collection after the file (the file's context is
+        in reference cycles, so the collector alone would free them)."""
+        for part in (self.solver, self.world, self):
+            for table in vars(part).values():
+                if isinstance(table, (dict, set, list, deque)):
+                    table.clear()
+
     def _root_context(self, scope: nodes.NodeNG):
         enclosing = own_scope(scope)
         if isinstance(enclosing, nodes.Module):
