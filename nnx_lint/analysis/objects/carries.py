@@ -186,8 +186,10 @@ def traced_scopes(model: ObjectModel, loop: LoopRecord) -> set[nodes.NodeNG]:
         if isinstance(function, nodes.Module):
             continue
         for context in contexts:
-            if isinstance(context, tuple) and isinstance(context[0], nodes.NodeNG):
-                callers.setdefault(id(context[0]), []).append(function)
+            # A call-site context (the solver's ``Context``) names the call that entered the function.
+            site = getattr(context, "site", None) if not isinstance(context, tuple) else context[0]
+            if isinstance(site, nodes.NodeNG):
+                callers.setdefault(id(site), []).append(function)
     traced: set[nodes.NodeNG] = set()
     queue = deque(callers.get(id(loop.node), ()))
     while queue and len(traced) < _MAX_TRACED:
