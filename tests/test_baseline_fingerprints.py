@@ -93,9 +93,10 @@ def test_a_version_1_baseline_is_still_read_and_a_rewrite_is_suggested(tied_proj
 
 def test_fingerprint_doctests():
     from nnx_lint.frontends import baseline
-    from nnx_lint.engine import walk as engine, source_lines
+    from nnx_lint.analysis import context
+    from nnx_lint.engine import source_lines
 
-    for module in (baseline, engine, source_lines):
+    for module in (baseline, context, source_lines):
         failures, tried = doctest.testmod(module)
         assert tried and not failures, module.__name__
 

@@ -76,7 +76,8 @@ def test_each_file_is_settled_and_everything_is_handed_back_after_the_run(tmp_pa
     trees = _linted_trees(monkeypatch)
     frozen_after_each: list[int] = []
     settle = collection.settle_file
-    monkeypatch.setattr(runner, "settle_file", lambda: (settle(), frozen_after_each.append(gc.get_freeze_count())))
+    # The runner imports it from the collection module when it analyses (a warm run does not).
+    monkeypatch.setattr(collection, "settle_file", lambda: (settle(), frozen_after_each.append(gc.get_freeze_count())))
     outcomes = list(runner._execute(jobs, jobs=1))
     assert [[d["code"] for d in diagnostics] for diagnostics, _ in outcomes] == [["NNX101"]] * 3
     assert len(frozen_after_each) == 3 and all(count > 0 for count in frozen_after_each)
