@@ -161,18 +161,21 @@ class SharedRngs(ClassAliasRule):
 
     def model_findings(self, classdef: nodes.ClassDef, reported: set[tuple[int, int]]) -> None:
         """An Rngs the object-flow model shows at two paths of an instance that the replay does
-        not see: a method that falls back to ``self.rngs`` (``rngs = rngs or self.rngs``) and
-        builds a child with it. Asked only of a class with such a fallback (``x or self.attr``,
-        ``self.attr if ... else x``), the flow the replay does not follow."""
-        if not _falls_back_to_self(classdef):
+        not see: a child built by a helper function, method or lambda (in any file), through a
+        partial, a container, ``*args`` / ``**kwargs`` forwarding, a branch, or a method that
+        falls back to ``self.rngs`` (``rngs = rngs or self.rngs``). Asked only of a class that
+        holds an Rngs the replay sees, or that has such a fallback: a sharing needs one of them."""
+        if not self._holds_rngs(classdef) and not _falls_back_to_self(classdef):
             return
+        statements = {line for line, _column in reported}
         for first, second, _owner in object_flow.shared_rngs_paths(object_flow.object_model(self.context), classdef):
             where = second.stores[0] if second.stores else None
             if where is None or where.root() is not self.context.module or not inside(where, classdef):
                 continue
-            if (where.lineno, where.col_offset) in reported or self.context.mode.scope_keeps_graph_mode(
-                    where, transform=True):
+            # one finding per statement (`self.noise, self.rngs = Noise(rngs), rngs` is one)
+            if where.lineno in statements or self.context.mode.scope_keeps_graph_mode(where, transform=True):
                 continue
+            statements.add(where.lineno)
             reported.add((where.lineno, where.col_offset))
             related = [(node, "stored here") for node in second.stores[1:] + first.stores
                        if node.root() is self.context.module and node is not where]
@@ -192,6 +195,12 @@ class SharedRngs(ClassAliasRule):
         at both paths, through nnx.jit or the API the file uses it with. Control: the
         second path stores `rngs.fork()` (the r84 fix)."""
         return class_alias_reproduction(facts, "fork")
+
+
+    def _holds_rngs(self, classdef: nodes.ClassDef) -> bool:
+        """Whether the replay of ``classdef``'s construction stores an Rngs (or a stream of one)."""
+        return any(event.ref is not None and not event.deleted and self.classes.kind_of(event.ref) == "rngs"
+                   for event in self.classes.construction(classdef).events)
 
 
 def _falls_back_to_self(classdef: nodes.ClassDef) -> bool:

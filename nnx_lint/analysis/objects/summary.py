@@ -29,7 +29,8 @@ _LITERALS = (bool, int, float, str, type(None))
 @dataclass(frozen=True)
 class Alloc:
     """``dst ⊇ {object made here}``: ``kind`` is a literal kind (container, function, class,
-    constant) or ``"name"`` for a project definition a name refers to."""
+    constant), ``"definition"`` for a module-level class or function a name reads, or ``"name"``
+    for a project definition an imported name refers to."""
 
     dst: Local
     kind: str
@@ -341,7 +342,11 @@ class Extractor:
     def _name(self, node: nodes.Name, var: Local) -> None:
         bindings = _only_parameter(node) or lookup(node)[1]
         for binding in bindings:
-            if isinstance(binding, (nodes.AssignName, nodes.FunctionDef, nodes.ClassDef)):
+            if isinstance(binding, (nodes.FunctionDef, nodes.ClassDef)) and isinstance(binding.parent, nodes.Module):
+                # a module-level class or function is itself, wherever it is read: read from another
+                # file's function, its module's body is not instantiated by this file's model
+                self.emit(Alloc(var, "definition", binding))
+            elif isinstance(binding, (nodes.AssignName, nodes.FunctionDef, nodes.ClassDef)):
                 self.emit(Copy(var, ("b", binding)))
             elif isinstance(binding, nodes.Arguments):  # astroid answers `*args` / `**kwargs` with the Arguments
                 for star in (binding.vararg_node, binding.kwarg_node):
