@@ -258,3 +258,38 @@ def test_random_programs_solve_within_the_bounds(tmp_path, program):
     model = object_model(context)
     assert all(len(found) <= solver_module.MAX_SET for found in model.solver.points.values())
     assert model.solver.steps <= solver_module.MAX_STEPS
+
+
+def test_flows_through_keyword_partials_forwarding_list_containers_and_builders_of_other_files(tmp_path):
+    """`partial(Block, rngs=rngs)()`, `build(cls, *args, **kwargs)`, `nnx.List(layers)` after
+    `layers.append(...)`, and a builder in another file that names a class of its own module."""
+    context, model = _model(tmp_path, RNGS_BLOCK + """
+import functools
+from pkg.builders import build_block
+
+def build(cls, *args, **kwargs):
+    return cls(*args, **kwargs)
+
+class Model(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.partial = functools.partial(Block, rngs=rngs)()
+        self.forwarded = build(Block, rngs=rngs)
+        layers = []
+        layers.append(Block(rngs))
+        self.layers = nnx.List(layers)
+        self.built = build_block(rngs)
+
+model = Model(nnx.Rngs(0))
+""", {"pkg/__init__.py": "", "pkg/builders.py": """
+from flax import nnx
+
+class Other(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+def build_block(rngs):
+    return Other(rngs)
+"""})
+    paths = _rngs_paths(model, _one(model, _value(context, "model")))
+    assert [p for p, _ in paths] == [".built.rngs", ".forwarded.rngs", ".layers.*.rngs", ".partial.rngs"]
+    assert len({found for _p, found in paths}) == 1

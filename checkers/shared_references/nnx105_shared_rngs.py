@@ -36,6 +36,11 @@ FORK_SHARED_RNGS = Rewrite(
 )
 
 
+#: Files with more functions than this ask the object-flow model only for a class that falls back to
+#: ``self.rngs`` (see :meth:`SharedRngs.model_findings`).
+MODEL_FILE_FUNCTIONS = 40
+
+
 class SharedRngs(ClassAliasRule):
     """One `nnx.Rngs` (or a stream of it) stored by several modules of one model.
 
@@ -163,9 +168,12 @@ class SharedRngs(ClassAliasRule):
         """An Rngs the object-flow model shows at two paths of an instance that the replay does
         not see: a child built by a helper function, method or lambda (in any file), through a
         partial, a container, ``*args`` / ``**kwargs`` forwarding, a branch, or a method that
-        falls back to ``self.rngs`` (``rngs = rngs or self.rngs``). Asked only of a class that
-        holds an Rngs the replay sees, or that has such a fallback: a sharing needs one of them."""
-        if not self._holds_rngs(classdef) and not _falls_back_to_self(classdef):
+        falls back to ``self.rngs`` (``rngs = rngs or self.rngs``). Asked of a class that has such
+        a fallback, or that holds an Rngs the replay sees in a file of at most
+        :data:`MODEL_FILE_FUNCTIONS` functions (the whole file's solve then stays well inside the
+        file's budget: on maxtext's 2,000-line model files it did not, and the budget's NNX004
+        dropped the file's other findings)."""
+        if not _falls_back_to_self(classdef) and not (self._holds_rngs(classdef) and self._small_file()):
             return
         statements = {line for line, _column in reported}
         for first, second, _owner in object_flow.shared_rngs_paths(object_flow.object_model(self.context), classdef):
@@ -189,6 +197,10 @@ class SharedRngs(ClassAliasRule):
                 **self._pin_facts(id(classdef)),
             })
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._functions: int | None = None
+
     @classmethod
     def reproduce(cls, facts: Facts) -> Reproduction:
         """The class storing one `nnx.Rngs` (or a stream of it, as the facts' parts say)
@@ -196,6 +208,11 @@ class SharedRngs(ClassAliasRule):
         second path stores `rngs.fork()` (the r84 fix)."""
         return class_alias_reproduction(facts, "fork")
 
+
+    def _small_file(self) -> bool:
+        if self._functions is None:
+            self._functions = sum(1 for _ in nodes_of_class(self.context.module, nodes.FunctionDef))
+        return self._functions <= MODEL_FILE_FUNCTIONS
 
     def _holds_rngs(self, classdef: nodes.ClassDef) -> bool:
         """Whether the replay of ``classdef``'s construction stores an Rngs (or a stream of one)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.flax_table import object_relations as relations
 
 #: A variable of a summary, before a context is attached: ``("e", node)`` an expression's value,
 #: ``("b", binding)`` a name binding, ``("r", function)`` a function's return.
@@ -273,7 +274,9 @@ class Extractor:
         elif isinstance(node, nodes.IfExp):
             self.expression(node.test)
             emit(Copy(var, self.expression(node.body)))
-            emit(Copy(var, self.expression(node.orelse)))
+            orelse = self.expression(node.orelse)
+            if not _asks_for_fork(node.test):  # `rngs.fork() if hasattr(rngs, "fork") else rngs`: an Rngs forks
+                emit(Copy(var, orelse))
         elif isinstance(node, nodes.BoolOp):
             last = len(node.values) - 1
             previous = None
@@ -398,6 +401,14 @@ class Extractor:
         if _is_builtin(func, "setattr", name) and len(node.args) == 3 and isinstance(node.args[1], nodes.Const) \
                 and isinstance(node.args[1].value, str):
             self.emit(Store(args[0], node.args[1].value, args[2], node))
+
+
+def _asks_for_fork(test: nodes.NodeNG) -> bool:
+    """``hasattr(x, "fork")`` / ``hasattr(type(x), "fork")``: a version guard that every ``nnx.Rngs``
+    passes (maxtext's ``Dropout``), so its other arm is not the Rngs flow."""
+    return isinstance(test, nodes.Call) and isinstance(test.func, nodes.Name) and test.func.name == "hasattr" \
+        and len(test.args) == 2 and isinstance(test.args[1], nodes.Const) \
+        and test.args[1].value in relations.FRESH_RNGS_METHODS
 
 
 def _key(node: nodes.NodeNG) -> str:
