@@ -293,3 +293,25 @@ def build_block(rngs):
     paths = _rngs_paths(model, _one(model, _value(context, "model")))
     assert [p for p, _ in paths] == [".built.rngs", ".forwarded.rngs", ".layers.*.rngs", ".partial.rngs"]
     assert len({found for _p, found in paths}) == 1
+
+
+def test_a_fork_behind_a_hasattr_version_guard_is_a_fork(tmp_path):
+    """maxtext's `Dropout`: `self.rngs = rngs.fork() if hasattr(type(rngs), "fork") else rngs`; every
+    `nnx.Rngs` has `fork`, so the stored object is a fresh one, not the Rngs passed in."""
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+class Dropout(nnx.Dropout):
+    def __init__(self, rate, *, rngs=None):
+        self.rate = rate
+        self.rngs = rngs.fork() if hasattr(type(rngs), "fork") else rngs
+
+class Layer(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.rngs = rngs
+        self.dropout = Dropout(0.1, rngs=self.rngs)
+
+layer = Layer(nnx.Rngs(0))
+""")
+    paths = _rngs_paths(model, _one(model, _value(context, "layer")))
+    assert [p for p, _ in paths] == [".dropout.rngs", ".rngs"] and paths[0][1] != paths[1][1]
