@@ -345,9 +345,10 @@ class Extractor:
     def _name(self, node: nodes.Name, var: Local) -> None:
         bindings = _only_parameter(node) or lookup(node)[1]
         for binding in bindings:
-            if isinstance(binding, (nodes.FunctionDef, nodes.ClassDef)) and isinstance(binding.parent, nodes.Module):
-                # a module-level class or function is itself, wherever it is read: read from another
-                # file's function, its module's body is not instantiated by this file's model
+            if isinstance(binding, nodes.ClassDef) and isinstance(binding.parent, nodes.Module):
+                # a module-level class is itself, wherever it is read: read from another file's
+                # function, its module's body is not instantiated by this file's model (functions
+                # of other files stay unresolved there: following them cost maxtext's files their budget)
                 self.emit(Alloc(var, "definition", binding))
             elif isinstance(binding, (nodes.AssignName, nodes.FunctionDef, nodes.ClassDef)):
                 self.emit(Copy(var, ("b", binding)))
