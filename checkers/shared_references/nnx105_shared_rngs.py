@@ -119,6 +119,30 @@ class SharedRngs(ClassAliasRule):
                     self.key = rngs.params()
             """,
         ),
+        Valid(
+            "rngs-forked-by-an-isinstance-dispatch",
+            """
+            import jax
+            from flax import nnx
+
+            class Wrapper(nnx.Module):
+                def __init__(self, rngs=None):
+                    if isinstance(rngs, jax.Array):
+                        self.rngs = nnx.Rngs(params=rngs)
+                    elif isinstance(rngs, nnx.Rngs):
+                        self.rngs = rngs.fork()
+                    else:
+                        self.rngs = rngs
+
+            def wrap(rngs):
+                return Wrapper(rngs=rngs)
+
+            class Op(nnx.Module):
+                def __init__(self, rngs: nnx.Rngs):
+                    self.rngs = rngs
+                    self.einsum = wrap(rngs)
+            """,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -180,6 +204,8 @@ class SharedRngs(ClassAliasRule):
             where = second.stores[0] if second.stores else None
             if where is None or where.root() is not self.context.module or not inside(where, classdef):
                 continue
+            if any(_not_an_rngs_branch(store) for store in first.stores + second.stores):
+                continue
             # one finding per statement (`self.noise, self.rngs = Noise(rngs), rngs` is one)
             if where.lineno in statements or self.context.mode.scope_keeps_graph_mode(where, transform=True):
                 continue
@@ -228,3 +254,28 @@ def _falls_back_to_self(classdef: nodes.ClassDef) -> bool:
                for o in operands):
             return True
     return False
+
+
+def _not_an_rngs_branch(store: nodes.NodeNG) -> bool:
+    """Whether ``store`` sits in the ``else`` of ``if isinstance(x, nnx.Rngs)`` (maxtext's ``ToNNX``:
+    an Rngs is forked in the ``if`` arm; the model's flows do not tell the arms apart)."""
+    current = store
+    while current.parent is not None and not isinstance(current, (nodes.FunctionDef, nodes.ClassDef)):
+        parent = current.parent
+        if isinstance(parent, nodes.If) and current in parent.orelse:
+            for test in [parent.test] + [b.test for b in _elifs_above(parent)]:
+                if isinstance(test, nodes.Call) and isinstance(test.func, nodes.Name) \
+                        and test.func.name == "isinstance" and len(test.args) == 2 \
+                        and test.args[1].as_string().endswith("Rngs"):
+                    return True
+        current = parent
+    return False
+
+
+def _elifs_above(node: nodes.If) -> list[nodes.If]:
+    """The ``if`` / ``elif`` tests above an ``elif`` (an ``elif`` is an ``If`` in its parent's ``orelse``)."""
+    found = []
+    while isinstance(node.parent, nodes.If) and node.parent.orelse == [node]:
+        node = node.parent
+        found.append(node)
+    return found
