@@ -268,3 +268,59 @@ def test_release_empties_the_solve_and_drops_the_services(tmp_path):
     context.release()
     assert not model.solver.points and not model.solver.instances and not model.world._summaries
     assert object_model(context) is not model, "a question after the release builds the model afresh"
+
+def test_flows_through_keyword_partials_forwarding_list_containers_and_builders_of_other_files(tmp_path):
+    """`partial(Block, rngs=rngs)()`, `build(cls, *args, **kwargs)`, `nnx.List(layers)` after
+    `layers.append(...)`, and a builder in another file that names a class of its own module."""
+    context, model = _model(tmp_path, RNGS_BLOCK + """
+import functools
+from pkg.builders import build_block
+
+def build(cls, *args, **kwargs):
+    return cls(*args, **kwargs)
+
+class Model(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.partial = functools.partial(Block, rngs=rngs)()
+        self.forwarded = build(Block, rngs=rngs)
+        layers = []
+        layers.append(Block(rngs))
+        self.layers = nnx.List(layers)
+        self.built = build_block(rngs)
+
+model = Model(nnx.Rngs(0))
+""", {"pkg/__init__.py": "", "pkg/builders.py": """
+from flax import nnx
+
+class Other(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+def build_block(rngs):
+    return Other(rngs)
+"""})
+    paths = _rngs_paths(model, _one(model, _value(context, "model")))
+    assert [p for p, _ in paths] == [".built.rngs", ".forwarded.rngs", ".layers.*.rngs", ".partial.rngs"]
+    assert len({found for _p, found in paths}) == 1
+
+
+def test_a_fork_behind_a_hasattr_version_guard_is_a_fork(tmp_path):
+    """maxtext's `Dropout`: `self.rngs = rngs.fork() if hasattr(type(rngs), "fork") else rngs`; every
+    `nnx.Rngs` has `fork`, so the stored object is a fresh one, not the Rngs passed in."""
+    context, model = _model(tmp_path, """
+from flax import nnx
+
+class Dropout(nnx.Dropout):
+    def __init__(self, rate, *, rngs=None):
+        self.rate = rate
+        self.rngs = rngs.fork() if hasattr(type(rngs), "fork") else rngs
+
+class Layer(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.rngs = rngs
+        self.dropout = Dropout(0.1, rngs=self.rngs)
+
+layer = Layer(nnx.Rngs(0))
+""")
+    paths = _rngs_paths(model, _one(model, _value(context, "layer")))
+    assert [p for p, _ in paths] == [".dropout.rngs", ".rngs"] and paths[0][1] != paths[1][1]

@@ -30,6 +30,8 @@ def function_label(function: nodes.NodeNG | None) -> str:
         return function.name
     if isinstance(function, nodes.Name):
         return function.name
+    if isinstance(function, nodes.Attribute):  # a bound method: `nnx.jit(self.train_step)`
+        return function.attrname
     return "<lambda>"
 
 

@@ -30,11 +30,16 @@ from nnx_lint.api import (
     flax_table,
     held_items,
     join_path,
+    object_flow,
     opaque_builder,
     pin_sites_in,
     programs,
     raises,
 )
+
+
+#: The objects whose second path among a transform's inputs Tree Mode rejects.
+_HELD_KINDS = frozenset({"module", "variable", "rngs"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,9 +219,44 @@ class ArgumentHoldsArgument(FamilyRule):
         for view in views:
             if self._holder_in(node, use, view):
                 return
+        if self._holder_in_the_model(node, use):
+            return
         for view in views:
             if self._opaque_holder_in(node, use, view):
                 return
+
+    def _holder_in_the_model(self, node: nodes.Call, use) -> bool:
+        """What the argument views do not follow, from the object-flow model: arguments read from
+        ``self`` (a trainer's ``self._train_step(self.model, self.optimizer, x)``, its transform
+        stored on an attribute). Asked only when an argument is such an attribute."""
+        arguments = use.arguments
+        if not any(isinstance(a.expression, nodes.Attribute) and isinstance(a.expression.expr, nodes.Name)
+                   and a.expression.expr.name == "self" for a in arguments):
+            return False
+        model = object_flow.object_model(self.context)
+        for holder in arguments:
+            for other in arguments:
+                if other is holder:
+                    continue
+                held = {o for o in model.objects(other.expression) if o.proven and o.kind in _HELD_KINDS}
+                found = object_flow.reached_from(model, holder.expression, held)
+                if found is None:
+                    continue
+                root, path, obj = found
+                holder_text = short_source(holder.expression)
+                self.report(
+                    node, **describe_use(use), holder=holder_text,
+                    holder_class=(root.class_name or "").rpartition(".")[2] or None,
+                    holder_position=holder.label, held=short_source(other.expression),
+                    held_path=path.text().lstrip("."), held_position=other.label,
+                    kind=KIND_WORDS.get(obj.kind, obj.kind), confidence="static",
+                    pin=pin_sites_in(self.context, use.transform),
+                    related=[*[(store, f"`{holder_text}` is built holding it here") for store in path.stores[:1]
+                               if store.root() is self.context.module],
+                             (use.transform.node, f"transformed by `nnx.{use.name}` here")],
+                )
+                return True
+        return False
 
     def _opaque_holder_in(self, node: nodes.Call, use, view: ArgumentView) -> bool:
         """Audit mode: an argument built by a call the analysis cannot read from another

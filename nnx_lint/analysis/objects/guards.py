@@ -197,3 +197,17 @@ def holds_state(model, obj) -> bool:
         return True
     return any(True for _ in model.paths(obj, lambda o: o.kind in (kinds.VARIABLE, kinds.RNGS, kinds.STREAM)
                                          or (o.kind == kinds.MODULE and o.definition is None)))
+
+
+def reached_from(model, expression: nodes.NodeNG, targets: set) -> tuple | None:
+    """``(root, path, object)`` when an object ``root`` that ``expression`` holds (one the model saw
+    made, a tree node) reaches one of ``targets`` along a path of its tree (an
+    ``nnx.ModelAndOptimizer`` reaches its model at ``.model``); None otherwise."""
+    if not targets:
+        return None
+    for root in model.objects(expression):
+        if not root.proven or not root.is_tree_node or root in targets:
+            continue
+        for path, obj in model.paths(root, lambda o: o in targets):
+            return root, path, obj
+    return None

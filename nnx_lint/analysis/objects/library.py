@@ -104,16 +104,20 @@ class LibraryModels:
         container = AbstractObject(kinds.CONTAINER, invocation.node, invocation.context, class_name=name)
         if invocation.dst is not None:
             solver.add(invocation.dst, [container])
-        everything = solver.field(container, "*")
         if name.endswith("Sequential"):
             for index, argument in enumerate(invocation.args):
                 solver.store_value(container, f"[{index}]", argument, invocation.node)
                 solver.store_value(container, "*", argument, invocation.node)
             if invocation.star is not None:
-                solver.load(everything, invocation.star, "*")
+                items = ("container-items", invocation.node, invocation.context)
+                solver.load(items, invocation.star, "*")
+                solver.store_value(container, "*", items, invocation.node)
             return
         for argument in invocation.args[:1]:
-            solver.load(everything, argument, "*")
+            # through a store, so that the container's elements are on its paths (``nnx.List(layers)``)
+            items = ("container-items", invocation.node, invocation.context)
+            solver.load(items, argument, "*")
+            solver.store_value(container, "*", items, invocation.node)
         for keyword, argument in invocation.keywords:
             solver.store_value(container, repr(keyword), argument, invocation.node)
             solver.store_value(container, "*", argument, invocation.node)
@@ -140,6 +144,8 @@ class LibraryModels:
                                      prepended=len(prepended))
             for index, argument in enumerate(prepended):
                 solver.copy(solver.field(partial, f"[{index}]"), argument)
+            for keyword, argument in invocation.keywords:  # `partial(Block, rngs=rngs)`: read back by name
+                solver.copy(solver.field(partial, repr(keyword)), argument)
             solver.add(dst, [partial])
 
         solver.watch(function, made)

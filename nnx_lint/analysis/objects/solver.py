@@ -286,7 +286,9 @@ class Solver:
                 self.apply(obj.target, invocation)
         elif kind == kinds.PARTIAL and obj.target is not None:
             prepended = tuple(self.field(obj, f"[{i}]") for i in range(obj.prepended))
-            self.apply(obj.target, invocation.prepend(prepended))
+            # the partial's keywords come after the call's: a keyword given at the call overrides them
+            keywords = tuple((k.arg, self.field(obj, repr(k.arg))) for k in obj.site.keywords or () if k.arg)
+            self.apply(obj.target, invocation.prepend(prepended, keywords))
         elif kind == kinds.LIBRARY:
             self.library.call(obj, invocation)
 
@@ -326,11 +328,12 @@ class Solver:
                 self.add(self.var(double_star.binding, function, context), [holder])
                 self.copy(self.field(holder, repr(name)), argument)
                 self.copy(self.field(holder, "*"), argument)
+        spread: set[str] = set()  # may come from `*args` / `**kwargs`: either may fill it
         if invocation.star is not None:
             for parameter in positional[len(invocation.args):]:
                 if parameter.name not in bound:
                     self.load(self.var(parameter.binding, function, context), invocation.star, "*")
-                    bound.add(parameter.name)
+                    spread.add(parameter.name)
             if star is not None:
                 self.copy(self.var(star.binding, function, context), invocation.star)
         if invocation.double_star is not None:
@@ -338,11 +341,11 @@ class Solver:
                 if parameter.name not in bound:
                     self.load(self.var(parameter.binding, function, context), invocation.double_star,
                               repr(parameter.name))
-                    bound.add(parameter.name)
+                    spread.add(parameter.name)
             if double_star is not None:
                 self.copy(self.var(double_star.binding, function, context), invocation.double_star)
         for parameter in plain:
-            if parameter.name not in bound and parameter.default is not None:
+            if parameter.name not in bound | spread and parameter.default is not None:
                 self.copy(self.var(parameter.binding, function, context), self.var(parameter.default, function, context))
         if invocation.dst is not None:
             self.copy(invocation.dst, ("r", function, context))
@@ -480,9 +483,9 @@ class Invocation:
         self.node, self.context, self.args, self.keywords = node, context, args, keywords
         self.star, self.double_star, self.dst = star, double_star, dst
 
-    def prepend(self, args: tuple) -> Invocation:
-        return Invocation(self.node, self.context, args + self.args, self.keywords, self.star, self.double_star,
-                          self.dst)
+    def prepend(self, args: tuple, keywords: tuple = ()) -> Invocation:
+        return Invocation(self.node, self.context, args + self.args, self.keywords + keywords, self.star,
+                          self.double_star, self.dst)
 
     def without_result(self) -> Invocation:
         return Invocation(self.node, self.context, self.args, self.keywords, self.star, self.double_star, None)

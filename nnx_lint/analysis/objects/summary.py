@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from astroid import nodes
 
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.flax_table import object_relations as relations
 
 #: A variable of a summary, before a context is attached: ``("e", node)`` an expression's value,
 #: ``("b", binding)`` a name binding, ``("r", function)`` a function's return.
@@ -29,7 +30,8 @@ _LITERALS = (bool, int, float, str, type(None))
 @dataclass(frozen=True)
 class Alloc:
     """``dst ⊇ {object made here}``: ``kind`` is a literal kind (container, function, class,
-    constant) or ``"name"`` for a project definition a name refers to."""
+    constant), ``"definition"`` for a module-level class or function a name reads, or ``"name"``
+    for a project definition an imported name refers to."""
 
     dst: Local
     kind: str
@@ -272,7 +274,9 @@ class Extractor:
         elif isinstance(node, nodes.IfExp):
             self.expression(node.test)
             emit(Copy(var, self.expression(node.body)))
-            emit(Copy(var, self.expression(node.orelse)))
+            orelse = self.expression(node.orelse)
+            if not _asks_for_fork(node.test):  # `rngs.fork() if hasattr(rngs, "fork") else rngs`: an Rngs forks
+                emit(Copy(var, orelse))
         elif isinstance(node, nodes.BoolOp):
             last = len(node.values) - 1
             previous = None
@@ -341,7 +345,12 @@ class Extractor:
     def _name(self, node: nodes.Name, var: Local) -> None:
         bindings = _only_parameter(node) or lookup(node)[1]
         for binding in bindings:
-            if isinstance(binding, (nodes.AssignName, nodes.FunctionDef, nodes.ClassDef)):
+            if isinstance(binding, nodes.ClassDef) and isinstance(binding.parent, nodes.Module):
+                # a module-level class is itself, wherever it is read: read from another file's
+                # function, its module's body is not instantiated by this file's model (functions
+                # of other files stay unresolved there: following them cost maxtext's files their budget)
+                self.emit(Alloc(var, "definition", binding))
+            elif isinstance(binding, (nodes.AssignName, nodes.FunctionDef, nodes.ClassDef)):
                 self.emit(Copy(var, ("b", binding)))
             elif isinstance(binding, nodes.Arguments):  # astroid answers `*args` / `**kwargs` with the Arguments
                 for star in (binding.vararg_node, binding.kwarg_node):
@@ -393,6 +402,14 @@ class Extractor:
         if _is_builtin(func, "setattr", name) and len(node.args) == 3 and isinstance(node.args[1], nodes.Const) \
                 and isinstance(node.args[1].value, str):
             self.emit(Store(args[0], node.args[1].value, args[2], node))
+
+
+def _asks_for_fork(test: nodes.NodeNG) -> bool:
+    """``hasattr(x, "fork")`` / ``hasattr(type(x), "fork")``: a version guard that every ``nnx.Rngs``
+    passes (maxtext's ``Dropout``), so its other arm is not the Rngs flow."""
+    return isinstance(test, nodes.Call) and isinstance(test.func, nodes.Name) and test.func.name == "hasattr" \
+        and len(test.args) == 2 and isinstance(test.args[1], nodes.Const) \
+        and test.args[1].value in relations.FRESH_RNGS_METHODS
 
 
 def _key(node: nodes.NodeNG) -> str:

@@ -122,6 +122,11 @@ class World:
             return AbstractObject(kinds.CONTAINER, alloc.site, context, class_name=alloc.value)
         if kind == "function":
             return AbstractObject(kinds.FUNCTION, alloc.site, context, definition=alloc.site)
+        if kind == "definition":  # a module-level definition: one object, whatever the context
+            if isinstance(alloc.site, nodes.ClassDef):
+                return AbstractObject(kinds.CLASS, alloc.site, None, class_name=self._name(alloc.site),
+                                      definition=alloc.site)
+            return AbstractObject(kinds.FUNCTION, alloc.site, None, definition=alloc.site)
         if kind == "class":
             return AbstractObject(kinds.CLASS, alloc.site, None, class_name=self._name(alloc.site),
                                   definition=alloc.site)
