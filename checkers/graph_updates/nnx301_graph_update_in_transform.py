@@ -372,10 +372,14 @@ class GraphUpdateInTransform(TransformedCodeRule):
 
     def _changes_nothing(self, target: nodes.AssignAttr, statement) -> bool:
         """The object-flow model's answer: the write re-stores the literal the attribute always
-        holds, or sits under a flag no analysed call of its function passes true."""
+        holds, or re-computes the expression ``__init__`` stored from attributes only ``__init__``
+        writes, or sits in a branch no analysed call of its function takes."""
         value = statement.value if isinstance(statement, (nodes.Assign, nodes.AnnAssign)) else None
         if isinstance(value, nodes.Const) and object_flow.restores_constant(object_flow.object_model(self.context), target.expr,
                                                                target.attrname, value, store=target):
+            return True
+        if isinstance(value, (nodes.BinOp, nodes.UnaryOp, nodes.Attribute)) and object_flow.restores_invariant(
+                object_flow.object_model(self.context), target.expr, target.attrname, value, store=target):
             return True
         # the model is built only for a write that a parameter's flag guards
         return bool(object_flow.parameter_guards(statement)) and object_flow.branch_never_taken(object_flow.object_model(self.context), statement)

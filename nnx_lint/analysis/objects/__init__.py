@@ -7,8 +7,10 @@ from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.guards import (
     branch_never_taken,
     leaves_the_tree,
+    never_built,
     parameter_guards,
     restores_constant,
+    restores_invariant,
     shared_inside,
     shared_rngs_paths,
 )
@@ -16,6 +18,7 @@ from nnx_lint.analysis.objects.model import ObjectModel, Path, object_model
 
 #: What rules read through ``nnx_lint.api.object_flow``: the model and the questions built on it.
 __all__ = [
-    "AbstractObject", "ObjectModel", "Path", "object_model", "restores_constant", "branch_never_taken",
-    "parameter_guards", "leaves_the_tree", "shared_rngs_paths", "shared_inside",
+    "AbstractObject", "ObjectModel", "Path", "object_model", "restores_constant", "restores_invariant",
+    "branch_never_taken",
+    "parameter_guards", "leaves_the_tree", "never_built", "shared_rngs_paths", "shared_inside",
 ]
