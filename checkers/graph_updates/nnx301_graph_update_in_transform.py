@@ -205,6 +205,33 @@ class GraphUpdateInTransform(TransformedCodeRule):
             """,
         ),
         Valid(
+            # maxtext tests/unit/attention_test.py: the method re-computes what __init__ stored, from
+            # attributes only __init__ writes, so the dropped write changes nothing
+            "restore-of-init-expression",
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class MLA(nnx.Module):
+                def __init__(self, qk_nope_head_dim, qk_rope_head_dim, *, rngs):
+                    self.qk_nope_head_dim = qk_nope_head_dim
+                    self.qk_rope_head_dim = qk_rope_head_dim
+                    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+                    self.query = nnx.Linear(8, self.qk_head_dim, rngs=rngs)
+
+                def mla_query_projection(self, inputs_q):
+                    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+                    return self.query(inputs_q)
+
+            def run(inputs_q, mla: MLA):
+                def loss_fn(inputs_q, mla):
+                    return jnp.sum(jax.lax.stop_gradient(mla.mla_query_projection(inputs_q)))
+
+                return nnx.grad(loss_fn, argnums=0)(inputs_q, mla)
+            """,
+        ),
+        Valid(
             "new-module-built-inside-and-opt-ins",
             """
             from flax import nnx
