@@ -67,8 +67,8 @@ Values, classes and Variables:
   attribute holds, the ``parameter_values`` analysed calls pass; ``object_flow.ObjectModel`` its type,
   ``object_flow.AbstractObject`` one object (kind, class, creation site, proven);
   ``object_flow.restores_constant``, ``object_flow.restores_invariant`` and ``object_flow.branch_never_taken``
-  — a store that changes nothing (a literal, or ``__init__``'s expression over attributes only ``__init__``
-  writes), a branch no analysed call takes (``object_flow.parameter_guards``: the guards on a parameter
+  — a store that changes nothing (a literal, or the initialiser's expression over attributes only the
+  initialiser writes), a branch no analysed call takes (``object_flow.parameter_guards``: the guards on a parameter
   around a node, ``if flag:`` / ``x if p > 0.0 else y``, found without building the model); ``object_flow.leaves_the_tree``,
   ``object_flow.shared_rngs_paths`` and ``object_flow.shared_inside`` — a path through a plain Python
   object, an Rngs reached at two paths of an instance, one object at two paths of an argument.
