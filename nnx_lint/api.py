@@ -66,9 +66,10 @@ Values, classes and Variables:
   others (walking only tree nodes), what it ``holds`` (Rngs, streams, Variables), the ``constant`` an
   attribute holds, the ``parameter_values`` analysed calls pass; ``object_flow.ObjectModel`` its type,
   ``object_flow.AbstractObject`` one object (kind, class, creation site, proven);
-  ``object_flow.restores_constant`` and ``object_flow.branch_never_taken`` — a store that changes
-  nothing, a branch no analysed call takes (``object_flow.parameter_guards``: the ``if flag:`` around a
-  node, found without building the model); ``object_flow.leaves_the_tree``,
+  ``object_flow.restores_constant``, ``object_flow.restores_invariant`` and ``object_flow.branch_never_taken``
+  — a store that changes nothing (a literal, or the initialiser's expression over attributes only the
+  initialiser writes), a branch no analysed call takes (``object_flow.parameter_guards``: the guards on a parameter
+  around a node, ``if flag:`` / ``x if p > 0.0 else y``, found without building the model); ``object_flow.leaves_the_tree``,
   ``object_flow.shared_rngs_paths`` and ``object_flow.shared_inside`` — a path through a plain Python
   object, an Rngs reached at two paths of an instance, one object at two paths of an argument.
 - ``value_model`` — the file's value model (what an expression is); ``DATA_CONTAINER``,

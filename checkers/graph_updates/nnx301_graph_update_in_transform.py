@@ -204,6 +204,33 @@ class GraphUpdateInTransform(TransformedCodeRule):
             """,
         ),
         Valid(
+            # maxtext tests/unit/attention_test.py: the method re-computes what __init__ stored, from
+            # attributes only __init__ writes, so the dropped write changes nothing
+            "restore-of-init-expression",
+            """
+            import jax
+            import jax.numpy as jnp
+            from flax import nnx
+
+            class MLA(nnx.Module):
+                def __init__(self, qk_nope_head_dim, qk_rope_head_dim, *, rngs):
+                    self.qk_nope_head_dim = qk_nope_head_dim
+                    self.qk_rope_head_dim = qk_rope_head_dim
+                    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+                    self.query = nnx.Linear(8, self.qk_head_dim, rngs=rngs)
+
+                def mla_query_projection(self, inputs_q):
+                    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+                    return self.query(inputs_q)
+
+            def run(inputs_q, mla: MLA):
+                def loss_fn(inputs_q, mla):
+                    return jnp.sum(jax.lax.stop_gradient(mla.mla_query_projection(inputs_q)))
+
+                return nnx.grad(loss_fn, argnums=0)(inputs_q, mla)
+            """,
+        ),
+        Valid(
             "new-module-built-inside-and-opt-ins",
             """
             from flax import nnx
@@ -371,10 +398,14 @@ class GraphUpdateInTransform(TransformedCodeRule):
 
     def _changes_nothing(self, target: nodes.AssignAttr, statement) -> bool:
         """The object-flow model's answer: the write re-stores the literal the attribute always
-        holds, or sits under a flag no analysed call of its function passes true."""
+        holds, or re-computes the expression ``__init__`` stored from attributes only ``__init__``
+        writes, or sits in a branch no analysed call of its function takes."""
         value = statement.value if isinstance(statement, (nodes.Assign, nodes.AnnAssign)) else None
         if isinstance(value, nodes.Const) and object_flow.restores_constant(object_flow.object_model(self.context), target.expr,
                                                                target.attrname, value, store=target):
+            return True
+        if isinstance(value, (nodes.BinOp, nodes.UnaryOp, nodes.Attribute)) and object_flow.restores_invariant(
+                object_flow.object_model(self.context), target.expr, target.attrname, value, store=target):
             return True
         # the model is built only for a write that a parameter's flag guards
         return bool(object_flow.parameter_guards(statement)) and object_flow.branch_never_taken(object_flow.object_model(self.context), statement)

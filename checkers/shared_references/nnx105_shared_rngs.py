@@ -143,6 +143,36 @@ class SharedRngs(ClassAliasRule):
                     self.einsum = wrap(rngs)
             """,
         ),
+        Valid(
+            # bonsai sam2 model_hiera_det.py: the DropPath that keeps `rngs` is built only when
+            # drop_path > 0.0, and every call leaves it at 0.0: each block holds an Identity
+            "rngs-in-a-branch-never-built",
+            """
+            from flax import nnx
+
+            class Identity(nnx.Module):
+                def __call__(self, x):
+                    return x
+
+            class DropPath(nnx.Module):
+                def __init__(self, drop_prob, *, rngs):
+                    self.drop_prob = drop_prob
+                    self.rngs = rngs
+
+            class MultiScaleBlock(nnx.Module):
+                def __init__(self, dim, drop_path=0.0, *, rngs):
+                    self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
+                    self.drop_path = DropPath(drop_prob=drop_path, rngs=rngs) if drop_path > 0.0 else Identity()
+
+            class Hiera(nnx.Module):
+                def __init__(self, embed_dim=4, depth=3, drop_path_rate=0.0, *, rngs):
+                    self.blocks = nnx.List()
+                    for i in range(depth):
+                        self.blocks.append(MultiScaleBlock(dim=embed_dim, drop_path=drop_path_rate, rngs=rngs))
+
+            graphdef, state = nnx.split(Hiera(embed_dim=4, rngs=nnx.Rngs(0)))
+            """,
+        ),
     ]
     INVALID = [
         Invalid(

@@ -3,39 +3,94 @@ constants: does any analysed call take the branch the statement sits in, and doe
 store change anything (graph-update rules ask both)."""
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.choices import MAY, MUST
-from nnx_lint.analysis.objects.abstract import is_falsy_constant
+from nnx_lint.analysis.objects.summary import own_scope
+from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import NNX_PREFIX
 
 
 def parameter_guards(node: nodes.NodeNG) -> list[tuple[nodes.FunctionDef, str]]:
-    """The ``if flag:`` around ``node`` (inside its function) whose ``flag`` is a parameter of the
-    function: ``(function, flag)`` for each, innermost first. Syntax only: no model is built."""
+    """The guards around ``node`` (inside its function) that read a parameter of the function
+    (``if flag:``, ``if p > 0.0:``, ``... if p > 0.0 else ...``): ``(function, parameter)`` for each,
+    innermost first. Syntax only: no model is built."""
+    return [(function, _tested_parameter(test)) for function, test, _branch in _parameter_tests(node)]
+
+
+#: The comparisons a guard may make between a parameter and a literal number.
+_COMPARE = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+            "==": operator.eq, "!=": operator.ne}
+_MIRROR = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "==": "==", "!=": "!="}
+
+
+def _parameter_tests(node: nodes.NodeNG) -> list[tuple[nodes.FunctionDef, nodes.NodeNG, bool]]:
+    """``(function, test, branch)`` for each ``if test:`` statement and ``... if test else ...``
+    expression around ``node`` (inside its function) whose test reads a parameter of the function
+    (``flag``, ``p > 0.0``, ``0 < p``); ``branch``: whether ``node`` runs when the test is true."""
     found = []
     current = node
     while current.parent is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda)):
         parent = current.parent
-        if isinstance(parent, nodes.If) and current in parent.body and isinstance(parent.test, nodes.Name):
-            function = parent.scope()
-            if isinstance(function, nodes.FunctionDef) and parent.test.name in function.argnames():
-                found.append((function, parent.test.name))
+        if isinstance(parent, nodes.If) and (current in parent.body or current in parent.orelse):
+            branch = current in parent.body
+        elif isinstance(parent, nodes.IfExp) and current in (parent.body, parent.orelse):
+            branch = current is parent.body
+        else:
+            current = parent
+            continue
+        function = parent.scope()
+        name = _tested_parameter(parent.test)
+        if isinstance(function, nodes.FunctionDef) and name in function.argnames():
+            found.append((function, parent.test, branch))
         current = parent
     return found
 
 
+def _tested_parameter(test: nodes.NodeNG) -> str | None:
+    """The parameter name a guard reads: ``p`` itself or one side of ``p <op> literal``."""
+    if isinstance(test, nodes.Name):
+        return test.name
+    if isinstance(test, nodes.Compare) and len(test.ops) == 1 and test.ops[0][0] in _COMPARE:
+        for side in (test.left, test.ops[0][1]):
+            if isinstance(side, nodes.Name):
+                return side.name
+    return None
+
+
+def _guard_holds(test: nodes.NodeNG, value: object) -> bool | None:
+    """The truth of ``test`` when its parameter holds the literal ``value``; None when unknown (a
+    comparison with something other than a literal number, or a value that is not one)."""
+    if isinstance(test, nodes.Name):
+        return bool(value)
+    op, right = test.ops[0]
+    literal, flipped = (right, False) if isinstance(test.left, nodes.Name) else (test.left, True)
+    numbers = (int, float)
+    if not isinstance(literal, nodes.Const) or not isinstance(literal.value, numbers) \
+            or not isinstance(value, numbers) or isinstance(value, bool) or isinstance(literal.value, bool):
+        return None
+    return _COMPARE[_MIRROR[op] if flipped else op](value, literal.value)
+
+
 def branch_never_taken(model, node: nodes.NodeNG) -> bool:
-    """Whether ``node`` sits in the body of ``if flag:`` (``flag`` a parameter of the enclosing
-    function) and every analysed call of that function leaves ``flag`` falsy: its default is
-    ``False`` / ``None`` and no caller passes a true value. False when no analysed call reaches
-    the function (nothing is known about its callers)."""
-    for function, flag in parameter_guards(node):
-        values = model.parameter_values(function, flag)
-        if values and all(is_falsy_constant(v) for v in values):
+    """Whether ``node`` sits in a branch of ``if test:`` or ``... if test else ...`` (``test``: a
+    parameter ``p`` of the enclosing function, or ``p`` compared with a literal number) that no
+    analysed call of that function takes: every call passes, or leaves at its default, a literal
+    that decides the test the other way.
+
+    Conservative where nothing is known: False when no analysed call reaches the function (a
+    public entry point, whose default alone would decide), or when a call passes a value the model
+    cannot evaluate to a literal (a computed argument, an outside parameter). Calls the model does
+    not see (another file's callers of an entry point it reaches from this file) are not asked."""
+    for function, test, branch in _parameter_tests(node):
+        values = model.parameter_values(function, _tested_parameter(test))
+        if not values or any(v.kind != kinds.CONSTANT for v in values):
+            continue
+        if all(_guard_holds(test, v.definition) is (not branch) for v in values):
             return True
     return False
 
@@ -57,6 +112,90 @@ def restores_constant(model, owner: nodes.NodeNG, attribute: str, value: nodes.N
         if not known or type(held) is not type(value.value) or held != value.value:
             return False
     return True
+
+
+def restores_invariant(model, owner: nodes.NodeNG, attribute: str, value: nodes.NodeNG | None,
+                       store: nodes.NodeNG | None = None) -> bool:
+    """Whether ``owner.attribute = value`` re-computes the value the attribute already holds:
+    besides ``store`` (the write itself), every store of ``attribute`` on the owner's classes sits
+    in an ``__init__`` and stores the same expression, built only from literals and attributes of
+    the same object (``self.a + self.b``) that nothing besides an ``__init__`` writes, each written
+    before the attribute. Nothing the expression reads has changed, so neither has its value."""
+    if not isinstance(owner, nodes.Name):
+        return False
+    shape = _expression_shape(value, owner.name)
+    if shape is None:
+        return False
+    classes = {o.definition for o in model.objects(owner) if isinstance(o.definition, nodes.ClassDef)
+               and o.kind != kinds.CLASS}
+    if not classes:
+        return False
+    for classdef in classes:
+        stores = _init_stores(model, classdef, attribute, besides=store)
+        if not stores or any(_expression_shape(_stored_value(node), _self_name(node)) != shape for node in stores):
+            return False
+        for read in _attributes_read(shape):
+            inputs = _init_stores(model, classdef, read)
+            if not inputs or any(i.frame() is not s.frame() or i.fromlineno >= s.fromlineno
+                                 for i in inputs for s in stores):
+                return False
+    return True
+
+
+def _init_stores(model, classdef: nodes.ClassDef, attribute: str, besides: nodes.NodeNG | None = None):
+    """The stores of ``attribute`` on any instance of ``classdef`` (``besides`` left out), or None
+    when one of them is not in an ``__init__`` or the model widened the field."""
+    found = []
+    for (holder, field), sites in model.solver.store_sites.items():
+        if field != attribute or holder.definition is not classdef:
+            continue
+        if model.solver.field(holder, attribute) in model.solver.widened:
+            return None
+        for node, _source in sites:
+            if node is besides:
+                continue
+            frame = node.frame()
+            if not isinstance(frame, nodes.FunctionDef) or frame.name != "__init__":
+                return None
+            found.append(node)
+    return found
+
+
+def _stored_value(target: nodes.NodeNG) -> nodes.NodeNG | None:
+    """The value of ``self.x = value`` (a plain single-target assignment), else None."""
+    statement = target.parent
+    if isinstance(statement, (nodes.Assign, nodes.AnnAssign)) and getattr(statement, "targets", [target]) == [target]:
+        return statement.value
+    return None
+
+
+def _self_name(target: nodes.NodeNG) -> str | None:
+    return target.expr.name if isinstance(target, nodes.AssignAttr) and isinstance(target.expr, nodes.Name) else None
+
+
+def _expression_shape(node: nodes.NodeNG | None, self_name: str | None):
+    """A comparable form of an expression built only from literals, ``self_name.attribute`` reads
+    and arithmetic on them; None for anything else (a call, a name, a subscript...)."""
+    if isinstance(node, nodes.Const):
+        return ("const", type(node.value).__name__, node.value)
+    if isinstance(node, nodes.Attribute) and isinstance(node.expr, nodes.Name) and node.expr.name == self_name:
+        return ("attr", node.attrname)
+    if isinstance(node, nodes.BinOp):
+        left, right = _expression_shape(node.left, self_name), _expression_shape(node.right, self_name)
+        return None if left is None or right is None else ("binop", node.op, left, right)
+    if isinstance(node, nodes.UnaryOp):
+        operand = _expression_shape(node.operand, self_name)
+        return None if operand is None else ("unary", node.op, operand)
+    return None
+
+
+def _attributes_read(shape) -> set[str]:
+    """The attributes an expression shape reads."""
+    if shape[0] == "attr":
+        return {shape[1]}
+    if shape[0] == "const":
+        return set()
+    return set().union(*(_attributes_read(part) for part in shape[2:]))
 
 
 def holders_of(model, classdef: nodes.ClassDef) -> list:
@@ -85,6 +224,47 @@ def leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) ->
         if all(o.kind == kinds.PLAIN for o in known):
             return True
         current = [o for o in known if o.is_tree_node]
+    return False
+
+
+def never_built(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
+    """Whether no instance of ``classdef`` reaches the attribute path ``fields`` because an object
+    on the way is made only in a branch no analysed call takes (``Child(rngs) if rate > 0.0 else
+    Identity()`` where the call that made it leaves ``rate`` at 0.0): walking the path, the objects
+    left once those are set aside hold nothing at the next field. False when the model does not know."""
+    current = holders_of(model, classdef)
+    pruned = False
+    for attr in fields:
+        following = set()
+        for holder in current:
+            following |= model.fields(holder, "*" if attr.startswith("[") else attr)
+        if not following:
+            return pruned  # only the objects a dead branch makes hold the rest of the path
+        built = [o for o in following if not (o.proven and o.site is not None and o.kind not in (
+            kinds.CONSTANT, kinds.OUTSIDE) and _made_in_branch_not_taken(model, o))]
+        pruned = pruned or len(built) < len(following)
+        if not built:
+            return True
+        current = built
+    return False
+
+
+def _made_in_branch_not_taken(model, obj) -> bool:
+    """Whether ``obj``'s creation site sits in a branch of a parameter guard that the call which
+    made it (its context) does not take: the parameter holds only literals there (passed, or the
+    default of a call that leaves it out) and each decides the guard the other way. An entry with
+    no caller holds an outside value there, so it never counts."""
+    for function, test, branch in _parameter_tests(obj.site):
+        if own_scope(obj.site) is not function:
+            continue
+        name = _tested_parameter(test)
+        binding = next((b for b in nodes_of_class(function.args, nodes.AssignName) if b.name == name), None)
+        if binding is None:
+            continue
+        values = model.solver.points.get(model.solver.var(("b", binding), function, obj.context), set())
+        if values and all(v.kind == kinds.CONSTANT and _guard_holds(test, v.definition) is (not branch)
+                          for v in values):
+            return True
     return False
 
 
