@@ -126,10 +126,10 @@ class ClassAliasRule(FamilyRule):
                     continue
                 if self.context.mode.scope_keeps_graph_mode(where, transform=True):
                     continue
-                if object_flow.leaves_the_tree(object_flow.object_model(self.context), classdef, alias.second.path):
-                    continue  # held by a plain Python object: static to NNX, not a second path
-                if object_flow.never_built(object_flow.object_model(self.context), classdef, alias.second.path):
-                    continue  # made only in a branch no analysed call takes: the second path never exists
+                # Not a second path: one a plain Python object holds, or one no analysed call builds.
+                model, path = object_flow.object_model(self.context), alias.second.path
+                if object_flow.leaves_the_tree(model, classdef, path) or object_flow.never_built(model, classdef, path):
+                    continue
                 reported.add((where.lineno, where.col_offset))
                 sites = _store_sites(alias, where) + self._child_store_sites(alias)
                 self.report(where, related=sites, **self._facts(classdef, alias))
