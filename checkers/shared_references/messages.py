@@ -26,9 +26,7 @@ def short_source(node: nodes.NodeNG, limit: int = 60) -> str:
 
 def function_label(function: nodes.NodeNG | None) -> str:
     """The name of a transformed function (``<lambda>`` when it has none), for a message."""
-    if isinstance(function, (nodes.FunctionDef, nodes.ClassDef)):
-        return function.name
-    if isinstance(function, nodes.Name):
+    if isinstance(function, (nodes.FunctionDef, nodes.ClassDef, nodes.Name)):
         return function.name
     if isinstance(function, nodes.Attribute):  # a bound method: `nnx.jit(self.train_step)`
         return function.attrname
