@@ -286,3 +286,33 @@ alone = Distill(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
     function = context.module.body[2]
     found = shared_inside(model, function.body[0].value, _WANTED)
     assert (found.certainty, [c.as_string() for c in found.choices]) == ("may", ["teacher or student"])
+
+
+def _many_owners_of_one_rngs_site() -> str:
+    """Eleven classes each build a ``Noise(rngs)``, all from one ``nnx.Rngs`` allocation site (one
+    loop constructs every class), so ``Noise.__init__`` passes the context bound; ``ForkedStack``
+    gives its Noise layers a fork, never its own Rngs."""
+    lines = ["from flax import nnx", "", "class Noise(nnx.Module):", "    def __init__(self, rngs):",
+             "        self.rngs = rngs", ""]
+    for i in range(10):
+        lines += [f"class Shares{i}(nnx.Module):", "    def __init__(self, rngs: nnx.Rngs):",
+                  "        self.rngs = rngs", "        self.noise = Noise(rngs)", ""]
+    lines += ["class ForkedStack(nnx.Module):", "    def __init__(self, rngs: nnx.Rngs):", "        self.rngs = rngs",
+              "        layers = [Noise(rngs.fork()) for _ in range(2)]", "        self.layers = nnx.List(layers)", ""]
+    classes = ", ".join([f"Shares{i}" for i in range(10)] + ["ForkedStack"])
+    return "\n".join(lines) + f"\nfor cls in ({classes}):\n    cls(nnx.Rngs(0))\n"
+
+
+def test_a_field_only_a_merged_instance_stored_never_proves_a_shared_rngs(tmp_path):
+    """Past the context bound, one instance of ``Noise.__init__`` stands for every call and stores
+    every caller's Rngs into every Noise: whether ForkedStack's layers then seemed to hold its own
+    Rngs depended on which eleven calls got the eight contexts, an order that changes from run to
+    run (the parity test saw flake8 and the CLI disagree). Such a field is never a proof."""
+    from nnx_lint.analysis.objects import shared_rngs_paths
+
+    source = _many_owners_of_one_rngs_site()
+    for attempt in range(5):  # the order varied between runs: ask several fresh models
+        (tmp_path / str(attempt)).mkdir()
+        context, model = _model(tmp_path / str(attempt), source)
+        stack = next(c for c in context.module.body if isinstance(c, nodes.ClassDef) and c.name == "ForkedStack")
+        assert shared_rngs_paths(model, stack) == []

@@ -10,6 +10,7 @@ from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.choices import MAY, MUST
+from nnx_lint.analysis.objects.solver import context_loops, object_loops
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import NNX_PREFIX
@@ -277,6 +278,8 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
         for path, obj in model.holds(holder):
             if obj.kind not in (kinds.RNGS, kinds.STREAM):
                 continue
+            if _through_a_summary(model, holder, path):
+                continue
             owner = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
             by_owner.setdefault(owner, []).append(path)
         for owner, paths in by_owner.items():
@@ -287,6 +290,21 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
                     found.append((first, second, owner))
                     break
     return found
+
+
+def _through_a_summary(model, root, path) -> bool:
+    """Whether a step of ``path`` from ``root`` goes through a summary: an object made in a merged
+    context, or a field that only a function instance of a merged context stored (past the
+    solver's context bound, one instance stands for many calls, and its ``self.x = x`` stores
+    every caller's ``x`` into every receiver). What such a step reaches may be another instance's."""
+    if any(object_loops(step) is None for step in path.objects[:-1]):
+        return True
+    holders = (root, *path.objects)
+    for holder, attr in zip(holders, path.fields):
+        sources = [source for _node, source in model.solver.store_sites.get((holder, attr), ())]
+        if sources and all(len(source) > 2 and context_loops(source[2]) is None for source in sources):
+            return True
+    return False
 
 
 #: Objects with identity in NNX's tree: reaching one at two paths is a shared reference.
