@@ -4,6 +4,11 @@ from two places are two objects; one object passed to two owners stays one), its
 whether a shared object is shared on every run or only on one side of a choice in the code."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+import pytest
 from astroid import nodes
 
 from _support import file_context
@@ -303,16 +308,19 @@ def _many_owners_of_one_rngs_site() -> str:
     return "\n".join(lines) + f"\nfor cls in ({classes}):\n    cls(nnx.Rngs(0))\n"
 
 
-def test_a_field_only_a_merged_instance_stored_never_proves_a_shared_rngs(tmp_path):
-    """Past the context bound, one instance of ``Noise.__init__`` stands for every call and stores
-    every caller's Rngs into every Noise: whether ForkedStack's layers then seemed to hold its own
-    Rngs depended on which eleven calls got the eight contexts, an order that changes from run to
-    run (the parity test saw flake8 and the CLI disagree). Such a field is never a proof."""
-    from nnx_lint.analysis.objects import shared_rngs_paths
-
-    source = _many_owners_of_one_rngs_site()
-    for attempt in range(5):  # the order varied between runs: ask several fresh models
-        (tmp_path / str(attempt)).mkdir()
-        context, model = _model(tmp_path / str(attempt), source)
-        stack = next(c for c in context.module.body if isinstance(c, nodes.ClassDef) and c.name == "ForkedStack")
-        assert shared_rngs_paths(model, stack) == []
+@pytest.mark.slow
+def test_past_the_context_bound_every_run_gives_the_same_answer(tmp_path):
+    """Past the context bound one instance of ``Noise.__init__`` stands for the calls that came
+    late, so which calls get a context of their own decides what ForkedStack's layers seem to
+    hold. That order followed ids and string hashes, which change from run to run: the parity
+    test saw flake8 and the CLI disagree on a fixture. The solve now adds objects in one order
+    (positions, not hashes): runs with different hash seeds give the same findings."""
+    (tmp_path / "m.py").write_text(_many_owners_of_one_rngs_site())
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run([sys.executable, "-m", "nnx_lint.cli", "check", "m.py", "--no-cache", "--select", "NNX105",
+                               "--output-format", "json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONHASHSEED": seed})
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    assert "ForkedStack" not in outputs.pop()

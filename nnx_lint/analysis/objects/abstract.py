@@ -54,9 +54,16 @@ class AbstractObject:
 
     def __post_init__(self) -> None:
         # hashed on every set operation of the solve: computed once (targets and copies nest)
-        definition = self.definition if self.kind == CONSTANT else id(self.definition)
-        object.__setattr__(self, "_hash", hash((self.kind, id(self.site), id(self.context), definition,
+        # Positions, never ids: the solve iterates sets of objects, so the order (and, past the
+        # context bound, which calls get a context of their own) must not change from run to run.
+        definition = self.definition if self.kind == CONSTANT else stable_key(self.definition)
+        object.__setattr__(self, "_hash", hash((self.kind, stable_key(self.site), stable_key(self.context), definition,
                                                 self.target, self.copy_of)))
+        # The solve adds new objects in this order (string hashes change from run to run, so a
+        # set's order does too): the same objects are always met in the same order.
+        object.__setattr__(self, "order_text", "|".join((
+            self.kind, order_text(self.site), order_text(self.context), order_text(self.definition),
+            order_text(self.target), order_text(self.copy_of), str(self.prepended))))
 
     def __hash__(self) -> int:
         return self._hash  # type: ignore[attr-defined]
@@ -93,3 +100,31 @@ def constant(value: object) -> AbstractObject:
 def is_falsy_constant(obj: AbstractObject) -> bool:
     """A literal that is false (``None``, ``False``, ``0``, ``""``)."""
     return obj.kind == CONSTANT and not obj.definition
+
+
+def stable_key(value: object) -> object:
+    """A key of ``value`` that is the same in every run: a node's class, position and module, a
+    context's own stable hash; None and strings as they are."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    stable = getattr(value, "stable", None)
+    if stable is not None:
+        return stable
+    if isinstance(value, nodes.NodeNG):
+        root = value.root()
+        return (value.__class__.__name__, value.lineno, value.col_offset, getattr(root, "name", None))
+    return value.__class__.__name__
+
+
+def order_text(value: object) -> str:
+    """A text of ``value`` that sorts the same in every run (positions, never ids or hashes)."""
+    if value is None:
+        return ""
+    if isinstance(value, (str, int, float, bool)):
+        return repr(value)
+    text = getattr(value, "order_text", None)
+    if text is not None:
+        return f"({text})"
+    if isinstance(value, nodes.NodeNG):
+        return f"{value.__class__.__name__}:{value.lineno}:{value.col_offset}:{getattr(value.root(), 'name', '')}"
+    return value.__class__.__name__

@@ -10,7 +10,6 @@ from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.choices import MAY, MUST
-from nnx_lint.analysis.objects.solver import context_loops, object_loops
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import NNX_PREFIX
@@ -278,8 +277,6 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
         for path, obj in model.holds(holder):
             if obj.kind not in (kinds.RNGS, kinds.STREAM):
                 continue
-            if _through_a_summary(model, holder, path):
-                continue
             owner = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
             by_owner.setdefault(owner, []).append(path)
         for owner, paths in by_owner.items():
@@ -290,21 +287,6 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
                     found.append((first, second, owner))
                     break
     return found
-
-
-def _through_a_summary(model, root, path) -> bool:
-    """Whether a step of ``path`` from ``root`` goes through a summary: an object made in a merged
-    context, or a field that only a function instance of a merged context stored (past the
-    solver's context bound, one instance stands for many calls, and its ``self.x = x`` stores
-    every caller's ``x`` into every receiver). What such a step reaches may be another instance's."""
-    if any(object_loops(step) is None for step in path.objects[:-1]):
-        return True
-    holders = (root, *path.objects)
-    for holder, attr in zip(holders, path.fields):
-        sources = [source for _node, source in model.solver.store_sites.get((holder, attr), ())]
-        if sources and all(len(source) > 2 and context_loops(source[2]) is None for source in sources):
-            return True
-    return False
 
 
 #: Objects with identity in NNX's tree: reaching one at two paths is a shared reference.
@@ -371,9 +353,12 @@ def _judged(model, root, target, first, second) -> SharedInside | None:
         common += 1
     if common in (len(first.fields), len(second.fields)):
         return None
+    if first.fields[common] == second.fields[common] != "*":
+        return None  # one field of one holder, two different values: never both on one run
     certainty, choices = MUST, []
     for path in (first, second):
         holder = path.objects[common - 1] if common else root
+        own: list = []
         for attr, reached in zip(path.fields[common:], path.objects[common:]):
             held, choice = model.how_held(holder, attr, reached)
             if held is None:
@@ -381,9 +366,39 @@ def _judged(model, root, target, first, second) -> SharedInside | None:
             if held == MAY:
                 certainty = MAY
                 if choice is not None:
-                    choices.append(choice)
+                    own.append(choice)
             holder = reached
+        if any(_exclusive(mine, theirs) for mine in own for theirs in choices):
+            return None  # each path needs the other arm of one choice: never both on one run
+        choices.extend(own)
     return SharedInside(first, second, target, root, certainty, tuple(choices))
+
+
+def _exclusive(first: nodes.NodeNG, second: nodes.NodeNG) -> bool:
+    """Whether two choices are arms no single run takes both of: two ``return`` statements of
+    one function (one call returns once), or the two arms of the innermost ``if`` statement or
+    ``a if c else b`` that holds both."""
+    if first is second:
+        return False
+    if isinstance(first, nodes.Return) and isinstance(second, nodes.Return):
+        return first.scope() is second.scope()
+    for ancestor in first.node_ancestors():
+        if isinstance(ancestor, nodes.If):
+            arms = (ancestor.body, ancestor.orelse)
+        elif isinstance(ancestor, nodes.IfExp):
+            arms = ([ancestor.body], [ancestor.orelse])
+        else:
+            continue
+        mine = next((i for i, arm in enumerate(arms) if _within(first, arm)), None)
+        theirs = next((i for i, arm in enumerate(arms) if _within(second, arm)), None)
+        if mine is not None and theirs is not None:
+            return mine != theirs  # the innermost construct that holds both decides
+    return False
+
+
+def _within(node: nodes.NodeNG, statements: list) -> bool:
+    """Whether ``node`` is one of ``statements`` or inside one."""
+    return any(node is s or any(a is s for a in node.node_ancestors()) for s in statements)
 
 
 def holds_state(model, obj) -> bool:

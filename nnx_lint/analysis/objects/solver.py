@@ -27,24 +27,33 @@ are counted against :data:`MAX_STEPS` and the file's deadline is checked inside 
 """
 from __future__ import annotations
 
+import operator
+
 from collections import deque
 
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
-from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant
+from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant, order_text, stable_key
 from nnx_lint.analysis.objects.carries import is_scan
 from nnx_lint.analysis.objects.library import LibraryModels
 from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
 from nnx_lint.base import bounds
 
 MAX_SET = 48
-MAX_CONTEXTS = 8
+#: How many call-site contexts one function gets before later calls share one merged context
+#: (16: the flow fixtures stay under it; maxtext's largest files pass it, and past it the solve is
+#: still deterministic, see `_ORDER`).
+MAX_CONTEXTS = 16
 #: How many calls deep a context chain may be before it falls back to the merged context.
 MAX_DEPTH = 8
 MAX_STEPS = 400_000
 ROOT = "root"
 MERGED = "*"
+
+
+#: The order objects are added in (:attr:`AbstractObject.order_text`).
+_ORDER = operator.attrgetter("order_text")
 
 
 class Context:
@@ -58,11 +67,20 @@ class Context:
     ``loops``: the loops around the calls of the chain (a frozenset of nodes), or None when the
     chain went through a merged context (a summary); ``depth``: the length of the chain."""
 
-    __slots__ = ("site", "defined_in", "caller", "rooted", "loops", "depth")
+    __slots__ = ("site", "defined_in", "caller", "rooted", "loops", "depth", "stable", "order_text")
 
     def __init__(self, site, defined_in, caller, rooted: bool, loops: frozenset | None, depth: int) -> None:
         self.site, self.defined_in, self.caller = site, defined_in, caller
         self.rooted, self.loops, self.depth = rooted, loops, depth
+        #: The same in every run (positions, not ids): sets of contexts and of the objects made
+        #: in them iterate in one order, so the context bound picks the same calls each run.
+        self.stable = hash((stable_key(site), stable_key(defined_in),
+                            hash(caller) if isinstance(caller, (AbstractObject, Context)) else stable_key(caller),
+                            rooted, depth))
+        self.order_text = "|".join((order_text(site), order_text(defined_in), order_text(caller), str(rooted), str(depth)))
+
+    def __hash__(self) -> int:
+        return self.stable
 
     def __getitem__(self, index: int):
         """The tuple view ``(site, defined_in, caller, rooted)`` that summaries' variables walk."""
@@ -131,7 +149,9 @@ class Solver:
     def add(self, var: tuple, objects) -> None:
         """``var ⊇ objects``: queue what is new."""
         current = self.points.setdefault(var, set())
-        new = [o for o in objects if o not in current]
+        # In one order every run (``objects`` is often a set, whose order follows string hashes):
+        # which calls get a context of their own, past the bound, must not depend on the run.
+        new = sorted((o for o in objects if o not in current), key=_ORDER)
         if not new:
             return
         if var in self.widened:
