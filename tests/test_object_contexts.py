@@ -324,3 +324,40 @@ def test_past_the_context_bound_every_run_gives_the_same_answer(tmp_path):
         outputs.add(done.stdout)
     assert len(outputs) == 1
     assert "ForkedStack" not in outputs.pop()
+
+
+def test_one_field_holding_either_arm_of_a_choice_is_never_two_paths(tmp_path):
+    """nnx-ppo's network factory returns ``adapter`` or ``Sequential([Normalizer(), adapter])``:
+    the state's ``student`` field holds one of them on a run, never both, so the adapter is not
+    at ``.student`` and ``.student.layers.*`` at once (NNX103 reported it as a may-share)."""
+    context, model = _model(tmp_path, """
+import json
+from flax import nnx
+
+
+class Adapter(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+
+class Sequential(nnx.Module):
+    def __init__(self, layers):
+        self.layers = nnx.List(layers)
+
+
+def make_network(normalize, rngs):
+    adapter = Adapter(rngs)
+    if normalize:
+        return Sequential([nnx.Linear(2, 2, rngs=rngs), adapter])
+    return adapter
+
+
+class State(nnx.Module):
+    def __init__(self, student):
+        self.student = student
+
+
+config = json.loads("{}")
+state = State(make_network(config.get("normalize"), nnx.Rngs(0)))
+""")
+    assert shared_inside(model, _value(context, "state"), _WANTED) is None

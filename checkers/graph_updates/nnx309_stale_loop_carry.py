@@ -68,11 +68,12 @@ class StaleLoopCarry(Rule):
     kind = "silent"
     catalogue = ("C10",)
     message = (
-        "`{stale}` still holds the carry from before `nnx.{transform}` (line {loop_line}): Tree Mode returns "
-        "a fresh object, and the body's write of `{attribute}` (line {write_line}) reaches only that"
+        "`{stale}` predates `nnx.{transform}` (line {loop_line}): in Tree Mode the body's write of "
+        "`{attribute}` silently misses it"
     )
     help = (
-        "Read the loop's result instead of a reference taken before it (`model = nnx.{transform}(..., "
+        "Tree Mode returns a fresh object from the loop, and the write of `{attribute}` (line {write_line}) "
+        "reaches only that copy. Read the loop's result instead of a reference taken before it (`model = nnx.{transform}(..., "
         "model)`, then `model.{attribute}`), or keep `{attribute}` in an `nnx.Variable`, whose value flax "
         "writes back in both modes"
     )

@@ -289,11 +289,13 @@ class DuplicateTransformArgument(FamilyRule):
                     self.teacher = student if self_distill else nnx.Linear(2, 2, rngs=rngs)
 
             step = nnx.jit(lambda d, x: d.teacher(x) - d.student(x))
-            step(Distiller(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), True, nnx.Rngs(1)), jnp.ones(2))  # NNX103
+            pair = Distiller(nnx.Linear(2, 2, rngs=nnx.Rngs(0)), True, nnx.Rngs(1))
+            step(pair, jnp.ones(2))  # NNX103
 
             def train(self_distill: bool):
                 student = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
-                return step(Distiller(student, self_distill, nnx.Rngs(1)), jnp.ones(2))  # NNX103
+                pair = Distiller(student, self_distill, nnx.Rngs(1))
+                return step(pair, jnp.ones(2))  # NNX103
             """,
             tree_mode=raises("ValueError", DUPLICATE),
         ),
@@ -314,9 +316,10 @@ class DuplicateTransformArgument(FamilyRule):
         "`nnx.{transform}`: Tree Mode raises ValueError"
     )
     #: One argument that holds the object twice on one side of a choice (the object-flow model).
+    #: The choice (``{choice}``) is the finding's related location, not in the message: it can be long.
     may_within_message = (
-        "`{first}` may hold one {kinds[0]} at `{first_position}` and `{second_position}` (through `{choice}`), "
-        "passed to `nnx.{transform}`: Tree Mode raises ValueError when it does"
+        "`{first}` may hold one {kinds[0]} at `{first_position}` and `{second_position}` for "
+        "`nnx.{transform}`: Tree Mode raises ValueError then"
     )
     #: Two arguments that each hold the object.
     held_message = (

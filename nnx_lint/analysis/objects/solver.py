@@ -558,7 +558,8 @@ def object_loops(obj: AbstractObject) -> frozenset | None:
 
 
 _LOOPS = (nodes.For, nodes.AsyncFor, nodes.While, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
-_loops_cache: dict[int, tuple] = {}
+#: The attribute of a node that keeps its loops (on the node, so the answer lives and dies with its tree).
+_LOOPS_ATTRIBUTE = "_nnx_lint_loops_around"
 
 
 def loops_around(node) -> frozenset:
@@ -566,9 +567,9 @@ def loops_around(node) -> frozenset:
     object per iteration."""
     if not isinstance(node, nodes.NodeNG):
         return frozenset()
-    cached = _loops_cache.get(id(node))
-    if cached is not None and cached[0] is node:
-        return cached[1]
+    cached = node.__dict__.get(_LOOPS_ATTRIBUTE)
+    if cached is not None:
+        return cached
     found = []
     child, current = node, node.parent
     once = False  # a loop's iterable (a comprehension's first) is evaluated once, outside the loop
@@ -581,7 +582,5 @@ def loops_around(node) -> frozenset:
             once = False
         child, current = current, current.parent
     result = frozenset(found)
-    if len(_loops_cache) > 50_000:
-        _loops_cache.clear()
-    _loops_cache[id(node)] = (node, result)
+    node.__dict__[_LOOPS_ATTRIBUTE] = result
     return result
