@@ -53,17 +53,18 @@ class AbstractObject:
     prepended: int = 0
 
     def __post_init__(self) -> None:
-        # hashed on every set operation of the solve: computed once (targets and copies nest)
-        # Positions, never ids: the solve iterates sets of objects, so the order (and, past the
-        # context bound, which calls get a context of their own) must not change from run to run.
-        definition = self.definition if self.kind == CONSTANT else stable_key(self.definition)
-        object.__setattr__(self, "_hash", hash((self.kind, stable_key(self.site), stable_key(self.context), definition,
-                                                self.target, self.copy_of)))
-        # The solve adds new objects in this order (string hashes change from run to run, so a
-        # set's order does too): the same objects are always met in the same order.
+        # Positions, never ids or string hashes (both change from run to run): the solve iterates
+        # sets of objects and adds new ones in ``order_text`` order, so past the context bound the
+        # same calls get a context of their own in every run. Computed once: hashed on every set
+        # operation of the solve.
+        site, context = order_text(self.site), order_text(self.context)
+        definition = order_text(self.definition)
+        object.__setattr__(self, "_hash", hash((
+            self.kind, site, context, self.definition if self.kind == CONSTANT else definition,
+            self.target, self.copy_of)))
         object.__setattr__(self, "order_text", "|".join((
-            self.kind, order_text(self.site), order_text(self.context), order_text(self.definition),
-            order_text(self.target), order_text(self.copy_of), str(self.prepended))))
+            self.kind, site, context, definition, order_text(self.target), order_text(self.copy_of),
+            str(self.prepended))))
 
     def __hash__(self) -> int:
         return self._hash  # type: ignore[attr-defined]
@@ -100,20 +101,6 @@ def constant(value: object) -> AbstractObject:
 def is_falsy_constant(obj: AbstractObject) -> bool:
     """A literal that is false (``None``, ``False``, ``0``, ``""``)."""
     return obj.kind == CONSTANT and not obj.definition
-
-
-def stable_key(value: object) -> object:
-    """A key of ``value`` that is the same in every run: a node's class, position and module, a
-    context's own stable hash; None and strings as they are."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    stable = getattr(value, "stable", None)
-    if stable is not None:
-        return stable
-    if isinstance(value, nodes.NodeNG):
-        root = value.root()
-        return (value.__class__.__name__, value.lineno, value.col_offset, getattr(root, "name", None))
-    return value.__class__.__name__
 
 
 def order_text(value: object) -> str:

@@ -34,7 +34,7 @@ from collections import deque
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
-from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant, order_text, stable_key
+from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant, order_text
 from nnx_lint.analysis.objects.carries import is_scan
 from nnx_lint.analysis.objects.library import LibraryModels
 from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
@@ -74,10 +74,8 @@ class Context:
         self.rooted, self.loops, self.depth = rooted, loops, depth
         #: The same in every run (positions, not ids): sets of contexts and of the objects made
         #: in them iterate in one order, so the context bound picks the same calls each run.
-        self.stable = hash((stable_key(site), stable_key(defined_in),
-                            hash(caller) if isinstance(caller, (AbstractObject, Context)) else stable_key(caller),
-                            rooted, depth))
         self.order_text = "|".join((order_text(site), order_text(defined_in), order_text(caller), str(rooted), str(depth)))
+        self.stable = hash(self.order_text)
 
     def __hash__(self) -> int:
         return self.stable
