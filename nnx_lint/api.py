@@ -160,7 +160,7 @@ from nnx_lint.base.fix_kinds import DISPLAY_ONLY, PIN, UNSAFE, Rewrite, RewriteS
 from nnx_lint.analysis.pin_sites import entry_pin_target, pin_sites, pin_sites_in
 from nnx_lint.analysis.expected_messages import expected_messages, found_in, pattern_strings, plain_text
 from nnx_lint.analysis.fact_index import fact_index
-from nnx_lint.analysis.flow import bound_values, expressions_within, inside, lookup, position_in
+from nnx_lint.analysis.flow import bound_values, bound_values_of, expressions_within, inside, lookup, position_in
 from nnx_lint.analysis import custom_vjps
 from nnx_lint.analysis import grad_arguments as gradients
 from nnx_lint.analysis import returned_inputs, shared_objects, sown_state
@@ -173,7 +173,7 @@ from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, 
 from nnx_lint.analysis.static_uses import bound_arguments, python_value, static_use
 from nnx_lint.analysis.summaries import helper_summaries
 from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
-from nnx_lint.analysis.transform_types import Application, Argument, DecodedTransform, bound_values_of, explicit_tree
+from nnx_lint.analysis.transform_types import Application, Argument, DecodedTransform, explicit_tree
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave
 from nnx_lint.analysis import objects as object_flow

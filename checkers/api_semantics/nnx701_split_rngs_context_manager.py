@@ -13,10 +13,9 @@ from nnx_lint.api import (
     Reproduction,
     Rule,
     Valid,
-    bound_values_of,
+    bound_values,
     fact_index,
     flax_table,
-    lookup,
     pin_sites_in,
     raises,
 )
@@ -162,8 +161,7 @@ class SplitRngsContextManager(Rule):
         argument = node.args[0]
         if not isinstance(argument, nodes.Name):
             return
-        _scope, assignments = lookup(argument)
-        values = [v for a in assignments if isinstance(a, nodes.AssignName) for v in bound_values_of(a)]
+        values = bound_values(argument)
         splitters = [fact_index(self.context).rng_splitter(v) for v in values]
         if values and all(s is not None and not self.context.keeps_graph_mode(s) for s in splitters):
             self.report(node, usage="`nnx.restore_rngs(...)` on the result of "

@@ -108,22 +108,28 @@ def _bindings_by_line(scope: nodes.NodeNG, name: str) -> tuple[list[int], list[n
 
 
 def bound_values(name: nodes.Name) -> list[nodes.NodeNG]:
-    """The expressions ``name`` may be bound to by plain assignments (``x = expr``)."""
+    """The expressions ``name`` may be bound to by plain assignments (``x = expr``, ``x: T = expr``,
+    ``(x := expr)``, ``x, y = a, b``): :func:`bound_values_of` of each binding :func:`lookup` gives."""
     _scope, assignments = lookup(name)
-    values = []
-    for assignment in assignments:
-        if not isinstance(assignment, nodes.AssignName):
-            continue
-        parent = assignment.parent
-        if isinstance(parent, nodes.Assign) and assignment in parent.targets:
-            values.append(parent.value)
-        elif isinstance(parent, nodes.AnnAssign) and parent.value is not None:
-            values.append(parent.value)
-        elif isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
-            value = parent.parent.value
-            if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
-                values.append(value.elts[parent.elts.index(assignment)])
-    return values
+    return [value for assignment in assignments if isinstance(assignment, nodes.AssignName)
+            for value in bound_values_of(assignment)]
+
+
+def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
+    """The values one ``AssignName`` binds by plain assignment: the one place that reads an
+    assignment's value (:func:`bound_values` asks it for each binding of a name)."""
+    parent = assignment.parent
+    if isinstance(parent, nodes.Assign) and assignment in parent.targets:
+        return [parent.value]
+    if isinstance(parent, nodes.AnnAssign) and parent.value is not None:
+        return [parent.value]
+    if isinstance(parent, nodes.NamedExpr):
+        return [parent.value]
+    if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
+        value = parent.parent.value
+        if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
+            return [value.elts[parent.elts.index(assignment)]]
+    return []
 
 
 def assigned_or_unpacked(name: nodes.Name) -> list[tuple[nodes.NodeNG, str]]:

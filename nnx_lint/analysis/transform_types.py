@@ -144,22 +144,6 @@ def _positional(args: list[nodes.NodeNG], label: str) -> list[Argument]:
     return result
 
 
-def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
-    """The values one ``AssignName`` binds by plain assignment (see :func:`flow.bound_values`)."""
-    parent = assignment.parent
-    if isinstance(parent, nodes.Assign) and assignment in parent.targets:
-        return [parent.value]
-    if isinstance(parent, nodes.AnnAssign) and parent.value is not None:
-        return [parent.value]
-    if isinstance(parent, nodes.NamedExpr):
-        return [parent.value]
-    if isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign):
-        value = parent.parent.value
-        if isinstance(value, nodes.Tuple) and len(value.elts) == len(parent.elts):
-            return [value.elts[parent.elts.index(assignment)]]
-    return []
-
-
 def _is_class_reference(expression: nodes.NodeNG) -> bool:
     """``Model`` in ``Model.method(...)`` is the class itself, not an instance."""
     return isinstance(expression, nodes.Name) and bool(class_definitions(expression))

@@ -70,10 +70,10 @@ from astroid import nodes
 from nnx_lint.base import bounds
 from nnx_lint.analysis.bound_methods import passes_self
 from nnx_lint.analysis.calls import constant_bool
-from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.flow import bound_values_of, lookup
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES
 from nnx_lint.base.node_index import nodes_of_class
-from nnx_lint.analysis.transform_types import _FUNCTION_TYPES, Entry, Function, _is_class_reference, bound_values_of
+from nnx_lint.analysis.transform_types import _FUNCTION_TYPES, Entry, Function, _is_class_reference
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.values import value_model
 

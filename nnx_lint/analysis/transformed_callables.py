@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from astroid import nodes
 
-from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.flow import bound_values_of, lookup
 from nnx_lint.analysis.names import is_external
-from nnx_lint.analysis.transform_types import Entry, _is_class_reference, bound_values_of
+from nnx_lint.analysis.transform_types import Entry, _is_class_reference
 from nnx_lint.flax_table.names import LIBRARY_PREFIXES
 from nnx_lint.flax_table.signatures import AHEAD_OF_TIME_METHODS
 

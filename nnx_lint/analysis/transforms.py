@@ -34,7 +34,7 @@ from astroid import nodes
 from nnx_lint.base import bounds
 from nnx_lint.analysis.bound_methods import is_bound_module_method, unbound_method_class
 from nnx_lint.analysis.calls import NNXCall
-from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.flow import bound_values_of, lookup
 from nnx_lint.analysis.mode import Mode, ModeContext
 from nnx_lint.analysis.names import NameResolver, is_external
 from nnx_lint.analysis.transformed_callables import MAX_ALIAS_DEPTH, TransformedCallables
@@ -46,7 +46,6 @@ from nnx_lint.analysis.transform_types import (
     Function,
     ModuleTools,
     _positional,
-    bound_values_of,
     decode_transform,
     explicit_tree,
 )
