@@ -111,8 +111,9 @@ def bound_values(name: nodes.Name) -> list[nodes.NodeNG]:
     """The expressions ``name`` may be bound to by plain assignments (``x = expr``, ``x: T = expr``,
     ``(x := expr)``, ``x, y = a, b``): :func:`bound_values_of` of each binding :func:`lookup` gives."""
     _scope, assignments = lookup(name)
-    return [value for assignment in assignments if isinstance(assignment, nodes.AssignName)
-            for value in bound_values_of(assignment)]
+    # astroid's lookup lists a walrus target twice (its statement's scope and the frame's)
+    unique = {id(assignment): assignment for assignment in assignments if isinstance(assignment, nodes.AssignName)}
+    return [value for assignment in unique.values() for value in bound_values_of(assignment)]
 
 
 def bound_values_of(assignment: nodes.AssignName) -> list[nodes.NodeNG]:
