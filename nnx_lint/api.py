@@ -72,7 +72,8 @@ Values, classes and Variables:
   around a node, ``if flag:`` / ``x if p > 0.0 else y``, found without building the model); ``object_flow.leaves_the_tree``,
   ``object_flow.shared_rngs_paths`` and ``object_flow.shared_inside`` — a path through a plain Python
   object, an Rngs reached at two paths of an instance, one object at two paths of an argument.
-- ``value_model`` — the file's value model (what an expression is); ``DATA_CONTAINER``,
+- ``value_model`` — the file's value model (what an expression is: its classes, ``is_rngs`` for an
+  Rngs or a stream of one, ``is_module_class`` for a class whose instances are Modules); ``DATA_CONTAINER``,
   ``CONTAINER_KINDS`` — what its ``stored_kind`` calls a container an attribute stores (a pytree node a Tree Mode transform rebuilds, or one carried by reference).
 - ``Ref``, ``Alias``, ``SelfReference`` — objects inside constructed instances: where they come
   from, reached twice, stored below themselves; ``SHARED_KINDS``, ``STATEFUL_KINDS`` — their kinds.
@@ -107,6 +108,8 @@ Values, classes and Variables:
   ``shared_objects.alias_shape`` (an alias's shape), ``shared_objects.overlapping_pair`` and
   ``shared_objects.relative_parts`` (two arguments holding one object), ``shared_objects.alias_location``
   (where an alias is reported), ``shared_objects.child_stores`` (where a child class keeps it),
+  ``shared_objects.child_store_of`` (where a child class keeps a back-reference),
+  ``shared_objects.holds_state_besides_cycles`` (whether a node that holds itself holds Variables),
   ``ClassUses.may_break`` and ``ClassUses.pin_sites`` (a class's findings count; the pins of its uses), and
   ``shared_objects.self_path_parts``.
 - ``passed_here``, ``passed_to``, ``passed_at`` — the classes callers pass for a parameter.

@@ -33,3 +33,126 @@ def test_bound_values_reads_every_plain_binding_form_through_one_reader():
         {"a": [1], "b": [2], "c": [3], "d": [4], "e": [5]}
     walrus = next(module.nodes_of_class(nodes.NamedExpr)).target
     assert [v.value for v in bound_values_of(walrus)] == [5]
+
+
+#: A Module that holds an Rngs only as ``holder.keys.fork()``: the Rngs is reached through another
+#: object's attribute, which the class model knows (``Holder.keys: nnx.Rngs``).
+_FORKED_FROM_AN_ATTRIBUTE = """\
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Holder(nnx.Module):
+    def __init__(self, keys: nnx.Rngs):
+        self.keys = keys
+
+
+class Net(nnx.Module):
+    def __init__(self, holder: Holder):
+        self.lin = nnx.Linear(2, 2, rngs=nnx.Rngs(0))
+        self.noise = holder.keys.fork()
+
+    def __call__(self, x):
+        return self.lin(x) + self.noise.uniform((x.shape[0], 2))
+
+
+def loss(model, x):
+    return model(x).sum()
+
+
+def train(x):
+    model = Net(Holder(nnx.Rngs(1)))
+    return nnx.grad(loss)(model, x)  # NNX401
+
+
+def summary():
+    model = Net(Holder(nnx.Rngs(1)))
+    return nnx.tabulate(model, jnp.ones((4, 2)))  # NNX711
+"""
+
+
+def _diagnostics(source: str) -> set[tuple[str, int]]:
+    from nnx_lint.base.diagnostic import shown
+    from nnx_lint.engine.registry import all_rules
+    from nnx_lint.engine.walk import lint_bytes
+
+    found = shown(lint_bytes(source.encode(), "model.py", all_rules()), strict=False)
+    return {(d.code, d.line) for d in found}
+
+
+def _marked(source: str) -> set[tuple[str, int]]:
+    return {(line.rsplit("# ", 1)[1], number) for number, line in enumerate(source.splitlines(), 1)
+            if "  # NNX" in line}
+
+
+def test_one_rngs_answer_reaches_the_grad_rules_and_tabulate_alike():
+    """"Is this an Rngs?" was answered twice: by the Variable model (for the grad rules) and by
+    NNX711. The Variable model did not look at an attribute's class, so NNX711 saw the Rngs that
+    ``holder.keys.fork()`` makes and NNX401 did not; both now ask ``ValueModel.is_rngs``."""
+    assert _marked(_FORKED_FROM_AN_ATTRIBUTE) <= _diagnostics(_FORKED_FROM_AN_ATTRIBUTE)
+
+
+def test_the_bridge_module_spellings_are_the_installed_flax_bridge_module():
+    """NNX704 learns that a base is ``nnx.bridge.Module`` from the flax table (it looked the import
+    up itself): every spelling the table lists is that one class, and a subclass is not a pytree."""
+    import pytest
+
+    pytest.importorskip("flax.nnx")
+    from flax import nnx
+    from flax.nnx import bridge
+
+    from _support import resolve_dotted
+    from nnx_lint.flax_table import table as flax_table
+
+    assert {resolve_dotted(name) for name in flax_table.BRIDGE_MODULES} == {bridge.Module}
+    assert resolve_dotted(flax_table.NNX_OBJECT) is not bridge.Module
+
+    class Legacy(bridge.Module):
+        def __call__(self, x):
+            return x
+
+    with pytest.raises(ValueError, match="pytree=False"):
+        nnx.split(Legacy(), graph=False)
+
+
+_NOT_PYTREES = """\
+from flax.nnx.bridge.module import Module as Base
+from flax.nnx import bridge
+from flax import nnx
+
+
+class A(Base):
+    pass
+
+
+class B(bridge.Module):
+    pass
+
+
+class C(nnx.Module, pytree=False):
+    pass
+
+
+class D(C):
+    pass
+
+
+class E(nnx.Object):
+    pass
+
+
+class F(E):
+    pass
+"""
+
+
+def test_one_answer_says_which_classes_are_not_pytrees(tmp_path):
+    from _support import file_context
+    from nnx_lint.analysis.values import value_model
+
+    context = file_context(tmp_path, _NOT_PYTREES)
+    reasons = {c.name: value_model(context).not_pytree_reason(c)
+               for c in context.module.nodes_of_class(nodes.ClassDef)}
+    assert reasons == {"A": "an nnx.bridge.Module subclass", "B": "an nnx.bridge.Module subclass",
+                       "C": "declared with pytree=False", "D": None, "E": "an nnx.Object subclass",
+                       "F": "an nnx.Object subclass"}

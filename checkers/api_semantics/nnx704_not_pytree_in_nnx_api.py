@@ -13,18 +13,17 @@ from nnx_lint.api import (
     Reproduction,
     Rule,
     Valid,
-    base_classes,
     constant_bool,
     entry_pin_target,
     explicit_tree,
     fact_index,
     flax_table,
     helper_summaries,
-    lookup,
     pin_sites_in,
     programs,
     raises,
     transform_resolver,
+    value_model,
 )
 
 
@@ -70,41 +69,6 @@ def _passed_through(decoded: DecodedTransform | None, transform: str, position: 
         argnums = decoded.argnums if decoded is not None and decoded.argnums is not None else (0,)
         return position not in argnums
     return False
-
-
-def _is_bridge_module(context, base: nodes.NodeNG) -> bool:
-    if isinstance(base, nodes.Attribute) and base.attrname == "Module":
-        return (context.qualified_name(base.expr) or "").startswith(flax_table.BRIDGE_PACKAGE)
-    if isinstance(base, nodes.Name):
-        _scope, assignments = lookup(base)
-        for assignment in assignments:
-            if isinstance(assignment, nodes.ImportFrom) and (assignment.modname or "").startswith(flax_table.BRIDGE_PACKAGE):
-                return any((alias or original) == base.name and original == "Module"
-                           for original, alias in assignment.names)
-    return False
-
-
-def not_pytree_reason(context, classdef: nodes.ClassDef, depth: int = 0, inherited: bool = False) -> str | None:
-    """Why instances of a project class are not pytrees (``pytree=False``, ``nnx.Object``
-    or ``nnx.bridge.Module`` subclass), or None."""
-    if depth > 6:
-        return None
-    if not inherited:
-        for keyword in classdef.keywords or []:
-            if keyword.arg == "pytree" and constant_bool(keyword.value) is False:
-                return "declared with pytree=False"
-    for base in base_classes(classdef):
-        if _is_bridge_module(context, base):
-            return "an nnx.bridge.Module subclass"
-        name = context.qualified_name(base)
-        if name == flax_table.NNX_OBJECT:
-            return "an nnx.Object subclass"
-    for ref in context.classes.info(classdef).bases:
-        if ref.definition is not None and ref.definition.root() is classdef.root():
-            reason = not_pytree_reason(context, ref.definition, depth + 1, inherited=True)
-            if reason is not None:
-                return reason
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,7 +277,7 @@ class NotPytreeObjectInNNXAPI(Rule):
         """``(class, reason, part)`` when an instance of ``ref`` is not a pytree, or holds one
         that is not (a `pytree=False` submodule stored by its ``__init__``, two levels deep):
         Tree Mode flattens the whole tree and raises at that part too."""
-        reason = not_pytree_reason(self.context, ref.definition)
+        reason = value_model(self.context).not_pytree_reason(ref.definition)
         if reason is not None:
             return ref.short_name, reason, ".".join(path) if path else ABSENT
         if depth >= 2:

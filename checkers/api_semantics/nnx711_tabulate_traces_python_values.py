@@ -14,7 +14,6 @@ from nnx_lint.api import (
     body_nodes,
     bound_arguments,
     flax_table,
-    names_rngs,
     programs,
     python_value,
     raises,
@@ -277,7 +276,8 @@ class TabulateTracesPythonValues(Rule):
         """``self.rngs.uniform((n, 10))``: the Rngs (or stream) is in the graph, so its random
         methods are wrapped and the shape is traced."""
         name = call.func.attrname
-        if name not in flax_table.RNG_SHAPE_POSITIONS or not _self_rooted(call.func.expr) or not self._is_rng(call.func.expr):
+        if name not in flax_table.RNG_SHAPE_POSITIONS or not _self_rooted(call.func.expr) \
+                or not value_model(self.context).is_rngs(call.func.expr):
             return None
         position = flax_table.RNG_SHAPE_POSITIONS[name]
         shape = next((keyword.value for keyword in call.keywords or [] if keyword.arg == "shape"),
@@ -285,21 +285,6 @@ class TabulateTracesPythonValues(Rule):
         if shape is None or python_value(shape) not in ("tuple", "int"):
             return None
         return _finding(shape, f"Rngs.{name}", "a shape", "TypeError", shape)
-
-    def _is_rng(self, expression: nodes.NodeNG) -> bool:
-        """An ``Rngs`` or one of its streams: the classes the value model knows, else the object-flow
-        model's answer (a value handed in through calls), else the ``rngs`` naming convention."""
-        classes = value_model(self.context).candidates(expression)
-        if classes:
-            return any(candidate.ref.qualified_name.startswith(flax_table.NNX_PREFIX)
-                       and candidate.ref.short_name in flax_table.RNG_OBJECTS for candidate in classes)
-        found = object_flow.object_model(self.context).objects(expression)
-        if found:
-            return any(o.kind in ("rngs", "stream") for o in found)
-        if isinstance(expression, nodes.Attribute):
-            return names_rngs(expression.attrname) or (
-                isinstance(expression.expr, nodes.Attribute) and names_rngs(expression.expr.attrname))
-        return False
 
     def _module_call(self, call: nodes.Call, depth: int, seen: set[int]) -> dict | None:
         """``self.block(x, 3)``, ``self.block.encode(x, 3)``, ``self.drop(x, deterministic=True)``:

@@ -20,6 +20,7 @@ from nnx_lint.api import (
     pin_sites_in,
     raises,
     transformed_code,
+    value_model,
 )
 from checkers.graph_updates.reproduction import dedented
 
@@ -219,6 +220,6 @@ class LoopBodyReturnsNewModule(Rule):
         ref = self.context.classes.class_of(value)
         if ref is None or ref.qualified_name in flax_table.VARIABLE_TYPES:
             return None
-        if ref.definition is not None and self.context.classes.info(ref.definition).is_nnx_module:
+        if ref.definition is not None and value_model(self.context).is_module_class(ref):
             return f"`{ref.short_name}(...)`"
         return None

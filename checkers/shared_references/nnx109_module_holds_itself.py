@@ -18,7 +18,6 @@ from nnx_lint.api import (
     STATEFUL_KINDS,
     SelfReference,
     Valid,
-    assigned_value,
     fact_index,
     inside,
     join_path,
@@ -288,34 +287,19 @@ class ModuleHoldsItself(ClassAliasRule):
 
     # -- facts and locations ---------------------------------------------------------------
     def _class_facts(self, classdef: nodes.ClassDef, reference: SelfReference) -> dict:
-        child = self._child_store(reference.store)
+        child = shared_objects.child_store_of(self.classes, reference.store)
         return {
             "class_name": classdef.name,
             "holder": self_text(reference.target),
             "path": join_path(reference.store.path),
             "target": join_path(reference.target),
             "via_class": child[1] if child else None,
-            "holds_variables": self._holds_variables(classdef, reference),
+            "holds_variables": shared_objects.holds_state_besides_cycles(self.classes, classdef, reference.target),
             "after_construction": False,
             "used_with": next(iter(self._use_names.get(id(classdef), [])), None),
             "confidence": "static",
             **self._pin_facts(id(classdef)),
         }
-
-    def _holds_variables(self, classdef: nodes.ClassDef, reference: SelfReference) -> bool:
-        """Whether the node that holds itself holds Variables apart from the cycle: a store
-        below it of a Variable, an Rngs, a State or a Module, leaving out the back-references
-        and the Modules they sit in (a child kept only for its owner would count otherwise)."""
-        construction = self.classes.construction(classdef)
-        cycles = [r.store.path for r in construction.self_references]
-        for event in construction.events:
-            if event.deleted or event.ref is None or event.path[:len(reference.target)] != reference.target:
-                continue
-            if event.ref.root == ("self", classdef) or any(path[:len(event.path)] == event.path for path in cycles):
-                continue
-            if self.classes.kind_of(event.ref) in STATEFUL_KINDS:
-                return True
-        return False
 
     def _class_sites(self, reference: SelfReference) -> list[tuple[nodes.NodeNG, str]]:
         """Where a child class keeps the back-reference (``self.owner = owner`` in
@@ -324,36 +308,11 @@ class ModuleHoldsItself(ClassAliasRule):
         store, sites = reference.store, []
         if store.node is not store.origin:
             sites.append((store.node, f"`{self_text(store.path)}` stored here"))
-        child = self._child_store(store)
+        child = shared_objects.child_store_of(self.classes, store)
         if child is not None:
             node, name, path = child
             sites.append((node, f"`{self_text(path)}` keeps the owner here, in `{name}`"))
         return sites
-
-    def _child_store(self, store) -> tuple[nodes.NodeNG, str, tuple[str, ...]] | None:
-        """``(node, class name, path)`` of the store in a child class's ``__init__`` that keeps
-        the constructor argument ending up as the back-reference (``Child(self)``)."""
-        if not isinstance(store.node, nodes.AssignAttr):
-            return None
-        own = len(shared_objects.self_path_parts(store.node))
-        value, rest = assigned_value(store.node), store.path[own:]
-        while rest and isinstance(value, (nodes.Call, nodes.List, nodes.Tuple, nodes.ListComp)):
-            child = self.classes.class_of(value) if isinstance(value, nodes.Call) else None
-            if child is not None and child.definition is not None:
-                for inner in self.classes.construction(child.definition).events:
-                    if inner.path == rest and not inner.deleted:
-                        return inner.node, child.short_name, rest
-                return None
-            # a list (or an NNX container of one: nnx.List([Child(self)])): the element at the next position
-            elements = value if not isinstance(value, nodes.Call) else (value.args[0] if value.args else None)
-            if isinstance(elements, nodes.ListComp) and rest[0].startswith("["):
-                value, rest = elements.elt, rest[1:]  # every element is built by the one expression
-                continue
-            index = int(rest[0][1:-1]) if rest[0].startswith("[") and rest[0][1:-1].isdigit() else -1
-            if not isinstance(elements, (nodes.List, nodes.Tuple)) or not 0 <= index < len(elements.elts):
-                return None
-            value, rest = elements.elts[index], rest[1:]
-        return None
 
     def _object_facts(self, store: nodes.AssignAttr, holder: Ref, value: Ref, root: Ref) -> dict:
         used = self._object_use_names.get(root, [])

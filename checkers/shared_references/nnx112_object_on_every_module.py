@@ -23,6 +23,7 @@ from nnx_lint.api import (
     names_rngs,
     programs,
     raises,
+    value_model,
 )
 
 #: The kinds of :meth:`nnx_lint.analysis.classes.ClassModel.kind_of`, as the facts and messages name them.
@@ -190,7 +191,8 @@ class ObjectOnEveryModule(FamilyRule):
         func = node.func
         if isinstance(func, nodes.Attribute) and func.attrname == "set_attributes" and node.keywords:
             receiver = self.classes.class_of_self(func.expr)
-            if receiver is not None and (not self._is_module_class(receiver) or not self._has_submodules(receiver)):
+            if receiver is not None and (not value_model(self.context).is_module_class(receiver)
+                                         or not self._has_submodules(receiver)):
                 return  # another library's set_attributes, or a Module with no other Module to share with
             if receiver is None and self._wraps_a_single_module(func.expr):
                 return
@@ -233,11 +235,6 @@ class ObjectOnEveryModule(FamilyRule):
             return f".{func.attrname}()", func.expr
         return None
 
-    def _is_module_class(self, cls) -> bool:
-        """Whether ``cls`` is an NNX Module class (flax's or a project's)."""
-        return self.classes.is_instance_of(cls, flax_table.MODULE_CLASSES) or (
-            cls.definition is not None and self.classes.info(cls.definition).is_nnx_module)
-
     def _has_submodules(self, cls) -> bool:
         """Whether an instance of ``cls`` holds another Module (a flax layer that holds none,
         such as ``nnx.Linear``, or a project class storing none, has only itself)."""
@@ -256,7 +253,7 @@ class ObjectOnEveryModule(FamilyRule):
         if len(values) != 1 or not isinstance(values[0], nodes.Call) or not values[0].args:
             return False
         wrapped = self.classes.class_of_self(values[0].args[0])
-        return wrapped is not None and self._is_module_class(wrapped) and not self._has_submodules(wrapped)
+        return value_model(self.context).is_module_class(wrapped) and not self._has_submodules(wrapped)
 
     def _stateful(self, value: nodes.NodeNG, invariant_in: nodes.NodeNG | None = None) -> tuple[str, str] | None:
         """``(kind, confidence)`` when ``value`` holds Variables (and, with ``invariant_in``,

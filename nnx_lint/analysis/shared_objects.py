@@ -11,14 +11,14 @@ from nnx_lint.analysis.fact_index import fact_index
 from nnx_lint.analysis.class_info import ClassRef, assigned_value
 from nnx_lint.analysis.flow import expressions_within, inside
 from nnx_lint.analysis.pin_sites import pin_sites, pin_sites_in
-from nnx_lint.analysis.refs import SHARED_KINDS, Alias, Ref, StoreEvent, join_path
+from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, StoreEvent, join_path
 from nnx_lint.analysis.transform_types import Argument
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table import table as flax_table
 
 __all__ = [
     "graph_uses", "GraphUses", "alias_shape", "alias_category", "overlapping_pair", "relative_parts", "self_path_parts",
-    "child_stores", "alias_location", "ClassUses",
+    "child_stores", "child_store_of", "holds_state_besides_cycles", "alias_location", "ClassUses",
 ]
 
 
@@ -113,6 +113,51 @@ def child_stores(classes, alias: Alias) -> list[tuple[StoreEvent, tuple[str, ...
                 found.append((inner, rest, child))
                 break
     return found
+
+
+def child_store_of(classes, store: StoreEvent) -> tuple[nodes.NodeNG, str, tuple[str, ...]] | None:
+    """``(node, class name, path)`` of the store in a child class's ``__init__`` (in whatever file)
+    that keeps the constructor argument a store puts below the instance: ``self.child = Child(self)``
+    and ``Child.__init__`` storing ``self.owner = owner``, also through list elements and NNX
+    containers of them (``nnx.List([Child(self)])``, a comprehension building every element)."""
+    if not isinstance(store.node, nodes.AssignAttr):
+        return None
+    own = len(self_path_parts(store.node))
+    value, rest = assigned_value(store.node), store.path[own:]
+    while rest and isinstance(value, (nodes.Call, nodes.List, nodes.Tuple, nodes.ListComp)):
+        child = classes.class_of(value) if isinstance(value, nodes.Call) else None
+        if child is not None and child.definition is not None:
+            for inner in classes.construction(child.definition).events:
+                if inner.path == rest and not inner.deleted:
+                    return inner.node, child.short_name, rest
+            return None
+        # a list (or an NNX container of one: nnx.List([Child(self)])): the element at the next position
+        elements = value if not isinstance(value, nodes.Call) else (value.args[0] if value.args else None)
+        if isinstance(elements, nodes.ListComp) and rest[0].startswith("["):
+            value, rest = elements.elt, rest[1:]  # every element is built by the one expression
+            continue
+        index = int(rest[0][1:-1]) if rest[0].startswith("[") and rest[0][1:-1].isdigit() else -1
+        if not isinstance(elements, (nodes.List, nodes.Tuple)) or not 0 <= index < len(elements.elts):
+            return None
+        value, rest = elements.elts[index], rest[1:]
+    return None
+
+
+def holds_state_besides_cycles(classes, classdef: nodes.ClassDef, target: tuple[str, ...]) -> bool:
+    """Whether the node at ``target`` below an instance of ``classdef`` (``()``: the instance) holds
+    Variables apart from the back-references its construction makes: a store below it of a Variable,
+    an Rngs, a State or a Module, leaving out the back-references and the Modules they sit in (a
+    child kept only for its owner would count otherwise)."""
+    construction = classes.construction(classdef)
+    cycles = [reference.store.path for reference in construction.self_references]
+    for event in construction.events:
+        if event.deleted or event.ref is None or event.path[:len(target)] != target:
+            continue
+        if event.ref.root == ("self", classdef) or any(path[:len(event.path)] == event.path for path in cycles):
+            continue
+        if classes.kind_of(event.ref) in STATEFUL_KINDS:
+            return True
+    return False
 
 
 def alias_location(context, classdef: nodes.ClassDef, alias: Alias, category: str) -> nodes.NodeNG | None:

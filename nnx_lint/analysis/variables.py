@@ -23,11 +23,10 @@ from nnx_lint.flax_table import nnx_api
 from nnx_lint.flax_table.names import NNX_DATA, NNX_DICT, NNX_LIST, NNX_PREFIX, NUMPY_MODULES
 from nnx_lint.analysis.calls import constant_bool
 from nnx_lint.analysis.refs import RNG_TYPES
-from nnx_lint.analysis.objects import object_model
-from nnx_lint.analysis.objects.abstract import RNGS, STREAM
-from nnx_lint.analysis.flow import bound_values, lookup
+from nnx_lint.analysis.flow import bound_values
 from nnx_lint.analysis.later_stores import LaterStore, stores_onto
 from nnx_lint.analysis.names import base_classes
+from nnx_lint.analysis.values import value_model
 from nnx_lint.flax_table.flax_layers import (  # noqa: F401 - the categories are part of this module's API
     FLAX_LAYERS,
     FLOAT_STATE,
@@ -228,7 +227,7 @@ class VariableModel:
                 merged.extend(found, "", conditional=True)
             return merged
         if isinstance(value, nodes.Name):
-            if self._is_rngs_expression(value):
+            if self._is_rngs(value):
                 return Holdings([Holding("", "RngKey/RngCount", RNG, line=value.lineno)])
             bound = bound_values(value)
             if not bound:
@@ -263,15 +262,15 @@ class VariableModel:
         return merged
 
     def _attribute_holdings(self, value: nodes.Attribute, depth: int) -> Holdings | None:
-        # `rngs.dropout` is an RngStream; `rngs.fork` is a method (handled at the call).
-        if self._is_rngs_expression(value.expr):
+        # `rngs.dropout` is an RngStream, `self.rngs` an Rngs; `rngs.fork` is a method (handled at the call).
+        if self._is_rngs(value):
             return Holdings([Holding("", "RngKey/RngCount", RNG, line=value.lineno)])
         return None
 
     def _call_holdings(self, call: nodes.Call, depth: int) -> Holdings | None:
         func = call.func
         # rngs.fork(), rngs.dropout.fork(), rngs['dropout'].fork(): an RngStream/Rngs copy.
-        if isinstance(func, nodes.Attribute) and func.attrname in ("fork", "split") and self._is_rngs_expression(func.expr):
+        if isinstance(func, nodes.Attribute) and func.attrname in ("fork", "split") and self._is_rngs(func.expr):
             return Holdings([Holding("", "RngKey/RngCount", RNG, line=call.lineno)])
         name = self.context.qualified_name(func)
         if name in PARAM_TYPES:
@@ -374,40 +373,9 @@ class VariableModel:
             return found.pop() if len(found) == 1 else None
         return None
 
-    # -- rngs ---------------------------------------------------------------------------
-    def _is_rngs_parameter(self, name: nodes.Name) -> bool:
-        """A function parameter that is an ``nnx.Rngs`` (the class model's one answer)."""
-        _scope, assignments = lookup(name)
-        for assignment in assignments:
-            if isinstance(assignment, nodes.AssignName) and isinstance(assignment.parent, nodes.Arguments):
-                return self.context.classes.parameter_is_rngs(assignment.parent.parent, name.name)
-        return False
-
-    def _is_rngs_expression(self, expression: nodes.NodeNG) -> bool:
-        """Whether ``expression`` holds an ``nnx.Rngs`` or a stream of one: ``nnx.Rngs(...)``, a name
-        of that class, a parameter that is an Rngs by the class model's convention, a stream of one;
-        else, for a parameter (what only the callers know), the object-flow model's answer."""
-        if isinstance(expression, nodes.Name):
-            if self._is_rngs_parameter(expression):
-                return True
-            ref = self.context.classes.class_of(expression)
-            if ref is not None and ref.qualified_name in RNG_TYPES:
-                return True
-            _scope, bindings = lookup(expression)
-            return bool(bindings) and all(isinstance(b, nodes.AssignName) and isinstance(b.parent, nodes.Arguments)
-                                          for b in bindings) and any(
-                o.kind in _RNG_OBJECT_KINDS for o in object_model(self.context).objects(expression))
-        if isinstance(expression, nodes.Attribute):  # rngs.dropout (an RngStream)
-            return self._is_rngs_expression(expression.expr)
-        if isinstance(expression, nodes.Subscript):  # rngs['dropout']
-            return self._is_rngs_expression(expression.value)
-        if isinstance(expression, nodes.Call):
-            return self.context.qualified_name(expression.func) in RNG_TYPES
-        return False
-
-
-#: The object-flow model's kinds for an ``Rngs`` and a stream of one.
-_RNG_OBJECT_KINDS = frozenset({RNGS, STREAM})
+    def _is_rngs(self, expression: nodes.NodeNG) -> bool:
+        """Whether ``expression`` holds an ``nnx.Rngs`` or a stream of one: the value model's one answer."""
+        return value_model(self.context).is_rngs(expression)
 
 
 def _rng_state(spec: LayerSpec, call: nodes.Call | None) -> bool | None:

@@ -78,6 +78,8 @@ NNX_PERTURBATION = "flax.nnx.Perturbation"
 NNX_PARTITION_NAME = "flax.nnx.PARTITION_NAME"
 #: The Linen-to-NNX wrapper class, by both its spellings.
 BRIDGE_WRAPPERS = frozenset({"flax.nnx.bridge.ToNNX", "flax.nnx.bridge.wrappers.ToNNX"})
+#: The bridge's Module base class, by both its spellings: its subclasses are not pytrees.
+BRIDGE_MODULES = frozenset({"flax.nnx.bridge.Module", "flax.nnx.bridge.module.Module"})
 #: ``nnx.bridge.lazy_init(module, ...)``: initialises a bridge wrapper in place.
 BRIDGE_LAZY_INIT = "flax.nnx.bridge.lazy_init"
 
