@@ -156,3 +156,35 @@ def test_one_answer_says_which_classes_are_not_pytrees(tmp_path):
     assert reasons == {"A": "an nnx.bridge.Module subclass", "B": "an nnx.bridge.Module subclass",
                        "C": "declared with pytree=False", "D": None, "E": "an nnx.Object subclass",
                        "F": "an nnx.Object subclass"}
+
+
+def test_the_loops_that_take_a_new_carry_in_graph_mode_only_are_the_installed_flax_loops():
+    """NNX308's loops come from the flax table (``NEW_CARRY_IN_GRAPH_MODE``): a body that returns a
+    new Module runs in graph mode and raises in Tree Mode; the other carry loops raise in both."""
+    import pytest
+
+    pytest.importorskip("flax.nnx")
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from nnx_lint.flax_table import table as flax_table
+
+    class Counter(nnx.Module):
+        def __init__(self):
+            self.w = nnx.Param(jnp.zeros(()))
+
+    def runs(loop: str, graph: bool) -> bool:
+        fresh = lambda *carry: Counter()  # noqa: E731 - the body that returns a new carry
+        with nnx.set_graph_mode(graph):
+            try:
+                if loop == "fori_loop":
+                    nnx.fori_loop(0, 2, fresh, Counter())
+                else:
+                    nnx.while_loop(lambda m: m.w[...] < 1, fresh, Counter())
+            except Exception:  # flax's error types differ between the loops and the modes
+                return False
+        return True
+
+    loops = sorted(flax_table.CARRY_LOOPS)
+    assert {loop for loop in loops if runs(loop, graph=True)} == set(flax_table.NEW_CARRY_IN_GRAPH_MODE)
+    assert not any(runs(loop, graph=False) for loop in loops)

@@ -25,10 +25,6 @@ from nnx_lint.api import (
 from checkers.graph_updates.reproduction import dedented
 
 
-#: `while_loop` is left out: graph mode raises on a new carry there too (same-reference check).
-_LOOPS = frozenset({"fori_loop"})
-
-
 @dataclass(frozen=True, kw_only=True)
 class LoopBodyReturnsNewModuleFacts(Facts):
     """What ``NNX308`` reports (the diagnostic's ``facts``, in this order)."""
@@ -151,7 +147,7 @@ class LoopBodyReturnsNewModule(Rule):
 
     def visit_call(self, node: nodes.Call) -> None:
         call = self.context.nnx_call(node)
-        if call is None or call.name not in _LOOPS:
+        if call is None or call.name not in flax_table.NEW_CARRY_IN_GRAPH_MODE:
             return
         service = transformed_code(self.context)
         for entry in service.transforms.entries:

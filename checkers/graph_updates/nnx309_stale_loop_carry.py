@@ -14,15 +14,11 @@ from nnx_lint.api import (
     Valid,
     differs,
     fact_index,
+    flax_table,
     object_flow,
     pin_sites_in,
     programs,
 )
-
-
-#: The loops whose carry comes back as a fresh object in Tree Mode but is updated in place in
-#: graph mode (their ``jax.lax`` twins return fresh objects in both modes: no change).
-_LOOPS = frozenset({"fori_loop", "while_loop", "scan"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,7 +181,8 @@ class StaleLoopCarry(Rule):
             call = self._loop_call(loop)
             if call is None or id(loop.node) in reported or loop.node.root() is not node:
                 continue
-            if call.name not in _LOOPS or call.is_compat or not self.context.flip_changes(call):
+            if call.name not in flax_table.CARRY_TRANSFORMS or call.is_compat \
+                    or not self.context.flip_changes(call):
                 continue
             reads = object_flow.stale_carry_reads(model, loop)
             if not reads:
@@ -206,7 +203,8 @@ class StaleLoopCarry(Rule):
 
     def _changed_loop(self, node: nodes.Call) -> bool:
         call = self.context.nnx_call(node)
-        return call is not None and call.name in _LOOPS and not call.is_compat and self.context.flip_changes(call)
+        return call is not None and call.name in flax_table.CARRY_TRANSFORMS and not call.is_compat \
+            and self.context.flip_changes(call)
 
     def _loop_call(self, loop):
         """The ``nnx.*`` call that makes the loop (``nnx.fori_loop(...)``, ``nnx.scan(...)``)."""

@@ -103,6 +103,10 @@ MAPPING_TRANSFORMS: frozenset[str] = frozenset({"vmap", "pmap"})
 CARRY_LOOPS: frozenset[str] = frozenset({"fori_loop", "while_loop"})
 #: Transforms whose function returns its carry by design (not output aliasing).
 CARRY_TRANSFORMS: frozenset[str] = CARRY_LOOPS | {"scan"}
+#: Carry loops whose graph mode accepts a body that returns a new object as the carry, where Tree
+#: Mode raises (Variable identity must be preserved); ``while_loop`` rejects a new carry in graph
+#: mode too (measured with flax 0.12.8).
+NEW_CARRY_IN_GRAPH_MODE: frozenset[str] = frozenset({"fori_loop"})
 #: Transforms that check their inputs for aliasing as soon as ``graph_updates=False``, even in
 #: graph mode (measured with flax 0.12.8; the others accept shared inputs while ``graph=True``).
 ALIAS_CHECKING_WITHOUT_UPDATES: frozenset[str] = frozenset({"eval_shape", "custom_vjp"})
