@@ -143,19 +143,37 @@ class E(nnx.Object):
 
 class F(E):
     pass
+
+
+class Inner(nnx.Module):
+    def __init__(self):
+        self.legacy = C()
+
+
+class Outer(nnx.Module):
+    def __init__(self):
+        self.inner = Inner()
 """
 
 
-def test_one_answer_says_which_classes_are_not_pytrees(tmp_path):
+def test_one_answer_says_which_classes_are_not_pytrees_and_where(tmp_path):
+    """NNX704 answered this itself (its own import lookup for the bridge Module, its own walk of
+    the stores); the value model answers it now."""
     from _support import file_context
     from nnx_lint.analysis.values import value_model
 
     context = file_context(tmp_path, _NOT_PYTREES)
-    reasons = {c.name: value_model(context).not_pytree_reason(c)
-               for c in context.module.nodes_of_class(nodes.ClassDef)}
-    assert reasons == {"A": "an nnx.bridge.Module subclass", "B": "an nnx.bridge.Module subclass",
-                       "C": "declared with pytree=False", "D": None, "E": "an nnx.Object subclass",
-                       "F": "an nnx.Object subclass"}
+    values = value_model(context)
+    refs = {c.name: context.classes.ref_of_definition(c) for c in context.module.nodes_of_class(nodes.ClassDef)}
+    found = {name: values.not_pytree(ref, levels=0) for name, ref in refs.items()}
+    assert found == {"A": ("A", "an nnx.bridge.Module subclass", None),
+                     "B": ("B", "an nnx.bridge.Module subclass", None),
+                     "C": ("C", "declared with pytree=False", None), "D": None,
+                     "E": ("E", "an nnx.Object subclass", None), "F": ("F", "an nnx.Object subclass", None),
+                     "Inner": None, "Outer": None}
+    assert values.not_pytree(refs["Inner"]) == ("C", "declared with pytree=False", "legacy")
+    assert values.not_pytree(refs["Outer"]) == ("C", "declared with pytree=False", "inner.legacy")
+    assert values.not_pytree(refs["Outer"], levels=1) is None
 
 
 def test_the_loops_that_take_a_new_carry_in_graph_mode_only_are_the_installed_flax_loops():

@@ -242,7 +242,8 @@ class NotPytreeObjectInNNXAPI(Rule):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
             if ref is None or ref.definition is None:
                 continue
-            found = self._not_pytree(ref, depth=2 if call is not None and call.name in flax_table.ONE_LEVEL_APIS else 0)
+            one_level = call is not None and call.name in flax_table.ONE_LEVEL_APIS
+            found = value_model(self.context).not_pytree(ref, levels=0 if one_level else 2)
             if found is None:
                 continue
             class_name, reason, part = found
@@ -253,6 +254,7 @@ class NotPytreeObjectInNNXAPI(Rule):
             where = ({"function": call.name} if call is not None else {"function": call_name} if method else
                      {"transform": entry.transform, "position": position, "n_args": len(arguments),
                       "transform_keywords": _literal_keywords(entry.call)})
+            part = ABSENT if part is None else part
             shown = class_name if part is ABSENT else f"{class_name} at `.{part}`"
             self.report(argument, argument=argument.as_string(), class_name=shown, reason=reason,
                         api=api, error=error, **where, part=part, pin=pin)
@@ -262,34 +264,17 @@ class NotPytreeObjectInNNXAPI(Rule):
         graph-walking method (``model.iter_modules()``): reported at the argument, the walk related."""
         for argument, walk in helper_summaries(self.context).walks_through(node):
             ref = self.context.classes.class_of_self(argument) if isinstance(argument, nodes.Name) else None
-            found = self._not_pytree(ref) if ref is not None and ref.definition is not None else None
+            found = value_model(self.context).not_pytree(ref) if ref is not None else None
             if found is None or self.context.mode.scope_keeps_graph_mode(node, transform=False):
                 continue
             class_name, reason, part = found
             method = walk.call.func.attrname
+            part = ABSENT if part is None else part
             shown = class_name if part is ABSENT else f"{class_name} at `.{part}`"
             self.report(argument, argument=argument.as_string(), class_name=shown, reason=reason,
                         api=f".{method}()", error="ValueError: Cannot use 'iter_graph' with graph=False",
                         function=method, part=part, helper=walk.chain[0], pin=[],
                         message=_HELPER_MESSAGE, related=[(walk.call, f"`{'` -> `'.join(walk.chain)}` walks it here")])
-
-    def _not_pytree(self, ref, depth: int = 0, path: tuple[str, ...] = ()) -> tuple[str, str, str] | None:
-        """``(class, reason, part)`` when an instance of ``ref`` is not a pytree, or holds one
-        that is not (a `pytree=False` submodule stored by its ``__init__``, two levels deep):
-        Tree Mode flattens the whole tree and raises at that part too."""
-        reason = value_model(self.context).not_pytree_reason(ref.definition)
-        if reason is not None:
-            return ref.short_name, reason, ".".join(path) if path else ABSENT
-        if depth >= 2:
-            return None
-        classes = self.context.classes
-        for store in classes.info(ref.definition).stores:
-            inner = classes.class_of(store.value)
-            if inner is not None and inner.definition is not None and inner.definition is not ref.definition:
-                found = self._not_pytree(inner, depth + 1, (*path, store.path))
-                if found is not None:
-                    return found
-        return None
 
     #: Graph APIs both Tree Mode implementations provide, called as ``nnx.<name>(m)``.
     _SHARED_GRAPH_APIS = {"split": "nnx.split(m)", "state": "nnx.state(m)", "variables": "nnx.variables(m)",

@@ -23,7 +23,7 @@ from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.analysis.class_info import ClassRef, assigned_value
 from nnx_lint.analysis.objects import object_model
 from nnx_lint.analysis.objects.abstract import RNGS, STREAM
-from nnx_lint.analysis.pytrees import not_pytree_reason
+from nnx_lint.analysis.pytrees import not_pytree_part
 from nnx_lint.analysis.refs import RNG_TYPES, SHARED_KINDS, STATEFUL_KINDS, Ref, join_path, names_rngs
 from nnx_lint.analysis.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.analysis.state_values import StateValues
@@ -204,10 +204,10 @@ class ValueModel(StateValues):
         return self.classes.is_instance_of(ref, nnx_api.MODULE_CLASSES) or (
             ref.definition is not None and self.classes.info(ref.definition).is_nnx_module)
 
-    def not_pytree_reason(self, classdef: nodes.ClassDef) -> str | None:
-        """Why instances of the project class ``classdef`` are not pytrees, or None
-        (:func:`nnx_lint.analysis.pytrees.not_pytree_reason`)."""
-        return not_pytree_reason(self.context, classdef)
+    def not_pytree(self, ref: ClassRef, levels: int = 2) -> tuple[str, str, str | None] | None:
+        """``(class name, reason, part)`` when an instance of ``ref`` is not a pytree or holds a
+        part that is not, ``levels`` levels down (:func:`nnx_lint.analysis.pytrees.not_pytree_part`)."""
+        return not_pytree_part(self.context, ref, levels)
 
     def may_be_module(self, ref: ClassRef | None) -> bool:
         """Whether an instance of ``ref`` may be an NNX Module (unknown classes may be)."""
