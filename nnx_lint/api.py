@@ -73,7 +73,8 @@ Values, classes and Variables:
   ``object_flow.shared_rngs_paths`` and ``object_flow.shared_inside`` — a path through a plain Python
   object, an Rngs reached at two paths of an instance, one object at two paths of an argument.
 - ``value_model`` — the file's value model (what an expression is: its classes, ``is_rngs`` for an
-  Rngs or a stream of one, ``is_module_class`` for a class whose instances are Modules); ``DATA_CONTAINER``,
+  Rngs or a stream of one, ``is_module_class`` for a class whose instances are Modules, ``not_pytree``
+  for a class whose instances are not pytrees or hold a part that is not); ``DATA_CONTAINER``,
   ``CONTAINER_KINDS`` — what its ``stored_kind`` calls a container an attribute stores (a pytree node a Tree Mode transform rebuilds, or one carried by reference).
 - ``Ref``, ``Alias``, ``SelfReference`` — objects inside constructed instances: where they come
   from, reached twice, stored below themselves; ``SHARED_KINDS``, ``STATEFUL_KINDS`` — their kinds.

@@ -21,10 +21,9 @@ from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.analysis.class_info import ClassRef, assigned_value
-from nnx_lint.analysis.objects import object_model
-from nnx_lint.analysis.objects.abstract import RNGS, STREAM
 from nnx_lint.analysis.pytrees import not_pytree_part
-from nnx_lint.analysis.refs import RNG_TYPES, SHARED_KINDS, STATEFUL_KINDS, Ref, join_path, names_rngs
+from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Ref, join_path
+from nnx_lint.analysis.value_kinds import is_module_class, is_rngs
 from nnx_lint.analysis.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.analysis.state_values import StateValues
 from nnx_lint.base.node_index import nodes_of_class
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     from nnx_lint.analysis.context import FileContext
 
 _MAX_DEPTH = 4
-#: The object-flow model's kinds for an ``Rngs`` and a stream of one.
-_RNG_OBJECT_KINDS = frozenset({RNGS, STREAM})
 #: Variable types of flax.nnx, qualified (a stored value of one of these is a Variable).
 VARIABLE_TYPES = nnx_api.qualified(nnx_api.variable_types())
 #: Classes whose instances are list- or dict-like containers of other values.
@@ -146,63 +143,15 @@ class ValueModel(StateValues):
         """Whether ``ref`` is a flax Variable type or a project subclass of one."""
         return self.classes.class_kind(ref) == "variable"
 
-    def is_rngs(self, expression: nodes.NodeNG, depth: int = 0) -> bool:
-        """The one answer to "does ``expression`` hold an ``nnx.Rngs``, a stream of one or an RNG
-        Variable?", for every rule that asks (what a Module holds for the grad rules, the random
-        methods ``nnx.tabulate`` wraps, ...):
-
-        - a call: of an RNG class (``nnx.Rngs(0)``, a project subclass of ``nnx.Rngs``);
-        - a parameter: the class model's answer (its class, else the naming convention:
-          ``parameter_is_rngs``), else what the object-flow model says its callers pass;
-        - another name: its class;
-        - an attribute or item: a stream of an Rngs (``rngs.dropout``, ``rngs['dropout']``); else,
-          for an attribute, its own class, else the object-flow model's objects, else the naming
-          convention (``self.rngs``, ``self.dropout_rngs``, ``self.rngs.dropout``).
-        """
-        if depth > _MAX_DEPTH:
-            return False
-        if isinstance(expression, nodes.Call):
-            return self.context.qualified_name(expression.func) in RNG_TYPES \
-                or self.is_rng_class(self.classes.class_of(expression))
-        if isinstance(expression, nodes.Name):
-            _scope, bindings = lookup(expression)
-            parameters = [b for b in bindings if isinstance(b, nodes.AssignName) and isinstance(b.parent, nodes.Arguments)]
-            if parameters and self.classes.parameter_is_rngs(parameters[0].parent.parent, expression.name):
-                return True
-            if self.is_rng_class(self.classes.class_of(expression)):
-                return True
-            # a parameter the class model knows nothing of: what only its callers know
-            return bool(bindings) and len(parameters) == len(bindings) and any(
-                o.kind in _RNG_OBJECT_KINDS for o in object_model(self.context).objects(expression))
-        if isinstance(expression, nodes.Subscript):
-            return self.is_rngs(expression.value, depth + 1)
-        if not isinstance(expression, nodes.Attribute):
-            return False
-        if self.is_rngs(expression.expr, depth + 1):
-            return True
-        classes = self.candidates(expression)
-        if classes:
-            return any(self.is_rng_class(candidate.ref) for candidate in classes)
-        found = object_model(self.context).objects(expression)
-        if found:
-            return any(o.kind in _RNG_OBJECT_KINDS for o in found)
-        return names_rngs(expression.attrname) or (
-            isinstance(expression.expr, nodes.Attribute) and names_rngs(expression.expr.attrname))
-
-    def is_rng_class(self, ref: ClassRef | None) -> bool:
-        """Whether instances of ``ref`` hold RNG state: ``nnx.Rngs``, a stream, an RNG Variable, or
-        a project subclass of one (the class model's kinds)."""
-        return ref is not None and (ref.qualified_name in RNG_TYPES or self.classes.class_kind(ref) == "rngs")
+    def is_rngs(self, expression: nodes.NodeNG) -> bool:
+        """Whether ``expression`` holds an ``nnx.Rngs``, a stream of one or an RNG Variable: the one
+        answer (:func:`nnx_lint.analysis.value_kinds.is_rngs`)."""
+        return is_rngs(self.context, expression)
 
     def is_module_class(self, ref: ClassRef | None) -> bool:
-        """Whether instances of ``ref`` are NNX Modules for certain: a flax Module class of the flax
-        table (``nnx.Linear``, or a project class deriving from one) or a project class deriving
-        from ``nnx.Module`` / ``nnx.Pytree``. An unknown class is not (:meth:`may_be_module` says
-        what it may be)."""
-        if ref is None:
-            return False
-        return self.classes.is_instance_of(ref, nnx_api.MODULE_CLASSES) or (
-            ref.definition is not None and self.classes.info(ref.definition).is_nnx_module)
+        """Whether instances of ``ref`` are NNX Modules for certain (an unknown class is not:
+        :meth:`may_be_module`); :func:`nnx_lint.analysis.value_kinds.is_module_class`."""
+        return is_module_class(self.context, ref)
 
     def not_pytree(self, ref: ClassRef, levels: int = 2) -> tuple[str, str, str | None] | None:
         """``(class name, reason, part)`` when an instance of ``ref`` is not a pytree or holds a
