@@ -16,7 +16,6 @@ from nnx_lint.api import (
     Valid,
     body_nodes,
     flax_table,
-    lookup,
     pin_sites_in,
     raises,
     transformed_code,
@@ -182,22 +181,12 @@ class LoopBodyReturnsNewModule(Rule):
                 if split is None or split.name != "split":
                     return False
             elif isinstance(argument, nodes.Name):
-                if not self._unpacked_from_split(argument):
-                    return False
+                classes = self.context.classes
+                if classes.split_making(argument) is None and classes.split_making(argument, graphdef=True) is None:
+                    return False  # not unpacked from an `nnx.split` (the class model's answer)
             else:
                 return False
         return True
-
-    def _unpacked_from_split(self, name: nodes.Name) -> bool:
-        _scope, assignments = lookup(name)
-        for assignment in assignments:
-            parent = assignment.parent
-            if not (isinstance(parent, nodes.Tuple) and isinstance(parent.parent, nodes.Assign)):
-                return False
-            split = self.context.nnx_call(parent.parent.value)
-            if split is None or split.name != "split":
-                return False
-        return bool(assignments)
 
     def _built(self, value: nodes.NodeNG, depth: int) -> str | None:
         if isinstance(value, nodes.Name) and depth < 3:
