@@ -206,3 +206,50 @@ def test_the_loops_that_take_a_new_carry_in_graph_mode_only_are_the_installed_fl
     loops = sorted(flax_table.CARRY_LOOPS)
     assert {loop for loop in loops if runs(loop, graph=True)} == set(flax_table.NEW_CARRY_IN_GRAPH_MODE)
     assert not any(runs(loop, graph=False) for loop in loops)
+
+
+_MODULE_CLASSES = """\
+from flax import nnx
+
+
+class Plain:
+    pass
+
+
+class Leaf(nnx.Module):
+    def __init__(self):
+        self.scale = 2.0
+
+
+class Tree(nnx.Module):
+    def __init__(self, rngs):
+        self.leaf = Leaf()
+        self.lin = nnx.Linear(2, 2, rngs=rngs)
+
+
+class Wide(nnx.Linear):
+    pass
+
+
+a, b, c, d = Plain(), Leaf(), Tree(nnx.Rngs(0)), Wide(2, 2, rngs=nnx.Rngs(0))
+e, f = nnx.Linear(2, 2, rngs=nnx.Rngs(0)), nnx.Sequential(nnx.Linear(2, 2, rngs=nnx.Rngs(0)))
+g = nnx.Rngs(0)
+"""
+
+
+def test_one_answer_says_which_classes_are_modules_and_may_hold_another(tmp_path):
+    """NNX112 answered both itself; NNX308 asked its own form of the first."""
+    from _support import file_context
+    from nnx_lint.analysis.values import value_model
+
+    context = file_context(tmp_path, _MODULE_CLASSES)
+    values = value_model(context)
+    refs = {}
+    for assign in context.module.body[-3:]:
+        targets = assign.targets[0].elts if isinstance(assign.targets[0], nodes.Tuple) else assign.targets
+        values_ = assign.value.elts if isinstance(assign.value, nodes.Tuple) else [assign.value]
+        refs.update({target.name: context.classes.class_of(value) for target, value in zip(targets, values_)})
+    assert set(refs) == set("abcdefg") and all(refs.values())
+    assert {name for name, ref in refs.items() if values.is_module_class(ref)} == set("bcdef")
+    assert {name for name in "bcef" if values.may_hold_a_module(refs[name])} == {"c", "f"}
+    assert not values.is_module_class(None)

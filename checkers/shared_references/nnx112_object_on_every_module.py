@@ -192,7 +192,7 @@ class ObjectOnEveryModule(FamilyRule):
         if isinstance(func, nodes.Attribute) and func.attrname == "set_attributes" and node.keywords:
             receiver = self.classes.class_of_self(func.expr)
             if receiver is not None and (not value_model(self.context).is_module_class(receiver)
-                                         or not self._has_submodules(receiver)):
+                                         or not value_model(self.context).may_hold_a_module(receiver)):
                 return  # another library's set_attributes, or a Module with no other Module to share with
             if receiver is None and self._wraps_a_single_module(func.expr):
                 return
@@ -235,16 +235,6 @@ class ObjectOnEveryModule(FamilyRule):
             return f".{func.attrname}()", func.expr
         return None
 
-    def _has_submodules(self, cls) -> bool:
-        """Whether an instance of ``cls`` holds another Module (a flax layer that holds none,
-        such as ``nnx.Linear``, or a project class storing none, has only itself)."""
-        if cls.definition is None:
-            spec = flax_table.FLAX_LAYERS.get(cls.qualified_name)
-            return spec is None or bool(spec.children or spec.all_positional)
-        info = self.classes.info(cls.definition)
-        return any(self.classes.kind_of(self.classes.ref_of(store.value)) == "module" or store.value is None
-                   for store in info.stores)
-
     def _wraps_a_single_module(self, receiver: nodes.NodeNG) -> bool:
         """Whether ``receiver`` is bound to a call given a Module with no other Module inside
         (``lora.apply_lora_to_model(linear, ...)`` with ``linear = nnx.Linear(...)``): such
@@ -253,7 +243,8 @@ class ObjectOnEveryModule(FamilyRule):
         if len(values) != 1 or not isinstance(values[0], nodes.Call) or not values[0].args:
             return False
         wrapped = self.classes.class_of_self(values[0].args[0])
-        return value_model(self.context).is_module_class(wrapped) and not self._has_submodules(wrapped)
+        model = value_model(self.context)
+        return model.is_module_class(wrapped) and not model.may_hold_a_module(wrapped)
 
     def _stateful(self, value: nodes.NodeNG, invariant_in: nodes.NodeNG | None = None) -> tuple[str, str] | None:
         """``(kind, confidence)`` when ``value`` holds Variables (and, with ``invariant_in``,

@@ -13,6 +13,7 @@ from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.objects import object_model
 from nnx_lint.analysis.objects.abstract import RNGS, STREAM
 from nnx_lint.analysis.refs import RNG_TYPES, names_rngs
+from nnx_lint.flax_table.flax_layers import FLAX_LAYERS
 from nnx_lint.flax_table.nnx_api import MODULE_CLASSES
 
 if TYPE_CHECKING:
@@ -86,3 +87,16 @@ def is_module_class(context: FileContext, ref: ClassRef | None) -> bool:
         return False
     return context.classes.is_instance_of(ref, MODULE_CLASSES) or (
         ref.definition is not None and context.classes.info(ref.definition).is_nnx_module)
+
+
+def may_hold_a_module(context: FileContext, ref: ClassRef) -> bool:
+    """Whether an instance of ``ref`` may hold another Module below itself: a flax layer whose
+    table entry has children (``nnx.Sequential``), one the table does not list, or a project
+    class with a store of a Module or of a value the class model cannot tell. A flax layer that
+    holds none (``nnx.Linear``), or a project class storing none, has only itself."""
+    if ref.definition is None:
+        spec = FLAX_LAYERS.get(ref.qualified_name)
+        return spec is None or bool(spec.children or spec.all_positional)
+    classes = context.classes
+    return any(store.value is None or classes.kind_of(classes.ref_of(store.value)) == "module"
+               for store in classes.info(ref.definition).stores)

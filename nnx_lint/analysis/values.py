@@ -23,7 +23,7 @@ from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.analysis.class_info import ClassRef, assigned_value
 from nnx_lint.analysis.pytrees import not_pytree_part
 from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Ref, join_path
-from nnx_lint.analysis.value_kinds import is_module_class, is_rngs
+from nnx_lint.analysis.value_kinds import is_module_class, is_rngs, may_hold_a_module
 from nnx_lint.analysis.flow import bound_values, lookup, unpacked_binding
 from nnx_lint.analysis.state_values import StateValues
 from nnx_lint.base.node_index import nodes_of_class
@@ -152,6 +152,11 @@ class ValueModel(StateValues):
         """Whether instances of ``ref`` are NNX Modules for certain (an unknown class is not:
         :meth:`may_be_module`); :func:`nnx_lint.analysis.value_kinds.is_module_class`."""
         return is_module_class(self.context, ref)
+
+    def may_hold_a_module(self, ref: ClassRef) -> bool:
+        """Whether an instance of ``ref`` may hold another Module
+        (:func:`nnx_lint.analysis.value_kinds.may_hold_a_module`)."""
+        return may_hold_a_module(self.context, ref)
 
     def not_pytree(self, ref: ClassRef, levels: int = 2) -> tuple[str, str, str | None] | None:
         """``(class name, reason, part)`` when an instance of ``ref`` is not a pytree or holds a
