@@ -253,3 +253,25 @@ def test_one_answer_says_which_classes_are_modules_and_may_hold_another(tmp_path
     assert {name for name, ref in refs.items() if values.is_module_class(ref)} == set("bcdef")
     assert {name for name in "bcef" if values.may_hold_a_module(refs[name])} == {"c", "f"}
     assert not values.is_module_class(None)
+
+
+def test_variable_value_attributes_are_the_installed_variables_value():
+    """The graph-update rules' ``{"value", "raw_value"}`` is the flax table's
+    ``VARIABLE_VALUE_ATTRIBUTES``: writing either sets the Variable's value in place."""
+    import pytest
+
+    pytest.importorskip("flax.nnx")
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from nnx_lint.flax_table import table as flax_table
+
+    import warnings
+
+    for attribute in sorted(flax_table.VARIABLE_VALUE_ATTRIBUTES):
+        variable = nnx.Param(jnp.zeros(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # flax 0.12.8 deprecates both
+            setattr(variable, attribute, jnp.ones(2))
+            assert float(getattr(variable, attribute).sum()) == 2.0, attribute
+        assert float(variable[...].sum()) == 2.0, attribute

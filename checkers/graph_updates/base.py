@@ -21,10 +21,6 @@ from nnx_lint.api import (
     transformed_code,
 )
 
-#: A Variable's own value, as an attribute (a write to it is not a graph update).
-VALUE_ATTRIBUTES = frozenset({"value", "raw_value"})
-
-
 def entry_pin(context, reach: Reach) -> list[dict]:
     """Where a pin fix keeps graph mode: the transform that traces the reached code (and the
     transforms around it), if in this file."""

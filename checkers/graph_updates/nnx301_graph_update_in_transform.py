@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.base import VALUE_ATTRIBUTES, TransformReachFacts, TransformedCodeRule
+from checkers.graph_updates.base import TransformReachFacts, TransformedCodeRule
 from checkers.graph_updates.reproduction import graph_update_reproduction
 from nnx_lint.api import (
     ABSENT,
@@ -352,7 +352,7 @@ class GraphUpdateInTransform(TransformedCodeRule):
             return
         external = reach.external
         for node in body_nodes(reach.function):
-            if isinstance(node, nodes.AssignAttr) and node.attrname not in VALUE_ATTRIBUTES:
+            if isinstance(node, nodes.AssignAttr) and node.attrname not in flax_table.VARIABLE_VALUE_ATTRIBUTES:
                 statement = node.parent
                 while isinstance(statement, (nodes.Tuple, nodes.List, nodes.Starred)):
                     statement = statement.parent

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
-from checkers.graph_updates.base import VALUE_ATTRIBUTES
 from checkers.graph_updates.reproduction import RESERVED_NAMES
 from nnx_lint.api import (
     Facts,
@@ -17,6 +16,7 @@ from nnx_lint.api import (
     body_nodes,
     differs,
     explicit_tree,
+    flax_table,
     lookup,
     pin_sites_in,
     programs,
@@ -174,7 +174,8 @@ def _variable_writes(function, names: set[str]) -> Iterator[tuple[nodes.NodeNG, 
             targets = node.targets if isinstance(node, nodes.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, nodes.Subscript) or (
-                        isinstance(target, nodes.AssignAttr) and target.attrname in VALUE_ATTRIBUTES):
+                        isinstance(target, nodes.AssignAttr)
+                        and target.attrname in flax_table.VARIABLE_VALUE_ATTRIBUTES):
                     root = root_name(target)
                     if root is not None and root.name in names and _is_parameter_of(root, function):
                         yield node, root.name

@@ -279,7 +279,7 @@ class SharedNodeInTraversal(FamilyRule):
             control = dedented(node, visit, "mapped = nnx.recursive_map(visit, node)", "out = [mapped, mapped]",
                             "return [count[0], out[0] is out[1]]")
             return Reproduction(body, expect_tree=[2, False], expect_graph=[1, True], control=control)
-        if api in ("iter_graph", "iter_modules"):
+        if api in flax_table.MODULE_WALKS:
             def walk(box: str) -> str:
                 return dedented(BOX, node, programs.assign("box", box),
                                 programs.filled("return sum(isinstance(x, Node) for _, x in nnx.API(box))",

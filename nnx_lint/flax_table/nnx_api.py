@@ -153,6 +153,9 @@ GRAPHDEF_MERGES: frozenset[str] = frozenset({"merge", "unflatten"})
 ONE_LEVEL_APIS: frozenset[str] = frozenset({"iter_children", "iter_module_children"})
 #: Graph APIs whose walk yields every Module of a model.
 MODULE_WALKS: frozenset[str] = frozenset({"iter_modules", "iter_graph"})
+#: A Variable's attributes that are its value (``v.value = x`` writes the Variable, not the
+#: graph: no graph update; both deprecated for ``v[...]`` in flax 0.12.8, and still the value).
+VARIABLE_VALUE_ATTRIBUTES: frozenset[str] = frozenset({"value", "raw_value"})
 
 #: Module methods that walk the graph as the graph API of the same name does (the deprecated
 #: method form ``model.iter_modules()`` of ``nnx.iter_modules(model)``).
