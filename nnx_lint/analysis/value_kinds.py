@@ -5,6 +5,7 @@ NNX Modules. Each question has its one answer here; rules ask it through the val
 asks it too, so an improvement reaches the grad rules and the API rules alike."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from astroid import nodes
@@ -26,7 +27,8 @@ _RNG_OBJECT_KINDS = frozenset({RNGS, STREAM})
 _MAX_DEPTH = 4
 
 
-def is_rngs(context: FileContext, expression: nodes.NodeNG, depth: int = 0) -> bool:
+def is_rngs(context: FileContext, expression: nodes.NodeNG, candidates: Callable[[nodes.NodeNG], list],
+            depth: int = 0) -> bool:
     """The one answer to "does ``expression`` hold an ``nnx.Rngs``, a stream of one or an RNG
     Variable?", for every rule that asks (what a Module holds for the grad rules, the random
     methods ``nnx.tabulate`` wraps, ...):
@@ -38,6 +40,9 @@ def is_rngs(context: FileContext, expression: nodes.NodeNG, depth: int = 0) -> b
     - an attribute or item: a stream of an Rngs (``rngs.dropout``, ``rngs['dropout']``); else,
       for an attribute, its own class, else the object-flow model's objects, else the naming
       convention (``self.rngs``, ``self.dropout_rngs``, ``self.rngs.dropout``).
+
+    ``candidates``: the value model's classes of an expression (``ValueModel.candidates``, which
+    asks this module: passed in, not imported).
     """
     classes = context.classes
     if depth > _MAX_DEPTH:
@@ -56,16 +61,14 @@ def is_rngs(context: FileContext, expression: nodes.NodeNG, depth: int = 0) -> b
         return bool(bindings) and len(parameters) == len(bindings) and any(
             o.kind in _RNG_OBJECT_KINDS for o in object_model(context).objects(expression))
     if isinstance(expression, nodes.Subscript):
-        return is_rngs(context, expression.value, depth + 1)
+        return is_rngs(context, expression.value, candidates, depth + 1)
     if not isinstance(expression, nodes.Attribute):
         return False
-    if is_rngs(context, expression.expr, depth + 1):
+    if is_rngs(context, expression.expr, candidates, depth + 1):
         return True
-    from nnx_lint.analysis.values import value_model  # the value model asks this module
-
-    candidates = value_model(context).candidates(expression)
-    if candidates:
-        return any(is_rng_class(context, candidate.ref) for candidate in candidates)
+    known = candidates(expression)
+    if known:
+        return any(is_rng_class(context, candidate.ref) for candidate in known)
     found = object_model(context).objects(expression)
     if found:
         return any(o.kind in _RNG_OBJECT_KINDS for o in found)

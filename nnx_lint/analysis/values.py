@@ -146,7 +146,7 @@ class ValueModel(StateValues):
     def is_rngs(self, expression: nodes.NodeNG) -> bool:
         """Whether ``expression`` holds an ``nnx.Rngs``, a stream of one or an RNG Variable: the one
         answer (:func:`nnx_lint.analysis.value_kinds.is_rngs`)."""
-        return is_rngs(self.context, expression)
+        return is_rngs(self.context, expression, self.candidates)
 
     def is_module_class(self, ref: ClassRef | None) -> bool:
         """Whether instances of ``ref`` are NNX Modules for certain (an unknown class is not:
