@@ -217,6 +217,8 @@ def _check(args: argparse.Namespace) -> int:
         if not path.exists() and path != cli_ci.STDIN_PATH:
             print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
+    if not args.no_cache:
+        _keep_toml_parses(args.cache_dir)
     args.isolated = args.isolated or isolated_by_environment()  # NNX_LINT_ISOLATED=1, as in every front-end
     if args.isolated and args.config is not None:
         print("nnx-lint: error: --isolated ignores every configuration file: it cannot be used with --config",
@@ -279,6 +281,16 @@ def _check(args: argparse.Namespace) -> int:
     finally:
         if marks is not None:
             marks.close()
+
+
+def _keep_toml_parses(cache_dir: Path | None) -> None:
+    """Keep the parses of the configuration's TOML files in the cache (``--cache-dir``, else the
+    user cache), so that a run on an unchanged project imports no TOML parser
+    (:mod:`nnx_lint.base.toml_data`)."""
+    from nnx_lint.base.cache_store import user_cache_root
+    from nnx_lint.base.toml_data import use_memo
+
+    use_memo((cache_dir if cache_dir is not None else user_cache_root()) / "toml")
 
 
 def _check_selectors(settings) -> None:

@@ -33,12 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nnx_lint.base.toml_data import TomlError, parse_toml
 from nnx_lint.flax_table.nnx_api import NAME_SINCE, pin_missing, pin_needs, version_key
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 #: Where the project's own setting lives (named in messages).
 SETTING = "`flax-version` under `[tool.nnx-lint]`"
@@ -409,8 +406,8 @@ def _toml(path: Path) -> dict | None:
     if text is None:
         return None
     try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError):
+        return parse_toml(text, path)
+    except TomlError:
         return None
 
 
