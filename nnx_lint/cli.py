@@ -11,6 +11,7 @@ Exit status: 0 clean, 1 findings, 2 usage, configuration or internal error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,21 +33,49 @@ COMMANDS = {
 }
 
 
-def build_parser(chosen: Iterable[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+def build_parser(chosen: Iterable[str] = tuple(COMMANDS), listed: bool = True) -> argparse.ArgumentParser:
     """The command line's parser, with the options of the ``chosen`` subcommands (default: all);
-    the others are listed with their help only."""
+    the others are listed with their help only, or (``listed`` false) left out: a command line
+    whose first word names its subcommand never shows the list, and each subcommand's parser
+    costs a share of start-up (argparse looks up its translations)."""
     wanted = set(chosen)
     parser = argparse.ArgumentParser(
         prog="nnx-lint",
         description="Find Flax NNX code that breaks or silently changes meaning under Tree Mode.",
+        formatter_class=_help_formatter,
     )
     parser.add_argument("--version", action="version", version=f"nnx-lint {nnx_lint.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    # Unlisted, the usage lines still name every command: the metavar argparse makes from them all.
+    shown = {} if listed else {"metavar": "{" + ",".join(COMMANDS) + "}"}
+    commands = parser.add_subparsers(dest="command", required=True, **shown)
     for name, help_text in COMMANDS.items():
-        subparser = commands.add_parser(name, help=help_text)
+        if name in wanted or listed:
+            subparser = commands.add_parser(name, help=help_text, formatter_class=_help_formatter)
         if name in wanted:
             _ADD_ARGUMENTS[name](subparser)
     return parser
+
+
+def _help_formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's help formatter at the width argparse gives it, without its ``import shutil``: argparse
+    makes a formatter for every option it adds, and shutil (for ``get_terminal_size``) imports bz2
+    and lzma, a tenth of a bare interpreter's start-up."""
+    return argparse.HelpFormatter(prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``$COLUMNS``, else the width of the terminal on
+    stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def _add_check_arguments(check: argparse.ArgumentParser) -> None:
@@ -129,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:2] == ["gate", "merge"]:  # the shards' reports; a project directory named merge is ./merge
             return run_merge_command(argv[2:])
         argv, test_command = split_test_command(argv)
-    args = build_parser((command,) if command else ()).parse_args(argv)
+    args = build_parser((command,) if command else (), listed=command is None).parse_args(argv)
     from nnx_lint.engine.own_rules import ForeignRules, check_own_rules
 
     try:

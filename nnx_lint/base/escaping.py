@@ -72,13 +72,13 @@ def printable(text: str, keep: str = "") -> str:
         return text
     shown = text if text.isprintable() else "".join(
         char if char.isprintable() or char in keep else _escape(char) for char in text)
-    return _WORKFLOW_MARKER.sub(r"\\x23", shown)
+    return re.sub(_WORKFLOW_MARKER, r"\\x23", shown)
 
 
 #: The ``#`` that opens a workflow command a runner obeys anywhere in a line (``##[``, ``##vso[``),
 #: one that could open it with the text that follows the field (a trailing ``##``), and a leading
 #: ``#`` that could complete one with a ``#`` that precedes the field.
-_WORKFLOW_MARKER = re.compile(r"#(?=#(?:\[|vso\[|$))|^#(?=\[|vso\[)", re.IGNORECASE)
+_WORKFLOW_MARKER = r"(?i)#(?=#(?:\[|vso\[|$))|^#(?=\[|vso\[)"
 
 
 def line_start(text: str) -> str:

@@ -29,7 +29,7 @@ APPLICABILITIES = (SAFE, UNSAFE, DISPLAY_ONLY)
 #: The fix kind that keeps graph mode at the call that decides a finding (``Rule.fixes``).
 PIN = "pin"
 
-_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
+_NAME = r"[a-z][a-z0-9]*(-[a-z0-9]+)+"
 
 
 class RewriteSite(Protocol):
@@ -82,7 +82,7 @@ class Rewrite:
     writes: str = ""
 
     def __post_init__(self) -> None:
-        if not _NAME.fullmatch(self.name) or self.name == PIN:
+        if not re.fullmatch(_NAME, self.name) or self.name == PIN:
             raise ValueError(f"{self.name!r}: a rewrite's name is lower-case words joined by '-'")
         if self.applicability not in (UNSAFE, DISPLAY_ONLY):
             raise ValueError(f"{self.name}: a rewrite is {UNSAFE} or {DISPLAY_ONLY} (a pin is the safe fix)")

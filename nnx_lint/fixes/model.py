@@ -117,10 +117,10 @@ def source_lines(text: str) -> list[str]:
     """``text``'s lines as Python counts them (ends kept): only ``\n``, ``\r\n`` and ``\r``
     end a line. ``str.splitlines`` also splits at a form feed or ``\u2028``, which would put
     every later line out of step with the diagnostics' (astroid's and libcst's) line numbers."""
-    return _LINE.findall(text)
+    return re.findall(_LINE, text)
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_LINE = r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$"
 
 
 def line_offsets(text: str) -> list[int]:
