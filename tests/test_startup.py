@@ -66,12 +66,14 @@ def test_the_gates_options_are_still_built_when_it_is_chosen(tmp_path):
 #: What a check that the cache answers whole has no use for: astroid and the rules, the analysis
 #: (but for the two modules that check a cache entry's dependencies: the source roots a module
 #: search depends on, and the callers' index), the syntax scan, and the fix workers (the fix marks
-#: come from the fix cache).
+#: come from the fix cache); the TOML parser (the configuration's parse is kept in the cache),
+#: shutil (argparse's terminal width), and the fix marks' queue (made with their first worker).
 NOT_ON_THE_WARM_PATH = ("astroid", "checkers", "libcst", "nnx_lint.analysis", "nnx_lint.api",
                         "nnx_lint.base.syntax.constructs", "nnx_lint.base.syntax.lexer",
                         "nnx_lint.engine.walk", "nnx_lint.engine.workers", "nnx_lint.engine.collection",
                         "nnx_lint.engine.discovery.gitignore", "nnx_lint.fixes.isolated", "nnx_lint.fixes.workers",
-                        "nnx_lint.gate", "subprocess")
+                        "nnx_lint.gate", "subprocess", "tomllib", "tomli", "shutil", "queue",
+                        "nnx_lint.base.fix_kinds")
 CACHE_DEPENDENCY_MODULES = {"nnx_lint.analysis", "nnx_lint.analysis.callers", "nnx_lint.analysis.package_roots"}
 
 FINDING = """\

@@ -15,19 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+# The applicability levels and the pin kind, re-exported for the rules' surface (nnx_lint.api).
+from nnx_lint.base.applicability import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE  # noqa: F401
+
 if TYPE_CHECKING:
     from types import ModuleType
 
     from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.base.facts import Facts
 
-#: Ruff's applicability levels: ``--fix`` applies ``safe`` fixes, ``--unsafe-fixes`` adds
-#: ``unsafe`` ones, ``display-only`` fixes are shown and never applied.
-SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
-APPLICABILITIES = (SAFE, UNSAFE, DISPLAY_ONLY)
-
-#: The fix kind that keeps graph mode at the call that decides a finding (``Rule.fixes``).
-PIN = "pin"
 
 _NAME = r"[a-z][a-z0-9]*(-[a-z0-9]+)+"
 

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-# The applicability levels and the pin kind are what a rule declares (nnx_lint.base.fix_kinds):
+# The applicability levels and the pin kind are what a rule declares (nnx_lint.base.applicability):
 # defined there, below the rules' surface, and re-exported for the fixes machinery.
-from nnx_lint.base.fix_kinds import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE
+from nnx_lint.base.applicability import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE
 
 __all__ = ["APPLICABILITIES", "DISPLAY_ONLY", "PIN", "SAFE", "UNSAFE", "Edit", "Fix", "apply_edits", "line_offsets",
            "overlaps", "source_lines"]
