@@ -15,10 +15,14 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
 
 import nnx_lint
 from nnx_lint.base.fast_exit import end_without_teardown
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -31,8 +31,8 @@ NOT_ON_THE_LINT_PATH = frozenset({"engine.runner", "engine.cache", "engine.worke
 
 #: Standard-library modules that lint-time code imports inside functions (a test keeps this
 #: list complete) or may import on its first file (the text pre-filter, noqa tokenizing).
-STDLIB_IMPORTED_LATE = ("ast", "copy", "hashlib", "json", "secrets", "tempfile", "textwrap", "tokenize",
-                        "traceback", TOML_PARSER)
+STDLIB_IMPORTED_LATE = ("ast", "configparser", "copy", "hashlib", "json", "secrets", "tempfile", "textwrap",
+                        "tokenize", "traceback", TOML_PARSER)
 
 
 def lint_path_modules() -> list[str]:

@@ -31,10 +31,14 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from nnx_lint.base.toml_data import TomlError, parse_toml
 from nnx_lint.flax_table.nnx_api import NAME_SINCE, pin_missing, pin_needs, version_key
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 #: Where the project's own setting lives (named in messages).

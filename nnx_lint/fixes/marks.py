@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from queue import SimpleQueue

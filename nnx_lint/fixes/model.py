@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 # The applicability levels and the pin kind are what a rule declares (nnx_lint.base.applicability):
 # defined there, below the rules' surface, and re-exported for the fixes machinery.
 from nnx_lint.base.applicability import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["APPLICABILITIES", "DISPLAY_ONLY", "PIN", "SAFE", "UNSAFE", "Edit", "Fix", "apply_edits", "line_offsets",
            "overlaps", "source_lines"]

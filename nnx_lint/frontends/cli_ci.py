@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported where used: building the parser (`nnx-lint --version`) must not import the engine
     from nnx_lint.engine.config import Settings
     from nnx_lint.engine.runner import RunResult
