@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +171,28 @@ def test_the_parser_module_is_the_one_the_plugins_load_up_front():
     from nnx_lint.engine.eager import STDLIB_IMPORTED_LATE
 
     assert TOML_PARSER in STDLIB_IMPORTED_LATE
+
+
+#: The console script installed beside this interpreter (the one a user runs).
+CONSOLE_SCRIPT = str(Path(sys.executable).with_name("nnx-lint"))
+
+
+def test_the_command_line_keeps_parses_in_its_cache_and_none_with_no_cache(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (project / "clean.py").write_text("x = 1\n")
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache")}
+    user_memo = tmp_path / "user-cache" / "nnx-lint" / "toml"
+
+    def check(*options):
+        done = subprocess.run([CONSOLE_SCRIPT, "check", "clean.py", *options], cwd=project, env=environment,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    check("--no-cache")
+    assert not user_memo.exists()
+    check("--cache-dir", str(tmp_path / "elsewhere"))
+    assert len(list((tmp_path / "elsewhere" / "toml").glob("*.json"))) == 1 and not user_memo.exists()
+    check()
+    assert len(list(user_memo.glob("*.json"))) == 1
