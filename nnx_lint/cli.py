@@ -11,13 +11,18 @@ Exit status: 0 clean, 1 findings, 2 usage, configuration or internal error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
 
 import nnx_lint
 from nnx_lint.base.fast_exit import end_without_teardown
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -32,21 +37,49 @@ COMMANDS = {
 }
 
 
-def build_parser(chosen: Iterable[str] = tuple(COMMANDS)) -> argparse.ArgumentParser:
+def build_parser(chosen: Iterable[str] = tuple(COMMANDS), listed: bool = True) -> argparse.ArgumentParser:
     """The command line's parser, with the options of the ``chosen`` subcommands (default: all);
-    the others are listed with their help only."""
+    the others are listed with their help only, or (``listed`` false) left out: a command line
+    whose first word names its subcommand never shows the list, and each subcommand's parser
+    costs a share of start-up (argparse looks up its translations)."""
     wanted = set(chosen)
     parser = argparse.ArgumentParser(
         prog="nnx-lint",
         description="Find Flax NNX code that breaks or silently changes meaning under Tree Mode.",
+        formatter_class=_help_formatter,
     )
     parser.add_argument("--version", action="version", version=f"nnx-lint {nnx_lint.__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    # Unlisted, the usage lines still name every command: the metavar argparse makes from them all.
+    shown = {} if listed else {"metavar": "{" + ",".join(COMMANDS) + "}"}
+    commands = parser.add_subparsers(dest="command", required=True, **shown)
     for name, help_text in COMMANDS.items():
-        subparser = commands.add_parser(name, help=help_text)
+        if name in wanted or listed:
+            subparser = commands.add_parser(name, help=help_text, formatter_class=_help_formatter)
         if name in wanted:
             _ADD_ARGUMENTS[name](subparser)
     return parser
+
+
+def _help_formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's help formatter at the width argparse gives it, without its ``import shutil``: argparse
+    makes a formatter for every option it adds, and shutil (for ``get_terminal_size``) imports bz2
+    and lzma, a tenth of a bare interpreter's start-up."""
+    return argparse.HelpFormatter(prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``$COLUMNS``, else the width of the terminal on
+    stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def _add_check_arguments(check: argparse.ArgumentParser) -> None:
@@ -129,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:2] == ["gate", "merge"]:  # the shards' reports; a project directory named merge is ./merge
             return run_merge_command(argv[2:])
         argv, test_command = split_test_command(argv)
-    args = build_parser((command,) if command else ()).parse_args(argv)
+    args = build_parser((command,) if command else (), listed=command is None).parse_args(argv)
     from nnx_lint.engine.own_rules import ForeignRules, check_own_rules
 
     try:
@@ -217,6 +250,8 @@ def _check(args: argparse.Namespace) -> int:
         if not path.exists() and path != cli_ci.STDIN_PATH:
             print(f"nnx-lint: error: {path}: no such file or directory", file=sys.stderr)
             return EXIT_ERROR
+    if not args.no_cache:
+        _keep_toml_parses(args.cache_dir)
     args.isolated = args.isolated or isolated_by_environment()  # NNX_LINT_ISOLATED=1, as in every front-end
     if args.isolated and args.config is not None:
         print("nnx-lint: error: --isolated ignores every configuration file: it cannot be used with --config",
@@ -279,6 +314,16 @@ def _check(args: argparse.Namespace) -> int:
     finally:
         if marks is not None:
             marks.close()
+
+
+def _keep_toml_parses(cache_dir: Path | None) -> None:
+    """Keep the parses of the configuration's TOML files in the cache (``--cache-dir``, else the
+    user cache), so that a run on an unchanged project imports no TOML parser
+    (:mod:`nnx_lint.base.toml_data`)."""
+    from nnx_lint.base.cache_store import user_cache_root
+    from nnx_lint.base.toml_data import use_memo
+
+    use_memo((cache_dir if cache_dir is not None else user_cache_root()) / "toml")
 
 
 def _check_selectors(settings) -> None:

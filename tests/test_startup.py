@@ -66,12 +66,14 @@ def test_the_gates_options_are_still_built_when_it_is_chosen(tmp_path):
 #: What a check that the cache answers whole has no use for: astroid and the rules, the analysis
 #: (but for the two modules that check a cache entry's dependencies: the source roots a module
 #: search depends on, and the callers' index), the syntax scan, and the fix workers (the fix marks
-#: come from the fix cache).
+#: come from the fix cache); the TOML parser (the configuration's parse is kept in the cache),
+#: shutil (argparse's terminal width), and the fix marks' queue (made with their first worker).
 NOT_ON_THE_WARM_PATH = ("astroid", "checkers", "libcst", "nnx_lint.analysis", "nnx_lint.api",
                         "nnx_lint.base.syntax.constructs", "nnx_lint.base.syntax.lexer",
                         "nnx_lint.engine.walk", "nnx_lint.engine.workers", "nnx_lint.engine.collection",
                         "nnx_lint.engine.discovery.gitignore", "nnx_lint.fixes.isolated", "nnx_lint.fixes.workers",
-                        "nnx_lint.gate", "subprocess")
+                        "nnx_lint.gate", "subprocess", "tomllib", "tomli", "shutil", "queue",
+                        "nnx_lint.base.fix_kinds")
 CACHE_DEPENDENCY_MODULES = {"nnx_lint.analysis", "nnx_lint.analysis.callers", "nnx_lint.analysis.package_roots"}
 
 FINDING = """\
@@ -103,3 +105,45 @@ def test_a_check_the_cache_answers_imports_no_analysis_rules_or_astroid(tmp_path
     assert "nnx_lint.engine.runner" in modules and "nnx_lint.engine.cache" in modules
     heavy = {module for module in modules if module.startswith(NOT_ON_THE_WARM_PATH)} - CACHE_DEPENDENCY_MODULES
     assert heavy == set()
+
+
+#: Standard-library modules a check the cache answers has no use for at import: typing (annotations
+#: only), the TOML parser, configparser (read only when a project has a .cfg/.ini file), shutil and
+#: string. nnx_lint.analysis imports typing and configparser itself (package_roots): outside it,
+#: each module on that path imports them only for type checkers or inside the function that uses them.
+IMPORTED_ONLY_WHEN_USED = {"typing", "tomllib", "tomli", "configparser", "shutil", "string"}
+
+
+def _top_level_imports(source: str) -> set[str]:
+    """The modules a module imports when it is imported (not under ``if TYPE_CHECKING``, not in functions)."""
+    import ast
+
+    found = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_cached_checks_own_modules_import_no_module_they_do_not_run(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    (tmp_path / "step.py").write_text(FINDING)
+    time.sleep(RACY_SECONDS + 0.1)
+    environment = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    _imported(["check", "step.py"], tmp_path, environment)
+    done, modules = _imported(["check", "step.py"], tmp_path, environment)
+    assert done.returncode == 1, done.stdout + done.stderr
+    import importlib.util
+
+    own = sorted(module for module in modules if module.startswith("nnx_lint")
+                 and not module.startswith("nnx_lint.analysis"))
+    assert "nnx_lint.engine.runner" in own and "nnx_lint.engine.config" in own
+    offending = {}
+    for module in own:
+        source = importlib.util.find_spec(module).origin
+        imported = _top_level_imports(Path(source).read_text(encoding="utf-8")) & IMPORTED_ONLY_WHEN_USED
+        if imported:
+            offending[module] = sorted(imported)
+    assert offending == {}

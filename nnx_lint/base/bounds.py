@@ -162,7 +162,7 @@ def check_bytes(data: bytes, cap: int, what: str = "file") -> None:
         raise ParseFailure("NNX004", f"{what} is over the {cap / _MiB:g} MiB limit: not analysed")
 
 
-_LEXEME = re.compile(r"\w+|[^\w\s]")
+_LEXEME = r"\w+|[^\w\s]"
 
 
 def source_units(text: str) -> int:
@@ -170,7 +170,7 @@ def source_units(text: str) -> int:
     words of strings and comments too, an overestimate) plus lines. Each unit is at most
     about one astroid node, so this bounds the tree before it is built."""
     lines = text.count("\n") + text.count("\r") - text.count("\r\n")
-    return _LEXEME.subn("", text)[1] + lines
+    return re.subn(_LEXEME, "", text)[1] + lines
 
 
 def check_source(text: str, what: str = "the file") -> None:

@@ -33,7 +33,11 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _MAGIC = b"nnx-lint-cache"
 _FORMAT = b"2"

@@ -4,7 +4,11 @@ from __future__ import annotations
 import os
 
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 #: What Tree Mode does with the flagged code (see the spec): it ``raises``, or it runs

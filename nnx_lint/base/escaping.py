@@ -42,7 +42,6 @@ applied for another would be wrong, or applied twice).
 from __future__ import annotations
 
 import re
-import string
 
 
 def workflow_data(text: str) -> str:
@@ -72,13 +71,13 @@ def printable(text: str, keep: str = "") -> str:
         return text
     shown = text if text.isprintable() else "".join(
         char if char.isprintable() or char in keep else _escape(char) for char in text)
-    return _WORKFLOW_MARKER.sub(r"\\x23", shown)
+    return re.sub(_WORKFLOW_MARKER, r"\\x23", shown)
 
 
 #: The ``#`` that opens a workflow command a runner obeys anywhere in a line (``##[``, ``##vso[``),
 #: one that could open it with the text that follows the field (a trailing ``##``), and a leading
 #: ``#`` that could complete one with a ``#`` that precedes the field.
-_WORKFLOW_MARKER = re.compile(r"#(?=#(?:\[|vso\[|$))|^#(?=\[|vso\[)", re.IGNORECASE)
+_WORKFLOW_MARKER = r"(?i)#(?=#(?:\[|vso\[|$))|^#(?=\[|vso\[)"
 
 
 def line_start(text: str) -> str:
@@ -132,13 +131,18 @@ def markdown_cell(text: str) -> str:
 _MARKDOWN_ENTITIES = str.maketrans({char: f"&#{ord(char)};" for char in "&<>\\|`*_[]~@#"})
 
 
+#: ``string.punctuation``: every ASCII punctuation character (CommonMark's list), written out so
+#: that a run need not import ``string`` (whose ``Template`` compiles a pattern at import).
+_ASCII_PUNCTUATION = r"""!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~"""
+
+
 def markdown_inline(text: str) -> str:
     """Analysed text inside Markdown that an editor renders (the language server's hover): every
     ASCII punctuation character backslash-escaped (CommonMark lets each be), so no emphasis,
     code span, link, image, autolink, HTML tag, entity, heading, list or table can come from it;
     non-printable characters are written as Python escapes first. Links and images in a hover
     come only from nnx-lint's own text around it."""
-    return "".join("\\" + char if char in string.punctuation else char for char in printable(text))
+    return "".join("\\" + char if char in _ASCII_PUNCTUATION else char for char in printable(text))
 
 
 def json_document(serialized: str) -> str:

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, NoReturn
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, NoReturn
 
 
 def end_without_teardown(code: int, *streams: IO) -> NoReturn:

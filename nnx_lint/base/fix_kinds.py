@@ -15,21 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+# The applicability levels and the pin kind, re-exported for the rules' surface (nnx_lint.api).
+from nnx_lint.base.applicability import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE  # noqa: F401
+
 if TYPE_CHECKING:
     from types import ModuleType
 
     from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.base.facts import Facts
 
-#: Ruff's applicability levels: ``--fix`` applies ``safe`` fixes, ``--unsafe-fixes`` adds
-#: ``unsafe`` ones, ``display-only`` fixes are shown and never applied.
-SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
-APPLICABILITIES = (SAFE, UNSAFE, DISPLAY_ONLY)
 
-#: The fix kind that keeps graph mode at the call that decides a finding (``Rule.fixes``).
-PIN = "pin"
-
-_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
+_NAME = r"[a-z][a-z0-9]*(-[a-z0-9]+)+"
 
 
 class RewriteSite(Protocol):
@@ -82,7 +78,7 @@ class Rewrite:
     writes: str = ""
 
     def __post_init__(self) -> None:
-        if not _NAME.fullmatch(self.name) or self.name == PIN:
+        if not re.fullmatch(_NAME, self.name) or self.name == PIN:
             raise ValueError(f"{self.name!r}: a rewrite's name is lower-case words joined by '-'")
         if self.applicability not in (UNSAFE, DISPLAY_ONLY):
             raise ValueError(f"{self.name}: a rewrite is {UNSAFE} or {DISPLAY_ONLY} (a pin is the safe fix)")

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Union
 
 from nnx_lint.base.diagnostic import Related
 
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from astroid import nodes
 
 #: What a rule passes for each related location: a node (or an already built location) and
 #: what happens there.
-RelatedSpec = tuple[Union["nodes.NodeNG", Related], str]
+RelatedSpec = tuple["nodes.NodeNG | Related", str]
 
 
 def locations(

@@ -21,16 +21,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from nnx_lint.analysis.package_roots import source_roots
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from nnx_lint.base.toml_data import TomlError, parse_toml
 
 #: Directories never descended into.
 DEFAULT_EXCLUDES = (
@@ -226,13 +221,11 @@ def _read_toml(path: Path) -> dict:
     if len(data) > LIMITS.source_bytes:
         raise ConfigError(f"{path}: over {LIMITS.source_bytes // 2**20} MiB, not read")
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return parse_toml(data.decode("utf-8"), path)
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
+    except TomlError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def default_settings() -> Settings:

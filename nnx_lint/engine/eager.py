@@ -16,6 +16,7 @@ import pkgutil
 from pathlib import Path
 
 import nnx_lint
+from nnx_lint.base.toml_data import TOML_PARSER
 from nnx_lint.engine.registry import all_rules
 
 #: The packages whose modules run while a file is linted: the layers under the front-ends and
@@ -30,8 +31,8 @@ NOT_ON_THE_LINT_PATH = frozenset({"engine.runner", "engine.cache", "engine.worke
 
 #: Standard-library modules that lint-time code imports inside functions (a test keeps this
 #: list complete) or may import on its first file (the text pre-filter, noqa tokenizing).
-STDLIB_IMPORTED_LATE = ("ast", "copy", "hashlib", "json", "secrets", "tempfile", "textwrap", "tokenize",
-                        "traceback")
+STDLIB_IMPORTED_LATE = ("ast", "configparser", "copy", "hashlib", "json", "secrets", "tempfile", "textwrap",
+                        "tokenize", "traceback", TOML_PARSER)
 
 
 def lint_path_modules() -> list[str]:

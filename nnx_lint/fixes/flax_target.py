@@ -31,14 +31,15 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from nnx_lint.base.toml_data import TomlError, parse_toml
 from nnx_lint.flax_table.nnx_api import NAME_SINCE, pin_missing, pin_needs, version_key
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 #: Where the project's own setting lives (named in messages).
 SETTING = "`flax-version` under `[tool.nnx-lint]`"
@@ -190,7 +191,7 @@ def requirement_lower_bound(requirement: str, poetry: bool = False) -> tuple[str
     (None, ('^', '0.11'))
     """
     if not poetry:
-        match = _NAME.match(requirement)
+        match = re.match(_NAME, requirement)
         if match is None or _normalized(match.group(1)) != "flax":
             return None
         requirement = match.group(2)
@@ -207,9 +208,9 @@ def requirement_lower_bound(requirement: str, poetry: bool = False) -> tuple[str
     return lowest
 
 
-_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*(.*)", re.S)
-_CLAUSE = re.compile(r"\s*(===|==|~=|>=|<=|!=|>|<|\^|~|=)?\s*([0-9vV][^\s,;]*)\s*$")
-_OPERATOR_SPACE = re.compile(r"(===|==|~=|>=|<=|!=|\^|~|>|<|=)\s+")
+_NAME = r"(?s)\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*(.*)"
+_CLAUSE = r"\s*(===|==|~=|>=|<=|!=|>|<|\^|~|=)?\s*([0-9vV][^\s,;]*)\s*$"
+_OPERATOR_SPACE = r"(===|==|~=|>=|<=|!=|\^|~|>|<|=)\s+"
 _LOWER = frozenset({"===", "==", "~=", ">=", ">", "^", "~", "=", ""})
 
 
@@ -217,11 +218,11 @@ def _intersection_bound(spec: str, poetry: bool) -> tuple[str, str] | None:
     """The highest lower bound among comma-separated clauses (all must hold)."""
     best: tuple[str, str] | None = None
     # Poetry separates clauses by commas or spaces (`>= 0.12 < 0.13`), PEP 508 by commas.
-    clauses = re.split(r"[,\s]+", _OPERATOR_SPACE.sub(r"\1", spec)) if poetry else spec.split(",")
+    clauses = re.split(r"[,\s]+", re.sub(_OPERATOR_SPACE, r"\1", spec)) if poetry else spec.split(",")
     for clause in clauses:
         if not clause.strip() or clause.strip() == "*":
             continue
-        match = _CLAUSE.match(clause)
+        match = re.match(_CLAUSE, clause)
         # `==0.12.*` admits 0.12.0; `>0.12.5` is read as `>=0.12.5` (no release list to step over).
         version = match.group(2).removesuffix(".*") if match else ""
         if version_key(version) is None:
@@ -334,7 +335,7 @@ def installed_flax(root: Path) -> ProjectFlax | None:
 
 #: ``flax-0.12.8.dist-info`` / ``flax-0.12.8-py3.11.egg-info``: a distribution's metadata
 #: directory, named as installers write it (the first one on ``sys.path`` is the one Python imports).
-_METADATA_DIRECTORY = re.compile(r"(?P<name>[^-]+)-[^-]+(?:-[^-]+)?\.(?:dist-info|egg-info)")
+_METADATA_DIRECTORY = r"(?P<name>[^-]+)-[^-]+(?:-[^-]+)?\.(?:dist-info|egg-info)"
 
 
 def _distribution_version(entry: str, name: str) -> str | None:
@@ -346,7 +347,7 @@ def _distribution_version(entry: str, name: str) -> str | None:
     except OSError:
         return None
     for directory in sorted(listing):
-        found = _METADATA_DIRECTORY.fullmatch(directory)
+        found = re.fullmatch(_METADATA_DIRECTORY, directory)
         if found is None or found["name"].replace(".", "_").lower() != name:
             continue
         metadata = "METADATA" if directory.endswith(".dist-info") else "PKG-INFO"
@@ -409,8 +410,8 @@ def _toml(path: Path) -> dict | None:
     if text is None:
         return None
     try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError):
+        return parse_toml(text, path)
+    except TomlError:
         return None
 
 

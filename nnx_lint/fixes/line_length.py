@@ -25,7 +25,6 @@ The indent width is read as Ruff's formatter reads it: ``indent-width`` in ``.ru
 """
 from __future__ import annotations
 
-import configparser
 import io
 import tokenize
 from dataclasses import dataclass
@@ -166,6 +165,8 @@ def _ini(path: Path, sections: tuple[str, ...], key: str) -> int | None:
 
     if not path.is_file():
         return None
+    import configparser  # here: most projects have no such file, and a cached check reads none
+
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(read_bounded(path, LIMITS.source_bytes).decode("utf-8"))

@@ -12,13 +12,15 @@ make (a baseline or ``--strict`` can change a file's list) and asks again for th
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import asdict
 from pathlib import Path
-from queue import SimpleQueue
-from typing import TYPE_CHECKING
 
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import threading
+    from queue import SimpleQueue
+
     from nnx_lint.fixes.isolated import FixCrashed, IsolatedFixes
 
 # The fix workers' modules (nnx_lint.fixes.isolated, .workers) are imported when a worker is asked:
@@ -52,7 +54,9 @@ class FixMarks:
         self.indent = None if settings is None else settings_indent_width(settings).value
         self.known = _AttachedFixes(cache_dir, {})
         self.early: dict[str, _Early] = {}
-        self._asked: SimpleQueue = SimpleQueue()
+        # Made with the thread, for the first file the fix cache does not know: a check that
+        # the caches answer whole starts neither (nor imports queue).
+        self._asked: SimpleQueue | None = None
         self._closing = False
         self._thread: threading.Thread | None = None
         self._fixer: IsolatedFixes | None = None
@@ -77,6 +81,10 @@ class FixMarks:
         early.answer = self.known.peek(early.key)
         if early.answer is None:
             if self._thread is None:
+                import threading
+                from queue import SimpleQueue
+
+                self._asked = SimpleQueue()
                 self._thread = threading.Thread(target=self._serve, name="nnx-lint fix marks", daemon=True)
                 self._thread.start()
             self._asked.put(early)

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-# The applicability levels and the pin kind are what a rule declares (nnx_lint.base.fix_kinds):
+# The applicability levels and the pin kind are what a rule declares (nnx_lint.base.applicability):
 # defined there, below the rules' surface, and re-exported for the fixes machinery.
-from nnx_lint.base.fix_kinds import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE
+from nnx_lint.base.applicability import APPLICABILITIES, DISPLAY_ONLY, PIN, SAFE, UNSAFE
+
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["APPLICABILITIES", "DISPLAY_ONLY", "PIN", "SAFE", "UNSAFE", "Edit", "Fix", "apply_edits", "line_offsets",
            "overlaps", "source_lines"]
@@ -117,10 +121,10 @@ def source_lines(text: str) -> list[str]:
     """``text``'s lines as Python counts them (ends kept): only ``\n``, ``\r\n`` and ``\r``
     end a line. ``str.splitlines`` also splits at a form feed or ``\u2028``, which would put
     every later line out of step with the diagnostics' (astroid's and libcst's) line numbers."""
-    return _LINE.findall(text)
+    return re.findall(_LINE, text)
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_LINE = r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$"
 
 
 def line_offsets(text: str) -> list[int]:

@@ -349,20 +349,20 @@ def version_key(text: str) -> tuple[int, ...] | None:
     >>> version_key("0.12") == version_key("0.12.0"), version_key("latest")
     (True, None)
     """
-    match = _VERSION.fullmatch(text.strip().split("+", 1)[0])
+    match = re.fullmatch(_VERSION, text.strip().split("+", 1)[0])
     if match is None:
         return None
     release = [int(part) for part in match.group(1).split(".")]
     release += [0] * (3 - len(release))
-    phases = [phase.lower() for phase in _PHASE.findall(match.group(2) or "")]
+    phases = [phase.lower() for phase in re.findall(_PHASE, match.group(2) or "")]
     # Any pre-release or development phase puts it before its release; else post after it.
     rank = -1 if any(phase not in _POST for phase in phases) else (1 if phases else 0)
     return (*release, rank)
 
 
-_PHASE = re.compile(r"(a|b|c|rc|alpha|beta|pre|preview|dev|post|rev|r)", re.I)
+_PHASE = r"(?i)(a|b|c|rc|alpha|beta|pre|preview|dev|post|rev|r)"
 _POST = frozenset({"post", "rev", "r"})
-_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)((?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|dev|post|rev|r)[-_.]?\d*)*)", re.I)
+_VERSION = r"(?i)v?(\d+(?:\.\d+)*)((?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview|dev|post|rev|r)[-_.]?\d*)*)"
 
 
 def pin_flags(api: str) -> tuple[str, ...] | None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+# Type checkers take TYPE_CHECKING as true; a run never imports typing for annotations (start-up).
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # imported where used: building the parser (`nnx-lint --version`) must not import the engine
     from nnx_lint.engine.config import Settings
     from nnx_lint.engine.runner import RunResult
@@ -57,16 +57,17 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
                        help="print the settings resolved for the first file and exit")
 
 
-@dataclass
 class Prepared:
-    """What this module keeps between the steps of one ``check``."""
+    """What this module keeps between the steps of one ``check``. (A plain class: a dataclass
+    would cost start-up, where nothing compares or prints it.)"""
 
-    #: The baseline's entries (``--baseline``), read before the run.
-    baseline: list[Entry] | None = None
-    #: The source read from stdin, for the baseline's fingerprints.
-    stdin_data: bytes | None = None
-    #: How the run compared with the baseline.
-    outcome: BaselineOutcome | None = None
+    def __init__(self) -> None:
+        #: The baseline's entries (``--baseline``), read before the run.
+        self.baseline: list[Entry] | None = None
+        #: The source read from stdin, for the baseline's fingerprints.
+        self.stdin_data: bytes | None = None
+        #: How the run compared with the baseline.
+        self.outcome: BaselineOutcome | None = None
 
 
 def reads_stdin(args: argparse.Namespace) -> bool:

@@ -15,7 +15,7 @@ Version = tuple[int, int]
 #: The values Ruff accepts for ``target-version``.
 TARGET_VERSIONS = ("py37", "py38", "py39", "py310", "py311", "py312", "py313", "py314")
 
-_LOWER_BOUND = re.compile(r"(===|==|~=|>=|>)\s*(\d+)(?:\.(\d+))?")
+_LOWER_BOUND = r"(===|==|~=|>=|>)\s*(\d+)(?:\.(\d+))?"
 
 
 def parse_target_version(value: str) -> Version | None:
@@ -41,7 +41,7 @@ def requires_python_lower_bound(specifier: str) -> Version | None:
     >>> requires_python_lower_bound("~=3.12.1"), requires_python_lower_bound("<4")
     ((3, 12), None)
     """
-    bounds = [(int(major), int(minor or 0)) for _, major, minor in _LOWER_BOUND.findall(specifier)]
+    bounds = [(int(major), int(minor or 0)) for _, major, minor in re.findall(_LOWER_BOUND, specifier)]
     return max(bounds) if bounds else None
 
 
