@@ -16,6 +16,15 @@ assumes both cores busy throughout), and the two runs of one
 invocation are comparable with each other. ``--quick-only`` skips the full suite (its junit
 XML from an earlier run, ``--full-junit FILE``, can still be summarised); ``--full-only`` times only the
 full suite.
+
+    python bench/test_loop.py --files tests/test_a.py ... [--baseline DIR] [--full-junit FILE]
+
+``--files``: the CPU time of each test file run alone (``python -m pytest -n 0 -q -p no:cacheprovider
+FILE``, pytest and every process it waited for), in this tree and, with ``--baseline``, in another
+checkout (``git worktree add DIR COMMIT``), one after the other, the baseline first for every other
+file, so that both see about the same load. For a change to the tests: the baseline's in-process
+imports are the installed nnx-lint, this tree's. With ``--full-junit``, each file's saving is also
+scaled to its time in that full run (its test time there times the CPU fraction saved), and summed.
 """
 from __future__ import annotations
 
@@ -67,11 +76,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick-only", action="store_true", help="time only the quick loop")
     parser.add_argument("--full-only", action="store_true", help="time only the full suite")
-    parser.add_argument("--full-junit", type=Path, help="with --quick-only: an earlier full run's junit XML")
+    parser.add_argument("--full-junit", type=Path, help="with --quick-only or --files: an earlier full run's junit XML")
     parser.add_argument("--out", type=Path, help="keep the junit XML files here")
     parser.add_argument("--top", type=int, default=15, help="test files listed per run")
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments, after --")
+    parser.add_argument("--files", nargs="+", type=Path, help="time these test files alone, each in one process")
+    parser.add_argument("--baseline", type=Path, help="with --files: a checkout to time the same files in")
     args = parser.parse_args()
+    if args.files:
+        _compare_files(args.files, args.baseline, args.full_junit)
+        return
     out = args.out or Path(tempfile.mkdtemp(prefix="nnx-lint-test-loop-"))
     out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
@@ -97,6 +111,34 @@ def main() -> None:
         for file, seconds in run["by_file"].most_common(args.top):
             print(f"  {seconds:8.1f}  {file}")
     print(f"\njunit XML in {out}")
+
+
+def _file_cpu(root: Path, file: Path) -> tuple[float, str]:
+    """CPU seconds of ``pytest -n 0`` on one test file in the checkout ``root``, and pytest's last line."""
+    command = [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider", str(file)]
+    cpu = _children_cpu()
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    return _children_cpu() - cpu, lines[-1] if lines else done.stderr[-300:]
+
+
+def _compare_files(files: list[Path], baseline: Path | None, full_junit: Path | None) -> None:
+    full = _junit_summary(full_junit)["by_file"] if full_junit else {}
+    print(f"{'file':<40} {'baseline CPU s':>15} {'CPU s':>8} {'saved':>7} {'in the full run s':>18}")
+    saved_in_full = 0.0
+    for number, file in enumerate(files):
+        roots = [REPO] if baseline is None else [baseline, REPO] if number % 2 == 0 else [REPO, baseline]
+        cpu = {}
+        for root in roots:
+            cpu[root], last = _file_cpu(root, file)
+            print(f"  {root.name}/{file}: {cpu[root]:.1f} s CPU; {last}", flush=True)
+        before = cpu.get(baseline, float("nan")) if baseline else float("nan")
+        fraction = 1 - cpu[REPO] / before if baseline and before > 0 else float("nan")
+        in_full = full.get(file.stem, 0.0) * fraction if full and baseline else float("nan")
+        saved_in_full += 0.0 if in_full != in_full else in_full  # nan: nothing to add
+        print(f"{str(file):<40} {before:>15.1f} {cpu[REPO]:>8.1f} {fraction:>7.0%} {in_full:>18.1f}", flush=True)
+    if full and baseline:
+        print(f"saved in the full run, scaled: {saved_in_full:.1f} s of {sum(full.values()):.1f} s of test time")
 
 
 if __name__ == "__main__":

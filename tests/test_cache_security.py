@@ -7,10 +7,12 @@ and never leave temporary files behind.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
 import stat
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -31,12 +33,16 @@ class _RunsCode:
         return (open, (str(self.marker), "w"))
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    root = tmp_path / "project"
+def _write_project(root: Path) -> Path:
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "axes.py").write_text(STATE_AXES)
     (root / "pkg" / "meta.py").write_text(METADATA)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = _write_project(tmp_path / "project")
     monkeypatch.chdir(root)
     return root
 
@@ -47,15 +53,26 @@ def _check(capsys, *args: str) -> tuple[int, list, list[str]]:
     return code, json.loads(captured.out or "[]"), captured.err.splitlines()
 
 
-def _uncached(capsys) -> list:
-    code, found, errors = _check(capsys, "--no-cache")
-    assert code == 1 and len(found) == 2 and errors == []
+@pytest.fixture(scope="module")
+def uncached(tmp_path_factory) -> list:
+    """The ``--no-cache`` results every cached run below must give, from a project with the
+    same files as ``project`` (the output names them relative to it, so they are the same in
+    every test's project). A ``--no-cache`` run reads and writes no cache, so one run serves
+    the module: each run costs a fix worker's start (the ``fix`` objects are compared too)."""
+    root = _write_project(tmp_path_factory.mktemp("uncached") / "project")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+        patch.chdir(root)
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+        code = main(["check", "--output-format", "json", "--no-cache"])
+    found = json.loads(out.getvalue() or "[]")
+    assert code == 1 and len(found) == 2 and err.getvalue() == ""
     return found
 
 
 @pytest.mark.slow
-def test_planted_pickle_caches_are_never_unpickled(project, capsys, tmp_path):
-    expected = _uncached(capsys)
+def test_planted_pickle_caches_are_never_unpickled(project, capsys, tmp_path, uncached):
+    expected = uncached
     marker = tmp_path / "pwned"
     planted = project / ".nnx_lint_cache"
     planted.mkdir()
@@ -68,7 +85,7 @@ def test_planted_pickle_caches_are_never_unpickled(project, capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_plain_data_cache_in_the_project_cannot_hide_findings(project, capsys):
+def test_plain_data_cache_in_the_project_cannot_hide_findings(project, capsys, uncached):
     """A data-only cache (no code) with a correct key, digest and fingerprint, saying "no findings"."""
     import hashlib
 
@@ -76,7 +93,7 @@ def test_plain_data_cache_in_the_project_cannot_hide_findings(project, capsys):
     from nnx_lint.engine.config import load_settings
     from nnx_lint.engine.runner import _selectors
 
-    expected = _uncached(capsys)
+    expected = uncached
     settings = load_settings(Path("."))
     entries = {}
     for file in sorted((project / "pkg").glob("*.py")):
@@ -131,10 +148,10 @@ MUTATIONS = {
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=list(MUTATIONS))
 @pytest.mark.parametrize("where", ["user-cache", "cache-dir-in-project"])
 @pytest.mark.slow
-def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mutation, where):
+def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mutation, where, uncached):
     from nnx_lint.base.cache_store import default_cache_dir
 
-    expected = _uncached(capsys)
+    expected = uncached
     args = ("--cache-dir", ".cache-in-repo") if where == "cache-dir-in-project" else ()
     directory = project / ".cache-in-repo" if args else default_cache_dir(project)
     assert _check(capsys, *args)[:2] == (1, expected)  # fills the cache
@@ -147,10 +164,10 @@ def test_a_forged_or_broken_cache_gives_the_no_cache_results(project, capsys, mu
 
 
 @pytest.mark.slow
-def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache):
+def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache, uncached):
     from nnx_lint.base.cache_store import default_cache_dir
 
-    expected = _uncached(capsys)
+    expected = uncached
     _check(capsys)
     data = (default_cache_dir(project) / "results.json").read_bytes()
     assert data.startswith(b"nnx-lint-cache 2 results ") and b"pickle" not in data
@@ -167,10 +184,10 @@ def test_cache_entries_are_served_and_signed(project, capsys, private_user_cache
 
 @pytest.mark.parametrize("problem", ["group-readable", "world-readable", "symlink", "malformed", "not-owned"])
 @pytest.mark.slow
-def test_an_untrustworthy_key_is_replaced(project, capsys, private_user_cache, tmp_path, problem):
+def test_an_untrustworthy_key_is_replaced(project, capsys, private_user_cache, tmp_path, problem, uncached):
     if problem == "not-owned" and getattr(os, "geteuid", lambda: -1)() != 0:
         pytest.skip("giving the key to another user needs root")
-    expected = _uncached(capsys)
+    expected = uncached
     _check(capsys)
     key = private_user_cache / "key"
     old = key.read_bytes()
@@ -197,8 +214,8 @@ def test_an_untrustworthy_key_is_replaced(project, capsys, private_user_cache, t
 
 
 @pytest.mark.slow
-def test_cache_writes_never_follow_a_symlinked_directory(project, capsys, tmp_path):
-    expected = _uncached(capsys)
+def test_cache_writes_never_follow_a_symlinked_directory(project, capsys, tmp_path, uncached):
+    expected = uncached
     outside = tmp_path / "outside"
     outside.mkdir()
     (project / ".nnx_lint_cache").symlink_to(outside, target_is_directory=True)
@@ -209,8 +226,8 @@ def test_cache_writes_never_follow_a_symlinked_directory(project, capsys, tmp_pa
 
 
 @pytest.mark.slow
-def test_cache_writes_never_follow_a_symlinked_file(project, capsys, tmp_path):
-    expected = _uncached(capsys)
+def test_cache_writes_never_follow_a_symlinked_file(project, capsys, tmp_path, uncached):
+    expected = uncached
     target = tmp_path / "victim.txt"
     target.write_text("precious\n")
     cache = project / "cache"
@@ -223,8 +240,8 @@ def test_cache_writes_never_follow_a_symlinked_file(project, capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_failing_cache_write_leaves_no_temporary_file(project, capsys, monkeypatch):
-    expected = _uncached(capsys)
+def test_a_failing_cache_write_leaves_no_temporary_file(project, capsys, monkeypatch, uncached):
+    expected = uncached
 
     def failing_replace(source, destination):
         raise OSError(28, "No space left on device")
@@ -243,10 +260,10 @@ def test_a_failing_cache_write_leaves_no_temporary_file(project, capsys, monkeyp
 
 
 @pytest.mark.slow
-def test_a_fifo_under_the_cache_name_does_not_hang_the_run(project, capsys):
+def test_a_fifo_under_the_cache_name_does_not_hang_the_run(project, capsys, uncached):
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs here")
-    expected = _uncached(capsys)
+    expected = uncached
     (project / "cache").mkdir()
     os.mkfifo(project / "cache" / "results.json")
     code, found, errors = _check(capsys, "--cache-dir", "cache")
@@ -294,8 +311,8 @@ def test_timeouts_and_crashes_are_not_cached(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_cache_writes_never_follow_a_symlinked_folder_on_the_way(project, capsys, tmp_path):
-    expected = _uncached(capsys)
+def test_cache_writes_never_follow_a_symlinked_folder_on_the_way(project, capsys, tmp_path, uncached):
+    expected = uncached
     outside = tmp_path / "outside"
     outside.mkdir()
     (project / ".cache").symlink_to(outside, target_is_directory=True)

@@ -82,6 +82,6 @@ def test_show_repro_prints_the_text_only_inside_string_literals(tmp_path, monkey
     for program in programs:
         tree = ast.parse(program)
         for marker in markers:
-            assert not outside_string_literals(program, marker.name), program
+            assert not outside_string_literals(program, marker.name, tree), program
         assert not {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} & {"open", "__import__"}
         assert "open" not in {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}

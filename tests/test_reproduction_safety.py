@@ -58,8 +58,8 @@ CASES = [
 IDS = [f"{rule.code}-{i}" for i, (rule, _d) in enumerate(CASES)]
 
 
-def _marker_outside_strings(program: str) -> list[int]:
-    return outside_string_literals(program, MARKER)
+def _marker_outside_strings(program: str, tree: ast.Module | None = None) -> list[int]:
+    return outside_string_literals(program, MARKER, tree)
 
 
 def _built(rule, facts) -> Reproduction | str:
@@ -83,11 +83,11 @@ def _assert_safe(rule, facts, payload_has_marker: bool = True) -> None:
         return
     for program in _programs(built):
         try:
-            ast.parse(program)
+            tree = ast.parse(program)
         except SyntaxError as exc:
             pytest.fail(f"{rule.code}: hostile facts gave a program that does not parse ({exc}):\n{facts}")
         if payload_has_marker:
-            outside = _marker_outside_strings(program)
+            outside = _marker_outside_strings(program, tree)
             assert not outside, (f"{rule.code}: analysed text became code at offsets {outside}:\n"
                                  f"{program[max(0, outside[0] - 200): outside[0] + 200]}\nfacts: {facts}")
 

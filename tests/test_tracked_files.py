@@ -188,23 +188,44 @@ def test_tracked_files_answers_from_the_index(repo):
     assert git_listing(str(repo.parent)) is None  # not a repository
 
 
-@pytest.mark.parametrize("directory", ["build", "dist", "env", "models"])
-def test_a_default_exclude_or_a_committed_pyvenv_cfg_does_not_hide_tracked_code(repo, directory):
-    """The default excludes and the virtualenv marker are for untracked trees: a pull request can
-    name its directory `build` or commit a `pyvenv.cfg` beside its code, in the CLI and the plugins."""
-    (repo / directory).mkdir()
-    (repo / directory / "model.py").write_text(FINDING)
-    (repo / directory / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    commit(repo, f"{directory}/model.py", f"{directory}/pyvenv.cfg")
+#: Directory names a default exclude or a committed ``pyvenv.cfg`` would hide, were they untracked.
+HIDDEN_WHEN_UNTRACKED = ["build", "dist", "env", "models"]
+
+
+@pytest.fixture(scope="module")
+def committed_lookalikes(tmp_path_factory) -> dict[str, tuple[int, str]]:
+    """A repository that commits a ``model.py`` and a ``pyvenv.cfg`` in each directory of
+    :data:`HIDDEN_WHEN_UNTRACKED`, beside an untracked virtualenv; each front-end run once over
+    it, as a user runs it: ``{"nnx-lint" | "flake8" | "pylint": (status, output)}``. One run of
+    each answers for every directory (a run per directory and front-end would be twelve)."""
+    repo = tmp_path_factory.mktemp("lookalikes")
+    git("init", "-q", ".", cwd=repo)
+    for directory in HIDDEN_WHEN_UNTRACKED:
+        (repo / directory).mkdir()
+        (repo / directory / "model.py").write_text(FINDING)
+        (repo / directory / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    commit(repo, *(f"{directory}/{name}" for directory in HIDDEN_WHEN_UNTRACKED for name in ("model.py", "pyvenv.cfg")))
     (repo / ".venv").mkdir()  # an untracked virtualenv: still skipped
     (repo / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (repo / ".venv" / "lib.py").write_text(FINDING)
-    status, output = checked_files(repo)
+    scripts = Path(sys.executable).parent
+    runs = {"nnx-lint": checked_files(repo)}
+    for name, command in (("flake8", [str(scripts / "flake8"), "--isolated", "--select", "NNX", "."]),
+                          ("pylint", [str(scripts / "pylint"), "--rcfile=/dev/null", "--disable=all", "--enable=nnx",
+                                      "--load-plugins=nnx_lint.pylint",
+                                      *(f"{directory}/model.py" for directory in HIDDEN_WHEN_UNTRACKED)])):
+        result = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300)
+        runs[name] = (result.returncode, result.stdout)
+    return runs
+
+
+@pytest.mark.parametrize("directory", HIDDEN_WHEN_UNTRACKED)
+def test_a_default_exclude_or_a_committed_pyvenv_cfg_does_not_hide_tracked_code(committed_lookalikes, directory):
+    """The default excludes and the virtualenv marker are for untracked trees: a pull request can
+    name its directory `build` or commit a `pyvenv.cfg` beside its code, in the CLI and the plugins."""
+    status, output = committed_lookalikes["nnx-lint"]
     assert status == 1 and f"{directory}/model.py" in output, output
     assert ".venv" not in output, output
-    scripts = Path(sys.executable).parent
-    for command in ([str(scripts / "flake8"), "--isolated", "--select", "NNX", "."],
-                    [str(scripts / "pylint"), "--rcfile=/dev/null", "--disable=all", "--enable=nnx",
-                     "--load-plugins=nnx_lint.pylint", f"{directory}/model.py"]):
-        result = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300)
-        assert result.returncode != 0 and "model.py" in result.stdout, (command, result.stdout, result.stderr)
+    for front_end in ("flake8", "pylint"):
+        status, output = committed_lookalikes[front_end]
+        assert status != 0 and f"{directory}/model.py" in output, (front_end, output)

@@ -103,27 +103,56 @@ def test_each_documented_untrusted_command_reports_the_break(tmp_path, command):
         assert any(file in line and ("NNX" in line or "E9" in line) for line in output.splitlines()), output
 
 
-def run_pylint(directory: Path, *options: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_pylint(directory: Path, *options: str, env: dict | None = None,
+               files: tuple[str, ...] = ("model.py",)) -> subprocess.CompletedProcess:
     return subprocess.run([str(SCRIPTS / "pylint"), "--disable=all", "--enable=nnx", "--load-plugins=nnx_lint.pylint",
-                           *options, "model.py"], cwd=directory, capture_output=True, text=True, timeout=300,
+                           *options, *files], cwd=directory, capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("table", [
+#: Committed tables that silence the plugin when it reads them.
+SILENCING_TABLES = [
     '[tool.nnx-lint]\nexclude = ["*"]\n',
     '[tool.nnx-lint]\nignore = ["NNX"]\n',
     '[tool.nnx-lint]\nselect = []\n',
     '[tool.nnx-lint]\nper-file-ignores = {"model.py" = ["NNX2"]}\n',
-])
-def test_the_pylint_plugin_isolated_mode_reads_no_table(tmp_path, table):
+]
+#: The plugin's isolated mode, as the documentation spells it.
+ISOLATING_OPTIONS = (("--rcfile=/dev/null",), ("--rcfile", os.devnull), ("--nnx-isolated=y",))
+
+
+@pytest.fixture(scope="module")
+def silenced_folders(tmp_path_factory) -> Path:
+    """A folder per table of :data:`SILENCING_TABLES` (``t0``, ``t1``, ...), each with its
+    ``pyproject.toml`` and a ``model.py`` with an NNX201."""
+    root = tmp_path_factory.mktemp("tables")
+    for number, table in enumerate(SILENCING_TABLES):
+        (root / f"t{number}").mkdir()
+        (root / f"t{number}" / "model.py").write_text(STATE_AXES)
+        (root / f"t{number}" / "pyproject.toml").write_text(table)
+    return root
+
+
+@pytest.fixture(scope="module")
+def isolated_runs(silenced_folders) -> dict[tuple[str, ...], subprocess.CompletedProcess]:
+    """One pylint run per isolating option over every table's ``model.py`` at once (the plugin
+    resolves each file's settings on its own, so one run answers for each table, and a table
+    read for one file cannot leak to the next): three runs where a run per table and option
+    would be twelve."""
+    files = tuple(f"t{number}/model.py" for number in range(len(SILENCING_TABLES)))
+    return {options: run_pylint(silenced_folders, *options, "--msg-template={path}: {msg_id}", files=files)
+            for options in ISOLATING_OPTIONS}
+
+
+@pytest.mark.parametrize("number", range(len(SILENCING_TABLES)), ids=SILENCING_TABLES)
+def test_the_pylint_plugin_isolated_mode_reads_no_table(silenced_folders, isolated_runs, number):
     """The round-three reproducer and its variants: the committed table silences the plugin
     only outside the isolated mode (the control shows it does silence it there)."""
-    (tmp_path / "model.py").write_text(STATE_AXES)
-    (tmp_path / "pyproject.toml").write_text(table)
-    assert "E9201" not in run_pylint(tmp_path, f"--rcfile={tmp_path / 'pyproject.toml'}").stdout
-    for options in (["--rcfile=/dev/null"], ["--rcfile", os.devnull], ["--nnx-isolated=y"]):
-        result = run_pylint(tmp_path, *options)
-        assert "E9201" in result.stdout and result.returncode != 0, (options, result.stdout, result.stderr)
+    folder = silenced_folders / f"t{number}"
+    assert "E9201" not in run_pylint(folder, f"--rcfile={folder / 'pyproject.toml'}").stdout
+    for options, result in isolated_runs.items():
+        reported = f"t{number}/model.py: E9201" in result.stdout.splitlines()
+        assert reported and result.returncode != 0, (options, result.stdout, result.stderr)
 
 
 def test_the_isolated_mode_refuses_a_configuration_file(tmp_path):
