@@ -21,12 +21,15 @@ declared only there is not found (configure ``src`` instead).
 """
 from __future__ import annotations
 
-import configparser
 import importlib.machinery
 import json
 import os
 from pathlib import Path
-from typing import Any
+
+# typing only for type checkers: this module is on the cached one-file check's start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def source_roots(project_root: Path, configured: list[str] | None, pyproject: dict[str, Any]) -> list[Path]:
@@ -153,6 +156,8 @@ def _setup_cfg_package_dirs(path: Path) -> list[str]:
     """``[options] package_dir`` (``=src`` or ``pkg = lib/pkg`` lines) and ``[options.packages.find] where``."""
     if not path.is_file():
         return []
+    import configparser  # only where a setup.cfg is read (start-up: the plugins load it up front)
+
     from nnx_lint.base import bounds
 
     parser = configparser.ConfigParser(interpolation=None)
