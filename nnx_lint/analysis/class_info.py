@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
+from nnx_lint.analysis.annotations import annotation_name
 
-#: Bases that make a class an NNX Module (or pytree object) in flax.nnx.
+
 #: How deep the model follows bases, helper calls, call sites and nested stores.
 MAX_DEPTH = 6
 
@@ -136,7 +137,7 @@ def class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
         return {}
     return {statement.target.name: statement.annotation for statement in classdef.body
             if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName)
-            and _annotation_head(statement.annotation) != "ClassVar"}  # not an __init__ parameter
+            and annotation_name(statement.annotation) != "ClassVar"}  # not an __init__ parameter
 
 
 #: Bases whose subclasses are dataclasses (fields from annotations, ``.replace``).
@@ -156,16 +157,7 @@ def _base_named(classdef: nodes.ClassDef, names: frozenset[str]) -> bool:
 def stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``."""
     return {name: annotation for name, annotation in class_fields(classdef).items()
-            if _annotation_head(annotation) != "InitVar"}
-
-
-def _annotation_head(annotation: nodes.NodeNG | None) -> str | None:
-    """``InitVar`` for ``InitVar[nnx.Rngs]`` / ``dataclasses.InitVar``; the outer name."""
-    if isinstance(annotation, nodes.Subscript):
-        annotation = annotation.value
-    if isinstance(annotation, nodes.Attribute):
-        return annotation.attrname
-    return getattr(annotation, "name", None)
+            if annotation_name(annotation) != "InitVar"}
 
 
 def bind_arguments(

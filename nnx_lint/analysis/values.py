@@ -118,7 +118,7 @@ class ValueModel(StateValues):
         every class some caller passes (each with its call)."""
         if isinstance(expression, nodes.Name):
             found = parameter_of(expression) or self.classes.method_parameter(expression)
-            annotation = self.classes._annotation_of(expression) if found is not None else None
+            annotation = self.classes.annotated_class_of(expression) if found is not None else None
             if found is not None and (annotation is None or annotation.qualified_name in NNX_MODULE_BASES):
                 # Its class is what the callers pass (in this file or another): each with its call;
                 # under a generic annotation, only the Module classes among them.
@@ -465,7 +465,7 @@ class ValueModel(StateValues):
         index = (arguments.args or []).index(parameter)
         annotation = arguments.annotations[index] if index < len(arguments.annotations) else None
         if annotation is not None:
-            ref = self.classes.resolve(self.context.qualified_name(annotation))
+            ref = self.classes.annotated_class(annotation)
             if ref is None or ref.qualified_name in nnx_api.STATE_CLASSES:
                 return None
             if ref.definition is not None:
