@@ -92,6 +92,7 @@ def test_a_long_string_annotation_is_not_parsed():
     ("typing.ClassVar[int]", "ClassVar"),
     ("'ClassVar[int]'", "ClassVar"),
     ("Optional[nnx.Linear]", "Linear"),
+    ("Optional[nnx.Data[int]]", "Data"),
     ("nnx.Rngs | nnx.Linear", None),
 ])
 def test_the_outer_name(text, name):

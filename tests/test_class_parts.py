@@ -50,7 +50,8 @@ def test_no_part_reads_another_parts_private_state(path):
 
 def test_the_private_read_check_sees_one(tmp_path):
     path = tmp_path / "part.py"
-    path.write_text("class A:\n    def f(self):\n        return self.hierarchy._infos, model._local_class(x), self._own\n")
+    path.write_text("class A:\n    def f(self):\n"
+                    "        return self.hierarchy._infos, model._local_class(x), self._own\n")
     assert _private_reads(str(path)) == ["part.py:3: self.hierarchy._infos", "part.py:3: model._local_class"]
 
 

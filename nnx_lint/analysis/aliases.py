@@ -87,7 +87,9 @@ class AliasQueries:
         if ref.root[0] == "new" and isinstance(ref.root[1], nodes.Call):
             cls = self.expressions.class_of(ref.root[1])
         elif ref.root[0] == "param":
-            cls = self.kinds.parameter_annotation_class(ref.root[1], ref.root[2]) or self.expressions.call_site_class(ref.root[1], ref.root[2])
+            function, name = ref.root[1], ref.root[2]
+            cls = self.kinds.parameter_annotation_class(function, name) \
+                or self.expressions.call_site_class(function, name)
         if cls is None:
             return self.kinds.kind_of(ref) in ("module", "rngs")
         if cls.definition is not None:

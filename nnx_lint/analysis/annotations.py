@@ -8,8 +8,9 @@ understood the same way everywhere:
 - :func:`annotation_head`: the one class it names, past the wrappers that do not change
   it: ``Optional[X]``, ``X | None`` / ``None | X``, ``Union[X, None]``, ``Annotated[X, ...]``
   (each also spelled ``typing.`` / ``t.`` / ``typing_extensions.``...), and strings;
-- :func:`annotation_name`: the short outer name of that head (``InitVar`` for
-  ``dataclasses.InitVar[nnx.Rngs]``, ``ClassVar`` for ``typing.ClassVar[int]``);
+- :func:`annotation_outer` / :func:`annotation_name`: the outer class of that head, past a
+  generic's subscript, and its short name (``InitVar`` for ``dataclasses.InitVar[nnx.Rngs]``,
+  ``ClassVar`` for ``typing.ClassVar[int]``);
 - :func:`parameter_annotation` / :func:`binding_annotation`: the annotation of a function's
   parameter, or of the name a binding binds (a parameter, or ``x: Cls = ...``).
 
@@ -83,11 +84,17 @@ def annotation_head(annotation: nodes.NodeNG | None) -> nodes.NodeNG | None:
     return None
 
 
-def annotation_name(annotation: nodes.NodeNG | None) -> str | None:
-    """The short outer name of :func:`annotation_head`: ``InitVar`` for ``InitVar[nnx.Rngs]`` or
-    ``dataclasses.InitVar``, ``Model`` for ``"pkg.Model"``; None when there is none."""
+def annotation_outer(annotation: nodes.NodeNG | None) -> nodes.NodeNG | None:
+    """The expression naming the outer class of :func:`annotation_head`: ``nnx.Data`` for
+    ``nnx.Data[int]`` (a generic's subscript left out), the head itself otherwise."""
     head = annotation_head(annotation)
-    return _outer_name(head.value if isinstance(head, nodes.Subscript) else head)
+    return head.value if isinstance(head, nodes.Subscript) else head
+
+
+def annotation_name(annotation: nodes.NodeNG | None) -> str | None:
+    """The short name of :func:`annotation_outer`: ``InitVar`` for ``InitVar[nnx.Rngs]`` or
+    ``dataclasses.InitVar``, ``Model`` for ``"pkg.Model"``; None when there is none."""
+    return _outer_name(annotation_outer(annotation))
 
 
 def parameter_annotation(function: nodes.NodeNG | None, name: str) -> nodes.NodeNG | None:
@@ -96,10 +103,10 @@ def parameter_annotation(function: nodes.NodeNG | None, name: str) -> nodes.Node
     arguments = getattr(function, "args", None)
     if not isinstance(arguments, nodes.Arguments):
         return None
-    for parameters, annotations in ((arguments.posonlyargs, arguments.posonlyargs_annotations),
-                                    (arguments.args, arguments.annotations),
-                                    (arguments.kwonlyargs, arguments.kwonlyargs_annotations)):
-        for parameter, annotation in zip(parameters or [], annotations or []):
+    for parameters, written in ((arguments.posonlyargs, arguments.posonlyargs_annotations),
+                                (arguments.args, arguments.annotations),
+                                (arguments.kwonlyargs, arguments.kwonlyargs_annotations)):
+        for parameter, annotation in zip(parameters or [], written or []):
             if parameter.name == name:
                 return annotation
     return None

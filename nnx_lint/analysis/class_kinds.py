@@ -22,9 +22,9 @@ from nnx_lint.analysis.flow import lookup
 from nnx_lint.analysis.refs import (MAX_REF_DEPTH, RNG_CLASSES, RNG_TYPES, STATEFUL_KINDS, VARIABLE_CLASSES, Ref,
                                     RefQueries, names_rngs)
 from nnx_lint.base.node_index import nodes_of_class
-from nnx_lint.flax_table.names import MUTABLE_ARRAY_CONSTRUCTORS, MUTABLE_ARRAY_TYPES
 from nnx_lint.flax_table.flax_layers import FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
-from nnx_lint.flax_table.names import ARRAY_FUNCTION_MODULES, GENERIC_MODULE_CLASSES, NNX_MODULE_BASES, NNX_PREFIX
+from nnx_lint.flax_table.names import (ARRAY_FUNCTION_MODULES, GENERIC_MODULE_CLASSES, MUTABLE_ARRAY_CONSTRUCTORS,
+                                       MUTABLE_ARRAY_TYPES, NNX_MODULE_BASES, NNX_PREFIX)
 
 
 #: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
@@ -279,7 +279,8 @@ class ClassKinds:
             call = ref.root[1]
             if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
                 return "rngs"
-            if not ref.path and self.hierarchy.resolver_for(call).qualified_name(call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
+            if not ref.path and self.hierarchy.resolver_for(call).qualified_name(
+                    call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
                 return "ref"
             return self._descend(self.expressions.class_of(call), ref.path, call, depth)
         if origin == "param":

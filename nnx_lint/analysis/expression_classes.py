@@ -138,7 +138,8 @@ class ExpressionClasses:
         if graphdef:
             # only where this scope binds it: the callers were already asked about the state
             values = bound_values(state)
-            if len(values) == 1 and isinstance(values[0], nodes.Call) and self.hierarchy.nnx_name(values[0]) == "graphdef" \
+            if len(values) == 1 and isinstance(values[0], nodes.Call) \
+                    and self.hierarchy.nnx_name(values[0]) == "graphdef" \
                     and values[0].args:
                 return [values[0].args[0]]
             return []
@@ -251,7 +252,8 @@ class ExpressionClasses:
         candidates = self.call_site_classes(function, parameter, depth)
         return candidates[0][0] if len(candidates) == 1 else None
 
-    def call_site_classes(self, function: nodes.NodeNG, parameter: str, depth: int = 0) -> list[tuple[ClassRef, nodes.Call]]:
+    def call_site_classes(self, function: nodes.NodeNG, parameter: str,
+                          depth: int = 0) -> list[tuple[ClassRef, nodes.Call]]:
         """Every known class this file's calls of ``function`` pass for ``parameter``, each
         with the first call that passes it (in source order): the candidates a rule checks
         one by one ("flag if one of them breaks, and name it")."""
