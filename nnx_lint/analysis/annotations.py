@@ -17,8 +17,9 @@ understood the same way everywhere:
 A string annotation is analysed text: it is parsed with :func:`ast.parse` in ``eval`` mode
 (bounded in length, and only names, attributes, subscripts, constants and ``|`` are
 accepted), then rebuilt as astroid nodes whose parent is the annotation's parent, so that
-the names in it resolve in the scope where it is written. The rebuilt node is kept for the
-file (a name resolver memoises by node identity), and nothing of it is ever executed.
+the names in it resolve in the scope where it is written. The rebuilt node is kept on the
+string's node, so it lives and dies with its tree (a name resolver memoises by node identity:
+one string is one node), and nothing of it is ever executed.
 
 >>> import astroid
 >>> function = astroid.extract_node("def f(a: 'Optional[Model]', b: Annotated[int, 'x'] | None): ...")
@@ -35,8 +36,6 @@ from astroid import nodes
 from astroid.manager import AstroidManager
 from astroid.rebuilder import TreeRebuilder
 
-from nnx_lint.base.file_memo import file_memo
-
 #: The longest string annotation parsed (longer ones are left unread: unknown).
 MAX_STRING_ANNOTATION = 300
 #: How many wrappers (``Optional[Annotated["X", ...]]``) are looked through.
@@ -48,17 +47,17 @@ _OPTIONAL = frozenset({"Optional"})
 _UNION = frozenset({"Union"})
 _ANNOTATED = frozenset({"Annotated"})
 
-#: Per string annotation (its ``Const`` node): the expression parsed from it, or None.
-_PARSED: dict = file_memo()
+#: The attribute of a string annotation's node that keeps the expression parsed from it.
+_PARSED_ATTRIBUTE = "_nnx_lint_parsed_annotation"
 
 
 def annotation_expression(annotation: nodes.NodeNG | None) -> nodes.NodeNG | None:
     """``annotation`` as an expression: itself, or for a string annotation the expression
     the string holds (None when it is not a readable annotation)."""
     if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
-        if annotation not in _PARSED:
-            _PARSED[annotation] = _parsed(annotation)
-        return _PARSED[annotation]
+        if _PARSED_ATTRIBUTE not in annotation.__dict__:
+            annotation.__dict__[_PARSED_ATTRIBUTE] = _parsed(annotation)
+        return annotation.__dict__[_PARSED_ATTRIBUTE]
     return annotation
 
 
