@@ -12,6 +12,7 @@ from nnx_lint.analysis import parsing
 from nnx_lint.analysis.annotations import (MAX_STRING_ANNOTATION, annotation_expression, annotation_head,
                                            annotation_name, binding_annotation, parameter_annotation)
 from nnx_lint.analysis.context import FileContext
+from nnx_lint.analysis.objects import object_model
 from nnx_lint.analysis.project import Project
 
 
@@ -134,3 +135,13 @@ def test_the_class_model_reads_annotations_through_the_reader():
         ["m.Model", "m.Model", "m.Model", "flax.nnx.Rngs"]
     assert classes.parameter_is_rngs(function, "d")
     assert classes.kind_of(classes.ref_of(reads[0])) == "module"
+
+
+def test_the_object_model_reads_annotations_through_the_reader():
+    """An outside parameter is an object of its annotated class: a string annotation and
+    ``None | X`` name the class too (before the one reader, both were unknown objects)."""
+    source = "from flax import nnx\ndef f(rngs: 'nnx.Rngs | None', other: None | nnx.Rngs):\n    return rngs, other\n"
+    module = parsing.build(source, "m.py", "m", lambda name: False)
+    context = FileContext(module, "m.py", Project())
+    for name in module.body[-1].body[0].value.elts:
+        assert [(o.kind, o.class_name) for o in object_model(context).objects(name)] == [("rngs", "flax.nnx.Rngs")]
