@@ -377,7 +377,7 @@ def _extend(ref: Ref | None, path: tuple[str, ...]) -> Ref | None:
 def _argument_stored(value: nodes.NodeNG | None, arguments: tuple | None) -> nodes.NodeNG | None:
     """What a stored ``value`` is for one construction: the argument the call passes when
     ``value`` reads an ``__init__`` parameter unchanged (its default when the call passes
-    none), else ``value`` itself (``arguments``: :meth:`ClassModel._init_arguments`)."""
+    none), else ``value`` itself (``arguments``: :meth:`ClassKinds._init_arguments`)."""
     if arguments is None or not isinstance(value, nodes.Name):
         return value
     init, bound, unpacked = arguments
