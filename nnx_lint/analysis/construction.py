@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class Construction:
-    """The replay of one class's construction (see :meth:`ConstructionReplay.replay`)."""
+    """The replay of one class's construction (see :meth:`ConstructionReplay.replay`); its
+    ``aliases`` and ``self_references`` are found from the events by
+    :meth:`nnx_lint.analysis.aliases.AliasQueries.construction` (empty until then)."""
 
     classdef: nodes.ClassDef
     #: The ``__init__`` replayed (the class's own or an inherited one), if any.
     init: nodes.FunctionDef | None = None
     events: list[StoreEvent] = field(default_factory=list)
+    #: Objects holding Variables (or raw refs) that the instance reaches at two paths.
     aliases: list[Alias] = field(default_factory=list)
     #: Stores that make the instance (or a Module inside it) hold itself (see SelfReference).
     self_references: list[SelfReference] = field(default_factory=list)
