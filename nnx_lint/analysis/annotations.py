@@ -66,6 +66,8 @@ def annotation_head(annotation: nodes.NodeNG | None) -> nodes.NodeNG | None:
     attribute, or a subscript such as ``list[Model]``), past ``Optional``, ``| None``,
     ``Union[..., None]``, ``Annotated`` and string annotations; None when there is no one
     class (``A | B``, an unreadable string)."""
+    if isinstance(annotation, (nodes.Name, nodes.Attribute)) or annotation is None:
+        return annotation  # the common case: a class named as it is
     for _ in range(_MAX_WRAPPERS):
         annotation = annotation_expression(annotation)
         if isinstance(annotation, nodes.BinOp) and annotation.op == "|":

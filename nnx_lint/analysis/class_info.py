@@ -126,9 +126,22 @@ def is_static_method(function: nodes.FunctionDef) -> bool:
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
 
 
+#: The attributes of a class's node that keep its fields (on the node, so they live and die
+#: with its tree: the kinds of a class's fields ask for the fields once per field).
+_FIELDS_ATTRIBUTE = "_nnx_lint_class_fields"
+_STORED_FIELDS_ATTRIBUTE = "_nnx_lint_stored_fields"
+
+
 def class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     """Annotated class-body fields of a dataclass-decorated class, a ``flax.struct.PyTreeNode``
-    or a ``typing.NamedTuple`` (name -> annotation)."""
+    or a ``typing.NamedTuple`` (name -> annotation; memoised: not to be modified)."""
+    found = classdef.__dict__.get(_FIELDS_ATTRIBUTE)
+    if found is None:
+        found = classdef.__dict__[_FIELDS_ATTRIBUTE] = _class_fields(classdef)
+    return found
+
+
+def _class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     decorators = classdef.decorators.nodes if classdef.decorators else []
     names = {d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", None)
              for d in (dd.func if isinstance(dd, nodes.Call) else dd for dd in decorators)}
@@ -155,9 +168,14 @@ def _base_named(classdef: nodes.ClassDef, names: frozenset[str]) -> bool:
 
 
 def stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
-    """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``."""
-    return {name: annotation for name, annotation in class_fields(classdef).items()
+    """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``
+    (memoised: not to be modified)."""
+    found = classdef.__dict__.get(_STORED_FIELDS_ATTRIBUTE)
+    if found is None:
+        found = classdef.__dict__[_STORED_FIELDS_ATTRIBUTE] = {
+            name: annotation for name, annotation in class_fields(classdef).items()
             if annotation_name(annotation) != "InitVar"}
+    return found
 
 
 def bind_arguments(
