@@ -26,7 +26,8 @@ from _support import REPO, calls_to_lint
 
 from nnx_lint.base import bounds
 from nnx_lint.analysis import parsing
-from nnx_lint.analysis.classes import ClassModel
+from nnx_lint.analysis.aliases import AliasQueries
+from nnx_lint.analysis.construction import ConstructionReplay
 from nnx_lint.analysis.context import FileContext
 from nnx_lint.engine.walk import lint_bytes, lint_source
 from nnx_lint.analysis.project import Project
@@ -157,14 +158,14 @@ def _largest_replay(source: str) -> int:
 
 
 def test_the_class_replay_checks_the_time(expire_at):
-    expire_at(ClassModel, "construction")
+    expire_at(ConstructionReplay, "replay")
     found = lint_source(diamond(4, head=FIRST), "diamond.py", all_rules())
     assert codes(found) == [("NNX004", 1), ("NNX201", 3)]
     assert "was stopped in replaying how class" in budget_message(found)
 
 
 def test_the_alias_search_checks_the_time(expire_at):
-    expire_at(ClassModel, "_find_aliases")
+    expire_at(AliasQueries, "_find_aliases")
     found = lint_source(diamond(4, head=FIRST), "diamond.py", all_rules())
     assert codes(found) == [("NNX004", 1), ("NNX201", 3)]
     assert "was stopped in looking for objects stored twice by class" in budget_message(found)

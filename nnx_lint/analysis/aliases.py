@@ -3,7 +3,9 @@ objects with NNX state it makes reachable twice (:class:`~nnx_lint.analysis.refs
 stores that make the instance hold itself (:class:`~nnx_lint.analysis.refs.SelfReference`), and
 which objects are graph nodes.
 
-:class:`AliasQueries` is a part of :class:`nnx_lint.analysis.classes.ClassModel`.
+:class:`AliasQueries` is a part of :class:`nnx_lint.analysis.classes.ClassModel`: it reads the
+replay of :class:`~nnx_lint.analysis.construction.ConstructionReplay`, and asks
+:class:`~nnx_lint.analysis.class_kinds.ClassKinds` what the stored objects hold.
 """
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.flax_table.names import NNX_PREFIX
 from nnx_lint.analysis.class_info import store_target_path
-from nnx_lint.analysis.construction import Construction
+from nnx_lint.analysis.class_hierarchy import ClassHierarchy
+from nnx_lint.analysis.class_kinds import ClassKinds
+from nnx_lint.analysis.construction import Construction, ConstructionReplay
+from nnx_lint.analysis.expression_classes import ExpressionClasses
 from nnx_lint.analysis.refs import (RNG_CLASSES, SHARED_KINDS, STATEFUL_KINDS, Alias, Ref, SelfReference, StoreEvent,
                                     store_overwritten)
 
@@ -22,7 +27,26 @@ class AliasQueries:
     """Aliases and self references, a part of :class:`nnx_lint.analysis.classes.ClassModel`: the
     objects a construction stores twice or stores below themselves, and graph nodes."""
 
-    # -- aliases and self references ---------------------------------------------------
+    def __init__(self, replay: ConstructionReplay, hierarchy: ClassHierarchy, expressions: ExpressionClasses,
+                 kinds: ClassKinds) -> None:
+        self.replay = replay
+        self.hierarchy = hierarchy
+        self.expressions = expressions
+        self.kinds = kinds
+        #: The classes whose replayed construction has its aliases and self references.
+        self._examined: set[int] = set()
+        self._variable_free_aliases: dict[int, list[Alias]] = {}
+
+    def construction(self, classdef: nodes.ClassDef) -> Construction:
+        """How ``classdef`` builds an instance (:meth:`~nnx_lint.analysis.construction.ConstructionReplay.replay`),
+        with the objects it stores twice and the stores of itself below itself (memoised)."""
+        result = self.replay.replay(classdef)
+        if id(classdef) not in self._examined:
+            self._examined.add(id(classdef))
+            result.aliases = self._find_aliases(result)
+            result.self_references = self._find_self_references(result)
+        return result
+
     def _find_self_references(self, construction: Construction) -> list[SelfReference]:
         """Stores of the instance (or a node inside it) below itself that stay until the end
         of construction, where every object between the node and the store is a graph node
@@ -56,18 +80,20 @@ class AliasQueries:
         if ref is None:
             return False
         if ref.path:
-            return self.kind_of(ref) in ("module", "rngs")
+            return self.kinds.kind_of(ref) in ("module", "rngs")
         if ref.root[0] == "self":
-            return self.info(ref.root[1]).is_nnx_module
+            return self.hierarchy.info(ref.root[1]).is_nnx_module
         cls = None
         if ref.root[0] == "new" and isinstance(ref.root[1], nodes.Call):
-            cls = self.class_of(ref.root[1])
+            cls = self.expressions.class_of(ref.root[1])
         elif ref.root[0] == "param":
-            cls = self._parameter_annotation(ref.root[1], ref.root[2]) or self.call_site_class(ref.root[1], ref.root[2])
+            function, name = ref.root[1], ref.root[2]
+            cls = self.kinds.parameter_annotation_class(function, name) \
+                or self.expressions.call_site_class(function, name)
         if cls is None:
-            return self.kind_of(ref) in ("module", "rngs")
+            return self.kinds.kind_of(ref) in ("module", "rngs")
         if cls.definition is not None:
-            return self.info(cls.definition).is_nnx_module
+            return self.hierarchy.info(cls.definition).is_nnx_module
         return cls.qualified_name.startswith(NNX_PREFIX) and (
             nnx_api.holds_variables(cls.qualified_name) or cls.short_name in RNG_CLASSES
             or cls.short_name in nnx_api.STATELESS_MODULE_CLASSES
@@ -77,7 +103,7 @@ class AliasQueries:
         """Whether the object stored at ``path`` (by the latest store before event
         ``before``) is a graph node; ``()`` is the instance itself."""
         if not path:
-            return self.info(construction.classdef).is_nnx_module
+            return self.hierarchy.info(construction.classdef).is_nnx_module
         for event in reversed(construction.events[:before]):
             if event.path == path and not event.deleted:
                 if self.graph_node(event.ref):
@@ -100,7 +126,7 @@ class AliasQueries:
     def variable_free_node(self, ref: Ref | None) -> bool:
         """Whether ``ref`` is a graph node (a Module or Pytree of a known class) that holds no
         Variables: what Tree Mode takes reachable twice, rebuilding it once per path."""
-        return ref is not None and not ref.path and self.graph_node(ref) and self.kind_of(ref) is None
+        return ref is not None and not ref.path and self.graph_node(ref) and self.kinds.kind_of(ref) is None
 
     def _find_aliases(self, construction: Construction, variable_free: bool = False) -> list[Alias]:
         """Objects holding Variables (or raw refs) stored at two paths; with
@@ -115,7 +141,7 @@ class AliasQueries:
             if variable_free:
                 kind = "node" if self.variable_free_node(_stored_object(events, position, construction)) else None
             else:
-                kind = self.kind_of(event.ref)
+                kind = self.kinds.kind_of(event.ref)
             if kind not in SHARED_KINDS and kind != "node":
                 continue
             ref = event.ref
@@ -142,7 +168,7 @@ class AliasQueries:
                             continue  # a part of the stored object: not the node itself
                         # `self.config = m.config` then `self.model = m`: what is held twice
                         # is the part, `m.config`; only a part that holds Variables matters.
-                        part_kind = self.kind_of(earlier.ref)
+                        part_kind = self.kinds.kind_of(earlier.ref)
                         if part_kind not in STATEFUL_KINDS:
                             continue
                         kind = part_kind

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
+from nnx_lint.analysis.annotations import annotation_name
 
-#: Bases that make a class an NNX Module (or pytree object) in flax.nnx.
+
 #: How deep the model follows bases, helper calls, call sites and nested stores.
 MAX_DEPTH = 6
 
@@ -125,9 +126,22 @@ def is_static_method(function: nodes.FunctionDef) -> bool:
     return any(isinstance(d, nodes.Name) and d.name in ("staticmethod", "classmethod") for d in decorators)
 
 
+#: The attributes of a class's node that keep its fields (on the node, so they live and die
+#: with its tree: the kinds of a class's fields ask for the fields once per field).
+_FIELDS_ATTRIBUTE = "_nnx_lint_class_fields"
+_STORED_FIELDS_ATTRIBUTE = "_nnx_lint_stored_fields"
+
+
 def class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     """Annotated class-body fields of a dataclass-decorated class, a ``flax.struct.PyTreeNode``
-    or a ``typing.NamedTuple`` (name -> annotation)."""
+    or a ``typing.NamedTuple`` (name -> annotation; memoised: not to be modified)."""
+    found = classdef.__dict__.get(_FIELDS_ATTRIBUTE)
+    if found is None:
+        found = classdef.__dict__[_FIELDS_ATTRIBUTE] = _class_fields(classdef)
+    return found
+
+
+def _class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
     decorators = classdef.decorators.nodes if classdef.decorators else []
     names = {d.attrname if isinstance(d, nodes.Attribute) else getattr(d, "name", None)
              for d in (dd.func if isinstance(dd, nodes.Call) else dd for dd in decorators)}
@@ -136,7 +150,7 @@ def class_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
         return {}
     return {statement.target.name: statement.annotation for statement in classdef.body
             if isinstance(statement, nodes.AnnAssign) and isinstance(statement.target, nodes.AssignName)
-            and _annotation_head(statement.annotation) != "ClassVar"}  # not an __init__ parameter
+            and annotation_name(statement.annotation) != "ClassVar"}  # not an __init__ parameter
 
 
 #: Bases whose subclasses are dataclasses (fields from annotations, ``.replace``).
@@ -154,18 +168,14 @@ def _base_named(classdef: nodes.ClassDef, names: frozenset[str]) -> bool:
 
 
 def stored_fields(classdef: nodes.ClassDef) -> dict[str, nodes.NodeNG]:
-    """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``."""
-    return {name: annotation for name, annotation in class_fields(classdef).items()
-            if _annotation_head(annotation) != "InitVar"}
-
-
-def _annotation_head(annotation: nodes.NodeNG | None) -> str | None:
-    """``InitVar`` for ``InitVar[nnx.Rngs]`` / ``dataclasses.InitVar``; the outer name."""
-    if isinstance(annotation, nodes.Subscript):
-        annotation = annotation.value
-    if isinstance(annotation, nodes.Attribute):
-        return annotation.attrname
-    return getattr(annotation, "name", None)
+    """The dataclass fields an instance keeps: an ``InitVar`` only reaches ``__post_init__``
+    (memoised: not to be modified)."""
+    found = classdef.__dict__.get(_STORED_FIELDS_ATTRIBUTE)
+    if found is None:
+        found = classdef.__dict__[_STORED_FIELDS_ATTRIBUTE] = {
+            name: annotation for name, annotation in class_fields(classdef).items()
+            if annotation_name(annotation) != "InitVar"}
+    return found
 
 
 def bind_arguments(

@@ -3,7 +3,10 @@
 and stores (and, for one construction, the arguments it passes), and the classes of
 parameters (annotations narrowed by what callers pass).
 
-:class:`ClassKinds` is a part of :class:`nnx_lint.analysis.classes.ClassModel`.
+:class:`ClassKinds` is a part of :class:`nnx_lint.analysis.classes.ClassModel`: it asks
+:class:`~nnx_lint.analysis.class_hierarchy.ClassHierarchy` about classes,
+:class:`~nnx_lint.analysis.expression_classes.ExpressionClasses` the classes of values and
+parameters, and :class:`~nnx_lint.analysis.refs.RefQueries` which object a stored value is.
 """
 from __future__ import annotations
 
@@ -12,32 +15,57 @@ from astroid import nodes
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.class_info import (MAX_DEPTH, ClassInfo, ClassRef, Store, attribute_chain,
                                           bind_arguments, stored_fields)
+from nnx_lint.analysis.annotations import annotation_expression, parameter_annotation
+from nnx_lint.analysis.class_hierarchy import ClassHierarchy
+from nnx_lint.analysis.expression_classes import ExpressionClasses
 from nnx_lint.analysis.flow import lookup
-from nnx_lint.analysis.refs import RNG_CLASSES, RNG_TYPES, STATEFUL_KINDS, VARIABLE_CLASSES, Ref, names_rngs
+from nnx_lint.analysis.refs import (MAX_REF_DEPTH, RNG_CLASSES, RNG_TYPES, STATEFUL_KINDS, VARIABLE_CLASSES, Ref,
+                                    RefQueries, names_rngs)
+from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.flax_layers import FLAX_SUBMODULE_ATTRIBUTES, FLAX_VARIABLE_ATTRIBUTES
-from nnx_lint.flax_table.names import ARRAY_FUNCTION_MODULES, GENERIC_MODULE_CLASSES, NNX_MODULE_BASES, NNX_PREFIX
+from nnx_lint.flax_table.names import (ARRAY_FUNCTION_MODULES, GENERIC_MODULE_CLASSES, MUTABLE_ARRAY_CONSTRUCTORS,
+                                       MUTABLE_ARRAY_TYPES, NNX_MODULE_BASES, NNX_PREFIX)
+
+
+#: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
+_VARIABLE_ACCESSORS = frozenset({"value", "get_value", "set_value"})
+
+
+def _is_subscript_store(node: nodes.Subscript) -> bool:
+    """``x[...] = v`` / ``x[i] += v``: an in-place Variable write (jax arrays cannot be written)."""
+    parent = node.parent
+    return (isinstance(parent, nodes.Assign) and node in parent.targets) or (
+        isinstance(parent, nodes.AugAssign) and parent.target is node)
 
 
 class ClassKinds:
     """What a class's instances hold, a part of :class:`nnx_lint.analysis.classes.ClassModel`:
-    the kind of an instance (:meth:`class_kind`), of a parameter, of a stored attribute."""
+    the kind of an instance (:meth:`class_kind`), of an object (:meth:`kind_of`), of a
+    parameter, of a stored attribute."""
+
+    def __init__(self, hierarchy: ClassHierarchy, expressions: ExpressionClasses) -> None:
+        self.hierarchy = hierarchy
+        self.expressions = expressions
+        #: Object identity: set by :meth:`connect` (it asks this part back).
+        self.refs: RefQueries | None = None
+        #: Classes whose kind is being worked out: one that holds itself through its stores
+        #: (``A`` stores a ``B()``, ``B`` an ``A()``) must not recurse without end.
+        self._kinds_in_progress: set[int] = set()
+        #: Per function: the parameters it uses as a Module (kind from use).
+        self._module_uses: dict[int, set[str]] = {}
+
+    def connect(self, refs: RefQueries) -> None:
+        """Wire the part that answers which object an expression denotes (built after this one:
+        it asks this part whether a replaced field holds Variables)."""
+        self.refs = refs
 
     # -- what parameters and classes hold ----------------------------------------------
-    def _specific(self, generic: ClassRef | None, candidate: ClassRef | None) -> ClassRef | None:
-        """``candidate`` (a class the callers pass) when it is an NNX class narrowing the
-        ``generic`` annotation (``nnx.Module``; None: no annotation), else ``generic``."""
-        if candidate is None or generic is None:
-            return candidate or generic
-        if candidate.definition is not None:
-            return candidate if self.info(candidate.definition).is_nnx_module else generic
-        return candidate if candidate.qualified_name.startswith(NNX_PREFIX) else generic
-
     def parameter_class(self, function: nodes.NodeNG, name: str, depth: int = 0) -> ClassRef | None:
         """The class of ``function``'s parameter ``name``: its annotation, narrowed by what the
         project's calls pass when the annotation says only "a Module" (or is missing)."""
-        known = self._parameter_annotation(function, name)
+        known = self.parameter_annotation_class(function, name)
         if known is None or known.qualified_name in NNX_MODULE_BASES:
-            known = self._specific(known, self.call_site_class(function, name, depth))
+            known = self.hierarchy.narrowed(known, self.expressions.call_site_class(function, name, depth))
         return known
 
     def parameter_is_rngs(self, function: nodes.NodeNG, name: str, depth: int = 0) -> bool:
@@ -48,23 +76,20 @@ class ClassKinds:
         known = self.parameter_class(function, name, depth)
         if known is not None:
             return known.qualified_name in RNG_TYPES or self.class_kind(known) == "rngs"
-        annotation = _annotation_node(function, name)
+        annotation = annotation_expression(parameter_annotation(function, name))
         if annotation is not None:  # a stated type (`int`, `nnx.Rngs | None`): does it name an Rngs?
-            resolver = self.resolver_for(annotation)
+            resolver = self.hierarchy.resolver_for(annotation)
             return any(resolver.qualified_name(part) in RNG_TYPES
                        for part in (annotation, *annotation.nodes_of_class((nodes.Name, nodes.Attribute))))
         return names_rngs(name)
 
-    def _parameter_annotation(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
-        annotation = _annotation_node(function, name)
-        if annotation is None:
-            return None
-        return self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+    def parameter_annotation_class(self, function: nodes.NodeNG, name: str) -> ClassRef | None:
+        """The class the annotation of ``function``'s parameter ``name`` names, or None."""
+        return self.hierarchy.annotated_class(parameter_annotation(function, name))
 
     def _annotation_name(self, function: nodes.NodeNG, name: str) -> str | None:
         """The qualified name a parameter's annotation spells (``jax.Ref``), class or not."""
-        annotation = _annotation_node(function, name)
-        return self.resolver_for(annotation).qualified_name(annotation) if annotation is not None else None
+        return self.hierarchy.annotation_qualified_name(parameter_annotation(function, name))
 
     def class_kind(self, ref: ClassRef | None, call: nodes.Call | None = None) -> str | None:
         """The kind of an instance of class ``ref`` (see :meth:`kind_of`)."""
@@ -83,21 +108,21 @@ class ClassKinds:
             if nnx_api.holds_variables(ref.qualified_name):
                 return "module"
             return None
-        if self._derives_from(ref.definition, VARIABLE_CLASSES):
+        if self.hierarchy.derives_from(ref.definition, VARIABLE_CLASSES):
             return "variable"
-        if self._derives_from(ref.definition, RNG_CLASSES):
+        if self.hierarchy.derives_from(ref.definition, RNG_CLASSES):
             return "rngs"
         if id(ref.definition) in self._kinds_in_progress:
             return None  # the class again, below itself: its other stores decide
         self._kinds_in_progress.add(id(ref.definition))
         try:
-            info = self.info(ref.definition)
+            info = self.hierarchy.info(ref.definition)
             arguments = self._init_arguments(ref.definition, call)
             if info.is_nnx_module and (self._flax_base_holds_variables(info)
                                        or any(self._store_may_hold_variables(store, info, arguments)
                                               for store in info.stores)):
                 return "module"
-            if not info.is_nnx_module and any(self._field_kind(ref.definition, name)
+            if not info.is_nnx_module and any(self.field_kind(ref.definition, name)
                                               for name in stored_fields(ref.definition)):
                 return "module"  # a dataclass holder (a registered pytree) with a Module/Variable field
             return None  # a Module storing only constants and plain arrays holds no Variables
@@ -112,7 +137,7 @@ class ClassKinds:
                 if base.qualified_name.startswith(NNX_PREFIX):
                     found.append(base)
             elif depth < MAX_DEPTH:
-                found.extend(self._flax_bases(self.info(base.definition), depth + 1))
+                found.extend(self._flax_bases(self.hierarchy.info(base.definition), depth + 1))
         return found
 
     def _flax_base_holds_variables(self, info: ClassInfo) -> bool:
@@ -128,7 +153,7 @@ class ClassKinds:
         holds an int, not "anything"). None when there is no call or no ``__init__``."""
         if call is None:
             return None
-        init = self.init_of(classdef)
+        init = self.hierarchy.init_of(classdef)
         if init is None:
             return None
         # `Foo(*xs)` / `Foo(**cfg)` may pass any parameter: only the ones bound by name count
@@ -136,23 +161,23 @@ class ClassKinds:
             k.arg is None for k in call.keywords or [])
         return init, bind_arguments(init, call), unpacked
 
-    def _field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
+    def field_kind(self, classdef: nodes.ClassDef, name: str) -> str | None:
         """The kind an annotated dataclass field holds (``net: nnx.Module`` -> module)."""
         annotation = stored_fields(classdef).get(name)
         if annotation is None:
             return None
-        ref = self.resolve(self.resolver_for(annotation).qualified_name(annotation), at=annotation)
+        ref = self.hierarchy.annotated_class(annotation)
         kind = self.class_kind(ref) if ref is not None and ref.definition is not classdef else None
         if kind is None and ref is not None and ref.qualified_name in GENERIC_MODULE_CLASSES:
             kind = "module"
         return kind if kind in STATEFUL_KINDS else None
 
-    def _field_holds_variables(self, holder: nodes.NodeNG, field: str | None) -> bool:
+    def field_holds_variables(self, holder: nodes.NodeNG, field: str | None) -> bool:
         """Whether replacing ``field`` of ``holder``'s dataclass replaces a stateful object
         (unknown classes and fields count as not)."""
-        ref = self.class_of(holder)
+        ref = self.expressions.class_of(holder)
         return field is not None and ref is not None and ref.definition is not None \
-            and self._field_kind(ref.definition, field) is not None
+            and self.field_kind(ref.definition, field) is not None
 
     def _store_may_hold_variables(self, store: Store, info: ClassInfo, arguments: tuple | None,
                                   seen: frozenset[str] = frozenset()) -> bool:
@@ -182,11 +207,11 @@ class ClassKinds:
         if _is_static_value(value):
             return False
         if isinstance(value, nodes.Call) and depth <= MAX_DEPTH:
-            name = self.resolver_for(value).qualified_name(value.func) or ""
+            name = self.hierarchy.resolver_for(value).qualified_name(value.func) or ""
             if name.startswith(_ARRAY_MODULES):
                 return False
-            ref = self.resolve(name, at=value)
-            if ref is not None and ref.definition is not None and not self._derives_from(
+            ref = self.hierarchy.resolve(name, at=value)
+            if ref is not None and ref.definition is not None and not self.hierarchy.derives_from(
                     ref.definition, VARIABLE_CLASSES | RNG_CLASSES):
                 return self.class_kind(ref, value) is not None
             if ref is not None and ref.definition is None and ref.qualified_name.startswith(f"{nnx_api.NNX}.") \
@@ -201,16 +226,7 @@ class ClassKinds:
             return False
         if ref.definition is None:
             return ref.qualified_name.startswith(NNX_PREFIX) and ref.short_name in short_names
-        return self._derives_from(ref.definition, short_names)
-
-    def _derives_from(self, classdef: nodes.ClassDef, short_names: frozenset[str], depth: int = 0) -> bool:
-        for base in self.info(classdef).bases:
-            if base.definition is None:
-                if base.qualified_name.startswith(NNX_PREFIX) and base.short_name in short_names:
-                    return True
-            elif depth < MAX_DEPTH and self._derives_from(base.definition, short_names, depth + 1):
-                return True
-        return False
+        return self.hierarchy.derives_from(ref.definition, short_names)
 
     def _descend(self, cls: ClassRef | None, path: tuple[str, ...], call: nodes.Call | None, depth: int) -> str | None:
         kind = self.class_kind(cls, call)
@@ -226,14 +242,14 @@ class ClassKinds:
         if cls.definition is not None:
             # Alternative stores (`if`/`else`) mean "may be": the one stateful kind some
             # branch that can run gives is the answer; branches that never run don't count.
-            kinds = {self.kind_of(_extend(self.ref_of(store.value), path[1:]), depth + 1)
-                     for store in self.info(cls.definition).stores_of(head) if not _never_runs(store.target)}
+            kinds = {self.kind_of(_extend(self.refs.ref_of(store.value), path[1:]), depth + 1)
+                     for store in self.hierarchy.info(cls.definition).stores_of(head) if not _never_runs(store.target)}
             kinds.discard(None)
             if kinds or len(path) != 1:
                 return kinds.pop() if len(kinds) == 1 else None
             # not stored by the project class: an attribute its flax base stores (`MyLinear.kernel`)
             return next(filter(None, (self._flax_attribute_kind(base, head) for base in self._flax_bases(
-                self.info(cls.definition)))), None)
+                self.hierarchy.info(cls.definition)))), None)
         if len(path) == 1:
             return self._flax_attribute_kind(cls, head)
         return None
@@ -246,6 +262,72 @@ class ClassKinds:
         if head in FLAX_SUBMODULE_ATTRIBUTES.get(cls.short_name, ()):
             return "module"
         return None
+
+    def kind_of(self, ref: Ref | None, depth: int = 0) -> str | None:
+        """What the object holds: "module", "variable", "rngs", "state", "ref" or None (unknown).
+
+        The first four hold NNX Variables; "ref" is a raw mutable array (``jax.new_ref``),
+        which Tree Mode may not reach twice either (:data:`SHARED_KINDS`). The aliasing
+        rules ignore everything else.
+        """
+        if ref is None or depth > MAX_REF_DEPTH:
+            return None
+        origin = ref.root[0]
+        if origin == "self":
+            return self._descend(self.hierarchy.ref_of_definition(ref.root[1]), ref.path, None, depth)
+        if origin == "new":
+            call = ref.root[1]
+            if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
+                return "rngs"
+            if not ref.path and self.hierarchy.resolver_for(call).qualified_name(
+                    call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
+                return "ref"
+            return self._descend(self.expressions.class_of(call), ref.path, call, depth)
+        if origin == "param":
+            function, name = ref.root[1], ref.root[2]
+            known = self.parameter_class(function, name, depth)
+            if known is not None:
+                return self._descend(known, ref.path, None, depth)
+            if not ref.path and self._annotation_name(function, name) in MUTABLE_ARRAY_TYPES:
+                return "ref"
+            if self.parameter_is_rngs(function, name, depth):  # unknown class: the naming convention
+                return "rngs"
+            if not ref.path and self.used_as_module(function, name):
+                return "module"
+        return None
+
+    def used_as_module(self, function: nodes.NodeNG, name: str) -> bool:
+        """Whether ``function`` uses its parameter ``name`` as an NNX Module (kind from use):
+        hands it to an API that takes one (the model of ``nnx.Optimizer`` /
+        ``nnx.ModelAndOptimizer``), or reads or writes Variables through its attributes
+        (``name.w.value``, ``name.w.get_value()``, ``name.w[...] = v``)."""
+        key = id(function)
+        if key not in self._module_uses:  # one walk per function, whatever is asked of it
+            self._module_uses[key] = self._module_uses_in(function)
+        return name in self._module_uses[key]
+
+    def _module_uses_in(self, function: nodes.NodeNG) -> set[str]:
+        names = {
+            call.args[0].name for call in nodes_of_class(function, nodes.Call)
+            if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
+            and self.hierarchy.nnx_name(call) in nnx_api.OPTIMIZER_CLASSES
+        }
+        for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
+            if node.scope() is not function:
+                continue
+            if isinstance(node, nodes.Attribute) and node.attrname in _VARIABLE_ACCESSORS:
+                held = node.expr
+            elif isinstance(node, nodes.Subscript) and _is_subscript_store(node):
+                held = node.value
+            else:
+                continue
+            if not isinstance(held, nodes.Attribute):
+                continue  # `m.value` / `m[...] = v` on the parameter itself: m may be the Variable
+            while isinstance(held, nodes.Attribute):
+                held = held.expr
+            if isinstance(held, nodes.Name):
+                names.add(held.name)
+        return names
 
 
 def _never_runs(node: nodes.NodeNG) -> bool:
@@ -288,22 +370,6 @@ def _has_keyword(call: nodes.Call, name: str) -> bool:
     return False
 
 
-def _annotation_node(function: nodes.NodeNG, name: str) -> nodes.NodeNG | None:
-    """The annotation of ``function``'s parameter ``name`` (None: none, or a string)."""
-    arguments = getattr(function, "args", None)
-    if not isinstance(arguments, nodes.Arguments):
-        return None
-    pairs = list(zip(arguments.args or [], arguments.annotations or []))
-    pairs += list(zip(arguments.kwonlyargs or [], arguments.kwonlyargs_annotations or []))
-    pairs += list(zip(arguments.posonlyargs or [], arguments.posonlyargs_annotations or []))
-    for argument, annotation in pairs:
-        if argument.name == name and annotation is not None:
-            if isinstance(annotation, nodes.Const) and isinstance(annotation.value, str):
-                return None  # string annotations are not resolved
-            return annotation
-    return None
-
-
 def _extend(ref: Ref | None, path: tuple[str, ...]) -> Ref | None:
     return Ref(ref.root, ref.path + tuple(path)) if ref is not None else None
 
@@ -311,7 +377,7 @@ def _extend(ref: Ref | None, path: tuple[str, ...]) -> Ref | None:
 def _argument_stored(value: nodes.NodeNG | None, arguments: tuple | None) -> nodes.NodeNG | None:
     """What a stored ``value`` is for one construction: the argument the call passes when
     ``value`` reads an ``__init__`` parameter unchanged (its default when the call passes
-    none), else ``value`` itself (``arguments``: :meth:`ClassModel._init_arguments`)."""
+    none), else ``value`` itself (``arguments``: :meth:`ClassKinds._init_arguments`)."""
     if arguments is None or not isinstance(value, nodes.Name):
         return value
     init, bound, unpacked = arguments

@@ -3,7 +3,9 @@
 their arguments, constructor arguments stored by child classes) into store events — and the
 items a stored value places into the tree (containers, dataclass fields, ``replace``).
 
-:class:`ConstructionReplay` is a part of :class:`nnx_lint.analysis.classes.ClassModel`.
+:class:`ConstructionReplay` is a part of :class:`nnx_lint.analysis.classes.ClassModel`: it asks
+:class:`~nnx_lint.analysis.class_hierarchy.ClassHierarchy` about classes and methods, and
+:class:`~nnx_lint.analysis.refs.RefQueries` which object each stored value is.
 """
 from __future__ import annotations
 
@@ -19,17 +21,21 @@ from nnx_lint.analysis.refs import Alias, Ref, SelfReference, StoreEvent, store_
 from nnx_lint.flax_table.flax_layers import FLAX_STORED_ARGUMENTS
 
 if TYPE_CHECKING:
-    from nnx_lint.analysis.classes import ClassModel
+    from nnx_lint.analysis.class_hierarchy import ClassHierarchy
+    from nnx_lint.analysis.refs import RefQueries
 
 
 @dataclass
 class Construction:
-    """The replay of one class's construction (see :meth:`ClassModel.construction`)."""
+    """The replay of one class's construction (see :meth:`ConstructionReplay.replay`); its
+    ``aliases`` and ``self_references`` are found from the events by
+    :meth:`nnx_lint.analysis.aliases.AliasQueries.construction` (empty until then)."""
 
     classdef: nodes.ClassDef
     #: The ``__init__`` replayed (the class's own or an inherited one), if any.
     init: nodes.FunctionDef | None = None
     events: list[StoreEvent] = field(default_factory=list)
+    #: Objects holding Variables (or raw refs) that the instance reaches at two paths.
     aliases: list[Alias] = field(default_factory=list)
     #: Stores that make the instance (or a Module inside it) hold itself (see SelfReference).
     self_references: list[SelfReference] = field(default_factory=list)
@@ -54,25 +60,19 @@ class Construction:
 
 class ConstructionReplay:
     """Construction replay, a part of :class:`nnx_lint.analysis.classes.ClassModel`: how a class
-    builds an instance (:meth:`construction`) and the items a value stores (:meth:`stored_items`)."""
+    builds an instance (:meth:`replay`) and the items a value stores (:meth:`stored_items`)."""
 
-    # -- construction replay ------------------------------------------------------------
-    def init_of(self, classdef: nodes.ClassDef, depth: int = 0) -> nodes.FunctionDef | None:
-        """The ``__init__`` that builds instances of ``classdef`` (its own or a project base's)."""
-        found = classdef.locals.get("__init__")
-        if found and isinstance(found[-1], nodes.FunctionDef):
-            return found[-1]
-        if depth >= MAX_DEPTH:
-            return None
-        for base in self.info(classdef).bases:
-            if base.definition is not None:
-                init = self.init_of(base.definition, depth + 1)
-                if init is not None:
-                    return init
-        return None
+    def __init__(self, hierarchy: ClassHierarchy, refs: RefQueries) -> None:
+        self.hierarchy = hierarchy
+        self.refs = refs
+        self._constructions: dict[int, Construction] = {}
+        #: Methods replayed and store events kept by this file's constructions (bounded:
+        #: :attr:`nnx_lint.base.bounds.Limits.replay_steps`).
+        self.replay_work = 0
 
-    def construction(self, classdef: nodes.ClassDef, depth: int = 0) -> Construction:
-        """Replay how ``classdef`` builds an instance: stores in order, and the aliases."""
+    def replay(self, classdef: nodes.ClassDef, depth: int = 0) -> Construction:
+        """Replay how ``classdef`` builds an instance: its stores in order (memoised; the
+        aliases and self references are :meth:`nnx_lint.analysis.aliases.AliasQueries.construction`'s)."""
         key = id(classdef)
         if key in self._constructions:
             return self._constructions[key]
@@ -80,13 +80,11 @@ class ConstructionReplay:
         self._constructions[key] = result  # placed before recursion: guards against cycles
         if depth > MAX_DEPTH:
             return result
-        init = result.init = self.init_of(classdef)
+        init = result.init = self.hierarchy.init_of(classdef)
         if init is not None:
             replay = _Replay(self, classdef, result, depth)
             replay.method(init, (), {}, None, frozenset())
             self.replay_work += len(result.events)  # kept with the construction, for the file
-        result.aliases = self._find_aliases(result)
-        result.self_references = self._find_self_references(result)
         return result
 
     def stored_items(
@@ -102,7 +100,7 @@ class ConstructionReplay:
         items: list[tuple[tuple[str, ...], Ref | None, nodes.NodeNG | None]] = []
         if value is None:
             return [((), None, None)]
-        items.append(((), self.ref_of(value, substitutions), None))
+        items.append(((), self.refs.ref_of(value, substitutions), None))
         self._expand(value, (), substitutions or {}, items, depth, None)
         return items
 
@@ -113,7 +111,7 @@ class ConstructionReplay:
             return
         inner = container if container is not None else value
         if isinstance(value, nodes.Call):
-            name = self._nnx_name(value)
+            name = self.hierarchy.nnx_name(value)
             if name == "data" and value.args:
                 self._expand(value.args[0], prefix, substitutions, items, depth + 1, container)
                 return
@@ -141,19 +139,19 @@ class ConstructionReplay:
                     if argument is not None:
                         self._element(argument, prefix + path, substitutions, items, depth, container)
                 return
-            cls = (self.resolve(self.resolver_for(value).qualified_name(value.func))
-                   or self._local_class(value.func))
+            cls = (self.hierarchy.resolve(self.hierarchy.resolver_for(value).qualified_name(value.func))
+                   or self.hierarchy.local_class(value.func))
             if cls is not None and cls.definition is not None:
-                init = self.init_of(cls.definition)
+                init = self.hierarchy.init_of(cls.definition)
                 if init is None:
                     self._dataclass_fields(value, cls.definition, prefix, substitutions, items, container)
                     return
-                stored = self.construction(cls.definition, depth + 1).stored_parameters()
+                stored = self.replay(cls.definition, depth + 1).stored_parameters()
                 bound = bind_arguments(init, value)
                 for parameter, entries in stored.items():
                     if parameter not in bound:
                         continue
-                    argument_ref = self.ref_of(bound[parameter], substitutions)
+                    argument_ref = self.refs.ref_of(bound[parameter], substitutions)
                     for path, part in entries:
                         ref = Ref(argument_ref.root, argument_ref.path + part) if argument_ref else None
                         items.append((prefix + path, ref, container))
@@ -188,10 +186,10 @@ class ConstructionReplay:
         stored = stored_fields(classdef)
         for name, argument in bound.items():
             if name in stored:
-                items.append((prefix + (name,), self.ref_of(argument, substitutions), container))
+                items.append((prefix + (name,), self.refs.ref_of(argument, substitutions), container))
 
     def _element(self, element, path, substitutions, items, depth, container) -> None:
-        items.append((path, self.ref_of(element, substitutions), container))
+        items.append((path, self.refs.ref_of(element, substitutions), container))
         self._expand(element, path, substitutions, items, depth + 1, container)
 
     def _sequence(self, elements, prefix, substitutions, items, depth, container, unpack=False) -> None:
@@ -308,8 +306,8 @@ def _walk_nodes(statements: list[nodes.NodeNG]):
 class _Replay:
     """Replays one class's ``__init__`` (with helpers and base initialisers) into events."""
 
-    def __init__(self, model: ClassModel, classdef: nodes.ClassDef, result: Construction, depth: int) -> None:
-        self.model = model
+    def __init__(self, part: ConstructionReplay, classdef: nodes.ClassDef, result: Construction, depth: int) -> None:
+        self.part = part
         self.classdef = classdef
         self.result = result
         self.depth = depth
@@ -321,8 +319,8 @@ class _Replay:
             return
         # Initialisers calling base initialisers several times replay them that many times
         # over, up to MAX_DEPTH deep: the file's replay steps (and the events kept) are counted.
-        self.model.replay_work += 1
-        bounds.check_count(self.model.replay_work + len(self.result.events), bounds.LIMITS.replay_steps, self.step)
+        self.part.replay_work += 1
+        bounds.check_count(self.part.replay_work + len(self.result.events), bounds.LIMITS.replay_steps, self.step)
         bounds.checkpoint(self.step)
         self.active.add(id(method))
         self_name = method.args.args[0].name
@@ -343,7 +341,7 @@ class _Replay:
         self.active.discard(id(method))
 
     def _store(self, path, value, node, origin, guards, substitutions) -> None:
-        for relative, ref, container in self.model.stored_items(value, substitutions, self.depth):
+        for relative, ref, container in self.part.stored_items(value, substitutions, self.depth):
             self.result.events.append(
                 StoreEvent(path + relative, ref, node, origin or node, guards, container if relative else None)
             )
@@ -368,7 +366,7 @@ class _Replay:
                 loop = _enclosing_loop(node, method)
                 copies = 2 if loop is not None else 1
                 for copy in range(copies):
-                    items = self.model.stored_items(node.args[0], substitutions, self.depth)
+                    items = self.part.stored_items(node.args[0], substitutions, self.depth)
                     for relative, ref, container in items:
                         if copy and ref is not None and _created_within(ref, loop):
                             ref = None
@@ -382,14 +380,14 @@ class _Replay:
                 explicit_self = not (isinstance(func.expr, nodes.Call))
                 args_call = node
                 bound = _bind_call(base_init, args_call, skip_self_argument=explicit_self)
-                subs = {(base_init, name): self.model.ref_of(arg, substitutions) for name, arg in bound.items()}
+                subs = {(base_init, name): self.part.refs.ref_of(arg, substitutions) for name, arg in bound.items()}
                 self.method(base_init, (), subs, origin or node, guards)
             return
         if is_self(func.expr):
-            helper = self.model.method_of(self.classdef, func.attrname)
+            helper = self.part.hierarchy.method_of(self.classdef, func.attrname)
             if helper is not None and helper.name != "__init__":
                 bound = _bind_call(helper, node, skip_self_argument=False)
-                subs = {(helper, name): self.model.ref_of(arg, substitutions) for name, arg in bound.items()}
+                subs = {(helper, name): self.part.refs.ref_of(arg, substitutions) for name, arg in bound.items()}
                 helper_origin = origin
                 if helper_origin is None and helper.parent is not self.classdef:
                     helper_origin = node  # an inherited helper: report at the call
@@ -400,14 +398,14 @@ class _Replay:
         if not isinstance(owner, nodes.ClassDef):
             return None
         if isinstance(expression, nodes.Call) and isinstance(expression.func, nodes.Name) and expression.func.name == "super":
-            for base in self.model.info(owner).bases:
+            for base in self.part.hierarchy.info(owner).bases:
                 if base.definition is not None:
-                    return self.model.init_of(base.definition)
+                    return self.part.hierarchy.init_of(base.definition)
             return None
-        name = self.model.resolver_for(expression).qualified_name(expression)
-        ref = self.model.resolve(name) or self.model._local_class(expression)
+        name = self.part.hierarchy.resolver_for(expression).qualified_name(expression)
+        ref = self.part.hierarchy.resolve(name) or self.part.hierarchy.local_class(expression)
         if ref is not None and ref.definition is not None:
-            return self.model.init_of(ref.definition)
+            return self.part.hierarchy.init_of(ref.definition)
         return None
 
 

@@ -13,7 +13,9 @@ called on ``self`` / ``cls`` of the enclosing class, on a class by name (class a
 methods), or on an object whose class the model knows. Anything else is unknown, and rules
 stay silent on unknowns (audit mode reports them).
 
-:class:`FactoryReturns` is a part of :class:`nnx_lint.analysis.classes.ClassModel`.
+:class:`FactoryReturns` is a part of :class:`nnx_lint.analysis.classes.ClassModel`: it asks
+:class:`~nnx_lint.analysis.class_hierarchy.ClassHierarchy` about classes and methods by name, and
+:class:`~nnx_lint.analysis.expression_classes.ExpressionClasses` the class of a returned expression.
 """
 from __future__ import annotations
 
@@ -21,9 +23,13 @@ from dataclasses import dataclass
 
 from astroid import nodes
 
+from nnx_lint.analysis.annotations import parameter_annotation
 from nnx_lint.analysis.call_sites import method_calls_in_other_files
+from nnx_lint.analysis.class_hierarchy import ClassHierarchy
 from nnx_lint.analysis.class_info import MAX_DEPTH, ClassRef, bind_arguments
+from nnx_lint.analysis.expression_classes import ExpressionClasses
 from nnx_lint.analysis.flow import bound_values, lookup
+from nnx_lint.analysis.project import Project
 from nnx_lint.base.file_memo import file_memo
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import NNX_MODULE_BASES
@@ -58,24 +64,14 @@ def method_kind(function: nodes.FunctionDef) -> str:
 class FactoryReturns:
     """The class of what a call returns, a part of :class:`nnx_lint.analysis.classes.ClassModel`."""
 
-    def method_of(self, classdef: nodes.ClassDef, name: str, depth: int = 0) -> nodes.FunctionDef | None:
-        """The method ``name`` instances of ``classdef`` run: its own, else a project base's
-        (bases in order, depth first: Python's order for the hierarchies projects write)."""
-        found = classdef.locals.get(name)
-        if found:
-            return found[-1] if isinstance(found[-1], nodes.FunctionDef) else None
-        if depth >= MAX_DEPTH:
-            return None
-        for base in self.info(classdef).bases:
-            if base.definition is not None:
-                method = self.method_of(base.definition, name, depth + 1)
-                if method is not None:
-                    return method
-        return None
+    def __init__(self, hierarchy: ClassHierarchy, expressions: ExpressionClasses, project: Project) -> None:
+        self.hierarchy = hierarchy
+        self.expressions = expressions
+        self.project = project
 
     def callee(self, call: nodes.Call, qualified_name: str | None = None, depth: int = 0) -> Callee | None:
         """The project function or method ``call`` runs (see the module's docstring), or None."""
-        function = self.function_called(call, qualified_name)
+        function = self.hierarchy.function_called(call, qualified_name)
         if function is not None:
             return Callee(function)
         func = call.func
@@ -83,14 +79,14 @@ class FactoryReturns:
             return None
         named = self._named_class(func.expr)
         if named is not None:  # `Model.create(cfg)`: a class or static method of a named class
-            method = self.method_of(named.definition, func.attrname) if named.definition is not None else None
+            method = self.hierarchy.method_of(named.definition, func.attrname) if named.definition is not None else None
             if method is None or method_kind(method) == "instance":
                 return None
             return Callee(method, named)
         receiver = self._receiver_class(func.expr, depth)
         if receiver is None or receiver.definition is None:
             return None
-        method = self.method_of(receiver.definition, func.attrname)
+        method = self.hierarchy.method_of(receiver.definition, func.attrname)
         if method is None:
             return None
         return Callee(method, receiver, func.expr if method_kind(method) == "instance" else None)
@@ -123,7 +119,7 @@ class FactoryReturns:
         if self._generic_parameter(method, parameter):
             # only for `model: nnx.Module`: reading other files for every method parameter a
             # rule asks about costs more than it finds (measured on maxtext: +25 % cold time)
-            calls = [*calls, *method_calls_in_other_files(method, self.context.project)]
+            calls = [*calls, *method_calls_in_other_files(method, self.project)]
         for call in calls:
             if method.parent_of(call):
                 continue  # a recursive call passes the parameter to itself
@@ -137,14 +133,8 @@ class FactoryReturns:
 
     def _generic_parameter(self, method: nodes.FunctionDef, parameter: str) -> bool:
         """Whether ``parameter`` of ``method`` is annotated only as a Module (``nnx.Module``)."""
-        arguments = method.args
-        for names, annotation_list in ((arguments.args or [], arguments.annotations),
-                                       (arguments.kwonlyargs or [], arguments.kwonlyargs_annotations)):
-            for argument, annotation in zip(names, annotation_list):
-                if argument.name == parameter and annotation is not None:
-                    annotated = self._annotated_class(annotation)
-                    return annotated is not None and annotated.qualified_name in NNX_MODULE_BASES
-        return False
+        annotated = self.hierarchy.annotated_class(parameter_annotation(method, parameter))
+        return annotated is not None and annotated.qualified_name in NNX_MODULE_BASES
 
     def _receiver_class(self, expression: nodes.NodeNG, depth: int) -> ClassRef | None:
         """The class of what a method is called on: the enclosing class for the method's own
@@ -158,18 +148,18 @@ class FactoryReturns:
                 if isinstance(method, nodes.FunctionDef) and isinstance(method.parent, nodes.ClassDef) \
                         and method.args.args and method.args.args[0] is assignments[0] \
                         and method_kind(method) != "static":
-                    return self.ref_of_definition(method.parent)
-        return self.class_of(expression, depth + 1)
+                    return self.hierarchy.ref_of_definition(method.parent)
+        return self.expressions.class_of(expression, depth + 1)
 
     def _named_class(self, expression: nodes.NodeNG) -> ClassRef | None:
         """The project class ``expression`` names (``Model`` in ``Model.create(...)``)."""
         if not isinstance(expression, (nodes.Name, nodes.Attribute)):
             return None
         if isinstance(expression, nodes.Name):
-            local = self._local_class(expression)
+            local = self.hierarchy.local_class(expression)
             if local is not None:
                 return local
-        ref = self.resolve(self.resolver_for(expression).qualified_name(expression), at=expression)
+        ref = self.hierarchy.resolve(self.hierarchy.resolver_for(expression).qualified_name(expression), at=expression)
         return ref if ref is not None and ref.definition is not None else None
 
     def returned_class(self, call: nodes.Call, position: int | None = None, depth: int = 0,
@@ -205,7 +195,7 @@ class FactoryReturns:
             if isinstance(value, nodes.Call) and isinstance(value.func, nodes.Name) and value.func.name == first \
                     and method_kind(callee.function) == "class":
                 return callee.receiver
-        return self.class_of(value, depth + 1)
+        return self.expressions.class_of(value, depth + 1)
 
     def builder_receiver(self, call: nodes.Call, depth: int = 0) -> nodes.NodeNG | None:
         """For ``obj.with_x(...)`` where the instance method returns ``self`` on every path

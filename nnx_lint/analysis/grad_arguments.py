@@ -15,6 +15,7 @@ from typing import Any
 
 from astroid import nodes
 
+from nnx_lint.analysis.annotations import parameter_annotation
 from nnx_lint.analysis.call_sites import where
 from nnx_lint.analysis.flow import bound_values, lookup
 from nnx_lint.analysis.gradient_consumers import (
@@ -328,11 +329,9 @@ class _Analysis(GradientConsumers):
     def _loss_annotation(self, loss: nodes.NodeNG | None, position: int):
         if not isinstance(loss, nodes.FunctionDef):
             return None
-        arguments = loss.args
-        if position >= len(arguments.args) or arguments.annotations[position] is None:
+        if position >= len(loss.args.args):
             return None
-        annotation = arguments.annotations[position]
-        return self.context.classes.resolve(self.context.qualified_name(annotation))
+        return self.context.classes.annotated_class(parameter_annotation(loss, loss.args.args[position].name))
 
     # -- State values -----------------------------------------------------------------------
     def is_state_value(self, expression: nodes.NodeNG, on_some_path: bool = False) -> bool:

@@ -1,35 +1,34 @@
 """Object identity, a part of the class model: which object an expression denotes (a
-:class:`Ref`: where it comes from plus an attribute path) and what kind of object it is
-(a Module, a Variable, an ``Rngs``, a State view, a raw mutable array ref); the kinds, and
-the records a construction replay keeps (:class:`StoreEvent`, :class:`Alias`,
-:class:`SelfReference`).
+:class:`Ref`: where it comes from plus an attribute path); the kinds of objects (a Module, a
+Variable, an ``Rngs``, a State view, a raw mutable array ref), and the records a
+construction replay keeps (:class:`StoreEvent`, :class:`Alias`, :class:`SelfReference`).
 
-:class:`RefQueries` is a part of :class:`nnx_lint.analysis.classes.ClassModel`.
+:class:`RefQueries` is a part of :class:`nnx_lint.analysis.classes.ClassModel`: it asks
+:class:`~nnx_lint.analysis.class_hierarchy.ClassHierarchy` about names,
+:class:`~nnx_lint.analysis.expression_classes.ExpressionClasses` the class of a copied
+container, and :class:`~nnx_lint.analysis.class_kinds.ClassKinds` whether a replaced field
+holds Variables (which asks back the identity of stored values: the two are wired to each
+other).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
 from nnx_lint.analysis.class_info import class_fields, is_named_tuple, is_static_method
 from nnx_lint.analysis.flow import default_fallback, lookup, resolved_default
-from nnx_lint.base.node_index import nodes_of_class
-from nnx_lint.flax_table.names import MUTABLE_ARRAY_CONSTRUCTORS, MUTABLE_ARRAY_TYPES
+
+if TYPE_CHECKING:
+    from nnx_lint.analysis.class_hierarchy import ClassHierarchy
+    from nnx_lint.analysis.class_kinds import ClassKinds
+    from nnx_lint.analysis.expression_classes import ExpressionClasses
 
 
-_MAX_REF_DEPTH = 12
-#: Attributes and methods that read or write a Variable's value (``m.w.value``, ``m.w.get_value()``).
-_VARIABLE_ACCESSORS = frozenset({"value", "get_value", "set_value"})
-
-
-def _is_subscript_store(node: nodes.Subscript) -> bool:
-    """``x[...] = v`` / ``x[i] += v``: an in-place Variable write (jax arrays cannot be written)."""
-    parent = node.parent
-    return (isinstance(parent, nodes.Assign) and node in parent.targets) or (
-        isinstance(parent, nodes.AugAssign) and parent.target is node)
-
+#: How deep identity and kind questions follow names, attributes and calls.
+MAX_REF_DEPTH = 12
 #: Kinds of objects that hold NNX Variables (and so may not be reachable twice).
 STATEFUL_KINDS = frozenset({"module", "variable", "rngs", "state"})
 #: Kinds of objects Tree Mode may not reach twice: those holding Variables, and raw mutable
@@ -165,9 +164,15 @@ def store_overwritten(
 
 class RefQueries:
     """Object identity, a part of :class:`nnx_lint.analysis.classes.ClassModel`: which object an
-    expression denotes (:meth:`ref_of`) and what kind of object it is (:meth:`kind_of`)."""
+    expression denotes (:meth:`ref_of`). What kind of object that is, is
+    :meth:`nnx_lint.analysis.class_kinds.ClassKinds.kind_of`."""
 
-    # -- object identity (aliasing) ----------------------------------------------------
+    def __init__(self, hierarchy: ClassHierarchy, expressions: ExpressionClasses, kinds: ClassKinds) -> None:
+        self.hierarchy = hierarchy
+        self.expressions = expressions
+        #: Whether a ``replace`` keeps a field that holds Variables (a copy then holds the same objects).
+        self.kinds = kinds
+
     def ref_of(
         self, expression: nodes.NodeNG | None, substitutions: dict | None = None, depth: int = 0
     ) -> Ref | None:
@@ -188,7 +193,7 @@ class RefQueries:
         return Ref(replacement.root, replacement.path + ref.path)
 
     def _raw_ref(self, expression: nodes.NodeNG | None, depth: int) -> Ref | None:
-        if expression is None or depth > _MAX_REF_DEPTH:
+        if expression is None or depth > MAX_REF_DEPTH:
             return None
         if isinstance(expression, nodes.Name):
             _scope, assignments = lookup(expression)
@@ -208,7 +213,7 @@ class RefQueries:
             return base.child(expression.attrname) if base is not None else None
         if isinstance(expression, nodes.Subscript):
             index = expression.slice
-            if isinstance(expression.value, nodes.Call) and self._nnx_name(expression.value) == "split":
+            if isinstance(expression.value, nodes.Call) and self.hierarchy.nnx_name(expression.value) == "split":
                 if isinstance(index, nodes.Const) and isinstance(index.value, int):
                     return self._split_element(expression.value, index.value, depth)
                 return None
@@ -232,11 +237,8 @@ class RefQueries:
             return self._raw_ref(fallback, depth + 1) if fallback is not None else None
         return None
 
-    def _nnx_name(self, call: nodes.Call) -> str | None:
-        return nnx_api.short_name(self.resolver_for(call).qualified_name(call.func))
-
     def _ref_of_call(self, call: nodes.Call, depth: int) -> Ref | None:
-        nnx_name = self._nnx_name(call)
+        nnx_name = self.hierarchy.nnx_name(call)
         if nnx_name in ("data", "view") and call.args:
             # nnx.view(m, deterministic=True) is a copy of m's tree holding m's own Variables
             # (measured: `nnx.jit(f)(m, nnx.view(m))` raises Duplicate Param in Tree Mode)
@@ -253,8 +255,8 @@ class RefQueries:
                 return merged
         if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork" and not call.args:
             return Ref(("new", call))
-        if call.args and self.resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
-                and not any(self._field_holds_variables(call.args[0], k.arg) for k in call.keywords or []):
+        if call.args and self.hierarchy.resolver_for(call).qualified_name(call.func) == "dataclasses.replace" \
+                and not any(self.kinds.field_holds_variables(call.args[0], k.arg) for k in call.keywords or []):
             # dataclasses.replace(c, steps=...) keeps every other field: it still holds c's objects
             return self._raw_ref(call.args[0], depth + 1)
         copied = self._copied_container(call)
@@ -274,12 +276,12 @@ class RefQueries:
         func = call.func
         if not isinstance(func, nodes.Attribute) or func.attrname not in ("replace", "_replace") or call.args:
             return None
-        cls = self.class_of(func.expr)
+        cls = self.expressions.class_of(func.expr)
         if cls is None or cls.definition is None or func.attrname in cls.definition.locals:
             return None
         if func.attrname == "_replace" and not is_named_tuple(cls.definition):
             return None
-        if not class_fields(cls.definition) or any(k.arg is None or self._field_holds_variables(func.expr, k.arg)
+        if not class_fields(cls.definition) or any(k.arg is None or self.kinds.field_holds_variables(func.expr, k.arg)
                                                for k in call.keywords or []):
             return None
         return func.expr
@@ -349,74 +351,9 @@ class RefQueries:
             value = parent.parent.value
             if isinstance(value, (nodes.Tuple, nodes.List)) and len(value.elts) == len(parent.elts):
                 return self._raw_ref(value.elts[position], depth + 1)
-            if isinstance(value, nodes.Call) and self._nnx_name(value) == "split":
+            if isinstance(value, nodes.Call) and self.hierarchy.nnx_name(value) == "split":
                 return self._split_element(value, position, depth)
         return None
-
-    def kind_of(self, ref: Ref | None, depth: int = 0) -> str | None:
-        """What the object holds: "module", "variable", "rngs", "state", "ref" or None (unknown).
-
-        The first four hold NNX Variables; "ref" is a raw mutable array (``jax.new_ref``),
-        which Tree Mode may not reach twice either (:data:`SHARED_KINDS`). The aliasing
-        rules ignore everything else.
-        """
-        if ref is None or depth > _MAX_REF_DEPTH:
-            return None
-        origin = ref.root[0]
-        if origin == "self":
-            return self._descend(self.ref_of_definition(ref.root[1]), ref.path, None, depth)
-        if origin == "new":
-            call = ref.root[1]
-            if isinstance(call.func, nodes.Attribute) and call.func.attrname == "fork":
-                return "rngs"
-            if not ref.path and self.resolver_for(call).qualified_name(call.func) in MUTABLE_ARRAY_CONSTRUCTORS:
-                return "ref"
-            return self._descend(self.class_of(call), ref.path, call, depth)
-        if origin == "param":
-            function, name = ref.root[1], ref.root[2]
-            known = self.parameter_class(function, name, depth)
-            if known is not None:
-                return self._descend(known, ref.path, None, depth)
-            if not ref.path and self._annotation_name(function, name) in MUTABLE_ARRAY_TYPES:
-                return "ref"
-            if self.parameter_is_rngs(function, name, depth):  # unknown class: the naming convention
-                return "rngs"
-            if not ref.path and self.used_as_module(function, name):
-                return "module"
-        return None
-
-    def used_as_module(self, function: nodes.NodeNG, name: str) -> bool:
-        """Whether ``function`` uses its parameter ``name`` as an NNX Module (kind from use):
-        hands it to an API that takes one (the model of ``nnx.Optimizer`` /
-        ``nnx.ModelAndOptimizer``), or reads or writes Variables through its attributes
-        (``name.w.value``, ``name.w.get_value()``, ``name.w[...] = v``)."""
-        key = id(function)
-        if key not in self._module_uses:  # one walk per function, whatever is asked of it
-            self._module_uses[key] = self._module_uses_in(function)
-        return name in self._module_uses[key]
-
-    def _module_uses_in(self, function: nodes.NodeNG) -> set[str]:
-        names = {
-            call.args[0].name for call in nodes_of_class(function, nodes.Call)
-            if call.args and isinstance(call.args[0], nodes.Name) and call.scope() is function
-            and self._nnx_name(call) in nnx_api.OPTIMIZER_CLASSES
-        }
-        for node in nodes_of_class(function, (nodes.Attribute, nodes.Subscript)):
-            if node.scope() is not function:
-                continue
-            if isinstance(node, nodes.Attribute) and node.attrname in _VARIABLE_ACCESSORS:
-                held = node.expr
-            elif isinstance(node, nodes.Subscript) and _is_subscript_store(node):
-                held = node.value
-            else:
-                continue
-            if not isinstance(held, nodes.Attribute):
-                continue  # `m.value` / `m[...] = v` on the parameter itself: m may be the Variable
-            while isinstance(held, nodes.Attribute):
-                held = held.expr
-            if isinstance(held, nodes.Name):
-                names.add(held.name)
-        return names
 
 
 def _keyword_may_be_true(call: nodes.Call, name: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from astroid import nodes
 
 from nnx_lint.flax_table import nnx_api
+from nnx_lint.analysis.annotations import annotation_head
 from nnx_lint.analysis.flow import bound_values, lookup
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import JAX_LOOPS, NNX_CLONE, NNX_DATA, STRUCTURE_KEEPING
@@ -132,7 +133,7 @@ class StateValues:
     def _stored_state(self, store, depth: int) -> bool:
         parent = store.target.parent
         if isinstance(parent, nodes.AnnAssign):
-            if self.context.qualified_name(parent.annotation) in nnx_api.STATE_CLASSES:
+            if self.context.qualified_name(annotation_head(parent.annotation)) in nnx_api.STATE_CLASSES:
                 return True
         value = self._data_content(store.value)
         return value is not None and self.is_state(value, depth + 1)

@@ -19,6 +19,7 @@ from astroid import nodes
 
 from nnx_lint.base import bounds
 from nnx_lint.flax_table import nnx_api
+from nnx_lint.analysis.annotations import annotation_outer, binding_annotation
 from nnx_lint.analysis.call_sites import argument_for, calls_of, parameter_of
 from nnx_lint.analysis.class_info import ClassRef, assigned_value
 from nnx_lint.analysis.pytrees import not_pytree_part
@@ -120,7 +121,7 @@ class ValueModel(StateValues):
         every class some caller passes (each with its call)."""
         if isinstance(expression, nodes.Name):
             found = parameter_of(expression) or self.classes.method_parameter(expression)
-            annotation = self.classes._annotation_of(expression) if found is not None else None
+            annotation = self.classes.annotated_class_of(expression) if found is not None else None
             if found is not None and (annotation is None or annotation.qualified_name in NNX_MODULE_BASES):
                 # Its class is what the callers pass (in this file or another): each with its call;
                 # under a generic annotation, only the Module classes among them.
@@ -231,7 +232,7 @@ class ValueModel(StateValues):
                     continue
                 if isinstance(value, nodes.Call) and self.context.qualified_name(value.func) == NNX_DATA:
                     return True
-                base = annotation.value if isinstance(annotation, nodes.Subscript) else annotation
+                base = annotation_outer(annotation)
                 if base is not None and self.context.qualified_name(base) == NNX_DATA_ANNOTATION:
                     return True
         return False
@@ -483,11 +484,9 @@ class ValueModel(StateValues):
     def module_evidence(self, function: nodes.FunctionDef, parameter: nodes.AssignName) -> str | None:
         """Evidence that a parameter of ``function`` is a Module (not a State or an array):
         ``annotation``, ``attribute access in the primal`` or ``called in the primal``."""
-        arguments = function.args
-        index = (arguments.args or []).index(parameter)
-        annotation = arguments.annotations[index] if index < len(arguments.annotations) else None
+        annotation = binding_annotation(parameter)
         if annotation is not None:
-            ref = self.classes.resolve(self.context.qualified_name(annotation))
+            ref = self.classes.annotated_class(annotation)
             if ref is None or ref.qualified_name in nnx_api.STATE_CLASSES:
                 return None
             if ref.definition is not None:

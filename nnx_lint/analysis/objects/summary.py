@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
+from nnx_lint.analysis.annotations import parameter_annotation
 from nnx_lint.analysis.flow import lookup
 from nnx_lint.flax_table import object_relations as relations
 
@@ -157,15 +158,12 @@ class Extractor:
         positional = list(arguments.posonlyargs or []) + list(arguments.args or [])
         defaults = list(arguments.defaults or [])
         first_default = len(positional) - len(defaults)
-        annotations = list(arguments.posonlyargs_annotations or []) + list(arguments.annotations or [])
         for index, binding in enumerate(positional):
             default = defaults[index - first_default] if index >= first_default else None
-            annotation = annotations[index] if index < len(annotations) else None
-            self._parameter(binding, index, default, annotation)
+            self._parameter(binding, index, default, parameter_annotation(function, binding.name))
         for index, binding in enumerate(arguments.kwonlyargs or []):
             default = (arguments.kw_defaults or [None] * (index + 1))[index]
-            annotation = (arguments.kwonlyargs_annotations or [None] * (index + 1))[index]
-            self._parameter(binding, None, default, annotation)
+            self._parameter(binding, None, default, parameter_annotation(function, binding.name))
         if arguments.vararg_node is not None:
             self.summary.parameters.append(
                 Parameter(("b", arguments.vararg_node), arguments.vararg, None, None, None, "star"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
+from nnx_lint.analysis.annotations import annotation_head
 from nnx_lint.analysis.class_info import class_fields, stored_fields
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, constant
@@ -160,7 +161,7 @@ class World:
         site = parameter.binding[1]
         name = None
         if parameter.annotation is not None:
-            name = self.classes.resolver_for(scope).qualified_name(_head(parameter.annotation))
+            name = self.classes.resolver_for(scope).qualified_name(annotation_head(parameter.annotation))
         if name in relations.FRESH_RNGS:
             return AbstractObject(kinds.RNGS, site, None, class_name=name, proven=False)
         ref = self.classes.resolve(name) if name else None
@@ -168,13 +169,3 @@ class World:
             return AbstractObject(self.instance_kind(ref.definition), site, None, class_name=ref.qualified_name,
                                   definition=ref.definition, proven=False)
         return AbstractObject(kinds.OUTSIDE, site, None, class_name=name, proven=False)
-
-
-def _head(annotation: nodes.NodeNG) -> nodes.NodeNG:
-    """``nnx.Rngs`` of ``nnx.Rngs | None`` / ``Optional[nnx.Rngs]`` / ``'nnx.Rngs'`` is not followed: the head only."""
-    if isinstance(annotation, nodes.BinOp):
-        return _head(annotation.left)
-    if isinstance(annotation, nodes.Subscript) and getattr(annotation.value, "attrname",
-                                                           getattr(annotation.value, "name", "")) == "Optional":
-        return _head(annotation.slice)
-    return annotation
