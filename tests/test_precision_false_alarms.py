@@ -5,13 +5,13 @@ Each program is the sample's reduction of a real finding, run with flax 0.12.8 i
 output: nothing breaks). The NNX301 one (a re-store of the expression __init__ stored) and the NNX105 one
 with its argument passed plainly (a DropPath built only when drop_path > 0.0) are the rules' VALID cases
 now; the tests here keep the look-alikes that do change state found. The NNX105 program as bonsai writes
-it (a computed argument) stays an expected failure, strict: the model does not evaluate it.
+it (a computed argument, ``float(np.linspace(0, drop_path_rate, depth)[i])``) is silent too: the model
+evaluates such an argument (:mod:`nnx_lint.analysis.objects.numbers`).
 """
 from __future__ import annotations
 
 import textwrap
 
-import pytest
 
 from nnx_lint.base.diagnostic import shown
 from nnx_lint.engine.registry import all_rules
@@ -141,12 +141,22 @@ def test_write_under_a_comparison_a_call_makes_true_is_found():
     assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["11"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NNX105: drop_path is float(linspace(0, drop_path_rate, n)[i]), a computed argument the model does not evaluate "
-    "(it would need numpy's linspace), so branch_never_taken stays conservative and keeps the finding; the same "
-    "program passing drop_path_rate itself, or nothing, is the rule's VALID case `rngs-in-a-branch-never-built`"))
 def test_rngs_in_a_branch_never_taken_is_silent():
+    # drop_path is float(np.linspace(0, drop_path_rate, n)[i]) and drop_path_rate keeps its default 0.0:
+    # every element is 0.0, so no block builds a DropPath (both modes print the same, checked with flax 0.12.8)
     assert _codes(DROP_PATH_NEVER_BUILT, "NNX105") == []
+
+
+def test_rngs_in_a_branch_a_computed_argument_takes_is_found():
+    # drop_path_rate=0.1: linspace(0, 0.1, 3) is [0.0, 0.05, 0.1], the later blocks build a DropPath each
+    taken = DROP_PATH_NEVER_BUILT.replace("stages=(1, 2), rngs=nnx.Rngs(0)", "stages=(1, 2), drop_path_rate=0.1, rngs=nnx.Rngs(0)")
+    assert [c.split(":")[0] for c in _codes(taken, "NNX105")] == ["28"]
+
+
+def test_rngs_in_a_branch_an_unevaluated_argument_takes_is_found():
+    # a computed argument outside the evaluator (a call it does not know) leaves the guard undecided
+    unknown = DROP_PATH_NEVER_BUILT.replace("drop_path=float(dpr[i])", "drop_path=float(np.random.rand())")
+    assert [c.split(":")[0] for c in _codes(unknown, "NNX105")] == ["28"]
 
 
 def test_rngs_in_a_branch_its_default_never_takes_is_silent():

@@ -10,6 +10,7 @@ from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.choices import MAY, MUST
+from nnx_lint.analysis.objects.numbers import argument_numbers
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import NNX_PREFIX
@@ -265,7 +266,22 @@ def _made_in_branch_not_taken(model, obj) -> bool:
         if values and all(v.kind == kinds.CONSTANT and _guard_holds(test, v.definition) is (not branch)
                           for v in values):
             return True
+        computed = _computed_argument(model, obj.context, function, name)
+        if computed and all(_guard_holds(test, v) is (not branch) for v in computed):
+            return True
     return False
+
+
+def _computed_argument(model, context, function: nodes.FunctionDef, name: str) -> frozenset | None:
+    """The numbers the constructor call that entered ``function`` (``context``'s site) passes for
+    ``name`` as a computed argument (``float(dpr[i])``), evaluated in the context of the function
+    holding that call: the new instance's own context, so only for a construction
+    (:func:`~nnx_lint.analysis.objects.numbers.argument_numbers`)."""
+    receiver = getattr(context, "caller", None)
+    call = getattr(context, "site", None)
+    if not isinstance(call, nodes.Call) or not isinstance(receiver, kinds.AbstractObject) or receiver.site is not call:
+        return None
+    return argument_numbers(model, call, function, name, receiver.context)
 
 
 def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
