@@ -108,6 +108,99 @@ def test_restore_whose_input_another_method_writes_is_found():
     assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["15"]
 
 
+#: maxtext src/maxtext/layers/attention_mla.py:915-919, as the project writes it: `mla_query_projection`
+#: re-runs, word for word, the four lines of `_init_projections` (called by the base's `__init__`) that set
+#: softmax_scale. Both modes print `softmax_scale unchanged True` (flax 0.12.8).
+REPLAYED_CONSTRUCTION = """
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Attention(nnx.Module):
+  def __init__(self, emb_dim, num_query_heads, *, rngs):
+    self.num_query_heads = num_query_heads
+    self._init_projections(emb_dim, rngs)
+
+  def _init_projections(self, emb_dim, rngs):
+    self.query = nnx.Linear(emb_dim, self.num_query_heads * 4, rngs=rngs)
+
+
+class MLA(Attention):
+  def __init__(self, emb_dim, num_query_heads, qk_nope_head_dim, qk_rope_head_dim, max_position_embeddings=16,
+               original_max_position_embeddings=8, mscale=1.0, rope_factor=40.0, *, rngs):
+    self.qk_nope_head_dim = qk_nope_head_dim
+    self.qk_rope_head_dim = qk_rope_head_dim
+    self.max_position_embeddings = max_position_embeddings
+    self.original_max_position_embeddings = original_max_position_embeddings
+    self.mscale = mscale
+    self.rope_factor = rope_factor
+    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+    super().__init__(emb_dim, num_query_heads, rngs=rngs)
+
+  def _init_projections(self, emb_dim, rngs):
+    self.query = nnx.Linear(emb_dim, self.num_query_heads * self.qk_head_dim, rngs=rngs)
+    # Set softmax scaling.
+    self.softmax_scale = self.qk_head_dim**-0.5
+    if self.max_position_embeddings > self.original_max_position_embeddings:
+      mscale = 0.1 * self.mscale * math.log(self.rope_factor) + 1.0
+      self.softmax_scale = self.softmax_scale * mscale * mscale
+
+  def mla_query_projection(self, inputs_q):
+    # Set softmax scaling.
+    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+    self.softmax_scale = self.qk_head_dim**-0.5
+    if self.max_position_embeddings > self.original_max_position_embeddings:
+      mscale = 0.1 * self.mscale * math.log(self.rope_factor) + 1.0
+      self.softmax_scale = self.softmax_scale * mscale * mscale
+    q = self.query(inputs_q)
+    return q.reshape(q.shape[:-1] + (self.num_query_heads, self.qk_head_dim)) * self.softmax_scale
+
+
+def loss_fn(inputs_q, mla):
+  return jnp.sum(jax.lax.stop_gradient(mla.mla_query_projection(inputs_q)))
+
+
+mla = MLA(emb_dim=8, num_query_heads=2, qk_nope_head_dim=16, qk_rope_head_dim=8, rngs=nnx.Rngs(0))
+grads = nnx.grad(loss_fn, argnums=0)(jnp.ones((1, 3, 8)), mla)
+"""
+
+
+def test_block_that_replays_construction_is_silent():
+    assert _codes(REPLAYED_CONSTRUCTION, "NNX301") == []
+
+
+def test_block_that_differs_from_construction_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "      self.softmax_scale = self.softmax_scale * mscale * mscale\n    q =",
+        "      self.softmax_scale = self.softmax_scale * mscale\n    q =")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["41", "44"]
+
+
+def test_replay_whose_input_another_method_writes_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "  def mla_query_projection(self, inputs_q):\n",
+        "  def set_rope_factor(self, factor):\n    self.rope_factor = factor\n\n"
+        "  def mla_query_projection(self, inputs_q):\n")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["44", "47"]
+
+
+def test_replay_whose_input_init_writes_after_delegating_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n",
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n    self.mscale = 2 * mscale\n")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["42", "45"]
+
+
+def test_replay_of_a_value_construction_overwrites_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n",
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n    self.softmax_scale = 1.0\n")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["42", "45"]
+
+
 #: A write under a comparison guard on a parameter that every analysed call leaves at its default.
 COMPARISON_GUARDED_WRITE = """
 from flax import nnx
