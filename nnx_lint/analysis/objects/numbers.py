@@ -65,7 +65,10 @@ def _numbers(model, node: nodes.NodeNG, scope: nodes.NodeNG, context, depth: int
         if name in _CONVERSIONS and len(node.args) == 1:
             found = _numbers(model, node.args[0], scope, context, depth + 1)
             convert = int if name.endswith("int") else float
-            return None if found is None else frozenset(convert(v) for v in found)
+            try:
+                return None if found is None else frozenset(convert(v) for v in found)
+            except (OverflowError, ValueError):  # int(1e999), int(nan): the program itself would raise
+                return None
         if name in _LINSPACE and len(node.args) == 3:
             start = _numbers(model, node.args[0], scope, context, depth + 1)
             stop = _numbers(model, node.args[1], scope, context, depth + 1)
