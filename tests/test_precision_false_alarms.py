@@ -270,3 +270,41 @@ def test_rngs_in_a_guarded_branch_of_an_entry_no_call_reaches_is_found():
     passed = DROP_PATH_NEVER_BUILT.replace("drop_path=float(dpr[i]), ", "drop_path=drop_path_rate, ")
     uncalled = passed.replace("  return nnx.split(Hiera(embed_dim=4, stages=(1, 2), rngs=nnx.Rngs(0)))", "  pass")
     assert [c.split(":")[0] for c in _codes(uncalled, "NNX105")] == ["28"]
+
+
+#: bonsai's layout: Hiera is built only in another file (sam2/modeling.py), which leaves drop_path_rate out.
+HIERA_BUILDER = """
+from flax import nnx
+from hiera import Hiera
+
+
+def build(cfg):
+  return Hiera(embed_dim=cfg.dim, stages=cfg.stages{argument}, rngs=nnx.Rngs(0))
+"""
+
+
+def _project_codes(tmp_path, monkeypatch, argument: str) -> list[tuple[str, int]]:
+    from pathlib import Path
+
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.engine.runner import run
+
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    hiera = textwrap.dedent(DROP_PATH_NEVER_BUILT)
+    (tmp_path / "hiera.py").write_text(hiera[:hiera.index("\ndef build():")])
+    (tmp_path / "modeling.py").write_text(HIERA_BUILDER.format(argument=argument))
+    monkeypatch.chdir(tmp_path)
+    result = run([Path(".")], load_settings(Path(".")), jobs=1)
+    return [(d.path, d.line) for d in result.diagnostics if d.code == "NNX105"]
+
+
+def test_rngs_in_a_branch_the_other_files_callers_never_take_is_silent(tmp_path, monkeypatch):
+    assert _project_codes(tmp_path, monkeypatch, "") == []
+
+
+def test_rngs_in_a_branch_another_files_caller_takes_is_found(tmp_path, monkeypatch):
+    assert _project_codes(tmp_path, monkeypatch, ", drop_path_rate=0.2") == [("hiera.py", 28)]
+
+
+def test_rngs_in_a_branch_another_files_caller_decides_at_run_time_is_found(tmp_path, monkeypatch):
+    assert _project_codes(tmp_path, monkeypatch, ", drop_path_rate=cfg.rate") == [("hiera.py", 28)]

@@ -10,8 +10,11 @@ its element values. Anything else is unknown (None), so a guard stays undecided.
 from __future__ import annotations
 
 from astroid import nodes
+from astroid.exceptions import NoDefault
 
 import nnx_lint.analysis.objects.abstract as kinds
+from nnx_lint.analysis.call_sites import calls_in_other_files
+from nnx_lint.analysis.objects.solver import is_rooted
 from nnx_lint.base.node_index import nodes_of_class
 
 #: Calls whose result is the number they are given (elementwise for an array of one value).
@@ -77,6 +80,35 @@ def _numbers(model, node: nodes.NodeNG, scope: nodes.NodeNG, context, depth: int
     return None
 
 
+def _callers_numbers(model, function: nodes.FunctionDef, parameter: str) -> frozenset | None:
+    """For an entry no analysed call reaches (a class of the linted file built only in other
+    files): the literal numbers its calls in the other project files pass for ``parameter``, its
+    default where a call leaves it out. None when there is no such call, or one passes anything
+    else (a computed value, ``*args`` / ``**kwargs``)."""
+    project = getattr(model.world.context, "project", None)
+    target = function.parent if function.name == "__init__" and isinstance(function.parent, nodes.ClassDef) else function
+    if project is None or target.parent is not target.root():
+        return None
+    calls = calls_in_other_files(target, project)
+    if not calls:
+        return None
+    found = set()
+    for call in calls:
+        if any(isinstance(a, nodes.Starred) for a in call.args) or any(k.arg is None for k in call.keywords or ()):
+            return None
+        argument = _argument(call, function, parameter)
+        if argument is None:
+            try:
+                argument = function.args.default_value(parameter)
+            except NoDefault:  # a required parameter the call leaves out
+                return None
+        if not isinstance(argument, nodes.Const) or not isinstance(argument.value, (int, float)) \
+                or isinstance(argument.value, bool):
+            return None
+        found.add(argument.value)
+    return frozenset(found)
+
+
 def _builtin(func: nodes.NodeNG) -> str | None:
     """``builtins.float`` for a plain ``float`` that no binding of the file shadows."""
     if isinstance(func, nodes.Name):
@@ -96,6 +128,8 @@ def _name_numbers(model, node: nodes.Name, scope: nodes.NodeNG, context, depth: 
     binding = bindings[0]
     if isinstance(binding.parent, nodes.Arguments):
         values = model.solver.points.get(model.solver.var(("b", binding), scope, context), set())
+        if is_rooted(context) and any(v.kind == kinds.OUTSIDE for v in values):  # the default, or a caller's value
+            return _callers_numbers(model, scope, node.name)
         numbers = [v.definition for v in values if v.kind == kinds.CONSTANT]
         if not values or len(numbers) != len(values) \
                 or any(not isinstance(n, (int, float)) or isinstance(n, bool) for n in numbers):
