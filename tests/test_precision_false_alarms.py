@@ -5,13 +5,13 @@ Each program is the sample's reduction of a real finding, run with flax 0.12.8 i
 output: nothing breaks). The NNX301 one (a re-store of the expression __init__ stored) and the NNX105 one
 with its argument passed plainly (a DropPath built only when drop_path > 0.0) are the rules' VALID cases
 now; the tests here keep the look-alikes that do change state found. The NNX105 program as bonsai writes
-it (a computed argument) stays an expected failure, strict: the model does not evaluate it.
+it (a computed argument, ``float(np.linspace(0, drop_path_rate, depth)[i])``) is silent too: the model
+evaluates such an argument (:mod:`nnx_lint.analysis.objects.numbers`).
 """
 from __future__ import annotations
 
 import textwrap
 
-import pytest
 
 from nnx_lint.base.diagnostic import shown
 from nnx_lint.engine.registry import all_rules
@@ -108,6 +108,99 @@ def test_restore_whose_input_another_method_writes_is_found():
     assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["15"]
 
 
+#: maxtext src/maxtext/layers/attention_mla.py:915-919, as the project writes it: `mla_query_projection`
+#: re-runs, word for word, the four lines of `_init_projections` (called by the base's `__init__`) that set
+#: softmax_scale. Both modes print `softmax_scale unchanged True` (flax 0.12.8).
+REPLAYED_CONSTRUCTION = """
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Attention(nnx.Module):
+  def __init__(self, emb_dim, num_query_heads, *, rngs):
+    self.num_query_heads = num_query_heads
+    self._init_projections(emb_dim, rngs)
+
+  def _init_projections(self, emb_dim, rngs):
+    self.query = nnx.Linear(emb_dim, self.num_query_heads * 4, rngs=rngs)
+
+
+class MLA(Attention):
+  def __init__(self, emb_dim, num_query_heads, qk_nope_head_dim, qk_rope_head_dim, max_position_embeddings=16,
+               original_max_position_embeddings=8, mscale=1.0, rope_factor=40.0, *, rngs):
+    self.qk_nope_head_dim = qk_nope_head_dim
+    self.qk_rope_head_dim = qk_rope_head_dim
+    self.max_position_embeddings = max_position_embeddings
+    self.original_max_position_embeddings = original_max_position_embeddings
+    self.mscale = mscale
+    self.rope_factor = rope_factor
+    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+    super().__init__(emb_dim, num_query_heads, rngs=rngs)
+
+  def _init_projections(self, emb_dim, rngs):
+    self.query = nnx.Linear(emb_dim, self.num_query_heads * self.qk_head_dim, rngs=rngs)
+    # Set softmax scaling.
+    self.softmax_scale = self.qk_head_dim**-0.5
+    if self.max_position_embeddings > self.original_max_position_embeddings:
+      mscale = 0.1 * self.mscale * math.log(self.rope_factor) + 1.0
+      self.softmax_scale = self.softmax_scale * mscale * mscale
+
+  def mla_query_projection(self, inputs_q):
+    # Set softmax scaling.
+    self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+    self.softmax_scale = self.qk_head_dim**-0.5
+    if self.max_position_embeddings > self.original_max_position_embeddings:
+      mscale = 0.1 * self.mscale * math.log(self.rope_factor) + 1.0
+      self.softmax_scale = self.softmax_scale * mscale * mscale
+    q = self.query(inputs_q)
+    return q.reshape(q.shape[:-1] + (self.num_query_heads, self.qk_head_dim)) * self.softmax_scale
+
+
+def loss_fn(inputs_q, mla):
+  return jnp.sum(jax.lax.stop_gradient(mla.mla_query_projection(inputs_q)))
+
+
+mla = MLA(emb_dim=8, num_query_heads=2, qk_nope_head_dim=16, qk_rope_head_dim=8, rngs=nnx.Rngs(0))
+grads = nnx.grad(loss_fn, argnums=0)(jnp.ones((1, 3, 8)), mla)
+"""
+
+
+def test_block_that_replays_construction_is_silent():
+    assert _codes(REPLAYED_CONSTRUCTION, "NNX301") == []
+
+
+def test_block_that_differs_from_construction_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "      self.softmax_scale = self.softmax_scale * mscale * mscale\n    q =",
+        "      self.softmax_scale = self.softmax_scale * mscale\n    q =")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["41", "44"]
+
+
+def test_replay_whose_input_another_method_writes_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "  def mla_query_projection(self, inputs_q):\n",
+        "  def set_rope_factor(self, factor):\n    self.rope_factor = factor\n\n"
+        "  def mla_query_projection(self, inputs_q):\n")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["44", "47"]
+
+
+def test_replay_whose_input_init_writes_after_delegating_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n",
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n    self.mscale = 2 * mscale\n")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["42", "45"]
+
+
+def test_replay_of_a_value_construction_overwrites_is_found():
+    changed = REPLAYED_CONSTRUCTION.replace(
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n",
+        "    super().__init__(emb_dim, num_query_heads, rngs=rngs)\n    self.softmax_scale = 1.0\n")
+    assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["42", "45"]
+
+
 #: A write under a comparison guard on a parameter that every analysed call leaves at its default.
 COMPARISON_GUARDED_WRITE = """
 from flax import nnx
@@ -141,12 +234,22 @@ def test_write_under_a_comparison_a_call_makes_true_is_found():
     assert [c.split(":")[0] for c in _codes(changed, "NNX301")] == ["11"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NNX105: drop_path is float(linspace(0, drop_path_rate, n)[i]), a computed argument the model does not evaluate "
-    "(it would need numpy's linspace), so branch_never_taken stays conservative and keeps the finding; the same "
-    "program passing drop_path_rate itself, or nothing, is the rule's VALID case `rngs-in-a-branch-never-built`"))
 def test_rngs_in_a_branch_never_taken_is_silent():
+    # drop_path is float(np.linspace(0, drop_path_rate, n)[i]) and drop_path_rate keeps its default 0.0:
+    # every element is 0.0, so no block builds a DropPath (both modes print the same, checked with flax 0.12.8)
     assert _codes(DROP_PATH_NEVER_BUILT, "NNX105") == []
+
+
+def test_rngs_in_a_branch_a_computed_argument_takes_is_found():
+    # drop_path_rate=0.1: linspace(0, 0.1, 3) is [0.0, 0.05, 0.1], the later blocks build a DropPath each
+    taken = DROP_PATH_NEVER_BUILT.replace("stages=(1, 2), rngs=nnx.Rngs(0)", "stages=(1, 2), drop_path_rate=0.1, rngs=nnx.Rngs(0)")
+    assert [c.split(":")[0] for c in _codes(taken, "NNX105")] == ["28"]
+
+
+def test_rngs_in_a_branch_an_unevaluated_argument_takes_is_found():
+    # a computed argument outside the evaluator (a call it does not know) leaves the guard undecided
+    unknown = DROP_PATH_NEVER_BUILT.replace("drop_path=float(dpr[i])", "drop_path=float(np.random.rand())")
+    assert [c.split(":")[0] for c in _codes(unknown, "NNX105")] == ["28"]
 
 
 def test_rngs_in_a_branch_its_default_never_takes_is_silent():
@@ -167,3 +270,41 @@ def test_rngs_in_a_guarded_branch_of_an_entry_no_call_reaches_is_found():
     passed = DROP_PATH_NEVER_BUILT.replace("drop_path=float(dpr[i]), ", "drop_path=drop_path_rate, ")
     uncalled = passed.replace("  return nnx.split(Hiera(embed_dim=4, stages=(1, 2), rngs=nnx.Rngs(0)))", "  pass")
     assert [c.split(":")[0] for c in _codes(uncalled, "NNX105")] == ["28"]
+
+
+#: bonsai's layout: Hiera is built only in another file (sam2/modeling.py), which leaves drop_path_rate out.
+HIERA_BUILDER = """
+from flax import nnx
+from hiera import Hiera
+
+
+def build(cfg):
+  return Hiera(embed_dim=cfg.dim, stages=cfg.stages{argument}, rngs=nnx.Rngs(0))
+"""
+
+
+def _project_codes(tmp_path, monkeypatch, argument: str) -> list[tuple[str, int]]:
+    from pathlib import Path
+
+    from nnx_lint.engine.config import load_settings
+    from nnx_lint.engine.runner import run
+
+    (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
+    hiera = textwrap.dedent(DROP_PATH_NEVER_BUILT)
+    (tmp_path / "hiera.py").write_text(hiera[:hiera.index("\ndef build():")])
+    (tmp_path / "modeling.py").write_text(HIERA_BUILDER.format(argument=argument))
+    monkeypatch.chdir(tmp_path)
+    result = run([Path(".")], load_settings(Path(".")), jobs=1)
+    return [(d.path, d.line) for d in result.diagnostics if d.code == "NNX105"]
+
+
+def test_rngs_in_a_branch_the_other_files_callers_never_take_is_silent(tmp_path, monkeypatch):
+    assert _project_codes(tmp_path, monkeypatch, "") == []
+
+
+def test_rngs_in_a_branch_another_files_caller_takes_is_found(tmp_path, monkeypatch):
+    assert _project_codes(tmp_path, monkeypatch, ", drop_path_rate=0.2") == [("hiera.py", 28)]
+
+
+def test_rngs_in_a_branch_another_files_caller_decides_at_run_time_is_found(tmp_path, monkeypatch):
+    assert _project_codes(tmp_path, monkeypatch, ", drop_path_rate=cfg.rate") == [("hiera.py", 28)]

@@ -145,9 +145,11 @@ class SharedRngs(ClassAliasRule):
         ),
         Valid(
             # bonsai sam2 model_hiera_det.py: the DropPath that keeps `rngs` is built only when
-            # drop_path > 0.0, and every call leaves it at 0.0: each block holds an Identity
+            # drop_path > 0.0, and every block gets float(linspace(0, 0.0, depth)[i]) == 0.0 (the
+            # one call leaves drop_path_rate at its default): each block holds an Identity
             "rngs-in-a-branch-never-built",
             """
+            import numpy as np
             from flax import nnx
 
             class Identity(nnx.Module):
@@ -166,9 +168,10 @@ class SharedRngs(ClassAliasRule):
 
             class Hiera(nnx.Module):
                 def __init__(self, embed_dim=4, depth=3, drop_path_rate=0.0, *, rngs):
+                    dpr = np.linspace(0, drop_path_rate, depth)
                     self.blocks = nnx.List()
                     for i in range(depth):
-                        self.blocks.append(MultiScaleBlock(dim=embed_dim, drop_path=drop_path_rate, rngs=rngs))
+                        self.blocks.append(MultiScaleBlock(dim=embed_dim, drop_path=float(dpr[i]), rngs=rngs))
 
             graphdef, state = nnx.split(Hiera(embed_dim=4, rngs=nnx.Rngs(0)))
             """,

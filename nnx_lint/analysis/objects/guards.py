@@ -10,6 +10,8 @@ from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.choices import MAY, MUST
+from nnx_lint.analysis.objects.numbers import argument_numbers
+from nnx_lint.analysis.objects.replays import replays_construction
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import NNX_PREFIX
@@ -116,29 +118,39 @@ def restores_constant(model, owner: nodes.NodeNG, attribute: str, value: nodes.N
 
 def restores_invariant(model, owner: nodes.NodeNG, attribute: str, value: nodes.NodeNG | None,
                        store: nodes.NodeNG | None = None) -> bool:
-    """Whether ``owner.attribute = value`` re-computes the value the attribute already holds:
-    besides ``store`` (the write itself), every store of ``attribute`` on the owner's classes sits
-    in an ``__init__`` and stores the same expression, built only from literals and attributes of
-    the same object (``self.a + self.b``) that nothing besides an ``__init__`` writes, each written
-    before the attribute. Nothing the expression reads has changed, so neither has its value."""
+    """Whether ``owner.attribute = value`` re-computes the value the attribute already holds, on
+    every class of the owner's objects (:func:`_restores_on`)."""
     if not isinstance(owner, nodes.Name):
-        return False
-    shape = _expression_shape(value, owner.name)
-    if shape is None:
         return False
     classes = {o.definition for o in model.objects(owner) if isinstance(o.definition, nodes.ClassDef)
                and o.kind != kinds.CLASS}
-    if not classes:
+    return bool(classes) and all(_restores_on(model, classdef, owner.name, attribute, value, store, 0)
+                                 for classdef in classes)
+
+
+def _restores_on(model, classdef: nodes.ClassDef, owner_name: str, attribute: str, value: nodes.NodeNG | None,
+                 store: nodes.NodeNG | None, depth: int) -> bool:
+    """Either every store of ``attribute`` besides ``store`` (the write itself) sits in an
+    ``__init__`` and stores the same expression, built only from literals and attributes of the
+    same object (``self.a + self.b``) that nothing besides an ``__init__`` writes, each written
+    before the attribute; or ``store`` is part of a block that re-runs construction code word for
+    word (:func:`~nnx_lint.analysis.objects.replays.replays_construction`). Nothing the value is
+    computed from has changed, so neither has the value."""
+    if isinstance(store, nodes.AssignAttr) and replays_construction(
+            model, classdef, store, lambda other, level: _restores_on(
+                model, classdef, other.expr.name, other.attrname, _stored_value(other), other, level), depth):
+        return True
+    shape = _expression_shape(value, owner_name)
+    if shape is None:
         return False
-    for classdef in classes:
-        stores = _init_stores(model, classdef, attribute, besides=store)
-        if not stores or any(_expression_shape(_stored_value(node), _self_name(node)) != shape for node in stores):
+    stores = _init_stores(model, classdef, attribute, besides=store)
+    if not stores or any(_expression_shape(_stored_value(node), _self_name(node)) != shape for node in stores):
+        return False
+    for read in _attributes_read(shape):
+        inputs = _init_stores(model, classdef, read)
+        if not inputs or any(i.frame() is not s.frame() or i.fromlineno >= s.fromlineno
+                             for i in inputs for s in stores):
             return False
-        for read in _attributes_read(shape):
-            inputs = _init_stores(model, classdef, read)
-            if not inputs or any(i.frame() is not s.frame() or i.fromlineno >= s.fromlineno
-                                 for i in inputs for s in stores):
-                return False
     return True
 
 
@@ -265,7 +277,22 @@ def _made_in_branch_not_taken(model, obj) -> bool:
         if values and all(v.kind == kinds.CONSTANT and _guard_holds(test, v.definition) is (not branch)
                           for v in values):
             return True
+        computed = _computed_argument(model, obj.context, function, name)
+        if computed and all(_guard_holds(test, v) is (not branch) for v in computed):
+            return True
     return False
+
+
+def _computed_argument(model, context, function: nodes.FunctionDef, name: str) -> frozenset | None:
+    """The numbers the constructor call that entered ``function`` (``context``'s site) passes for
+    ``name`` as a computed argument (``float(dpr[i])``), evaluated in the context of the function
+    holding that call: the new instance's own context, so only for a construction
+    (:func:`~nnx_lint.analysis.objects.numbers.argument_numbers`)."""
+    receiver = getattr(context, "caller", None)
+    call = getattr(context, "site", None)
+    if not isinstance(call, nodes.Call) or not isinstance(receiver, kinds.AbstractObject) or receiver.site is not call:
+        return None
+    return argument_numbers(model, call, function, name, receiver.context)
 
 
 def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
