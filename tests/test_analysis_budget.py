@@ -310,3 +310,20 @@ def _file_dependencies(project) -> list[str]:
     from nnx_lint.analysis.package_roots import MODULE_SEARCH_KEY
 
     return [key for key in project.dependencies if not key.startswith(MODULE_SEARCH_KEY)]
+
+
+def test_the_budget_counts_the_analysing_threads_cpu_not_the_wall_clock():
+    """A file's time is the CPU its analysis used: a busy machine (a shared CI runner, other
+    ``-j`` workers) slows the wall clock, not the answer. Waiting uses no budget; working does."""
+    import time as _time
+
+    budget = bounds.AnalysisBudget(seconds=0.2)
+    _time.sleep(0.4)  # the wall clock passes the budget, the thread's CPU does not
+    assert not budget.expired()
+    budget.check("a wait")
+    spin_until = _time.thread_time() + 0.3
+    while _time.thread_time() < spin_until:
+        pass
+    assert budget.expired()
+    with pytest.raises(bounds.BudgetExceeded):
+        budget.check("work")

@@ -361,3 +361,93 @@ config = json.loads("{}")
 state = State(make_network(config.get("normalize"), nnx.Rngs(0)))
 """)
     assert shared_inside(model, _value(context, "state"), _WANTED) is None
+
+
+_FOREIGN_CHAIN = {
+    "pkg/__init__.py": "",
+    "pkg/one.py": """
+from flax import nnx
+from pkg.two import second
+
+
+def first(rngs):
+    return second(rngs)
+""",
+    "pkg/two.py": """
+from flax import nnx
+from pkg.three import third
+
+
+def second(rngs):
+    return third(rngs)
+""",
+    "pkg/three.py": """
+from flax import nnx
+
+
+class Leaf(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+
+def third(rngs):
+    return Leaf(rngs)
+""",
+    "pkg/base.py": """
+from flax import nnx
+
+
+class Root(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+
+class Middle(Root):
+    def __init__(self, rngs):
+        super().__init__(rngs)
+        self.stream = rngs
+
+
+class Top(Middle):
+    def __init__(self, rngs):
+        super().__init__(rngs)
+        self.top = rngs
+""",
+}
+
+
+def test_calls_far_into_other_files_are_not_followed(tmp_path):
+    """Each file's model solves the code near it: a chain of plain calls through three other files
+    stops after MAX_FOREIGN_CALLS of them (`third` is never analysed, its result unknown), while
+    `super().__init__` up a hierarchy in another file stays on one object and is followed whole."""
+    assert solver_module.MAX_FOREIGN_CALLS == 2
+    context, model = _model_with(tmp_path, """
+from flax import nnx
+from pkg.one import first
+from pkg.base import Top
+
+far = first(nnx.Rngs(0))
+top = Top(nnx.Rngs(1))
+""")
+    analysed = {getattr(scope, "name", None) for scope in model.solver.instances}
+    assert {"first", "second"} <= analysed and "third" not in analysed
+    assert model.objects(_value(context, "far")) == set()
+    (top,) = model.objects(_value(context, "top"))
+    assert {attr: {o.kind for o in model.fields(top, attr)} for attr in ("rngs", "stream", "top")} == {
+        "rngs": {"rngs"}, "stream": {"rngs"}, "top": {"rngs"}}
+
+
+def test_a_project_function_is_summarised_once_per_run(tmp_path):
+    """Two files' models that reach one project function read one summary (kept on its node for
+    the run's project), instead of each model summarising it again."""
+    first_context, first_model = _model_with(tmp_path, "from pkg.one import first\nx = first(1)\n")
+    function = next(s for s in first_model.solver.instances if getattr(s, "name", None) == "first")
+    second_context = file_context(tmp_path, "from pkg.one import first\ny = first(2)\n")
+    second_context.project = first_context.project
+    second_model = object_model(second_context)
+    assert second_model.world.summary(function) is first_model.world.summary(function)
+
+
+def _model_with(tmp_path, source: str):
+    context = file_context(tmp_path, source, _FOREIGN_CHAIN)
+    return context, object_model(context)

@@ -18,7 +18,7 @@ class AnalysisSkipped(Rule):
         nested so deeply that Python's parser hits its recursion limit (very long
         generated expressions). Only the first 4 MiB + 1 byte of a file are ever read.
 
-        An analysis that runs over 60 seconds, or whose class models replay over
+        An analysis that runs over 60 seconds of CPU time, or whose class models replay over
         100 000 steps (initialisers calling base initialisers over and over), is
         stopped: the diagnostics found before it stopped are reported with this one.
         Project modules the file imports are read up to 1 000 000 tokens and lines in

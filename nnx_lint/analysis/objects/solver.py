@@ -18,12 +18,11 @@ Block's ``__init__`` makes is two Convs, however deep the hierarchy; a factory c
 call sites makes two objects; one object passed to two owners stays one.
 
 Bounds: a set past :data:`MAX_SET` stops growing and is marked widened (its answers are
-unproven); a function past :data:`MAX_CONTEXTS` contexts, or a context chain past
-:data:`MAX_DEPTH` (recursion, deep hierarchies), falls back to one merged context per
-function: what it allocates is a *summary* object that stands for many runtime objects
-(:func:`extent` is None), so it answers "may alias" but never proves one object. The steps
-are counted against :data:`MAX_STEPS` and the file's deadline is checked inside the loop
-(both end as NNX004, never a hang).
+unproven); a function past :data:`MAX_CONTEXTS` contexts, or a chain past :data:`MAX_DEPTH`,
+shares one merged context per function, whose allocations are *summary* objects (they answer
+"may alias", never "one object"); a chain past :data:`MAX_FOREIGN_CALLS` calls into other
+files is not followed. Steps count against :data:`MAX_STEPS`, and the file's deadline is checked
+inside the loop (both end as NNX004, never a hang).
 """
 from __future__ import annotations
 
@@ -37,6 +36,7 @@ import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant, order_text
 from nnx_lint.analysis.objects.carries import is_scan
 from nnx_lint.analysis.objects.library import LibraryModels
+from nnx_lint.analysis.objects.loops import loops_around
 from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
 from nnx_lint.base import bounds
 
@@ -46,7 +46,14 @@ MAX_SET = 48
 #: still deterministic, see `_ORDER`).
 MAX_CONTEXTS = 16
 #: How many calls deep a context chain may be before it falls back to the merged context.
-MAX_DEPTH = 8
+MAX_DEPTH = 4
+#: How many calls into other files' functions a chain may make, in a row, from the linted file's
+#: code (a method called on the same object, ``super().__init__`` or ``self.helper()``, is no new
+#: call). Past it a call is left unresolved (its result unknown): each file's model then solves the
+#: code near it, not every function of the project its calls reach (maxtext's files reached 500
+#: functions each, and every file solved them again). Two calls keep a base class's ``__init__`` in
+#: another file, the children it builds and the factories it calls.
+MAX_FOREIGN_CALLS = 2
 MAX_STEPS = 400_000
 ROOT = "root"
 MERGED = "*"
@@ -67,11 +74,14 @@ class Context:
     ``loops``: the loops around the calls of the chain (a frozenset of nodes), or None when the
     chain went through a merged context (a summary); ``depth``: the length of the chain."""
 
-    __slots__ = ("site", "defined_in", "caller", "rooted", "loops", "depth", "stable", "order_text")
+    __slots__ = ("site", "defined_in", "caller", "rooted", "loops", "depth", "foreign", "stable", "order_text")
 
-    def __init__(self, site, defined_in, caller, rooted: bool, loops: frozenset | None, depth: int) -> None:
+    def __init__(self, site, defined_in, caller, rooted: bool, loops: frozenset | None, depth: int,
+                 foreign: int = 0) -> None:
         self.site, self.defined_in, self.caller = site, defined_in, caller
         self.rooted, self.loops, self.depth = rooted, loops, depth
+        #: How many calls into other files' functions the chain made in a row (:data:`MAX_FOREIGN_CALLS`).
+        self.foreign = foreign
         #: The same in every run (positions, not ids): sets of contexts and of the objects made
         #: in them iterate in one order, so the context bound picks the same calls each run.
         self.order_text = "|".join((order_text(site), order_text(defined_in), order_text(caller), str(rooted), str(depth)))
@@ -113,6 +123,8 @@ class Solver:
         self._or_else: list[tuple] = []
         self._opened: set[tuple] = set()
         self._contexts: dict[tuple, Context] = {}
+        self._linted = world.context.module
+        self._in_linted_file: dict[int, bool] = {}
 
     # -- variables -----------------------------------------------------------------------
     def var(self, local: tuple, scope: nodes.NodeNG, context) -> tuple:
@@ -312,8 +324,12 @@ class Solver:
 
     def enter(self, function: nodes.NodeNG, defined_in, invocation: Invocation,
               receiver: AbstractObject | None = None) -> None:
-        """Call a project function: bind the arguments, and the result to its return."""
-        context = self.context_for(function, invocation, defined_in, receiver)
+        """Call a project function: bind the arguments, and the result to its return (a call too
+        far into other files, :data:`MAX_FOREIGN_CALLS`, is left unresolved)."""
+        foreign = self._foreign_calls(function, invocation, receiver)
+        if foreign > MAX_FOREIGN_CALLS:
+            return
+        context = self.context_for(function, invocation, defined_in, receiver, foreign)
         summary = self.instantiate(function, context)
         if summary is None:
             return
@@ -391,8 +407,20 @@ class Solver:
         """``obj.attr ⊇ src`` (a library model's or a dataclass constructor's store)."""
         self._store_one(obj, attr, src, node)
 
+    def _foreign_calls(self, function: nodes.NodeNG, invocation: Invocation, receiver) -> int:
+        """The calls into other files' functions, in a row, that entering ``function`` makes."""
+        home = self._in_linted_file.get(id(function))
+        if home is None:
+            home = self._in_linted_file[id(function)] = function.root() is self._linted
+        if home:
+            return 0
+        caller = invocation.context
+        before = caller.foreign if isinstance(caller, Context) else 0
+        same_object = receiver is not None and isinstance(caller, Context) and caller.caller is receiver
+        return before if same_object else before + 1
+
     def context_for(self, function: nodes.NodeNG, invocation: Invocation, defined_in,
-                    receiver: AbstractObject | None = None):
+                    receiver: AbstractObject | None = None, foreign: int = 0):
         """The context of ``function`` entered by ``invocation``: the call site, the context the
         function was made in, and the receiver object (methods) or the caller's context (plain
         functions), so that two instances' ``__init__`` do not mix their stores or their
@@ -408,21 +436,21 @@ class Solver:
             chain, outer = caller, context_loops(caller)
         depth = 1 + max(_depth(caller), _depth(receiver.context) if receiver is not None else 0)
         loops = None if outer is None else outer | loops_around(invocation.node)
-        merged = self.context(MERGED, defined_in, None, rooted, None, 0)
+        merged = self.context(MERGED, defined_in, None, rooted, None, 0, foreign)
         if depth > MAX_DEPTH:
             return merged
         known = self.instances.get(function)
         context = self._contexts.get((invocation.node, defined_in, chain, rooted))
         if known is not None and (context is None or context not in known) and len(known) >= MAX_CONTEXTS:
             return merged
-        return self.context(invocation.node, defined_in, chain, rooted, loops, depth)
+        return self.context(invocation.node, defined_in, chain, rooted, loops, depth, foreign)
 
-    def context(self, site, defined_in, caller, rooted: bool, loops, depth: int) -> Context:
-        """The one :class:`Context` of these parts."""
+    def context(self, site, defined_in, caller, rooted: bool, loops, depth: int, foreign: int = 0) -> Context:
+        """The one :class:`Context` of these parts (``foreign``: kept from its first making)."""
         key = (site, defined_in, caller, rooted)
         found = self._contexts.get(key)
         if found is None:
-            found = self._contexts[key] = Context(site, defined_in, caller, rooted, loops, depth)
+            found = self._contexts[key] = Context(site, defined_in, caller, rooted, loops, depth, foreign)
         return found
 
     def root_context(self, parent) -> Context:
@@ -553,32 +581,3 @@ def object_loops(obj: AbstractObject) -> frozenset | None:
     if outer is None:
         return None
     return outer | loops_around(obj.site) if obj.site is not None else outer
-
-
-_LOOPS = (nodes.For, nodes.AsyncFor, nodes.While, nodes.ListComp, nodes.SetComp, nodes.DictComp, nodes.GeneratorExp)
-#: The attribute of a node that keeps its loops (on the node, so the answer lives and dies with its tree).
-_LOOPS_ATTRIBUTE = "_nnx_lint_loops_around"
-
-
-def loops_around(node) -> frozenset:
-    """The loops (and comprehensions) between ``node`` and its function: a site in one makes one
-    object per iteration."""
-    if not isinstance(node, nodes.NodeNG):
-        return frozenset()
-    cached = node.__dict__.get(_LOOPS_ATTRIBUTE)
-    if cached is not None:
-        return cached
-    found = []
-    child, current = node, node.parent
-    once = False  # a loop's iterable (a comprehension's first) is evaluated once, outside the loop
-    while current is not None and not isinstance(current, (nodes.FunctionDef, nodes.Lambda, nodes.Module)):
-        if isinstance(current, nodes.Comprehension):
-            once = child is current.iter and current is current.parent.generators[0]
-        elif isinstance(current, _LOOPS):
-            if not (once or (isinstance(current, (nodes.For, nodes.AsyncFor)) and child is current.iter)):
-                found.append(current)
-            once = False
-        child, current = current, current.parent
-    result = frozenset(found)
-    node.__dict__[_LOOPS_ATTRIBUTE] = result
-    return result

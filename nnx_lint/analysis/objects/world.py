@@ -15,6 +15,8 @@ from nnx_lint.flax_table import object_relations as relations
 
 #: How far up a class hierarchy methods are looked for.
 _MAX_BASES = 12
+#: The attribute of a scope node that keeps its summary for the run (see :meth:`World.summary`).
+_SUMMARY_ATTRIBUTE = "_nnx_lint_summary"
 
 
 class World:
@@ -29,12 +31,20 @@ class World:
 
     # -- summaries -------------------------------------------------------------------------
     def summary(self, scope: nodes.NodeNG) -> Summary | None:
-        """The scope's summary, made once per file's model (kept no longer: a summary is small to
-        make and the solve that reads it is per file; a warm run re-reads cached results)."""
+        """The scope's summary, made once per run: every file's model that reaches a project
+        function reads the one summary kept on its node (so it lives and dies with its tree),
+        for the project it was made with (the run's; the language server keeps one project
+        per workspace, and a changed buffer is a new tree)."""
         found = self._summaries.get(id(scope))
         if found is None or found.scope is not scope:
-            resolver = self.classes.resolver_for(scope)
-            found = self._summaries[id(scope)] = summarize(scope, resolver.qualified_name)
+            kept = scope.__dict__.get(_SUMMARY_ATTRIBUTE)
+            if kept is not None and kept[0] is self.context.project:
+                found = kept[1]
+            else:
+                resolver = self.classes.resolver_for(scope)
+                found = summarize(scope, resolver.qualified_name)
+                scope.__dict__[_SUMMARY_ATTRIBUTE] = (self.context.project, found)
+            self._summaries[id(scope)] = found
         return found
 
     # -- classes ---------------------------------------------------------------------------
