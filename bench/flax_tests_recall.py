@@ -118,30 +118,38 @@ def saved_runs(directory: Path) -> dict[str, RunRecord]:
 
 
 def per_file_runs(command: list[str], files: list[str], modes: list, *, cwd: Path, workdir: Path,
-                  deadline: float | None) -> dict[str, RunRecord]:
+                  deadline: float | None, saved: Path | None = None) -> dict[str, RunRecord]:
     """Full runs made of one pytest process per test file, merged into one record per mode.
 
     flax's tests pollute later tests in the same process in Tree Mode (summary_test.py leaves
     ``RngStream`` patched for every later module), so one process for the whole directory counts
     hundreds of order effects as failures; the gate would then re-run each alone.
+
+    With ``saved`` (the ``--reuse-runs`` directory), a file whose run a stopped measurement
+    finished there is read back instead of run again (``saved_file_run``): an hour-long full run
+    that was interrupted resumes at the first file it had not finished.
     """
     runs = {}
     for mode in modes:
         merged = RunRecord(mode=mode.name, command=command + ["<one file at a time>"], status="finished")
         merged.results.finished = True
-        for index, file in enumerate(files):
-            record = run_once(command + [file], mode, cwd=cwd, workdir=workdir, label=f"file-{index}-{mode.name}",
-                              deadline=deadline)
+
+        def run(selection: list[str], label: str, file: str) -> RunRecord:
+            record = saved_file_run(saved / f"{label}.jsonl", mode, cwd, selection) if saved else None
+            if record is None:
+                record = run_once(command + selection, mode, cwd=cwd, workdir=workdir, label=label, deadline=deadline)
             _merge(merged, record, file)
+            return record
+
+        for index, file in enumerate(files):
+            record = run([file], f"file-{index}-{mode.name}", file)
             for attempt in range(1, MAX_RESTARTS + 1):
                 remaining = _after_first_recursion_error(record)
                 if not remaining:
                     break
                 # A RecursionError in Tree Mode leaves the process failing every later test with one:
                 # run the tests after it again in a fresh process.
-                record = run_once(command + remaining, mode, cwd=cwd, workdir=workdir, deadline=deadline,
-                                  label=f"file-{index}-{mode.name}-restart-{attempt}")
-                _merge(merged, record, file)
+                record = run(remaining, f"file-{index}-{mode.name}-restart-{attempt}", file)
         (workdir / f"full-{mode.name}.pickle").write_bytes(pickle.dumps(merged))
         runs[mode.name] = merged
     return runs
@@ -149,6 +157,28 @@ def per_file_runs(command: list[str], files: list[str], modes: list, *, cwd: Pat
 
 #: How many times one file's run is restarted after a RecursionError.
 MAX_RESTARTS = 40
+
+
+def saved_file_run(report: Path, mode, cwd: Path, selection: list[str]) -> RunRecord | None:
+    """The run of ``selection`` (one file, or the node ids a restart runs) that ``report`` kept, if it can stand in.
+
+    Only a report that reached pytest's end with tests failing or not (exit status 0 or 1), in
+    ``mode`` (flax's configuration as the tests saw it), from the copy at ``cwd`` (pytest's
+    rootdir) and holding only tests of ``selection`` is used: a report of a killed run, of the
+    other mode, of another copy or of another file list (the labels number the files) runs again.
+    """
+    results = read_plugin_report(report)
+    if not (results.finished and results.pytest_status in (0, 1) and results.tests):
+        return None
+    if results.flax_config != mode.expected_config or results.rootdir is None:
+        return None
+    if Path(results.rootdir).resolve() != cwd.resolve():
+        return None
+    files = {item for item in selection if "::" not in item}
+    wanted = set(selection) - files
+    if not all(nodeid in wanted or nodeid.partition("::")[0] in files for nodeid in results.tests):
+        return None
+    return RunRecord(mode=mode.name, command=["(saved)", str(report.name)], status="finished", results=results)
 
 
 def _after_first_recursion_error(record: RunRecord) -> list[str]:
@@ -365,8 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="time budget of the gate (seconds)")
     parser.add_argument("--keep-runs", type=Path, help="keep the gate's run reports in this directory")
     parser.add_argument("--reuse-runs", type=Path,
-                        help="reuse the gate outcome (or at least the full runs) kept earlier with --keep-runs; "
-                             "the transformed copy must be at the same --out")
+                        help="reuse the gate outcome (or at least the full runs, or with --per-file the files "
+                             "a stopped full run finished) kept earlier with --keep-runs; the transformed copy "
+                             "must be at the same --out")
     parser.add_argument("--per-file", action="store_true",
                         help="make each full run one pytest process per test file (flax's tests pollute later "
                              "modules in Tree Mode); the re-runs alone are the gate's as usual")
@@ -414,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                 missing = [mode for mode in (GRAPH, TREE) if mode.name not in full_runs]
                 per_file_command = [argument for argument in command if argument != str(TESTS)]
                 full_runs.update(per_file_runs(per_file_command, files, missing, cwd=out, workdir=workdir,
-                                               deadline=time.monotonic() + args.timeout))
+                                               deadline=time.monotonic() + args.timeout, saved=args.reuse_runs))
             outcome = run_gate(
                 GateOptions(command=command, cwd=out, workdir=workdir,
                             timeout=max(1.0, args.timeout - (time.monotonic() - started)), progress=Progress()),
