@@ -5,6 +5,7 @@ whether a shared object is shared on every run or only on one side of a choice i
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -451,3 +452,19 @@ def test_a_project_function_is_summarised_once_per_run(tmp_path):
 def _model_with(tmp_path, source: str):
     context = file_context(tmp_path, source, _FOREIGN_CHAIN)
     return context, object_model(context)
+
+
+def test_one_shared_rngs_between_two_children_is_one_pair_whatever_the_instance(tmp_path):
+    """maxtext's Qwen3CustomMoeDecoderLayer: the base class's ``__init__`` stores one attention
+    child, the subclass overrides it, and the MoE child keeps the Rngs at two depths. The
+    instances made in two places see the two children's paths at different lengths, so each
+    named them in another order: NNX105 reported the one sharing twice (lines 94 and 136 there),
+    and which of the two came first followed the run. One pair of children is one answer."""
+    from nnx_lint.analysis.objects import shared_rngs_paths
+
+    context, model = _model(tmp_path, (Path(__file__).parent / "object_flow" / "mirrored_children.py").read_text())
+    layer = next(c for c in context.module.body if isinstance(c, nodes.ClassDef) and c.name == "CustomLayer")
+    pairs = shared_rngs_paths(model, layer)
+    assert len(pairs) == 1
+    first, second, _rngs = pairs[0]
+    assert {first.fields[0], second.fields[0]} == {"self_attention", "moe_block"}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
+from nnx_lint.analysis.objects.abstract import order_text
 from nnx_lint.analysis.objects.choices import MAY, MUST
 from nnx_lint.analysis.objects.numbers import argument_numbers
 from nnx_lint.analysis.objects.replays import replays_construction
@@ -298,7 +299,7 @@ def _computed_argument(model, context, function: nodes.FunctionDef, name: str) -
 def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
     """``(first path, second path, rngs object)`` for each Rngs (or stream of one) that an instance
     of ``classdef`` holds at two paths of its tree whose first fields differ."""
-    found = []
+    found, pairs = [], set()
     for holder in holders_of(model, classdef):
         by_owner: dict = {}
         for path, obj in model.holds(holder):
@@ -307,11 +308,17 @@ def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
             owner = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
             by_owner.setdefault(owner, []).append(path)
         for owner, paths in by_owner.items():
-            paths.sort(key=lambda p: (len(p.fields), p.fields))
+            # ties broken by the stores' positions: the related locations are the same in every run
+            paths.sort(key=lambda p: (len(p.fields), p.fields, [order_text(node) for node in p.stores]))
             first = paths[0]
             for second in paths[1:]:
                 if second.fields[0] != first.fields[0]:
-                    found.append((first, second, owner))
+                    # one pair of children once: another instance (made elsewhere, its children
+                    # deeper) may name the same two in the other order, which is no second finding
+                    pair = frozenset((first.fields[0], second.fields[0]))
+                    if pair not in pairs:
+                        pairs.add(pair)
+                        found.append((first, second, owner))
                     break
     return found
 
