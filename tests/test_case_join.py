@@ -275,3 +275,50 @@ def test_a_module_pytestmark_leaves_the_cases_unread():
               "@pytest.mark.parametrize('x', [1, 2])\ndef test_x(x, y):\n    pass\n")
     module = astroid.parse(source)
     assert pytest_cases(module.body[-1], NameResolver(module).qualified_name) is None
+
+
+STATE_TANGENT = textwrap.dedent('''\
+    import jax
+    from absl.testing import parameterized
+    from flax import nnx
+
+
+    class Test(parameterized.TestCase):
+
+      @parameterized.parameters(True, False)
+      def test_issue(self, use_custom_vjp):
+        class MyLinear(nnx.Module):
+          def __init__(self, rngs):
+            self.kernel = nnx.Param(jax.numpy.ones((2, 2)))
+
+        def linear(m: MyLinear, x):
+          return x @ m.kernel
+
+        def linear_fwd(m: MyLinear, x):
+          return linear(m, x), (m, x)
+
+        def linear_bwd(res, g):
+          m, x = res
+          (m_g, _x_grad), outputs_g = g
+          return (m_g, x)
+
+        if use_custom_vjp:
+          linear = nnx.custom_vjp(linear)
+          linear.defvjp(linear_fwd, linear_bwd)
+        return linear
+    ''')
+
+
+def test_a_state_tangent_of_a_custom_vjp_one_case_makes_is_that_case_s_alone(tmp_path):
+    """flax's ``TestCustomVJP::test_issue``: the bwd returns the State tangent (NNX502) whatever the
+    case, but only ``use_custom_vjp=True`` makes ``linear`` a custom_vjp. NNX502 names where the
+    custom_vjp is made and registered, as NNX501 and NNX503 do, so the case that never makes it
+    is not joined with the finding (the passing ``test_issue1`` was a false alarm of the recall run)."""
+    (tmp_path / "cases_test.py").write_text(STATE_TANGENT)
+    attributor = Attributor(lint_project(tmp_path, None), tmp_path)
+
+    def codes(test: str) -> list[tuple[str, int]]:
+        return sorted((d.code, d.line) for d in attributor.diagnostics_in_test(f"cases_test.py::Test::{test}", tmp_path))
+
+    assert ("NNX502", 23) in codes("test_issue0")
+    assert ("NNX502", 23) not in codes("test_issue1")

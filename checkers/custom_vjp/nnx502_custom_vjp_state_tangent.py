@@ -99,6 +99,7 @@ class CustomVjpStateTangent(Rule):
                     tangent_index=index,
                     module_evidence=evidence,
                     confidence="static" if evidence == "annotation" else "heuristic",
+                    related=registration.related(),
                     **registration.facts(),
                 )
 
