@@ -34,9 +34,10 @@ LINT_ENDED = re.compile(r"^nnx-lint gate: lint: ended, .* \((\d+):(\d\d) elapsed
 def test_the_summary_time_includes_the_lint(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\n")
     (tmp_path / "check_ok.py").write_text("def test_ok():\n    pass\n")
-    # Enough modules that the lint takes whole seconds even on an idle machine (one took under one).
-    for number in range(60):
-        (tmp_path / f"model_{number}.py").write_text(MODEL)
+    # Enough modules that the lint takes whole seconds even on an idle machine (60 took under one on
+    # two idle cores), each its own text so that no result is shared between them.
+    for number in range(200):
+        (tmp_path / f"model_{number}.py").write_text(f"# model {number}\n" + MODEL)
     done = subprocess.run([str(Path(sys.executable).with_name("nnx-lint")), "gate", ".", "--output-format", "json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr  # no test breaks

@@ -145,6 +145,9 @@ STRUCTURE_KEEPING: dict[str, int] = {**dict.fromkeys(sorted(TREE_MAPS), 1), OPTA
 JAX_LOOPS: dict[str, tuple[int, int, int]] = {
     "jax.lax.scan": (0, 1, 0), "jax.lax.fori_loop": (2, 3, 1), "jax.lax.while_loop": (1, 2, 0),
 }
+#: ``linspace(start, stop, num)``: with ``start == stop`` every element is that number (the object
+#: model evaluates a guard's computed argument with it, ``nnx_lint.analysis.objects.numbers``).
+LINSPACES = frozenset({"numpy.linspace", "jax.numpy.linspace"})
 #: Global norms of a tree: they change only when a leaf's value is non-zero.
 TREE_NORMS = frozenset({"optax.global_norm", "optax.tree_utils.tree_l2_norm", "optax.tree_utils.tree_norm",
                         "optax.tree.norm"})

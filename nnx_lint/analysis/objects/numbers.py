@@ -16,11 +16,10 @@ import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.call_sites import calls_in_other_files
 from nnx_lint.analysis.objects.solver import is_rooted
 from nnx_lint.base.node_index import nodes_of_class
+from nnx_lint.flax_table.names import LINSPACES
 
 #: Calls whose result is the number they are given (elementwise for an array of one value).
 _CONVERSIONS = frozenset({"builtins.float", "builtins.int"})
-#: ``linspace(start, stop, num)``: with ``start == stop`` every element is that number.
-_LINSPACE = frozenset({"numpy.linspace", "jax.numpy.linspace"})
 _MAX_DEPTH = 8
 
 
@@ -72,7 +71,7 @@ def _numbers(model, node: nodes.NodeNG, scope: nodes.NodeNG, context, depth: int
                 return None if found is None else frozenset(convert(v) for v in found)
             except (OverflowError, ValueError):  # int(1e999), int(nan): the program itself would raise
                 return None
-        if name in _LINSPACE and len(node.args) == 3:
+        if name in LINSPACES and len(node.args) == 3:
             start = _numbers(model, node.args[0], scope, context, depth + 1)
             stop = _numbers(model, node.args[1], scope, context, depth + 1)
             if start is not None and len(start) == 1 and start == stop:
