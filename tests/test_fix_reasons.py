@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 NNX_LINT = str(Path(sys.executable).with_name("nnx-lint"))
 PREFIX_FILTER = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
 OLD_FLAX = '[project]\nname = "demo"\ndependencies = ["flax>=0.12.5"]\n'
@@ -18,6 +20,7 @@ def _check(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_a_flax_floor_too_low_for_the_pin_is_said_in_check_diff_and_show_help(tmp_path):
     (tmp_path / "pyproject.toml").write_text(OLD_FLAX)
     (tmp_path / "bad.py").write_text(PREFIX_FILTER)

@@ -227,6 +227,7 @@ FORGERIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forgery", list(FORGERIES))
 def test_c3_merge_refuses_a_forged_or_foreign_shard(runs, forgery):
     root, _whole, _shards = runs
@@ -241,6 +242,7 @@ def test_c3_merge_refuses_a_forged_or_foreign_shard(runs, forgery):
     assert not done.stdout
 
 
+@pytest.mark.slow
 def test_c3_merge_can_pin_the_run_and_the_commit(runs):
     root, _whole, _shards = runs
     report = json.loads((root / "shard-1.json").read_text())
@@ -255,6 +257,7 @@ def test_c3_merge_can_pin_the_run_and_the_commit(runs):
 HOSTILE = "ok\n::error file=pyproject.toml,line=1::FORGED ANNOTATION\n\x1b[2J ##[error]legacy ##vso[task.complete]x"
 
 
+@pytest.mark.slow
 def test_m3_shard_text_reaches_the_merged_output_escaped(runs):
     root, _whole, _shards = runs
     reports = {k: json.loads((root / f"shard-{k}.json").read_text()) for k in (1, 2)}

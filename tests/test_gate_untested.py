@@ -177,6 +177,7 @@ def test_the_gate_extra_installs_what_the_gate_needs():
     assert {"pytest", "flax", "jax"} <= gate, gate
 
 
+@pytest.mark.slow
 def test_the_lint_line_says_audit_mode_and_splits_proven_from_unproven(tmp_path):
     """Issue 45: the gate lints in audit mode (``--strict``), so its count can exceed ``nnx-lint check``'s;
     its lint line says so and splits the proven findings from the unproven ones (installed console script)."""

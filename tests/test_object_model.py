@@ -232,6 +232,7 @@ def test_sets_past_the_cap_are_widened_and_unproven(tmp_path):
     assert len(model.objects(_value(context, "last"))) <= solver_module.MAX_SET
 
 
+@pytest.mark.slow
 def test_a_blow_up_is_a_budget_stop_not_a_hang(tmp_path, monkeypatch):
     """Past the step bound the solve stops with the budget's exception (the engine's NNX004)."""
     monkeypatch.setattr(solver_module, "MAX_STEPS", 10)
@@ -248,6 +249,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 @settings(max_examples=10, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                  HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 @given(program=hypothesmith.from_node())
 def test_random_programs_solve_within_the_bounds(tmp_path, program):
     """Programs generated from Python's grammar never crash the solve, and every set stays capped."""

@@ -60,6 +60,7 @@ def _pin_work(text: str) -> tuple[int, int]:
     return calls, len(fix.edits)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["name", "tuple"])
 def test_a_class_level_pin_costs_linear_work_in_the_uses_it_pins(how: str):
     small, small_edits = _pin_work(rebound(100, how))
@@ -94,6 +95,7 @@ def test_the_fix_worker_stops_a_file_s_fixes_at_its_time_budget(monkeypatch, tmp
     assert isolated.answer({**request, "op": "actions", "diagnostics": [], "fix_all": True})["over_budget"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["name", "attribute"])
 def test_the_console_script_lints_a_model_rebound_to_many_names(tmp_path: Path, how: str):
     """h4 as it was reported, with the real console script, at 1,500 names (55 KB)."""

@@ -88,6 +88,7 @@ def test_h3_no_workflow_command_anywhere_in_a_line_of_any_text_output(hostile, o
         assert not [line for line in lines if line.lstrip().startswith("::")]
 
 
+@pytest.mark.slow
 def test_h3_the_plugins_print_file_names_escaped_too(hostile):
     flake8 = run("flake8", "--isolated", "--select", "NNX", "--show-source", ".", cwd=hostile)
     _assert_no_live_command(flake8.stdout + flake8.stderr, "flake8")

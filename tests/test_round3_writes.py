@@ -62,6 +62,7 @@ def _race(tmp_path: Path, swapped: str, seconds: float = 4.0) -> tuple[int, int]
     return landed, refused
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("swapped", ["pkg", "pkg/sub"], ids=["parent", "deeper-parent"])
 def test_m2_a_directory_swapped_for_a_symlink_mid_write_never_sends_the_write_outside(tmp_path, swapped):
     landed, refused = _race(tmp_path, swapped)

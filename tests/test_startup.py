@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from nnx_lint.base.cache_store import RACY_SECONDS
 
 #: The console script installed beside this interpreter (the one a user runs).
@@ -87,6 +89,7 @@ def step(model, x):
 """
 
 
+@pytest.mark.slow
 def test_a_check_the_cache_answers_imports_no_analysis_rules_or_astroid(tmp_path):
     """The pre-commit and editor case: the file did not change since the cache was filled."""
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
@@ -127,6 +130,7 @@ def _top_level_imports(source: str) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_cached_checks_own_modules_import_no_module_they_do_not_run(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.nnx-lint]\n")
     (tmp_path / "step.py").write_text(FINDING)

@@ -35,6 +35,7 @@ def test_a_wrong_type_or_an_unknown_code_is_an_error_naming_the_file_and_the_key
     assert flake8.returncode != 0 and f"{tmp_path / 'pyproject.toml'} {message}" in flake8.stdout + flake8.stderr
 
 
+@pytest.mark.slow
 def test_selectors_ignore_case_and_noqa_codes_do_not(tmp_path):
     """As documented in README.md: ``--select nnx301`` and ``select = ["nnx3"]`` select NNX301, and
     ``# noqa: nnx301`` suppresses nothing, in the CLI and flake8 alike."""

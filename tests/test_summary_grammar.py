@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 NNX_LINT = str(Path(sys.executable).with_name("nnx-lint"))
 BAD = "from flax import nnx\nf = nnx.vmap(g, in_axes=(nnx.StateAxes({...: 0}),))\n"
 
@@ -14,6 +16,7 @@ def _check(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_one_finding_and_one_baselined_finding_are_singular(tmp_path):
     (tmp_path / "bad.py").write_text(BAD)
     found = _check(tmp_path, "bad.py").stdout

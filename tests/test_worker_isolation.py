@@ -121,6 +121,7 @@ def test_a_hanging_program_costs_only_its_own_verdict_and_leaves_no_process(tmp_
     assert _live_members(pgid) == [], "a process of the killed worker's group is still running"
 
 
+@pytest.mark.slow
 def test_a_crashing_or_chatty_program_costs_only_its_own_verdict():
     programs = [_program("print('noise on stdout'); print('more', file=sys.stderr)\nreturn [1, sys.stdin.read()]\n"),
                 _program("os._exit(3)\n"), _program("return 2\n")]
