@@ -266,9 +266,9 @@ def test_release_empties_the_solve_and_drops_the_services(tmp_path):
     """After the walk the engine releases the file's services (FileContext.release): the model's
     tables are emptied, so they are freed at once rather than by the next collection."""
     context, model = _model(tmp_path, RNGS_BLOCK)
-    assert model.solver.points and model.world._summaries
+    assert model.solver.points and model.world._kinds
     context.release()
-    assert not model.solver.points and not model.solver.instances and not model.world._summaries
+    assert not model.solver.points and not model.solver.instances and not model.world._kinds
     assert object_model(context) is not model, "a question after the release builds the model afresh"
 
 def test_flows_through_keyword_partials_forwarding_list_containers_and_builders_of_other_files(tmp_path):

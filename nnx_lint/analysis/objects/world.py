@@ -27,7 +27,6 @@ class World:
         self.classes = context.classes
         self._methods: dict[tuple[int, str], nodes.FunctionDef | None] = {}
         self._kinds: dict[int, str] = {}
-        self._summaries: dict[int, Summary] = {}
 
     # -- summaries -------------------------------------------------------------------------
     def summary(self, scope: nodes.NodeNG) -> Summary | None:
@@ -35,16 +34,11 @@ class World:
         function reads the one summary kept on its node (so it lives and dies with its tree),
         for the project it was made with (the run's; the language server keeps one project
         per workspace, and a changed buffer is a new tree)."""
-        found = self._summaries.get(id(scope))
-        if found is None or found.scope is not scope:
-            kept = scope.__dict__.get(_SUMMARY_ATTRIBUTE)
-            if kept is not None and kept[0] is self.context.project:
-                found = kept[1]
-            else:
-                resolver = self.classes.resolver_for(scope)
-                found = summarize(scope, resolver.qualified_name)
-                scope.__dict__[_SUMMARY_ATTRIBUTE] = (self.context.project, found)
-            self._summaries[id(scope)] = found
+        kept = scope.__dict__.get(_SUMMARY_ATTRIBUTE)
+        if kept is not None and kept[0] is self.context.project:
+            return kept[1]
+        found = summarize(scope, self.classes.resolver_for(scope).qualified_name)
+        scope.__dict__[_SUMMARY_ATTRIBUTE] = (self.context.project, found)
         return found
 
     # -- classes ---------------------------------------------------------------------------
