@@ -160,3 +160,51 @@ def test_closing_stops_the_background_worker(project):
     assert process.wait(timeout=10) is not None
     assert marks._thread is None and marks._fixer is None
     assert result.diagnostics, "there was something to ask about"
+
+
+# NNX105's fix is display-only here (no use of `Model` in a transform is known); NNX106 and
+# NNX601 have fixes --fix applies.
+DISPLAY_ONLY_BESIDE_APPLYING = '''from flax import nnx
+
+
+class Sampler(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.stream = rngs.dropout
+
+
+class Model(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.rngs = rngs
+        self.sampler = Sampler(rngs)
+
+
+def build(rngs):
+    return nnx.vmap(lambda r: Model(r), transform_metadata={nnx.PARTITION_NAME: "layers"})(rngs)
+'''
+
+
+def test_only_the_rules_whose_fixes_apply_lint_the_fixed_text_again(tmp_path, monkeypatch):
+    """A display-only fix never earns `[*]`, so its rule does not run on the fixed text (NNX105's
+    made the fix worker build the object-flow model of maxtext's largest files a second time)."""
+    from nnx_lint.fixes import apply, isolated
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "m.py").write_text(DISPLAY_ONLY_BESIDE_APPLYING)
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(tmp_path)
+    diagnostics = runner.run([tmp_path / "m.py"], settings, jobs=1).diagnostics
+    assert {d.code for d in diagnostics} == {"NNX105", "NNX106", "NNX601"}
+    relinted: list[set[str]] = []
+    real_fix_file = apply.fix_file
+
+    def fix_file(path, text, rules, *args, **kwargs):
+        relinted.append({rule.code for rule in rules})
+        return real_fix_file(path, text, rules, *args, **kwargs)
+
+    monkeypatch.setattr(apply, "fix_file", fix_file)
+    marks = FixMarks(unsafe=False, settings=settings)
+    found = isolated.answer(marks._request("m.py", diagnostics))
+    assert relinted == [{"NNX106", "NNX601"}]
+    by_code = {diagnostics[int(number)].code: fix for number, fix in found.items()}
+    assert by_code["NNX105"]["applicability"] == "display-only"
+    assert by_code["NNX106"]["resolves"] and by_code["NNX601"]["resolves"]

@@ -182,37 +182,39 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
         if fix is not None:
             found[str(position)] = fix.to_json()
             located[str(position)] = (diagnostic.code, diagnostic.line, diagnostic.column)
-    fixes = [Fix.from_json(fix) for fix in found.values()]
-    if "selectors" in request and any(fix.applies(request["unsafe"]) for fix in fixes) \
-            and sum(len(fix.edits) for fix in fixes) <= MAX_TRACKED_EDITS and text.count("\n") <= MAX_TRACKED_LINES:
+    fixes = {number: Fix.from_json(fix) for number, fix in found.items()}
+    applying = {located[number][0] for number, fix in fixes.items() if fix.applies(request["unsafe"])}
+    if "selectors" in request and applying \
+            and sum(len(fix.edits) for fix in fixes.values()) <= MAX_TRACKED_EDITS and text.count("\n") <= MAX_TRACKED_LINES:
         # Only what --fix would make go away gets `[*]`: fix the text as --fix does and look.
-        left = _still_there(request, data, text, origin is not None, known)
+        left = _still_there(request, data, text, origin is not None, known, applying)
         for number, where in located.items():
             found[number]["resolves"] = where not in left
     return found
 
 
 def _still_there(request: dict[str, Any], data: bytes, text: str, notebook: bool,
-                 known: list[Any]) -> set[tuple[str, int, int]]:
+                 known: list[Any], fixing: set[str]) -> set[tuple[str, int, int]]:
     """``(code, line, column)`` (module coordinates) of the findings ``--fix`` leaves in the file.
 
     ``known``: the request's findings in module coordinates. Those of the fixing rules are what
     linting the unchanged file with them gives (the run that sent them linted these very bytes
     with the same rules, roots and selectors), so the first pass of the fix does not lint again:
-    that lint was about half of the `[*]` check."""
+    that lint was about half of the `[*]` check.
+
+    ``fixing``: the codes of the findings whose fixes ``--fix`` applies here. Only their rules
+    lint the text again: a finding whose fix does not apply (a display-only note) never gets
+    `[*]`, whatever the other edits do to it, so its rule need not run (NNX105's display-only
+    fix made the fix worker build the object-flow model of maxtext's largest files a second time)."""
     from nnx_lint.base.diagnostic import Diagnostic
     from nnx_lint.fixes.apply import fix_file, fix_notebook_tracked
     from nnx_lint.engine.file_config import rules_for_selectors
     from nnx_lint.engine.runner import _selectors_from_json
 
-    from nnx_lint.engine.registry import rule_by_code
-
     # Only the rules that can fix something here: re-linting with every rule cost about half of a
     # cold run. A finding's fate depends on its own rule and on the edits applied, and the edits
-    # come only from findings with fixes, all of whose codes are among the file's findings (the
+    # come only from findings whose fixes apply, all of whose codes are in ``fixing`` (the
     # findings of other rules, and their fixes, are not asked about).
-    fixing = {stored.get("code") for stored in request["diagnostics"]
-              if (rule := rule_by_code(stored.get("code", ""))) is not None and rule.fixes}
     rules = [rule for rule in rules_for_selectors(_selectors_from_json(request["selectors"])) if rule.code in fixing]
     roots, unsafe, flax, width = request.get("roots"), request["unsafe"], flax_of(request), line_length_of(request)
     indent = indent_width_of(request)
