@@ -326,3 +326,38 @@ layer = Layer(nnx.Rngs(0))
 """)
     paths = _rngs_paths(model, _one(model, _value(context, "layer")))
     assert [p for p, _ in paths] == [".dropout.rngs", ".rngs"] and paths[0][1] != paths[1][1]
+
+
+FOCUS_SOURCE = RNGS_BLOCK + """
+class Model(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.rngs = rngs
+        self.block = Block(rngs)
+
+def build_model():
+    return Model(nnx.Rngs(0))
+
+def unrelated(rngs):
+    return [rngs.fork() for _ in range(3)]
+"""
+
+
+def test_a_question_about_one_class_solves_only_the_code_that_names_it(tmp_path):
+    """A class question enters the class's methods and the functions that name it, not the
+    whole file; its answer is the whole file's; any other question then enters the rest."""
+    from nnx_lint.analysis.objects.guards import shared_rngs_paths
+
+    context, model = _model(tmp_path, FOCUS_SOURCE)
+    model_class = next(c for c in context.module.body if isinstance(c, nodes.ClassDef) and c.name == "Model")
+    focused = [(first.text(), second.text()) for first, second, _ in shared_rngs_paths(model, model_class)]
+    entered = sorted(scope.name for scope in model._entered if isinstance(scope, nodes.FunctionDef))
+    assert entered == ["__init__", "build_model"], "Block's __init__ is reached by the call, not entered"
+    assert focused == [(".rngs", ".block.rngs")]
+
+    model.objects(context.module.body[-1].body[0].value)  # not a class question: the whole file
+    assert "unrelated" in {scope.name for scope in model._entered if isinstance(scope, nodes.FunctionDef)}
+    (tmp_path / "whole").mkdir()
+    whole = object_model(file_context(tmp_path / "whole", FOCUS_SOURCE))
+    whole.solver  # every entry first, then the same question
+    whole_class = next(c for c in whole.context.module.body if isinstance(c, nodes.ClassDef) and c.name == "Model")
+    assert [(f.text(), s.text()) for f, s, _ in shared_rngs_paths(whole, whole_class)] == focused

@@ -226,6 +226,11 @@ def leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) ->
     Python object (static to NNX, so what it holds is not in the tree): the model knows the
     objects at some step before the last, and none of them is a tree node (Module, pytree
     dataclass, optimizer, container). False when the model does not know."""
+    with model.focused_on(classdef):
+        return _leaves_the_tree(model, classdef, fields)
+
+
+def _leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
     current = holders_of(model, classdef)
     for attr in fields[:-1]:
         following = set()
@@ -245,6 +250,11 @@ def never_built(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> boo
     on the way is made only in a branch no analysed call takes (``Child(rngs) if rate > 0.0 else
     Identity()`` where the call that made it leaves ``rate`` at 0.0): walking the path, the objects
     left once those are set aside hold nothing at the next field. False when the model does not know."""
+    with model.focused_on(classdef):
+        return _never_built(model, classdef, fields)
+
+
+def _never_built(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
     current = holders_of(model, classdef)
     pruned = False
     for attr in fields:
@@ -299,6 +309,11 @@ def _computed_argument(model, context, function: nodes.FunctionDef, name: str) -
 def shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
     """``(first path, second path, rngs object)`` for each Rngs (or stream of one) that an instance
     of ``classdef`` holds at two paths of its tree whose first fields differ."""
+    with model.focused_on(classdef):
+        return _shared_rngs_paths(model, classdef)
+
+
+def _shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
     found, pairs = [], set()
     for holder in holders_of(model, classdef):
         by_owner: dict = {}

@@ -1,14 +1,24 @@
 """The object-flow model of one linted file, and the queries rules ask it.
 
-Built once per file on first use (``context.objects``, or :func:`object_model`): the module's
-body, and every function, method and lambda of the module as an entry with no caller, are
-instantiated; calls pull in what they reach, in this file or any project file (read through
-the project, so the result cache records them as dependencies). Then the solver runs to its
-bounded fixed point.
+Built once per file on first use (``context.objects``, or :func:`object_model`), on demand:
+
+* the module's body is instantiated at once;
+* a question about one class (:meth:`ObjectModel.focused_on`: what its instances hold, whether
+  a path of theirs is ever built) instantiates, as entries with no caller, only that class's
+  methods and the functions of the file that name the class (they construct it, or pass it on);
+* any other question instantiates every function, method and lambda of the module as an entry.
+
+Calls pull in what they reach, in this file or any project file (read through the project, so
+the result cache records them as dependencies); the solver then runs to its bounded fixed
+point, and runs on from there when more entries are asked for (the tables only grow). A class
+question needs the code that makes and fills that class's instances, not the whole file: on
+maxtext's 2,000-line model files, whose classes each build a different tree of layers, the
+whole-file solve of every file that asked about one class was most of the run.
 """
 from __future__ import annotations
 
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from astroid import nodes
@@ -52,15 +62,72 @@ class ObjectModel:
     def __init__(self, context) -> None:
         self.context = context
         self.world = World(context)
-        self.solver = Solver(self.world)
-        module = context.module
-        self.solver.instantiate(module, None)
-        for scope in nodes_of_class(module, (nodes.FunctionDef, nodes.Lambda)):
-            self.solver.instantiate(scope, self._root_context(scope))
-        self.solver.solve()
+        self._solver = Solver(self.world)
+        self._solver.instantiate(context.module, None)
+        self._solver.solve()
+        #: The module's functions, methods and lambdas in file order (the entries).
+        self._scopes = list(nodes_of_class(context.module, (nodes.FunctionDef, nodes.Lambda)))
+        self._entered: set[nodes.NodeNG] = set()
+        self._whole = False
+        self._focus = 0  # inside `focused_on`: queries do not ask for the whole file
+        self._clear_indexes()
+
+    def _clear_indexes(self) -> None:
+        """Forget what was built from the solve's tables (they grew)."""
         self._holders: dict[AbstractObject, list[str]] | None = None
         self._instances: dict[int, dict[AbstractObject, None]] | None = None
         self._choices: Choices | None = None
+
+    @property
+    def solver(self) -> Solver:
+        """The solver, with every entry of the file solved (unless inside :meth:`focused_on`)."""
+        self._ready()
+        return self._solver
+
+    def _ready(self) -> None:
+        if not self._whole and not self._focus:
+            self._whole = True
+            self._enter(self._scopes)
+
+    def _enter(self, scopes) -> None:
+        """Instantiate ``scopes`` (those not yet entered, in file order) as entries, and solve on."""
+        new = [scope for scope in scopes if scope not in self._entered]
+        if not new:
+            return
+        for scope in new:
+            self._entered.add(scope)
+            self._solver.instantiate(scope, self._root_context(scope))
+        self._solver.solve()
+        self._clear_indexes()
+
+    @contextmanager
+    def focused_on(self, classdef: nodes.ClassDef):
+        """Within this block, queries are about the instances of ``classdef``: only its methods
+        and the functions that name it are entries (plus whatever the file's earlier questions
+        made entries). The answers about those instances are the whole file's, but for flows
+        that reach them only through a function that never names the class."""
+        if not self._whole:
+            self._enter(self._class_scopes(classdef))
+        self._focus += 1
+        try:
+            yield self
+        finally:
+            self._focus -= 1
+
+    def _class_scopes(self, classdef: nodes.ClassDef) -> list[nodes.NodeNG]:
+        """The entries a question about ``classdef`` needs, in file order: the functions inside
+        it, and every function that names it, with the functions around those (a closure's
+        variables are its enclosing function's)."""
+        wanted: set[nodes.NodeNG] = set(nodes_of_class(classdef, (nodes.FunctionDef, nodes.Lambda)))
+        name = classdef.name
+        for node in nodes_of_class(self.context.module, (nodes.Name, nodes.Attribute)):
+            if (node.name if isinstance(node, nodes.Name) else node.attrname) != name:
+                continue
+            scope = own_scope(node)
+            while not isinstance(scope, nodes.Module) and scope not in wanted:
+                wanted.add(scope)
+                scope = own_scope(scope)
+        return [scope for scope in self._scopes if scope in wanted]
 
     def release(self) -> None:
         """Empty the solve's tables once the file's walk is over (the engine calls this through
@@ -68,7 +135,7 @@ class ObjectModel:
         tuples and sets, which only point into trees: emptied here, they are freed at once,
         instead of being traversed by the collection after the file (the file's context is
         in reference cycles, so the collector alone would free them)."""
-        for part in (self.solver, self.world, self):
+        for part in (self._solver, self.world, self):
             for table in vars(part).values():
                 if isinstance(table, (dict, set, list, deque)):
                     table.clear()
@@ -76,20 +143,21 @@ class ObjectModel:
     def _root_context(self, scope: nodes.NodeNG):
         enclosing = own_scope(scope)
         if isinstance(enclosing, nodes.Module):
-            return self.solver.root_context(None)
-        return self.solver.root_context(self._root_context(enclosing))
+            return self._solver.root_context(None)
+        return self._solver.root_context(self._root_context(enclosing))
 
     # -- queries -------------------------------------------------------------------------
     def objects(self, expression: nodes.NodeNG) -> set[AbstractObject]:
         """The abstract objects ``expression`` (an expression or a name binding) may hold, over
         every context its function was analysed in."""
+        self._ready()
         local = ("b", expression) if isinstance(expression, (nodes.AssignName, nodes.AssignAttr)) \
             else ("e", expression)
         scope = own_scope(expression)
         found: set[AbstractObject] = set()
-        contexts = self.solver.instances.get(scope, {None}) if not isinstance(scope, nodes.Module) else {None}
+        contexts = self._solver.instances.get(scope, {None}) if not isinstance(scope, nodes.Module) else {None}
         for context in contexts:
-            found |= self.solver.points.get(self.solver.var(local, scope, context), set())
+            found |= self._solver.points.get(self._solver.var(local, scope, context), set())
         return found
 
     def proven(self, expression: nodes.NodeNG) -> bool:
@@ -115,23 +183,27 @@ class ObjectModel:
         ``("may", choice)`` when only on one side of a choice of the program (``choice``: the
         ``a if c else b``, ``x or y`` or branch statement), ``(None, None)`` when another store may
         have overwritten it or only a dead arm brings it (:mod:`nnx_lint.analysis.objects.choices`)."""
+        self._ready()
         if self._choices is None:
-            self._choices = Choices(self.solver)
+            self._choices = Choices(self._solver)
         return self._choices.store(holder, attr, target)
 
     def fields(self, obj: AbstractObject, attr: str) -> set[AbstractObject]:
         """The objects ``obj.attr`` may hold (``"*"``: any element of a container)."""
-        return set(self.solver.points.get(self.solver.field(obj, attr), ()))
+        self._ready()
+        return set(self._solver.points.get(self._solver.field(obj, attr), ()))
 
     def field_names(self, obj: AbstractObject) -> list[str]:
         """The fields stored on ``obj``, in the order first stored."""
+        self._ready()
         return list(self._fields_by_holder().get(obj, ()))
 
     def store_nodes(self, obj: AbstractObject, attr: str, target: AbstractObject | None = None) -> list[nodes.NodeNG]:
         """The stores that put ``target`` (default: anything) into ``obj.attr``."""
+        self._ready()
         found = []
-        for node, source in self.solver.store_sites.get((obj, attr), ()):
-            if target is None or target in self.solver.points.get(source, ()):
+        for node, source in self._solver.store_sites.get((obj, attr), ()):
+            if target is None or target in self._solver.points.get(source, ()):
                 found.append(node)
         return found
 
@@ -139,6 +211,7 @@ class ObjectModel:
         """Every field path from ``root`` to an object ``target_test(obj)`` accepts, breadth first,
         walking only through tree nodes (Modules, pytree dataclasses, optimizers, containers): a
         plain Python object is static to NNX, so what it holds is not in the tree."""
+        self._ready()
         index = self._fields_by_holder()
         found: list[tuple[Path, AbstractObject]] = []
         queue = deque([(root, Path((), ()), frozenset([root]))])
@@ -167,7 +240,7 @@ class ObjectModel:
         """Each holder's stored fields (built once: the model does not change after the solve)."""
         if self._holders is None:
             self._holders = {}
-            for holder, attr in self.solver.store_sites:
+            for holder, attr in self._solver.store_sites:
                 self._holders.setdefault(holder, []).append(attr)
         return self._holders
 
@@ -180,9 +253,10 @@ class ObjectModel:
         """``(True, value)`` when every store of ``attr`` on any instance of ``classdef`` (or on its
         outside ``self``) stores one literal ``value``; ``(False, None)`` otherwise. ``besides``: a
         store to leave out, which must not be the only one (a first store adds the attribute)."""
+        self._ready()
         values: set = set()
         seen = False
-        for (holder, field), sites in self.solver.store_sites.items():
+        for (holder, field), sites in self._solver.store_sites.items():
             if field != attr or holder.definition is not classdef:
                 continue
             if besides is not None:
@@ -190,12 +264,12 @@ class ObjectModel:
             if not sites:
                 continue
             seen = True
-            if any(not self.solver.points.get(source) for _node, source in sites):
+            if any(not self._solver.points.get(source) for _node, source in sites):
                 return False, None  # a store of a value the model does not know
-            if self.solver.field(holder, attr) in self.solver.widened:
+            if self._solver.field(holder, attr) in self._solver.widened:
                 return False, None
             for _node, source in sites:
-                for obj in self.solver.points.get(source, ()):
+                for obj in self._solver.points.get(source, ()):
                     if obj.kind != kinds.CONSTANT:
                         return False, None
                     values.add((type(obj.definition), obj.definition))
@@ -206,20 +280,22 @@ class ObjectModel:
     def parameter_values(self, function: nodes.NodeNG, name: str) -> set[AbstractObject] | None:
         """What the analysed calls of ``function`` pass for parameter ``name`` (its default included
         when a call leaves it out); None when no analysed call reaches ``function``."""
+        self._ready()
         binding = next((b for b in nodes_of_class(function.args, nodes.AssignName) if b.name == name), None)
-        contexts = [c for c in self.solver.instances.get(function, ()) if not is_rooted(c)]
+        contexts = [c for c in self._solver.instances.get(function, ()) if not is_rooted(c)]
         if binding is None or not contexts:
             return None
         found: set[AbstractObject] = set()
         for context in contexts:
-            found |= self.solver.points.get(self.solver.var(("b", binding), function, context), set())
+            found |= self._solver.points.get(self._solver.var(("b", binding), function, context), set())
         return found
 
     def instances_of(self, classdef: nodes.ClassDef) -> list[AbstractObject]:
         """The objects of ``classdef`` the model saw made (proven ones), in creation order."""
+        self._ready()
         if self._instances is None:
             self._instances = {}
-            for points in self.solver.points.values():
+            for points in self._solver.points.values():
                 for obj in points:
                     if isinstance(obj.definition, nodes.ClassDef) and obj.proven and obj.kind != kinds.CLASS:
                         self._instances.setdefault(id(obj.definition), {})[obj] = None
