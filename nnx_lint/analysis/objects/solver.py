@@ -132,7 +132,9 @@ class Solver:
         tag, node = local[0], local[1]
         if tag == "r":
             return ("r", node, context)
-        home = self._scope_of(node)
+        home = self._scopes.get(id(node))
+        if home is None:
+            home = self._scope_of(node)
         while home is not scope and context is not None:
             context = context.defined_in
             parent = scope.parent
@@ -158,14 +160,16 @@ class Solver:
     # -- adding ---------------------------------------------------------------------------
     def add(self, var: tuple, objects) -> None:
         """``var ⊇ objects``: queue what is new."""
-        current = self.points.setdefault(var, set())
-        # In one order every run (``objects`` is often a set, whose order follows string hashes):
-        # which calls get a context of their own, past the bound, must not depend on the run.
-        new = sorted((o for o in objects if o not in current), key=_ORDER)
-        if not new:
+        current = self.points.get(var)
+        if current is None:
+            current = self.points[var] = set()
+        new = [o for o in objects if o not in current]
+        if not new or var in self.widened:
             return
-        if var in self.widened:
-            return
+        if len(new) > 1:
+            # In one order every run (``objects`` is often a set, whose order follows string hashes):
+            # which calls get a context of their own, past the bound, must not depend on the run.
+            new.sort(key=_ORDER)
         room = MAX_SET - len(current)
         if len(new) > room:
             new = new[:max(room, 0)]
@@ -175,10 +179,11 @@ class Solver:
             self._work.append((var, new))
 
     def copy(self, dst: tuple, src: tuple, truthy: bool = False) -> None:
-        key = ("c", dst, src, truthy)
-        if key in self._edges:
+        key = (dst, src, truthy)
+        edges = self._edges
+        if key in edges:
             return
-        self._edges.add(key)
+        edges.add(key)
         self._copies.setdefault(src, []).append((dst, truthy))
         existing = self.points.get(src)
         if existing:
@@ -236,27 +241,34 @@ class Solver:
                 self._open(pending)
 
     def _propagate(self) -> None:
-        work = self._work
+        work, add = self._work, self.add
+        copies, loads, stores, calls, watchers = self._copies, self._loads, self._stores, self._calls, self._watchers
         while work:
             var, new = work.popleft()
             self.steps += 1
             if self.steps % 2048 == 0:
                 bounds.checkpoint("the object-flow model")
                 bounds.check_count(self.steps, MAX_STEPS, "the object-flow model")
-            for dst, truthy in list(self._copies.get(var, ())):
-                self.add(dst, [o for o in new if not (truthy and is_falsy_constant(o))])
-            for dst, attr in list(self._loads.get(var, ())):
-                for obj in new:
-                    self._load_one(dst, obj, attr)
-            for attr, src, node in list(self._stores.get(var, ())):
-                for obj in new:
-                    self._store_one(obj, attr, src, node)
-            for invocation in list(self._calls.get(var, ())):
-                for obj in new:
-                    self.apply(obj, invocation)
-            for callback in list(self._watchers.get(var, ())):
-                for obj in new:
-                    callback(obj)
+            # Each table is copied before it is walked: handling one object may add to it.
+            if var in copies:
+                for dst, truthy in list(copies[var]):
+                    add(dst, [o for o in new if not is_falsy_constant(o)] if truthy else new)
+            if var in loads:
+                for dst, attr in list(loads[var]):
+                    for obj in new:
+                        self._load_one(dst, obj, attr)
+            if var in stores:
+                for attr, src, node in list(stores[var]):
+                    for obj in new:
+                        self._store_one(obj, attr, src, node)
+            if var in calls:
+                for invocation in list(calls[var]):
+                    for obj in new:
+                        self.apply(obj, invocation)
+            if var in watchers:
+                for callback in list(watchers[var]):
+                    for obj in new:
+                        callback(obj)
 
     def _store_one(self, obj: AbstractObject, attr: str, src: tuple, node: nodes.NodeNG) -> None:
         if obj.kind in (kinds.CONSTANT, kinds.FUNCTION, kinds.LIBRARY):
