@@ -361,3 +361,52 @@ def test_a_question_about_one_class_solves_only_the_code_that_names_it(tmp_path)
     whole.solver  # every entry first, then the same question
     whole_class = next(c for c in whole.context.module.body if isinstance(c, nodes.ClassDef) and c.name == "Model")
     assert [(f.text(), s.text()) for f, s, _ in shared_rngs_paths(whole, whole_class)] == focused
+
+
+GUARDED_LAYERS = {"layers.py": """
+from flax import nnx
+
+class Inner(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.rngs = rngs
+
+class Deep(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.rngs = rngs
+        self.inner = Inner(rngs)
+"""}
+
+GUARDED_MAIN = """
+from flax import nnx
+from layers import Deep
+
+class Plain:
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+class Model(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs, rate: float = 0.0):
+        self.rngs = rngs
+        self.child = Deep(rngs)
+        self.holder = Plain(rngs)
+        self.dropped = Deep(rngs) if rate > 0.0 else None
+
+model = Model(nnx.Rngs(0))
+"""
+
+
+@pytest.mark.parametrize(("fields", "leaves", "never", "settled_shallow"), [
+    (("child", "rngs"), False, False, True),  # a layer of another file, built unconditionally
+    (("child", "inner", "rngs"), False, False, False),  # the layer's own layer: past the shallow solve
+    (("holder", "rngs"), True, False, False),  # a plain Python object: only the full model says so
+    (("dropped", "rngs"), False, True, False),  # built only when `rate > 0.0`, and no call passes one
+])
+def test_the_path_guards_settle_in_the_shallow_model_when_they_can(tmp_path, fields, leaves, never, settled_shallow):
+    """leaves_the_tree / never_built first ask the solve of the file's code and one call beyond it;
+    an answer settled there (it can only keep a finding) spares the solve of the whole tree."""
+    from nnx_lint.analysis.objects.guards import leaves_the_tree, never_built
+
+    context, model = _model(tmp_path, GUARDED_MAIN, GUARDED_LAYERS)
+    classdef = next(c for c in context.module.body if isinstance(c, nodes.ClassDef) and c.name == "Model")
+    assert (leaves_the_tree(model, classdef, fields), never_built(model, classdef, fields)) == (leaves, never)
+    assert (not model._deep) is settled_shallow, "a settled answer leaves the solve shallow"

@@ -226,8 +226,36 @@ def leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) ->
     Python object (static to NNX, so what it holds is not in the tree): the model knows the
     objects at some step before the last, and none of them is a tree node (Module, pytree
     dataclass, optimizer, container). False when the model does not know."""
+    if len(fields) < 2:
+        return False  # no step before the last: nothing to ask the model
+    with model.focused_on(classdef, deep=False) as shallow:
+        if _tree_nodes_at_every_step(shallow, classdef, fields[:-1]):
+            return False
     with model.focused_on(classdef):
         return _leaves_the_tree(model, classdef, fields)
+
+
+def _tree_nodes_at_every_step(shallow, classdef: nodes.ClassDef, steps: tuple[str, ...]) -> bool:
+    """Whether the shallow solve (``shallow``: ``ObjectModel.focused_on(..., deep=False)``) already
+    puts a known object other than a plain Python one at every step of ``steps`` from the objects
+    of ``classdef``. The full model knows all of that and more, so it cannot find every known
+    object at a step plain (:func:`_leaves_the_tree` then says False too), and the trees of
+    layers those objects build need not be solved.
+
+    One case escapes that argument: instances of ``classdef`` that only other files' code,
+    reached from this file, makes. The full model walks from them and the shallow one from the
+    class's outside ``self``. Even then this answer can only keep a finding that the full model
+    would have set aside, and can never drop one."""
+    current = holders_of(shallow, classdef)
+    for attr in steps:
+        if not current:
+            return False
+        known = [o for holder in current for o in shallow.fields(holder, attr)
+                 if o.kind not in (kinds.CONSTANT, kinds.OUTSIDE)]
+        if all(o.kind == kinds.PLAIN for o in known):
+            return False
+        current = [o for o in known if o.is_tree_node]
+    return True
 
 
 def _leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
@@ -250,8 +278,35 @@ def never_built(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> boo
     on the way is made only in a branch no analysed call takes (``Child(rngs) if rate > 0.0 else
     Identity()`` where the call that made it leaves ``rate`` at 0.0): walking the path, the objects
     left once those are set aside hold nothing at the next field. False when the model does not know."""
+    if not fields:
+        return False
+    with model.focused_on(classdef, deep=False) as shallow:
+        if _built_at_every_step(shallow, classdef, fields):
+            return False
     with model.focused_on(classdef):
         return _never_built(model, classdef, fields)
+
+
+def _built_at_every_step(shallow, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
+    """Whether the shallow solve (``shallow``) already reaches, at every step of ``fields``, an
+    object that no guard can set aside: one made outside any branch whose test reads a parameter
+    (or an outside value, or a constant). The full model has those objects too, so
+    :func:`_never_built` finds something built at every step and says False, and the trees of
+    layers need not be solved (the same argument, and the same one exception, as
+    :func:`_tree_nodes_at_every_step`: this answer can only keep a finding)."""
+    current = holders_of(shallow, classdef)
+    for attr in fields:
+        current = [o for holder in current for o in shallow.fields(holder, "*" if attr.startswith("[") else attr)
+                   if _never_set_aside(o)]
+        if not current:
+            return False
+    return True
+
+
+def _never_set_aside(obj) -> bool:
+    """Whether :func:`_made_in_branch_not_taken` is False for ``obj`` whatever the model knows."""
+    return not (obj.proven and obj.site is not None and obj.kind not in (kinds.CONSTANT, kinds.OUTSIDE)) \
+        or not _parameter_tests(obj.site)
 
 
 def _never_built(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:

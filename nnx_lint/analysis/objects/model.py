@@ -26,13 +26,20 @@ from astroid import nodes
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.choices import Choices
-from nnx_lint.analysis.objects.solver import Solver, is_rooted, object_loops
+from nnx_lint.analysis.objects.contexts import is_rooted, object_loops
+from nnx_lint.analysis.objects.solver import Solver
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.analysis.objects.world import World
 from nnx_lint.base.node_index import nodes_of_class
 
 #: How deep :meth:`ObjectModel.paths` walks fields.
 MAX_PATH = 6
+#: How many calls into other files, in a row, the model follows before a question needs more
+#: (``ObjectModel.focused_on(..., deep=False)``): the file's code, its base classes' methods, and
+#: the ``__init__`` (or function) each of its calls into another file runs, but nothing those
+#: call in turn (the layers of the layers). Any other question deepens the solve to the
+#: solver's ``MAX_FOREIGN_CALLS``.
+SHALLOW_FOREIGN_CALLS = 1
 #: The values that carry no identity worth tracking across objects.
 _VALUES = frozenset({kinds.CONSTANT, kinds.FUNCTION, kinds.CLASS, kinds.LIBRARY})
 
@@ -62,13 +69,15 @@ class ObjectModel:
     def __init__(self, context) -> None:
         self.context = context
         self.world = World(context)
-        self._solver = Solver(self.world)
+        self._solver = Solver(self.world, SHALLOW_FOREIGN_CALLS)
+        self._deep = False
         self._solver.instantiate(context.module, None)
         self._solver.solve()
         #: The module's functions, methods and lambdas in file order (the entries).
         self._scopes = list(nodes_of_class(context.module, (nodes.FunctionDef, nodes.Lambda)))
         self._entered: set[nodes.NodeNG] = set()
         self._whole = False
+        self._users: dict[str, list[nodes.NodeNG]] | None = None
         self._focus = 0  # inside `focused_on`: queries do not ask for the whole file
         self._clear_indexes()
 
@@ -85,9 +94,18 @@ class ObjectModel:
         return self._solver
 
     def _ready(self) -> None:
-        if not self._whole and not self._focus:
+        if self._focus:
+            return
+        self._deepen()
+        if not self._whole:
             self._whole = True
             self._enter(self._scopes)
+
+    def _deepen(self) -> None:
+        if not self._deep:
+            self._deep = True
+            self._solver.deepen()
+            self._clear_indexes()
 
     def _enter(self, scopes) -> None:
         """Instantiate ``scopes`` (those not yet entered, in file order) as entries, and solve on."""
@@ -101,13 +119,22 @@ class ObjectModel:
         self._clear_indexes()
 
     @contextmanager
-    def focused_on(self, classdef: nodes.ClassDef):
+    def focused_on(self, classdef: nodes.ClassDef, *, deep: bool = True):
         """Within this block, queries are about the instances of ``classdef``: only its methods
         and the functions that name it are entries (plus whatever the file's earlier questions
         made entries). The answers about those instances are the whole file's, but for flows
-        that reach them only through a function that never names the class."""
+        that reach them only through a function that never names the class.
+
+        ``deep=False``: chains of calls into other files stop after :data:`SHALLOW_FOREIGN_CALLS`
+        (unless an earlier question went deeper): a class of the file that builds a layer of
+        another file sees that layer's own stores, not the layers it builds in turn. What is
+        known then stays known when the solve goes deeper (the tables only grow), so a guard
+        that finds its answer settled there (:mod:`nnx_lint.analysis.objects.guards`) need not
+        solve the whole tree (maxtext's decoder builds every model family's layers)."""
         if not self._whole:
             self._enter(self._class_scopes(classdef))
+        if deep:
+            self._deepen()
         self._focus += 1
         try:
             yield self
@@ -116,18 +143,47 @@ class ObjectModel:
 
     def _class_scopes(self, classdef: nodes.ClassDef) -> list[nodes.NodeNG]:
         """The entries a question about ``classdef`` needs, in file order: the functions inside
-        it, and every function that names it, with the functions around those (a closure's
-        variables are its enclosing function's)."""
-        wanted: set[nodes.NodeNG] = set(nodes_of_class(classdef, (nodes.FunctionDef, nodes.Lambda)))
-        name = classdef.name
-        for node in nodes_of_class(self.context.module, (nodes.Name, nodes.Attribute)):
-            if (node.name if isinstance(node, nodes.Name) else node.attrname) != name:
-                continue
-            scope = own_scope(node)
+        it, every function that names it, and so on up the chain: the functions that name the
+        class or the module-level function those are in (``Attention`` builds the ``Compressor``
+        that builds the ``Indexer``, and hands it what it built), with the functions around each
+        (a closure's variables are its enclosing function's)."""
+        users = self._name_users()
+        wanted: set[nodes.NodeNG] = set()
+        names, seen = [], set()
+
+        def want(scope) -> None:
             while not isinstance(scope, nodes.Module) and scope not in wanted:
                 wanted.add(scope)
+                outer = scope.parent.frame() if scope.parent is not None else None
+                if isinstance(outer, nodes.ClassDef):
+                    # every method of the class: together they fill its instances' fields
+                    wanted.update(nodes_of_class(outer, (nodes.FunctionDef, nodes.Lambda)))
+                # the name its callers use: its class's, or a module-level function's own
+                name = outer.name if isinstance(outer, nodes.ClassDef) else \
+                    scope.name if isinstance(scope, nodes.FunctionDef) and isinstance(outer, nodes.Module) else None
+                if name is not None and name not in seen:
+                    seen.add(name)
+                    names.append(name)
                 scope = own_scope(scope)
+
+        for scope in nodes_of_class(classdef, (nodes.FunctionDef, nodes.Lambda)):
+            want(scope)
+        seen.add(classdef.name)
+        names.append(classdef.name)
+        while names:
+            for scope in users.get(names.pop(), ()):
+                want(scope)
         return [scope for scope in self._scopes if scope in wanted]
+
+    def _name_users(self) -> dict[str, list[nodes.NodeNG]]:
+        """Each name read in the module (``Name`` or attribute), and the functions that read it."""
+        if self._users is None:
+            self._users = {}
+            for node in nodes_of_class(self.context.module, (nodes.Name, nodes.Attribute)):
+                scope = own_scope(node)
+                if not isinstance(scope, nodes.Module):
+                    self._users.setdefault(node.name if isinstance(node, nodes.Name) else node.attrname, []).append(scope)
+        return self._users
 
     def release(self) -> None:
         """Empty the solve's tables once the file's walk is over (the engine calls this through

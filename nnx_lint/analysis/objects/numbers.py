@@ -14,7 +14,7 @@ from astroid.exceptions import NoDefault
 
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.call_sites import calls_in_other_files
-from nnx_lint.analysis.objects.solver import is_rooted
+from nnx_lint.analysis.objects.contexts import is_rooted
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import LINSPACES
 

@@ -33,8 +33,9 @@ from collections import deque
 from astroid import nodes
 
 import nnx_lint.analysis.objects.abstract as kinds
-from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant, order_text
+from nnx_lint.analysis.objects.abstract import AbstractObject, is_falsy_constant
 from nnx_lint.analysis.objects.carries import is_scan
+from nnx_lint.analysis.objects.contexts import MERGED, ROOT, Context, context_loops, depth_of, is_rooted, object_loops
 from nnx_lint.analysis.objects.library import LibraryModels
 from nnx_lint.analysis.objects.loops import loops_around
 from nnx_lint.analysis.objects.summary import Alloc, Call, Copy, Load, OrElse, Store, own_scope
@@ -55,55 +56,22 @@ MAX_DEPTH = 4
 #: another file, the children it builds and the factories it calls.
 MAX_FOREIGN_CALLS = 2
 MAX_STEPS = 400_000
-ROOT = "root"
-MERGED = "*"
 
 
 #: The order objects are added in (:attr:`AbstractObject.order_text`).
 _ORDER = operator.attrgetter("order_text")
 
 
-class Context:
-    """One call-site context of a function instance (interned by :meth:`Solver.context`, so
-    identity is equality and the hash is cached: contexts key every variable of the solve).
-
-    ``site``: the call that entered the function (or :data:`ROOT`, :data:`MERGED`);
-    ``defined_in``: the context the function object was made in (closures);
-    ``caller``: the receiver object of a method, or the caller's context for a plain function;
-    ``rooted``: whether the chain starts at an entry analysed with no caller;
-    ``loops``: the loops around the calls of the chain (a frozenset of nodes), or None when the
-    chain went through a merged context (a summary); ``depth``: the length of the chain."""
-
-    __slots__ = ("site", "defined_in", "caller", "rooted", "loops", "depth", "foreign", "stable", "order_text")
-
-    def __init__(self, site, defined_in, caller, rooted: bool, loops: frozenset | None, depth: int,
-                 foreign: int = 0) -> None:
-        self.site, self.defined_in, self.caller = site, defined_in, caller
-        self.rooted, self.loops, self.depth = rooted, loops, depth
-        #: How many calls into other files' functions the chain made in a row (:data:`MAX_FOREIGN_CALLS`).
-        self.foreign = foreign
-        #: The same in every run (positions, not ids): sets of contexts and of the objects made
-        #: in them iterate in one order, so the context bound picks the same calls each run.
-        self.order_text = "|".join((order_text(site), order_text(defined_in), order_text(caller), str(rooted), str(depth)))
-        self.stable = hash(self.order_text)
-
-    def __hash__(self) -> int:
-        return self.stable
-
-    def __getitem__(self, index: int):
-        """The tuple view ``(site, defined_in, caller, rooted)`` that summaries' variables walk."""
-        return (self.site, self.defined_in, self.caller, self.rooted)[index]
-
-    def __repr__(self) -> str:
-        return f"Context({getattr(self.site, 'lineno', self.site)}, depth={self.depth})"
-
-
 class Solver:
     """Holds the constraint graph and its fixed point. ``world`` answers questions about
     classes and definitions (:class:`nnx_lint.analysis.objects.model.World`)."""
 
-    def __init__(self, world) -> None:
+    def __init__(self, world, max_foreign_calls: int | None = None) -> None:
         self.world = world
+        #: How many calls into other files a chain follows for now (:meth:`deepen` raises it up
+        #: to :data:`MAX_FOREIGN_CALLS`); the calls it stops are kept in ``_deferred``.
+        self.max_foreign_calls = MAX_FOREIGN_CALLS if max_foreign_calls is None else max_foreign_calls
+        self._deferred: list[tuple] = []
         self.points: dict[tuple, set[AbstractObject]] = {}
         self.widened: set[tuple] = set()
         self._copies: dict[tuple, list[tuple[tuple, bool]]] = {}
@@ -228,6 +196,17 @@ class Solver:
         dst, src, _guard, truthy = pending
         self.copy(dst, src, truthy)
 
+    def deepen(self) -> None:
+        """Follow chains of calls into other files up to :data:`MAX_FOREIGN_CALLS`: enter the calls
+        a lower limit stopped, and solve on. The tables only grow, so what was known before
+        stays known: a question settled at the lower limit is settled for good."""
+        while self.max_foreign_calls < MAX_FOREIGN_CALLS:
+            self.max_foreign_calls += 1
+            deferred, self._deferred = self._deferred, []
+            for function, defined_in, invocation, receiver in deferred:
+                self.enter(function, defined_in, invocation, receiver)
+            self.solve()
+
     # -- the fixed point -------------------------------------------------------------------
     def solve(self) -> None:
         """Propagate until nothing is new (bounded; see the module docstring); an ``x or y`` whose
@@ -339,7 +318,9 @@ class Solver:
         """Call a project function: bind the arguments, and the result to its return (a call too
         far into other files, :data:`MAX_FOREIGN_CALLS`, is left unresolved)."""
         foreign = self._foreign_calls(function, invocation, receiver)
-        if foreign > MAX_FOREIGN_CALLS:
+        if foreign > self.max_foreign_calls:
+            if foreign <= MAX_FOREIGN_CALLS:
+                self._deferred.append((function, defined_in, invocation, receiver))
             return
         context = self.context_for(function, invocation, defined_in, receiver, foreign)
         summary = self.instantiate(function, context)
@@ -446,7 +427,7 @@ class Solver:
             chain, outer = receiver, object_loops(receiver)
         else:
             chain, outer = caller, context_loops(caller)
-        depth = 1 + max(_depth(caller), _depth(receiver.context) if receiver is not None else 0)
+        depth = 1 + max(depth_of(caller), depth_of(receiver.context) if receiver is not None else 0)
         loops = None if outer is None else outer | loops_around(invocation.node)
         merged = self.context(MERGED, defined_in, None, rooted, None, 0, foreign)
         if depth > MAX_DEPTH:
@@ -570,26 +551,3 @@ def may_be_false(obj: AbstractObject) -> bool:
     if obj.kind == kinds.CONSTANT:
         return not obj.definition
     return obj.kind not in _ALWAYS_TRUE
-
-
-def is_rooted(context) -> bool:
-    """Whether ``context`` descends from an entry analysed with no caller."""
-    return context is not None and (context.site == ROOT or context.rooted)
-
-
-def _depth(context) -> int:
-    return context.depth if context is not None else 0
-
-
-def context_loops(context) -> frozenset | None:
-    """The loops around the calls of ``context``'s chain; None for a merged (summary) chain."""
-    return frozenset() if context is None else context.loops
-
-
-def object_loops(obj: AbstractObject) -> frozenset | None:
-    """The loops around ``obj``'s creation and the calls that led to it: ``obj`` stands for one
-    runtime object per run of those loops. None for a summary (made in a merged context)."""
-    outer = context_loops(obj.context) if isinstance(obj.context, Context) else frozenset()
-    if outer is None:
-        return None
-    return outer | loops_around(obj.site) if obj.site is not None else outer
