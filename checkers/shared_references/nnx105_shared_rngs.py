@@ -36,8 +36,8 @@ FORK_SHARED_RNGS = Rewrite(
 )
 
 
-#: Files with more functions than this ask the object-flow model only for a class that falls back to
-#: ``self.rngs`` (see :meth:`SharedRngs.model_findings`).
+#: Files with more functions than this do not ask the object-flow model for the sharings the
+#: construction replay does not see (see :meth:`SharedRngs.model_findings`).
 MODEL_FILE_FUNCTIONS = 40
 
 
@@ -226,11 +226,15 @@ class SharedRngs(ClassAliasRule):
         not see: a child built by a helper function, method or lambda (in any file), through a
         partial, a container, ``*args`` / ``**kwargs`` forwarding, a branch, or a method that
         falls back to ``self.rngs`` (``rngs = rngs or self.rngs``). Asked of a class that has such
-        a fallback, or that holds an Rngs the replay sees in a file of at most
-        :data:`MODEL_FILE_FUNCTIONS` functions (the whole file's solve then stays well inside the
-        file's budget: on maxtext's 2,000-line model files it did not, and the budget's NNX004
-        dropped the file's other findings)."""
-        if not _falls_back_to_self(fact_index(self.context), classdef) and not (self._holds_rngs(classdef) and self._small_file()):
+        a fallback, or that holds an Rngs the replay sees, in a file of at most
+        :data:`MODEL_FILE_FUNCTIONS` functions. The solve of a large file's class can cost seconds
+        (maxtext's decoder builds every model family's layers), and most of a large file's
+        classes hold an Rngs; a fallback in such a file was asked too until the fallback check
+        alone was measured at 1.3 s of a cold run on flax (``graphlib.py``'s ``VariableDef``) and
+        at most of the object model's memory on maxtext, with no finding on the twelve corpora."""
+        if not self._small_file():
+            return
+        if not _falls_back_to_self(fact_index(self.context), classdef) and not self._holds_rngs(classdef):
             return
         statements = {line for line, _column in reported}
         for first, second, _owner in object_flow.shared_rngs_paths(object_flow.object_model(self.context), classdef):
