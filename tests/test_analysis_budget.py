@@ -327,3 +327,31 @@ def test_the_budget_counts_the_analysing_threads_cpu_not_the_wall_clock():
     assert budget.expired()
     with pytest.raises(bounds.BudgetExceeded):
         budget.check("work")
+
+
+def test_a_check_well_within_the_budget_does_not_read_the_cpu_clock(monkeypatch):
+    """Reading the thread's CPU clock is a system call and the walk checks the budget at every
+    node: while the wall time since the last reading cannot have used the budget up (a thread's
+    CPU time grows no faster than the wall clock), a check reads only the cheap wall clock."""
+    import time as _time
+
+    reads = []
+
+    def counted_thread_time() -> float:
+        reads.append(1)
+        return _time.thread_time()
+
+    monkeypatch.setattr(bounds, "_THREAD_CPU_TIME", counted_thread_time)
+    monkeypatch.setattr(bounds, "clock", counted_thread_time)
+    budget = bounds.AnalysisBudget(seconds=60.0)
+    for _ in range(1000):
+        budget.check("a step")
+    assert not budget.expired()
+    assert len(reads) == 1  # the budget's start
+    short = bounds.AnalysisBudget(seconds=0.05)
+    spin_until = _time.thread_time() + 0.1  # CPU, not wall: a loaded machine gives less CPU than wall
+    while _time.thread_time() < spin_until:
+        pass
+    assert short.expired()  # past the wall bound, the CPU clock is read and is over
+    with pytest.raises(bounds.BudgetExceeded):
+        short.check("work")

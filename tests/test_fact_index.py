@@ -57,6 +57,30 @@ def test_calls_are_resolved_once_for_every_rule(tmp_path):
     assert facts.nnx_call(next(c for c in facts.calls if c.func.as_string() == "nnx.split")).name == "split"
 
 
+def test_each_call_is_matched_against_the_nnx_api_once_per_file(tmp_path, monkeypatch):
+    """The rules (``context.nnx_call``) and the transform resolver ask about every call: the
+    resolver's matching of the linted module shares the context's answers, the same objects."""
+    import nnx_lint.analysis.context as context_module
+    import nnx_lint.analysis.transform_types as transform_types
+
+    context = file_context(tmp_path, SOURCE)
+    matched = []
+    original = context_module.match_nnx_call
+
+    def counted(node, resolver):
+        matched.append(node)
+        return original(node, resolver)
+
+    monkeypatch.setattr(context_module, "match_nnx_call", counted)
+    monkeypatch.setattr(transform_types, "match_nnx_call", counted)
+    resolver = transform_resolver(context)
+    calls = fact_index(context).calls
+    for call in calls:
+        assert resolver.nnx_call(call) is context.nnx_call(call)
+    assert len(matched) == len(calls)
+    assert resolver.nnx_call(next(c for c in calls if c.func.as_string() == "nnx.split")).name == "split"
+
+
 def test_graph_uses_are_recorded_once_per_call(tmp_path):
     context = file_context(tmp_path, SOURCE)
     uses = graph_uses(context)

@@ -69,6 +69,7 @@ class SplitRngsContextManager(Rule):
     """
 
     code = "NNX701"
+    visits_nnx_calls_only = True  # `nnx.restore_rngs(...)` is a call of the nnx API
     facts_type = SplitRngsContextManagerFacts
     fixes = ("pin",)
     symbol = "split-rngs-context-manager"

@@ -40,6 +40,8 @@ class PrefixFilterRule(Rule):
     facts_type = PrefixFilterFacts
     #: Tree Mode rejects the filter when the transform is created, before it is ever called.
     stage = "transform-created"
+    #: A filter's construction and the transforms reading it are both calls of the nnx API.
+    visits_nnx_calls_only = True
     filter_name: ClassVar[str]
     unused_message: ClassVar[str]
     unused_help: ClassVar[str]

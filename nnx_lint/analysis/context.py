@@ -48,7 +48,8 @@ class FileContext:
         #: The class model: what classes store, which class an expression has.
         self.classes = ClassModel(self)
         self.diagnostics: list[Diagnostic] = []
-        self._calls: dict[int, NNXCall | None] = {}
+        #: Each call's :meth:`nnx_call` answer (the transform resolver's matching of this module shares it).
+        self.matched_calls: dict[int, NNXCall | None] = {}
         self._services: dict[Callable, object] = {}
 
     def service(self, factory: Callable[[FileContext], T]) -> T:
@@ -88,9 +89,9 @@ class FileContext:
         if not isinstance(node, nodes.Call):
             return None
         key = id(node)
-        found = self._calls.get(key, _MISSING)
+        found = self.matched_calls.get(key, _MISSING)
         if found is _MISSING:
-            found = self._calls[key] = match_nnx_call(node, self.resolver)
+            found = self.matched_calls[key] = match_nnx_call(node, self.resolver)
         return found  # type: ignore[return-value]
 
     def keeps_graph_mode(self, call: NNXCall) -> bool:

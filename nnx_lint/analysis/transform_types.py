@@ -120,11 +120,14 @@ class Application:
 class ModuleTools:
     """Name resolution and mode context for one module (the linted one or another file)."""
 
-    def __init__(self, module: nodes.Module, resolver: NameResolver, mode: ModeContext) -> None:
+    def __init__(self, module: nodes.Module, resolver: NameResolver, mode: ModeContext,
+                 calls: dict[int, NNXCall | None] | None = None) -> None:
         self.module = module
         self.resolver = resolver
         self.mode = mode
-        self._calls: dict[int, NNXCall | None] = {}
+        #: ``calls``: a memo to share (the linted module's, which the file's context keeps: each
+        #: call is matched once per file, not once for the rules and again for the resolver).
+        self._calls: dict[int, NNXCall | None] = {} if calls is None else calls
 
     def nnx_call(self, node: nodes.NodeNG) -> NNXCall | None:
         if not isinstance(node, nodes.Call):

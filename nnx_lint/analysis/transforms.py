@@ -77,7 +77,7 @@ class TransformResolver(TransformedCallables):
     def __init__(self, context: FileContext) -> None:
         self.context = context
         self.module = context.module
-        self._own_tools = ModuleTools(context.module, context.resolver, context.mode)
+        self._own_tools = ModuleTools(context.module, context.resolver, context.mode, context.matched_calls)
         self._entries: list[Entry] | None = None
         self._entries_by_function: dict[int, list[Entry]] = {}
         self._callables: dict[int, Entry | None] = {}
