@@ -173,9 +173,14 @@ class StaleLoopCarry(Rule):
         return Reproduction(main, expect_tree=0.0, expect_graph=3.0, control=control, traced=False)
 
     def visit_module(self, node: nodes.Module) -> None:
-        if not any(self._changed_loop(call) for call in fact_index(self.context).calls):
+        loops = [call for call in fact_index(self.context).calls if self._changed_loop(call)]
+        if not loops:
             return  # no loop here that the flip changes: the model is not built for nothing
-        model = object_flow.object_model(self.context)
+        # The model is asked about the code that can reach these loops, not the whole file.
+        with object_flow.object_model(self.context).focused_on(*loops) as model:
+            self._report_stale_reads(node, model)
+
+    def _report_stale_reads(self, node: nodes.Module, model) -> None:
         reported: set[int] = set()
         for loop in object_flow.loop_records(model):
             call = self._loop_call(loop)

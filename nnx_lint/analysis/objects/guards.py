@@ -425,6 +425,11 @@ def shared_inside(model, expression: nodes.NodeNG, wanted: frozenset[str] = _SHA
     (:meth:`ObjectModel.one_object_within`): a summary (made in a loop, or in a merged context)
     reached at two paths may be two objects. Each path is judged from where the two part
     (:meth:`ObjectModel.how_held`); a step another store may overwrite disqualifies it."""
+    with model.focused_on(expression):
+        return _shared_inside(model, expression, wanted)
+
+
+def _shared_inside(model, expression: nodes.NodeNG, wanted: frozenset[str]) -> SharedInside | None:
     best: SharedInside | None = None
     for root in model.objects(expression):
         if not root.proven or not root.is_tree_node:
@@ -522,9 +527,10 @@ def reached_from(model, expression: nodes.NodeNG, targets: set) -> tuple | None:
     ``nnx.ModelAndOptimizer`` reaches its model at ``.model``); None otherwise."""
     if not targets:
         return None
-    for root in model.objects(expression):
-        if not root.proven or not root.is_tree_node or root in targets:
-            continue
-        for path, obj in model.paths(root, lambda o: o in targets):
-            return root, path, obj
+    with model.focused_on(expression):
+        for root in model.objects(expression):
+            if not root.proven or not root.is_tree_node or root in targets:
+                continue
+            for path, obj in model.paths(root, lambda o: o in targets):
+                return root, path, obj
     return None

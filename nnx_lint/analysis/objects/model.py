@@ -119,11 +119,12 @@ class ObjectModel:
         self._clear_indexes()
 
     @contextmanager
-    def focused_on(self, classdef: nodes.ClassDef, *, deep: bool = True):
-        """Within this block, queries are about the instances of ``classdef``: only its methods
-        and the functions that name it are entries (plus whatever the file's earlier questions
-        made entries). The answers about those instances are the whole file's, but for flows
-        that reach them only through a function that never names the class.
+    def focused_on(self, *targets: nodes.NodeNG, deep: bool = True):
+        """Within this block, queries are about ``targets``: the instances of a class, or the
+        values of the function a node is in. Only the code that can reach them is entered (see
+        :meth:`_scopes_reaching`; plus whatever the file's earlier questions entered). The
+        answers about them are the whole file's, but for flows that reach it only through
+        a function that never names the class or function involved.
 
         ``deep=False``: chains of calls into other files stop after :data:`SHALLOW_FOREIGN_CALLS`
         (unless an earlier question went deeper): a class of the file that builds a layer of
@@ -132,7 +133,8 @@ class ObjectModel:
         that finds its answer settled there (:mod:`nnx_lint.analysis.objects.guards`) need not
         solve the whole tree (maxtext's decoder builds every model family's layers)."""
         if not self._whole:
-            self._enter(self._class_scopes(classdef))
+            wanted = {scope for target in targets for scope in self._scopes_reaching(target)}
+            self._enter([scope for scope in self._scopes if scope in wanted])
         if deep:
             self._deepen()
         self._focus += 1
@@ -141,12 +143,13 @@ class ObjectModel:
         finally:
             self._focus -= 1
 
-    def _class_scopes(self, classdef: nodes.ClassDef) -> list[nodes.NodeNG]:
-        """The entries a question about ``classdef`` needs, in file order: the functions inside
-        it, every function that names it, and so on up the chain: the functions that name the
-        class or the module-level function those are in (``Attention`` builds the ``Compressor``
-        that builds the ``Indexer``, and hands it what it built), with the functions around each
-        (a closure's variables are its enclosing function's)."""
+    def _scopes_reaching(self, target: nodes.NodeNG) -> list[nodes.NodeNG]:
+        """The entries a question about ``target`` needs, in file order: the functions inside a
+        class (or the function a node is in), every function that names that class (or calls
+        that function), and so on up the chain: the functions that name the class or the
+        module-level function those are in (``Attention`` builds the ``Compressor`` that builds
+        the ``Indexer``, and hands it what it built), each class with all its methods, with the
+        functions around each (a closure's variables are its enclosing function's)."""
         users = self._name_users()
         wanted: set[nodes.NodeNG] = set()
         names, seen = [], set()
@@ -166,10 +169,13 @@ class ObjectModel:
                     names.append(name)
                 scope = own_scope(scope)
 
-        for scope in nodes_of_class(classdef, (nodes.FunctionDef, nodes.Lambda)):
-            want(scope)
-        seen.add(classdef.name)
-        names.append(classdef.name)
+        if isinstance(target, nodes.ClassDef):
+            for scope in nodes_of_class(target, (nodes.FunctionDef, nodes.Lambda)):
+                want(scope)
+            seen.add(target.name)
+            names.append(target.name)
+        else:
+            want(own_scope(target))
         while names:
             for scope in users.get(names.pop(), ()):
                 want(scope)
@@ -205,7 +211,11 @@ class ObjectModel:
     # -- queries -------------------------------------------------------------------------
     def objects(self, expression: nodes.NodeNG) -> set[AbstractObject]:
         """The abstract objects ``expression`` (an expression or a name binding) may hold, over
-        every context its function was analysed in."""
+        every context its function was analysed in. Asked alone, it solves only the code that
+        can reach ``expression`` (:meth:`focused_on`)."""
+        if not self._focus and not self._whole:
+            with self.focused_on(expression):
+                return self.objects(expression)
         self._ready()
         local = ("b", expression) if isinstance(expression, (nodes.AssignName, nodes.AssignAttr)) \
             else ("e", expression)
