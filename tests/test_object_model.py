@@ -410,3 +410,17 @@ def test_the_path_guards_settle_in_the_shallow_model_when_they_can(tmp_path, fie
     classdef = next(c for c in context.module.body if isinstance(c, nodes.ClassDef) and c.name == "Model")
     assert (leaves_the_tree(model, classdef, fields), never_built(model, classdef, fields)) == (leaves, never)
     assert (not model._deep) is settled_shallow, "a settled answer leaves the solve shallow"
+
+
+def test_a_question_about_an_expression_solves_only_the_code_that_reaches_it(tmp_path):
+    """`objects(expression)` asked alone enters the expression's function and the chain that calls
+    it, not the rest of the file; its answer is the one the whole file gives."""
+    context, model = _model(tmp_path, FOCUS_SOURCE)
+    build = next(f for f in context.module.body if isinstance(f, nodes.FunctionDef) and f.name == "build_model")
+    made = [o.describe() for o in model.objects(build.body[0].value)]
+    assert "unrelated" not in {scope.name for scope in model._entered if isinstance(scope, nodes.FunctionDef)}
+    (tmp_path / "whole").mkdir()
+    whole = object_model(file_context(tmp_path / "whole", FOCUS_SOURCE))
+    whole.solver  # every entry first, then the same question
+    whole_build = next(f for f in whole.context.module.body if isinstance(f, nodes.FunctionDef) and f.name == "build_model")
+    assert made == [o.describe() for o in whole.objects(whole_build.body[0].value)] == ["Model@14"]
