@@ -1,6 +1,8 @@
 """Abstract objects: one per creation site (and call-site context), the values of the object-flow model."""
 from __future__ import annotations
 
+import zlib
+
 from dataclasses import dataclass
 
 from astroid import nodes
@@ -59,9 +61,9 @@ class AbstractObject:
         # operation of the solve.
         site, context = order_text(self.site), order_text(self.context)
         definition = order_text(self.definition)
-        object.__setattr__(self, "_hash", hash((
-            self.kind, site, context, self.definition if self.kind == CONSTANT else definition,
-            self.target, self.copy_of)))
+        held = _constant_text(self.definition) if self.kind == CONSTANT else definition
+        object.__setattr__(self, "_hash", stable_hash("|".join((
+            self.kind, site, context, held, order_text(self.target), order_text(self.copy_of)))))
         object.__setattr__(self, "order_text", "|".join((
             self.kind, site, context, definition, order_text(self.target), order_text(self.copy_of),
             str(self.prepended))))
@@ -101,6 +103,22 @@ def constant(value: object) -> AbstractObject:
 def is_falsy_constant(obj: AbstractObject) -> bool:
     """A literal that is false (``None``, ``False``, ``0``, ``""``)."""
     return obj.kind == CONSTANT and not obj.definition
+
+
+def stable_hash(text: str) -> int:
+    """A hash of ``text`` that is the same in every run. Python's ``hash`` of a string follows
+    ``PYTHONHASHSEED``, and the order in which the solve walks its sets follows the hashes: with
+    it, the step count of one file changed from run to run, so a file near the step bound could
+    get NNX004 in one run and not in the next."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def _constant_text(value: object) -> str:
+    """``value``'s part of a constant object's hash, equal for equal constants (``1``, ``1.0`` and
+    ``True`` are equal, and their numeric hashes are equal and never seeded)."""
+    if isinstance(value, (bool, int, float, complex)):
+        return f"#{hash(value)}"
+    return repr(value)
 
 
 def order_text(value: object) -> str:

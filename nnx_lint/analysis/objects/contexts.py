@@ -2,7 +2,7 @@
 qualifies a function instance and the objects it makes, and the loops around a chain of calls."""
 from __future__ import annotations
 
-from nnx_lint.analysis.objects.abstract import AbstractObject, order_text
+from nnx_lint.analysis.objects.abstract import AbstractObject, order_text, stable_hash
 from nnx_lint.analysis.objects.loops import loops_around
 
 #: The site of an entry's context: a function analysed with no caller.
@@ -33,7 +33,7 @@ class Context:
         #: The same in every run (positions, not ids): sets of contexts and of the objects made
         #: in them iterate in one order, so the context bound picks the same calls each run.
         self.order_text = "|".join((order_text(site), order_text(defined_in), order_text(caller), str(rooted), str(depth)))
-        self.stable = hash(self.order_text)
+        self.stable = stable_hash(self.order_text)
 
     def __hash__(self) -> int:
         return self.stable
