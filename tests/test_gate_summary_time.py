@@ -12,21 +12,22 @@ import pytest
 
 #: Linted in the gate's process (astroid, the rules and the analysis): seconds, next to tests that
 #: take about as long to run, so that a total without the lint falls short of the parts.
-MODEL = """\
-from flax import nnx
+BLOCK = """
 
-
-class Block(nnx.Module):
+class Block{n}(nnx.Module):
     def __init__(self, rngs):
         self.linear = nnx.Linear(2, 2, rngs=rngs)
         self.count = 0
 
 
 @nnx.jit
-def step(block, x):
+def step{n}(block, x):
     block.count = block.count + 1
     return block.linear(x)
 """
+#: Twenty classes and transformed steps per module (200 one-class modules took under a second once
+#: the analysis got faster).
+MODEL = "from flax import nnx\n" + "".join(BLOCK.replace("{n}", str(n)) for n in range(20))
 LINT_ENDED = re.compile(r"^nnx-lint gate: lint: ended, .* \((\d+):(\d\d) elapsed\)$", re.MULTILINE)
 
 
@@ -34,8 +35,9 @@ LINT_ENDED = re.compile(r"^nnx-lint gate: lint: ended, .* \((\d+):(\d\d) elapsed
 def test_the_summary_time_includes_the_lint(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\n")
     (tmp_path / "check_ok.py").write_text("def test_ok():\n    pass\n")
-    # Enough modules that the lint takes whole seconds even on an idle machine (60 took under one on
-    # two idle cores), each its own text so that no result is shared between them.
+    # Enough code that the lint takes whole seconds even on an idle machine (60, then 200, one-class
+    # modules came to take under one on two idle cores), each module its own text so that no result
+    # is shared between them.
     for number in range(200):
         (tmp_path / f"model_{number}.py").write_text(f"# model {number}\n" + MODEL)
     done = subprocess.run([str(Path(sys.executable).with_name("nnx-lint")), "gate", ".", "--output-format", "json"],
