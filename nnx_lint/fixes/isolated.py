@@ -163,6 +163,7 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
     index = index_for(text, line_length_of(request), indent_width_of(request))
     found: dict[str, Any] = {}
     located: dict[str, tuple[str, int, int]] = {}
+    fixes: dict[str, Fix] = {}
     known: list[Diagnostic] = []  # the request's findings, in module coordinates
     for position, stored in enumerate(request["diagnostics"]):
         diagnostic = Diagnostic.from_dict(stored)
@@ -180,9 +181,9 @@ def _attach(request: dict[str, Any]) -> dict[str, Any]:
         if fix is not None and origin is not None:
             fix = cell_edits(fix, origin)
         if fix is not None:
+            fixes[str(position)] = fix
             found[str(position)] = fix.to_json()
             located[str(position)] = (diagnostic.code, diagnostic.line, diagnostic.column)
-    fixes = {number: Fix.from_json(fix) for number, fix in found.items()}
     applying = {located[number][0] for number, fix in fixes.items() if fix.applies(request["unsafe"])}
     if "selectors" in request and applying \
             and sum(len(fix.edits) for fix in fixes.values()) <= MAX_TRACKED_EDITS and text.count("\n") <= MAX_TRACKED_LINES:

@@ -4,14 +4,17 @@ Built once per file on first use (``context.objects``, or :func:`object_model`),
 
 * the module's body is instantiated at once;
 * a question about one class (:meth:`ObjectModel.focused_on`: what its instances hold, whether
-  a path of theirs is ever built) instantiates, as entries with no caller, only that class's
-  methods and the functions of the file that name the class (they construct it, or pass it on);
+  a path of theirs is ever built) or about one expression (:meth:`ObjectModel.objects`)
+  instantiates, as entries with no caller, only the code that can reach it: the class's methods
+  (or the expression's function), the functions of the file that name the class (or call the
+  function), and so on up the chain (:meth:`ObjectModel._scopes_reaching`);
 * any other question instantiates every function, method and lambda of the module as an entry.
 
 Calls pull in what they reach, in this file or any project file (read through the project, so
-the result cache records them as dependencies); the solver then runs to its bounded fixed
-point, and runs on from there when more entries are asked for (the tables only grow). A class
-question needs the code that makes and fills that class's instances, not the whole file: on
+the result cache records them as dependencies). Chains of calls into other files first stop
+after :data:`SHALLOW_FOREIGN_CALLS`, which the path guards may settle on; any other question
+deepens the solve to the solver's own limit. The solver runs to its bounded fixed point, and
+runs on from there when more entries or deeper calls are asked for (the tables only grow). On
 maxtext's 2,000-line model files, whose classes each build a different tree of layers, the
 whole-file solve of every file that asked about one class was most of the run.
 """
@@ -303,7 +306,7 @@ class ObjectModel:
         return found
 
     def _fields_by_holder(self) -> dict[AbstractObject, list[str]]:
-        """Each holder's stored fields (built once: the model does not change after the solve)."""
+        """Each holder's stored fields (built on first use, and again after the solve grows)."""
         if self._holders is None:
             self._holders = {}
             for holder, attr in self._solver.store_sites:

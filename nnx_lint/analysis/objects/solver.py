@@ -21,7 +21,8 @@ Bounds: a set past :data:`MAX_SET` stops growing and is marked widened (its answ
 unproven); a function past :data:`MAX_CONTEXTS` contexts, or a chain past :data:`MAX_DEPTH`,
 shares one merged context per function, whose allocations are *summary* objects (they answer
 "may alias", never "one object"); a chain past :data:`MAX_FOREIGN_CALLS` calls into other
-files is not followed. Steps count against :data:`MAX_STEPS`, and the file's deadline is checked
+files is not followed (a solver may start with a lower limit, keep the calls it stops, and
+enter them later: :meth:`Solver.deepen`). Steps count against :data:`MAX_STEPS`, and the file's deadline is checked
 inside the loop (both end as NNX004, never a hang).
 """
 from __future__ import annotations
