@@ -228,6 +228,9 @@ def leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) ->
     dataclass, optimizer, container). False when the model does not know."""
     if len(fields) < 2:
         return False  # no step before the last: nothing to ask the model
+    constructions = model.constructions_of(classdef)
+    if constructions is not None and _tree_nodes_at_every_step(constructions, classdef, fields[:-1]):
+        return False
     with model.focused_on(classdef, deep=False) as shallow:
         if _tree_nodes_at_every_step(shallow, classdef, fields[:-1]):
             return False
@@ -279,6 +282,9 @@ def never_built(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> boo
     Identity()`` where the call that made it leaves ``rate`` at 0.0): walking the path, the objects
     left once those are set aside hold nothing at the next field. False when the model does not know."""
     if not fields:
+        return False
+    constructions = model.constructions_of(classdef)
+    if constructions is not None and _built_at_every_step(constructions, classdef, fields):
         return False
     with model.focused_on(classdef, deep=False) as shallow:
         if _built_at_every_step(shallow, classdef, fields):
@@ -372,9 +378,7 @@ def _shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
     found, pairs = [], set()
     for holder in holders_of(model, classdef):
         by_owner: dict = {}
-        for path, obj in model.holds(holder):
-            if obj.kind not in (kinds.RNGS, kinds.STREAM):
-                continue
+        for path, obj in model.paths(holder, _RNGS_KINDS):
             owner = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj
             by_owner.setdefault(owner, []).append(path)
         for owner, paths in by_owner.items():
@@ -393,6 +397,8 @@ def _shared_rngs_paths(model, classdef: nodes.ClassDef) -> list[tuple]:
     return found
 
 
+#: What :func:`shared_rngs_paths` looks for.
+_RNGS_KINDS = frozenset({kinds.RNGS, kinds.STREAM})
 #: Objects with identity in NNX's tree: reaching one at two paths is a shared reference.
 _SHARED_KINDS = frozenset({kinds.MODULE, kinds.VARIABLE, kinds.RNGS, kinds.STREAM})
 
@@ -435,7 +441,7 @@ def _shared_inside(model, expression: nodes.NodeNG, wanted: frozenset[str]) -> S
         if not root.proven or not root.is_tree_node:
             continue
         by_target: dict = {}
-        for path, obj in model.paths(root, lambda o: o.kind in wanted):
+        for path, obj in model.paths(root, wanted):
             if not obj.proven or not holds_state(model, obj):
                 continue  # a Pytree of arrays only: shared, but no Variable to find twice
             target = obj.copy_of if obj.kind == kinds.STREAM and obj.copy_of is not None else obj

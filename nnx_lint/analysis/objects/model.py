@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
+from nnx_lint.analysis.flow import lookup
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.choices import Choices
@@ -45,6 +46,8 @@ MAX_PATH = 6
 SHALLOW_FOREIGN_CALLS = 1
 #: The values that carry no identity worth tracking across objects.
 _VALUES = frozenset({kinds.CONSTANT, kinds.FUNCTION, kinds.CLASS, kinds.LIBRARY})
+#: What :meth:`ObjectModel.holds` finds: the objects that are NNX state.
+_STATE_KINDS = frozenset({kinds.RNGS, kinds.STREAM, kinds.VARIABLE})
 
 
 @dataclass(frozen=True)
@@ -69,18 +72,22 @@ def object_model(context) -> ObjectModel:
 class ObjectModel:
     """Where each value was made, what holds it and where it goes (see the module docstring)."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, *, follows_calls: bool = True) -> None:
         self.context = context
         self.world = World(context)
-        self._solver = Solver(self.world, SHALLOW_FOREIGN_CALLS)
-        self._deep = False
+        self._solver = Solver(self.world, SHALLOW_FOREIGN_CALLS, follows_calls)
+        # A construction model (:meth:`constructions_of`) never deepens nor enters the whole
+        # file: it answers about the entries it was given, and only settles what it can.
+        self._deep = not follows_calls
         self._solver.instantiate(context.module, None)
         self._solver.solve()
         #: The module's functions, methods and lambdas in file order (the entries).
         self._scopes = list(nodes_of_class(context.module, (nodes.FunctionDef, nodes.Lambda)))
         self._entered: set[nodes.NodeNG] = set()
-        self._whole = False
+        self._whole = not follows_calls
         self._users: dict[str, list[nodes.NodeNG]] | None = None
+        self._constructions: dict[nodes.ClassDef, ObjectModel | None] = {}
+        self._reads: dict[str, list[nodes.NodeNG]] | None = None
         self._focus = 0  # inside `focused_on`: queries do not ask for the whole file
         self._clear_indexes()
 
@@ -89,6 +96,9 @@ class ObjectModel:
         self._holders: dict[AbstractObject, list[str]] | None = None
         self._instances: dict[int, dict[AbstractObject, None]] | None = None
         self._choices: Choices | None = None
+        #: :meth:`paths`'s indexes: each holder's steps, and the holders that reach some kinds.
+        self._steps: dict[AbstractObject, list[tuple[str, list]]] = {}
+        self._useful: dict[tuple, set[AbstractObject]] = {}
 
     @property
     def solver(self) -> Solver:
@@ -146,6 +156,49 @@ class ObjectModel:
         finally:
             self._focus -= 1
 
+    def constructions_of(self, classdef: nodes.ClassDef) -> ObjectModel | None:
+        """A model of the file in which only constructions are followed (each new object, its
+        ``__init__`` and the library's models, through at most :data:`SHALLOW_FOREIGN_CALLS`
+        calls into other files; :attr:`Solver.follows_calls`), with ``classdef``'s methods
+        entered: what those methods build and store, without the helpers, factories and layer
+        trees the rest of the file reaches. Its tables are a subset of those of any solve
+        that enters the class's methods, so a guard may settle on it what the fuller solves
+        would find too (:mod:`nnx_lint.analysis.objects.guards`), at a fraction of their cost
+        (maxtext's decoder: which layer ``self.hc_head`` is, without building every model
+        family's layers through the factories ``__init__`` calls).
+
+        None when code of this file outside the class may make an instance of it: the fuller
+        solves then walk from those instances, which this model does not make."""
+        if classdef not in self._constructions:
+            narrow = None
+            if not self._made_by_this_file(classdef):
+                narrow = ObjectModel(self.context, follows_calls=False)
+                narrow._enter(list(nodes_of_class(classdef, (nodes.FunctionDef, nodes.Lambda))))
+            self._constructions[classdef] = narrow
+        return self._constructions[classdef]
+
+    def _made_by_this_file(self, classdef: nodes.ClassDef) -> bool:
+        """Whether code of this file outside ``classdef`` may make an instance of it: it reads
+        the class's name other than as an argument handed to an imported function
+        (``nnx_wrappers.to_linen(NNXDecoder, ...)``, whose instances only other files' code
+        makes: the one case the shallow guards already leave out, see
+        :func:`~nnx_lint.analysis.objects.guards._tree_nodes_at_every_step`)."""
+        for node in self._name_reads().get(classdef.name, ()):
+            if any(ancestor is classdef for ancestor in node.node_ancestors()):
+                continue
+            call = node.parent.parent if isinstance(node.parent, nodes.Keyword) else node.parent
+            if not (isinstance(call, nodes.Call) and node is not call.func and _imported_callee(call.func)):
+                return True
+        return False
+
+    def _name_reads(self) -> dict[str, list[nodes.NodeNG]]:
+        """Each name the module reads (a ``Name`` or an attribute), and where."""
+        if self._reads is None:
+            self._reads = {}
+            for node in nodes_of_class(self.context.module, (nodes.Name, nodes.Attribute)):
+                self._reads.setdefault(node.name if isinstance(node, nodes.Name) else node.attrname, []).append(node)
+        return self._reads
+
     def _scopes_reaching(self, target: nodes.NodeNG) -> list[nodes.NodeNG]:
         """The entries a question about ``target`` needs, in file order: the functions inside a
         class (or the function a node is in), every function that names that class (or calls
@@ -185,13 +238,14 @@ class ObjectModel:
         return [scope for scope in self._scopes if scope in wanted]
 
     def _name_users(self) -> dict[str, list[nodes.NodeNG]]:
-        """Each name read in the module (``Name`` or attribute), and the functions that read it."""
+        """Each name read in the module's functions (``Name`` or attribute), and the functions that read it."""
         if self._users is None:
             self._users = {}
-            for node in nodes_of_class(self.context.module, (nodes.Name, nodes.Attribute)):
-                scope = own_scope(node)
-                if not isinstance(scope, nodes.Module):
-                    self._users.setdefault(node.name if isinstance(node, nodes.Name) else node.attrname, []).append(scope)
+            for name, reads in self._name_reads().items():
+                for node in reads:
+                    scope = own_scope(node)
+                    if not isinstance(scope, nodes.Module):
+                        self._users.setdefault(name, []).append(scope)
         return self._users
 
     def release(self) -> None:
@@ -276,34 +330,82 @@ class ObjectModel:
                 found.append(node)
         return found
 
-    def paths(self, root: AbstractObject, target_test, *, through_tree_only: bool = True) -> list[tuple[Path, AbstractObject]]:
-        """Every field path from ``root`` to an object ``target_test(obj)`` accepts, breadth first,
-        walking only through tree nodes (Modules, pytree dataclasses, optimizers, containers): a
-        plain Python object is static to NNX, so what it holds is not in the tree."""
+    def paths(self, root: AbstractObject, wanted, *, through_tree_only: bool = True) -> list[tuple[Path, AbstractObject]]:
+        """Every field path from ``root`` to an object ``wanted`` accepts, breadth first, walking
+        only through tree nodes (Modules, pytree dataclasses, optimizers, containers): a plain
+        Python object is static to NNX, so what it holds is not in the tree. ``wanted``: the
+        kinds of the objects to reach (a frozenset), or a test of an object.
+
+        Given kinds, the walk never enters an object from which no object of those kinds can be
+        reached at all (:meth:`_reaching`): the paths found, and their order, are the same, but
+        a layer's tree of Variables is not enumerated path by path to find the one Rngs."""
         self._ready()
         index = self._fields_by_holder()
+        if isinstance(wanted, frozenset):
+            target_test = lambda obj: obj.kind in wanted  # noqa: E731
+            useful = self._reaching(wanted, through_tree_only)
+            if root not in useful:
+                return []
+        else:
+            target_test, useful = wanted, None
         found: list[tuple[Path, AbstractObject]] = []
         queue = deque([(root, Path((), ()), frozenset([root]))])
         while queue:
             holder, path, seen = queue.popleft()
             if len(path.fields) >= MAX_PATH:
                 continue
+            for attr, targets in self._steps_from(holder, index):
+                for target, store in targets:
+                    if target in seen:
+                        continue
+                    step = Path(path.fields + (attr,), path.stores + store, path.objects + (target,))
+                    if target_test(target):
+                        found.append((step, target))
+                    if (not through_tree_only or target.is_tree_node) and (useful is None or target in useful):
+                        queue.append((target, step, seen | {target}))
+        return found
+
+    def _steps_from(self, holder: AbstractObject, index) -> list[tuple[str, list]]:
+        """The fields :meth:`paths` walks from ``holder``, each with the objects it may hold (values
+        aside) and the first store that puts each there (a tuple of none or one node). A
+        container's ``"*"`` summarises its keyed / indexed elements: walked only when it has none."""
+        steps = self._steps.get(holder)
+        if steps is None:
             attrs = index.get(holder, ())
-            # a container's "*" summarises its keyed / indexed elements: walk it only when it has none
             keyed = any(attr != "*" for attr in attrs)
+            steps = []
             for attr in attrs:
                 if attr == "*" and (holder.kind != kinds.CONTAINER or keyed):
                     continue
-                for target in self.fields(holder, attr):
-                    if target in seen or target.kind in _VALUES:
-                        continue
-                    step = Path(path.fields + (attr,), path.stores + tuple(self.store_nodes(holder, attr, target)[:1]),
-                                path.objects + (target,))
-                    if target_test(target):
-                        found.append((step, target))
-                    if not through_tree_only or target.is_tree_node:
-                        queue.append((target, step, seen | {target}))
-        return found
+                targets = [(target, tuple(self.store_nodes(holder, attr, target)[:1]))
+                           for target in self.fields(holder, attr) if target.kind not in _VALUES]
+                steps.append((attr, targets))
+            self._steps[holder] = steps
+        return steps
+
+    def _reaching(self, wanted: frozenset, through_tree_only: bool) -> set[AbstractObject]:
+        """The holders from which :meth:`paths` can reach an object of a kind in ``wanted``
+        (ignoring its depth bound and its rule of not walking a cycle twice, so a superset)."""
+        key = (wanted, through_tree_only)
+        if key not in self._useful:
+            index = self._fields_by_holder()
+            holders_of: dict[AbstractObject, list[AbstractObject]] = {}
+            useful: set[AbstractObject] = set()
+            for holder in index:
+                for _attr, targets in self._steps_from(holder, index):
+                    for target, _store in targets:
+                        if target.kind in wanted:
+                            useful.add(holder)
+                        if not through_tree_only or target.is_tree_node:
+                            holders_of.setdefault(target, []).append(holder)
+            work = list(useful)
+            while work:
+                for holder in holders_of.get(work.pop(), ()):
+                    if holder not in useful:
+                        useful.add(holder)
+                        work.append(holder)
+            self._useful[key] = useful
+        return self._useful[key]
 
     def _fields_by_holder(self) -> dict[AbstractObject, list[str]]:
         """Each holder's stored fields (built on first use, and again after the solve grows)."""
@@ -316,7 +418,7 @@ class ObjectModel:
     def holds(self, obj: AbstractObject) -> list[tuple[Path, AbstractObject]]:
         """The Rngs, streams and Variables ``obj`` holds in its tree, with their paths (a flax
         layer's own Variables come from the flax table, not from here)."""
-        return self.paths(obj, lambda o: o.kind in (kinds.RNGS, kinds.STREAM, kinds.VARIABLE))
+        return self.paths(obj, _STATE_KINDS)
 
     def constant(self, classdef: nodes.ClassDef, attr: str, besides: nodes.NodeNG | None = None) -> tuple[bool, object]:
         """``(True, value)`` when every store of ``attr`` on any instance of ``classdef`` (or on its
@@ -369,3 +471,14 @@ class ObjectModel:
                     if isinstance(obj.definition, nodes.ClassDef) and obj.proven and obj.kind != kinds.CLASS:
                         self._instances.setdefault(id(obj.definition), {})[obj] = None
         return list(self._instances.get(id(classdef), ()))
+
+
+def _imported_callee(func: nodes.NodeNG) -> bool:
+    """Whether ``func`` names a function of another module: an imported name, or an attribute
+    of one (``nnx_wrappers.to_linen``)."""
+    while isinstance(func, nodes.Attribute):
+        func = func.expr
+    if not isinstance(func, nodes.Name):
+        return False
+    bindings = lookup(func)[1]
+    return bool(bindings) and all(isinstance(b, (nodes.Import, nodes.ImportFrom)) for b in bindings)

@@ -67,8 +67,13 @@ class Solver:
     """Holds the constraint graph and its fixed point. ``world`` answers questions about
     classes and definitions (:class:`nnx_lint.analysis.objects.model.World`)."""
 
-    def __init__(self, world, max_foreign_calls: int | None = None) -> None:
+    def __init__(self, world, max_foreign_calls: int | None = None, follows_calls: bool = True) -> None:
         self.world = world
+        #: False: only constructions are followed (the new object, its ``__init__`` and the
+        #: ``super().__init__`` chain, and the library's models); any other call's result is
+        #: unknown. Fewer constraints, so every table is a subset of the full solve's (up to the
+        #: bounds): what the construction solve finds, the full solve finds too.
+        self.follows_calls = follows_calls
         #: How many calls into other files a chain follows for now (:meth:`deepen` raises it up
         #: to :data:`MAX_FOREIGN_CALLS`); the calls it stops are kept in ``_deferred``.
         self.max_foreign_calls = MAX_FOREIGN_CALLS if max_foreign_calls is None else max_foreign_calls
@@ -280,7 +285,8 @@ class Solver:
             method = self.world.method(obj.definition, attr)
             if method is not None:
                 if self.world.is_property(method):
-                    self.enter(method, None, Invocation(method, obj.context, (), (), dst=dst), receiver=obj)
+                    if self.follows_calls:
+                        self.enter(method, None, Invocation(method, obj.context, (), (), dst=dst), receiver=obj)
                 else:
                     self.add(dst, [self.world.method_object(method, obj)])
 
@@ -288,6 +294,8 @@ class Solver:
     def apply(self, obj: AbstractObject, invocation: Invocation) -> None:
         """Resolve one call of ``obj``."""
         kind = obj.kind
+        if not self.follows_calls and kind not in (kinds.CLASS, kinds.LIBRARY):
+            return
         if kind == kinds.FUNCTION:
             self.enter(obj.definition, obj.context, invocation)
         elif kind == kinds.BOUND:
@@ -495,7 +503,7 @@ class Solver:
         if call.super_of is not None:
             method_name = call.node.func.attrname
             method = self.world.method_after(call.super_of, method_name)
-            if method is not None:
+            if method is not None and (self.follows_calls or method_name == "__init__"):
                 receiver = var(call.receiver, scope, context)
                 self.watch(receiver, lambda obj: self.enter(method, None, invocation, receiver=obj))
             return
