@@ -88,6 +88,7 @@ class ObjectModel:
         self._users: dict[str, list[nodes.NodeNG]] | None = None
         self._constructions: dict[nodes.ClassDef, ObjectModel | None] = {}
         self._reads: dict[str, list[nodes.NodeNG]] | None = None
+        self._fillers: dict[nodes.ClassDef, list[nodes.NodeNG]] = {}
         self._focus = 0  # inside `focused_on`: queries do not ask for the whole file
         self._clear_indexes()
 
@@ -215,8 +216,8 @@ class ObjectModel:
                 wanted.add(scope)
                 outer = scope.parent.frame() if scope.parent is not None else None
                 if isinstance(outer, nodes.ClassDef):
-                    # every method of the class: together they fill its instances' fields
-                    wanted.update(nodes_of_class(outer, (nodes.FunctionDef, nodes.Lambda)))
+                    # the methods that fill its instances' fields, together
+                    wanted.update(self._filling_scopes(outer))
                 # the name its callers use: its class's, or a module-level function's own
                 name = outer.name if isinstance(outer, nodes.ClassDef) else \
                     scope.name if isinstance(scope, nodes.FunctionDef) and isinstance(outer, nodes.Module) else None
@@ -226,7 +227,7 @@ class ObjectModel:
                 scope = own_scope(scope)
 
         if isinstance(target, nodes.ClassDef):
-            for scope in nodes_of_class(target, (nodes.FunctionDef, nodes.Lambda)):
+            for scope in self._filling_scopes(target):
                 want(scope)
             seen.add(target.name)
             names.append(target.name)
@@ -236,6 +237,24 @@ class ObjectModel:
             for scope in users.get(names.pop(), ()):
                 want(scope)
         return [scope for scope in self._scopes if scope in wanted]
+
+    def _filling_scopes(self, classdef: nodes.ClassDef) -> list[nodes.NodeNG]:
+        """The methods of ``classdef`` that can make or fill its instances, with the functions and
+        lambdas inside them, in file order: every method but an instance method that stores
+        nothing through its ``self`` (``__call__``, the forward pass of most layers). Such a
+        method changes an instance's fields only through the calls it makes, and those calls
+        run when the model is used, not when it is built: left out, the layers its forward
+        pass calls into (every helper of every sub-layer, on maxtext's layers) are not solved
+        for a question about what the instances hold. ``__init__`` and its helpers, properties
+        that store, class and static methods (factories) all stay."""
+        found = self._fillers.get(classdef)
+        if found is None:
+            found = []
+            for method in classdef.mymethods():
+                if _fills_instances(method):
+                    found.extend(nodes_of_class(method, (nodes.FunctionDef, nodes.Lambda)))
+            self._fillers[classdef] = found
+        return found
 
     def _name_users(self) -> dict[str, list[nodes.NodeNG]]:
         """Each name read in the module's functions (``Name`` or attribute), and the functions that read it."""
@@ -482,3 +501,30 @@ def _imported_callee(func: nodes.NodeNG) -> bool:
         return False
     bindings = lookup(func)[1]
     return bool(bindings) and all(isinstance(b, (nodes.Import, nodes.ImportFrom)) for b in bindings)
+
+
+def _fills_instances(method: nodes.FunctionDef) -> bool:
+    """Whether ``method`` may make or fill instances of its class by itself: a constructor, a
+    class or static method (a factory), or an instance method that stores through its first
+    parameter (``self.x = ...``, ``self.x.y = ...``, ``setattr(self, ...)``, in nested functions too)."""
+    if method.name in ("__init__", "__post_init__", "__new__") or method.type != "method":
+        return True
+    receiver = method.args.posonlyargs[0] if method.args.posonlyargs else \
+        method.args.args[0] if method.args.args else None
+    if receiver is None:
+        return True
+    for node in nodes_of_class(method, (nodes.AssignAttr, nodes.DelAttr, nodes.Call)):
+        if isinstance(node, nodes.Call):
+            if not (isinstance(node.func, (nodes.Name, nodes.Attribute)) and "setattr" in (
+                    getattr(node.func, "name", None), getattr(node.func, "attrname", None))):
+                continue
+            if not node.args:
+                continue
+            base = node.args[0]
+        else:
+            base = node.expr
+        while isinstance(base, (nodes.Attribute, nodes.Subscript)):
+            base = base.expr if isinstance(base, nodes.Attribute) else base.value
+        if isinstance(base, nodes.Name) and base.name == receiver.name:
+            return True
+    return False
