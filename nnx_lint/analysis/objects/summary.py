@@ -16,6 +16,7 @@ from astroid import nodes
 
 from nnx_lint.analysis.annotations import parameter_annotation
 from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.objects.field_reads import dominating_stores
 from nnx_lint.flax_table import object_relations as relations
 
 #: A variable of a summary, before a context is attached: ``("e", node)`` an expression's value,
@@ -140,6 +141,8 @@ class Extractor:
         self.scope = scope
         self.qualified_name = qualified_name
         self.emit = self.summary.constraints.append
+        #: Reads of ``self.x`` that only see the value the method stored just before.
+        self.dominating = dominating_stores(scope) if isinstance(scope, nodes.FunctionDef) else {}
 
     # -- statements ---------------------------------------------------------------------
     def run(self) -> Summary:
@@ -263,8 +266,12 @@ class Extractor:
             self._name(node, var)
         elif isinstance(node, nodes.Attribute):
             name = self.qualified_name(node) if _imported_base(node) else None
+            stored = self.dominating.get(id(node))
             if name is not None:
                 emit(Alloc(var, "name", node, name))
+            elif stored is not None:
+                self.expression(node.expr)
+                emit(Copy(var, ("e", stored)))
             else:
                 emit(Load(var, self.expression(node.expr), node.attrname, node))
         elif isinstance(node, nodes.Call):
