@@ -37,9 +37,21 @@ def dominating_stores(function: nodes.FunctionDef) -> dict[int, nodes.NodeNG]:
     return walker.found
 
 
+def is_instance_method(function: nodes.NodeNG) -> bool:
+    """Whether ``function`` is a method whose first parameter is the instance: defined in a class
+    body, and not a static or class method (by its decorators' names: astroid's ``type`` infers
+    every decorator, which cost seconds on maxtext's test files)."""
+    if not isinstance(function, nodes.FunctionDef) or not isinstance(function.parent, nodes.ClassDef):
+        return False
+    for decorator in function.decorators.nodes if function.decorators else ():
+        name = decorator.attrname if isinstance(decorator, nodes.Attribute) else getattr(decorator, "name", None)
+        if name in ("staticmethod", "classmethod"):
+            return False
+    return True
+
+
 def _receiver(function: nodes.NodeNG) -> str | None:
-    if not isinstance(function, nodes.FunctionDef) or not isinstance(function.parent, nodes.ClassDef) \
-            or function.type != "method" or not function.args.args:
+    if not is_instance_method(function) or not function.args.args:
         return None
     name = function.args.args[0].name
     bindings = function.locals.get(name, [])

@@ -31,6 +31,7 @@ import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.choices import Choices
 from nnx_lint.analysis.objects.contexts import is_rooted, object_loops
+from nnx_lint.analysis.objects.field_reads import is_instance_method
 from nnx_lint.analysis.objects.solver import Solver
 from nnx_lint.analysis.objects.summary import own_scope
 from nnx_lint.analysis.objects.world import World
@@ -205,9 +206,11 @@ class ObjectModel:
         class (or the function a node is in), every function that names that class (or calls
         that function), and so on up the chain: the functions that name the class or the
         module-level function those are in (``Attention`` builds the ``Compressor`` that builds
-        the ``Indexer``, and hands it what it built), each class with all its methods, with the
-        functions around each (a closure's variables are its enclosing function's)."""
+        the ``Indexer``, and hands it what it built), each class with the methods that fill its
+        instances (:meth:`_filling_scopes`; all its methods for a question about an expression),
+        with the functions around each (a closure's variables are its enclosing function's)."""
         users = self._name_users()
+        class_question = isinstance(target, nodes.ClassDef)
         wanted: set[nodes.NodeNG] = set()
         names, seen = [], set()
 
@@ -216,8 +219,10 @@ class ObjectModel:
                 wanted.add(scope)
                 outer = scope.parent.frame() if scope.parent is not None else None
                 if isinstance(outer, nodes.ClassDef):
-                    # the methods that fill its instances' fields, together
-                    wanted.update(self._filling_scopes(outer))
+                    # the methods that fill its instances' fields, together (for a question about
+                    # an expression, all of them: the expression's own method may be any)
+                    wanted.update(self._filling_scopes(outer) if class_question
+                                  else nodes_of_class(outer, (nodes.FunctionDef, nodes.Lambda)))
                 # the name its callers use: its class's, or a module-level function's own
                 name = outer.name if isinstance(outer, nodes.ClassDef) else \
                     scope.name if isinstance(scope, nodes.FunctionDef) and isinstance(outer, nodes.Module) else None
@@ -507,7 +512,7 @@ def _fills_instances(method: nodes.FunctionDef) -> bool:
     """Whether ``method`` may make or fill instances of its class by itself: a constructor, a
     class or static method (a factory), or an instance method that stores through its first
     parameter (``self.x = ...``, ``self.x.y = ...``, ``setattr(self, ...)``, in nested functions too)."""
-    if method.name in ("__init__", "__post_init__", "__new__") or method.type != "method":
+    if method.name in ("__init__", "__post_init__", "__new__") or not is_instance_method(method):
         return True
     receiver = method.args.posonlyargs[0] if method.args.posonlyargs else \
         method.args.args[0] if method.args.args else None
