@@ -83,6 +83,8 @@ class TransformResolver(TransformedCallables):
         self._callables: dict[int, Entry | None] = {}
         self._running_entries: dict[int, Entry | None] = {}
         self._applications: dict[int, Application | None] = {}
+        #: Each callee's :meth:`transformed` answer, asked at depth 0 (keyed by the node itself).
+        self._transformed: dict[nodes.NodeNG, tuple[NNXCall, nodes.NodeNG, bool] | None] = {}
         self._stored_names: frozenset[str] | None = None
 
     # -- tools per module -----------------------------------------------------------------
@@ -277,7 +279,16 @@ class TransformResolver(TransformedCallables):
 
     def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
-        runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise."""
+        runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise.
+        Memoised per callee (the application, the running entry and the grad rules each ask
+        about every call's callee)."""
+        if depth == 0:
+            if callee not in self._transformed:
+                self._transformed[callee] = self._transformed_at(callee, 0)
+            return self._transformed[callee]
+        return self._transformed_at(callee, depth)
+
+    def _transformed_at(self, callee: nodes.NodeNG, depth: int) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         if depth > MAX_ALIAS_DEPTH:
             return None
         if isinstance(callee, nodes.Call):
