@@ -69,6 +69,19 @@ def test_each_callee_is_resolved_once_for_the_application_the_entry_and_the_grad
     assert transform.name == "jit" and function.name == "step" and not unaffected
 
 
+def test_each_functions_decorators_are_decoded_once(tmp_path):
+    """The returns rules, the transformed callables and NNX306 ask about every def: the decoded
+    decorators are the same objects each time, in a list of the caller's own."""
+    context = file_context(tmp_path, SOURCE)
+    resolver = transform_resolver(context)
+    step = next(f for f in fact_index(context).functions_in(context.module) if f.name == "step")
+    first = resolver.decorators(step)
+    assert [d.name for d in first] == ["jit"] and first[0].applied_to is step
+    first.clear()
+    again = resolver.decorators(step)
+    assert [d.name for d in again] == ["jit"] and again[0] is resolver.decorators(step)[0]
+
+
 def test_each_call_is_matched_against_the_nnx_api_once_per_file(tmp_path, monkeypatch):
     """The rules (``context.nnx_call``) and the transform resolver ask about every call: the
     resolver's matching of the linted module shares the context's answers, the same objects."""
