@@ -196,6 +196,7 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
         unapplied_visits = [(rule, handler) for rule, handler in applied_visits
                             if not (rule.visits_transform_calls_only and handler.__name__ == "visit_call")]
         tables += [applied_visits, unapplied_visits]
+
         def application(call: nodes.Call) -> object:  # the fact index is built when first asked, as before
             return fact_index(context).application(call)
     else:
