@@ -107,7 +107,8 @@ def test_prefilter_skips_linen_only_files():
 NNX_AND_OTHER_CALLS = "from flax import nnx\nimport math\nm = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\nx = math.sqrt(4)\n"
 
 
-def _call_logging_rule(code: str, nnx_only: bool, log: list, explode: bool = False) -> type[Rule]:
+def _call_logging_rule(code: str, nnx_only: bool, log: list, explode: bool = False,
+                       transform_calls_only: bool = False) -> type[Rule]:
     """A rule class (never discovered: defined here) that logs the calls it is handed."""
 
     def visit_call(self, node: nodes.Call) -> None:
@@ -116,7 +117,8 @@ def _call_logging_rule(code: str, nnx_only: bool, log: list, explode: bool = Fal
             raise RuntimeError("boom")
 
     attributes = {"code": code, "symbol": f"logging-{code}", "message": "never", "kind": "advisory",
-                  "visits_nnx_calls_only": nnx_only, "visit_call": visit_call}
+                  "visits_nnx_calls_only": nnx_only, "visits_transform_calls_only": transform_calls_only,
+                  "visit_call": visit_call}
     return type(f"Logging{code}", (Rule,), attributes)
 
 
@@ -134,6 +136,39 @@ def test_a_rule_that_visits_nnx_calls_only_is_handed_no_other_call():
     ]
 
 
+TRANSFORM_AND_OTHER_CALLS = (
+    "from flax import nnx\nimport math\n"
+    "def loss(m):\n    return m\n"
+    "step = nnx.jit(loss)\n"
+    "y = step(1)\n"
+    "x = math.sqrt(4)\n"
+)
+
+
+def test_a_rule_that_visits_transform_calls_only_is_handed_nnx_calls_and_applications():
+    log: list = []
+    rules = [_call_logging_rule("NNX991", False, log), _call_logging_rule("NNX992", False, log, transform_calls_only=True),
+             _call_logging_rule("NNX993", False, log), _call_logging_rule("NNX994", True, log)]
+    lint_source(TRANSFORM_AND_OTHER_CALLS, "m.py", rules)
+    # nnx.jit(loss) is an NNX call, step(1) runs the jitted function, math.sqrt(4) is neither:
+    # the rules before and after the flagged one keep their order on it
+    assert log == [
+        ("NNX991", "nnx.jit(loss)"), ("NNX992", "nnx.jit(loss)"), ("NNX993", "nnx.jit(loss)"), ("NNX994", "nnx.jit(loss)"),
+        ("NNX991", "step(1)"), ("NNX992", "step(1)"), ("NNX993", "step(1)"),
+        ("NNX991", "math.sqrt(4)"), ("NNX993", "math.sqrt(4)"),
+    ]
+
+
+def test_a_failing_transform_calls_only_rule_is_skipped_on_every_later_call():
+    log: list = []
+    rules = [_call_logging_rule("NNX992", False, log, explode=True, transform_calls_only=True),
+             _call_logging_rule("NNX993", False, log), *[r for r in all_rules() if r.code == "NNX003"]]
+    diagnostics = lint_source(TRANSFORM_AND_OTHER_CALLS, "m.py", rules)
+    assert [d.code for d in diagnostics] == ["NNX003"]
+    assert log == [("NNX992", "nnx.jit(loss)"), ("NNX993", "nnx.jit(loss)"), ("NNX993", "step(1)"),
+                   ("NNX993", "math.sqrt(4)")]
+
+
 def test_a_failing_nnx_calls_only_rule_is_skipped_on_every_later_call():
     log: list = []
     rules = [_call_logging_rule("NNX992", True, log, explode=True), _call_logging_rule("NNX993", True, log),
@@ -142,6 +177,22 @@ def test_a_failing_nnx_calls_only_rule_is_skipped_on_every_later_call():
     assert [d.code for d in diagnostics] == ["NNX003"]
     assert log == [("NNX992", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"), ("NNX993", "nnx.Linear(2, 3, rngs=nnx.Rngs(0))"),
                    ("NNX993", "nnx.Rngs(0)")]
+
+
+@pytest.mark.slow
+def test_rules_that_visit_transform_calls_only_find_the_same_on_every_call():
+    """The flag is only an optimisation: each rule that sets it finds on the rule fixtures
+    exactly what it finds when it is handed every call."""
+    from pathlib import Path
+
+    marked = [rule for rule in all_rules() if rule.visits_transform_calls_only]
+    assert len(marked) >= 9
+    every_call = [type(rule.__name__, (rule,), {"visits_transform_calls_only": False}) for rule in marked]
+    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*/*.py"))
+    for fixture in fixtures:
+        text = fixture.read_text(errors="replace")
+        found = [d.to_dict() for d in lint_source(text, str(fixture), marked)]
+        assert found == [d.to_dict() for d in lint_source(text, str(fixture), every_call)], fixture.name
 
 
 @pytest.mark.slow

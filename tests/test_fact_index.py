@@ -57,6 +57,31 @@ def test_calls_are_resolved_once_for_every_rule(tmp_path):
     assert facts.nnx_call(next(c for c in facts.calls if c.func.as_string() == "nnx.split")).name == "split"
 
 
+def test_each_callee_is_resolved_once_for_the_application_the_entry_and_the_grad_rules(tmp_path):
+    """The application, the running entry and the grad analysis each ask which transform a
+    call's callee runs: the resolver answers once per callee, the same object every time."""
+    context = file_context(tmp_path, SOURCE)
+    resolver = transform_resolver(context)
+    for call in fact_index(context).calls:
+        assert resolver.transformed(call.func) is resolver.transformed(call.func)
+    step_call = next(c for c in fact_index(context).calls if c.func.as_string() == "step")
+    transform, function, unaffected = resolver.transformed(step_call.func)
+    assert transform.name == "jit" and function.name == "step" and not unaffected
+
+
+def test_each_functions_decorators_are_decoded_once(tmp_path):
+    """The returns rules, the transformed callables and NNX306 ask about every def: the decoded
+    decorators are the same objects each time, in a list of the caller's own."""
+    context = file_context(tmp_path, SOURCE)
+    resolver = transform_resolver(context)
+    step = next(f for f in fact_index(context).functions_in(context.module) if f.name == "step")
+    first = resolver.decorators(step)
+    assert [d.name for d in first] == ["jit"] and first[0].applied_to is step
+    first.clear()
+    again = resolver.decorators(step)
+    assert [d.name for d in again] == ["jit"] and again[0] is resolver.decorators(step)[0]
+
+
 def test_each_call_is_matched_against_the_nnx_api_once_per_file(tmp_path, monkeypatch):
     """The rules (``context.nnx_call``) and the transform resolver ask about every call: the
     resolver's matching of the linted module shares the context's answers, the same objects."""
@@ -121,6 +146,28 @@ def loop(models, x):
         apply = lambda v: v.add(x)
         m.out = apply(m.w)
 """
+
+
+def test_the_class_alias_rules_with_the_plain_view_share_one_fold_of_the_uses(tmp_path):
+    """NNX101, NNX102 and NNX105 read the file's uses as recorded; NNX109 refines each use
+    (``_record_use``) and folds its own."""
+    from checkers.shared_references.nnx101_aliased_module_attribute import AliasedAttribute
+    from checkers.shared_references.nnx102_repeated_container_element import RepeatedContainerElement
+    from checkers.shared_references.nnx105_shared_rngs import SharedRngs
+    from checkers.shared_references.nnx109_module_holds_itself import ModuleHoldsItself
+
+    context = file_context(tmp_path, SOURCE)
+    rules = [rule(context) for rule in (AliasedAttribute, RepeatedContainerElement, SharedRngs, ModuleHoldsItself)]
+    for call in fact_index(context).calls:
+        for rule in rules:
+            rule.visit_call(call)
+    for rule in rules:
+        rule._fold_uses()
+    plain, refined = rules[:3], rules[3]
+    assert all(rule.uses is plain[0].uses for rule in plain) and refined.uses is not plain[0].uses
+    assert all(rule._object_uses is plain[0].uses.per_object for rule in plain)
+    assert plain[0].uses.per_class == refined.uses.per_class  # SOURCE has no choice NNX109 refines
+    assert plain[0].uses.per_class  # `step(model, x)` and `nnx.split(model)` use a Model
 
 
 def test_what_lies_inside_a_node_is_astroids_answer(tmp_path):

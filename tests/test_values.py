@@ -317,3 +317,35 @@ def take_sown_elsewhere(module):
     imported = summaries.graph_calls_through(_marked(context, "imported"))
     assert [(a.as_string(), g.call.name) for a, g in imported] == [("model", "state")]
     assert summaries.graph_calls_through(_marked(context, "rebound")) == []
+
+
+def test_back_references_ask_about_the_value_only_of_stores_that_may_count(tmp_path):
+    """``model.loop = model`` puts a graph node below itself; ``self.x = ...`` (most stores)
+    never counts, and the value it stores is not asked about."""
+    context = file_context(tmp_path, '''
+from flax import nnx
+
+class Model(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+def build():
+    model = Model(nnx.Rngs(0))
+    model.loop = model
+    return model
+''')
+    asked = []
+    classes = context.classes
+    original = classes.ref_of
+
+    def recorded(expression, *args, **kwargs):
+        asked.append(expression.as_string() if expression is not None else None)
+        return original(expression, *args, **kwargs)
+
+    classes.ref_of = recorded
+    values = value_model(context)
+    init, build = [f for f in context.module.nodes_of_class(nodes.FunctionDef)]
+    assert values.back_references_in(init) == []
+    assert asked == ["self"]  # not `nnx.Linear(2, 2, rngs=rngs)`
+    found = values.back_references_in(build)
+    assert [back.node.as_string() for back in found] == ["model.loop"]

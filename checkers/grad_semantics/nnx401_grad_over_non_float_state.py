@@ -72,6 +72,7 @@ class GradOverNonFloatState(Rule):
 
     code = "NNX401"
     facts_type = GradOverNonFloatStateFacts
+    visits_transform_calls_only = True
     fixes = ("pin",)
     symbol = "grad-over-non-float-state"
     kind = "raises"

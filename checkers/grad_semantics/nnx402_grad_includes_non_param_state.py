@@ -74,6 +74,7 @@ class GradIncludesNonParamState(Rule):
 
     code = "NNX402"
     facts_type = GradIncludesNonParamStateFacts
+    visits_transform_calls_only = True
     fixes = ("pin",)
     symbol = "grad-includes-non-param-state"
     kind = "silent"

@@ -78,6 +78,7 @@ class GradsUsedAsState(Rule):
 
     code = "NNX403"
     facts_type = GradsUsedAsStateFacts
+    visits_transform_calls_only = True
     fixes = ("pin",)
     symbol = "grads-used-as-state"
     kind = "raises"

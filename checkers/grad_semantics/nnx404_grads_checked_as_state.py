@@ -69,6 +69,7 @@ class GradsCheckedAsState(Rule):
 
     code = "NNX404"
     facts_type = GradsCheckedAsStateFacts
+    visits_transform_calls_only = True
     fixes = ("pin",)
     symbol = "grads-checked-as-state"
     kind = "silent"

@@ -103,10 +103,17 @@ class ClassAliasRule(FamilyRule):
 
     def _fold_uses(self) -> None:
         """This rule's view of the file's uses (:meth:`_record_use`, which a rule may refine),
-        taken once, when the walk is over."""
-        if not self._folded:
-            self._folded = True
-            self.uses.fold(shared_objects.graph_uses(self.context).events, self._record_use)
+        taken once, when the walk is over. The rules that keep the plain view share one fold."""
+        if self._folded:
+            return
+        self._folded = True
+        uses = shared_objects.graph_uses(self.context)
+        if type(self)._record_use is not ClassAliasRule._record_use:
+            self.uses.fold(uses.events, self._record_use)
+            return
+        self.uses = uses.plain_fold(self.classes)
+        self._uses, self._object_uses = self.uses.per_class, self.uses.per_object
+        self._use_names, self._pin_targets = self.uses.names, self.uses.pin_targets
 
     def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
                     pin_target: NNXCall | None = None) -> None:

@@ -123,6 +123,7 @@ class DuplicateTransformArgument(FamilyRule):
 
     code = "NNX103"
     facts_type = DuplicateTransformArgumentFacts
+    visits_transform_calls_only = True
     fixes = ("pin",)
     symbol = "duplicate-transform-argument"
     kind = "raises"

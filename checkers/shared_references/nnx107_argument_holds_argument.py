@@ -90,6 +90,7 @@ class ArgumentHoldsArgument(FamilyRule):
 
     code = "NNX107"
     facts_type = ArgumentHoldsArgumentFacts
+    visits_transform_calls_only = True
     fixes = ("pin",)
     symbol = "argument-holds-argument"
     kind = "raises"

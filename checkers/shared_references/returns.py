@@ -25,6 +25,7 @@ class ReturnRule(FamilyRule):
     """Collects transformed function definitions; reports what they return at the end."""
 
     finding_code: str
+    visits_transform_calls_only = True
 
     def __init__(self, context) -> None:
         super().__init__(context)

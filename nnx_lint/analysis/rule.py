@@ -217,6 +217,12 @@ class Rule:
     #: (``context.nnx_call(node)`` is None): the engine then skips it for such calls, which
     #: are most calls of a file. Only an optimisation: the same findings either way.
     visits_nnx_calls_only: ClassVar[bool] = False
+    #: True when ``visit_call`` does nothing for a call that is neither of the flax.nnx API nor
+    #: a call of a transformed function (the fact index's ``application(node)`` is None, as it
+    #: is for most calls): the engine then skips it for such calls. The walk asks for the
+    #: application only when it reaches the first such rule's handler, whose first question it
+    #: is, so the questions are asked in the same order. Only an optimisation, as above.
+    visits_transform_calls_only: ClassVar[bool] = False
     VALID: ClassVar[list[Case]] = []
     INVALID: ClassVar[list[Case]] = []
     #: The fixes this rule offers (:mod:`nnx_lint.fixes`), computed from each diagnostic:

@@ -267,6 +267,15 @@ class GraphUses:
         #: In the walk's order: ``("construct", id(ClassDef), keeps)`` for a class constructed
         #: in a lambda given to an NNX call, ``("use", expression, keeps, name, pin target)``.
         self.events: list[tuple] = []
+        self._plain: ClassUses | None = None
+
+    def plain_fold(self, classes) -> ClassUses:
+        """The events folded with :meth:`ClassUses.record` (no rule's refinement), once for every
+        rule that reads them so, when the walk is over (the rules only read it)."""
+        if self._plain is None:
+            self._plain = ClassUses(classes)
+            self._plain.fold(self.events, self._plain.record)
+        return self._plain
 
     def record(self, node: nodes.Call) -> None:
         """Record the uses ``node`` makes (once per call, however many rules ask)."""

@@ -83,6 +83,10 @@ class TransformResolver(TransformedCallables):
         self._callables: dict[int, Entry | None] = {}
         self._running_entries: dict[int, Entry | None] = {}
         self._applications: dict[int, Application | None] = {}
+        #: Each function's decoded NNX decorators (:meth:`decorators`), keyed by the node itself.
+        self._decorators: dict[nodes.FunctionDef, tuple[DecodedTransform, ...]] = {}
+        #: Each callee's :meth:`transformed` answer, asked at depth 0 (keyed by the node itself).
+        self._transformed: dict[nodes.NodeNG, tuple[NNXCall, nodes.NodeNG, bool] | None] = {}
         self._stored_names: frozenset[str] | None = None
 
     # -- tools per module -----------------------------------------------------------------
@@ -277,7 +281,16 @@ class TransformResolver(TransformedCallables):
 
     def transformed(self, callee: nodes.NodeNG, depth: int = 0) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         """``(transform, function expression, unaffected by the flip)`` when calling ``callee``
-        runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise."""
+        runs a function transformed by one of :data:`FUNCTION_TRANSFORMS`; None otherwise.
+        Memoised per callee (the application, the running entry and the grad rules each ask
+        about every call's callee)."""
+        if depth == 0:
+            if callee not in self._transformed:
+                self._transformed[callee] = self._transformed_at(callee, 0)
+            return self._transformed[callee]
+        return self._transformed_at(callee, depth)
+
+    def _transformed_at(self, callee: nodes.NodeNG, depth: int) -> tuple[NNXCall, nodes.NodeNG, bool] | None:
         if depth > MAX_ALIAS_DEPTH:
             return None
         if isinstance(callee, nodes.Call):
@@ -439,6 +452,12 @@ class TransformResolver(TransformedCallables):
         """Every NNX transform decorating ``function`` (``@nnx.split_rngs(...)`` included),
         outermost first, decoded: a factory call (``@nnx.vmap(in_axes=0)``,
         ``@partial(nnx.jit, ...)``) or a bare name (``@nnx.jit``, a synthetic call)."""
+        known = self._decorators.get(function)
+        if known is None:  # memoised: the returns rules, the callables and NNX306 ask about every def
+            known = self._decorators[function] = tuple(self._decode_decorators(function))
+        return list(known)
+
+    def _decode_decorators(self, function: nodes.FunctionDef) -> list[DecodedTransform]:
         tools = self.tools(function)
         found = []
         for decorator in function.decorators.nodes if function.decorators else ():

@@ -457,8 +457,10 @@ class ValueModel(StateValues):
                 continue
             bounds.checkpoint("looking for objects stored below themselves")
             owner = self.classes.ref_of(node.expr)
+            if owner is None or owner.origin == "self":
+                continue  # the value is asked about only for stores that may count (most are `self.x = ...`)
             value = self.classes.ref_of(assigned_value(node))
-            if owner is None or value is None or owner.origin == "self" or not _within_ref(owner, value):
+            if value is None or not _within_ref(owner, value):
                 continue
             if not all(self.classes.graph_node(Ref(owner.root, owner.path[:length]))
                        for length in range(len(value.path), len(owner.path) + 1)):

@@ -25,6 +25,7 @@ from nnx_lint.analysis.project import Project
 from nnx_lint.analysis.first_error import name_first_errors
 from nnx_lint.analysis.rule import Rule
 from nnx_lint.analysis.context import FileContext
+from nnx_lint.analysis.fact_index import fact_index
 from nnx_lint.engine.unused_noqa import unused_noqa
 
 _TOO_DEEP = "file is too deeply nested to analyse (Python's recursion limit was hit)"
@@ -184,8 +185,22 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
     call_visits = handled.get(nodes.Call, (None, None))[0]
     other_call_visits = [(rule, handler) for rule, handler in call_visits or []
                          if not (rule.visits_nnx_calls_only and handler.__name__ == "visit_call")]
-    if call_visits is None or len(other_call_visits) == len(call_visits):
+    # Of those, the rules that look at transform applications only: the visits before the first
+    # of them always run; from it on, a call that runs no transformed function skips them.
+    first = next((i for i, (rule, handler) in enumerate(other_call_visits)
+                  if rule.visits_transform_calls_only and handler.__name__ == "visit_call"), None)
+    if call_visits is None or (len(other_call_visits) == len(call_visits) and first is None):
         call_visits = _NO_CALL_FILTER  # nothing to leave out: no test per call
+    if first is not None:
+        other_call_visits, applied_visits = other_call_visits[:first], other_call_visits[first:]
+        unapplied_visits = [(rule, handler) for rule, handler in applied_visits
+                            if not (rule.visits_transform_calls_only and handler.__name__ == "visit_call")]
+        tables += [applied_visits, unapplied_visits]
+
+        def application(call: nodes.Call) -> object:  # the fact index is built when first asked, as before
+            return fact_index(context).application(call)
+    else:
+        applied_visits = unapplied_visits = None
     tables.append(other_call_visits)
     nnx_call = context.nnx_call
     lists = [by_type[kind] for kind in handled]  # each sorted: merged, they are the walk's order
@@ -201,8 +216,12 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
         node = order[position]
         visit, leave = handled[node.__class__]
         if visit is call_visits and not _is_nnx_call(nnx_call, node):
-            visit = other_call_visits or None
-        if visit is not None:
+            if other_call_visits:
+                call_all(other_call_visits, node)
+            visit = None
+            if applied_visits is not None:
+                visit = applied_visits if _is_application(application, node) else unapplied_visits
+        if visit:
             call_all(visit, node)
         if leave is not None:
             pending.append((extents[id(node)][1], node, leave))
@@ -216,6 +235,13 @@ def _run_rules(module: nodes.Module, path: str, rule_classes: Iterable[type[Rule
 def _is_nnx_call(nnx_call: Callable[[nodes.NodeNG], object], node: nodes.NodeNG) -> bool:
     try:
         return nnx_call(node) is not None
+    except Exception:  # every visit runs: the rules that ask meet the failure themselves (NNX003)
+        return True
+
+
+def _is_application(application: Callable[[nodes.Call], object], node: nodes.Call) -> bool:
+    try:
+        return application(node) is not None
     except Exception:  # every visit runs: the rules that ask meet the failure themselves (NNX003)
         return True
 
