@@ -88,10 +88,12 @@ class ClassAliasRule(FamilyRule):
         super().__init__(context)
         self._classdefs: list[nodes.ClassDef] = []
         #: This rule's view of the file's uses, per class and per object (read once, when the walk is over).
-        self.uses = shared_objects.ClassUses(self.classes)
-        self._uses, self._object_uses = self.uses.per_class, self.uses.per_object
-        self._use_names, self._pin_targets = self.uses.names, self.uses.pin_targets
+        self._view(shared_objects.ClassUses(self.classes))
         self._folded = False
+
+    def _view(self, uses: shared_objects.ClassUses) -> None:
+        self.uses, self._uses, self._object_uses = uses, uses.per_class, uses.per_object
+        self._use_names, self._pin_targets = uses.names, uses.pin_targets
 
     def visit_classdef(self, node: nodes.ClassDef) -> None:
         self._classdefs.append(node)
@@ -102,18 +104,11 @@ class ClassAliasRule(FamilyRule):
         shared_objects.graph_uses(self.context).record(node)
 
     def _fold_uses(self) -> None:
-        """This rule's view of the file's uses (:meth:`_record_use`, which a rule may refine),
-        taken once, when the walk is over. The rules that keep the plain view share one fold."""
-        if self._folded:
-            return
-        self._folded = True
-        uses = shared_objects.graph_uses(self.context)
-        if type(self)._record_use is not ClassAliasRule._record_use:
-            self.uses.fold(uses.events, self._record_use)
-            return
-        self.uses = uses.plain_fold(self.classes)
-        self._uses, self._object_uses = self.uses.per_class, self.uses.per_object
-        self._use_names, self._pin_targets = self.uses.names, self.uses.pin_targets
+        """This rule's view of the file's uses (:meth:`_record_use`, which a rule may refine; plain rules share one)."""
+        if not self._folded:
+            self._folded = True
+            refined = type(self)._record_use is not ClassAliasRule._record_use
+            self._view(shared_objects.graph_uses(self.context).fold_into(self.uses, self._record_use if refined else None))
 
     def _record_use(self, expression: nodes.NodeNG, keeps: bool, name: str | None = None,
                     pin_target: NNXCall | None = None) -> None:

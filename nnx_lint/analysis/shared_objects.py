@@ -269,6 +269,14 @@ class GraphUses:
         self.events: list[tuple] = []
         self._plain: ClassUses | None = None
 
+    def fold_into(self, uses: ClassUses, record=None) -> ClassUses:
+        """``uses`` with the events folded by ``record`` (a rule's refinement of
+        :meth:`ClassUses.record`); without one, the fold every plain rule shares (:meth:`plain_fold`)."""
+        if record is None:
+            return self.plain_fold(uses.classes)
+        uses.fold(self.events, record)
+        return uses
+
     def plain_fold(self, classes) -> ClassUses:
         """The events folded with :meth:`ClassUses.record` (no rule's refinement), once for every
         rule that reads them so, when the walk is over (the rules only read it)."""
