@@ -168,7 +168,7 @@ from nnx_lint.analysis.flow import bound_values, bound_values_of, expressions_wi
 from nnx_lint.analysis import custom_vjps
 from nnx_lint.analysis import grad_arguments as gradients
 from nnx_lint.analysis import returned_inputs, shared_objects, sown_state
-from nnx_lint.analysis.names import NameResolver, base_classes
+from nnx_lint.analysis.names import NameResolver, base_classes, root_name
 from nnx_lint.base.noqa import UNUSED_NOQA_CODE
 from nnx_lint.base import program_syntax as programs
 from nnx_lint.flax_table import table as flax_table
@@ -176,7 +176,7 @@ from nnx_lint.analysis.relations import ArgumentView, argument_views, held_items
 from nnx_lint.analysis.rule import Invalid, Reproduction, Rule, Valid, differs, raises
 from nnx_lint.analysis.static_uses import bound_arguments, python_value, static_use
 from nnx_lint.analysis.summaries import helper_summaries
-from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, root_name, transformed_code
+from nnx_lint.analysis.transformed import Reach, TransformedCode, body_nodes, transformed_code
 from nnx_lint.analysis.transform_types import Application, Argument, DecodedTransform, explicit_tree
 from nnx_lint.analysis.transforms import transform_resolver
 from nnx_lint.analysis.value_uses import may_leave

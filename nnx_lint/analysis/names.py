@@ -187,3 +187,11 @@ def base_classes(classdef: nodes.ClassDef) -> list[nodes.NodeNG]:
     """The expressions naming ``classdef``'s bases, generic subscriptions removed:
     ``class Count(nnx.Variable[A])`` has the base ``nnx.Variable``."""
     return [base.value if isinstance(base, nodes.Subscript) else base for base in classdef.bases]
+
+
+def root_name(expression: nodes.NodeNG) -> nodes.Name | None:
+    """``self`` for ``self.layers[0].kernel``; None for calls and other roots."""
+    current = expression
+    while isinstance(current, (nodes.Attribute, nodes.Subscript, nodes.AssignAttr)):
+        current = current.expr if not isinstance(current, nodes.Subscript) else current.value
+    return current if isinstance(current, nodes.Name) else None

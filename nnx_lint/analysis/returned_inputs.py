@@ -18,6 +18,7 @@ from astroid import nodes
 from nnx_lint.analysis.calls import constant_bool
 from nnx_lint.analysis.factories import returned_values
 from nnx_lint.analysis.flow import bound_values, inside, lookup
+from nnx_lint.analysis.names import root_name
 from nnx_lint.analysis.refs import SHARED_KINDS, STATEFUL_KINDS, Ref
 from nnx_lint.analysis.transform_types import Application
 from nnx_lint.analysis.values import value_model
@@ -205,9 +206,8 @@ def _views_a_parameter(context, view: nodes.NodeNG, definition: nodes.NodeNG) ->
         base = view.value.args[0] if view.value.args else None
     else:
         base = None
-    while isinstance(base, (nodes.Attribute, nodes.Subscript)):
-        base = base.expr if isinstance(base, nodes.Attribute) else base.value
-    if not isinstance(base, nodes.Name):
+    base = root_name(base) if base is not None else None
+    if base is None:
         return False
     _scope, assignments = lookup(base)
     return (len(assignments) == 1 and isinstance(assignments[0], nodes.AssignName)

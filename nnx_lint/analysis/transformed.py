@@ -71,6 +71,7 @@ from nnx_lint.base import bounds
 from nnx_lint.analysis.bound_methods import passes_self
 from nnx_lint.analysis.calls import constant_bool
 from nnx_lint.analysis.flow import bound_values_of, lookup
+from nnx_lint.analysis.names import root_name
 from nnx_lint.flax_table.nnx_api import EXTERNAL_PACKAGES
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.analysis.transform_types import _FUNCTION_TYPES, Entry, Function, _is_class_reference
@@ -477,14 +478,6 @@ def _terminal_name(expression: nodes.NodeNG) -> str | None:
     if isinstance(expression, (nodes.Attribute, nodes.AssignAttr)):
         return expression.attrname
     return None
-
-
-def root_name(expression: nodes.NodeNG) -> nodes.Name | None:
-    """``self`` for ``self.layers[0].kernel``; None for calls and other roots."""
-    current = expression
-    while isinstance(current, (nodes.Attribute, nodes.Subscript, nodes.AssignAttr)):
-        current = current.expr if not isinstance(current, nodes.Subscript) else current.value
-    return current if isinstance(current, nodes.Name) else None
 
 
 def body_nodes(function: Function) -> Iterator[nodes.NodeNG]:

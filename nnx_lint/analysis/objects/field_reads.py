@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from astroid import nodes
 
+from nnx_lint.base.node_index import nodes_of_class
+
 #: Statements whose blocks run in an order this module does not follow: what was stored before
 #: them is forgotten inside and after them.
 _OPAQUE = (nodes.With, nodes.AsyncWith, nodes.Match, nodes.TryStar) if hasattr(nodes, "TryStar") \
@@ -37,25 +39,28 @@ def dominating_stores(function: nodes.FunctionDef) -> dict[int, nodes.NodeNG]:
     return walker.found
 
 
-def is_instance_method(function: nodes.NodeNG) -> bool:
-    """Whether ``function`` is a method whose first parameter is the instance: defined in a class
-    body, and not a static or class method (by its decorators' names: astroid's ``type`` infers
-    every decorator, which cost seconds on maxtext's test files)."""
+def receiver_of(function: nodes.NodeNG) -> nodes.AssignName | None:
+    """The parameter an instance method is called with its instance as (``self``): the first of a
+    method defined in a class body that is not a static or class method (told by its decorators'
+    names: astroid's ``type`` infers every decorator, which cost seconds on maxtext's test
+    files). None for anything else, or a method without parameters."""
     if not isinstance(function, nodes.FunctionDef) or not isinstance(function.parent, nodes.ClassDef):
-        return False
+        return None
     for decorator in function.decorators.nodes if function.decorators else ():
         name = decorator.attrname if isinstance(decorator, nodes.Attribute) else getattr(decorator, "name", None)
         if name in ("staticmethod", "classmethod"):
-            return False
-    return True
+            return None
+    positional = function.args.posonlyargs or function.args.args
+    return positional[0] if positional else None
 
 
 def _receiver(function: nodes.NodeNG) -> str | None:
-    if not is_instance_method(function) or not function.args.args:
+    """The name of ``function``'s receiver, when the body never rebinds it."""
+    receiver = receiver_of(function)
+    if receiver is None:
         return None
-    name = function.args.args[0].name
-    bindings = function.locals.get(name, [])
-    return name if len(bindings) == 1 and bindings[0] is function.args.args[0] else None
+    bindings = function.locals.get(receiver.name, [])
+    return receiver.name if len(bindings) == 1 and bindings[0] is receiver else None
 
 
 class _Walker:
@@ -130,9 +135,8 @@ class _Walker:
     def _forget_targets(self, target: nodes.NodeNG | None, known: Known) -> None:
         if target is None:
             return
-        for node in [target, *target.nodes_of_class((nodes.AssignAttr, nodes.DelAttr))]:
-            if isinstance(node, (nodes.AssignAttr, nodes.DelAttr)):
-                known.pop(node.attrname, None)
+        for node in nodes_of_class(target, (nodes.AssignAttr, nodes.DelAttr)):
+            known.pop(node.attrname, None)
 
     # -- expressions ---------------------------------------------------------------------
     def expression(self, node: nodes.NodeNG, known: Known) -> Known:
@@ -175,7 +179,7 @@ def _surviving(known: Known, node: nodes.NodeNG) -> Known:
     if not known:
         return known
     stored = set()
-    for inner in node.nodes_of_class((nodes.Call, nodes.Yield, nodes.YieldFrom, nodes.Await,
+    for inner in nodes_of_class(node, (nodes.Call, nodes.Yield, nodes.YieldFrom, nodes.Await,
                                       nodes.AssignAttr, nodes.DelAttr, nodes.AugAssign)):
         if isinstance(inner, (nodes.AssignAttr, nodes.DelAttr)):
             stored.add(inner.attrname)

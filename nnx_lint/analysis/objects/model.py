@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 
 from astroid import nodes
 
-from nnx_lint.analysis.flow import lookup
+from nnx_lint.analysis.flow import inside
+from nnx_lint.analysis.names import root_name
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.choices import Choices
 from nnx_lint.analysis.objects.contexts import is_rooted, object_loops
-from nnx_lint.analysis.objects.field_reads import is_instance_method
+from nnx_lint.analysis.objects.field_reads import receiver_of
 from nnx_lint.analysis.objects.solver import Solver
-from nnx_lint.analysis.objects.summary import own_scope
+from nnx_lint.analysis.objects.summary import own_scope, starts_at_import
 from nnx_lint.analysis.objects.world import World
 from nnx_lint.base.node_index import nodes_of_class
 
@@ -186,10 +187,10 @@ class ObjectModel:
         makes: the one case the shallow guards already leave out, see
         :func:`~nnx_lint.analysis.objects.guards._tree_nodes_at_every_step`)."""
         for node in self._name_reads().get(classdef.name, ()):
-            if any(ancestor is classdef for ancestor in node.node_ancestors()):
+            if inside(node, classdef):
                 continue
             call = node.parent.parent if isinstance(node.parent, nodes.Keyword) else node.parent
-            if not (isinstance(call, nodes.Call) and node is not call.func and _imported_callee(call.func)):
+            if not (isinstance(call, nodes.Call) and node is not call.func and starts_at_import(call.func)):
                 return True
         return False
 
@@ -231,7 +232,7 @@ class ObjectModel:
                     names.append(name)
                 scope = own_scope(scope)
 
-        if isinstance(target, nodes.ClassDef):
+        if class_question:
             for scope in self._filling_scopes(target):
                 want(scope)
             seen.add(target.name)
@@ -497,26 +498,12 @@ class ObjectModel:
         return list(self._instances.get(id(classdef), ()))
 
 
-def _imported_callee(func: nodes.NodeNG) -> bool:
-    """Whether ``func`` names a function of another module: an imported name, or an attribute
-    of one (``nnx_wrappers.to_linen``)."""
-    while isinstance(func, nodes.Attribute):
-        func = func.expr
-    if not isinstance(func, nodes.Name):
-        return False
-    bindings = lookup(func)[1]
-    return bool(bindings) and all(isinstance(b, (nodes.Import, nodes.ImportFrom)) for b in bindings)
-
-
 def _fills_instances(method: nodes.FunctionDef) -> bool:
     """Whether ``method`` may make or fill instances of its class by itself: a constructor, a
     class or static method (a factory), or an instance method that stores through its first
     parameter (``self.x = ...``, ``self.x.y = ...``, ``setattr(self, ...)``, in nested functions too)."""
-    if method.name in ("__init__", "__post_init__", "__new__") or not is_instance_method(method):
-        return True
-    receiver = method.args.posonlyargs[0] if method.args.posonlyargs else \
-        method.args.args[0] if method.args.args else None
-    if receiver is None:
+    receiver = receiver_of(method)
+    if method.name in ("__init__", "__post_init__", "__new__") or receiver is None:
         return True
     for node in nodes_of_class(method, (nodes.AssignAttr, nodes.DelAttr, nodes.Call)):
         if isinstance(node, nodes.Call):
@@ -528,8 +515,7 @@ def _fills_instances(method: nodes.FunctionDef) -> bool:
             base = node.args[0]
         else:
             base = node.expr
-        while isinstance(base, (nodes.Attribute, nodes.Subscript)):
-            base = base.expr if isinstance(base, nodes.Attribute) else base.value
-        if isinstance(base, nodes.Name) and base.name == receiver.name:
+        root = root_name(base)
+        if root is not None and root.name == receiver.name:
             return True
     return False

@@ -265,7 +265,7 @@ class Extractor:
         elif isinstance(node, nodes.Name):
             self._name(node, var)
         elif isinstance(node, nodes.Attribute):
-            name = self.qualified_name(node) if _imported_base(node) else None
+            name = self.qualified_name(node) if starts_at_import(node.expr) else None
             stored = self.dominating.get(id(node))
             if name is not None:
                 emit(Alloc(var, "name", node, name))
@@ -457,9 +457,10 @@ def _may_be_imported(name: nodes.Name) -> bool:
     return False
 
 
-def _imported_base(node: nodes.Attribute) -> bool:
-    """Whether the attribute chain starts at a name an import binds (``nnx.Rngs``, ``pkg.mod.f``)."""
-    base = node.expr
+def starts_at_import(expression: nodes.NodeNG) -> bool:
+    """Whether ``expression``, a name or an attribute chain, starts at a name an import binds
+    (``nnx``, ``nnx.Rngs``, ``pkg.mod.f``)."""
+    base = expression
     while isinstance(base, nodes.Attribute):
         base = base.expr
     if not isinstance(base, nodes.Name) or not _may_be_imported(base):
