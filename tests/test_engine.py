@@ -180,30 +180,15 @@ def test_a_failing_nnx_calls_only_rule_is_skipped_on_every_later_call():
 
 
 @pytest.mark.slow
-def test_rules_that_visit_transform_calls_only_find_the_same_on_every_call():
-    """The flag is only an optimisation: each rule that sets it finds on the rule fixtures
+@pytest.mark.parametrize(("flag", "at_least"), [("visits_transform_calls_only", 9), ("visits_nnx_calls_only", 10)])
+def test_rules_that_visit_some_calls_only_find_the_same_on_every_call(flag, at_least):
+    """Each flag is only an optimisation: each rule that sets it finds on the rule fixtures
     exactly what it finds when it is handed every call."""
     from pathlib import Path
 
-    marked = [rule for rule in all_rules() if rule.visits_transform_calls_only]
-    assert len(marked) >= 9
-    every_call = [type(rule.__name__, (rule,), {"visits_transform_calls_only": False}) for rule in marked]
-    fixtures = sorted((Path(__file__).parent / "fixtures").glob("*/*.py"))
-    for fixture in fixtures:
-        text = fixture.read_text(errors="replace")
-        found = [d.to_dict() for d in lint_source(text, str(fixture), marked)]
-        assert found == [d.to_dict() for d in lint_source(text, str(fixture), every_call)], fixture.name
-
-
-@pytest.mark.slow
-def test_rules_that_visit_nnx_calls_only_find_the_same_on_every_call():
-    """The flag is only an optimisation: each rule that sets it finds on the rule fixtures
-    exactly what it finds when it is handed every call."""
-    from pathlib import Path
-
-    marked = [rule for rule in all_rules() if rule.visits_nnx_calls_only]
-    assert len(marked) >= 10
-    every_call = [type(rule.__name__, (rule,), {"visits_nnx_calls_only": False}) for rule in marked]
+    marked = [rule for rule in all_rules() if getattr(rule, flag)]
+    assert len(marked) >= at_least
+    every_call = [type(rule.__name__, (rule,), {flag: False}) for rule in marked]
     fixtures = sorted((Path(__file__).parent / "fixtures").glob("*/*.py"))
     for fixture in fixtures:
         text = fixture.read_text(errors="replace")

@@ -8,6 +8,7 @@ from astroid import nodes
 from _support import file_context
 from nnx_lint.analysis.objects import object_model
 from nnx_lint.analysis.objects.guards import leaves_the_tree, never_built, shared_rngs_paths
+from test_object_model import GUARDED_LAYERS
 
 
 def _class(context, name):
@@ -18,18 +19,8 @@ def _entered(model):
     return sorted(scope.name for scope in model._entered if isinstance(scope, nodes.FunctionDef))
 
 
-LAYERS = {"layers.py": """
-from flax import nnx
-
-class Inner(nnx.Module):
-    def __init__(self, rngs: nnx.Rngs):
-        self.rngs = rngs
-
-class Deep(nnx.Module):
-    def __init__(self, rngs: nnx.Rngs):
-        self.rngs = rngs
-        self.inner = Inner(rngs)
-
+# The guard tests' layers (`Inner`, and `Deep` that builds one), and a factory of many.
+LAYERS = {"layers.py": GUARDED_LAYERS["layers.py"] + """
 def build_every_family(rngs):
     return [Deep(rngs) for _ in range(3)]
 """}
