@@ -220,10 +220,12 @@ class ObjectModel:
                 wanted.add(scope)
                 outer = scope.parent.frame() if scope.parent is not None else None
                 if isinstance(outer, nodes.ClassDef):
-                    # the methods that fill its instances' fields, together (for a question about
-                    # an expression, all of them: the expression's own method may be any)
-                    wanted.update(self._filling_scopes(outer) if class_question
-                                  else nodes_of_class(outer, (nodes.FunctionDef, nodes.Lambda)))
+                    # the methods that fill its instances' fields, together; a method's callers
+                    # within the class read its name (``self.helper(x)``), and come with it below
+                    wanted.update(self._filling_scopes(outer))
+                    if isinstance(scope, nodes.FunctionDef) and scope.name not in seen:
+                        seen.add(scope.name)
+                        names.append(scope.name)
                 # the name its callers use: its class's, or a module-level function's own
                 name = outer.name if isinstance(outer, nodes.ClassDef) else \
                     scope.name if isinstance(scope, nodes.FunctionDef) and isinstance(outer, nodes.Module) else None

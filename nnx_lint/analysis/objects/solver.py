@@ -441,6 +441,8 @@ class Solver:
         merged = self.context(MERGED, defined_in, None, rooted, None, 0, foreign)
         if depth > MAX_DEPTH:
             return merged
+        if foreign and receiver is not None and not self.world.fills_instances(function):
+            return merged
         known = self.instances.get(function)
         context = self._contexts.get((invocation.node, defined_in, chain, rooted))
         if known is not None and (context is None or context not in known) and len(known) >= MAX_CONTEXTS:

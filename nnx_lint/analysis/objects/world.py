@@ -27,6 +27,7 @@ class World:
         self.classes = context.classes
         self._methods: dict[tuple[int, str], nodes.FunctionDef | None] = {}
         self._kinds: dict[int, str] = {}
+        self._fills: dict[int, bool] = {}
 
     # -- summaries -------------------------------------------------------------------------
     def summary(self, scope: nodes.NodeNG) -> Summary | None:
@@ -104,6 +105,16 @@ class World:
 
     def is_property(self, function: nodes.FunctionDef) -> bool:
         return bool(self._decorator_names(function) & {"property", "cached_property"})
+
+    def fills_instances(self, function: nodes.NodeNG) -> bool:
+        from nnx_lint.analysis.objects.model import _fills_instances
+        if not isinstance(function, nodes.FunctionDef):
+            return True
+        key = id(function)
+        found = self._fills.get(key)
+        if found is None:
+            found = self._fills[key] = _fills_instances(function)
+        return found
 
     def is_method(self, scope: nodes.NodeNG) -> bool:
         return isinstance(scope, nodes.FunctionDef) and isinstance(scope.parent, nodes.ClassDef) \
