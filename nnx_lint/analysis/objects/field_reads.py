@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
+from nnx_lint.analysis.names import root_name
 from nnx_lint.base.node_index import nodes_of_class
 
 #: Statements whose blocks run in an order this module does not follow: what was stored before
@@ -52,6 +53,29 @@ def receiver_of(function: nodes.NodeNG) -> nodes.AssignName | None:
             return None
     positional = function.args.posonlyargs or function.args.args
     return positional[0] if positional else None
+
+
+def fills_instances(method: nodes.FunctionDef) -> bool:
+    """Whether ``method`` may make or fill instances of its class by itself: a constructor, a
+    class or static method (a factory), or an instance method that stores through its first
+    parameter (``self.x = ...``, ``self.x.y = ...``, ``setattr(self, ...)``, in nested functions too)."""
+    receiver = receiver_of(method)
+    if method.name in ("__init__", "__post_init__", "__new__") or receiver is None:
+        return True
+    for node in nodes_of_class(method, (nodes.AssignAttr, nodes.DelAttr, nodes.Call)):
+        if isinstance(node, nodes.Call):
+            if not (isinstance(node.func, (nodes.Name, nodes.Attribute)) and "setattr" in (
+                    getattr(node.func, "name", None), getattr(node.func, "attrname", None))):
+                continue
+            if not node.args:
+                continue
+            base = node.args[0]
+        else:
+            base = node.expr
+        root = root_name(base)
+        if root is not None and root.name == receiver.name:
+            return True
+    return False
 
 
 def _receiver(function: nodes.NodeNG) -> str | None:

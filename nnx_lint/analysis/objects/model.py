@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from astroid import nodes
 
 from nnx_lint.analysis.flow import inside
-from nnx_lint.analysis.names import root_name
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject
 from nnx_lint.analysis.objects.choices import Choices
 from nnx_lint.analysis.objects.contexts import is_rooted, object_loops
-from nnx_lint.analysis.objects.field_reads import receiver_of
+from nnx_lint.analysis.objects.field_reads import fills_instances
 from nnx_lint.analysis.objects.solver import Solver
 from nnx_lint.analysis.objects.summary import own_scope, starts_at_import
 from nnx_lint.analysis.objects.world import World
@@ -259,7 +258,7 @@ class ObjectModel:
         if found is None:
             found = []
             for method in classdef.mymethods():
-                if _fills_instances(method):
+                if fills_instances(method):
                     found.extend(nodes_of_class(method, (nodes.FunctionDef, nodes.Lambda)))
             self._fillers[classdef] = found
         return found
@@ -498,26 +497,3 @@ class ObjectModel:
                     if isinstance(obj.definition, nodes.ClassDef) and obj.proven and obj.kind != kinds.CLASS:
                         self._instances.setdefault(id(obj.definition), {})[obj] = None
         return list(self._instances.get(id(classdef), ()))
-
-
-def _fills_instances(method: nodes.FunctionDef) -> bool:
-    """Whether ``method`` may make or fill instances of its class by itself: a constructor, a
-    class or static method (a factory), or an instance method that stores through its first
-    parameter (``self.x = ...``, ``self.x.y = ...``, ``setattr(self, ...)``, in nested functions too)."""
-    receiver = receiver_of(method)
-    if method.name in ("__init__", "__post_init__", "__new__") or receiver is None:
-        return True
-    for node in nodes_of_class(method, (nodes.AssignAttr, nodes.DelAttr, nodes.Call)):
-        if isinstance(node, nodes.Call):
-            if not (isinstance(node.func, (nodes.Name, nodes.Attribute)) and "setattr" in (
-                    getattr(node.func, "name", None), getattr(node.func, "attrname", None))):
-                continue
-            if not node.args:
-                continue
-            base = node.args[0]
-        else:
-            base = node.expr
-        root = root_name(base)
-        if root is not None and root.name == receiver.name:
-            return True
-    return False

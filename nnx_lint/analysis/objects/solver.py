@@ -18,8 +18,9 @@ Block's ``__init__`` makes is two Convs, however deep the hierarchy; a factory c
 call sites makes two objects; one object passed to two owners stays one.
 
 Bounds: a set past :data:`MAX_SET` stops growing and is marked widened (its answers are
-unproven); a function past :data:`MAX_CONTEXTS` contexts, or a chain past :data:`MAX_DEPTH`,
-shares one merged context per function, whose allocations are *summary* objects (they answer
+unproven); a function past :data:`MAX_CONTEXTS` contexts (a plain function of another file past
+:data:`MAX_FOREIGN_CONTEXTS`; another file's forward pass, a method that stores nothing through
+``self``, at once), or a chain past :data:`MAX_DEPTH`, shares one merged context per function, whose allocations are *summary* objects (they answer
 "may alias", never "one object"); a chain past :data:`MAX_FOREIGN_CALLS` calls into other
 files is not followed (a solver may start with a lower limit, keep the calls it stops, and
 enter them later: :meth:`Solver.deepen`). Steps count against :data:`MAX_STEPS`, and the file's deadline is checked
@@ -49,6 +50,11 @@ MAX_SET = 48
 MAX_CONTEXTS = 16
 #: How many calls deep a context chain may be before it falls back to the merged context.
 MAX_DEPTH = 4
+#: The same bound for a plain function of another file (called, not constructed nor bound to an
+#: object): a helper every test of a test file calls (maxtext's ``create_device_mesh``,
+#: ``train_step``) need not be solved again for each; a method keeps :data:`MAX_CONTEXTS`, one
+#: per object, so the instances' trees stay apart.
+MAX_FOREIGN_CONTEXTS = 4
 #: How many calls into other files' functions a chain may make, in a row, from the linted file's
 #: code (a method called on the same object, ``super().__init__`` or ``self.helper()``, is no new
 #: call). Past it a call is left unresolved (its result unknown): each file's model then solves the
@@ -427,9 +433,9 @@ class Solver:
         function was made in, and the receiver object (methods) or the caller's context (plain
         functions), so that two instances' ``__init__`` do not mix their stores or their
         allocations. Whether the caller is an entry analysed with no caller is kept too (its
-        outside objects stay apart from what real calls pass). A function past
-        :data:`MAX_CONTEXTS` contexts, or a chain past :data:`MAX_DEPTH`, shares one merged
-        context."""
+        outside objects stay apart from what real calls pass). A function past its bound
+        (:data:`MAX_CONTEXTS`, :data:`MAX_FOREIGN_CONTEXTS`), another file's forward pass, or a
+        chain past :data:`MAX_DEPTH`, shares one merged context."""
         caller = invocation.context
         rooted = is_rooted(caller)
         if receiver is not None:
@@ -442,10 +448,14 @@ class Solver:
         if depth > MAX_DEPTH:
             return merged
         if foreign and receiver is not None and not self.world.fills_instances(function):
+            # another file's forward pass (a method that stores nothing through ``self``): one
+            # merged context for all its instances. It fills no field, so no instance's tree
+            # mixes with another's; it only runs each sub-layer's forward pass again
             return merged
         known = self.instances.get(function)
         context = self._contexts.get((invocation.node, defined_in, chain, rooted))
-        if known is not None and (context is None or context not in known) and len(known) >= MAX_CONTEXTS:
+        if known is not None and (context is None or context not in known) \
+                and len(known) >= (MAX_FOREIGN_CONTEXTS if foreign and receiver is None else MAX_CONTEXTS):
             return merged
         return self.context(invocation.node, defined_in, chain, rooted, loops, depth, foreign)
 

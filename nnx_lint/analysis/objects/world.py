@@ -9,6 +9,7 @@ from nnx_lint.analysis.annotations import annotation_head
 from nnx_lint.analysis.class_info import class_fields, stored_fields
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, constant
+from nnx_lint.analysis.objects.field_reads import fills_instances
 from nnx_lint.analysis.objects.summary import Alloc, Parameter, Summary, summarize
 from nnx_lint.flax_table.names import NOT_PROJECT_PREFIXES
 from nnx_lint.flax_table import object_relations as relations
@@ -107,13 +108,14 @@ class World:
         return bool(self._decorator_names(function) & {"property", "cached_property"})
 
     def fills_instances(self, function: nodes.NodeNG) -> bool:
-        from nnx_lint.analysis.objects.model import _fills_instances
+        """Whether ``function`` may make or fill instances of its class by itself
+        (:func:`~nnx_lint.analysis.objects.field_reads.fills_instances`; a lambda: yes), once per function."""
         if not isinstance(function, nodes.FunctionDef):
             return True
         key = id(function)
         found = self._fills.get(key)
         if found is None:
-            found = self._fills[key] = _fills_instances(function)
+            found = self._fills[key] = fills_instances(function)
         return found
 
     def is_method(self, scope: nodes.NodeNG) -> bool:
