@@ -501,3 +501,63 @@ def test_one_shared_rngs_between_two_children_is_one_pair_whatever_the_instance(
     assert len(pairs) == 1
     first, second, _rngs = pairs[0]
     assert {first.fields[0], second.fields[0]} == {"self_attention", "moe_block"}
+
+
+# Another file's layer with a forward pass, a forward pass that sows (stores through `self`), and
+# a plain helper; the linted file builds several and calls each.
+FOREIGN_LAYERS = {"layers.py": """
+from flax import nnx
+
+
+class Block(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+        self.dense = nnx.Linear(2, 2, rngs=rngs)
+
+    def __call__(self, x):
+        return self.dense(x)
+
+    def sow_norm(self, x):
+        self.norm = nnx.Intermediate(x)
+        return x
+
+
+def make_mesh(shape):
+    return [shape]
+"""}
+
+
+def _function(module, name):
+    return next(node for node in module.nodes_of_class(nodes.FunctionDef) if node.name == name)
+
+
+def test_another_files_forward_pass_is_solved_once_for_all_its_instances(tmp_path):
+    """`Block.__call__` stores nothing through `self`: one merged context for the three blocks,
+    and their trees stay apart (each `__init__` keeps its own object, so no Rngs is shared). A
+    method that stores through `self` keeps one context per object."""
+    made = "".join(f"block{i} = Block(nnx.Rngs({i}))\ny{i} = block{i}(1.0)\nz{i} = block{i}.sow_norm(1.0)\n"
+                   for i in range(3))
+    context = file_context(tmp_path, "from flax import nnx\nfrom layers import Block\n" + made, FOREIGN_LAYERS)
+    model = object_model(context)
+    for i in range(3):
+        assert shared_inside(model, _value(context, f"block{i}"), frozenset({"rngs", "module"})) is None
+    block = next(iter(model.objects(_value(context, "block0")))).definition
+    instances = model.solver.instances
+    assert [c.site for c in instances[block.locals["__call__"][0]]] == [solver_module.MERGED]
+    assert len(instances[block.locals["__init__"][0]]) == 3
+    assert len(instances[block.locals["sow_norm"][0]]) == 3
+
+
+def test_another_files_plain_function_gets_at_most_max_foreign_contexts(tmp_path):
+    """A helper of another file that six call sites of the linted file call: MAX_FOREIGN_CONTEXTS
+    contexts, then one merged context; a function of the linted file keeps one per call site."""
+    calls = "".join(f"mesh{i} = make_mesh({i})\nlocal{i} = local_mesh({i})\n" for i in range(6))
+    context = file_context(tmp_path, "from layers import make_mesh\n\ndef local_mesh(shape):\n    return [shape]\n\n"
+                           + calls, FOREIGN_LAYERS)
+    model = object_model(context)
+    make_mesh = next(iter(model.objects(_value(context, "mesh0").func)))
+    foreign = model.solver.instances[make_mesh.definition]
+    assert len([c for c in foreign if c.site != solver_module.MERGED]) == solver_module.MAX_FOREIGN_CONTEXTS
+    assert any(c.site == solver_module.MERGED for c in foreign)
+    local = model.solver.instances[_function(context.module, "local_mesh")]
+    assert len([c for c in local if c.site not in (solver_module.MERGED, solver_module.ROOT)]) == 6

@@ -139,3 +139,83 @@ def test_a_walk_for_some_kinds_never_expands_a_holder_that_reaches_none(tmp_path
     assert root in entered
     assert not [holder for holder in entered if (holder.class_name or "").endswith("Weights")]
     assert [path.text() for path, _ in model.paths(root, frozenset({"variable"}))] == [".weights.w", ".weights.b"]
+
+
+# Like maxtext's attention tests: `setUp` stores what the tests share, each test builds its own
+# layer (one through a helper method), and most tests never store through `self`.
+TESTS = """
+import unittest
+from flax import nnx
+
+class Layer(nnx.Module):
+    def __init__(self, rngs):
+        self.rngs = rngs
+
+class LayerTest(unittest.TestCase):
+    def setUp(self):
+        self.rngs = nnx.Rngs(0)
+
+    def _build(self):
+        layer = Layer(self.rngs)
+        return layer
+
+    def test_built_by_the_helper(self):
+        layer = self._build()
+        return nnx.jit(lambda m: m)(layer)
+
+    def test_something_else(self):
+        other = Layer(nnx.Rngs(1))
+        return other
+"""
+
+
+def test_an_expression_question_enters_the_filling_methods_and_the_callers_of_its_method(tmp_path):
+    """A question about `layer` in `_build` enters `_build`, the method that calls it by name
+    (`self._build()`), and `setUp`, which stores through `self`: not a test that does neither.
+    The answer still sees what `setUp` stored."""
+    context = file_context(tmp_path, TESTS)
+    model = object_model(context)
+    build = next(f for f in _class(context, "LayerTest").mymethods() if f.name == "_build")
+    layer = build.body[-1].value
+    found = model.objects(layer)
+    assert _entered(model) == ["_build", "setUp", "test_built_by_the_helper"]
+    assert {o.class_name.rsplit(".", 1)[-1] for o in found if o.proven} == {"Layer"}
+    held = [o for obj in found for o in model.fields(obj, "rngs")] if found else []
+    assert any(o.kind == "rngs" for o in held), "setUp's Rngs reaches the layer"
+
+
+FLAGS = """
+from flax import nnx
+
+class Counter(nnx.Module):
+    def __init__(self):
+        self.count = nnx.BatchStat(0)
+
+    def step(self, update=False):
+        if update:
+            self.count.value += 1
+        return self.count.value
+
+def make():
+    return Counter()
+
+counter = make()
+counter.step()
+
+def unrelated():
+    return [nnx.Linear(2, 2, rngs=nnx.Rngs(i)) for i in range(3)]
+"""
+
+
+def test_a_never_taken_branch_is_judged_from_the_functions_callers_alone(tmp_path):
+    """Whether any call of `step` passes `update`: the file's calls of `step` say no. Only the
+    code that can reach `step` is solved (its class's filling methods, and `make`, which names the
+    class), not `unrelated`."""
+    from nnx_lint.analysis.objects.guards import branch_never_taken
+
+    context = file_context(tmp_path, FLAGS)
+    model = object_model(context)
+    step = next(f for f in _class(context, "Counter").mymethods() if f.name == "step")
+    write = step.body[0].body[0]
+    assert branch_never_taken(model, write) is True
+    assert _entered(model) == ["__init__", "make", "step"]
