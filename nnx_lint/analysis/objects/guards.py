@@ -219,8 +219,9 @@ def holders_of(model, classdef: nodes.ClassDef) -> list:
     made = model.instances_of(classdef)
     if made:
         return made
-    return [holder for holder, _attr in model.solver.store_sites if holder.definition is classdef
-            and holder.kind != kinds.CLASS]
+    # one holder once: the store sites are keyed by (holder, field)
+    return list(dict.fromkeys(holder for holder, _attr in model.solver.store_sites
+                              if holder.definition is classdef and holder.kind != kinds.CLASS))
 
 
 def leaves_the_tree(model, classdef: nodes.ClassDef, fields: tuple[str, ...]) -> bool:
