@@ -15,6 +15,7 @@ from astroid.exceptions import NoDefault
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.call_sites import calls_in_other_files
 from nnx_lint.analysis.objects.contexts import is_rooted
+from nnx_lint.analysis.objects.field_reads import receiver_of
 from nnx_lint.base.node_index import nodes_of_class
 from nnx_lint.flax_table.names import LINSPACES
 
@@ -40,8 +41,8 @@ def _argument(call: nodes.Call, function: nodes.FunctionDef, parameter: str) -> 
     for keyword in call.keywords or ():
         if keyword.arg == parameter:
             return keyword.value
-    positional = [a.name for a in function.args.args]
-    if function.type == "method" and positional:
+    positional = [a.name for a in [*(function.args.posonlyargs or ()), *function.args.args]]
+    if receiver_of(function) is not None and positional:  # an instance method: `self` is not passed
         positional = positional[1:]
     if parameter not in positional:
         return None

@@ -29,6 +29,7 @@ class World:
         self._methods: dict[tuple[int, str], nodes.FunctionDef | None] = {}
         self._kinds: dict[int, str] = {}
         self._fills: dict[int, bool] = {}
+        self._fixed: dict[int, tuple[Alloc, AbstractObject | None]] = {}
 
     # -- summaries -------------------------------------------------------------------------
     def summary(self, scope: nodes.NodeNG) -> Summary | None:
@@ -134,12 +135,23 @@ class World:
     # -- objects of names, literals and parameters ------------------------------------------
     def allocate(self, alloc: Alloc, context) -> AbstractObject | None:
         kind = alloc.kind
-        if kind == "constant":
-            return constant(alloc.value)
         if kind == "container":
             return AbstractObject(kinds.CONTAINER, alloc.site, context, class_name=alloc.value)
         if kind == "function":
             return AbstractObject(kinds.FUNCTION, alloc.site, context, definition=alloc.site)
+        # The other kinds are one object whatever the context: made once per file, not once per
+        # instance of the function (a constant or a class name in a layer's `__init__` that the
+        # file builds sixteen times; `named` looks the name up in the project). Keyed by the
+        # allocation's identity, and kept with it so that the identity is never reused.
+        known = self._fixed.get(id(alloc))
+        if known is None:
+            known = self._fixed[id(alloc)] = (alloc, self._context_free(alloc))
+        return known[1]
+
+    def _context_free(self, alloc: Alloc) -> AbstractObject | None:
+        kind = alloc.kind
+        if kind == "constant":
+            return constant(alloc.value)
         if kind == "definition":  # a module-level definition: one object, whatever the context
             if isinstance(alloc.site, nodes.ClassDef):
                 return AbstractObject(kinds.CLASS, alloc.site, None, class_name=self._name(alloc.site),
