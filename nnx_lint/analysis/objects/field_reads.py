@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from astroid import nodes
 
-from nnx_lint.analysis.names import root_name
+from nnx_lint.analysis.names import decorator_names, root_name
 from nnx_lint.base.node_index import nodes_of_class
 
 #: Statements whose blocks run in an order this module does not follow: what was stored before
@@ -42,15 +42,13 @@ def dominating_stores(function: nodes.FunctionDef) -> dict[int, nodes.NodeNG]:
 
 def receiver_of(function: nodes.NodeNG) -> nodes.AssignName | None:
     """The parameter an instance method is called with its instance as (``self``): the first of a
-    method defined in a class body that is not a static or class method (told by its decorators'
-    names: astroid's ``type`` infers every decorator, which cost seconds on maxtext's test
-    files). None for anything else, or a method without parameters."""
+    method defined in a class body that is not a static or class method (told by its
+    :func:`~nnx_lint.analysis.names.decorator_names`). None for anything else, or a method without
+    parameters."""
     if not isinstance(function, nodes.FunctionDef) or not isinstance(function.parent, nodes.ClassDef):
         return None
-    for decorator in function.decorators.nodes if function.decorators else ():
-        name = decorator.attrname if isinstance(decorator, nodes.Attribute) else getattr(decorator, "name", None)
-        if name in ("staticmethod", "classmethod"):
-            return None
+    if decorator_names(function) & {"staticmethod", "classmethod"}:
+        return None
     positional = function.args.posonlyargs or function.args.args
     return positional[0] if positional else None
 

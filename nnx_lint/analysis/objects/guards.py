@@ -90,7 +90,9 @@ def branch_never_taken(model, node: nodes.NodeNG) -> bool:
     cannot evaluate to a literal (a computed argument, an outside parameter). Calls the model does
     not see (another file's callers of an entry point it reaches from this file) are not asked."""
     for function, test, branch in _parameter_tests(node):
-        # the calls of ``function``: its callers' code, not the whole file's
+        # the code that can call ``function``, not the whole file (a node inside it, its
+        # arguments, stands for the function: a question about the function node itself would be
+        # about the scope that defines it)
         with model.focused_on(function.args):
             values = model.parameter_values(function, _tested_parameter(test))
         if not values or any(v.kind != kinds.CONSTANT for v in values):

@@ -20,7 +20,8 @@ call sites makes two objects; one object passed to two owners stays one.
 Bounds: a set past :data:`MAX_SET` stops growing and is marked widened (its answers are
 unproven); a function past :data:`MAX_CONTEXTS` contexts (a plain function of another file past
 :data:`MAX_FOREIGN_CONTEXTS`; another file's forward pass, a method that stores nothing through
-``self``, at once), or a chain past :data:`MAX_DEPTH`, shares one merged context per function, whose allocations are *summary* objects (they answer
+``self``, at once), or a chain past :data:`MAX_DEPTH`, shares one merged context per function,
+whose allocations are *summary* objects (they answer
 "may alias", never "one object"); a chain past :data:`MAX_FOREIGN_CALLS` calls into other
 files is not followed (a solver may start with a lower limit, keep the calls it stops, and
 enter them later: :meth:`Solver.deepen`). Steps count against :data:`MAX_STEPS`, and the file's deadline is checked

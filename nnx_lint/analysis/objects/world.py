@@ -7,6 +7,7 @@ from astroid import nodes
 
 from nnx_lint.analysis.annotations import annotation_head
 from nnx_lint.analysis.class_info import class_fields, stored_fields
+from nnx_lint.analysis.names import decorator_names
 import nnx_lint.analysis.objects.abstract as kinds
 from nnx_lint.analysis.objects.abstract import AbstractObject, constant
 from nnx_lint.analysis.objects.field_reads import fills_instances
@@ -95,24 +96,15 @@ class World:
     def _name(self, classdef: nodes.ClassDef) -> str:
         return self.classes.ref_of_definition(classdef).qualified_name
 
-    @staticmethod
-    def _decorator_names(function: nodes.FunctionDef) -> set[str]:
-        names = set()
-        for decorator in function.decorators.nodes if function.decorators else []:
-            names.add(decorator.attrname if isinstance(decorator, nodes.Attribute) else getattr(decorator, "name", ""))
-        return names
-
     def is_static(self, function: nodes.NodeNG) -> bool:
-        return isinstance(function, nodes.FunctionDef) and "staticmethod" in self._decorator_names(function)
+        return isinstance(function, nodes.FunctionDef) and "staticmethod" in decorator_names(function)
 
     def is_property(self, function: nodes.FunctionDef) -> bool:
-        return bool(self._decorator_names(function) & {"property", "cached_property"})
+        return bool(decorator_names(function) & {"property", "cached_property"})
 
     def fills_instances(self, function: nodes.NodeNG) -> bool:
         """Whether ``function`` may make or fill instances of its class by itself
         (:func:`~nnx_lint.analysis.objects.field_reads.fills_instances`; a lambda: yes), once per function."""
-        if not isinstance(function, nodes.FunctionDef):
-            return True
         key = id(function)
         found = self._fills.get(key)
         if found is None:
@@ -127,7 +119,7 @@ class World:
                       bound_to_class: bool = False) -> AbstractObject:
         """``obj.method``: bound to ``obj`` (a static method stays a plain function; on a class,
         only a classmethod is bound)."""
-        decorators = self._decorator_names(method)
+        decorators = decorator_names(method)
         if "staticmethod" in decorators or (bound_to_class and "classmethod" not in decorators):
             return AbstractObject(kinds.FUNCTION, method, None, definition=method)
         return AbstractObject(kinds.BOUND, method, None, definition=method, target=receiver)
@@ -180,7 +172,7 @@ class World:
     def outside_self(self, method: nodes.FunctionDef) -> AbstractObject:
         """``self`` of a method no analysed call reaches: one object per class, unproven."""
         classdef = method.parent
-        if "classmethod" in self._decorator_names(method):
+        if "classmethod" in decorator_names(method):
             return AbstractObject(kinds.CLASS, classdef, None, class_name=self._name(classdef), definition=classdef)
         return AbstractObject(self.instance_kind(classdef), classdef, None, class_name=self._name(classdef),
                               definition=classdef, proven=False)
